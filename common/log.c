@@ -1,0 +1,47 @@
+#include "common/log.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static _Atomic int g_level = DT_LOG_WARN;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void dt_log_set_level(dt_log_level level) { atomic_store(&g_level, (int)level); }
+dt_log_level dt_log_get_level(void) { return (dt_log_level)atomic_load(&g_level); }
+
+void dt_log_init_from_env(void)
+{
+    const char *v = getenv("DTUNE_LOG");
+    if (!v)
+        return;
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(v, names[i]) == 0)
+            dt_log_set_level((dt_log_level)i);
+}
+
+void dt_log(dt_log_level level, const char *fmt, ...)
+{
+    if ((int)level > atomic_load(&g_level))
+        return;
+    static const char *tags[] = {"error", "warn", "info", "debug"};
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%H:%M:%S", &tm);
+    va_list ap;
+    va_start(ap, fmt);
+    pthread_mutex_lock(&g_lock);
+    fprintf(stderr, "dtune %s.%03ld %s: ", stamp, ts.tv_nsec / 1000000L, tags[level]);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    pthread_mutex_unlock(&g_lock);
+    va_end(ap);
+}

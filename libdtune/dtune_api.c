@@ -1,0 +1,29 @@
+/* Implementation of include/dtune/dtune.h on top of the internal modules. */
+#include "dtune/dtune.h"
+
+#include <stdio.h>
+
+#include "sketch/workload.h"
+
+DTUNE_API const char *dtune_version(void) { return DTUNE_VERSION; }
+
+DTUNE_API int dtune_workload_canonical(const char *key, char *out, size_t out_size, char *err,
+                                       size_t err_size)
+{
+    dt_err e;
+    dt_workload *w = NULL;
+    int rc = dt_workload_parse_key(key, &w, &e);
+    if (rc) {
+        if (err && err_size)
+            snprintf(err, err_size, "%s", e.msg);
+        return rc;
+    }
+    size_t need = dt_workload_key(w, out, out_size);
+    dt_workload_free(w);
+    if (need >= out_size) {
+        if (err && err_size)
+            snprintf(err, err_size, "output buffer too small: %zu bytes needed", need + 1);
+        return DT_EINVAL;
+    }
+    return 0;
+}

@@ -1,0 +1,625 @@
+#include "sketch/expr.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- construction ------------------------------------------------------- */
+
+static dt_expr *node(dt_expr_kind kind)
+{
+    dt_expr *x = calloc(1, sizeof *x);
+    if (x) {
+        x->kind = kind;
+        x->var_index = -1;
+    }
+    return x;
+}
+
+dt_expr *dt_expr_const(int64_t v)
+{
+    dt_expr *x = node(DT_EXPR_CONST);
+    if (x)
+        x->value = v;
+    return x;
+}
+
+dt_expr *dt_expr_var(const char *name)
+{
+    dt_expr *x = node(DT_EXPR_VAR);
+    if (x && !(x->name = strdup(name))) {
+        free(x);
+        return NULL;
+    }
+    return x;
+}
+
+static int push_arg(dt_expr *x, dt_expr *a)
+{
+    dt_expr **args = realloc(x->args, (size_t)(x->nargs + 1) * sizeof *args);
+    if (!args)
+        return DT_ENOMEM;
+    x->args = args;
+    x->args[x->nargs++] = a;
+    return 0;
+}
+
+static dt_expr *binary(dt_expr_kind kind, dt_expr *a, dt_expr *b)
+{
+    dt_expr *x = node(kind);
+    if (!x || push_arg(x, a) || push_arg(x, b)) {
+        dt_expr_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+void dt_expr_free(dt_expr *x)
+{
+    if (!x)
+        return;
+    for (int i = 0; i < x->nargs; i++)
+        dt_expr_free(x->args[i]);
+    free(x->args);
+    free(x->name);
+    free(x);
+}
+
+dt_expr *dt_expr_clone(const dt_expr *x)
+{
+    if (!x)
+        return NULL;
+    dt_expr *c = node(x->kind);
+    if (!c)
+        return NULL;
+    c->value = x->value;
+    c->var_index = x->var_index;
+    if (x->name && !(c->name = strdup(x->name)))
+        goto fail;
+    for (int i = 0; i < x->nargs; i++) {
+        dt_expr *a = dt_expr_clone(x->args[i]);
+        if (!a || push_arg(c, a)) {
+            dt_expr_free(a);
+            goto fail;
+        }
+    }
+    return c;
+fail:
+    dt_expr_free(c);
+    return NULL;
+}
+
+int dt_is_name(const char *s)
+{
+    if (!s || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return 0;
+    size_t n = 1;
+    for (; s[n]; n++)
+        if (!(isalnum((unsigned char)s[n]) || s[n] == '_'))
+            return 0;
+    return n <= 32;
+}
+
+/* ---- parsing ------------------------------------------------------------ */
+
+typedef struct {
+    const char *s;
+    size_t pos;
+    size_t err_pos;
+    dt_err *e;
+} parser;
+
+static void skip_ws(parser *p)
+{
+    while (isspace((unsigned char)p->s[p->pos]))
+        p->pos++;
+}
+
+static int fail(parser *p, size_t pos, const char *what)
+{
+    p->err_pos = pos;
+    return dt_errf(p->e, DT_EINVAL, "%s at offset %zu of expression '%s'", what, pos, p->s);
+}
+
+static int fail_unexpected(parser *p, size_t pos)
+{
+    char what[32];
+    snprintf(what, sizeof what, "unexpected '%c'", p->s[pos]);
+    return fail(p, pos, what);
+}
+
+static int parse_expr(parser *p, dt_expr **out);
+
+static int parse_factor(parser *p, dt_expr **out)
+{
+    skip_ws(p);
+    const char *s = p->s;
+    size_t start = p->pos;
+    char c = s[p->pos];
+    if (c == '(') {
+        p->pos++;
+        int rc = parse_expr(p, out);
+        if (rc)
+            return rc;
+        skip_ws(p);
+        if (s[p->pos] != ')') {
+            dt_expr_free(*out);
+            *out = NULL;
+            return fail(p, p->pos, "expected ')'");
+        }
+        p->pos++;
+        return 0;
+    }
+    if (c == '-') { /* unary minus: needed to print folded negative constants */
+        p->pos++;
+        dt_expr *f = NULL;
+        int rc = parse_factor(p, &f);
+        if (rc)
+            return rc;
+        if (f->kind == DT_EXPR_CONST && f->value != INT64_MIN) {
+            f->value = -f->value;
+            *out = f;
+            return 0;
+        }
+        dt_expr *m1 = dt_expr_const(-1);
+        *out = m1 ? binary(DT_EXPR_MUL, m1, f) : NULL;
+        if (!*out) {
+            dt_expr_free(m1);
+            dt_expr_free(f);
+            return dt_errf(p->e, DT_ENOMEM, "out of memory");
+        }
+        return 0;
+    }
+    if (isdigit((unsigned char)c)) {
+        int64_t v = 0;
+        while (isdigit((unsigned char)s[p->pos])) {
+            int d = s[p->pos] - '0';
+            if (v > (INT64_MAX - d) / 10)
+                return fail(p, start, "integer too large for int64");
+            v = v * 10 + d;
+            p->pos++;
+        }
+        if (isalpha((unsigned char)s[p->pos]) || s[p->pos] == '_')
+            return fail(p, p->pos, "unexpected letter after a number");
+        *out = dt_expr_const(v);
+        return *out ? 0 : dt_errf(p->e, DT_ENOMEM, "out of memory");
+    }
+    if (isalpha((unsigned char)c) || c == '_') {
+        char name[64];
+        size_t n = 0;
+        while (isalnum((unsigned char)s[p->pos]) || s[p->pos] == '_') {
+            if (n + 1 < sizeof name)
+                name[n] = s[p->pos];
+            n++;
+            p->pos++;
+        }
+        if (n > 32)
+            return fail(p, start, "variable name longer than 32 characters");
+        name[n] = '\0';
+        *out = dt_expr_var(name);
+        return *out ? 0 : dt_errf(p->e, DT_ENOMEM, "out of memory");
+    }
+    if (c == '\0')
+        return fail(p, p->pos, "unexpected end");
+    return fail_unexpected(p, p->pos);
+}
+
+/* One precedence level: operands from sub, joined by the two operators. */
+static int parse_level(parser *p, dt_expr **out, int (*sub)(parser *, dt_expr **), char op_a,
+                       dt_expr_kind kind_a, char op_b, dt_expr_kind kind_b)
+{
+    dt_expr *lhs = NULL;
+    int rc = sub(p, &lhs);
+    if (rc)
+        return rc;
+    for (;;) {
+        skip_ws(p);
+        char c = p->s[p->pos];
+        if (c != op_a && c != op_b)
+            break;
+        p->pos++;
+        dt_expr *rhs = NULL;
+        if ((rc = sub(p, &rhs))) {
+            dt_expr_free(lhs);
+            return rc;
+        }
+        dt_expr *x = binary(c == op_a ? kind_a : kind_b, lhs, rhs);
+        if (!x) {
+            dt_expr_free(lhs);
+            dt_expr_free(rhs);
+            return dt_errf(p->e, DT_ENOMEM, "out of memory");
+        }
+        lhs = x;
+    }
+    *out = lhs;
+    return 0;
+}
+
+static int parse_term(parser *p, dt_expr **out)
+{
+    return parse_level(p, out, parse_factor, '*', DT_EXPR_MUL, '/', DT_EXPR_DIV);
+}
+
+static int parse_expr(parser *p, dt_expr **out)
+{
+    return parse_level(p, out, parse_term, '+', DT_EXPR_ADD, '-', DT_EXPR_SUB);
+}
+
+int dt_expr_parse(const char *text, dt_expr **out, size_t *err_offset, dt_err *e)
+{
+    parser p = {.s = text, .pos = 0, .err_pos = 0, .e = e};
+    *out = NULL;
+    dt_expr *x = NULL;
+    int rc = parse_expr(&p, &x);
+    if (rc == 0) {
+        skip_ws(&p);
+        if (text[p.pos] != '\0') {
+            rc = fail_unexpected(&p, p.pos);
+            dt_expr_free(x);
+        }
+    }
+    if (rc) {
+        if (err_offset)
+            *err_offset = p.err_pos;
+        return rc;
+    }
+    *out = x;
+    return 0;
+}
+
+/* ---- checked arithmetic ------------------------------------------------- */
+
+static int apply(dt_expr_kind kind, int64_t a, int64_t b, int64_t *r, dt_err *e)
+{
+    switch (kind) {
+    case DT_EXPR_ADD:
+        if (__builtin_add_overflow(a, b, r))
+            return dt_errf(e, DT_EOVERFLOW, "%lld + %lld overflows int64", (long long)a,
+                           (long long)b);
+        return 0;
+    case DT_EXPR_SUB:
+        if (__builtin_sub_overflow(a, b, r))
+            return dt_errf(e, DT_EOVERFLOW, "%lld - %lld overflows int64", (long long)a,
+                           (long long)b);
+        return 0;
+    case DT_EXPR_MUL:
+        if (__builtin_mul_overflow(a, b, r))
+            return dt_errf(e, DT_EOVERFLOW, "%lld * %lld overflows int64", (long long)a,
+                           (long long)b);
+        return 0;
+    case DT_EXPR_DIV:
+        if (b == 0)
+            return dt_errf(e, DT_EINVAL, "division by zero (%lld / 0)", (long long)a);
+        if (a == INT64_MIN && b == -1)
+            return dt_errf(e, DT_EOVERFLOW, "%lld / -1 overflows int64", (long long)a);
+        *r = a / b;
+        if ((a % b != 0) && ((a < 0) != (b < 0)))
+            (*r)--; /* floor, not truncation */
+        return 0;
+    default:
+        return dt_errf(e, DT_EINVAL, "not an operator");
+    }
+}
+
+/* ---- canonical form ----------------------------------------------------- */
+
+static int cmp_operands(const dt_expr *a, const dt_expr *b, int consts_first)
+{
+    int ca = a->kind == DT_EXPR_CONST, cb = b->kind == DT_EXPR_CONST;
+    if (ca != cb)
+        return consts_first ? cb - ca : ca - cb;
+    char ba[512], bb[512];
+    dt_expr_print(a, ba, sizeof ba);
+    dt_expr_print(b, bb, sizeof bb);
+    return strcmp(ba, bb);
+}
+
+static int cmp_mul(const void *x, const void *y)
+{
+    return cmp_operands(*(dt_expr *const *)x, *(dt_expr *const *)y, 1);
+}
+
+static int cmp_add(const void *x, const void *y)
+{
+    return cmp_operands(*(dt_expr *const *)x, *(dt_expr *const *)y, 0);
+}
+
+/* Replaces *slot by its child i, freeing the rest. */
+static void hoist(dt_expr **slot, int i)
+{
+    dt_expr *x = *slot, *child = x->args[i];
+    x->args[i] = NULL;
+    dt_expr_free(x);
+    *slot = child;
+}
+
+static void to_const(dt_expr *x, int64_t v)
+{
+    for (int i = 0; i < x->nargs; i++)
+        dt_expr_free(x->args[i]);
+    free(x->args);
+    free(x->name);
+    x->args = NULL;
+    x->name = NULL;
+    x->nargs = 0;
+    x->kind = DT_EXPR_CONST;
+    x->value = v;
+}
+
+static int canon_nary(dt_expr **slot, dt_err *e)
+{
+    dt_expr *x = *slot;
+    /* flatten children of the same kind */
+    for (int i = 0; i < x->nargs; i++) {
+        dt_expr *c = x->args[i];
+        if (c->kind != x->kind)
+            continue;
+        int extra = c->nargs - 1;
+        dt_expr **args = realloc(x->args, (size_t)(x->nargs + extra) * sizeof *args);
+        if (!args)
+            return dt_errf(e, DT_ENOMEM, "out of memory");
+        x->args = args;
+        memmove(&args[i + c->nargs], &args[i + 1], (size_t)(x->nargs - i - 1) * sizeof *args);
+        memcpy(&args[i], c->args, (size_t)c->nargs * sizeof *args);
+        x->nargs += extra;
+        free(c->args);
+        c->args = NULL;
+        c->nargs = 0;
+        dt_expr_free(c);
+        i--; /* look at the first hoisted operand again */
+    }
+    /* fold constants: compute first, so that an overflow leaves x intact */
+    int64_t identity = x->kind == DT_EXPR_MUL ? 1 : 0, acc = identity;
+    for (int i = 0; i < x->nargs; i++)
+        if (x->args[i]->kind == DT_EXPR_CONST) {
+            int rc = apply(x->kind, acc, x->args[i]->value, &acc, e);
+            if (rc)
+                return rc;
+        }
+    int n = 0;
+    for (int i = 0; i < x->nargs; i++) {
+        if (x->args[i]->kind == DT_EXPR_CONST)
+            dt_expr_free(x->args[i]);
+        else
+            x->args[n++] = x->args[i];
+    }
+    x->nargs = n;
+    if (x->kind == DT_EXPR_MUL && acc == 0) {
+        to_const(x, 0);
+        return 0;
+    }
+    if (acc != identity) {
+        dt_expr *k = dt_expr_const(acc);
+        if (!k || push_arg(x, k)) {
+            dt_expr_free(k);
+            return dt_errf(e, DT_ENOMEM, "out of memory");
+        }
+    }
+    if (x->nargs == 0)
+        to_const(x, identity);
+    else if (x->nargs == 1)
+        hoist(slot, 0);
+    else
+        qsort(x->args, (size_t)x->nargs, sizeof *x->args,
+              x->kind == DT_EXPR_MUL ? cmp_mul : cmp_add);
+    return 0;
+}
+
+int dt_expr_canonicalize(dt_expr **slot, dt_err *e)
+{
+    dt_expr *x = *slot;
+    for (int i = 0; i < x->nargs; i++) {
+        int rc = dt_expr_canonicalize(&x->args[i], e);
+        if (rc)
+            return rc;
+    }
+    switch (x->kind) {
+    case DT_EXPR_CONST:
+    case DT_EXPR_VAR:
+        return 0;
+    case DT_EXPR_ADD:
+    case DT_EXPR_MUL:
+        return canon_nary(slot, e);
+    case DT_EXPR_SUB:
+    case DT_EXPR_DIV: {
+        dt_expr *a = x->args[0], *b = x->args[1];
+        if (a->kind == DT_EXPR_CONST && b->kind == DT_EXPR_CONST) {
+            int64_t r;
+            int rc = apply(x->kind, a->value, b->value, &r, e);
+            if (rc)
+                return rc;
+            to_const(x, r);
+        } else if (b->kind == DT_EXPR_CONST && x->kind == DT_EXPR_DIV && b->value == 0) {
+            return dt_errf(e, DT_EINVAL, "division by zero");
+        } else if (b->kind == DT_EXPR_CONST &&
+                   b->value == (x->kind == DT_EXPR_SUB ? 0 : 1)) {
+            hoist(slot, 0);
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* ---- variables ---------------------------------------------------------- */
+
+void dt_expr_substitute(dt_expr *x, const char *name, int64_t v)
+{
+    if (x->kind == DT_EXPR_VAR && strcmp(x->name, name) == 0) {
+        to_const(x, v);
+        return;
+    }
+    for (int i = 0; i < x->nargs; i++)
+        dt_expr_substitute(x->args[i], name, v);
+}
+
+int dt_expr_rename(dt_expr *x, const char *from, const char *to)
+{
+    if (x->kind == DT_EXPR_VAR && strcmp(x->name, from) == 0) {
+        char *n = strdup(to);
+        if (!n)
+            return DT_ENOMEM;
+        free(x->name);
+        x->name = n;
+        x->var_index = -1;
+    }
+    for (int i = 0; i < x->nargs; i++)
+        if (dt_expr_rename(x->args[i], from, to))
+            return DT_ENOMEM;
+    return 0;
+}
+
+void dt_expr_visit_vars(const dt_expr *x, void (*fn)(const char *, void *), void *ctx)
+{
+    if (x->kind == DT_EXPR_VAR)
+        fn(x->name, ctx);
+    for (int i = 0; i < x->nargs; i++)
+        dt_expr_visit_vars(x->args[i], fn, ctx);
+}
+
+int dt_expr_uses(const dt_expr *x, const char *name)
+{
+    if (x->kind == DT_EXPR_VAR)
+        return strcmp(x->name, name) == 0;
+    for (int i = 0; i < x->nargs; i++)
+        if (dt_expr_uses(x->args[i], name))
+            return 1;
+    return 0;
+}
+
+int dt_expr_equal(const dt_expr *a, const dt_expr *b)
+{
+    if (a->kind != b->kind || a->nargs != b->nargs)
+        return 0;
+    if (a->kind == DT_EXPR_CONST)
+        return a->value == b->value;
+    if (a->kind == DT_EXPR_VAR)
+        return strcmp(a->name, b->name) == 0;
+    for (int i = 0; i < a->nargs; i++)
+        if (!dt_expr_equal(a->args[i], b->args[i]))
+            return 0;
+    return 1;
+}
+
+int dt_expr_bind(dt_expr *x, const char *const *names, int n, dt_err *e)
+{
+    if (x->kind == DT_EXPR_VAR) {
+        for (int i = 0; i < n; i++)
+            if (strcmp(names[i], x->name) == 0) {
+                x->var_index = i;
+                return 0;
+            }
+        return dt_errf(e, DT_EINVAL, "unknown variable '%s'", x->name);
+    }
+    for (int i = 0; i < x->nargs; i++) {
+        int rc = dt_expr_bind(x->args[i], names, n, e);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int dt_expr_eval(const dt_expr *x, const int64_t *vals, int64_t *out, dt_err *e)
+{
+    switch (x->kind) {
+    case DT_EXPR_CONST:
+        *out = x->value;
+        return 0;
+    case DT_EXPR_VAR:
+        if (x->var_index < 0)
+            return dt_errf(e, DT_EINVAL, "variable '%s' is not bound", x->name);
+        *out = vals[x->var_index];
+        return 0;
+    default: {
+        int64_t acc = 0;
+        for (int i = 0; i < x->nargs; i++) {
+            int64_t v;
+            int rc = dt_expr_eval(x->args[i], vals, &v, e);
+            if (rc)
+                return rc;
+            if (i == 0)
+                acc = v;
+            else if ((rc = apply(x->kind, acc, v, &acc, e)))
+                return rc;
+        }
+        *out = acc;
+        return 0;
+    }
+    }
+}
+
+/* ---- printing ----------------------------------------------------------- */
+
+static int prec(const dt_expr *x)
+{
+    switch (x->kind) {
+    case DT_EXPR_ADD:
+    case DT_EXPR_SUB:
+        return 1;
+    case DT_EXPR_MUL:
+    case DT_EXPR_DIV:
+        return 2;
+    default:
+        return 3;
+    }
+}
+
+typedef struct {
+    char *buf;
+    size_t n, len;
+} out_buf;
+
+static void emit(out_buf *o, const char *s)
+{
+    size_t l = strlen(s);
+    if (o->len < o->n) {
+        size_t room = o->n - o->len - 1;
+        memcpy(o->buf + o->len, s, l < room ? l : room);
+        o->buf[o->len + (l < room ? l : room)] = '\0';
+    }
+    o->len += l;
+}
+
+static void print_rec(const dt_expr *x, out_buf *o)
+{
+    if (x->kind == DT_EXPR_CONST) {
+        char num[32];
+        snprintf(num, sizeof num, "%lld", (long long)x->value);
+        emit(o, num);
+        return;
+    }
+    if (x->kind == DT_EXPR_VAR) {
+        emit(o, x->name);
+        return;
+    }
+    static const char ops[] = {[DT_EXPR_ADD] = '+', [DT_EXPR_MUL] = '*', [DT_EXPR_SUB] = '-',
+                               [DT_EXPR_DIV] = '/'};
+    int p = prec(x);
+    int left_assoc_only = x->kind == DT_EXPR_SUB || x->kind == DT_EXPR_DIV;
+    for (int i = 0; i < x->nargs; i++) {
+        if (i > 0) {
+            char op[2] = {ops[x->kind], 0};
+            emit(o, op);
+        }
+        int cp = prec(x->args[i]);
+        /* Parentheses keep the printed text parsing back to the same tree: a
+         * right operand at equal precedence needs them unless it is the same
+         * associative operator (a-(b-c), a*(b/c), a+(b-c)). */
+        int paren = cp < p || (i > 0 && cp == p && (left_assoc_only || x->args[i]->kind != x->kind));
+        if (paren)
+            emit(o, "(");
+        print_rec(x->args[i], o);
+        if (paren)
+            emit(o, ")");
+    }
+}
+
+size_t dt_expr_print(const dt_expr *x, char *buf, size_t n)
+{
+    out_buf o = {buf, n, 0};
+    if (n)
+        buf[0] = '\0';
+    print_rec(x, &o);
+    return o.len;
+}

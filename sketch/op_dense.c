@@ -1,0 +1,41 @@
+/* dense: Y[M,N] = X[M,K] · W[N,K]ᵀ (+ bias[N]) (then relu or gelu).
+ * W is constant (weights), so micro-kernels may prepack it once. */
+#include "sketch/op.h"
+
+enum { M, N, K };
+
+static double dense_flops(const int64_t *d, const int *attrs)
+{
+    (void)attrs; /* epilogues are O(M·N), not counted as useful flops */
+    return 2.0 * (double)d[M] * (double)d[N] * (double)d[K];
+}
+
+static int dense_check(const int64_t *d, const int *attrs, dt_err *e)
+{
+    (void)attrs;
+    int64_t r;
+    int64_t x[] = {d[M], d[K]}, w[] = {d[N], d[K]}, y[] = {d[M], d[N]};
+    int64_t f[] = {2, d[M], d[N], d[K]};
+    int rc;
+    if ((rc = dt_checked_product(x, 2, "X size M*K", &r, e)) ||
+        (rc = dt_checked_product(w, 2, "W size N*K", &r, e)) ||
+        (rc = dt_checked_product(y, 2, "Y size M*N", &r, e)) ||
+        (rc = dt_checked_product(f, 4, "flop count 2*M*N*K", &r, e)))
+        return rc;
+    return 0;
+}
+
+const dt_op_desc dt_op_dense = {
+    .name = "dense",
+    .summary = "Y[M,N] = X[M,K]·W[N,K]^T with constant weights W, optional bias/relu/gelu",
+    .ndims = 3,
+    .dims = {"M", "N", "K"},
+    .nattrs = 1,
+    .attrs = {{.name = "epilogue",
+               .nvalues = 6,
+               .values = {"none", "bias", "relu", "gelu", "bias+relu", "bias+gelu"},
+               .default_index = 0,
+               .always_print = 0}},
+    .flops = dense_flops,
+    .check = dense_check,
+};

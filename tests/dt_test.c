@@ -1,0 +1,111 @@
+#include "tests/dt_test.h"
+
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int dt_test_main(CU_SuiteInfo *suites)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    if (CU_register_suites(suites) != CUE_SUCCESS) {
+        fprintf(stderr, "suite registration failed: %s\n", CU_get_error_msg());
+        CU_cleanup_registry();
+        return 2;
+    }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
+    unsigned ran = CU_get_number_of_tests_run();
+    CU_cleanup_registry();
+    return (failed == 0 && ran > 0) ? 0 : 1;
+}
+
+char *dt_test_tmpdir(void)
+{
+    const char *base = getenv("TMPDIR");
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/dtune-test-XXXXXX", (base && *base) ? base : "/tmp");
+    if (!mkdtemp(tmpl))
+        return NULL;
+    return strdup(tmpl);
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+void dt_test_rmtree(const char *path)
+{
+    if (path)
+        nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+char *dt_test_write_file(const char *dir, const char *name, const char *text)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *path = malloc(n);
+    snprintf(path, n, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+    return path;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return strdup("");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = '\0';
+    fclose(f);
+    return buf;
+}
+
+int dt_test_run_dtune(dt_test_proc *p, const char *fmt, ...)
+{
+    char args[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    char *dir = dt_test_tmpdir();
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s/out' 2>'%s/err' </dev/null", DTUNE_BIN, args, dir,
+             dir);
+    int st = system(cmd);
+    if (st == -1)
+        p->exit_code = -1;
+    else if (WIFEXITED(st))
+        p->exit_code = WEXITSTATUS(st);
+    else
+        p->exit_code = 128 + WTERMSIG(st);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/out", dir);
+    p->out = slurp(path);
+    snprintf(path, sizeof path, "%s/err", dir);
+    p->err = slurp(path);
+    dt_test_rmtree(dir);
+    free(dir);
+    return p->exit_code;
+}
+
+void dt_test_proc_free(dt_test_proc *p)
+{
+    free(p->out);
+    free(p->err);
+    p->out = p->err = NULL;
+}
