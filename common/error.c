@@ -27,8 +27,8 @@ int dt_err_prefix(dt_err *e, const char *fmt, ...)
     va_end(ap);
     memcpy(old, e->msg, sizeof old);
     /* the message may be cut at DT_ERR_MSG_MAX: the start says the most */
-    int n = snprintf(e->msg, sizeof e->msg, "%s: %s", prefix, old);
-    (void)n;
+    int room = (int)sizeof e->msg;
+    snprintf(e->msg, sizeof e->msg, "%.*s: %.*s", room / 2, prefix, room / 2 - 3, old);
     return e->code;
 }
 

@@ -103,15 +103,21 @@ static void random_key(char *buf, size_t n)
 {
     static const char *vars[] = {"batch", "seq", "h"};
     static const char *doms[] = {"1..8", "1..128", "{1,2,4,8}", "8..64:8", "{3,5}", "2..3"};
-    static const char *dexprs[] = {"%d", "seq", "batch*seq", "seq*batch", "2*h", "h+1",
-                                   "seq*%d", "(h+%d)/2", "batch"};
+    /* "#" stands for a random constant */
+    static const char *dexprs[] = {"#", "seq", "batch*seq", "seq*batch", "2*h", "h+1",
+                                   "seq*#", "(h+#)/2", "batch"};
     int is_dense = rand() % 2;
     int ndims = is_dense ? 3 : 4;
     const char *dims_d[] = {"M", "N", "K"}, *dims_b[] = {"B", "M", "N", "K"};
     size_t len = (size_t)snprintf(buf, n, "%s(", is_dense ? "dense" : "batch_matmul");
     for (int d = 0; d < ndims; d++) {
         char ex[64];
-        snprintf(ex, sizeof ex, dexprs[rand() % 9], 1 + rand() % 500);
+        const char *tmpl = dexprs[rand() % 9], *hash = strchr(tmpl, '#');
+        if (hash)
+            snprintf(ex, sizeof ex, "%.*s%d%s", (int)(hash - tmpl), tmpl, 1 + rand() % 500,
+                     hash + 1);
+        else
+            snprintf(ex, sizeof ex, "%s", tmpl);
         len += (size_t)snprintf(buf + len, n - len, "%s%s=%s", d ? "," : "",
                                 (is_dense ? dims_d : dims_b)[d], ex);
     }

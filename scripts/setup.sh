@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages dtune needs (only those missing; apt-get update
+# runs only then) and configures + builds dtune into build/.
+#
+#   scripts/setup.sh              # packages + release build in build/
+#   BUILD_DIR=b EXTRA_CMAKE_ARGS="-DDTUNE_SANITIZE=ON" scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  libsqlite3-dev sqlite3        # the schedule database
+  libxgboost-dev                # the cost model
+  libuv1-dev                    # workers and daemon networking
+  libjansson-dev                # JSON
+  libcunit1-dev                 # tests
+  libdnnl-dev libopenblas-dev libxsmm-dev   # peers for benchmarks
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+BUILD_DIR=${BUILD_DIR:-build}
+# shellcheck disable=SC2086
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" ${EXTRA_CMAKE_ARGS:-}
+cmake --build "$BUILD_DIR" -j"$(nproc)"
