@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 
+#include "common/target.h"
 #include "sketch/workload.h"
 
 DTUNE_API const char *dtune_version(void) { return DTUNE_VERSION; }
@@ -26,4 +27,16 @@ DTUNE_API int dtune_workload_canonical(const char *key, char *out, size_t out_si
         return DT_EINVAL;
     }
     return 0;
+}
+
+DTUNE_API int dtune_target_key(char *out, size_t out_size, char *err, size_t err_size)
+{
+    dt_target t;
+    dt_err e;
+    int rc = dt_target_detect(&t, &e);
+    if (!rc && dt_target_key(&t, out, out_size) != 0)
+        rc = dt_errf(&e, DT_EINVAL, "output buffer too small for the target key");
+    if (rc && err && err_size)
+        snprintf(err, err_size, "%s", e.msg);
+    return rc;
 }

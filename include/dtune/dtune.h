@@ -29,6 +29,12 @@ DTUNE_API const char *dtune_version(void);
 DTUNE_API int dtune_workload_canonical(const char *key, char *out, size_t out_size, char *err,
                                        size_t err_size);
 
+/* Writes the key of the machine this process runs on (the target key under
+ * which schedules are stored, e.g. "x86_64-avx512-2c-48K.1M.32M"; format in
+ * docs/targets.md) into out[0..out_size).  Honours DTUNE_TARGET_ISA and
+ * DTUNE_TARGET_CORES.  Returns 0, or a negative code with the reason in err. */
+DTUNE_API int dtune_target_key(char *out, size_t out_size, char *err, size_t err_size);
+
 #ifdef __cplusplus
 }
 #endif

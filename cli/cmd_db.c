@@ -1,0 +1,178 @@
+/* `dtune db`: create, migrate and inspect a dtune database. */
+#include "cli/cli.h"
+#include "db/db.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char db_usage[] =
+    "Usage: dtune db COMMAND [OPTIONS]\n"
+    "\n"
+    "Create, migrate or inspect a dtune database (an SQLite file).\n"
+    "\n"
+    "Commands:\n"
+    "  init     create the database, or migrate it to the current schema\n"
+    "  stats    show the schema version, size and row count of each table\n"
+    "\n"
+    "Run 'dtune db COMMAND --help' for the options of a command.\n";
+
+static const char init_usage[] =
+    "Usage: dtune db init [--db PATH]\n"
+    "\n"
+    "Create the database at PATH, or migrate an existing dtune database to the\n"
+    "schema of this dtune.  A database that is already current is left as is.\n"
+    "\n"
+    "Options:\n"
+    "  --db PATH    database file (default: $DTUNE_DB, else ./dtune.db)\n"
+    "  -h, --help   show this help\n";
+
+static const char stats_usage[] =
+    "Usage: dtune db stats [--db PATH] [--json]\n"
+    "\n"
+    "Show the schema version, journal mode, file size and the number of rows\n"
+    "of each table.  The database is opened read-only and must exist.\n"
+    "\n"
+    "Options:\n"
+    "  --db PATH    database file (default: $DTUNE_DB, else ./dtune.db)\n"
+    "  --json       print one JSON object instead of a table\n"
+    "  -h, --help   show this help\n";
+
+typedef struct {
+    const char *db;
+    bool json;
+    bool help;
+} db_opts;
+
+/* Parses the options of `dtune db <sub>`; allow_json says whether --json
+ * is accepted.  Returns 0 or the usage-error exit code. */
+static int parse_opts(const char *cmd, int argc, char **argv, bool allow_json, db_opts *o)
+{
+    *o = (db_opts){.db = dt_cli_default_db()};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            o->help = true;
+        } else if (!strcmp(a, "--db")) {
+            if (i + 1 >= argc)
+                return dt_cli_usage_error(cmd, "option '--db' needs a PATH");
+            o->db = argv[++i];
+        } else if (!strncmp(a, "--db=", 5)) {
+            o->db = a + 5;
+        } else if (allow_json && !strcmp(a, "--json")) {
+            o->json = true;
+        } else if (a[0] == '-') {
+            return dt_cli_usage_error(cmd, "unknown option '%s'", a);
+        } else {
+            return dt_cli_usage_error(cmd, "unexpected argument '%s'", a);
+        }
+    }
+    if (!*o->db)
+        return dt_cli_usage_error(cmd, "the database path is empty");
+    return 0;
+}
+
+static int db_init(int argc, char **argv)
+{
+    db_opts o;
+    int rc = parse_opts("db init", argc, argv, false, &o);
+    if (rc || o.help) {
+        if (o.help && !rc)
+            fputs(init_usage, stdout);
+        return rc;
+    }
+    dt_err e;
+    dt_db *db;
+    if (dt_db_open(o.db, DT_DB_CREATE, &db, &e) != DT_OK)
+        return dt_cli_fail(&e);
+    int from = dt_db_opened_version(db), to = dt_db_schema_version(db);
+    if (dt_db_was_created(db))
+        printf("created %s (schema %d)\n", o.db, to);
+    else if (from < to)
+        printf("migrated %s from schema %d to %d\n", o.db, from, to);
+    else
+        printf("%s is up to date (schema %d)\n", o.db, to);
+    dt_db_close(db);
+    return DT_EXIT_OK;
+}
+
+static void print_stats_text(const dt_db_stats_info *s)
+{
+    printf("database  %s\n", s->path);
+    printf("schema    %d\n", s->schema_version);
+    printf("journal   %s\n", s->journal_mode);
+    printf("size      %lld bytes (+ %lld bytes of WAL)\n", (long long)s->size_bytes,
+           (long long)s->wal_bytes);
+    printf("\n%-14s %12s\n", "table", "rows");
+    for (int i = 0; i < DT_DB_N_TABLES; i++) {
+        if (s->tables[i].rows >= 0)
+            printf("%-14s %12lld\n", s->tables[i].name, (long long)s->tables[i].rows);
+        else
+            printf("%-14s %12s\n", s->tables[i].name, "(missing)");
+    }
+}
+
+static int print_stats_json(const dt_db_stats_info *s)
+{
+    json_t *tables = json_object();
+    for (int i = 0; tables && i < DT_DB_N_TABLES; i++)
+        if (s->tables[i].rows >= 0)
+            json_object_set_new(tables, s->tables[i].name, json_integer(s->tables[i].rows));
+    json_t *root = json_pack("{s:s, s:i, s:s, s:I, s:I, s:o}", "path", s->path,
+                             "schema_version", s->schema_version, "journal_mode",
+                             s->journal_mode, "size_bytes", (json_int_t)s->size_bytes,
+                             "wal_bytes", (json_int_t)s->wal_bytes, "tables", tables);
+    int ok = root && json_dumpf(root, stdout, JSON_INDENT(2)) == 0;
+    json_decref(root);
+    if (!ok) {
+        dt_err e;
+        dt_errf(&e, DT_ENOMEM, "cannot format the statistics as JSON");
+        return dt_cli_fail(&e);
+    }
+    putchar('\n');
+    return DT_EXIT_OK;
+}
+
+static int db_stats(int argc, char **argv)
+{
+    db_opts o;
+    int rc = parse_opts("db stats", argc, argv, true, &o);
+    if (rc || o.help) {
+        if (o.help && !rc)
+            fputs(stats_usage, stdout);
+        return rc;
+    }
+    dt_err e;
+    dt_db *db;
+    if (dt_db_open(o.db, DT_DB_READONLY, &db, &e) != DT_OK)
+        return dt_cli_fail(&e);
+    dt_db_stats_info s;
+    rc = dt_db_stats(db, &s, &e);
+    if (rc != DT_OK) {
+        rc = dt_cli_fail(&e);
+    } else if (o.json) {
+        rc = print_stats_json(&s);
+    } else {
+        print_stats_text(&s);
+        rc = DT_EXIT_OK;
+    }
+    dt_db_close(db);
+    return rc;
+}
+
+int dt_cmd_db(int argc, char **argv)
+{
+    if (argc < 2)
+        return dt_cli_usage_error("db", "missing command (init or stats)");
+    const char *sub = argv[1];
+    if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+        fputs(db_usage, stdout);
+        return DT_EXIT_OK;
+    }
+    if (!strcmp(sub, "init"))
+        return db_init(argc - 1, argv + 1);
+    if (!strcmp(sub, "stats"))
+        return db_stats(argc - 1, argv + 1);
+    return dt_cli_usage_error("db", "unknown command '%s'", sub);
+}

@@ -1,0 +1,348 @@
+/* The dtune database: one SQLite file holding targets, workloads, kernels,
+ * measurement records, dispatch schedules, cost models and daemon jobs.
+ * docs/database.md describes the schema and the migration policy.
+ *
+ * This header is the only way into the database: no SQL exists outside db/.
+ *
+ * Conventions
+ * - Every function returning int returns DT_OK (0) or a negative DT_E* code
+ *   and fills the caller-owned dt_err (may be NULL) with what was being done,
+ *   the database path and SQLite's message.  SQLITE_BUSY past the busy
+ *   timeout is DT_EBUSY; a violated constraint (foreign key, CHECK, NOT NULL)
+ *   is DT_EINVAL; a missing row asked for by key or id is DT_ENOTFOUND.
+ * - Every write runs in a transaction: inside the caller's one when
+ *   dt_db_begin() is active (as a savepoint, so a failed call leaves the
+ *   caller's earlier writes intact), else in its own BEGIN IMMEDIATE.
+ * - Ids are SQLite rowids (> 0).  Timestamps are unix seconds.
+ * - JSON columns hold JSON text; writers check that it parses (DT_EINVAL if
+ *   not).  Kernel annotations are stored canonical (compact, keys sorted) so
+ *   that equal annotations give the same kernel.
+ * - Shapes are canonical text written by sketch/ ("M=37", "batch=2,seq=37");
+ *   the database compares them as strings only.
+ * - Ownership: strings passed in are only read during the call.  Structs
+ *   filled by a get/list/load function own their strings (and blobs) until
+ *   the matching *_free() function; the caller owns the struct itself.
+ *   Structs passed to a callback borrow everything for that call only.
+ * - A dt_db handle is used by one thread at a time; open one per thread.
+ *   Any number of processes may open the same file: WAL mode lets readers
+ *   run while one writer writes. */
+#ifndef DT_DB_H
+#define DT_DB_H
+
+#include "common/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* PRAGMA application_id of every dtune database: "dtun" in ASCII. */
+#define DT_DB_APPLICATION_ID 0x6474756e
+/* PRAGMA user_version this build creates and understands. */
+#define DT_DB_SCHEMA_VERSION 1
+/* Default wait for another connection's lock before DT_EBUSY. */
+#define DT_DB_BUSY_TIMEOUT_MS 5000
+
+typedef struct dt_db dt_db;
+
+/* ---- open, close, schema --------------------------------------------- */
+
+enum {
+    DT_DB_READONLY = 1u << 0,  /* never writes; the file must exist and be current */
+    DT_DB_CREATE = 1u << 1,    /* create the file if missing */
+    /* Open without applying migrations: the handle may be at an older schema
+     * version (0 for a new file).  For tests and tools; see dt_db_migrate_to. */
+    DT_DB_NOMIGRATE = 1u << 2,
+};
+
+/* Opens (or with DT_DB_CREATE creates) the database at path and brings its
+ * schema up to DT_DB_SCHEMA_VERSION.  The file is identified before anything
+ * is written, and is left byte-for-byte unchanged when it is refused:
+ *   - missing file without DT_DB_CREATE             -> DT_ENOTFOUND
+ *   - not SQLite, or SQLite but not dtune's         -> DT_ENOTDTUNE
+ *   - dtune schema newer than this build            -> DT_EVERSION
+ *   - DT_DB_READONLY on an older (or empty) schema  -> DT_EVERSION
+ * An empty file (0 bytes, or SQLite without any table and without an
+ * application_id) counts as schema version 0 and is initialised.
+ * On success *out is a handle the caller closes with dt_db_close. */
+int dt_db_open(const char *path, unsigned flags, dt_db **out, dt_err *e);
+
+/* Closes the handle (NULL is allowed); rolls back an unfinished transaction. */
+void dt_db_close(dt_db *db);
+
+/* The path given to dt_db_open; owned by db. */
+const char *dt_db_path(const dt_db *db);
+
+/* True when dt_db_open created the file, or found it empty (0 bytes). */
+bool dt_db_was_created(const dt_db *db);
+
+/* Schema version found by dt_db_open, before any migration. */
+int dt_db_opened_version(const dt_db *db);
+
+/* Current schema version (PRAGMA user_version) or a negative DT_E* code. */
+int dt_db_schema_version(dt_db *db);
+
+/* Applies the forward migrations from the current version up to version
+ * (<= DT_DB_SCHEMA_VERSION), each in its own BEGIN IMMEDIATE transaction
+ * that also stamps user_version and application_id.  Going down is
+ * DT_EINVAL; so is calling it on a read-only handle or inside dt_db_begin. */
+int dt_db_migrate_to(dt_db *db, int version, dt_err *e);
+
+/* Replaces the busy timeout (ms) set by dt_db_open. */
+void dt_db_set_busy_timeout(dt_db *db, int ms);
+
+/* ---- transactions ----------------------------------------------------- */
+
+/* BEGIN IMMEDIATE: takes the write lock now (DT_EBUSY after the timeout).
+ * DT_EINVAL when a transaction is already open or the handle is read-only. */
+int dt_db_begin(dt_db *db, dt_err *e);
+/* COMMIT; on failure the transaction is rolled back and the error returned. */
+int dt_db_commit(dt_db *db, dt_err *e);
+/* ROLLBACK; DT_OK when no transaction is open. */
+int dt_db_rollback(dt_db *db, dt_err *e);
+
+/* ---- targets ----------------------------------------------------------- */
+
+typedef struct {
+    int64_t id;
+    const char *key;   /* canonical target key, unique */
+    const char *isa;   /* e.g. "avx512", "avx2", "generic" */
+    const char *info;  /* JSON: cores, caches, ... */
+    int64_t created_at;
+} dt_db_target;
+
+/* Inserts the target, or updates isa/info of the one with this key;
+ * *id (may be NULL) receives its id.  info may be NULL (stored as {}). */
+int dt_db_target_upsert(dt_db *db, const char *key, const char *isa, const char *info_json,
+                        int64_t *id, dt_err *e);
+/* Fills *out (free with dt_db_target_free); DT_ENOTFOUND if no such key. */
+int dt_db_target_get(dt_db *db, const char *key, dt_db_target *out, dt_err *e);
+void dt_db_target_free(dt_db_target *t);
+
+/* ---- workloads --------------------------------------------------------- */
+
+typedef struct {
+    int64_t id;
+    const char *key;        /* canonical, e.g. "dense(M=1..128,N=768,K=768)" */
+    const char *op;         /* "dense", "batch_matmul", ... */
+    const char *shape_set;  /* JSON: variable ranges and weights */
+    int64_t created_at;
+} dt_db_workload;
+
+/* Inserts the workload, or updates op/shape_set of the one with this key. */
+int dt_db_workload_upsert(dt_db *db, const char *key, const char *op,
+                          const char *shape_set_json, int64_t *id, dt_err *e);
+/* By key / by id; DT_ENOTFOUND if absent.  Free with dt_db_workload_free. */
+int dt_db_workload_get(dt_db *db, const char *key, dt_db_workload *out, dt_err *e);
+int dt_db_workload_get_by_id(dt_db *db, int64_t id, dt_db_workload *out, dt_err *e);
+void dt_db_workload_free(dt_db_workload *w);
+/* All workloads by id; *out is a malloc'ed array (NULL when *n is 0) that
+ * the caller frees with dt_db_workloads_free(*out, *n). */
+int dt_db_workload_list(dt_db *db, dt_db_workload **out, size_t *n, dt_err *e);
+void dt_db_workloads_free(dt_db_workload *ws, size_t n);
+
+/* ---- kernels (micro-kernels: sketch + annotation) ------------------------ */
+
+typedef struct {
+    int64_t id;
+    const char *op;
+    const char *sketch;       /* sketch name */
+    const char *annotation;   /* canonical JSON: MR, NR, KC, ... */
+    const char *source_hash;  /* hash of the generated C source; may be NULL */
+    int64_t created_at;
+} dt_db_kernel;
+
+/* Returns the id of the kernel (op, sketch, annotation), inserting it if
+ * new.  The annotation is canonicalised first, so key order and whitespace
+ * do not matter.  source_hash (may be NULL) is only stored on insert. */
+int dt_db_kernel_intern(dt_db *db, const char *op, const char *sketch,
+                        const char *annotation_json, const char *source_hash, int64_t *id,
+                        dt_err *e);
+/* DT_ENOTFOUND if absent.  Free with dt_db_kernel_free. */
+int dt_db_kernel_get(dt_db *db, int64_t id, dt_db_kernel *out, dt_err *e);
+void dt_db_kernel_free(dt_db_kernel *k);
+
+/* ---- measurements (trial records) --------------------------------------- */
+
+typedef enum {
+    DT_MEAS_OK = 0,
+    DT_MEAS_COMPILE_ERROR,
+    DT_MEAS_COMPILE_TIMEOUT,
+    DT_MEAS_RUN_CRASH,
+    DT_MEAS_RUN_TIMEOUT,
+    DT_MEAS_WRONG_ANSWER,
+    DT_MEAS_WORKER_LOST,
+    DT_MEAS_N_STATUS
+} dt_meas_status;
+
+/* "ok", "compile_error", ... as stored; NULL for an invalid value. */
+const char *dt_meas_status_name(dt_meas_status s);
+/* Parses a stored name; DT_EINVAL if unknown. */
+int dt_meas_status_parse(const char *name, dt_meas_status *out);
+
+typedef struct {
+    int64_t id;           /* set by the database */
+    int64_t kernel_id;
+    int64_t target_id;
+    int64_t workload_id;
+    const char *shape;    /* canonical shape text */
+    int threads;
+    dt_meas_status status;
+    double min_ns;        /* NAN when not measured (required when status is ok) */
+    double median_ns;     /* NAN when not measured (required when status is ok) */
+    const char *error;    /* failure detail, or NULL */
+    const char *trial_uid; /* unique per trial: a trial is recorded once */
+    int64_t created_at;   /* set by the database */
+} dt_db_measurement;
+
+/* Records one trial; id and created_at of *m are ignored.  If a record with
+ * the same trial_uid exists nothing is inserted, *already (may be NULL) is
+ * set to true and *id receives the existing record's id; this is DT_OK, so
+ * a trial retried after a lost worker is recorded exactly once. */
+int dt_db_measurement_insert(dt_db *db, const dt_db_measurement *m, int64_t *id,
+                             bool *already, dt_err *e);
+
+/* Which records to list or count; a 0 id matches any. */
+typedef struct {
+    int64_t workload_id;
+    int64_t target_id;
+    int64_t kernel_id;
+    bool ok_only;  /* only status ok */
+} dt_db_measurement_filter;
+
+/* Called once per record, in id order.  *m and its strings are borrowed
+ * for the call.  Return 0 to continue, > 0 to stop (the list call then
+ * returns DT_OK), or a negative DT_E* code to abort: the list call returns
+ * that code with a generic message (keep your own details in ud). */
+typedef int (*dt_db_measurement_cb)(const dt_db_measurement *m, void *ud);
+
+int dt_db_measurement_list(dt_db *db, const dt_db_measurement_filter *f,
+                           dt_db_measurement_cb cb, void *ud, dt_err *e);
+int dt_db_measurement_count(dt_db *db, const dt_db_measurement_filter *f, int64_t *n,
+                            dt_err *e);
+
+/* ---- schedules (dispatch table of a workload on a target) ---------------- */
+
+typedef struct {
+    int64_t id;
+    int64_t workload_id;
+    int64_t target_id;
+    const char *shape_lo;  /* first shape of the range (canonical text) */
+    const char *shape_hi;  /* last shape of the range */
+    int64_t kernel_id;
+    int threads;
+    double predicted_ns;   /* NAN when unknown */
+    double measured_ns;    /* NAN when unknown */
+    int64_t created_at;
+} dt_db_schedule;
+
+/* Replaces the whole schedule of (workload_id, target_id) with rows[0..n)
+ * in one transaction: either all rows are stored or the old schedule stays.
+ * id, workload_id, target_id and created_at of the rows are ignored.
+ * n == 0 deletes the schedule. */
+int dt_db_schedule_replace(dt_db *db, int64_t workload_id, int64_t target_id,
+                           const dt_db_schedule *rows, size_t n, dt_err *e);
+/* The rows of (workload_id, target_id) in the order they were given; *out
+ * is malloc'ed (NULL when *n is 0), freed with dt_db_schedules_free. */
+int dt_db_schedule_list(dt_db *db, int64_t workload_id, int64_t target_id,
+                        dt_db_schedule **out, size_t *n, dt_err *e);
+void dt_db_schedules_free(dt_db_schedule *rows, size_t n);
+
+/* ---- cost models ------------------------------------------------------- */
+
+typedef struct {
+    int64_t id;
+    int64_t target_id;
+    const char *op;
+    const void *model;    /* serialised XGBoost model */
+    size_t model_size;
+    int64_t n_records;    /* records it was trained on */
+    const char *metrics;  /* JSON, or NULL */
+    int64_t created_at;
+} dt_db_cost_model;
+
+/* Stores a new model for (target_id, op); older ones are kept as history.
+ * size must be > 0.  metrics_json may be NULL. */
+int dt_db_cost_model_save(dt_db *db, int64_t target_id, const char *op, const void *model,
+                          size_t size, int64_t n_records, const char *metrics_json,
+                          int64_t *id, dt_err *e);
+/* The most recently saved model of (target_id, op); DT_ENOTFOUND if none.
+ * Free with dt_db_cost_model_free. */
+int dt_db_cost_model_load_latest(dt_db *db, int64_t target_id, const char *op,
+                                 dt_db_cost_model *out, dt_err *e);
+void dt_db_cost_model_free(dt_db_cost_model *m);
+
+/* ---- jobs (daemon queue) ----------------------------------------------- */
+
+typedef enum {
+    DT_JOB_QUEUED = 0,
+    DT_JOB_RUNNING,
+    DT_JOB_DONE,
+    DT_JOB_FAILED,
+    DT_JOB_CANCELLED,
+    DT_JOB_N_STATES
+} dt_job_state;
+
+#define DT_JOB_MASK(state) (1u << (state))
+#define DT_JOB_MASK_UNFINISHED (DT_JOB_MASK(DT_JOB_QUEUED) | DT_JOB_MASK(DT_JOB_RUNNING))
+#define DT_JOB_MASK_ALL ((1u << DT_JOB_N_STATES) - 1u)
+
+const char *dt_job_state_name(dt_job_state s);
+int dt_job_state_parse(const char *name, dt_job_state *out);
+
+typedef struct {
+    int64_t id;
+    dt_job_state state;
+    const char *spec;        /* JSON: what to tune */
+    const char *options;     /* JSON or NULL */
+    const char *checkpoint;  /* JSON or NULL: where to resume */
+    const char *progress;    /* JSON or NULL */
+    const char *error;       /* why it failed, or NULL */
+    int64_t created_at;
+    int64_t updated_at;
+} dt_db_job;
+
+/* Queues a new job (state queued).  Job ids are never reused. */
+int dt_db_job_create(dt_db *db, const char *spec_json, const char *options_json, int64_t *id,
+                     dt_err *e);
+/* DT_ENOTFOUND if absent.  Free with dt_db_job_free. */
+int dt_db_job_get(dt_db *db, int64_t id, dt_db_job *out, dt_err *e);
+void dt_db_job_free(dt_db_job *j);
+/* Jobs whose state is in mask (DT_JOB_MASK bits; 0 means all), by id;
+ * *out is malloc'ed (NULL when *n is 0), freed with dt_db_jobs_free. */
+int dt_db_job_list(dt_db *db, unsigned state_mask, dt_db_job **out, size_t *n, dt_err *e);
+/* Queued and running jobs: what a restarted daemon resumes. */
+int dt_db_job_list_unfinished(dt_db *db, dt_db_job **out, size_t *n, dt_err *e);
+void dt_db_jobs_free(dt_db_job *jobs, size_t n);
+
+/* What dt_db_job_update changes; a NULL string leaves its column as is. */
+typedef struct {
+    bool set_state;
+    dt_job_state state;
+    const char *progress;    /* JSON */
+    const char *checkpoint;  /* JSON */
+    const char *error;       /* text; "" clears it */
+} dt_db_job_update;
+
+/* Applies u to job id in one write and bumps updated_at; DT_ENOTFOUND if
+ * there is no such job. */
+int dt_db_job_update_fields(dt_db *db, int64_t id, const dt_db_job_update *u, dt_err *e);
+
+/* ---- statistics -------------------------------------------------------- */
+
+#define DT_DB_N_TABLES 7
+
+typedef struct {
+    int schema_version;
+    const char *path;        /* owned by db */
+    int64_t size_bytes;      /* main database file */
+    int64_t wal_bytes;       /* the -wal file, 0 if absent */
+    char journal_mode[16];   /* "wal", "delete", ... */
+    struct {
+        const char *name;    /* static */
+        int64_t rows;        /* -1 when the table does not exist */
+    } tables[DT_DB_N_TABLES];
+} dt_db_stats_info;
+
+int dt_db_stats(dt_db *db, dt_db_stats_info *out, dt_err *e);
+
+#endif

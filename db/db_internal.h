@@ -1,0 +1,97 @@
+/* Private to db/: the handle and the helpers every accessor file shares.
+ * Nothing outside db/ includes this header. */
+#ifndef DT_DB_INTERNAL_H
+#define DT_DB_INTERNAL_H
+
+#include "db/db.h"
+
+#include <sqlite3.h>
+
+struct dt_db {
+    sqlite3 *sql;
+    char *path;          /* as given to dt_db_open, for messages */
+    unsigned flags;      /* DT_DB_* */
+    bool created;        /* the file was new or empty when opened */
+    int opened_version;  /* user_version found by dt_db_open */
+};
+
+/* DT_E* code for an SQLite result code. */
+int dt_db_code(int sqlite_rc);
+
+/* Fills e with "<what> in PATH: <SQLite message>" and returns the mapped
+ * code of sqlite_rc.  what is a printf format. */
+int dt_db_fail(dt_db *db, int sqlite_rc, dt_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* sqlite3_prepare_v2 with error reporting. */
+int dt_db_prepare(dt_db *db, const char *sql, sqlite3_stmt **st, dt_err *e, const char *what);
+/* Runs SQL text without results (may hold several statements). */
+int dt_db_exec(dt_db *db, const char *sql, dt_err *e, const char *what);
+/* The step helpers take bind_rc, the result of binding the parameters
+ * (see DT_BIND): when it is not SQLITE_OK they report it instead. */
+
+/* Steps a statement that must finish without rows, then finalizes it. */
+int dt_db_step_done(dt_db *db, sqlite3_stmt *st, int bind_rc, dt_err *e, const char *what);
+/* Steps st expecting one row: DT_OK with the row current, DT_ENOTFOUND
+ * (e untouched) when there is none, else the error.  Does not finalize. */
+int dt_db_step_row(dt_db *db, sqlite3_stmt *st, int bind_rc, dt_err *e, const char *what);
+/* Steps st (an INSERT ... RETURNING id or a SELECT id), stores column 0 in
+ * *id (may be NULL), then finalizes st. */
+int dt_db_step_id(dt_db *db, sqlite3_stmt *st, int bind_rc, int64_t *id, dt_err *e,
+                  const char *what);
+/* Runs a one-row, one-column integer query such as "PRAGMA user_version". */
+int dt_db_query_int(dt_db *db, const char *sql, int64_t *out, dt_err *e, const char *what);
+
+/* DT_EINVAL unless db was opened for writing. */
+int dt_db_require_writable(dt_db *db, dt_err *e, const char *what);
+
+/* The write scope of one accessor: its own BEGIN IMMEDIATE transaction, or
+ * a savepoint when the caller already holds a transaction (dt_db_begin). */
+typedef struct {
+    bool owned;   /* we began the transaction (else: savepoint) */
+    bool active;
+} dt_tx;
+
+int dt_tx_begin(dt_db *db, dt_tx *tx, dt_err *e, const char *what);
+/* Commits (rc == 0) or rolls back (rc < 0) the scope; returns rc, or the
+ * commit's error when rc was 0 and the commit failed. */
+int dt_tx_end(dt_db *db, dt_tx *tx, int rc, dt_err *e);
+
+/* Binds text or NULL (SQLITE_STATIC: s must outlive the step). */
+int dt_bind_text(sqlite3_stmt *st, int idx, const char *s);
+/* Binds a double, or NULL when v is NaN. */
+int dt_bind_real(sqlite3_stmt *st, int idx, double v);
+/* Evaluates binds in order, keeping the first failure in rc. */
+#define DT_BIND(rc, call)             \
+    do {                              \
+        if ((rc) == SQLITE_OK)        \
+            (rc) = (call);            \
+    } while (0)
+
+/* *out = strdup of column col, or NULL for SQL NULL; DT_ENOMEM on failure. */
+int dt_col_dup(sqlite3_stmt *st, int col, const char **out);
+/* Column col as text, NULL for SQL NULL; valid until the next step. */
+const char *dt_col_text(sqlite3_stmt *st, int col);
+/* Column col as double, NAN for SQL NULL. */
+double dt_col_real(sqlite3_stmt *st, int col);
+
+/* Checks that text parses as JSON; NULL is DT_EINVAL unless nullable. */
+int dt_json_check(const char *text, bool nullable, const char *field, dt_err *e);
+/* Malloc'ed canonical JSON (compact, keys sorted) of text, or DT_EINVAL. */
+int dt_json_canonical(const char *text, const char *field, char **out, dt_err *e);
+
+/* Makes room for one more element in the malloc'ed array arr of len
+ * elements of size elem (doubling *cap).  Returns the array, possibly
+ * moved, or NULL when out of memory (arr is then still valid). */
+void *dt_grow(void *arr, size_t *cap, size_t len, size_t elem);
+
+/* DT_EINVAL unless s is a non-empty string. */
+int dt_require_text(const char *s, const char *field, dt_err *e);
+
+/* Current unix time in seconds. */
+int64_t dt_db_now(void);
+
+/* Applies the forward migrations (db_schema.c). */
+int dt_db_migrate(dt_db *db, int from, int to, dt_err *e);
+
+#endif

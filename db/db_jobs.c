@@ -1,0 +1,240 @@
+/* The daemon's job queue. */
+#include "db/db_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Must match the CHECK constraint on jobs.state (db_schema.c). */
+static const char *const state_names[DT_JOB_N_STATES] = {
+    [DT_JOB_QUEUED] = "queued",
+    [DT_JOB_RUNNING] = "running",
+    [DT_JOB_DONE] = "done",
+    [DT_JOB_FAILED] = "failed",
+    [DT_JOB_CANCELLED] = "cancelled",
+};
+
+const char *dt_job_state_name(dt_job_state s)
+{
+    return (unsigned)s < DT_JOB_N_STATES ? state_names[s] : NULL;
+}
+
+int dt_job_state_parse(const char *name, dt_job_state *out)
+{
+    for (int i = 0; name && i < DT_JOB_N_STATES; i++)
+        if (strcmp(name, state_names[i]) == 0) {
+            *out = (dt_job_state)i;
+            return DT_OK;
+        }
+    return DT_EINVAL;
+}
+
+#define JOB_COLS "id, state, spec, options, checkpoint, progress, error, created_at, updated_at"
+
+int dt_db_job_create(dt_db *db, const char *spec_json, const char *options_json, int64_t *id,
+                     dt_err *e)
+{
+    static const char what[] = "queueing job";
+    int rc = dt_json_check(spec_json, false, "job spec", e);
+    if (rc == DT_OK)
+        rc = dt_json_check(options_json, true, "job options", e);
+    if (rc)
+        return rc;
+    dt_tx tx;
+    rc = dt_tx_begin(db, &tx, e, what);
+    sqlite3_stmt *st = NULL;
+    if (rc == DT_OK)
+        rc = dt_db_prepare(db,
+                           "INSERT INTO jobs (state, spec, options, created_at, updated_at)"
+                           " VALUES ('queued', ?1, ?2, ?3, ?3) RETURNING id",
+                           &st, e, what);
+    if (rc == DT_OK) {
+        int b = dt_bind_text(st, 1, spec_json);
+        DT_BIND(b, dt_bind_text(st, 2, options_json));
+        DT_BIND(b, sqlite3_bind_int64(st, 3, dt_db_now()));
+        rc = dt_db_step_id(db, st, b, id, e, what);
+    }
+    return dt_tx_end(db, &tx, rc, e);
+}
+
+/* Fills *j from the current row (strings copied); DT_ENOMEM or DT_EDB. */
+static int read_job(sqlite3_stmt *st, dt_db_job *j)
+{
+    j->id = sqlite3_column_int64(st, 0);
+    j->created_at = sqlite3_column_int64(st, 7);
+    j->updated_at = sqlite3_column_int64(st, 8);
+    if (dt_job_state_parse(dt_col_text(st, 1), &j->state) != DT_OK)
+        return DT_EDB;
+    int rc = dt_col_dup(st, 2, &j->spec);
+    if (rc == DT_OK)
+        rc = dt_col_dup(st, 3, &j->options);
+    if (rc == DT_OK)
+        rc = dt_col_dup(st, 4, &j->checkpoint);
+    if (rc == DT_OK)
+        rc = dt_col_dup(st, 5, &j->progress);
+    if (rc == DT_OK)
+        rc = dt_col_dup(st, 6, &j->error);
+    return rc;
+}
+
+static int read_job_failed(dt_db *db, int rc, int64_t id, dt_err *e)
+{
+    if (rc == DT_ENOMEM)
+        return dt_errf(e, rc, "out of memory reading job %lld", (long long)id);
+    return dt_errf(e, rc, "reading job %lld in %s: unknown state", (long long)id, db->path);
+}
+
+int dt_db_job_get(dt_db *db, int64_t id, dt_db_job *out, dt_err *e)
+{
+    static const char what[] = "reading job";
+    *out = (dt_db_job){0};
+    sqlite3_stmt *st;
+    int rc = dt_db_prepare(db, "SELECT " JOB_COLS " FROM jobs WHERE id = ?1", &st, e, what);
+    if (rc)
+        return rc;
+    rc = dt_db_step_row(db, st, sqlite3_bind_int64(st, 1, id), e, what);
+    if (rc == DT_OK) {
+        int r = read_job(st, out);
+        if (r)
+            rc = read_job_failed(db, r, id, e);
+    } else if (rc == DT_ENOTFOUND) {
+        dt_errf(e, rc, "no job with id %lld in %s", (long long)id, db->path);
+    }
+    sqlite3_finalize(st);
+    if (rc)
+        dt_db_job_free(out);
+    return rc;
+}
+
+void dt_db_job_free(dt_db_job *j)
+{
+    if (!j)
+        return;
+    free((void *)j->spec);
+    free((void *)j->options);
+    free((void *)j->checkpoint);
+    free((void *)j->progress);
+    free((void *)j->error);
+    *j = (dt_db_job){0};
+}
+
+/* Prepares the list query for mask: "state IN (?1, ?2, ...)" over the
+ * states in the mask, bound to their names. */
+static int prepare_job_list(dt_db *db, unsigned mask, sqlite3_stmt **st, dt_err *e,
+                            const char *what)
+{
+    char sql[256], in[64] = "";
+    size_t len = 0;
+    for (int s = 0; s < DT_JOB_N_STATES; s++)
+        if (mask & DT_JOB_MASK(s))
+            len += (size_t)snprintf(in + len, sizeof in - len, "%s?%d", len ? ", " : "", s + 1);
+    snprintf(sql, sizeof sql, "SELECT " JOB_COLS " FROM jobs WHERE state IN (%s) ORDER BY id",
+             in);
+    int rc = dt_db_prepare(db, sql, st, e, what);
+    if (rc)
+        return rc;
+    int b = SQLITE_OK;
+    for (int s = 0; s < DT_JOB_N_STATES; s++)
+        if (mask & DT_JOB_MASK(s))
+            DT_BIND(b, dt_bind_text(*st, s + 1, state_names[s]));
+    if (b != SQLITE_OK) {
+        rc = dt_db_fail(db, b, e, "%s", what);
+        sqlite3_finalize(*st);
+        *st = NULL;
+    }
+    return rc;
+}
+
+int dt_db_job_list(dt_db *db, unsigned state_mask, dt_db_job **out, size_t *n, dt_err *e)
+{
+    static const char what[] = "listing jobs";
+    *out = NULL;
+    *n = 0;
+    state_mask &= DT_JOB_MASK_ALL;
+    if (state_mask == 0)
+        state_mask = DT_JOB_MASK_ALL;
+    sqlite3_stmt *st;
+    int rc = prepare_job_list(db, state_mask, &st, e, what);
+    if (rc)
+        return rc;
+    dt_db_job *jobs = NULL;
+    size_t len = 0, cap = 0;
+    while ((rc = dt_db_step_row(db, st, SQLITE_OK, e, what)) == DT_OK) {
+        dt_db_job *grown = dt_grow(jobs, &cap, len, sizeof *jobs);
+        if (!grown) {
+            rc = dt_errf(e, DT_ENOMEM, "out of memory %s", what);
+            break;
+        }
+        jobs = grown;
+        jobs[len] = (dt_db_job){0};
+        int r = read_job(st, &jobs[len++]);
+        if (r) {
+            rc = read_job_failed(db, r, jobs[len - 1].id, e);
+            break;
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc == DT_ENOTFOUND) {
+        *out = jobs;
+        *n = len;
+        return DT_OK;
+    }
+    dt_db_jobs_free(jobs, len);
+    return rc;
+}
+
+int dt_db_job_list_unfinished(dt_db *db, dt_db_job **out, size_t *n, dt_err *e)
+{
+    return dt_db_job_list(db, DT_JOB_MASK_UNFINISHED, out, n, e);
+}
+
+void dt_db_jobs_free(dt_db_job *jobs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dt_db_job_free(&jobs[i]);
+    free(jobs);
+}
+
+static int check_job_update(const dt_db_job_update *u, dt_err *e)
+{
+    if (!u)
+        return dt_errf(e, DT_EINVAL, "no job update given");
+    if (u->set_state && !dt_job_state_name(u->state))
+        return dt_errf(e, DT_EINVAL, "invalid job state %d", (int)u->state);
+    int rc = dt_json_check(u->progress, true, "job progress", e);
+    if (rc == DT_OK)
+        rc = dt_json_check(u->checkpoint, true, "job checkpoint", e);
+    return rc;
+}
+
+int dt_db_job_update_fields(dt_db *db, int64_t id, const dt_db_job_update *u, dt_err *e)
+{
+    static const char what[] = "updating job";
+    int rc = check_job_update(u, e);
+    if (rc)
+        return rc;
+    dt_tx tx;
+    rc = dt_tx_begin(db, &tx, e, what);
+    sqlite3_stmt *st = NULL;
+    /* NULL parameters keep the column; an empty error string clears it. */
+    if (rc == DT_OK)
+        rc = dt_db_prepare(db,
+                           "UPDATE jobs SET state = coalesce(?1, state),"
+                           " progress = coalesce(?2, progress),"
+                           " checkpoint = coalesce(?3, checkpoint),"
+                           " error = CASE WHEN ?4 IS NULL THEN error ELSE nullif(?4, '') END,"
+                           " updated_at = ?5 WHERE id = ?6",
+                           &st, e, what);
+    if (rc == DT_OK) {
+        int b = dt_bind_text(st, 1, u->set_state ? state_names[u->state] : NULL);
+        DT_BIND(b, dt_bind_text(st, 2, u->progress));
+        DT_BIND(b, dt_bind_text(st, 3, u->checkpoint));
+        DT_BIND(b, dt_bind_text(st, 4, u->error));
+        DT_BIND(b, sqlite3_bind_int64(st, 5, dt_db_now()));
+        DT_BIND(b, sqlite3_bind_int64(st, 6, id));
+        rc = dt_db_step_done(db, st, b, e, what);
+    }
+    if (rc == DT_OK && sqlite3_changes(db->sql) == 0)
+        rc = dt_errf(e, DT_ENOTFOUND, "no job with id %lld in %s", (long long)id, db->path);
+    return dt_tx_end(db, &tx, rc, e);
+}

@@ -1,0 +1,1051 @@
+/* db/: opening and identifying files, migrations, every accessor, write
+ * atomicity, concurrent readers, and `dtune db` end to end.  Every test uses
+ * real SQLite files in one temporary directory.  The few SQL statements here
+ * build foreign or tampered fixtures through sqlite3 directly, which the db
+ * module must refuse; the module itself is only used through db/db.h. */
+#include <jansson.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "db/db.h"
+#include "tests/dt_test.h"
+
+static char *tmp;
+
+static int suite_init(void)
+{
+    tmp = dt_test_tmpdir();
+    return tmp ? 0 : 1;
+}
+
+static int suite_cleanup(void)
+{
+    dt_test_rmtree(tmp);
+    free(tmp);
+    return 0;
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+/* tmp/name in a static ring of buffers, so a test can hold a few at once. */
+static const char *path_of(const char *name)
+{
+    static char bufs[8][4096];
+    static int next;
+    char *p = bufs[next++ % 8];
+    snprintf(p, sizeof bufs[0], "%s/%s", tmp, name);
+    return p;
+}
+
+static bool exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* The whole file, malloc'ed; *n receives its size. */
+static char *read_all(const char *path, size_t *n)
+{
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)len + 1);
+    *n = fread(buf, 1, (size_t)len, f);
+    fclose(f);
+    return buf;
+}
+
+static bool same_bytes(const char *path, const char *before, size_t n_before)
+{
+    size_t n;
+    char *now = read_all(path, &n);
+    bool same = now && n == n_before && memcmp(now, before, n) == 0;
+    free(now);
+    return same;
+}
+
+/* Runs fixture SQL on path with plain sqlite3 (creating the file). */
+static void raw_exec(const char *path, const char *sql)
+{
+    sqlite3 *s;
+    CU_ASSERT_FATAL(sqlite3_open(path, &s) == SQLITE_OK);
+    char *msg = NULL;
+    int rc = sqlite3_exec(s, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK)
+        fprintf(stderr, "fixture SQL failed: %s\n", msg);
+    CU_ASSERT_EQUAL(rc, SQLITE_OK);
+    sqlite3_free(msg);
+    sqlite3_close(s);
+}
+
+/* One integer or text result of a query run with plain sqlite3, read-only. */
+static long long raw_int(const char *path, const char *sql)
+{
+    sqlite3 *s;
+    sqlite3_stmt *st;
+    long long v = -12345;
+    CU_ASSERT_FATAL(sqlite3_open_v2(path, &s, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    if (sqlite3_prepare_v2(s, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(s);
+    return v;
+}
+
+static bool integrity_ok(const char *path)
+{
+    sqlite3 *s;
+    sqlite3_stmt *st;
+    bool ok = false;
+    if (sqlite3_open_v2(path, &s, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+        return false;
+    if (sqlite3_prepare_v2(s, "PRAGMA integrity_check", -1, &st, NULL) == SQLITE_OK) {
+        ok = sqlite3_step(st) == SQLITE_ROW &&
+             strcmp((const char *)sqlite3_column_text(st, 0), "ok") == 0;
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(s);
+    return ok;
+}
+
+static dt_db *open_new(const char *name)
+{
+    dt_db *db = NULL;
+    dt_err e;
+    int rc = dt_db_open(path_of(name), DT_DB_CREATE, &db, &e);
+    if (rc)
+        fprintf(stderr, "open %s: %s\n", name, e.msg);
+    CU_ASSERT_FATAL(rc == DT_OK && db != NULL);
+    return db;
+}
+
+/* A database with one target, two workloads and two kernels. */
+typedef struct {
+    dt_db *db;
+    int64_t target, wl1, wl2, k1, k2;
+} fixture;
+
+static fixture make_fixture(const char *name)
+{
+    fixture f = {.db = open_new(name)};
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(
+        dt_db_target_upsert(f.db, "x86_64-avx2-8c", "avx2", "{\"cores\": 8}", &f.target, &e),
+        DT_OK);
+    CU_ASSERT_EQUAL_FATAL(dt_db_workload_upsert(f.db, "dense(M=1..128,N=768,K=768)", "dense",
+                                                "{\"M\": [1, 128]}", &f.wl1, &e),
+                          DT_OK);
+    CU_ASSERT_EQUAL_FATAL(dt_db_workload_upsert(f.db, "dense(M=1..128,N=3072,K=768)",
+                                                "dense", "{\"M\": [1, 128]}", &f.wl2, &e),
+                          DT_OK);
+    CU_ASSERT_EQUAL_FATAL(dt_db_kernel_intern(f.db, "dense", "pack_ab",
+                                              "{\"MR\": 6, \"NR\": 16}", "h1", &f.k1, &e),
+                          DT_OK);
+    CU_ASSERT_EQUAL_FATAL(dt_db_kernel_intern(f.db, "dense", "pack_ab",
+                                              "{\"MR\": 4, \"NR\": 32}", "h2", &f.k2, &e),
+                          DT_OK);
+    return f;
+}
+
+static dt_db_measurement meas(const fixture *f, int64_t kernel, const char *shape,
+                              dt_meas_status status, double ns, const char *uid)
+{
+    return (dt_db_measurement){
+        .kernel_id = kernel,
+        .target_id = f->target,
+        .workload_id = f->wl1,
+        .shape = shape,
+        .threads = 8,
+        .status = status,
+        .min_ns = status == DT_MEAS_OK ? ns : NAN,
+        .median_ns = status == DT_MEAS_OK ? ns * 1.1 : NAN,
+        .error = status == DT_MEAS_OK ? NULL : "boom",
+        .trial_uid = uid,
+    };
+}
+
+/* ---- opening, persistence -------------------------------------------------- */
+
+static void test_create_and_reopen(void)
+{
+    const char *p = path_of("persist.db");
+    dt_db *db = open_new("persist.db");
+    CU_ASSERT_TRUE(dt_db_was_created(db));
+    CU_ASSERT_EQUAL(dt_db_opened_version(db), 0);
+    CU_ASSERT_EQUAL(dt_db_schema_version(db), DT_DB_SCHEMA_VERSION);
+    CU_ASSERT_STRING_EQUAL(dt_db_path(db), p);
+    dt_err e;
+    int64_t id;
+    CU_ASSERT_EQUAL(dt_db_target_upsert(db, "t-key", "avx512", NULL, &id, &e), DT_OK);
+    dt_db_close(db);
+
+    CU_ASSERT_EQUAL(raw_int(p, "PRAGMA application_id"), DT_DB_APPLICATION_ID);
+    CU_ASSERT_EQUAL(raw_int(p, "PRAGMA user_version"), DT_DB_SCHEMA_VERSION);
+
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, 0, &db, &e), DT_OK);
+    CU_ASSERT_FALSE(dt_db_was_created(db));
+    CU_ASSERT_EQUAL(dt_db_opened_version(db), DT_DB_SCHEMA_VERSION);
+    dt_db_target t;
+    CU_ASSERT_EQUAL(dt_db_target_get(db, "t-key", &t, &e), DT_OK);
+    CU_ASSERT_EQUAL(t.id, id);
+    CU_ASSERT_STRING_EQUAL(t.isa, "avx512");
+    CU_ASSERT_STRING_EQUAL(t.info, "{}");
+    dt_db_target_free(&t);
+    dt_db_stats_info s;
+    CU_ASSERT_EQUAL(dt_db_stats(db, &s, &e), DT_OK);
+    CU_ASSERT_STRING_EQUAL(s.journal_mode, "wal");
+    dt_db_close(db);
+    CU_ASSERT_TRUE(integrity_ok(p));
+
+    /* An empty (0-byte) file is initialised like a new one. */
+    char *empty = dt_test_write_file(tmp, "empty.db", "");
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(empty, 0, &db, &e), DT_OK);
+    CU_ASSERT_TRUE(dt_db_was_created(db));
+    CU_ASSERT_EQUAL(dt_db_schema_version(db), DT_DB_SCHEMA_VERSION);
+    dt_db_close(db);
+    free(empty);
+}
+
+static void test_missing_file(void)
+{
+    const char *p = path_of("missing.db");
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_db_open(p, 0, &db, &e), DT_ENOTFOUND);
+    CU_ASSERT_PTR_NULL(db);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, p));
+    CU_ASSERT_EQUAL(dt_db_open(p, DT_DB_READONLY, &db, &e), DT_ENOTFOUND);
+    CU_ASSERT_FALSE(exists(p));
+    CU_ASSERT_EQUAL(dt_db_open(p, DT_DB_READONLY | DT_DB_CREATE, &db, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_db_open("", DT_DB_CREATE, &db, &e), DT_EINVAL);
+    CU_ASSERT_FALSE(exists(p));
+}
+
+/* ---- refusing files that are not ours -------------------------------------- */
+
+static void test_text_file_refused(void)
+{
+    const char *text = "this is a text file, not a database\n";
+    char *p = dt_test_write_file(tmp, "notes.txt", text);
+    size_t n;
+    char *before = read_all(p, &n);
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_db_open(p, DT_DB_CREATE, &db, &e), DT_ENOTDTUNE);
+    CU_ASSERT_PTR_NULL(db);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, p));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "not a dtune database"));
+    CU_ASSERT_EQUAL(dt_db_open(p, DT_DB_READONLY, &db, &e), DT_ENOTDTUNE);
+    CU_ASSERT_EQUAL(dt_db_open(p, 0, &db, &e), DT_ENOTDTUNE);
+    CU_ASSERT_TRUE(same_bytes(p, before, n));
+    /* A short file is no different. */
+    char *tiny = dt_test_write_file(tmp, "tiny.txt", "SQLite");
+    CU_ASSERT_EQUAL(dt_db_open(tiny, DT_DB_CREATE, &db, &e), DT_ENOTDTUNE);
+    free(before);
+    free(tiny);
+    free(p);
+}
+
+static void test_foreign_sqlite_refused(void)
+{
+    const char *p = path_of("foreign.db");
+    raw_exec(p, "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);"
+                "INSERT INTO notes (body) VALUES ('keep me');");
+    size_t n;
+    char *before = read_all(p, &n);
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_db_open(p, DT_DB_CREATE, &db, &e), DT_ENOTDTUNE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, p));
+    CU_ASSERT_EQUAL(dt_db_open(p, DT_DB_READONLY, &db, &e), DT_ENOTDTUNE);
+    CU_ASSERT_PTR_NULL(db);
+    CU_ASSERT_TRUE(same_bytes(p, before, n));
+    CU_ASSERT_FALSE(exists(path_of("foreign.db-wal")));
+    free(before);
+
+    /* Another application's id, even without tables. */
+    const char *q = path_of("other-app.db");
+    raw_exec(q, "PRAGMA application_id = 1234; PRAGMA user_version = 1;");
+    before = read_all(q, &n);
+    CU_ASSERT_EQUAL(dt_db_open(q, DT_DB_CREATE, &db, &e), DT_ENOTDTUNE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "application_id"));
+    CU_ASSERT_TRUE(same_bytes(q, before, n));
+    free(before);
+}
+
+static void test_newer_version_refused(void)
+{
+    const char *p = path_of("future.db");
+    dt_db_close(open_new("future.db"));
+    raw_exec(p, "PRAGMA user_version = 99;");
+    size_t n;
+    char *before = read_all(p, &n);
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_db_open(p, DT_DB_CREATE, &db, &e), DT_EVERSION);
+    char want[4300];
+    snprintf(want, sizeof want,
+             "database %s has schema version 99, this dtune supports up to %d; upgrade dtune",
+             p, DT_DB_SCHEMA_VERSION);
+    CU_ASSERT_STRING_EQUAL(e.msg, want);
+    CU_ASSERT_EQUAL(dt_db_open(p, DT_DB_READONLY, &db, &e), DT_EVERSION);
+    CU_ASSERT_EQUAL(dt_db_open(p, DT_DB_NOMIGRATE, &db, &e), DT_EVERSION);
+    CU_ASSERT_PTR_NULL(db);
+    CU_ASSERT_TRUE(same_bytes(p, before, n));
+    free(before);
+}
+
+/* ---- migrations ------------------------------------------------------------- */
+
+static void test_migrate_from_version_0(void)
+{
+    const char *p = path_of("v0.db");
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, DT_DB_CREATE | DT_DB_NOMIGRATE, &db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_schema_version(db), 0);
+    CU_ASSERT_NOT_EQUAL(dt_db_target_upsert(db, "t", "avx2", NULL, NULL, &e), DT_OK);
+    dt_db_close(db);
+    CU_ASSERT_EQUAL(raw_int(p, "SELECT count(*) FROM sqlite_master"), 0);
+
+    /* Read-only never migrates. */
+    CU_ASSERT_EQUAL(dt_db_open(p, DT_DB_READONLY, &db, &e), DT_EVERSION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "dtune db init"));
+
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, DT_DB_NOMIGRATE, &db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_opened_version(db), 0);
+    CU_ASSERT_FALSE(dt_db_was_created(db));
+    CU_ASSERT_EQUAL(dt_db_migrate_to(db, DT_DB_SCHEMA_VERSION, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_schema_version(db), DT_DB_SCHEMA_VERSION);
+    CU_ASSERT_EQUAL(dt_db_migrate_to(db, 0, &e), DT_EINVAL);  /* never down */
+    CU_ASSERT_EQUAL(dt_db_migrate_to(db, DT_DB_SCHEMA_VERSION + 1, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_db_migrate_to(db, DT_DB_SCHEMA_VERSION, &e), DT_OK);  /* no-op */
+    int64_t id;
+    CU_ASSERT_EQUAL(dt_db_target_upsert(db, "t", "avx2", NULL, &id, &e), DT_OK);
+    dt_db_close(db);
+    CU_ASSERT_EQUAL(raw_int(p, "PRAGMA application_id"), DT_DB_APPLICATION_ID);
+    CU_ASSERT_EQUAL(raw_int(p, "PRAGMA user_version"), DT_DB_SCHEMA_VERSION);
+
+    /* A plain open of an (empty) version-0 file migrates it by itself. */
+    const char *q = path_of("v0-auto.db");
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(q, DT_DB_CREATE | DT_DB_NOMIGRATE, &db, &e), DT_OK);
+    dt_db_close(db);
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(q, 0, &db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_opened_version(db), 0);
+    CU_ASSERT_EQUAL(dt_db_schema_version(db), DT_DB_SCHEMA_VERSION);
+    dt_db_close(db);
+    CU_ASSERT_TRUE(integrity_ok(p));
+    CU_ASSERT_TRUE(integrity_ok(q));
+}
+
+/* ---- accessors -------------------------------------------------------------- */
+
+static void test_targets(void)
+{
+    dt_db *db = open_new("targets.db");
+    dt_err e;
+    int64_t a, b, a2;
+    CU_ASSERT_EQUAL(dt_db_target_upsert(db, "ta", "avx2", "{\"cores\":4}", &a, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_target_upsert(db, "tb", "avx512", NULL, &b, &e), DT_OK);
+    CU_ASSERT_NOT_EQUAL(a, b);
+    CU_ASSERT_EQUAL(dt_db_target_upsert(db, "ta", "avx512", "{\"cores\":8}", &a2, &e), DT_OK);
+    CU_ASSERT_EQUAL(a, a2);
+    dt_db_target t;
+    CU_ASSERT_EQUAL_FATAL(dt_db_target_get(db, "ta", &t, &e), DT_OK);
+    CU_ASSERT_EQUAL(t.id, a);
+    CU_ASSERT_STRING_EQUAL(t.key, "ta");
+    CU_ASSERT_STRING_EQUAL(t.isa, "avx512");
+    CU_ASSERT_STRING_EQUAL(t.info, "{\"cores\":8}");
+    CU_ASSERT_TRUE(t.created_at > 1600000000);
+    dt_db_target_free(&t);
+    CU_ASSERT_EQUAL(dt_db_target_get(db, "nope", &t, &e), DT_ENOTFOUND);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "nope"));
+    CU_ASSERT_EQUAL(dt_db_target_upsert(db, "tc", "avx2", "{not json", NULL, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_db_target_upsert(db, "", "avx2", NULL, NULL, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_db_target_upsert(db, "tc", NULL, NULL, NULL, &e), DT_EINVAL);
+    dt_db_close(db);
+}
+
+static void test_workloads(void)
+{
+    dt_db *db = open_new("workloads.db");
+    dt_err e;
+    int64_t w1, w2, w1b;
+    CU_ASSERT_EQUAL(dt_db_workload_upsert(db, "dense(M=1..8,N=64,K=64)", "dense",
+                                          "{\"M\":[1,8]}", &w1, &e),
+                    DT_OK);
+    CU_ASSERT_EQUAL(dt_db_workload_upsert(db, "batch_matmul(B=12,M=1..128,N=64,K=1..128)",
+                                          "batch_matmul", "{\"seq\":[1,128]}", &w2, &e),
+                    DT_OK);
+    CU_ASSERT_EQUAL(dt_db_workload_upsert(db, "dense(M=1..8,N=64,K=64)", "dense",
+                                          "{\"M\":[1,8],\"w\":[1]}", &w1b, &e),
+                    DT_OK);
+    CU_ASSERT_EQUAL(w1, w1b);
+    dt_db_workload w;
+    CU_ASSERT_EQUAL_FATAL(dt_db_workload_get(db, "dense(M=1..8,N=64,K=64)", &w, &e), DT_OK);
+    CU_ASSERT_EQUAL(w.id, w1);
+    CU_ASSERT_STRING_EQUAL(w.op, "dense");
+    CU_ASSERT_STRING_EQUAL(w.shape_set, "{\"M\":[1,8],\"w\":[1]}");
+    dt_db_workload_free(&w);
+    CU_ASSERT_EQUAL_FATAL(dt_db_workload_get_by_id(db, w2, &w, &e), DT_OK);
+    CU_ASSERT_STRING_EQUAL(w.op, "batch_matmul");
+    dt_db_workload_free(&w);
+    CU_ASSERT_EQUAL(dt_db_workload_get_by_id(db, 999, &w, &e), DT_ENOTFOUND);
+    CU_ASSERT_EQUAL(dt_db_workload_get(db, "dense()", &w, &e), DT_ENOTFOUND);
+    CU_ASSERT_EQUAL(dt_db_workload_upsert(db, "k", "dense", NULL, NULL, &e), DT_EINVAL);
+
+    dt_db_workload *ws;
+    size_t n;
+    CU_ASSERT_EQUAL_FATAL(dt_db_workload_list(db, &ws, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_EQUAL(ws[0].id, w1);
+    CU_ASSERT_EQUAL(ws[1].id, w2);
+    CU_ASSERT_STRING_EQUAL(ws[1].key, "batch_matmul(B=12,M=1..128,N=64,K=1..128)");
+    dt_db_workloads_free(ws, n);
+    dt_db_close(db);
+
+    db = open_new("workloads-empty.db");
+    CU_ASSERT_EQUAL(dt_db_workload_list(db, &ws, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_PTR_NULL(ws);
+    dt_db_close(db);
+}
+
+static void test_kernels(void)
+{
+    dt_db *db = open_new("kernels.db");
+    dt_err e;
+    int64_t k1, k1b, k2, k3;
+    CU_ASSERT_EQUAL(dt_db_kernel_intern(db, "dense", "pack_ab", "{\"NR\": 16, \"MR\": 6}",
+                                        "hash1", &k1, &e),
+                    DT_OK);
+    /* Same annotation written differently: same kernel. */
+    CU_ASSERT_EQUAL(dt_db_kernel_intern(db, "dense", "pack_ab", "{ \"MR\":6,\"NR\":16 }",
+                                        "other", &k1b, &e),
+                    DT_OK);
+    CU_ASSERT_EQUAL(k1, k1b);
+    CU_ASSERT_EQUAL(dt_db_kernel_intern(db, "dense", "direct_a", "{\"MR\":6,\"NR\":16}", NULL,
+                                        &k2, &e),
+                    DT_OK);
+    CU_ASSERT_EQUAL(dt_db_kernel_intern(db, "batch_matmul", "pack_ab", "{\"MR\":6,\"NR\":16}",
+                                        NULL, &k3, &e),
+                    DT_OK);
+    CU_ASSERT_NOT_EQUAL(k1, k2);
+    CU_ASSERT_NOT_EQUAL(k1, k3);
+    dt_db_kernel k;
+    CU_ASSERT_EQUAL_FATAL(dt_db_kernel_get(db, k1, &k, &e), DT_OK);
+    CU_ASSERT_STRING_EQUAL(k.op, "dense");
+    CU_ASSERT_STRING_EQUAL(k.sketch, "pack_ab");
+    CU_ASSERT_STRING_EQUAL(k.annotation, "{\"MR\":6,\"NR\":16}");
+    CU_ASSERT_STRING_EQUAL(k.source_hash, "hash1");  /* kept from the first insert */
+    dt_db_kernel_free(&k);
+    CU_ASSERT_EQUAL_FATAL(dt_db_kernel_get(db, k2, &k, &e), DT_OK);
+    CU_ASSERT_PTR_NULL(k.source_hash);
+    dt_db_kernel_free(&k);
+    CU_ASSERT_EQUAL(dt_db_kernel_get(db, 12345, &k, &e), DT_ENOTFOUND);
+    CU_ASSERT_EQUAL(dt_db_kernel_intern(db, "dense", "x", "[1,", NULL, NULL, &e), DT_EINVAL);
+    dt_db_close(db);
+}
+
+typedef struct {
+    int n;
+    int64_t ids[16];
+    dt_db_measurement first;
+    char first_shape[64], first_uid[64], first_error[64];
+    int stop_after;
+} collect;
+
+static int collect_cb(const dt_db_measurement *m, void *ud)
+{
+    collect *c = ud;
+    if (c->n == 0) {
+        /* The strings are borrowed for this call only: keep copies. */
+        c->first = *m;
+        c->first.shape = c->first.trial_uid = c->first.error = NULL;
+        snprintf(c->first_shape, sizeof c->first_shape, "%s", m->shape);
+        snprintf(c->first_uid, sizeof c->first_uid, "%s", m->trial_uid);
+        snprintf(c->first_error, sizeof c->first_error, "%s", m->error ? m->error : "");
+    }
+    if (c->n < 16)
+        c->ids[c->n] = m->id;
+    c->n++;
+    return c->stop_after && c->n >= c->stop_after ? 1 : 0;
+}
+
+static int abort_cb(const dt_db_measurement *m, void *ud)
+{
+    (void)m;
+    ++*(int *)ud;
+    return DT_EIO;
+}
+
+static void test_measurements(void)
+{
+    fixture f = make_fixture("meas.db");
+    dt_err e;
+    int64_t id1, id2, id3, again;
+    bool dup = true;
+    dt_db_measurement m = meas(&f, f.k1, "M=37", DT_MEAS_OK, 1000.0, "trial-1");
+    CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, &id1, &dup, &e), DT_OK);
+    CU_ASSERT_FALSE(dup);
+    m = meas(&f, f.k2, "M=37", DT_MEAS_RUN_CRASH, 0, "trial-2");
+    CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, &id2, &dup, &e), DT_OK);
+    m = meas(&f, f.k2, "M=64", DT_MEAS_OK, 2000.0, "trial-3");
+    CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, &id3, NULL, &e), DT_OK);
+
+    /* The same trial again (e.g. requeued after a lost worker): recorded once. */
+    m = meas(&f, f.k1, "M=37", DT_MEAS_OK, 999.0, "trial-1");
+    CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, &again, &dup, &e), DT_OK);
+    CU_ASSERT_TRUE(dup);
+    CU_ASSERT_EQUAL(again, id1);
+
+    dt_db_measurement_filter all = {.workload_id = f.wl1, .target_id = f.target};
+    int64_t n = -1;
+    CU_ASSERT_EQUAL(dt_db_measurement_count(f.db, &all, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 3);
+    dt_db_measurement_filter ok = {.workload_id = f.wl1, .target_id = f.target, .ok_only = 1};
+    CU_ASSERT_EQUAL(dt_db_measurement_count(f.db, &ok, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 2);
+    dt_db_measurement_filter by_kernel = {.kernel_id = f.k2};
+    CU_ASSERT_EQUAL(dt_db_measurement_count(f.db, &by_kernel, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 2);
+    dt_db_measurement_filter other_wl = {.workload_id = f.wl2, .target_id = f.target};
+    CU_ASSERT_EQUAL(dt_db_measurement_count(f.db, &other_wl, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_EQUAL(dt_db_measurement_count(f.db, NULL, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 3);
+
+    collect c = {0};
+    CU_ASSERT_EQUAL(dt_db_measurement_list(f.db, &all, collect_cb, &c, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(c.n, 3);
+    CU_ASSERT_EQUAL(c.ids[0], id1);
+    CU_ASSERT_EQUAL(c.ids[1], id2);
+    CU_ASSERT_EQUAL(c.ids[2], id3);
+    CU_ASSERT_EQUAL(c.first.kernel_id, f.k1);
+    CU_ASSERT_EQUAL(c.first.status, DT_MEAS_OK);
+    CU_ASSERT_EQUAL(c.first.threads, 8);
+    CU_ASSERT_DOUBLE_EQUAL(c.first.min_ns, 1000.0, 1e-9);  /* not the duplicate's 999 */
+    CU_ASSERT_DOUBLE_EQUAL(c.first.median_ns, 1100.0, 1e-9);
+    CU_ASSERT_STRING_EQUAL(c.first_shape, "M=37");
+    CU_ASSERT_STRING_EQUAL(c.first_uid, "trial-1");
+
+    /* Failed trials come back without times and with their error. */
+    collect crash = {0};
+    dt_db_measurement_filter k2only = {.kernel_id = f.k2, .workload_id = f.wl1};
+    CU_ASSERT_EQUAL(dt_db_measurement_list(f.db, &k2only, collect_cb, &crash, &e), DT_OK);
+    CU_ASSERT_EQUAL(crash.n, 2);
+    CU_ASSERT_EQUAL(crash.first.status, DT_MEAS_RUN_CRASH);
+    CU_ASSERT_TRUE(isnan(crash.first.min_ns));
+    CU_ASSERT_STRING_EQUAL(crash.first_error, "boom");
+
+    collect early = {.stop_after = 1};
+    CU_ASSERT_EQUAL(dt_db_measurement_list(f.db, &all, collect_cb, &early, &e), DT_OK);
+    CU_ASSERT_EQUAL(early.n, 1);
+    int calls = 0;
+    CU_ASSERT_EQUAL(dt_db_measurement_list(f.db, &all, abort_cb, &calls, &e), DT_EIO);
+    CU_ASSERT_EQUAL(calls, 1);
+
+    /* Bad input never reaches the table. */
+    m = meas(&f, f.k1, "M=1", DT_MEAS_OK, 1.0, "trial-x");
+    m.min_ns = NAN;
+    CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, NULL, &e), DT_EINVAL);
+    m = meas(&f, f.k1, "M=1", (dt_meas_status)42, 1.0, "trial-y");
+    CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, NULL, &e), DT_EINVAL);
+    m = meas(&f, f.k1, "M=1", DT_MEAS_OK, 1.0, "");
+    CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, NULL, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_db_measurement_count(f.db, NULL, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 3);
+
+    dt_meas_status s;
+    for (int i = 0; i < DT_MEAS_N_STATUS; i++) {
+        CU_ASSERT_EQUAL(dt_meas_status_parse(dt_meas_status_name((dt_meas_status)i), &s), DT_OK);
+        CU_ASSERT_EQUAL(s, i);
+    }
+    CU_ASSERT_EQUAL(dt_meas_status_parse("fine", &s), DT_EINVAL);
+    dt_db_close(f.db);
+    CU_ASSERT_TRUE(integrity_ok(path_of("meas.db")));
+}
+
+static void test_foreign_keys_enforced(void)
+{
+    fixture f = make_fixture("fk.db");
+    dt_err e;
+    dt_db_measurement m = meas(&f, 9999, "M=1", DT_MEAS_OK, 5.0, "fk-trial");
+    CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, NULL, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "FOREIGN KEY"));
+    m = meas(&f, f.k1, "M=1", DT_MEAS_OK, 5.0, "fk-trial");
+    m.target_id = 777;
+    CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, NULL, &e), DT_EINVAL);
+    int64_t n;
+    CU_ASSERT_EQUAL(dt_db_measurement_count(f.db, NULL, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 0);
+    /* The rejected trial uid was not taken: a valid record with it goes in. */
+    m = meas(&f, f.k1, "M=1", DT_MEAS_OK, 5.0, "fk-trial");
+    bool dup = true;
+    CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, &dup, &e), DT_OK);
+    CU_ASSERT_FALSE(dup);
+    dt_db_schedule bad = {.shape_lo = "M=1", .shape_hi = "M=8", .kernel_id = f.k1};
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, 4242, f.target, &bad, 1, &e), DT_EINVAL);
+    dt_db_close(f.db);
+}
+
+static void test_schedules(void)
+{
+    fixture f = make_fixture("sched.db");
+    dt_err e;
+    dt_db_schedule rows[3] = {
+        {.shape_lo = "M=1", .shape_hi = "M=8", .kernel_id = f.k1, .threads = 1,
+         .predicted_ns = 100, .measured_ns = 110},
+        {.shape_lo = "M=9", .shape_hi = "M=128", .kernel_id = f.k2, .threads = 8,
+         .predicted_ns = 900, .measured_ns = NAN},
+    };
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, rows, 2, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl2, f.target, rows, 1, &e), DT_OK);
+
+    dt_db_schedule *got;
+    size_t n;
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_STRING_EQUAL(got[0].shape_lo, "M=1");
+    CU_ASSERT_STRING_EQUAL(got[1].shape_hi, "M=128");
+    CU_ASSERT_EQUAL(got[1].kernel_id, f.k2);
+    CU_ASSERT_EQUAL(got[1].threads, 8);
+    CU_ASSERT_EQUAL(got[1].workload_id, f.wl1);
+    CU_ASSERT_DOUBLE_EQUAL(got[0].measured_ns, 110, 1e-9);
+    CU_ASSERT_TRUE(isnan(got[1].measured_ns));
+    dt_db_schedules_free(got, n);
+
+    /* A replacement that fails half-way (row 3 names no kernel) changes nothing. */
+    rows[0].shape_hi = "M=4";
+    rows[2] = (dt_db_schedule){.shape_lo = "M=129", .shape_hi = "M=256", .kernel_id = 5555};
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, rows, 3, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_STRING_EQUAL(got[0].shape_hi, "M=8");
+    dt_db_schedules_free(got, n);
+
+    /* Same inside a caller's transaction: its earlier writes survive. */
+    CU_ASSERT_EQUAL_FATAL(dt_db_begin(f.db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_target_upsert(f.db, "in-tx", "avx2", NULL, NULL, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, rows, 3, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_db_commit(f.db, &e), DT_OK);
+    dt_db_target t;
+    CU_ASSERT_EQUAL(dt_db_target_get(f.db, "in-tx", &t, &e), DT_OK);
+    dt_db_target_free(&t);
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 2);
+    dt_db_schedules_free(got, n);
+
+    /* A good replacement replaces the whole schedule; the other workload's stays. */
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, rows, 1, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 1);
+    CU_ASSERT_STRING_EQUAL(got[0].shape_hi, "M=4");
+    dt_db_schedules_free(got, n);
+    CU_ASSERT_EQUAL(dt_db_schedule_list(f.db, f.wl2, f.target, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 1);
+    dt_db_schedules_free(got, n);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, NULL, 0, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_schedule_list(f.db, f.wl1, f.target, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_PTR_NULL(got);
+    dt_db_close(f.db);
+    CU_ASSERT_TRUE(integrity_ok(path_of("sched.db")));
+}
+
+static void test_cost_models(void)
+{
+    fixture f = make_fixture("cm.db");
+    dt_err e;
+    dt_db_cost_model m;
+    CU_ASSERT_EQUAL(dt_db_cost_model_load_latest(f.db, f.target, "dense", &m, &e),
+                    DT_ENOTFOUND);
+    unsigned char blob1[300], blob2[5000];
+    for (size_t i = 0; i < sizeof blob1; i++)
+        blob1[i] = (unsigned char)i;
+    for (size_t i = 0; i < sizeof blob2; i++)
+        blob2[i] = (unsigned char)(i * 7 + 3);  /* includes zero bytes */
+    int64_t id1, id2;
+    CU_ASSERT_EQUAL(dt_db_cost_model_save(f.db, f.target, "dense", blob1, sizeof blob1, 10,
+                                          NULL, &id1, &e),
+                    DT_OK);
+    CU_ASSERT_EQUAL(dt_db_cost_model_save(f.db, f.target, "dense", blob2, sizeof blob2, 250,
+                                          "{\"rmse\":0.1}", &id2, &e),
+                    DT_OK);
+    CU_ASSERT_EQUAL(dt_db_cost_model_save(f.db, f.target, "batch_matmul", blob1, 3, 1, NULL,
+                                          NULL, &e),
+                    DT_OK);
+    CU_ASSERT_EQUAL_FATAL(dt_db_cost_model_load_latest(f.db, f.target, "dense", &m, &e),
+                          DT_OK);
+    CU_ASSERT_EQUAL(m.id, id2);
+    CU_ASSERT_EQUAL(m.n_records, 250);
+    CU_ASSERT_EQUAL_FATAL(m.model_size, sizeof blob2);
+    CU_ASSERT_EQUAL(memcmp(m.model, blob2, sizeof blob2), 0);
+    CU_ASSERT_STRING_EQUAL(m.metrics, "{\"rmse\":0.1}");
+    CU_ASSERT_STRING_EQUAL(m.op, "dense");
+    dt_db_cost_model_free(&m);
+    CU_ASSERT_EQUAL(dt_db_cost_model_save(f.db, f.target, "dense", blob1, 0, 1, NULL, NULL, &e),
+                    DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_db_cost_model_save(f.db, 999, "dense", blob1, 4, 1, NULL, NULL, &e),
+                    DT_EINVAL);
+    dt_db_close(f.db);
+}
+
+static void test_jobs(void)
+{
+    dt_db *db = open_new("jobs.db");
+    dt_err e;
+    int64_t j1, j2, j3;
+    CU_ASSERT_EQUAL(dt_db_job_create(db, "{\"model\":\"bert\"}", NULL, &j1, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_job_create(db, "{\"model\":\"gpt2\"}", "{\"trials\":64}", &j2, &e),
+                    DT_OK);
+    CU_ASSERT_EQUAL(dt_db_job_create(db, "{\"model\":\"resnet\"}", NULL, &j3, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_job_create(db, "nope", NULL, NULL, &e), DT_EINVAL);
+
+    dt_db_job j;
+    CU_ASSERT_EQUAL_FATAL(dt_db_job_get(db, j2, &j, &e), DT_OK);
+    CU_ASSERT_EQUAL(j.state, DT_JOB_QUEUED);
+    CU_ASSERT_STRING_EQUAL(j.spec, "{\"model\":\"gpt2\"}");
+    CU_ASSERT_STRING_EQUAL(j.options, "{\"trials\":64}");
+    CU_ASSERT_PTR_NULL(j.checkpoint);
+    CU_ASSERT_EQUAL(j.created_at, j.updated_at);
+    dt_db_job_free(&j);
+
+    dt_db_job_update run = {.set_state = true, .state = DT_JOB_RUNNING,
+                            .progress = "{\"done\":3,\"total\":10}",
+                            .checkpoint = "{\"round\":1}"};
+    CU_ASSERT_EQUAL(dt_db_job_update_fields(db, j1, &run, &e), DT_OK);
+    dt_db_job_update fail = {.set_state = true, .state = DT_JOB_FAILED, .error = "worker died"};
+    CU_ASSERT_EQUAL(dt_db_job_update_fields(db, j3, &fail, &e), DT_OK);
+    dt_db_job_update progress_only = {.progress = "{\"done\":4,\"total\":10}"};
+    CU_ASSERT_EQUAL(dt_db_job_update_fields(db, j1, &progress_only, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_job_update_fields(db, 9999, &progress_only, &e), DT_ENOTFOUND);
+    dt_db_job_update bad = {.checkpoint = "{"};
+    CU_ASSERT_EQUAL(dt_db_job_update_fields(db, j1, &bad, &e), DT_EINVAL);
+
+    CU_ASSERT_EQUAL_FATAL(dt_db_job_get(db, j1, &j, &e), DT_OK);
+    CU_ASSERT_EQUAL(j.state, DT_JOB_RUNNING);  /* kept by the progress-only update */
+    CU_ASSERT_STRING_EQUAL(j.progress, "{\"done\":4,\"total\":10}");
+    CU_ASSERT_STRING_EQUAL(j.checkpoint, "{\"round\":1}");
+    CU_ASSERT_PTR_NULL(j.error);
+    dt_db_job_free(&j);
+
+    dt_db_job *list;
+    size_t n;
+    CU_ASSERT_EQUAL_FATAL(dt_db_job_list_unfinished(db, &list, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_EQUAL(list[0].id, j1);
+    CU_ASSERT_EQUAL(list[0].state, DT_JOB_RUNNING);
+    CU_ASSERT_EQUAL(list[1].id, j2);
+    dt_db_jobs_free(list, n);
+    CU_ASSERT_EQUAL_FATAL(dt_db_job_list(db, DT_JOB_MASK(DT_JOB_FAILED), &list, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 1);
+    CU_ASSERT_STRING_EQUAL(list[0].error, "worker died");
+    dt_db_jobs_free(list, n);
+    CU_ASSERT_EQUAL(dt_db_job_list(db, 0, &list, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 3);
+    dt_db_jobs_free(list, n);
+
+    /* Requeueing clears the error with "". */
+    dt_db_job_update requeue = {.set_state = true, .state = DT_JOB_QUEUED, .error = ""};
+    CU_ASSERT_EQUAL(dt_db_job_update_fields(db, j3, &requeue, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(dt_db_job_get(db, j3, &j, &e), DT_OK);
+    CU_ASSERT_EQUAL(j.state, DT_JOB_QUEUED);
+    CU_ASSERT_PTR_NULL(j.error);
+    dt_db_job_free(&j);
+    CU_ASSERT_EQUAL(dt_db_job_get(db, 4242, &j, &e), DT_ENOTFOUND);
+
+    dt_job_state s;
+    CU_ASSERT_EQUAL(dt_job_state_parse("cancelled", &s), DT_OK);
+    CU_ASSERT_EQUAL(s, DT_JOB_CANCELLED);
+    CU_ASSERT_EQUAL(dt_job_state_parse("paused", &s), DT_EINVAL);
+    dt_db_close(db);
+}
+
+/* ---- transactions and concurrency ------------------------------------------- */
+
+static void test_transactions(void)
+{
+    dt_db *db = open_new("tx.db");
+    dt_err e;
+    dt_db_target t;
+    CU_ASSERT_EQUAL_FATAL(dt_db_begin(db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_begin(db, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_db_target_upsert(db, "gone", "avx2", NULL, NULL, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_migrate_to(db, DT_DB_SCHEMA_VERSION, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_db_rollback(db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_target_get(db, "gone", &t, &e), DT_ENOTFOUND);
+
+    CU_ASSERT_EQUAL_FATAL(dt_db_begin(db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_target_upsert(db, "kept", "avx2", NULL, NULL, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_job_create(db, "{}", NULL, NULL, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_commit(db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_target_get(db, "kept", &t, &e), DT_OK);
+    dt_db_target_free(&t);
+    CU_ASSERT_EQUAL(dt_db_commit(db, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_db_rollback(db, &e), DT_OK);  /* nothing open: fine */
+    dt_db_close(db);
+
+    /* A read-only handle refuses writes with a clear message. */
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path_of("tx.db"), DT_DB_READONLY, &db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_target_upsert(db, "ro", "avx2", NULL, NULL, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "read-only"));
+    CU_ASSERT_EQUAL(dt_db_begin(db, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_db_target_get(db, "kept", &t, &e), DT_OK);
+    dt_db_target_free(&t);
+    dt_db_close(db);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void test_concurrent_reader(void)
+{
+    const char *p = path_of("concurrent.db");
+    dt_db *a = open_new("concurrent.db");
+    dt_err e;
+    int64_t w;
+    CU_ASSERT_EQUAL(dt_db_workload_upsert(a, "old", "dense", "{}", &w, &e), DT_OK);
+
+    /* A holds an open write transaction with uncommitted inserts. */
+    CU_ASSERT_EQUAL_FATAL(dt_db_begin(a, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_workload_upsert(a, "new", "dense", "{}", NULL, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_job_create(a, "{}", NULL, NULL, &e), DT_OK);
+
+    dt_db *b = NULL;
+    double t0 = now_s();
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, DT_DB_READONLY, &b, &e), DT_OK);
+    dt_db_workload *ws;
+    size_t n;
+    CU_ASSERT_EQUAL(dt_db_workload_list(b, &ws, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 1);
+    if (n == 1)
+        CU_ASSERT_STRING_EQUAL(ws[0].key, "old");
+    dt_db_workloads_free(ws, n);
+    dt_db_stats_info s;
+    CU_ASSERT_EQUAL(dt_db_stats(b, &s, &e), DT_OK);
+    CU_ASSERT_EQUAL(s.tables[6].rows, 0);  /* jobs */
+    CU_ASSERT_TRUE(now_s() - t0 < 1.0);   /* did not wait for A's lock */
+
+    /* A second writer cannot get the lock and says so (DT_EBUSY). */
+    dt_db *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, 0, &c, &e), DT_OK);
+    dt_db_set_busy_timeout(c, 50);
+    CU_ASSERT_EQUAL(dt_db_target_upsert(c, "blocked", "avx2", NULL, NULL, &e), DT_EBUSY);
+    CU_ASSERT_EQUAL(dt_db_begin(c, &e), DT_EBUSY);
+    dt_db_close(c);
+
+    CU_ASSERT_EQUAL(dt_db_commit(a, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_workload_list(b, &ws, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 2);
+    dt_db_workloads_free(ws, n);
+    dt_db_workload got;
+    CU_ASSERT_EQUAL(dt_db_workload_get(b, "new", &got, &e), DT_OK);
+    dt_db_workload_free(&got);
+    dt_db_close(b);
+    dt_db_close(a);
+    CU_ASSERT_TRUE(integrity_ok(p));
+}
+
+static void test_stats(void)
+{
+    fixture f = make_fixture("stats.db");
+    dt_err e;
+    dt_db_measurement m = meas(&f, f.k1, "M=2", DT_MEAS_OK, 10.0, "s-1");
+    CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, NULL, &e), DT_OK);
+    dt_db_stats_info s;
+    CU_ASSERT_EQUAL_FATAL(dt_db_stats(f.db, &s, &e), DT_OK);
+    CU_ASSERT_EQUAL(s.schema_version, DT_DB_SCHEMA_VERSION);
+    CU_ASSERT_STRING_EQUAL(s.path, path_of("stats.db"));
+    CU_ASSERT_STRING_EQUAL(s.journal_mode, "wal");
+    CU_ASSERT_TRUE(s.size_bytes > 0);
+    static const char *names[] = {"targets",   "workloads",   "kernels", "measurements",
+                                  "schedules", "cost_models", "jobs"};
+    static const int64_t rows[] = {1, 2, 2, 1, 0, 0, 0};
+    for (int i = 0; i < DT_DB_N_TABLES; i++) {
+        CU_ASSERT_STRING_EQUAL(s.tables[i].name, names[i]);
+        CU_ASSERT_EQUAL(s.tables[i].rows, rows[i]);
+    }
+    dt_db_close(f.db);
+}
+
+/* ---- end to end through the dtune binary ------------------------------------ */
+
+static void test_cli_init_and_stats(void)
+{
+    const char *p = path_of("cli.db");
+    dt_test_proc r;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", p), 0);
+    char want[4300];
+    snprintf(want, sizeof want, "created %s (schema %d)\n", p, DT_DB_SCHEMA_VERSION);
+    CU_ASSERT_STRING_EQUAL(r.out, want);
+    dt_test_proc_free(&r);
+
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db='%s'", p), 0);
+    snprintf(want, sizeof want, "%s is up to date (schema %d)\n", p, DT_DB_SCHEMA_VERSION);
+    CU_ASSERT_STRING_EQUAL(r.out, want);
+    dt_test_proc_free(&r);
+
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db stats --db '%s' --json", p), 0);
+    json_error_t je;
+    json_t *root = json_loads(r.out, 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(root, "schema_version")),
+                    DT_DB_SCHEMA_VERSION);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(root, "journal_mode")), "wal");
+    json_t *tables = json_object_get(root, "tables");
+    CU_ASSERT_EQUAL(json_object_size(tables), DT_DB_N_TABLES);
+    const char *name;
+    json_t *v;
+    json_object_foreach(tables, name, v) {
+        CU_ASSERT_TRUE(json_is_integer(v));
+        CU_ASSERT_EQUAL(json_integer_value(v), 0);
+    }
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(tables, "measurements"));
+    json_decref(root);
+    dt_test_proc_free(&r);
+
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db stats --db '%s'", p), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "measurements"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "schema    1"));
+    dt_test_proc_free(&r);
+
+    /* DTUNE_DB is the default path. */
+    setenv("DTUNE_DB", p, 1);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db stats --json"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, p));
+    unsetenv("DTUNE_DB");
+    dt_test_proc_free(&r);
+    CU_ASSERT_TRUE(integrity_ok(p));
+}
+
+static void test_cli_migrates_version_0(void)
+{
+    const char *p = path_of("cli-v0.db");
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, DT_DB_CREATE | DT_DB_NOMIGRATE, &db, &e), DT_OK);
+    dt_db_close(db);
+    dt_test_proc r;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db stats --db '%s'", p), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "dtune db init"));
+    dt_test_proc_free(&r);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", p), 0);
+    char want[4300];
+    snprintf(want, sizeof want, "migrated %s from schema 0 to %d\n", p, DT_DB_SCHEMA_VERSION);
+    CU_ASSERT_STRING_EQUAL(r.out, want);
+    dt_test_proc_free(&r);
+}
+
+static void test_cli_errors(void)
+{
+    dt_test_proc r;
+    /* stats never creates the file. */
+    const char *missing = path_of("cli-missing.db");
+    int rc = dt_test_run_dtune(&r, "db stats --db '%s'", missing);
+    CU_ASSERT_TRUE(rc == 2 || rc == 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, missing));
+    CU_ASSERT_FALSE(exists(missing));
+    dt_test_proc_free(&r);
+
+    /* init refuses a text file and leaves it alone. */
+    char *text = dt_test_write_file(tmp, "cli-text.db", "hello\nworld\n");
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", text), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "not a dtune database"));
+    CU_ASSERT_TRUE(same_bytes(text, "hello\nworld\n", 12));
+    dt_test_proc_free(&r);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db stats --db '%s'", text), 2);
+    dt_test_proc_free(&r);
+    free(text);
+
+    /* A newer schema is refused with exit 2. */
+    const char *future = path_of("cli-future.db");
+    dt_db_close(open_new("cli-future.db"));
+    raw_exec(future, "PRAGMA user_version = 3;");
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", future), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "schema version 3, this dtune supports up to 1"));
+    dt_test_proc_free(&r);
+
+    /* I/O failure: the directory does not exist. */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s/no/such/dir/x.db'", tmp), 3);
+    dt_test_proc_free(&r);
+
+    /* Help and usage errors. */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db --help"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "init"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "stats"));
+    dt_test_proc_free(&r);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --help"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "--db PATH"));
+    dt_test_proc_free(&r);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db stats --help"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "--json"));
+    dt_test_proc_free(&r);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db"), 1);
+    dt_test_proc_free(&r);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db frobnicate"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "frobnicate"));
+    dt_test_proc_free(&r);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db stats --bogus"), 1);
+    dt_test_proc_free(&r);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --json"), 1);
+    dt_test_proc_free(&r);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db"), 1);
+    dt_test_proc_free(&r);
+}
+
+int main(void)
+{
+    CU_TestInfo open_tests[] = {
+        {"create, close, reopen: data persists", test_create_and_reopen},
+        {"missing file: not found, never created", test_missing_file},
+        {"text file refused and unchanged", test_text_file_refused},
+        {"foreign SQLite database refused and unchanged", test_foreign_sqlite_refused},
+        {"newer schema refused and unchanged", test_newer_version_refused},
+        {"version-0 database migrated to current", test_migrate_from_version_0},
+        CU_TEST_INFO_NULL,
+    };
+    CU_TestInfo accessor_tests[] = {
+        {"targets", test_targets},
+        {"workloads", test_workloads},
+        {"kernels: insert-or-get, canonical annotation", test_kernels},
+        {"measurements: round trip, duplicate trial recorded once", test_measurements},
+        {"foreign keys enforced", test_foreign_keys_enforced},
+        {"schedules: replaced atomically", test_schedules},
+        {"cost models", test_cost_models},
+        {"jobs", test_jobs},
+        {"transactions", test_transactions},
+        {"concurrent reader sees committed data without blocking", test_concurrent_reader},
+        {"stats", test_stats},
+        CU_TEST_INFO_NULL,
+    };
+    CU_TestInfo cli_tests[] = {
+        {"dtune db init and stats", test_cli_init_and_stats},
+        {"dtune db init migrates a version-0 file", test_cli_migrates_version_0},
+        {"dtune db errors and help", test_cli_errors},
+        CU_TEST_INFO_NULL,
+    };
+    CU_SuiteInfo suites[] = {
+        {"db open", suite_init, suite_cleanup, NULL, NULL, open_tests},
+        {"db accessors", suite_init, suite_cleanup, NULL, NULL, accessor_tests},
+        {"dtune db", suite_init, suite_cleanup, NULL, NULL, cli_tests},
+        CU_SUITE_INFO_NULL,
+    };
+    return dt_test_main(suites);
+}
