@@ -27,5 +27,6 @@ int dt_cli_wants_help(int argc, char **argv);
 int dt_cmd_info(int argc, char **argv);
 int dt_cmd_workloads(int argc, char **argv);
 int dt_cmd_db(int argc, char **argv);
+int dt_cmd_bench(int argc, char **argv);
 
 #endif

@@ -189,7 +189,7 @@ int dt_cmd_workloads(int argc, char **argv)
     int json = 0, shapes = 0, c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
         case 's': shapes = 1; break;

@@ -15,6 +15,7 @@ static const dt_command commands[] = {
     {"info", dt_cmd_info, "show the detected target (ISA, cores, caches) and its key"},
     {"workloads", dt_cmd_workloads, "list a model's distinct workloads and shape sets"},
     {"db", dt_cmd_db, "create or inspect a dtune database (init, stats)"},
+    {"bench", dt_cmd_bench, "time micro-kernels against oneDNN, OpenBLAS, LIBXSMM"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

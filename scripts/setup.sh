@@ -13,8 +13,10 @@ PACKAGES=(
   libxgboost-dev                # the cost model
   libuv1-dev                    # workers and daemon networking
   libjansson-dev                # JSON
+  libsodium-dev                 # hashing (build cache), HMAC (workers)
   libcunit1-dev                 # tests
   libdnnl-dev libopenblas-dev libxsmm-dev   # peers for benchmarks
+  ocl-icd-opencl-dev            # Debian's oneDNN CMake config requires OpenCL
 )
 
 missing=()

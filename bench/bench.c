@@ -1,0 +1,369 @@
+#include "bench/bench.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "microkernel/codegen.h"
+#include "microkernel/loader.h"
+#include "microkernel/reference.h"
+#include "peers/peer.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void dt_bench_result_free(dt_bench_result *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < r->ncands; i++)
+        free(r->cands[i].message);
+    free(r->cands);
+    free(r->shapes);
+    free(r->dims);
+    free(r->gflop);
+    free(r->seconds);
+    free(r->peer_pack_s);
+    memset(r, 0, sizeof *r);
+}
+
+/* Everything one timing loop needs, per candidate. */
+typedef struct {
+    dt_kernel k;              /* kernels */
+    float *packed;            /* dense kernels: weights packed for this NR (shared) */
+    const dt_peer_desc *peer; /* peers */
+    void *state;              /* peer state for the current shape, or NULL */
+} cand_rt;
+
+/* The problem of one shape, with buffers large enough for every shape. */
+typedef struct {
+    int dense, nt, bias_on, act;
+    int64_t batch, M, N, K;
+    float *X, *W, *bias, *Y; /* dense: X[M,K] W[N,K] Y[M,N]; bmm: A, B, -, C */
+} problem;
+
+static void call_cand(const dt_bench_cand *c, cand_rt *rt, const problem *p, int threads)
+{
+    if (c->kind == DT_CAND_PEER) {
+        rt->peer->run(rt->state, p->X, p->dense ? (p->bias_on ? p->bias : NULL) : p->W, p->Y,
+                      NULL);
+    } else if (p->dense) {
+        rt->k.dense(p->M, p->N, p->K, p->X, p->K, rt->packed, p->bias_on ? p->bias : NULL, p->Y,
+                    p->N, threads);
+    } else {
+        rt->k.bmm(p->batch, p->M, p->N, p->K, p->X, p->K, p->M * p->K, p->W, p->nt ? p->K : p->N,
+                  p->N * p->K, p->Y, p->N, p->M * p->N, threads);
+    }
+}
+
+static void set_status(dt_bench_cand *c, const char *status, const char *msg)
+{
+    snprintf(c->status, sizeof c->status, "%s", status);
+    free(c->message);
+    c->message = msg ? strdup(msg) : NULL;
+}
+
+/* Verification dims for a kernel: boundary cases at small sizes, and one
+ * small-M call at the workload's real N and K. */
+static int verify_cand(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
+                       const int64_t *real, int threads, dt_err *e)
+{
+    int dense = dt_kernel_op_is_dense(kop);
+    int64_t rn = dense ? real[1] : real[2], rk = dense ? real[2] : real[3];
+    int64_t kc = a->kc > 0 ? a->kc : 64;
+    int64_t cases[][4] = {
+        /* batch, M, N, K */
+        {2, 1, rn, rk},
+        {2, a->mr > 1 ? a->mr - 1 : 1, a->nr + 3, 2 * kc + a->unroll + 1},
+        {3, 37, 2 * a->nr + 5, 70},
+    };
+    for (int i = 0; i < 3; i++) {
+        int rc = dt_verify_kernel(k, kop, cases[i][0], cases[i][1], cases[i][2], cases[i][3],
+                                  threads, 100 + (uint64_t)i, e);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int build_kernels(const dt_kernel_op *kop, const dt_annotation *kernels, int n,
+                         const dt_builder *b, const dt_bench_opts *o, const int64_t *real_dims,
+                         dt_bench_cand *cands, cand_rt *rts, dt_err *e)
+{
+    char **src = calloc((size_t)n, sizeof *src);
+    dt_build_result *br = calloc((size_t)n, sizeof *br);
+    int rc = (!src || !br) ? dt_errf(e, DT_ENOMEM, "out of memory") : 0;
+    for (int i = 0; !rc && i < n; i++) {
+        cands[i].kind = DT_CAND_KERNEL;
+        cands[i].ann = kernels[i];
+        snprintf(cands[i].name, sizeof cands[i].name, "k%d", i);
+        rc = dt_codegen(kop, &kernels[i], &src[i], e);
+    }
+    if (!rc) {
+        if (o->progress)
+            fprintf(stderr, "bench: building %d kernels...\n", n);
+        double t0 = now_s();
+        rc = dt_build_many(b, (const char *const *)src, n, 0, br, e);
+        if (o->progress && !rc)
+            fprintf(stderr, "bench: built in %.1f s; verifying...\n", now_s() - t0);
+    }
+    for (int i = 0; !rc && i < n; i++) {
+        dt_err ke;
+        if (br[i].status != DT_BUILD_OK) {
+            set_status(&cands[i], dt_build_status_name(br[i].status), br[i].log);
+        } else if (dt_kernel_load(br[i].so_path, &rts[i].k, &ke)) {
+            set_status(&cands[i], "load_error", ke.msg);
+        } else if (verify_cand(&rts[i].k, kop, &kernels[i], real_dims, o->threads, &ke)) {
+            set_status(&cands[i], "wrong_answer", ke.msg);
+            dt_kernel_unload(&rts[i].k);
+        } else {
+            set_status(&cands[i], "ok", NULL);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (src)
+            free(src[i]);
+        if (br)
+            dt_build_result_free(&br[i]);
+    }
+    free(src);
+    free(br);
+    return rc;
+}
+
+/* Dense kernels share packed weights by panel width: pack once per NR. */
+static int pack_weights(dt_bench_cand *cands, cand_rt *rts, int n, const problem *p, dt_err *e)
+{
+    for (int i = 0; i < n; i++) {
+        if (strcmp(cands[i].status, "ok") != 0)
+            continue;
+        for (int j = 0; j < i; j++)
+            if (rts[j].packed && cands[j].ann.nr == cands[i].ann.nr) {
+                rts[i].packed = rts[j].packed;
+                cands[i].pack_s = cands[j].pack_s;
+                break;
+            }
+        if (rts[i].packed)
+            continue;
+        size_t sz = rts[i].k.packed_size(p->N, p->K);
+        rts[i].packed = aligned_alloc(64, (sz + 63) / 64 * 64);
+        if (!rts[i].packed)
+            return dt_errf(e, DT_ENOMEM, "out of memory packing weights");
+        double t0 = now_s();
+        rts[i].k.pack(p->N, p->K, p->W, rts[i].packed);
+        cands[i].pack_s = now_s() - t0;
+    }
+    return 0;
+}
+
+static int peer_wanted(const char *list, const char *name)
+{
+    if (!list)
+        return 1;
+    size_t n = strlen(name);
+    for (const char *s = list; *s;) {
+        const char *end = strchr(s, ',');
+        size_t l = end ? (size_t)(end - s) : strlen(s);
+        if (l == n && strncmp(s, name, n) == 0)
+            return 1;
+        s += l + (end ? 1 : 0);
+    }
+    return 0;
+}
+
+/* Times every usable candidate on the current shape, interleaved. */
+static void time_shape(dt_bench_result *r, cand_rt *rts, const problem *p, int s,
+                       const dt_bench_opts *o)
+{
+    int n = r->ncands;
+    int64_t *calls = calloc((size_t)n, sizeof *calls);
+    for (int c = 0; c < n; c++) {
+        r->seconds[c * r->nshapes + s] = NAN;
+        if (strcmp(r->cands[c].status, "ok") != 0 ||
+            (r->cands[c].kind == DT_CAND_PEER && !rts[c].state))
+            continue;
+        call_cand(&r->cands[c], &rts[c], p, o->threads); /* warm-up */
+        double t0 = now_s();
+        call_cand(&r->cands[c], &rts[c], p, o->threads);
+        double t1 = now_s() - t0;
+        calls[c] = t1 > 0 ? (int64_t)(o->min_time_s / t1) + 1 : 1000;
+        if (calls[c] > 100000)
+            calls[c] = 100000;
+        r->seconds[c * r->nshapes + s] = INFINITY;
+    }
+    for (int rep = 0; rep < o->repeats; rep++) {
+        for (int q = 0; q < n; q++) {
+            int c = (q + rep * 7) % n; /* rotate the order between repeats */
+            if (!calls[c])
+                continue;
+            double t0 = now_s();
+            for (int64_t i = 0; i < calls[c]; i++)
+                call_cand(&r->cands[c], &rts[c], p, o->threads);
+            double per = (now_s() - t0) / (double)calls[c];
+            double *best = &r->seconds[c * r->nshapes + s];
+            if (per < *best)
+                *best = per;
+        }
+    }
+    free(calls);
+}
+
+int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
+                 const dt_annotation *kernels, int nkernels, const dt_target *t,
+                 const dt_builder *b, const dt_bench_opts *o, dt_bench_result *r, dt_err *e)
+{
+    (void)t;
+    memset(r, 0, sizeof *r);
+    dt_kernel_op kop = {.op = w->op};
+    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
+    int npeers_all = 0;
+    const dt_peer_desc *const *peers = dt_peers(&npeers_all);
+    int npeers = 0;
+    for (int i = 0; i < npeers_all; i++)
+        npeers += peer_wanted(o->peers, peers[i]->name);
+    int nd = w->op->ndims;
+    r->nshapes = nshapes;
+    r->nvars = w->nvars;
+    r->ncands = nkernels + npeers;
+    r->shapes = malloc((size_t)(nshapes * (w->nvars ? w->nvars : 1)) * sizeof *r->shapes);
+    r->dims = malloc((size_t)(nshapes * nd) * sizeof *r->dims);
+    r->gflop = malloc((size_t)nshapes * sizeof *r->gflop);
+    r->cands = calloc((size_t)r->ncands, sizeof *r->cands);
+    r->seconds = malloc((size_t)(r->ncands * nshapes) * sizeof *r->seconds);
+    r->peer_pack_s = malloc((size_t)(r->ncands * nshapes) * sizeof *r->peer_pack_s);
+    cand_rt *rts = calloc((size_t)r->ncands, sizeof *rts);
+    problem p = {0};
+    int rc = 0;
+    if (!r->shapes || !r->dims || !r->gflop || !r->cands || !r->seconds || !r->peer_pack_s ||
+        !rts) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* shapes, dims and the largest buffers any shape needs */
+    int64_t max_x = 1, max_w = 1, max_y = 1;
+    p.dense = dt_kernel_op_is_dense(&kop);
+    p.nt = dt_kernel_op_layout_nt(&kop);
+    dt_kernel_op_epilogue(&kop, &p.bias_on, &p.act);
+    for (int s = 0; s < nshapes; s++) {
+        memcpy(r->shapes + s * w->nvars, shapes + s * w->nvars, (size_t)w->nvars * sizeof *shapes);
+        int64_t *d = r->dims + s * nd;
+        if ((rc = dt_workload_dims(w, shapes + s * w->nvars, d, e)))
+            goto out;
+        r->gflop[s] = w->op->flops(d, w->attrs) * 1e-9;
+        int64_t bt = p.dense ? 1 : d[0], M = d[p.dense ? 0 : 1], N = d[p.dense ? 1 : 2],
+                K = d[p.dense ? 2 : 3];
+        if (bt * M * K > max_x)
+            max_x = bt * M * K;
+        if (bt * N * K > max_w)
+            max_w = bt * N * K;
+        if (bt * M * N > max_y)
+            max_y = bt * M * N;
+        if (p.dense && s > 0 && (N != p.N || K != p.K)) {
+            rc = dt_errf(e, DT_EUNSUPPORTED, "dense benchmarks need constant N and K");
+            goto out;
+        }
+        p.N = N;
+        p.K = K;
+    }
+    p.X = aligned_alloc(64, (size_t)(max_x + 16) * 4);
+    p.W = aligned_alloc(64, (size_t)(max_w + 16) * 4);
+    p.Y = aligned_alloc(64, (size_t)(max_y + 16) * 4);
+    p.bias = aligned_alloc(64, (size_t)(p.N + 16) * 4);
+    if (!p.X || !p.W || !p.Y || !p.bias) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory for the benchmark's tensors");
+        goto out;
+    }
+    dt_fill_random(p.X, max_x, o->seed);
+    dt_fill_random(p.W, max_w, o->seed + 1);
+    dt_fill_random(p.bias, p.N, o->seed + 2);
+
+    if ((rc = build_kernels(&kop, kernels, nkernels, b, o, r->dims, r->cands, rts, e)))
+        goto out;
+    if (p.dense && (rc = pack_weights(r->cands, rts, nkernels, &p, e)))
+        goto out;
+    for (int i = 0, c = nkernels; i < npeers_all; i++) {
+        if (!peer_wanted(o->peers, peers[i]->name))
+            continue;
+        r->cands[c].kind = DT_CAND_PEER;
+        snprintf(r->cands[c].name, sizeof r->cands[c].name, "%s", peers[i]->name);
+        set_status(&r->cands[c], "ok", NULL);
+        rts[c++].peer = peers[i];
+    }
+    if (o->progress)
+        fprintf(stderr, "bench: measuring the FMA peak...\n");
+    r->fma_peak1_gflops = dt_fma_peak_gflops(1, 0.2);
+    r->fma_peak_gflops = o->threads > 1 ? dt_fma_peak_gflops(o->threads, 0.2) : r->fma_peak1_gflops;
+
+    for (int s = 0; s < nshapes; s++) {
+        const int64_t *d = r->dims + s * nd;
+        p.batch = p.dense ? 1 : d[0];
+        p.M = d[p.dense ? 0 : 1];
+        dt_peer_problem pp = {p.dense ? DT_PEER_DENSE : DT_PEER_BMM, p.batch, p.M, p.N, p.K, p.nt,
+                              p.bias_on, (dt_peer_act)p.act, o->threads};
+        if (!p.dense) {
+            pp.N = p.N = d[2];
+            pp.K = p.K = d[3];
+        }
+        for (int c = nkernels; c < r->ncands; c++) {
+            dt_err pe;
+            r->peer_pack_s[c * nshapes + s] = NAN;
+            if (rts[c].peer->create(&pp, &rts[c].state, &pe)) {
+                /* a peer refusing a shape stays in for the others; its first
+                 * reason is kept */
+                rts[c].state = NULL;
+                if (!r->cands[c].message)
+                    r->cands[c].message = strdup(pe.msg);
+                continue;
+            }
+            double t0 = now_s();
+            if (rts[c].peer->pack(rts[c].state, p.W, &pe)) {
+                rts[c].peer->destroy(rts[c].state);
+                rts[c].state = NULL;
+                if (!r->cands[c].message)
+                    r->cands[c].message = strdup(pe.msg);
+                continue;
+            }
+            r->peer_pack_s[c * nshapes + s] = now_s() - t0;
+        }
+        time_shape(r, rts, &p, s, o);
+        for (int c = nkernels; c < r->ncands; c++)
+            if (rts[c].state) {
+                rts[c].peer->destroy(rts[c].state);
+                rts[c].state = NULL;
+            }
+        if (o->progress) {
+            char shape[128];
+            dt_shape_format(w, shapes + s * w->nvars, shape, sizeof shape);
+            fprintf(stderr, "\rbench: %d/%d shapes (%s)   ", s + 1, nshapes, shape);
+            if (s + 1 == nshapes)
+                fprintf(stderr, "\n");
+        }
+    }
+out:
+    if (rts) {
+        for (int i = 0; i < r->ncands; i++) {
+            if (i < nkernels) {
+                int shared = 0;
+                for (int j = 0; j < i; j++)
+                    shared |= rts[j].packed == rts[i].packed;
+                if (!shared)
+                    free(rts[i].packed);
+                dt_kernel_unload(&rts[i].k);
+            }
+        }
+        free(rts);
+    }
+    free(p.X);
+    free(p.W);
+    free(p.Y);
+    free(p.bias);
+    if (rc)
+        dt_bench_result_free(r);
+    return rc;
+}

@@ -1,0 +1,65 @@
+/* `dtune bench`: dtune's micro-kernels and the peers (oneDNN, OpenBLAS,
+ * LIBXSMM) timed side by side over a workload's shapes, in one run.
+ *
+ * Method (the machine is shared and noisy): every candidate is verified
+ * against the reference first; then for each shape, R repeats, and in each
+ * repeat every candidate runs one batch of calls lasting at least min_time
+ * (in a rotating order, so that drift hits all alike); a candidate's time is
+ * the minimum over repeats of batch time / calls.  Weight packing is timed
+ * apart from the call (once per kernel's panel width, once per peer and
+ * shape).
+ *
+ * Ownership: dt_bench_run fills a dt_bench_result that owns its arrays;
+ * free with dt_bench_result_free. */
+#ifndef DT_BENCH_BENCH_H
+#define DT_BENCH_BENCH_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/target.h"
+#include "microkernel/build.h"
+#include "sketch/annotation.h"
+#include "sketch/workload.h"
+
+typedef struct dt_bench_opts {
+    int threads;          /* threads for kernels and peers (>= 1) */
+    int repeats;          /* interleaved repeats per shape (>= 1) */
+    double min_time_s;    /* minimum duration of one timed batch */
+    const char *peers;    /* comma-separated peer names, NULL = all, "" = none */
+    int progress;         /* progress lines on stderr */
+    uint64_t seed;        /* input data */
+} dt_bench_opts;
+
+typedef enum { DT_CAND_KERNEL = 0, DT_CAND_PEER } dt_cand_kind;
+
+typedef struct dt_bench_cand {
+    dt_cand_kind kind;
+    char name[64];            /* "k17" or the peer's name */
+    dt_annotation ann;        /* kernels */
+    char status[32];          /* "ok", "compile_error", "wrong_answer", "unsupported", ... */
+    char *message;            /* why it is not "ok" (malloc'ed) or NULL */
+    double pack_s;            /* kernels: weight packing time (dense), else 0 */
+} dt_bench_cand;
+
+typedef struct dt_bench_result {
+    int nshapes, nvars;
+    int64_t *shapes;          /* nshapes × nvars variable values */
+    int64_t *dims;            /* nshapes × op ndims */
+    double *gflop;            /* per shape: useful GFLOP of one call */
+    int ncands;
+    dt_bench_cand *cands;
+    double *seconds;          /* ncands × nshapes: best time per call, NAN if n/a */
+    double *peer_pack_s;      /* ncands × nshapes: peer packing time, NAN if n/a */
+    double fma_peak_gflops;   /* with opts.threads threads, measured in this run */
+    double fma_peak1_gflops;  /* with 1 thread */
+} dt_bench_result;
+
+/* shapes: nshapes × w->nvars values.  kernels: n annotations (validated by
+ * the caller for target t). */
+int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
+                 const dt_annotation *kernels, int nkernels, const dt_target *t,
+                 const dt_builder *b, const dt_bench_opts *o, dt_bench_result *r, dt_err *e);
+void dt_bench_result_free(dt_bench_result *r);
+
+#endif

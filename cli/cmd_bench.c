@@ -1,0 +1,445 @@
+/* dtune bench: micro-kernels against the peers, side by side, over shapes. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "cli/cli.h"
+#include "common/file.h"
+#include "common/target.h"
+#include "peers/peer.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: dtune bench WORKLOAD [--kernel FILE.json | --sample N] [--seed S]\n"
+            "                   [--shapes DOMAIN] [--threads T] [--repeats R] [--min-time MS]\n"
+            "                   [--peers LIST] [--json]\n"
+            "\n"
+            "Times dtune micro-kernels over a workload's shapes and, in the same run and\n"
+            "the same interleaved timing loop, the libraries a user would pick instead:\n"
+            "oneDNN (matmul with prepacked weights per shape; matmul with a run-time M;\n"
+            "dnnl_sgemm), OpenBLAS cblas_sgemm and LIBXSMM. Every kernel is verified\n"
+            "against a double-precision reference before it is timed. Reports GFLOP/s,\n"
+            "the best/median/worst kernel per shape, ratios against the peers and the\n"
+            "fraction of the machine's FMA peak, measured in the same run.\n"
+            "\n"
+            "WORKLOAD is a workload key, e.g. 'dense(M=1..128,N=768,K=768)'.\n"
+            "\n"
+            "Options:\n"
+            "  --kernel FILE.json  annotations to run: one JSON object or an array\n"
+            "  --sample N          N random valid annotations (default 16; at most 1000)\n"
+            "  --seed S            seed of the sample and of the inputs (default 1)\n"
+            "  --shapes DOMAIN     values of the workload's variable, e.g. 1..128 or\n"
+            "                      {1,8,37,128} (default: the workload's shape set)\n"
+            "  --threads T         threads for kernels and peers (default 1)\n"
+            "  --repeats R         interleaved repeats; the minimum counts (default 5)\n"
+            "  --min-time MS       minimum length of one timed batch (default 2)\n"
+            "  --peers LIST        comma-separated peers, or 'none' (default: all built in)\n"
+            "  --json              print one JSON object instead of tables\n"
+            "  -h, --help          show this help\n"
+            "\n"
+            "Exit codes: 0 ok, 1 usage error, 2 bad input, 3 runtime failure.\n");
+}
+
+typedef struct {
+    const char *kernel_file, *shapes, *peers;
+    int sample, threads, repeats, json;
+    double min_time_ms;
+    uint64_t seed;
+} bench_args;
+
+static int parse_args(int argc, char **argv, bench_args *a, const char **key)
+{
+    static const struct option opts[] = {
+        {"kernel", required_argument, NULL, 'k'}, {"sample", required_argument, NULL, 'n'},
+        {"seed", required_argument, NULL, 's'},   {"shapes", required_argument, NULL, 'S'},
+        {"threads", required_argument, NULL, 't'}, {"repeats", required_argument, NULL, 'r'},
+        {"min-time", required_argument, NULL, 'm'}, {"peers", required_argument, NULL, 'p'},
+        {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    *a = (bench_args){.sample = -1, .threads = 1, .repeats = 5, .min_time_ms = 2, .seed = 1};
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'k': a->kernel_file = optarg; break;
+        case 'S': a->shapes = optarg; break;
+        case 'p': a->peers = strcmp(optarg, "none") == 0 ? "" : optarg; break;
+        case 'j': a->json = 1; break;
+        case 'h': usage(stdout); return -1;
+        case 'n':
+            a->sample = (int)strtol(optarg, &end, 10);
+            if (*end || a->sample < 1 || a->sample > 1000)
+                return dt_cli_usage_error("bench", "--sample takes 1..1000, not '%s'", optarg);
+            break;
+        case 's':
+            a->seed = strtoull(optarg, &end, 10);
+            if (*end)
+                return dt_cli_usage_error("bench", "--seed takes an integer, not '%s'", optarg);
+            break;
+        case 't':
+            a->threads = (int)strtol(optarg, &end, 10);
+            if (*end || a->threads < 1 || a->threads > 1024)
+                return dt_cli_usage_error("bench", "--threads takes 1..1024, not '%s'", optarg);
+            break;
+        case 'r':
+            a->repeats = (int)strtol(optarg, &end, 10);
+            if (*end || a->repeats < 1 || a->repeats > 1000)
+                return dt_cli_usage_error("bench", "--repeats takes 1..1000, not '%s'", optarg);
+            break;
+        case 'm':
+            a->min_time_ms = strtod(optarg, &end);
+            if (*end || !(a->min_time_ms > 0) || a->min_time_ms > 10000)
+                return dt_cli_usage_error("bench", "--min-time takes 0..10000 ms, not '%s'",
+                                          optarg);
+            break;
+        default: return dt_cli_usage_error("bench", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (a->kernel_file && a->sample > 0)
+        return dt_cli_usage_error("bench", "--kernel and --sample exclude each other");
+    if (argc - optind != 1)
+        return dt_cli_usage_error("bench", "expected one WORKLOAD argument");
+    *key = argv[optind];
+    return 0;
+}
+
+/* Annotations from a JSON file: one object or an array of objects. */
+static int load_kernels(const char *path, const dt_target *t, dt_annotation **out, int *n,
+                        dt_err *e)
+{
+    char *text;
+    size_t len;
+    int rc = dt_read_file(path, 64u << 20, &text, &len, e);
+    if (rc)
+        return rc == DT_ENOTFOUND ? (e->code = DT_EINVAL) : rc;
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    free(text);
+    if (!root)
+        return dt_errf(e, DT_EINVAL, "%s:%d:%d: malformed JSON: %s", path, jerr.line,
+                       jerr.column, jerr.text);
+    size_t count = json_is_array(root) ? json_array_size(root) : 1;
+    *out = calloc(count ? count : 1, sizeof **out);
+    *n = 0;
+    for (size_t i = 0; !rc && i < count; i++) {
+        json_t *j = json_is_array(root) ? json_array_get(root, i) : root;
+        if ((rc = dt_annotation_from_json(j, &(*out)[i], e)) ||
+            (rc = dt_annotation_validate(&(*out)[i], t, e)))
+            dt_err_prefix(e, "%s: kernel %zu", path, i);
+        else
+            (*n)++;
+    }
+    json_decref(root);
+    if (!rc && *n == 0)
+        rc = dt_errf(e, DT_EINVAL, "%s holds no annotation", path);
+    if (rc) {
+        free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* The shapes to run: --shapes for a one-variable workload, else its set. */
+static int pick_shapes(const dt_workload *w, const char *text, int64_t **out, int *n, dt_err *e)
+{
+    if (text) {
+        if (w->nvars != 1)
+            return dt_errf(e, DT_EINVAL, "--shapes needs a workload with one variable; this one "
+                                         "has %d (its own shape set is used without --shapes)",
+                           w->nvars);
+        dt_domain d;
+        int rc = dt_domain_parse(text, &d, e);
+        if (rc)
+            return dt_err_prefix(e, "--shapes");
+        *out = malloc((size_t)d.n * sizeof **out);
+        memcpy(*out, d.values, (size_t)d.n * sizeof **out);
+        *n = d.n;
+        dt_domain_free(&d);
+        for (int i = 0; i < *n; i++) {
+            int in;
+            char shape[64];
+            snprintf(shape, sizeof shape, "%s=%lld", w->vars[0].name, (long long)(*out)[i]);
+            int64_t v;
+            if ((rc = dt_shape_parse(w, shape, &v, &in, e))) {
+                free(*out);
+                return dt_err_prefix(e, "--shapes");
+            }
+        }
+        return 0;
+    }
+    int64_t ns = dt_workload_nshapes(w);
+    if (ns > 4096)
+        return dt_errf(e, DT_EINVAL, "the workload has %lld shapes; pick fewer with --shapes",
+                       (long long)ns);
+    int nv = w->nvars ? w->nvars : 1;
+    *out = malloc((size_t)(ns * nv) * sizeof **out);
+    for (int64_t i = 0; i < ns; i++)
+        dt_workload_shape_at(w, i, *out + i * w->nvars, NULL);
+    *n = (int)ns;
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Per shape: GFLOP/s of the best, median and worst kernel and which is best. */
+typedef struct {
+    double best, median, worst;
+    int best_idx;
+    double onednn_best; /* strongest oneDNN peer, NAN if none */
+} shape_summary;
+
+static int is_onednn(const char *name) { return strncmp(name, "onednn", 6) == 0 || strncmp(name, "dnnl", 4) == 0; }
+
+static shape_summary summarize(const dt_bench_result *r, int s)
+{
+    shape_summary ss = {NAN, NAN, NAN, -1, NAN};
+    double *g = malloc((size_t)r->ncands * sizeof *g);
+    int n = 0;
+    for (int c = 0; c < r->ncands; c++) {
+        double sec = r->seconds[c * r->nshapes + s];
+        if (!(sec > 0) || isinf(sec))
+            continue;
+        double gf = r->gflop[s] / sec;
+        if (r->cands[c].kind == DT_CAND_KERNEL) {
+            g[n++] = gf;
+            if (!(ss.best >= gf)) {
+                ss.best = gf;
+                ss.best_idx = c;
+            }
+        } else if (is_onednn(r->cands[c].name) && !(ss.onednn_best >= gf)) {
+            ss.onednn_best = gf;
+        }
+    }
+    if (n) {
+        qsort(g, (size_t)n, sizeof *g, cmp_double);
+        ss.worst = g[0];
+        ss.median = g[n / 2];
+    }
+    free(g);
+    return ss;
+}
+
+static void shape_label(const dt_workload *w, const dt_bench_result *r, int s, char *buf,
+                        size_t n)
+{
+    dt_shape_format(w, r->shapes + s * r->nvars, buf, n);
+    if (!buf[0])
+        snprintf(buf, n, "(static)");
+}
+
+static void print_text(const dt_workload *w, const dt_bench_result *r, const bench_args *a)
+{
+    char key[DT_KEY_MAX];
+    dt_workload_key(w, key, sizeof key);
+    int ok = 0;
+    for (int c = 0; c < r->ncands; c++)
+        if (r->cands[c].kind == DT_CAND_KERNEL) {
+            if (strcmp(r->cands[c].status, "ok") == 0)
+                ok++;
+            else
+                printf("kernel %s: %s: %.300s\n", r->cands[c].name, r->cands[c].status,
+                       r->cands[c].message ? r->cands[c].message : "");
+        }
+    printf("%s, %d thread%s; FMA peak %.1f GFLOP/s (1 thread %.1f); %d kernels ok\n", key,
+           a->threads, a->threads == 1 ? "" : "s", r->fma_peak_gflops, r->fma_peak1_gflops, ok);
+    printf("GFLOP/s (min time of %d interleaved repeats)\n\n%-16s %8s %8s %8s %-5s", a->repeats,
+           "shape", "best", "median", "worst", "k");
+    for (int c = 0; c < r->ncands; c++)
+        if (r->cands[c].kind == DT_CAND_PEER)
+            printf(" %10s", r->cands[c].name);
+    printf(" %9s %6s\n", "vs oneDNN", "%peak");
+    double log_sum = 0, min_ratio = INFINITY;
+    int nratio = 0, min_at = -1;
+    for (int s = 0; s < r->nshapes; s++) {
+        shape_summary ss = summarize(r, s);
+        char label[128];
+        shape_label(w, r, s, label, sizeof label);
+        printf("%-16s %8.1f %8.1f %8.1f %-5s", label, ss.best, ss.median, ss.worst,
+               ss.best_idx >= 0 ? r->cands[ss.best_idx].name : "-");
+        for (int c = 0; c < r->ncands; c++) {
+            if (r->cands[c].kind != DT_CAND_PEER)
+                continue;
+            double sec = r->seconds[c * r->nshapes + s];
+            if (sec > 0 && !isinf(sec))
+                printf(" %10.1f", r->gflop[s] / sec);
+            else
+                printf(" %10s", "n/a");
+        }
+        double ratio = ss.best / ss.onednn_best;
+        if (ratio > 0) {
+            log_sum += log(ratio);
+            nratio++;
+            if (ratio < min_ratio) {
+                min_ratio = ratio;
+                min_at = s;
+            }
+            printf(" %8.2fx", ratio);
+        } else {
+            printf(" %9s", "n/a");
+        }
+        printf(" %5.1f%%\n", 100.0 * ss.best / r->fma_peak_gflops);
+    }
+    if (nratio) {
+        char label[128];
+        shape_label(w, r, min_at, label, sizeof label);
+        printf("\nbest kernel vs strongest oneDNN peer: geometric mean %.3fx over %d shapes, "
+               "lowest %.3fx at %s\n",
+               exp(log_sum / nratio), nratio, min_ratio, label);
+    }
+    for (int c = 0; c < r->ncands; c++) {
+        if (r->cands[c].kind != DT_CAND_PEER)
+            continue;
+        double ls = 0;
+        int n = 0;
+        for (int s = 0; s < r->nshapes; s++) {
+            double sec = r->seconds[c * r->nshapes + s];
+            shape_summary ss = summarize(r, s);
+            if (sec > 0 && !isinf(sec) && ss.best > 0) {
+                ls += log(ss.best / (r->gflop[s] / sec));
+                n++;
+            }
+        }
+        if (n)
+            printf("best kernel vs %-10s geometric mean %.3fx over %d shapes%s%s\n",
+                   r->cands[c].name, exp(ls / n), n, r->cands[c].message ? "; " : "",
+                   r->cands[c].message ? r->cands[c].message : "");
+        else
+            printf("%-10s ran no shape%s%s\n", r->cands[c].name,
+                   r->cands[c].message ? ": " : "", r->cands[c].message ? r->cands[c].message : "");
+    }
+}
+
+static int print_json(const dt_workload *w, const dt_bench_result *r, const bench_args *a)
+{
+    char key[DT_KEY_MAX];
+    dt_workload_key(w, key, sizeof key);
+    json_t *root = json_object(), *cands = json_array(), *shapes = json_array();
+    json_object_set_new(root, "workload", json_string(key));
+    json_object_set_new(root, "threads", json_integer(a->threads));
+    json_object_set_new(root, "repeats", json_integer(a->repeats));
+    json_object_set_new(root, "fma_peak_gflops", json_real(r->fma_peak_gflops));
+    json_object_set_new(root, "fma_peak_1thread_gflops", json_real(r->fma_peak1_gflops));
+    for (int c = 0; c < r->ncands; c++) {
+        const dt_bench_cand *bc = &r->cands[c];
+        json_t *jc = json_object();
+        json_object_set_new(jc, "name", json_string(bc->name));
+        json_object_set_new(jc, "kind", json_string(bc->kind == DT_CAND_PEER ? "peer" : "kernel"));
+        json_object_set_new(jc, "status", json_string(bc->status));
+        if (bc->message)
+            json_object_set_new(jc, "message", json_string(bc->message));
+        if (bc->kind == DT_CAND_KERNEL) {
+            json_object_set_new(jc, "annotation", dt_annotation_to_json(&bc->ann));
+            json_object_set_new(jc, "pack_seconds", json_real(bc->pack_s));
+        }
+        json_array_append_new(cands, jc);
+    }
+    for (int s = 0; s < r->nshapes; s++) {
+        json_t *js = json_object(), *vars = json_object(), *dims = json_object(),
+               *gf = json_object(), *pack = json_object();
+        for (int v = 0; v < r->nvars; v++)
+            json_object_set_new(vars, w->vars[v].name, json_integer(r->shapes[s * r->nvars + v]));
+        for (int d = 0; d < w->op->ndims; d++)
+            json_object_set_new(dims, w->op->dims[d],
+                                json_integer(r->dims[s * w->op->ndims + d]));
+        for (int c = 0; c < r->ncands; c++) {
+            double sec = r->seconds[c * r->nshapes + s];
+            json_object_set_new(gf, r->cands[c].name,
+                                sec > 0 && !isinf(sec) ? json_real(r->gflop[s] / sec) : json_null());
+            double ps = r->peer_pack_s[c * r->nshapes + s];
+            if (r->cands[c].kind == DT_CAND_PEER && ps >= 0)
+                json_object_set_new(pack, r->cands[c].name, json_real(ps));
+        }
+        shape_summary ss = summarize(r, s);
+        json_object_set_new(js, "vars", vars);
+        json_object_set_new(js, "dims", dims);
+        json_object_set_new(js, "gflop", json_real(r->gflop[s]));
+        json_object_set_new(js, "gflops", gf);
+        json_object_set_new(js, "peer_pack_seconds", pack);
+        json_object_set_new(js, "best", json_real(ss.best));
+        json_object_set_new(js, "median", json_real(ss.median));
+        json_object_set_new(js, "worst", json_real(ss.worst));
+        json_object_set_new(js, "best_kernel",
+                            ss.best_idx >= 0 ? json_string(r->cands[ss.best_idx].name) : json_null());
+        json_object_set_new(js, "onednn_best", ss.onednn_best > 0 ? json_real(ss.onednn_best) : json_null());
+        json_object_set_new(js, "ratio_vs_onednn", ss.onednn_best > 0 && ss.best > 0 ? json_real(ss.best / ss.onednn_best) : json_null());
+        json_object_set_new(js, "fraction_of_peak", ss.best > 0 ? json_real(ss.best / r->fma_peak_gflops) : json_null());
+        json_array_append_new(shapes, js);
+    }
+    json_object_set_new(root, "candidates", cands);
+    json_object_set_new(root, "shapes", shapes);
+    char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (!text)
+        return DT_EXIT_RUNTIME;
+    puts(text);
+    free(text);
+    return DT_EXIT_OK;
+}
+
+int dt_cmd_bench(int argc, char **argv)
+{
+    bench_args a;
+    const char *key = NULL;
+    int rc = parse_args(argc, argv, &a, &key);
+    if (rc)
+        return rc < 0 ? DT_EXIT_OK : rc;
+    dt_err e;
+    dt_workload *w = NULL;
+    dt_target t;
+    dt_builder b;
+    dt_annotation *kernels = NULL;
+    int64_t *shapes = NULL;
+    int nk = 0, ns = 0;
+    if ((rc = dt_workload_parse_key(key, &w, &e)) || (rc = dt_target_detect(&t, &e)) ||
+        (rc = pick_shapes(w, a.shapes, &shapes, &ns, &e)))
+        goto fail;
+    if (a.threads > t.logical_cpus) {
+        rc = dt_errf(&e, DT_EINVAL, "--threads %d: this machine has %d CPUs", a.threads,
+                     t.logical_cpus);
+        goto fail;
+    }
+    if (a.kernel_file) {
+        if ((rc = load_kernels(a.kernel_file, &t, &kernels, &nk, &e)))
+            goto fail;
+    } else {
+        nk = a.sample > 0 ? a.sample : 16;
+        kernels = calloc((size_t)nk, sizeof *kernels);
+        dt_rng rng;
+        dt_rng_seed(&rng, a.seed);
+        /* the thread count is the benchmark's: one per sample would mix them */
+        dt_target tt = t;
+        if (tt.cores < a.threads)
+            tt.cores = a.threads;
+        for (int i = 0; i < nk; i++)
+            if ((rc = dt_annotation_sample(&rng, &tt, -1, a.threads, &kernels[i], &e)))
+                goto fail;
+    }
+    if ((rc = dt_builder_init(&b, NULL, NULL, NULL, &e)))
+        goto fail;
+    dt_bench_opts o = {a.threads, a.repeats, a.min_time_ms * 1e-3, a.peers, !a.json, a.seed};
+    dt_bench_result r;
+    if ((rc = dt_bench_run(w, shapes, ns, kernels, nk, &t, &b, &o, &r, &e)))
+        goto fail;
+    rc = a.json ? print_json(w, &r, &a) : (print_text(w, &r, &a), DT_EXIT_OK);
+    dt_bench_result_free(&r);
+    free(kernels);
+    free(shapes);
+    dt_workload_free(w);
+    return rc;
+fail:
+    free(kernels);
+    free(shapes);
+    dt_workload_free(w);
+    return dt_cli_fail(&e);
+}

@@ -1,0 +1,271 @@
+/* ---- dtune micro-kernel driver (microkernel/template/driver.c) ------------
+ * Follows the generated register kernel dt_ukr().  Everything here is fixed
+ * C selected by the macros the generator defined; M, N, K, batch and strides
+ * are run-time arguments, so one build serves every shape. */
+
+#define DT_STRIPS(n) (((n) + NR - 1) / NR)
+
+/* Packs columns [0, n) of a K×n operand, element (k, j) at src[j*s_n + k*s_k],
+ * into NR-wide panels [strip][K][NR], zero-padding the last strip (local
+ * padding: boundary tiles then compute in full on zeros). */
+static void dt_pack_b(int64_t K, int64_t n, const float *src, int64_t s_n, int64_t s_k,
+                      float *dst)
+{
+    for (int64_t j = 0; j < n; j += NR) {
+        int64_t nv = DT_MIN(NR, n - j);
+        float *panel = dst + (j / NR) * K * NR;
+        for (int64_t k = 0; k < K; k++) {
+            float *row = panel + k * NR;
+            int64_t q = 0;
+            for (; q < nv; q++)
+                row[q] = src[(j + q) * s_n + k * s_k];
+            for (; q < NR; q++)
+                row[q] = 0.0f;
+        }
+    }
+}
+
+#if !DT_SKETCH_STREAM
+/* Packs rows [0, mc) × columns [0, kc) of x into MR-tall panels
+ * [mc/MR][kc][MR], zero-padding the rows past mc (local padding). */
+static void dt_pack_a(const float *x, int64_t ldx, int64_t mc, int64_t kc, float *dst)
+{
+    for (int64_t i = 0; i < mc; i += MR) {
+        int64_t mv = DT_MIN(MR, mc - i);
+        float *panel = dst + (i / MR) * kc * MR;
+        for (int64_t r = 0; r < MR; r++) {
+            if (r < mv) {
+                const float *src = x + (i + r) * ldx;
+                for (int64_t k = 0; k < kc; k++)
+                    panel[k * MR + r] = src[k];
+            } else {
+                for (int64_t k = 0; k < kc; k++)
+                    panel[k * MR + r] = 0.0f;
+            }
+        }
+    }
+}
+#endif
+
+/* One MR×NR output tile: rows_valid × cols_valid of it are real. */
+static inline void dt_tile(int64_t kc, const float *a, int64_t lda, int rows_valid,
+                           const float *b, float *y, int64_t ldy, int cols_valid, int accumulate,
+                           const float *bias, int last)
+{
+    const float *bias_p = NULL;
+#if DT_BIAS
+    float bias_pad[NR] __attribute__((aligned(64)));
+    if (last) {
+        if (cols_valid == NR) {
+            bias_p = bias;
+        } else {
+            memcpy(bias_pad, bias, (size_t)cols_valid * sizeof(float));
+            memset(bias_pad + cols_valid, 0, (size_t)(NR - cols_valid) * sizeof(float));
+            bias_p = bias_pad;
+        }
+    }
+#else
+    (void)bias;
+#endif
+#if DT_STORE_SCRATCH
+    if (rows_valid < MR || cols_valid < NR) {
+        /* boundary tile: compute in full into a local tile, copy out the valid part */
+        float tile[MR * NR] __attribute__((aligned(64)));
+        if (accumulate) {
+            memset(tile, 0, sizeof tile);
+            for (int r = 0; r < rows_valid; r++)
+                memcpy(tile + r * NR, y + r * ldy, (size_t)cols_valid * sizeof(float));
+        }
+        dt_ukr(kc, a, lda, rows_valid, b, tile, NR, MR, NR, accumulate, bias_p, last);
+        for (int r = 0; r < rows_valid; r++)
+            memcpy(y + r * ldy, tile + r * NR, (size_t)cols_valid * sizeof(float));
+        return;
+    }
+#endif
+    dt_ukr(kc, a, lda, rows_valid, b, y, ldy, rows_valid, cols_valid, accumulate, bias_p, last);
+}
+
+/* C[m0:m1, n0:n1] of one matrix; bp holds B's packed strips for all of N
+ * (strip s at bp + s*K*NR); n0 is a multiple of NR. */
+static void dt_gemm_range(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t K,
+                          const float *x, int64_t ldx, const float *bp, const float *bias,
+                          float *y, int64_t ldy)
+{
+#if DT_SKETCH_STREAM
+    /* the weights stream once per M tile group; A rows are read in place */
+    for (int64_t jr = n0; jr < n1; jr += NR)
+        for (int64_t ir = m0; ir < m1; ir += MR)
+            dt_tile(K, x + ir * ldx, ldx, (int)DT_MIN(MR, m1 - ir), bp + (jr / NR) * K * NR,
+                    y + ir * ldy + jr, ldy, (int)DT_MIN(NR, n1 - jr), 0, bias ? bias + jr : NULL,
+                    1);
+#else
+    float abuf[((MC + MR - 1) / MR) * MR * KC] __attribute__((aligned(64)));
+    for (int64_t pc = 0; pc < K; pc += KC) {
+        int64_t kc = DT_MIN(KC, K - pc);
+        int acc = pc > 0, last = pc + kc >= K;
+        for (int64_t ic = m0; ic < m1; ic += MC) {
+            int64_t mc = DT_MIN(MC, m1 - ic);
+            dt_pack_a(x + ic * ldx + pc, ldx, mc, kc, abuf);
+#if DT_ORDER_N_INNER
+            for (int64_t ir = 0; ir < mc; ir += MR)
+                for (int64_t jr = n0; jr < n1; jr += NR)
+#else
+            for (int64_t jr = n0; jr < n1; jr += NR)
+                for (int64_t ir = 0; ir < mc; ir += MR)
+#endif
+                    dt_tile(kc, abuf + (ir / MR) * kc * MR, 0, (int)DT_MIN(MR, mc - ir),
+                            bp + (jr / NR) * K * NR + pc * NR, y + (ic + ir) * ldy + jr, ldy,
+                            (int)DT_MIN(NR, n1 - jr), acc, bias ? bias + jr : NULL, last);
+        }
+    }
+#endif
+}
+
+/* ---- work items: the parallel loop ---------------------------------------- */
+
+#if DT_SKETCH_STREAM
+#define DT_MBLK MR
+#else
+#define DT_MBLK MC
+#endif
+
+typedef struct {
+    int64_t b, m0, m1, n0, n1;
+} dt_item;
+
+static int64_t dt_items_per_matrix(int64_t M, int64_t N)
+{
+#if defined(DT_PAR_N)
+    (void)M;
+    return (N + NC - 1) / NC;
+#elif defined(DT_PAR_M)
+    (void)N;
+    return (M + DT_MBLK - 1) / DT_MBLK;
+#else
+    return ((M + DT_MBLK - 1) / DT_MBLK) * ((N + NC - 1) / NC);
+#endif
+}
+
+static dt_item dt_item_at(int64_t idx, int64_t M, int64_t N)
+{
+    int64_t per = dt_items_per_matrix(M, N), i = idx % per;
+    dt_item it = {idx / per, 0, M, 0, N};
+#if defined(DT_PAR_N)
+    it.n0 = i * NC;
+#elif defined(DT_PAR_M)
+    it.m0 = i * DT_MBLK;
+#else
+    int64_t nn = (N + NC - 1) / NC;
+    it.m0 = (i / nn) * DT_MBLK;
+    it.n0 = (i % nn) * NC;
+#endif
+#if defined(DT_PAR_N) || defined(DT_PAR_MN)
+    it.n1 = DT_MIN(N, it.n0 + NC);
+#endif
+#if defined(DT_PAR_M) || defined(DT_PAR_MN)
+    it.m1 = DT_MIN(M, it.m0 + DT_MBLK);
+#endif
+    return it;
+}
+
+static int dt_threads(int requested, int64_t items)
+{
+    int nt = requested > 0 ? requested : THREADS;
+    return items < nt ? (int)items : nt;
+}
+
+/* ---- exported entry points ----------------------------------------------- */
+
+DT_EXPORT const int dtk_abi_version = 1;
+
+#if DT_OP_DENSE
+/* Bytes of the packed weights for N×K. */
+DT_EXPORT size_t dtk_packed_size(int64_t N, int64_t K)
+{
+    return (size_t)DT_STRIPS(N) * NR * (size_t)K * sizeof(float);
+}
+
+/* Packs W (N×K row-major) once; packed must hold dtk_packed_size bytes. */
+DT_EXPORT void dtk_pack(int64_t N, int64_t K, const float *W, float *packed)
+{
+    dt_pack_b(K, N, W, K, 1, packed);
+}
+
+static void dt_dense_worker(int tid, int nt, int64_t items, int64_t M, int64_t N, int64_t K,
+                            const float *X, int64_t ldx, const float *packed, const float *bias,
+                            float *Y, int64_t ldy)
+{
+    for (int64_t i = items * tid / nt; i < items * (tid + 1) / nt; i++) {
+        dt_item it = dt_item_at(i, M, N);
+        dt_gemm_range(it.m0, it.m1, it.n0, it.n1, K, X, ldx, packed, bias, Y, ldy);
+    }
+}
+
+/* Y[M,N] = X[M,K]·Wᵀ (+bias) (then the activation), W given packed. */
+DT_EXPORT void dtk_dense(int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx,
+                         const float *packed, const float *bias, float *Y, int64_t ldy,
+                         int nthreads)
+{
+    if (M <= 0 || N <= 0 || K <= 0)
+        return;
+    int64_t items = dt_items_per_matrix(M, N);
+    int nt = dt_threads(nthreads, items);
+    if (nt <= 1) {
+        dt_dense_worker(0, 1, items, M, N, K, X, ldx, packed, bias, Y, ldy);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    dt_dense_worker(omp_get_thread_num(), omp_get_num_threads(), items, M, N, K, X, ldx, packed,
+                    bias, Y, ldy);
+}
+#endif /* DT_OP_DENSE */
+
+#if DT_OP_BMM
+static void dt_bmm_worker(int tid, int nt, int64_t items, int64_t M, int64_t N, int64_t K,
+                          const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb,
+                          int64_t sb, float *C, int64_t ldc, int64_t sc)
+{
+    int64_t i0 = items * tid / nt, i1 = items * (tid + 1) / nt;
+    if (i0 >= i1)
+        return;
+    /* B is dynamic: each worker packs the matrices it needs, once each */
+    float *bp = aligned_alloc(64, ((size_t)DT_STRIPS(N) * NR * (size_t)K * sizeof(float) + 63) /
+                                      64 * 64);
+    if (!bp)
+        abort(); /* no way to report from here; the runner classifies the crash */
+    int64_t packed_b = -1;
+    for (int64_t i = i0; i < i1; i++) {
+        dt_item it = dt_item_at(i, M, N);
+        if (it.b != packed_b) {
+#if DT_LAYOUT_NT
+            dt_pack_b(K, N, B + it.b * sb, ldb, 1, bp); /* B[b] is N×K */
+#else
+            dt_pack_b(K, N, B + it.b * sb, 1, ldb, bp); /* B[b] is K×N */
+#endif
+            packed_b = it.b;
+        }
+        dt_gemm_range(it.m0, it.m1, it.n0, it.n1, K, A + it.b * sa, lda, bp, NULL,
+                      C + it.b * sc, ldc);
+    }
+    free(bp);
+}
+
+/* C[b] = A[b]·B[b] (NN: B[b] is K×N) or A[b]·B[b]ᵀ (NT: B[b] is N×K), for
+ * b < batch; lda/ldb/ldc are row strides, sa/sb/sc batch strides. */
+DT_EXPORT void dtk_bmm(int64_t batch, int64_t M, int64_t N, int64_t K, const float *A,
+                       int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb, float *C,
+                       int64_t ldc, int64_t sc, int nthreads)
+{
+    if (batch <= 0 || M <= 0 || N <= 0 || K <= 0)
+        return;
+    int64_t items = batch * dt_items_per_matrix(M, N);
+    int nt = dt_threads(nthreads, items);
+    if (nt <= 1) {
+        dt_bmm_worker(0, 1, items, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    dt_bmm_worker(omp_get_thread_num(), omp_get_num_threads(), items, M, N, K, A, lda, sa, B,
+                  ldb, sb, C, ldc, sc);
+}
+#endif /* DT_OP_BMM */

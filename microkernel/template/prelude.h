@@ -1,0 +1,121 @@
+/* ---- dtune micro-kernel prelude (microkernel/template/prelude.h) ----------
+ * Back-end macros and the vector epilogue.  The generator defines before this:
+ *   DT_ISA_AVX512 | DT_ISA_AVX2 | DT_ISA_GENERIC, VL (floats per vector),
+ *   MR, NR, NV (= NR/VL), KC, MC, NC, UNROLL, PF, THREADS,
+ *   DT_SKETCH_STREAM (0/1), DT_PAR_N/M/MN, DT_ORDER_N_INNER (0/1),
+ *   DT_STORE_SCRATCH (0/1), DT_OP_DENSE | DT_OP_BMM, DT_LAYOUT_NT (0/1),
+ *   DT_BIAS (0/1), DT_ACT (0 none, 1 relu, 2 gelu). */
+#include <math.h>
+#include <omp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DT_EXPORT __attribute__((visibility("default")))
+#define DT_INLINE static inline __attribute__((always_inline))
+#define DT_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* vf: the back-end's float vector; vi: the integer vector of the same size.
+ * The epilogue math is written with GCC vector extensions, which apply to the
+ * intrinsic types too (__m512 is a 64-byte GCC float vector). */
+#if defined(DT_ISA_AVX512)
+#include <immintrin.h>
+typedef __m512 vf;
+#define VLOAD(p) _mm512_loadu_ps(p)
+#define VSTORE(p, v) _mm512_storeu_ps((p), (v))
+#define VBCAST(x) _mm512_set1_ps(x)
+#define VFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define VZERO() _mm512_setzero_ps()
+#define VMASK(n) ((__mmask16)((1u << (n)) - 1u))
+#define VLOAD_N(p, n) _mm512_maskz_loadu_ps(VMASK(n), (p))
+#define VSTORE_N(p, v, n) _mm512_mask_storeu_ps((p), VMASK(n), (v))
+#define VPREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#elif defined(DT_ISA_AVX2)
+#include <immintrin.h>
+typedef __m256 vf;
+static const int32_t dt_mask_table[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+#define VLOAD(p) _mm256_loadu_ps(p)
+#define VSTORE(p, v) _mm256_storeu_ps((p), (v))
+#define VBCAST(x) _mm256_set1_ps(x)
+#define VFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define VZERO() _mm256_setzero_ps()
+#define VMASK(n) _mm256_loadu_si256((const __m256i *)(dt_mask_table + 8 - (n)))
+#define VLOAD_N(p, n) _mm256_maskload_ps((p), VMASK(n))
+#define VSTORE_N(p, v, n) _mm256_maskstore_ps((p), VMASK(n), (v))
+#define VPREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#else /* portable: GCC vector extensions */
+typedef float vf __attribute__((vector_size(VL * 4)));
+DT_INLINE vf dt_vload(const float *p)
+{
+    vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+DT_INLINE void dt_vstore(float *p, vf v) { memcpy(p, &v, sizeof v); }
+DT_INLINE vf dt_vload_n(const float *p, int n)
+{
+    vf v = {0};
+    memcpy(&v, p, (size_t)n * sizeof(float));
+    return v;
+}
+DT_INLINE void dt_vstore_n(float *p, vf v, int n) { memcpy(p, &v, (size_t)n * sizeof(float)); }
+#define VLOAD(p) dt_vload(p)
+#define VSTORE(p, v) dt_vstore((p), (v))
+#define VBCAST(x) ((vf){0} + (x))
+#define VFMA(a, b, c) ((a) * (b) + (c))
+#define VZERO() ((vf){0})
+#define VLOAD_N(p, n) dt_vload_n((p), (n))
+#define VSTORE_N(p, v, n) dt_vstore_n((p), (v), (n))
+#define VPREFETCH(p) __builtin_prefetch((p), 0, 3)
+#endif
+
+typedef int32_t vi __attribute__((vector_size(sizeof(vf))));
+typedef float vx __attribute__((vector_size(sizeof(vf)))); /* vf as a GCC vector */
+
+#if DT_ACT == 1
+DT_INLINE vf dt_act(vf v)
+{
+    vx x = (vx)v;
+    vi keep = x > 0.0f;
+    return (vf)(vx)((vi)x & keep);
+}
+#elif DT_ACT == 2
+/* exp(x) for x <= 0: x = n·ln2 + r, |r| <= ln2/2, degree-6 polynomial, 2^n
+ * through the exponent bits.  Relative error ~2e-7 on [-87, 0]. */
+DT_INLINE vx dt_exp_neg(vx x)
+{
+    vx lo = (vx){0} - 87.0f; /* exp(-87) is still a normal float */
+    vi small = x < lo;
+    x = (vx)(((vi)x & ~small) | ((vi)lo & small));
+    vx t = x * 1.44269504088896341f;
+    vi n = __builtin_convertvector(t - 0.5f, vi); /* t <= 0: round to nearest */
+    vx fn = __builtin_convertvector(n, vx);
+    vx r = x - fn * 0.693359375f - fn * -2.12194440e-4f;
+    vx p = (vx){0} + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    return (vx)((vi)p + (n << 23));
+}
+/* GELU, erf form: 0.5·x·(1 + erf(x/√2)), erf by Abramowitz–Stegun 7.1.26
+ * (absolute error <= 1.5e-7). */
+DT_INLINE vf dt_act(vf v)
+{
+    vx x = (vx)v;
+    vx z = x * 0.70710678118654752f;
+    vi sign = (vi)z & (int32_t)0x80000000;
+    vx az = (vx)((vi)z & 0x7fffffff);
+    vx t = 1.0f / (1.0f + 0.3275911f * az);
+    vx poly = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t +
+               0.254829592f) * t;
+    vx erf_abs = 1.0f - poly * dt_exp_neg((vx){0} - az * az);
+    vx erf = (vx)((vi)erf_abs | sign);
+    return (vf)(0.5f * x * (1.0f + erf));
+}
+#else
+DT_INLINE vf dt_act(vf v) { return v; }
+#endif

@@ -1,0 +1,48 @@
+/* Internal to peers/: the peer descriptors each library file defines, and the
+ * helpers they share (problem checks, the separate epilogue pass, OpenMP
+ * thread-count save/restore).  Not part of the peers interface (peer.h). */
+#ifndef DT_PEERS_PEER_INTERNAL_H
+#define DT_PEERS_PEER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "peers/peer.h"
+
+/* Defined only when the library was found (DTUNE_HAVE_<NAME>). */
+extern const dt_peer_desc dt_peer_onednn_desc;
+extern const dt_peer_desc dt_peer_onednn_rt_desc;
+extern const dt_peer_desc dt_peer_dnnl_sgemm_desc;
+extern const dt_peer_desc dt_peer_openblas_desc;
+extern const dt_peer_desc dt_peer_libxsmm_desc;
+
+/* Checks the fields of p (op, dims >= 1, batch 1 for dense, activation,
+ * threads >= 1, element counts fit in int64 and size_t).  DT_EINVAL or
+ * DT_EOVERFLOW with a message that starts with `peer`. */
+int dt_peer_check(const char *peer, const dt_peer_problem *p, dt_err *e);
+
+/* The separate epilogue pass, for libraries that cannot fuse it: over the
+ * row-major Y[M,N] (row stride ldy), Y += bias (if bias != NULL), then the
+ * activation (GELU: erf by Abramowitz–Stegun, |error| <= 1.5e-7, as in
+ * dtune's micro-kernels).  Parallel over rows with `threads` OpenMP threads
+ * (one thread below 16K elements). */
+void dt_peer_epilogue(float *y, int64_t M, int64_t N, int64_t ldy, const float *bias,
+                      dt_peer_act act, int threads);
+
+/* The same on one tile, in the calling thread (for drivers that apply the
+ * epilogue tile by tile, while the tile is in cache). */
+void dt_peer_epilogue_tile(float *y, int64_t rows, int64_t cols, int64_t ldy,
+                           const float *bias, dt_peer_act act);
+
+/* Sets the calling thread's OpenMP thread count (for OpenMP-threaded
+ * libraries: oneDNN in Debian) and returns the previous one, to give back
+ * to dt_peer_omp_leave. */
+int dt_peer_omp_enter(int threads);
+void dt_peer_omp_leave(int previous);
+
+/* 64-byte aligned, zeroed (so already faulted in) allocation of n floats;
+ * free with free(). */
+float *dt_peer_alloc_floats(int64_t n);
+
+#endif

@@ -1,0 +1,436 @@
+/* The oneDNN peers (docs/peers.md):
+ *   onednn      matmul primitive created for the exact shape; weights in the
+ *               layout the primitive picks (format_tag any), reordered once
+ *               in pack(); bias and activation fused (post-op).
+ *   onednn_rt   oneDNN's dynamic-shape mode: the matmul primitive is created
+ *               with M (bmm: batch, M, N, K) = DNNL_RUNTIME_DIM_VAL and run
+ *               with memory objects of the real dims; oneDNN's primitive
+ *               cache makes it one primitive per (N, K, epilogue, threads).
+ *   dnnl_sgemm  the row-major dnnl_sgemm call; epilogue in a separate pass.
+ * oneDNN in Debian is built with the OpenMP runtime: the thread count is the
+ * calling thread's OpenMP ICV, set around every create / pack / run. */
+#include "peers/peer_internal.h"
+
+#ifdef DTUNE_HAVE_DNNL
+
+#include <dnnl.h>
+#include <dnnl_debug.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- engine and stream: created once, lazily, kept for the process ---------- */
+
+static pthread_once_t od_once = PTHREAD_ONCE_INIT;
+static dnnl_engine_t od_eng;
+static dnnl_stream_t od_strm;
+static dnnl_status_t od_init_status = dnnl_runtime_error;
+
+static void od_init(void)
+{
+    od_init_status = dnnl_engine_create(&od_eng, dnnl_cpu, 0);
+    if (od_init_status == dnnl_success)
+        od_init_status = dnnl_stream_create(&od_strm, od_eng, dnnl_stream_default_flags);
+}
+
+static int od_code(dnnl_status_t st)
+{
+    switch (st) {
+    case dnnl_success: return 0;
+    case dnnl_out_of_memory: return DT_ENOMEM;
+    case dnnl_invalid_arguments: return DT_EINVAL;
+    case dnnl_unimplemented: return DT_EUNSUPPORTED;
+    default: return DT_EIO;
+    }
+}
+
+/* Fails with a message naming the peer, the call and oneDNN's status. */
+#define OD_TRY(peer, call, e)                                                      \
+    do {                                                                           \
+        dnnl_status_t st_ = (call);                                                \
+        if (st_ != dnnl_success)                                                   \
+            return dt_errf((e), od_code(st_), "%s: %s failed: %s", (peer), #call,  \
+                           dnnl_status2str(st_));                                  \
+    } while (0)
+
+static int od_ready(const char *peer, dt_err *e)
+{
+    pthread_once(&od_once, od_init);
+    if (od_init_status != dnnl_success)
+        return dt_errf(e, od_code(od_init_status), "%s: cannot create the oneDNN CPU "
+                       "engine or stream: %s", peer, dnnl_status2str(od_init_status));
+    return 0;
+}
+
+/* ---- matmul peers (onednn, onednn_rt) --------------------------------------- */
+
+typedef struct od_mm {
+    const char *peer;
+    dt_peer_problem p;
+    dnnl_primitive_t prim;
+    dnnl_primitive_t reorder;   /* dense: user W -> the primitive's weights layout */
+    dnnl_memory_t src, wei, bias, dst;
+    dnnl_memory_t wuser;        /* dense: the user's W[N,K] seen as K x N, strides {1,K} */
+    int packed;
+} od_mm;
+
+static void mm_destroy(void *state)
+{
+    od_mm *s = state;
+    if (!s)
+        return;
+    dnnl_memory_t *mems[] = {&s->src, &s->wei, &s->bias, &s->dst, &s->wuser};
+    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
+        if (*mems[i])
+            dnnl_memory_destroy(*mems[i]);
+    if (s->prim)
+        dnnl_primitive_destroy(s->prim);
+    if (s->reorder)
+        dnnl_primitive_destroy(s->reorder);
+    free(s);
+}
+
+/* Plain row-major descriptor with dims d[0..n-1] (some may be runtime). */
+static int md_tag(const char *peer, dnnl_memory_desc_t *md, int n, const dnnl_dim_t *d,
+                  dnnl_format_tag_t tag, dt_err *e)
+{
+    dnnl_dims_t dims;
+    memset(dims, 0, sizeof dims);
+    memcpy(dims, d, (size_t)n * sizeof(dnnl_dim_t));
+    OD_TRY(peer, dnnl_memory_desc_init_by_tag(md, n, dims, dnnl_f32, tag), e);
+    return 0;
+}
+
+/* The post-op attribute for the activation (NULL attr when none). */
+static int mm_attr(const char *peer, const dt_peer_problem *p, dnnl_primitive_attr_t *attr,
+                   dt_err *e)
+{
+    *attr = NULL;
+    if (p->op != DT_PEER_DENSE || p->act == DT_PEER_ACT_NONE)
+        return 0;
+    dnnl_post_ops_t po = NULL;
+    dnnl_alg_kind_t alg = p->act == DT_PEER_ACT_RELU ? dnnl_eltwise_relu : dnnl_eltwise_gelu_erf;
+    dnnl_status_t st = dnnl_post_ops_create(&po);
+    if (st == dnnl_success)
+        st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, 0.0f, 0.0f);
+    if (st == dnnl_success)
+        st = dnnl_primitive_attr_create(attr);
+    if (st == dnnl_success)
+        st = dnnl_primitive_attr_set_post_ops(*attr, po);
+    if (po)
+        dnnl_post_ops_destroy(po);
+    if (st != dnnl_success) {
+        if (*attr)
+            dnnl_primitive_attr_destroy(*attr);
+        *attr = NULL;
+        return dt_errf(e, od_code(st), "%s: cannot build the eltwise post-op: %s", peer,
+                       dnnl_status2str(st));
+    }
+    return 0;
+}
+
+/* Creates the matmul primitive, its execution memory objects and (dense) the
+ * weights reorder.  `runtime`: the primitive's M (bmm: every dim) is
+ * DNNL_RUNTIME_DIM_VAL; the memory objects always have the real dims. */
+static int mm_build(od_mm *s, int runtime, dt_err *e)
+{
+    const char *peer = s->peer;
+    const dt_peer_problem *p = &s->p;
+    const dnnl_dim_t RT = DNNL_RUNTIME_DIM_VAL;
+    dnnl_memory_desc_t src_pd, wei_pd, bias_md, dst_pd; /* for the primitive */
+    dnnl_memory_desc_t src_md, dst_md, wei_md;          /* for execution */
+    int dense = p->op == DT_PEER_DENSE;
+    int rc;
+
+    if (dense) {
+        dnnl_dim_t M = runtime ? RT : p->M;
+        const dnnl_dim_t sd[2] = {M, p->K}, wd[2] = {p->K, p->N}, dd[2] = {M, p->N};
+        const dnnl_dim_t bd[2] = {1, p->N};
+        const dnnl_dim_t sx[2] = {p->M, p->K}, dx[2] = {p->M, p->N};
+        if ((rc = md_tag(peer, &src_pd, 2, sd, dnnl_ab, e)) ||
+            (rc = md_tag(peer, &wei_pd, 2, wd, dnnl_format_tag_any, e)) ||
+            (rc = md_tag(peer, &bias_md, 2, bd, dnnl_ab, e)) ||
+            (rc = md_tag(peer, &dst_pd, 2, dd, dnnl_ab, e)) ||
+            (rc = md_tag(peer, &src_md, 2, sx, dnnl_ab, e)) ||
+            (rc = md_tag(peer, &dst_md, 2, dx, dnnl_ab, e)))
+            return rc;
+    } else {
+        /* C[b] = A[b]·B[b] (NN) or A[b]·B[b]ᵀ (NT: B stored [B,N,K], i.e. the
+         * B x K x N tensor with tag acb) */
+        dnnl_format_tag_t wtag = p->layout_nt ? dnnl_acb : dnnl_abc;
+        const dnnl_dim_t sd[3] = {runtime ? RT : p->batch, runtime ? RT : p->M,
+                                  runtime ? RT : p->K};
+        const dnnl_dim_t wd[3] = {sd[0], sd[2], runtime ? RT : p->N};
+        const dnnl_dim_t dd[3] = {sd[0], sd[1], wd[2]};
+        const dnnl_dim_t sx[3] = {p->batch, p->M, p->K}, wx[3] = {p->batch, p->K, p->N};
+        const dnnl_dim_t dx[3] = {p->batch, p->M, p->N};
+        if ((rc = md_tag(peer, &src_pd, 3, sd, dnnl_abc, e)) ||
+            (rc = md_tag(peer, &wei_pd, 3, wd, wtag, e)) ||
+            (rc = md_tag(peer, &dst_pd, 3, dd, dnnl_abc, e)) ||
+            (rc = md_tag(peer, &src_md, 3, sx, dnnl_abc, e)) ||
+            (rc = md_tag(peer, &wei_md, 3, wx, wtag, e)) ||
+            (rc = md_tag(peer, &dst_md, 3, dx, dnnl_abc, e)))
+            return rc;
+    }
+    int with_bias = dense && p->bias;
+
+    dnnl_matmul_desc_t mmd;
+    OD_TRY(peer, dnnl_matmul_desc_init(&mmd, &src_pd, &wei_pd, with_bias ? &bias_md : NULL,
+                                       &dst_pd), e);
+    dnnl_primitive_attr_t attr;
+    if ((rc = mm_attr(peer, p, &attr, e)))
+        return rc;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t st = dnnl_primitive_desc_create(&pd, &mmd, attr, od_eng, NULL);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    if (st != dnnl_success)
+        return dt_errf(e, od_code(st), "%s: oneDNN has no matmul for %s%s (batch=%lld "
+                       "M=%lld N=%lld K=%lld): %s", peer, dense ? "dense" : "bmm",
+                       runtime ? " with runtime dims" : "", (long long)p->batch,
+                       (long long)p->M, (long long)p->N, (long long)p->K,
+                       dnnl_status2str(st));
+    st = dnnl_primitive_create(&s->prim, pd);
+    if (st == dnnl_success && dense) {
+        /* the weights layout the primitive chose (format any) */
+        wei_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    }
+    dnnl_primitive_desc_destroy(pd);
+    if (st != dnnl_success)
+        return dt_errf(e, od_code(st), "%s: dnnl_primitive_create failed: %s", peer,
+                       dnnl_status2str(st));
+
+    if (dense) {
+        /* the user's W[N,K] row-major is the K x N matrix with strides {1, K} */
+        dnnl_dims_t ud = {p->K, p->N}, us = {1, p->K};
+        dnnl_memory_desc_t user_md;
+        OD_TRY(peer, dnnl_memory_desc_init_by_strides(&user_md, 2, ud, dnnl_f32, us), e);
+        OD_TRY(peer, dnnl_memory_create(&s->wuser, &user_md, od_eng, DNNL_MEMORY_NONE), e);
+        OD_TRY(peer, dnnl_memory_create(&s->wei, &wei_md, od_eng, DNNL_MEMORY_ALLOCATE), e);
+        void *wbuf = NULL; /* touched here, so pack() times the reorder, not page faults */
+        OD_TRY(peer, dnnl_memory_get_data_handle(s->wei, &wbuf), e);
+        if (wbuf)
+            memset(wbuf, 0, dnnl_memory_desc_get_size(&wei_md));
+        dnnl_primitive_desc_t rpd = NULL;
+        OD_TRY(peer, dnnl_reorder_primitive_desc_create(&rpd, &user_md, od_eng, &wei_md,
+                                                        od_eng, NULL), e);
+        st = dnnl_primitive_create(&s->reorder, rpd);
+        dnnl_primitive_desc_destroy(rpd);
+        if (st != dnnl_success)
+            return dt_errf(e, od_code(st), "%s: cannot create the weights reorder: %s",
+                           peer, dnnl_status2str(st));
+        if (with_bias)
+            OD_TRY(peer, dnnl_memory_create(&s->bias, &bias_md, od_eng, DNNL_MEMORY_NONE), e);
+    } else {
+        OD_TRY(peer, dnnl_memory_create(&s->wei, &wei_md, od_eng, DNNL_MEMORY_NONE), e);
+    }
+    OD_TRY(peer, dnnl_memory_create(&s->src, &src_md, od_eng, DNNL_MEMORY_NONE), e);
+    OD_TRY(peer, dnnl_memory_create(&s->dst, &dst_md, od_eng, DNNL_MEMORY_NONE), e);
+    return 0;
+}
+
+static int mm_create(const char *peer, int runtime, const dt_peer_problem *p, void **state,
+                     dt_err *e)
+{
+    int rc;
+    *state = NULL;
+    if ((rc = dt_peer_check(peer, p, e)) || (rc = od_ready(peer, e)))
+        return rc;
+    od_mm *s = calloc(1, sizeof *s);
+    if (!s)
+        return dt_errf(e, DT_ENOMEM, "%s: out of memory", peer);
+    s->peer = peer;
+    s->p = *p;
+    int prev = dt_peer_omp_enter(p->threads);
+    rc = mm_build(s, runtime, e);
+    dt_peer_omp_leave(prev);
+    if (rc) {
+        mm_destroy(s);
+        return rc;
+    }
+    *state = s;
+    return 0;
+}
+
+static int onednn_create(const dt_peer_problem *p, void **state, dt_err *e)
+{
+    return mm_create("onednn", 0, p, state, e);
+}
+
+static int onednn_rt_create(const dt_peer_problem *p, void **state, dt_err *e)
+{
+    return mm_create("onednn_rt", 1, p, state, e);
+}
+
+static int mm_exec(od_mm *s, dnnl_primitive_t prim, int nargs, const dnnl_exec_arg_t *args,
+                   dt_err *e)
+{
+    int prev = dt_peer_omp_enter(s->p.threads);
+    dnnl_status_t st = dnnl_primitive_execute(prim, od_strm, nargs, args);
+    if (st == dnnl_success)
+        st = dnnl_stream_wait(od_strm);
+    dt_peer_omp_leave(prev);
+    if (st != dnnl_success)
+        return dt_errf(e, od_code(st), "%s: dnnl_primitive_execute failed: %s", s->peer,
+                       dnnl_status2str(st));
+    return 0;
+}
+
+static int mm_pack(void *state, const float *W, dt_err *e)
+{
+    od_mm *s = state;
+    if (!s)
+        return dt_errf(e, DT_EINVAL, "peer pack: no state");
+    if (s->p.op != DT_PEER_DENSE)
+        return 0; /* bmm: both operands are dynamic, nothing to prepack */
+    if (!W)
+        return dt_errf(e, DT_EINVAL, "%s: pack: no weights", s->peer);
+    /* oneDNN takes a non-const handle; the reorder only reads it */
+    OD_TRY(s->peer, dnnl_memory_set_data_handle(s->wuser, (void *)W), e);
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, s->wuser}, {DNNL_ARG_TO, s->wei}};
+    int rc = mm_exec(s, s->reorder, 2, args, e);
+    dnnl_memory_set_data_handle(s->wuser, NULL);
+    if (rc)
+        return rc;
+    s->packed = 1;
+    return 0;
+}
+
+static int mm_run(void *state, const float *x, const float *b, float *y, dt_err *e)
+{
+    od_mm *s = state;
+    if (!s)
+        return dt_errf(e, DT_EINVAL, "peer run: no state");
+    const dt_peer_problem *p = &s->p;
+    int dense = p->op == DT_PEER_DENSE;
+    if (!x || !y || (!dense && !b) || (dense && p->bias && !b))
+        return dt_errf(e, DT_EINVAL, "%s: run: missing %s", s->peer,
+                       !x ? "input" : !y ? "output" : dense ? "bias" : "second operand");
+    if (dense && !s->packed)
+        return dt_errf(e, DT_EINVAL, "%s: run before pack", s->peer);
+    OD_TRY(s->peer, dnnl_memory_set_data_handle(s->src, (void *)x), e);
+    OD_TRY(s->peer, dnnl_memory_set_data_handle(s->dst, y), e);
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_WEIGHTS, s->wei},
+                               {DNNL_ARG_DST, s->dst}, {DNNL_ARG_BIAS, s->bias}};
+    int nargs = 3;
+    if (!dense) {
+        OD_TRY(s->peer, dnnl_memory_set_data_handle(s->wei, (void *)b), e);
+    } else if (p->bias) {
+        OD_TRY(s->peer, dnnl_memory_set_data_handle(s->bias, (void *)b), e);
+        nargs = 4;
+    }
+    return mm_exec(s, s->prim, nargs, args, e);
+}
+
+const dt_peer_desc dt_peer_onednn_desc = {
+    .name = "onednn",
+    .description = "oneDNN matmul primitive per exact shape, blocked prepacked weights, "
+                   "fused bias/activation",
+    .create = onednn_create,
+    .pack = mm_pack,
+    .run = mm_run,
+    .destroy = mm_destroy,
+};
+
+const dt_peer_desc dt_peer_onednn_rt_desc = {
+    .name = "onednn_rt",
+    .description = "oneDNN matmul with runtime dims (one primitive for every M), "
+                   "fused bias/activation",
+    .create = onednn_rt_create,
+    .pack = mm_pack,
+    .run = mm_run,
+    .destroy = mm_destroy,
+};
+
+/* ---- dnnl_sgemm ------------------------------------------------------------- */
+
+typedef struct od_sgemm_state {
+    dt_peer_problem p;
+    float *w; /* dense: a copy of W[N,K] (dnnl_sgemm has no prepacked format) */
+    int packed;
+} od_sgemm_state;
+
+static void sgemm_destroy(void *state)
+{
+    od_sgemm_state *s = state;
+    if (s) {
+        free(s->w);
+        free(s);
+    }
+}
+
+static int sgemm_create(const dt_peer_problem *p, void **state, dt_err *e)
+{
+    int rc;
+    *state = NULL;
+    if ((rc = dt_peer_check("dnnl_sgemm", p, e)))
+        return rc;
+    od_sgemm_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return dt_errf(e, DT_ENOMEM, "dnnl_sgemm: out of memory");
+    s->p = *p;
+    if (p->op == DT_PEER_DENSE && !(s->w = dt_peer_alloc_floats(p->N * p->K))) {
+        free(s);
+        return dt_errf(e, DT_ENOMEM, "dnnl_sgemm: out of memory for W");
+    }
+    *state = s;
+    return 0;
+}
+
+static int sgemm_pack(void *state, const float *W, dt_err *e)
+{
+    od_sgemm_state *s = state;
+    if (!s)
+        return dt_errf(e, DT_EINVAL, "dnnl_sgemm: pack: no state");
+    if (s->p.op != DT_PEER_DENSE)
+        return 0;
+    if (!W)
+        return dt_errf(e, DT_EINVAL, "dnnl_sgemm: pack: no weights");
+    memcpy(s->w, W, (size_t)(s->p.N * s->p.K) * sizeof(float));
+    s->packed = 1;
+    return 0;
+}
+
+static int sgemm_run(void *state, const float *x, const float *b, float *y, dt_err *e)
+{
+    od_sgemm_state *s = state;
+    if (!s)
+        return dt_errf(e, DT_EINVAL, "dnnl_sgemm: run: no state");
+    const dt_peer_problem *p = &s->p;
+    int dense = p->op == DT_PEER_DENSE;
+    if (!x || !y || (!dense && !b) || (dense && p->bias && !b))
+        return dt_errf(e, DT_EINVAL, "dnnl_sgemm: run: missing operand");
+    if (dense && !s->packed)
+        return dt_errf(e, DT_EINVAL, "dnnl_sgemm: run before pack");
+    int prev = dt_peer_omp_enter(p->threads);
+    dnnl_status_t st = dnnl_success;
+    if (dense) {
+        /* row-major: Y[M,N] = X[M,K] · (W[N,K])ᵀ */
+        st = dnnl_sgemm('N', 'T', p->M, p->N, p->K, 1.0f, x, p->K, s->w, p->K, 0.0f, y, p->N);
+        if (st == dnnl_success)
+            dt_peer_epilogue(y, p->M, p->N, p->N, p->bias ? b : NULL, p->act, p->threads);
+    } else {
+        int64_t sa = p->M * p->K, sb = p->K * p->N, sc = p->M * p->N;
+        for (int64_t i = 0; i < p->batch && st == dnnl_success; i++)
+            st = dnnl_sgemm('N', p->layout_nt ? 'T' : 'N', p->M, p->N, p->K, 1.0f, x + i * sa,
+                            p->K, b + i * sb, p->layout_nt ? p->K : p->N, 0.0f, y + i * sc,
+                            p->N);
+    }
+    dt_peer_omp_leave(prev);
+    if (st != dnnl_success)
+        return dt_errf(e, od_code(st), "dnnl_sgemm: failed: %s", dnnl_status2str(st));
+    return 0;
+}
+
+const dt_peer_desc dt_peer_dnnl_sgemm_desc = {
+    .name = "dnnl_sgemm",
+    .description = "oneDNN dnnl_sgemm (row-major BLAS-like call), separate epilogue pass",
+    .create = sgemm_create,
+    .pack = sgemm_pack,
+    .run = sgemm_run,
+    .destroy = sgemm_destroy,
+};
+
+#else
+typedef int dt_peer_onednn_unused; /* oneDNN not found: no peer */
+#endif

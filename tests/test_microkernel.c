@@ -1,0 +1,280 @@
+/* microkernel/: code generation for every sketch × back-end (random
+ * annotations included), builds and their cache, compile errors and time
+ * limits, verification on every boundary case and epilogue. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/target.h"
+#include "microkernel/build.h"
+#include "microkernel/codegen.h"
+#include "microkernel/loader.h"
+#include "microkernel/reference.h"
+#include "sketch/workload.h"
+#include "tests/dt_test.h"
+
+static char *g_dir;
+static dt_builder g_builder;
+static dt_target g_target;
+
+static int setup(void)
+{
+    dt_err e;
+    g_dir = dt_test_tmpdir();
+    if (!g_dir || dt_target_detect(&g_target, &e))
+        return 1;
+    return dt_builder_init(&g_builder, NULL, NULL, g_dir, &e) ? 1 : 0;
+}
+
+static int teardown(void)
+{
+    dt_test_rmtree(g_dir);
+    free(g_dir);
+    return 0;
+}
+
+static dt_kernel_op op_of(const char *key)
+{
+    dt_workload *w = NULL;
+    dt_err e;
+    dt_kernel_op k = {0};
+    if (dt_workload_parse_key(key, &w, &e) == 0) {
+        k.op = w->op;
+        memcpy(k.attrs, w->attrs, sizeof k.attrs);
+    }
+    dt_workload_free(w);
+    return k;
+}
+
+/* The boundary cases every kernel must pass: M=1, M<MR, M prime, M past
+ * one M block, N not a multiple of NR, K not a multiple of KC or of the
+ * unroll, batch > 1; each at 1 and 2 threads. */
+static int verify_all(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
+                      dt_err *e)
+{
+    int64_t kc = a->kc > 0 ? a->kc : 48;
+    int64_t mblk = a->mc > 0 ? a->mc : a->mr;
+    int64_t cases[][4] = {
+        {1, 1, a->nr, kc},
+        {2, a->mr > 1 ? a->mr - 1 : 1, 2 * a->nr + 3, kc + a->unroll + 1},
+        {3, 37, a->nr + 1, 2 * kc + 3},
+        {2, 2 * mblk + 3, 3 * a->nr - 5 > 0 ? 3 * a->nr - 5 : 1, 13},
+        {1, 5, 7, 1},
+    };
+    for (int t = 1; t <= 2; t++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            int rc = dt_verify_kernel(k, kop, cases[i][0], cases[i][1], cases[i][2],
+                                      cases[i][3], t, 1000 + i, e);
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
+/* Builds n (op, annotation) pairs in parallel and verifies each. */
+static void build_and_verify(const dt_kernel_op *kops, const dt_annotation *anns, int n)
+{
+    char **src = calloc((size_t)n, sizeof *src);
+    dt_build_result *res = calloc((size_t)n, sizeof *res);
+    dt_err e;
+    for (int i = 0; i < n; i++)
+        CU_ASSERT_EQUAL_FATAL(dt_codegen(&kops[i], &anns[i], &src[i], &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_build_many(&g_builder, (const char *const *)src, n, 0, res, &e), 0);
+    for (int i = 0; i < n; i++) {
+        char *ann = dt_annotation_to_string(&anns[i]);
+        char what[128];
+        dt_kernel_op_describe(&kops[i], what, sizeof what);
+        if (res[i].status != DT_BUILD_OK) {
+            fprintf(stderr, "\n  build failed for %s %s:\n%.2000s\n", what, ann, res[i].log);
+            CU_FAIL("build failed");
+        } else {
+            dt_kernel k;
+            CU_ASSERT_EQUAL_FATAL(dt_kernel_load(res[i].so_path, &k, &e), 0);
+            if (getenv("DT_TEST_TRACE")) fprintf(stderr, "\n  verifying %s %s %s\n", what, ann, res[i].so_path);
+            int rc = verify_all(&k, &kops[i], &anns[i], &e);
+            if (rc)
+                fprintf(stderr, "\n  %s %s: %s\n", what, ann, e.msg);
+            CU_ASSERT_EQUAL(rc, 0);
+            dt_kernel_unload(&k);
+        }
+        free(ann);
+        free(src[i]);
+        dt_build_result_free(&res[i]);
+    }
+    free(src);
+    free(res);
+}
+
+static const char *const g_ops[] = {
+    "dense(M=1..8,N=64,K=64)",
+    "dense(M=1..8,N=64,K=64,epilogue=bias)",
+    "dense(M=1..8,N=64,K=64,epilogue=relu)",
+    "dense(M=1..8,N=64,K=64,epilogue=gelu)",
+    "dense(M=1..8,N=64,K=64,epilogue=bias+relu)",
+    "dense(M=1..8,N=64,K=64,epilogue=bias+gelu)",
+    "batch_matmul(B=2,M=1..8,N=8,K=8,layout=NN)",
+    "batch_matmul(B=2,M=1..8,N=8,K=8,layout=NT)",
+};
+#define N_OPS ((int)(sizeof g_ops / sizeof g_ops[0]))
+
+/* For every back-end this CPU runs and every sketch: random annotations,
+ * each with an op chosen in turn, so every epilogue and layout is covered
+ * by every sketch × back-end. */
+static void test_sketch_backend_matrix(void)
+{
+    enum { PER = 8 };
+    dt_kernel_op kops[DT_ISA_COUNT * DT_SKETCH_COUNT * PER];
+    dt_annotation anns[DT_ISA_COUNT * DT_SKETCH_COUNT * PER];
+    int n = 0;
+    dt_rng rng;
+    dt_rng_seed(&rng, 20261122);
+    for (int isa = 0; isa <= (int)g_target.isa; isa++) {
+        dt_target t = g_target;
+        dt_target_set_isa(&t, (dt_isa)isa);
+        for (int sk = 0; sk < DT_SKETCH_COUNT; sk++)
+            for (int i = 0; i < PER; i++) {
+                dt_err e;
+                CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, sk, 0, &anns[n], &e), 0);
+                CU_ASSERT_EQUAL(anns[n].isa, (dt_isa)isa);
+                kops[n] = op_of(g_ops[(i + sk * 3 + isa) % N_OPS]);
+                n++;
+            }
+    }
+    build_and_verify(kops, anns, n);
+}
+
+/* Hand-picked corner annotations: the smallest tiles, scratch stores,
+ * n_inner order, unroll 8 with prefetch, every parallel axis. */
+static void test_corner_annotations(void)
+{
+    dt_isa top = g_target.isa;
+    int vl = dt_isa_vec_floats(top);
+    dt_annotation anns[] = {
+        {DT_SKETCH_BLOCKED, top, 1, vl, 8, 1, vl, 1, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1},
+        {DT_SKETCH_BLOCKED, top, 3, 2 * vl, 16, 6, 4 * vl, 8, 4, DT_STORE_SCRATCH, DT_ORDER_N_INNER, DT_PAR_MN, 2},
+        {DT_SKETCH_BLOCKED, top, 4, vl, 32, 8, vl, 2, 1, DT_STORE_MASK, DT_ORDER_N_INNER, DT_PAR_M, 2},
+        {DT_SKETCH_STREAM, top, 1, vl, 0, 0, vl, 1, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_M, 2},
+        {DT_SKETCH_STREAM, top, 2, 3 * vl, 0, 0, 3 * vl, 4, 16, DT_STORE_SCRATCH, DT_ORDER_M_INNER, DT_PAR_MN, 2},
+    };
+    int n = (int)(sizeof anns / sizeof anns[0]);
+    dt_kernel_op kops[2 * 5];
+    dt_annotation all[2 * 5];
+    for (int i = 0; i < n; i++) {
+        dt_err e;
+        int rc = dt_annotation_validate(&anns[i], &g_target, &e);
+        if (rc)
+            fprintf(stderr, "\n  corner %d: %s\n", i, e.msg);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        all[2 * i] = all[2 * i + 1] = anns[i];
+        kops[2 * i] = op_of(g_ops[5]);       /* bias+gelu */
+        kops[2 * i + 1] = op_of(g_ops[7]);   /* NT */
+    }
+    build_and_verify(kops, all, 2 * n);
+}
+
+static void test_cache_hit(void)
+{
+    dt_err e;
+    dt_rng rng;
+    dt_rng_seed(&rng, 7);
+    dt_annotation a;
+    CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &g_target, -1, 1, &a, &e), 0);
+    dt_kernel_op kop = op_of(g_ops[1]);
+    char *src;
+    CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, &a, &src, &e), 0);
+    dt_build_result r1, r2;
+    CU_ASSERT_EQUAL(dt_build_one(&g_builder, src, &r1, &e), 0);
+    CU_ASSERT_EQUAL(r1.status, DT_BUILD_OK);
+    CU_ASSERT_EQUAL(dt_build_one(&g_builder, src, &r2, &e), 0);
+    CU_ASSERT_EQUAL(r2.status, DT_BUILD_OK);
+    CU_ASSERT_TRUE(r2.cache_hit);
+    CU_ASSERT_STRING_EQUAL(r1.hash, r2.hash);
+    CU_ASSERT_STRING_EQUAL(r1.so_path, r2.so_path);
+    /* the source is kept beside its build */
+    char c_path[4200];
+    snprintf(c_path, sizeof c_path, "%s/%s.c", g_dir, r1.hash);
+    struct stat st;
+    CU_ASSERT_EQUAL(stat(c_path, &st), 0);
+    /* other flags: another key */
+    dt_builder b2 = g_builder;
+    snprintf(b2.flags, sizeof b2.flags, "%.400s -DDTUNE_OTHER", g_builder.flags);
+    dt_build_result r3;
+    CU_ASSERT_EQUAL(dt_build_one(&b2, src, &r3, &e), 0);
+    CU_ASSERT_FALSE(r3.cache_hit);
+    CU_ASSERT_STRING_NOT_EQUAL(r1.hash, r3.hash);
+    dt_build_result_free(&r1);
+    dt_build_result_free(&r2);
+    dt_build_result_free(&r3);
+    free(src);
+}
+
+static void test_compile_error_and_timeout(void)
+{
+    dt_err e;
+    dt_build_result r;
+    const char *bad = "int broken( { return 0; }\n";
+    CU_ASSERT_EQUAL(dt_build_one(&g_builder, bad, &r, &e), 0);
+    CU_ASSERT_EQUAL(r.status, DT_BUILD_COMPILE_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(r.log);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.log, "error"));
+    dt_build_result_free(&r);
+    /* a time limit the compiler cannot meet */
+    dt_builder slow = g_builder;
+    slow.timeout_s = 0.0;
+    const char *fine = "int fine(void) { return 1; }\n";
+    CU_ASSERT_EQUAL(dt_build_one(&slow, fine, &r, &e), 0);
+    CU_ASSERT_EQUAL(r.status, DT_BUILD_TIMEOUT);
+    dt_build_result_free(&r);
+    /* a compiler that does not exist */
+    dt_builder none;
+    CU_ASSERT_NOT_EQUAL(dt_builder_init(&none, "/nonexistent/cc", NULL, g_dir, &e), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "/nonexistent/cc"));
+    /* a shared object that is not a kernel */
+    CU_ASSERT_EQUAL(dt_build_one(&g_builder, fine, &r, &e), 0);
+    dt_kernel k;
+    CU_ASSERT_EQUAL(dt_kernel_load(r.so_path, &k, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_kernel_load("/nonexistent.so", &k, &e), DT_EIO);
+    dt_build_result_free(&r);
+}
+
+static void test_codegen_refuses(void)
+{
+    dt_err e;
+    dt_annotation a = {DT_SKETCH_BLOCKED, DT_ISA_AVX2, 4, 12, 64, 8, 48, 1, 0, DT_STORE_MASK,
+                       DT_ORDER_M_INNER, DT_PAR_N, 1};
+    dt_kernel_op kop = op_of(g_ops[0]);
+    char *src = NULL;
+    CU_ASSERT_EQUAL(dt_codegen(&kop, &a, &src, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NULL(src);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "vector width"));
+}
+
+static void test_reference_catches_errors(void)
+{
+    /* the check is tight enough to catch a one-ulp-scale bias error at small K */
+    float got[2] = {1.0f, 2.0f};
+    double ref[2] = {1.0, 2.0}, mag[2] = {1.0, 2.0};
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_check_close(got, 2, ref, mag, 1, 2, 4, &e), 0);
+    got[1] = 2.001f;
+    CU_ASSERT_EQUAL(dt_check_close(got, 2, ref, mag, 1, 2, 4, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "[0,1]"));
+    got[1] = 0.0f / 0.0f;
+    CU_ASSERT_EQUAL(dt_check_close(got, 2, ref, mag, 1, 2, 4, &e), DT_EINVAL);
+}
+
+int main(void)
+{
+    CU_TestInfo tests[] = {
+        {"every sketch x back-end, random annotations, verified", test_sketch_backend_matrix},
+        {"corner annotations verified", test_corner_annotations},
+        {"a second build is a cache hit", test_cache_hit},
+        {"compile errors and time limits come back as results", test_compile_error_and_timeout},
+        {"codegen refuses an invalid tile", test_codegen_refuses},
+        {"the reference check catches wrong answers", test_reference_catches_errors},
+        CU_TEST_INFO_NULL,
+    };
+    CU_SuiteInfo suites[] = {{"microkernel", setup, teardown, NULL, NULL, tests},
+                             CU_SUITE_INFO_NULL};
+    return dt_test_main(suites);
+}
