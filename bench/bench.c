@@ -93,31 +93,40 @@ static int verify_cand(const dt_kernel *k, const dt_kernel_op *kop, const dt_ann
 }
 
 static int build_kernels(const dt_kernel_op *kop, const dt_annotation *kernels, int n,
-                         const dt_builder *b, const dt_bench_opts *o, const int64_t *real_dims,
-                         dt_bench_cand *cands, cand_rt *rts, dt_err *e)
+                         const dt_target *t, const dt_builder *b, const dt_bench_opts *o,
+                         const int64_t *real_dims, dt_bench_cand *cands, cand_rt *rts, dt_err *e)
 {
     char **src = calloc((size_t)n, sizeof *src);
+    int *which = calloc((size_t)n, sizeof *which); /* built source j is kernel which[j] */
     dt_build_result *br = calloc((size_t)n, sizeof *br);
-    int rc = (!src || !br) ? dt_errf(e, DT_ENOMEM, "out of memory") : 0;
+    int nsrc = 0;
+    int rc = (!src || !which || !br) ? dt_errf(e, DT_ENOMEM, "out of memory") : 0;
     for (int i = 0; !rc && i < n; i++) {
         cands[i].kind = DT_CAND_KERNEL;
         cands[i].ann = kernels[i];
         snprintf(cands[i].name, sizeof cands[i].name, "k%d", i);
-        rc = dt_codegen(kop, &kernels[i], &src[i], e);
+        dt_err ve;
+        if (dt_annotation_validate(&kernels[i], t, &ve)) {
+            set_status(&cands[i], "invalid", ve.msg); /* never built */
+            continue;
+        }
+        which[nsrc] = i;
+        rc = dt_codegen(kop, &kernels[i], &src[nsrc++], e);
     }
     if (!rc) {
         if (o->progress)
-            fprintf(stderr, "bench: building %d kernels...\n", n);
+            fprintf(stderr, "bench: building %d kernels...\n", nsrc);
         double t0 = now_s();
-        rc = dt_build_many(b, (const char *const *)src, n, 0, br, e);
+        rc = dt_build_many(b, (const char *const *)src, nsrc, 0, br, e);
         if (o->progress && !rc)
             fprintf(stderr, "bench: built in %.1f s; verifying...\n", now_s() - t0);
     }
-    for (int i = 0; !rc && i < n; i++) {
+    for (int j = 0; !rc && j < nsrc; j++) {
+        int i = which[j];
         dt_err ke;
-        if (br[i].status != DT_BUILD_OK) {
-            set_status(&cands[i], dt_build_status_name(br[i].status), br[i].log);
-        } else if (dt_kernel_load(br[i].so_path, &rts[i].k, &ke)) {
+        if (br[j].status != DT_BUILD_OK) {
+            set_status(&cands[i], dt_build_status_name(br[j].status), br[j].log);
+        } else if (dt_kernel_load(br[j].so_path, &rts[i].k, &ke)) {
             set_status(&cands[i], "load_error", ke.msg);
         } else if (verify_cand(&rts[i].k, kop, &kernels[i], real_dims, o->threads, &ke)) {
             set_status(&cands[i], "wrong_answer", ke.msg);
@@ -126,13 +135,12 @@ static int build_kernels(const dt_kernel_op *kop, const dt_annotation *kernels, 
             set_status(&cands[i], "ok", NULL);
         }
     }
-    for (int i = 0; i < n; i++) {
-        if (src)
-            free(src[i]);
-        if (br)
-            dt_build_result_free(&br[i]);
+    for (int j = 0; j < nsrc; j++) {
+        free(src[j]);
+        dt_build_result_free(&br[j]);
     }
     free(src);
+    free(which);
     free(br);
     return rc;
 }
@@ -218,7 +226,6 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
                  const dt_annotation *kernels, int nkernels, const dt_target *t,
                  const dt_builder *b, const dt_bench_opts *o, dt_bench_result *r, dt_err *e)
 {
-    (void)t;
     memset(r, 0, sizeof *r);
     dt_kernel_op kop = {.op = w->op};
     memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
@@ -283,7 +290,7 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
     dt_fill_random(p.W, max_w, o->seed + 1);
     dt_fill_random(p.bias, p.N, o->seed + 2);
 
-    if ((rc = build_kernels(&kop, kernels, nkernels, b, o, r->dims, r->cands, rts, e)))
+    if ((rc = build_kernels(&kop, kernels, nkernels, t, b, o, r->dims, r->cands, rts, e)))
         goto out;
     if (p.dense && (rc = pack_weights(r->cands, rts, nkernels, &p, e)))
         goto out;

@@ -55,8 +55,8 @@ typedef struct dt_bench_result {
     double fma_peak1_gflops;  /* with 1 thread */
 } dt_bench_result;
 
-/* shapes: nshapes × w->nvars values.  kernels: n annotations (validated by
- * the caller for target t). */
+/* shapes: nshapes × w->nvars values.  kernels: n annotations; one that is
+ * not valid for target t gets status "invalid" and is not built. */
 int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
                  const dt_annotation *kernels, int nkernels, const dt_target *t,
                  const dt_builder *b, const dt_bench_opts *o, dt_bench_result *r, dt_err *e);

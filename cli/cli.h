@@ -28,5 +28,7 @@ int dt_cmd_info(int argc, char **argv);
 int dt_cmd_workloads(int argc, char **argv);
 int dt_cmd_db(int argc, char **argv);
 int dt_cmd_bench(int argc, char **argv);
+int dt_cmd_worker(int argc, char **argv);
+int dt_cmd_measure(int argc, char **argv);
 
 #endif

@@ -117,8 +117,10 @@ static int load_kernels(const char *path, const dt_target *t, dt_annotation **ou
     char *text;
     size_t len;
     int rc = dt_read_file(path, 64u << 20, &text, &len, e);
+    if (rc == DT_ENOTFOUND) /* a missing kernel file is bad input: exit 2 */
+        return e->code = DT_EINVAL;
     if (rc)
-        return rc == DT_ENOTFOUND ? (e->code = DT_EINVAL) : rc;
+        return rc;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, 0, &jerr);
     free(text);

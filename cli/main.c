@@ -1,6 +1,7 @@
 /* The `dtune` entry point: global options, then one command. */
 #include "cli/cli.h"
 #include "common/log.h"
+#include "measure/runner.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +17,8 @@ static const dt_command commands[] = {
     {"workloads", dt_cmd_workloads, "list a model's distinct workloads and shape sets"},
     {"db", dt_cmd_db, "create or inspect a dtune database (init, stats)"},
     {"bench", dt_cmd_bench, "time micro-kernels against oneDNN, OpenBLAS, LIBXSMM"},
+    {"measure", dt_cmd_measure, "measure kernels on shapes (locally or on workers) into the db"},
+    {"worker", dt_cmd_worker, "serve measurements to tuners over TCP"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -70,6 +73,9 @@ int main(int argc, char **argv)
         print_help(stderr);
         return DT_EXIT_USAGE;
     }
+    /* internal: the isolated child of the local runner (measure/runner.h) */
+    if (!strcmp(argv[i], "__run-trials"))
+        return dt_runner_child_main(argc - i, argv + i);
     for (size_t c = 0; c < N_COMMANDS; c++)
         if (!strcmp(argv[i], commands[c].name))
             return commands[c].run(argc - i, argv + i);

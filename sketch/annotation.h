@@ -5,14 +5,16 @@
  * micro-kernel is (op with its attributes) + annotation; nothing in it depends
  * on M, so one build serves every shape.
  *
- *   blocked  parallel over work items (par) of NC columns and/or MC rows;
- *            for each KC block of K: A packed MR-tall with zero padding (local
+ *   blocked  parallel (par): N's strips or M's MC blocks split evenly into one
+ *            range per thread, or a grid of MC×NC blocks (mn); in a range,
+ *            NC-wide column blocks; for each KC block of K: A packed MR-tall with zero padding (local
  *            padding), B prepacked once (dense) or packed here (batch_matmul);
  *            inner loops over NR strips and MR strips in `order`.
  *   stream   for small M: no K blocking, A read directly from X and broadcast
- *            (the rows of a boundary M tile are first copied into a
- *            zero-padded local tile), the prepacked weights streamed once in
- *            chunks of NC columns with a wide NR; M tiles innermost.
+ *            (in a boundary M tile the rows past M re-read the last valid row:
+ *            computed in full in registers, never stored), the prepacked
+ *            weights streamed once in chunks of NC columns with a wide NR; M
+ *            tiles innermost.
  *
  * Register tile: MR rows × NR columns = MR·(NR/VL) vector accumulators, where
  * VL is the back-end's vector width in floats.
@@ -41,7 +43,8 @@ typedef struct dt_annotation {
     int mr, nr;           /* register tile; nr a multiple of the vector width */
     int kc;               /* K block (blocked); 0 in stream (whole K) */
     int mc;               /* M block, a multiple of mr (blocked); 0 in stream */
-    int nc;               /* N block / work-item width, a multiple of nr */
+    int nc;               /* N cache block (blocked); grid column width (par mn);
+                             a multiple of nr */
     int unroll;           /* K loop unroll: 1, 2, 4 or 8 */
     int prefetch;         /* prefetch distance in K steps, 0 = none */
     dt_store_kind store;

@@ -85,8 +85,9 @@ static inline void dt_tile(int64_t kc, const float *a, int64_t lda, int rows_val
     dt_ukr(kc, a, lda, rows_valid, b, y, ldy, rows_valid, cols_valid, accumulate, bias_p, last);
 }
 
-/* C[m0:m1, n0:n1] of one matrix; bp holds B's packed strips for all of N
- * (strip s at bp + s*K*NR); n0 is a multiple of NR. */
+/* The NC-blocked column loop of the blocked sketch: C[m0:m1, n0:n1] of one
+ * matrix; bp holds B's packed strips for all of N (strip s at bp + s*K*NR);
+ * n0 is a multiple of NR. */
 static void dt_gemm_range(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t K,
                           const float *x, int64_t ldx, const float *bp, const float *bias,
                           float *y, int64_t ldy)
@@ -100,28 +101,37 @@ static void dt_gemm_range(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_
                     1);
 #else
     float abuf[((MC + MR - 1) / MR) * MR * KC] __attribute__((aligned(64)));
-    for (int64_t pc = 0; pc < K; pc += KC) {
-        int64_t kc = DT_MIN(KC, K - pc);
-        int acc = pc > 0, last = pc + kc >= K;
-        for (int64_t ic = m0; ic < m1; ic += MC) {
-            int64_t mc = DT_MIN(MC, m1 - ic);
-            dt_pack_a(x + ic * ldx + pc, ldx, mc, kc, abuf);
+    for (int64_t jc = n0; jc < n1; jc += NC) {
+        int64_t jc1 = DT_MIN(n1, jc + NC);
+        for (int64_t pc = 0; pc < K; pc += KC) {
+            int64_t kc = DT_MIN(KC, K - pc);
+            int acc = pc > 0, last = pc + kc >= K;
+            for (int64_t ic = m0; ic < m1; ic += MC) {
+                int64_t mc = DT_MIN(MC, m1 - ic);
+                dt_pack_a(x + ic * ldx + pc, ldx, mc, kc, abuf);
 #if DT_ORDER_N_INNER
-            for (int64_t ir = 0; ir < mc; ir += MR)
-                for (int64_t jr = n0; jr < n1; jr += NR)
-#else
-            for (int64_t jr = n0; jr < n1; jr += NR)
                 for (int64_t ir = 0; ir < mc; ir += MR)
+                    for (int64_t jr = jc; jr < jc1; jr += NR)
+#else
+                for (int64_t jr = jc; jr < jc1; jr += NR)
+                    for (int64_t ir = 0; ir < mc; ir += MR)
 #endif
-                    dt_tile(kc, abuf + (ir / MR) * kc * MR, 0, (int)DT_MIN(MR, mc - ir),
-                            bp + (jr / NR) * K * NR + pc * NR, y + (ic + ir) * ldy + jr, ldy,
-                            (int)DT_MIN(NR, n1 - jr), acc, bias ? bias + jr : NULL, last);
+                        dt_tile(kc, abuf + (ir / MR) * kc * MR, 0, (int)DT_MIN(MR, mc - ir),
+                                bp + (jr / NR) * K * NR + pc * NR, y + (ic + ir) * ldy + jr,
+                                ldy, (int)DT_MIN(NR, jc1 - jr), acc, bias ? bias + jr : NULL,
+                                last);
+            }
         }
     }
 #endif
 }
 
-/* ---- work items: the parallel loop ---------------------------------------- */
+/* ---- work items: the parallel loop ----------------------------------------
+ * par n:  N's NR strips split evenly into one range per thread;
+ * par m:  M's blocks (MC rows, MR rows in stream) split evenly likewise;
+ * par mn: a grid of MC×NC (MR×NC in stream) blocks, dealt out in contiguous
+ *         runs.  NC is a cache block inside a range (blocked sketch) and the
+ *         grid's column width (mn), never a reason to leave a thread idle. */
 
 #if DT_SKETCH_STREAM
 #define DT_MBLK MR
@@ -133,46 +143,43 @@ typedef struct {
     int64_t b, m0, m1, n0, n1;
 } dt_item;
 
-static int64_t dt_items_per_matrix(int64_t M, int64_t N)
+static int64_t dt_items_per_matrix(int64_t M, int64_t N, int nt)
 {
 #if defined(DT_PAR_N)
     (void)M;
-    return (N + NC - 1) / NC;
+    return DT_MIN((int64_t)nt, DT_STRIPS(N));
 #elif defined(DT_PAR_M)
     (void)N;
-    return (M + DT_MBLK - 1) / DT_MBLK;
+    return DT_MIN((int64_t)nt, (M + DT_MBLK - 1) / DT_MBLK);
 #else
+    (void)nt;
     return ((M + DT_MBLK - 1) / DT_MBLK) * ((N + NC - 1) / NC);
 #endif
 }
 
-static dt_item dt_item_at(int64_t idx, int64_t M, int64_t N)
+static dt_item dt_item_at(int64_t idx, int64_t per, int64_t M, int64_t N)
 {
-    int64_t per = dt_items_per_matrix(M, N), i = idx % per;
+    int64_t i = idx % per;
     dt_item it = {idx / per, 0, M, 0, N};
 #if defined(DT_PAR_N)
-    it.n0 = i * NC;
+    int64_t strips = DT_STRIPS(N);
+    it.n0 = strips * i / per * NR;
+    it.n1 = DT_MIN(N, strips * (i + 1) / per * NR);
 #elif defined(DT_PAR_M)
-    it.m0 = i * DT_MBLK;
+    int64_t blocks = (M + DT_MBLK - 1) / DT_MBLK;
+    it.m0 = blocks * i / per * DT_MBLK;
+    it.m1 = DT_MIN(M, blocks * (i + 1) / per * DT_MBLK);
 #else
     int64_t nn = (N + NC - 1) / NC;
     it.m0 = (i / nn) * DT_MBLK;
     it.n0 = (i % nn) * NC;
-#endif
-#if defined(DT_PAR_N) || defined(DT_PAR_MN)
     it.n1 = DT_MIN(N, it.n0 + NC);
-#endif
-#if defined(DT_PAR_M) || defined(DT_PAR_MN)
     it.m1 = DT_MIN(M, it.m0 + DT_MBLK);
 #endif
     return it;
 }
 
-static int dt_threads(int requested, int64_t items)
-{
-    int nt = requested > 0 ? requested : THREADS;
-    return items < nt ? (int)items : nt;
-}
+static int dt_threads(int requested) { return requested > 0 ? requested : THREADS; }
 
 /* ---- exported entry points ----------------------------------------------- */
 
@@ -191,12 +198,12 @@ DT_EXPORT void dtk_pack(int64_t N, int64_t K, const float *W, float *packed)
     dt_pack_b(K, N, W, K, 1, packed);
 }
 
-static void dt_dense_worker(int tid, int nt, int64_t items, int64_t M, int64_t N, int64_t K,
+static void dt_dense_worker(int tid, int nt, int64_t per, int64_t M, int64_t N, int64_t K,
                             const float *X, int64_t ldx, const float *packed, const float *bias,
                             float *Y, int64_t ldy)
 {
-    for (int64_t i = items * tid / nt; i < items * (tid + 1) / nt; i++) {
-        dt_item it = dt_item_at(i, M, N);
+    for (int64_t i = per * tid / nt; i < per * (tid + 1) / nt; i++) {
+        dt_item it = dt_item_at(i, per, M, N);
         dt_gemm_range(it.m0, it.m1, it.n0, it.n1, K, X, ldx, packed, bias, Y, ldy);
     }
 }
@@ -208,20 +215,23 @@ DT_EXPORT void dtk_dense(int64_t M, int64_t N, int64_t K, const float *X, int64_
 {
     if (M <= 0 || N <= 0 || K <= 0)
         return;
-    int64_t items = dt_items_per_matrix(M, N);
-    int nt = dt_threads(nthreads, items);
+    int nt = dt_threads(nthreads);
+    int64_t per = dt_items_per_matrix(M, N, nt);
+    if (per < nt)
+        nt = (int)per;
     if (nt <= 1) {
-        dt_dense_worker(0, 1, items, M, N, K, X, ldx, packed, bias, Y, ldy);
+        dt_dense_worker(0, 1, per, M, N, K, X, ldx, packed, bias, Y, ldy);
         return;
     }
 #pragma omp parallel num_threads(nt)
-    dt_dense_worker(omp_get_thread_num(), omp_get_num_threads(), items, M, N, K, X, ldx, packed,
+    dt_dense_worker(omp_get_thread_num(), omp_get_num_threads(), per, M, N, K, X, ldx, packed,
                     bias, Y, ldy);
 }
 #endif /* DT_OP_DENSE */
 
 #if DT_OP_BMM
-static void dt_bmm_worker(int tid, int nt, int64_t items, int64_t M, int64_t N, int64_t K,
+static void dt_bmm_worker(int tid, int nt, int64_t items, int64_t per, int64_t M, int64_t N,
+                          int64_t K,
                           const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb,
                           int64_t sb, float *C, int64_t ldc, int64_t sc)
 {
@@ -235,7 +245,7 @@ static void dt_bmm_worker(int tid, int nt, int64_t items, int64_t M, int64_t N, 
         abort(); /* no way to report from here; the runner classifies the crash */
     int64_t packed_b = -1;
     for (int64_t i = i0; i < i1; i++) {
-        dt_item it = dt_item_at(i, M, N);
+        dt_item it = dt_item_at(i, per, M, N);
         if (it.b != packed_b) {
 #if DT_LAYOUT_NT
             dt_pack_b(K, N, B + it.b * sb, ldb, 1, bp); /* B[b] is N×K */
@@ -258,14 +268,18 @@ DT_EXPORT void dtk_bmm(int64_t batch, int64_t M, int64_t N, int64_t K, const flo
 {
     if (batch <= 0 || M <= 0 || N <= 0 || K <= 0)
         return;
-    int64_t items = batch * dt_items_per_matrix(M, N);
-    int nt = dt_threads(nthreads, items);
+    int nt = dt_threads(nthreads);
+    /* with a batch to share out, whole matrices are the work items */
+    int64_t per = dt_items_per_matrix(M, N, batch >= nt ? 1 : nt);
+    int64_t items = batch * per;
+    if (items < nt)
+        nt = (int)items;
     if (nt <= 1) {
-        dt_bmm_worker(0, 1, items, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc);
+        dt_bmm_worker(0, 1, items, per, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc);
         return;
     }
 #pragma omp parallel num_threads(nt)
-    dt_bmm_worker(omp_get_thread_num(), omp_get_num_threads(), items, M, N, K, A, lda, sa, B,
-                  ldb, sb, C, ldc, sc);
+    dt_bmm_worker(omp_get_thread_num(), omp_get_num_threads(), items, per, M, N, K, A, lda, sa,
+                  B, ldb, sb, C, ldc, sc);
 }
 #endif /* DT_OP_BMM */

@@ -1,0 +1,440 @@
+/* The child side of the local runner: `dtune __run-trials SO_PATH`.
+ *
+ * Reads one batch (JSON) from stdin, loads the kernel, and for each trial
+ * writes one dt_trial_result JSON line to the protocol stream, flushing after
+ * each, so the parent knows which trial was running if this process dies.
+ * Protocol (docs/measurement.md):
+ *   {"ready": N}           the kernel is loaded; trial clocks start now
+ *   {"uid": ..., ...}      one result per trial, in batch order
+ * The protocol stream is a private duplicate of the original stdout; fd 1 is
+ * pointed at stderr, so a kernel that prints cannot corrupt the protocol. */
+#include "measure/runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/target.h"
+#include "microkernel/codegen.h"
+#include "microkernel/loader.h"
+#include "microkernel/reference.h"
+
+#define MAX_STDIN ((size_t)DT_BATCH_MAX_SOURCE + (64u << 20))
+#define FULL_CHECK_LIMIT (1 << 24) /* M·N·K·batch up to this: every output checked */
+#define SAMPLE_RANDOM 4096         /* random outputs checked above it */
+#define ERROR_MAX 4096
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- inputs, the call, verification --------------------------------------- */
+
+typedef struct {
+    const dt_kernel *k;
+    int dense, nt, bias_on, act;
+    int64_t batch, M, N, K;
+    int threads;
+    float *X, *W, *bias, *packed, *Y; /* dense: X, W, bias, packed, Y; bmm: A=X, B=W, C=Y */
+} call_ctx;
+
+static void call_once(const call_ctx *c)
+{
+    if (c->dense)
+        c->k->dense(c->M, c->N, c->K, c->X, c->K, c->packed, c->bias_on ? c->bias : NULL, c->Y,
+                    c->N, c->threads);
+    else
+        c->k->bmm(c->batch, c->M, c->N, c->K, c->X, c->K, c->M * c->K, c->W,
+                  c->nt ? c->K : c->N, c->N * c->K, c->Y, c->N, c->M * c->N, c->threads);
+}
+
+static double act_ref(double v, int act)
+{
+    if (act == DT_ACT_RELU)
+        return v > 0 ? v : 0;
+    if (act == DT_ACT_GELU)
+        return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+    return v;
+}
+
+/* Checks output (b, i, j) against a double-accumulation reference, with the
+ * tolerance of microkernel/reference.h. */
+static int check_one(const call_ctx *c, int64_t b, int64_t i, int64_t j, dt_err *e)
+{
+    const int64_t M = c->M, N = c->N, K = c->K;
+    double s = 0, m = 0;
+    if (c->dense) {
+        const float *x = c->X + i * K, *w = c->W + j * K;
+        for (int64_t k = 0; k < K; k++) {
+            double t = (double)x[k] * (double)w[k];
+            s += t;
+            m += fabs(t);
+        }
+        if (c->bias_on) {
+            s += c->bias[j];
+            m += fabs(c->bias[j]);
+        }
+        s = act_ref(s, c->act);
+    } else {
+        const float *a = c->X + b * M * K + i * K, *B = c->W + b * N * K;
+        for (int64_t k = 0; k < K; k++) {
+            double w = c->nt ? B[j * K + k] : B[k * N + j];
+            double t = (double)a[k] * w;
+            s += t;
+            m += fabs(t);
+        }
+    }
+    const float *got = c->Y + (b * M + i) * N + j;
+    if (dt_check_close(got, 1, &s, &m, 1, 1, K, NULL) == 0)
+        return 0;
+    if (c->dense)
+        return dt_errf(e, DT_EINVAL, "wrong answer at [%lld,%lld]: got %.9g, expected %.9g",
+                       (long long)i, (long long)j, (double)*got, s);
+    return dt_errf(e, DT_EINVAL, "wrong answer at batch %lld [%lld,%lld]: got %.9g, expected %.9g",
+                   (long long)b, (long long)i, (long long)j, (double)*got, s);
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Every output for small problems; else the whole last row and last column
+ * (of the last batch) plus SAMPLE_RANDOM seeded random outputs. */
+static int verify(const call_ctx *c, uint64_t seed, int64_t *checked, dt_err *e)
+{
+    const int64_t B = c->batch, M = c->M, N = c->N;
+    double work = (double)B * (double)M * (double)N * (double)c->K;
+    int rc = 0;
+    *checked = 0;
+    if (work <= FULL_CHECK_LIMIT) {
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++)
+                    if ((rc = check_one(c, b, i, j, e)))
+                        return rc;
+        *checked = B * M * N;
+        return 0;
+    }
+    for (int64_t j = 0; j < N; j++)
+        if ((rc = check_one(c, B - 1, M - 1, j, e)))
+            return rc;
+    for (int64_t i = 0; i < M; i++)
+        if ((rc = check_one(c, B - 1, i, N - 1, e)))
+            return rc;
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 0x5DEECE66Dull;
+    for (int r = 0; r < SAMPLE_RANDOM; r++) {
+        int64_t b = (int64_t)(xorshift(&s) % (uint64_t)B);
+        int64_t i = (int64_t)(xorshift(&s) % (uint64_t)M);
+        int64_t j = (int64_t)(xorshift(&s) % (uint64_t)N);
+        if ((rc = check_one(c, b, i, j, e)))
+            return rc;
+    }
+    *checked = M + N + SAMPLE_RANDOM;
+    return 0;
+}
+
+/* n floats, 64-byte aligned; NULL when too large or out of memory. */
+static float *alloc_floats(int64_t n)
+{
+    size_t bytes;
+    if (n < 1 || __builtin_mul_overflow((size_t)n, sizeof(float), &bytes) ||
+        bytes > SIZE_MAX - 64)
+        return NULL;
+    return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
+/* ---- cache flush ------------------------------------------------------------ */
+
+typedef struct {
+    unsigned char *buf;
+    size_t size;
+} flusher;
+
+/* Twice the last-level cache (8 MiB .. 1 GiB; 64 MiB when unknown). */
+static size_t flush_size(void)
+{
+    dt_target t;
+    dt_err e;
+    uint64_t llc = 0;
+    if (dt_target_detect(&t, &e) == 0)
+        llc = t.l3.size ? t.l3.size : t.l2.size;
+    size_t sz = llc ? (size_t)(2 * llc) : (64u << 20);
+    if (sz < (8u << 20))
+        sz = 8u << 20;
+    if (sz > (1u << 30))
+        sz = 1u << 30;
+    return sz;
+}
+
+/* Writes then reads every cache line of the buffer. */
+static void flush_caches(flusher *f)
+{
+    static volatile unsigned sink;
+    unsigned char *p = f->buf;
+    unsigned acc = 0;
+    for (size_t i = 0; i < f->size; i += 64)
+        p[i] = (unsigned char)(i >> 6);
+    for (size_t i = 0; i < f->size; i += 64)
+        acc += p[i];
+    sink += acc;
+}
+
+/* ---- one trial ------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void set_error(dt_trial_result *r, dt_trial_status st, const char *msg)
+{
+    r->status = st;
+    free(r->error);
+    size_t n = strnlen(msg, ERROR_MAX);
+    r->error = strndup(msg, n);
+}
+
+static void run_trial(const dt_kernel *k, const dt_kernel_op *kop, const dt_trial *t,
+                      const dt_timing *tm, flusher *fl, dt_trial_result *r)
+{
+    memset(r, 0, sizeof *r);
+    memcpy(r->uid, t->uid, sizeof r->uid);
+    r->min_ns = r->median_ns = NAN;
+    call_ctx c = {.k = k, .threads = t->threads};
+    c.dense = dt_kernel_op_is_dense(kop);
+    c.nt = dt_kernel_op_layout_nt(kop);
+    dt_kernel_op_epilogue(kop, &c.bias_on, &c.act);
+    if (c.dense) {
+        c.batch = 1, c.M = t->dims[0], c.N = t->dims[1], c.K = t->dims[2];
+    } else {
+        c.batch = t->dims[0], c.M = t->dims[1], c.N = t->dims[2], c.K = t->dims[3];
+    }
+    /* element counts fit in int64: the workload's op check passed */
+    int64_t nx = c.batch * c.M * c.K, nw = c.batch * c.N * c.K, ny = c.batch * c.M * c.N;
+    double *times = NULL;
+    dt_err e;
+    c.X = alloc_floats(nx);
+    c.W = alloc_floats(nw);
+    c.Y = alloc_floats(ny);
+    c.bias = alloc_floats(c.N);
+    if (c.dense && c.X && c.W) {
+        size_t psz = k->packed_size(c.N, c.K);
+        c.packed = psz ? aligned_alloc(64, (psz + 63) / 64 * 64) : NULL;
+    }
+    times = malloc((size_t)tm->max_repeats * sizeof *times);
+    if (!c.X || !c.W || !c.Y || !c.bias || (c.dense && !c.packed) || !times) {
+        char msg[256];
+        snprintf(msg, sizeof msg,
+                 "out of memory allocating the inputs and outputs (%lld + %lld + %lld floats)",
+                 (long long)nx, (long long)nw, (long long)ny);
+        set_error(r, DT_TRIAL_RUN_CRASH, msg);
+        goto out;
+    }
+    dt_fill_random(c.X, nx, tm->seed);
+    dt_fill_random(c.W, nw, tm->seed + 1);
+    dt_fill_random(c.bias, c.N, tm->seed + 2);
+    for (int64_t i = 0; i < ny; i++)
+        c.Y[i] = NAN; /* an output the kernel does not write is a wrong answer */
+    if (c.dense)
+        k->pack(c.N, c.K, c.W, c.packed);
+
+    /* first call: checked */
+    call_once(&c);
+    int64_t checked;
+    if (verify(&c, tm->seed + 3, &checked, &e)) {
+        char msg[DT_ERR_MSG_MAX + 256];
+        snprintf(msg, sizeof msg, "%s (shape %s, threads %d)", e.msg, t->shape, t->threads);
+        set_error(r, DT_TRIAL_WRONG_ANSWER, msg);
+        goto out;
+    }
+    for (int w = 0; w < tm->warmup; w++)
+        call_once(&c);
+    int n = 0;
+    double total = 0;
+    while (n < tm->max_repeats && (n < tm->min_repeats || total < tm->min_time_s)) {
+        if (fl->buf)
+            flush_caches(fl);
+        double t0 = now_s();
+        call_once(&c);
+        double dt = now_s() - t0;
+        times[n++] = dt * 1e9;
+        total += dt;
+    }
+    qsort(times, (size_t)n, sizeof *times, cmp_double);
+    r->status = DT_TRIAL_OK;
+    r->repeats = n;
+    r->min_ns = times[0];
+    r->median_ns = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+out:
+    free(times);
+    free(c.X);
+    free(c.W);
+    free(c.Y);
+    free(c.bias);
+    free(c.packed);
+}
+
+/* ---- the protocol ----------------------------------------------------------- */
+
+static void emit(FILE *out, json_t *j)
+{
+    if (j) {
+        json_dumpf(j, out, JSON_COMPACT);
+        json_decref(j);
+    }
+    fputc('\n', out);
+    fflush(out);
+}
+
+static void emit_result(FILE *out, const dt_trial_result *r)
+{
+    emit(out, dt_trial_result_to_json(r));
+}
+
+/* Reads all of stdin (at most MAX_STDIN bytes). */
+static char *read_stdin(size_t *len)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n == cap) {
+            if (cap >= MAX_STDIN) {
+                free(buf);
+                return NULL;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                return NULL;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t got = read(0, buf + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            free(buf);
+            return NULL;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    *len = n;
+    return buf;
+}
+
+int dt_runner_child_main(int argc, char **argv)
+{
+    /* no core files from crashing kernels (core_pattern may write into the
+     * working directory), and no orphan if the runner dies */
+    struct rlimit nocore = {0, 0};
+    setrlimit(RLIMIT_CORE, &nocore);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (argc != 2) {
+        fprintf(stderr, "usage: dtune __run-trials SO_PATH < batch.json (internal)\n");
+        return 1;
+    }
+    /* the protocol goes to a private copy of stdout; fd 1 joins stderr */
+    int pfd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+    FILE *out = pfd >= 0 ? fdopen(pfd, "w") : NULL;
+    if (!out || dup2(2, 1) < 0) {
+        fprintf(stderr, "__run-trials: cannot set up the protocol stream\n");
+        return 3;
+    }
+    size_t len = 0;
+    char *text = read_stdin(&len);
+    if (!text) {
+        fprintf(stderr, "__run-trials: cannot read the batch from stdin\n");
+        fclose(out);
+        return 3;
+    }
+    json_error_t jerr;
+    json_t *j = json_loadb(text, len, 0, &jerr);
+    free(text);
+    dt_batch batch;
+    dt_err e;
+    if (!j) {
+        fprintf(stderr, "__run-trials: batch is not JSON: %s\n", jerr.text);
+        fclose(out);
+        return 2;
+    }
+    int rc = dt_batch_from_json(j, &batch, &e);
+    json_decref(j);
+    if (rc) {
+        fprintf(stderr, "__run-trials: %s\n", e.msg);
+        fclose(out);
+        return 2;
+    }
+    dt_workload *w = NULL;
+    if (dt_workload_parse_key(batch.workload, &w, &e)) { /* cannot fail: from_json parsed it */
+        fprintf(stderr, "__run-trials: %s\n", e.msg);
+        dt_batch_free(&batch);
+        fclose(out);
+        return 2;
+    }
+    dt_kernel_op kop = {.op = w->op};
+    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
+    dt_workload_free(w);
+
+    dt_kernel k;
+    int load_rc = dt_kernel_load(argv[1], &k, &e);
+    if (!load_rc) {
+        int has = dt_kernel_op_is_dense(&kop) ? (k.packed_size && k.pack && k.dense) : !!k.bmm;
+        if (!has) {
+            load_rc = dt_errf(&e, DT_EINVAL, "the kernel does not export the %s entry points",
+                              kop.op->name);
+            dt_kernel_unload(&k);
+        }
+    }
+    if (load_rc) {
+        /* the build produced something that is not a usable kernel */
+        for (int i = 0; i < batch.ntrials; i++) {
+            dt_trial_result r = {.status = DT_TRIAL_COMPILE_ERROR, .min_ns = NAN,
+                                 .median_ns = NAN, .error = e.msg};
+            memcpy(r.uid, batch.trials[i].uid, sizeof r.uid);
+            emit_result(out, &r);
+        }
+        dt_batch_free(&batch);
+        fclose(out);
+        return 0;
+    }
+    flusher fl = {0};
+    if (batch.timing.flush_cache) {
+        fl.size = flush_size();
+        fl.buf = malloc(fl.size);
+        if (fl.buf)
+            memset(fl.buf, 1, fl.size);
+        else
+            fprintf(stderr, "__run-trials: no memory for the cache flush buffer\n");
+    }
+    emit(out, json_pack("{s:i}", "ready", batch.ntrials));
+    for (int i = 0; i < batch.ntrials; i++) {
+        dt_trial_result r;
+        run_trial(&k, &kop, &batch.trials[i], &batch.timing, &fl, &r);
+        emit_result(out, &r);
+        dt_trial_result_free(&r);
+    }
+    free(fl.buf);
+    dt_kernel_unload(&k);
+    dt_batch_free(&batch);
+    fclose(out);
+    return 0;
+}
