@@ -171,6 +171,7 @@ static int pick_shapes(const dt_workload *w, const char *text, int64_t **out, in
             int64_t v;
             if ((rc = dt_shape_parse(w, shape, &v, &in, e))) {
                 free(*out);
+                *out = NULL;
                 return dt_err_prefix(e, "--shapes");
             }
         }

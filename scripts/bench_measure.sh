@@ -2,26 +2,29 @@
 # The measurement issue's benchmark: trials per minute with the local runner
 # and with two `dtune worker`s on loopback, and the wire's overhead per trial.
 #
-#   scripts/bench_measure.sh [KERNELS] [SHAPES]      (defaults: 8, {1,8,16,32,64,128})
+#   scripts/bench_measure.sh [KERNELS] [SHAPES]      (defaults: 16, {1,8,16,32,64,128})
 #
 # Environment: DTUNE_BIN (default build/dtune), WORKLOAD (default
 # dense(M=1..128,N=768,K=768)), MIN_MS (per-trial minimum time of the
-# throughput runs, default 20).
+# throughput runs, default 20), REPEAT (runs of each overhead measurement,
+# the fastest counts; default 3).
 #
 # Same kernels (--sample KERNELS --seed 1) and shapes in every run.  A first
 # local run warms a private kernel cache that the workers share, so builds do
 # not count.  Overhead: the same trials with a tiny --min-time (0.01 ms),
-# locally and on one worker; (wall on the worker - wall locally) / trials is
-# what the pool, the wire and the worker add per trial.  Only 127.0.0.1 is
+# locally and on one worker (each REPEAT times, the fastest run counts);
+# (wall on the worker - wall locally) / trials is what the pool, the wire
+# and the worker add per trial.  Takes about a minute on 2 cores.  Only 127.0.0.1 is
 # used; the workers are stopped (by their PIDs) on exit; every step has a
 # time limit, so the script always ends by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${DTUNE_BIN:-build/dtune}
-NK=${1:-8}
+NK=${1:-16}
 SHAPES=${2:-'{1,8,16,32,64,128}'}
 WORKLOAD=${WORKLOAD:-'dense(M=1..128,N=768,K=768)'}
 MIN_MS=${MIN_MS:-20}
+REPEAT=${REPEAT:-3}
 STEP_LIMIT=${STEP_LIMIT:-1200} # seconds per dtune run
 
 [ -x "$BIN" ] || { echo "bench_measure: $BIN not found; build first (scripts/setup.sh)" >&2; exit 1; }
@@ -77,29 +80,33 @@ start_worker a
 start_worker b
 run local --min-time "$MIN_MS"
 run workers2 --min-time "$MIN_MS" --workers "127.0.0.1:$port_a,127.0.0.1:$port_b" --token-file "$work/token"
-run tiny_local --min-time 0.01
-run tiny_worker1 --min-time 0.01 --workers "127.0.0.1:$port_a" --token-file "$work/token"
+for i in $(seq 1 "$REPEAT"); do
+  run "tiny_local_$i" --min-time 0.01
+  run "tiny_worker1_$i" --min-time 0.01 --workers "127.0.0.1:$port_a" --token-file "$work/token"
+done
 
 echo
-printf '%-13s %7s %9s %11s %6s  %s\n' run trials wall_s trials/min ok command
+printf '%-15s %7s %9s %11s %6s  %s\n' run trials wall_s trials/min ok command
 for row in "${rows[@]}"; do
   name=${row%%|*}; cmd=${row#*|}
   [ "$name" = warmup ] && continue
-  printf '%-13s %7s %9.2f %11.1f %6s  %s\n' "$name" "$(field "$name" trials)" \
+  printf '%-15s %7s %9.2f %11.1f %6s  %s\n' "$name" "$(field "$name" trials)" \
     "$(field "$name" wall_seconds)" "$(field "$name" trials_per_minute)" \
     "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status_counts"]["ok"])' "$work/$name.json")" \
     "$cmd"
 done
-python3 - "$work" "$NK" <<'EOF'
+python3 - "$work" "$NK" "$REPEAT" <<'EOF'
 import json, sys
-w, nk = sys.argv[1], int(sys.argv[2])
+w, nk, rep = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 j = lambda n: json.load(open(f"{w}/{n}.json"))
-loc, two, tl, tw = j("local"), j("workers2"), j("tiny_local"), j("tiny_worker1")
+loc, two = j("local"), j("workers2")
+tl = min((j(f"tiny_local_{i}") for i in range(1, rep + 1)), key=lambda r: r["wall_seconds"])
+tw = min((j(f"tiny_worker1_{i}") for i in range(1, rep + 1)), key=lambda r: r["wall_seconds"])
 n = tl["trials"]
-per_trial = (tw["wall_seconds"] - tl["wall_seconds"]) / n * 1e3
-per_batch = (tw["wall_seconds"] - tl["wall_seconds"]) / nk * 1e3
+d = tw["wall_seconds"] - tl["wall_seconds"]
 print()
 print(f"two workers vs local runner: {two['trials_per_minute'] / loc['trials_per_minute']:.2f}x trials/min")
-print(f"wire overhead (1 worker - local, --min-time 0.01 ms, {n} trials in {nk} batches): "
-      f"{per_trial:+.2f} ms per trial, {per_batch:+.1f} ms per batch")
+print(f"wire overhead (fastest of {rep}: 1 worker {tw['wall_seconds']:.3f} s - local "
+      f"{tl['wall_seconds']:.3f} s, --min-time 0.01 ms, {n} trials in {nk} batches): "
+      f"{d / n * 1e3:+.2f} ms per trial, {d / nk * 1e3:+.1f} ms per batch")
 EOF

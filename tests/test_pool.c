@@ -598,7 +598,7 @@ static int start_worker(real_worker *rw, int i)
         if (at) {
             rw->port = atoi(at + strlen(ready));
             free(log);
-            return rw->port > 0 ? 0 : -1;
+            return rw->port > 0 ? 0 : -1; /* the caller stops it on failure */
         }
         free(log);
         int st;
@@ -628,6 +628,9 @@ static int real_setup(void)
             char *log = slurp(g_workers[i].log);
             fprintf(stderr, "worker %d did not start: %s\n", i, log);
             free(log);
+            /* CUnit skips the teardown of a suite whose setup failed */
+            stop_worker(&g_workers[0]);
+            stop_worker(&g_workers[1]);
             return 1;
         }
     return 0;
