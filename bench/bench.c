@@ -1,4 +1,5 @@
 #include "bench/bench.h"
+#include "common/mem.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +18,8 @@ static double now_s(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+static float *alloc_floats(int64_t n) { return dt_alloc64((size_t)n * sizeof(float)); }
 
 void dt_bench_result_free(dt_bench_result *r)
 {
@@ -160,7 +163,7 @@ static int pack_weights(dt_bench_cand *cands, cand_rt *rts, int n, const problem
         if (rts[i].packed)
             continue;
         size_t sz = rts[i].k.packed_size(p->N, p->K);
-        rts[i].packed = aligned_alloc(64, (sz + 63) / 64 * 64);
+        rts[i].packed = dt_alloc64(sz);
         if (!rts[i].packed)
             return dt_errf(e, DT_ENOMEM, "out of memory packing weights");
         double t0 = now_s();
@@ -278,10 +281,10 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
         p.N = N;
         p.K = K;
     }
-    p.X = aligned_alloc(64, (size_t)(max_x + 16) * 4);
-    p.W = aligned_alloc(64, (size_t)(max_w + 16) * 4);
-    p.Y = aligned_alloc(64, (size_t)(max_y + 16) * 4);
-    p.bias = aligned_alloc(64, (size_t)(p.N + 16) * 4);
+    p.X = alloc_floats(max_x);
+    p.W = alloc_floats(max_w);
+    p.Y = alloc_floats(max_y);
+    p.bias = alloc_floats(p.N);
     if (!p.X || !p.W || !p.Y || !p.bias) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory for the benchmark's tensors");
         goto out;

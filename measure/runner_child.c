@@ -9,6 +9,7 @@
  * The protocol stream is a private duplicate of the original stdout; fd 1 is
  * pointed at stderr, so a kernel that prints cannot corrupt the protocol. */
 #include "measure/runner.h"
+#include "common/mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -155,7 +156,7 @@ static float *alloc_floats(int64_t n)
     if (n < 1 || __builtin_mul_overflow((size_t)n, sizeof(float), &bytes) ||
         bytes > SIZE_MAX - 64)
         return NULL;
-    return aligned_alloc(64, (bytes + 63) / 64 * 64);
+    return dt_alloc64(bytes);
 }
 
 /* ---- cache flush ------------------------------------------------------------ */
@@ -235,7 +236,7 @@ static void run_trial(const dt_kernel *k, const dt_kernel_op *kop, const dt_tria
     c.bias = alloc_floats(c.N);
     if (c.dense && c.X && c.W) {
         size_t psz = k->packed_size(c.N, c.K);
-        c.packed = psz ? aligned_alloc(64, (psz + 63) / 64 * 64) : NULL;
+        c.packed = psz ? dt_alloc64(psz) : NULL;
     }
     times = malloc((size_t)tm->max_repeats * sizeof *times);
     if (!c.X || !c.W || !c.Y || !c.bias || (c.dense && !c.packed) || !times) {

@@ -1,4 +1,5 @@
 #include "microkernel/reference.h"
+#include "common/mem.h"
 
 #include <float.h>
 #include <math.h>
@@ -104,7 +105,7 @@ static int verify_dense(const dt_kernel *k, const dt_kernel_op *kop, int64_t M, 
     float *Y = malloc((size_t)(M * ldy) * sizeof *Y);
     double *ref = malloc((size_t)(M * N) * sizeof *ref), *mag = malloc((size_t)(M * N) * sizeof *mag);
     size_t psz = k->packed_size(N, K);
-    float *packed = aligned_alloc(64, (psz + 63) / 64 * 64);
+    float *packed = dt_alloc64(psz);
     int rc = 0;
     if (!X || !Xd || !W || !bias || !Y || !ref || !mag || !packed) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory verifying a kernel");

@@ -8,6 +8,7 @@
 
 #include "peers/peer.h"
 #include "peers/peer_internal.h"
+#include "common/mem.h"
 
 /* ---- registry --------------------------------------------------------------- */
 
@@ -204,8 +205,7 @@ float *dt_peer_alloc_floats(int64_t n)
     if (n < 1)
         n = 1;
     size_t bytes = (size_t)n * sizeof(float);
-    bytes = (bytes + 63) & ~(size_t)63;
-    float *v = aligned_alloc(64, bytes);
+    float *v = dt_alloc64(bytes);
     if (v) /* touched here, so pack() times the copy, not the page faults */
         memset(v, 0, bytes);
     return v;
