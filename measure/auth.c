@@ -31,8 +31,8 @@ int dt_token_read(const char *path, char **token, size_t *len, dt_err *e)
     *len = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
-        return dt_errf(e, errno == ENOENT ? DT_ENOTFOUND : DT_EINVAL, "cannot open token file %s: %s",
-                       path, strerror(errno));
+        return dt_errf(e, errno == ENOENT ? DT_ENOTFOUND : DT_EINVAL,
+                       "cannot open token file %s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int err = errno;

@@ -196,6 +196,14 @@ static void dt_conn_close(dt_conn *c)
     uv_close((uv_handle_t *)&c->timer, dt_on_conn_closed);
 }
 
+/* Control characters (from a peer's text) would forge log lines. */
+static void dt_one_line(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7F)
+            *s = ' ';
+}
+
 /* Logs why, then closes now. */
 static void dt_conn_drop(dt_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void dt_conn_drop(dt_conn *c, const char *fmt, ...)
@@ -207,6 +215,7 @@ static void dt_conn_drop(dt_conn *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
+    dt_one_line(why);
     dt_log_warn("connection #%llu from %s: %s; closing", (unsigned long long)c->id, c->peer,
                 why);
     dt_conn_close(c);
@@ -317,6 +326,7 @@ static void dt_conn_fail(dt_conn *c, const json_int_t *id, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    dt_one_line(msg);
     dt_log_warn("connection #%llu from %s: %s; closing", (unsigned long long)c->id, c->peer, msg);
     json_t *p = json_object();
     if (p) {
@@ -634,11 +644,11 @@ static void dt_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         if (c->dec.len > 0)
             dt_conn_drop(c, "connection ended inside a frame (%zu bytes of a truncated frame)",
                          c->dec.len);
-        else if (nread != UV_EOF)
+        else if (nread != UV_EOF && nread != UV_ECONNRESET)
             dt_conn_drop(c, "read failed: %s", uv_strerror((int)nread));
-        else {
-            dt_log_info("connection #%llu from %s: closed by the peer", (unsigned long long)c->id,
-                        c->peer);
+        else { /* between frames: an ordinary end */
+            dt_log_info("connection #%llu from %s: %s by the peer", (unsigned long long)c->id,
+                        c->peer, nread == UV_EOF ? "closed" : "reset");
             dt_conn_close(c);
         }
         return;

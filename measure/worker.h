@@ -28,8 +28,7 @@ typedef struct dt_worker_opts {
     void *ud;
 } dt_worker_opts;
 
-/* Runs the worker until SIGTERM/SIGINT (or dt_worker_stop); returns 0 on a
- * clean stop. */
+/* Runs the worker until SIGTERM/SIGINT; returns 0 on a clean stop. */
 int dt_worker_run(const dt_worker_opts *o, dt_err *e);
 
 #endif

@@ -275,7 +275,10 @@ static int cl_wait_closed(client *c, double timeout_s, char *errmsg, size_t n)
     }
 }
 
-static int is_hex64(const char *s) { return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64; }
+static int is_hex64(const char *s)
+{
+    return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
+}
 
 /* Reads HELLO; returns it (new reference) or NULL. */
 static json_t *cl_hello(client *c)
@@ -440,7 +443,8 @@ static void check_serving(void)
     CU_ASSERT_TRUE_FATAL(alive());
     client c;
     int rc = -1;
-    for (int attempt = 0; attempt < 50 && rc != 0; attempt++) { /* connections may still be closing */
+    /* connections of the previous test may still be closing */
+    for (int attempt = 0; attempt < 50 && rc != 0; attempt++) {
         if (cl_open(&c) == 0) {
             rc = cl_handshake(&c);
             if (rc == 0) {
@@ -847,8 +851,8 @@ static void test_sigterm_during_batch(void)
     snprintf(extra, sizeof extra, "\n/* sigterm test %ld */\n", (long)time(NULL));
     char uids[2][DT_TRIAL_UID_LEN + 1];
     long id = g_next_id++;
-    CU_ASSERT_EQUAL(cl_send(&c, DT_MSG_BATCH, make_batch_of(SLOW_WORKLOAD, id, 2, extra, 0.5, uids)),
-                    0);
+    json_t *b = make_batch_of(SLOW_WORKLOAD, id, 2, extra, 0.5, uids);
+    CU_ASSERT_EQUAL(cl_send(&c, DT_MSG_BATCH, b), 0);
     char queued[64];
     snprintf(queued, sizeof queued, "batch %ld (2 trials", id);
     CU_ASSERT_TRUE(log_has(queued, 10));
