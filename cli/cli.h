@@ -6,7 +6,12 @@
 #ifndef DT_CLI_H
 #define DT_CLI_H
 
+#include <stdint.h>
+
 #include "common/error.h"
+#include "common/target.h"
+#include "sketch/annotation.h"
+#include "sketch/workload.h"
 
 enum { DT_EXIT_OK = 0, DT_EXIT_USAGE = 1, DT_EXIT_INPUT = 2, DT_EXIT_RUNTIME = 3 };
 
@@ -22,6 +27,19 @@ int dt_cli_fail(const dt_err *e);
 
 /* True when argv[1..] contains -h or --help before any "--". */
 int dt_cli_wants_help(int argc, char **argv);
+
+/* The kernels of a run: the annotations of a JSON file (one object or an
+ * array; each validated for t) when path is set, else `sample` (default 16)
+ * random valid ones from seed, all with `threads` threads.  *out is
+ * malloc'ed. */
+int dt_cli_kernels(const char *path, int sample, uint64_t seed, int threads, const dt_target *t,
+                   dt_annotation **out, int *n, dt_err *e);
+
+/* The shapes of a run as variable values (*n × w->nvars, malloc'ed): the
+ * --shapes domain of a one-variable workload, else the workload's shape set;
+ * at most max shapes. */
+int dt_cli_shapes(const dt_workload *w, const char *text, int max, int64_t **out, int *n,
+                  dt_err *e);
 
 /* Command entry points: argv[0] is the command name; they return an exit code. */
 int dt_cmd_info(int argc, char **argv);

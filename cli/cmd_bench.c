@@ -110,85 +110,6 @@ static int parse_args(int argc, char **argv, bench_args *a, const char **key)
     return 0;
 }
 
-/* Annotations from a JSON file: one object or an array of objects. */
-static int load_kernels(const char *path, const dt_target *t, dt_annotation **out, int *n,
-                        dt_err *e)
-{
-    char *text;
-    size_t len;
-    int rc = dt_read_file(path, 64u << 20, &text, &len, e);
-    if (rc == DT_ENOTFOUND) /* a missing kernel file is bad input: exit 2 */
-        return e->code = DT_EINVAL;
-    if (rc)
-        return rc;
-    json_error_t jerr;
-    json_t *root = json_loadb(text, len, 0, &jerr);
-    free(text);
-    if (!root)
-        return dt_errf(e, DT_EINVAL, "%s:%d:%d: malformed JSON: %s", path, jerr.line,
-                       jerr.column, jerr.text);
-    size_t count = json_is_array(root) ? json_array_size(root) : 1;
-    *out = calloc(count ? count : 1, sizeof **out);
-    *n = 0;
-    for (size_t i = 0; !rc && i < count; i++) {
-        json_t *j = json_is_array(root) ? json_array_get(root, i) : root;
-        if ((rc = dt_annotation_from_json(j, &(*out)[i], e)) ||
-            (rc = dt_annotation_validate(&(*out)[i], t, e)))
-            dt_err_prefix(e, "%s: kernel %zu", path, i);
-        else
-            (*n)++;
-    }
-    json_decref(root);
-    if (!rc && *n == 0)
-        rc = dt_errf(e, DT_EINVAL, "%s holds no annotation", path);
-    if (rc) {
-        free(*out);
-        *out = NULL;
-    }
-    return rc;
-}
-
-/* The shapes to run: --shapes for a one-variable workload, else its set. */
-static int pick_shapes(const dt_workload *w, const char *text, int64_t **out, int *n, dt_err *e)
-{
-    if (text) {
-        if (w->nvars != 1)
-            return dt_errf(e, DT_EINVAL, "--shapes needs a workload with one variable; this one "
-                                         "has %d (its own shape set is used without --shapes)",
-                           w->nvars);
-        dt_domain d;
-        int rc = dt_domain_parse(text, &d, e);
-        if (rc)
-            return dt_err_prefix(e, "--shapes");
-        *out = malloc((size_t)d.n * sizeof **out);
-        memcpy(*out, d.values, (size_t)d.n * sizeof **out);
-        *n = d.n;
-        dt_domain_free(&d);
-        for (int i = 0; i < *n; i++) {
-            int in;
-            char shape[64];
-            snprintf(shape, sizeof shape, "%s=%lld", w->vars[0].name, (long long)(*out)[i]);
-            int64_t v;
-            if ((rc = dt_shape_parse(w, shape, &v, &in, e))) {
-                free(*out);
-                *out = NULL;
-                return dt_err_prefix(e, "--shapes");
-            }
-        }
-        return 0;
-    }
-    int64_t ns = dt_workload_nshapes(w);
-    if (ns > 4096)
-        return dt_errf(e, DT_EINVAL, "the workload has %lld shapes; pick fewer with --shapes",
-                       (long long)ns);
-    int nv = w->nvars ? w->nvars : 1;
-    *out = malloc((size_t)(ns * nv) * sizeof **out);
-    for (int64_t i = 0; i < ns; i++)
-        dt_workload_shape_at(w, i, *out + i * w->nvars, NULL);
-    *n = (int)ns;
-    return 0;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -405,29 +326,15 @@ int dt_cmd_bench(int argc, char **argv)
     int64_t *shapes = NULL;
     int nk = 0, ns = 0;
     if ((rc = dt_workload_parse_key(key, &w, &e)) || (rc = dt_target_detect(&t, &e)) ||
-        (rc = pick_shapes(w, a.shapes, &shapes, &ns, &e)))
+        (rc = dt_cli_shapes(w, a.shapes, 4096, &shapes, &ns, &e)))
         goto fail;
     if (a.threads > t.logical_cpus) {
         rc = dt_errf(&e, DT_EINVAL, "--threads %d: this machine has %d CPUs", a.threads,
                      t.logical_cpus);
         goto fail;
     }
-    if (a.kernel_file) {
-        if ((rc = load_kernels(a.kernel_file, &t, &kernels, &nk, &e)))
-            goto fail;
-    } else {
-        nk = a.sample > 0 ? a.sample : 16;
-        kernels = calloc((size_t)nk, sizeof *kernels);
-        dt_rng rng;
-        dt_rng_seed(&rng, a.seed);
-        /* the thread count is the benchmark's: one per sample would mix them */
-        dt_target tt = t;
-        if (tt.cores < a.threads)
-            tt.cores = a.threads;
-        for (int i = 0; i < nk; i++)
-            if ((rc = dt_annotation_sample(&rng, &tt, -1, a.threads, &kernels[i], &e)))
-                goto fail;
-    }
+    if ((rc = dt_cli_kernels(a.kernel_file, a.sample, a.seed, a.threads, &t, &kernels, &nk, &e)))
+        goto fail;
     if ((rc = dt_builder_init(&b, NULL, NULL, NULL, &e)))
         goto fail;
     dt_bench_opts o = {a.threads, a.repeats, a.min_time_ms * 1e-3, a.peers, !a.json, a.seed};

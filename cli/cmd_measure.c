@@ -136,91 +136,22 @@ static int parse_args(int argc, char **argv, measure_args *a, const char **key)
     return 0;
 }
 
-/* Annotations from a JSON file: one object or an array of objects. */
-static int load_kernels(const char *path, const dt_target *t, dt_annotation **out, int *n,
-                        dt_err *e)
-{
-    char *text;
-    size_t len;
-    int rc = dt_read_file(path, 64u << 20, &text, &len, e);
-    if (rc == DT_ENOTFOUND) /* a missing kernel file is bad input: exit 2 */
-        return e->code = DT_EINVAL;
-    if (rc)
-        return rc;
-    json_error_t jerr;
-    json_t *root = json_loadb(text, len, 0, &jerr);
-    free(text);
-    if (!root)
-        return dt_errf(e, DT_EINVAL, "%s:%d:%d: malformed JSON: %s", path, jerr.line,
-                       jerr.column, jerr.text);
-    size_t count = json_is_array(root) ? json_array_size(root) : 1;
-    *out = calloc(count ? count : 1, sizeof **out);
-    *n = 0;
-    for (size_t i = 0; !rc && i < count; i++) {
-        json_t *j = json_is_array(root) ? json_array_get(root, i) : root;
-        if ((rc = dt_annotation_from_json(j, &(*out)[i], e)) ||
-            (rc = dt_annotation_validate(&(*out)[i], t, e)))
-            dt_err_prefix(e, "%s: kernel %zu", path, i);
-        else
-            (*n)++;
-    }
-    json_decref(root);
-    if (!rc && *n == 0)
-        rc = dt_errf(e, DT_EINVAL, "%s holds no annotation", path);
-    if (rc) {
-        free(*out);
-        *out = NULL;
-    }
-    return rc;
-}
-
-/* The shapes to run, as canonical shape text: --shapes for a one-variable
- * workload, else the workload's shape set. */
+/* The shapes to run, as canonical shape text (dt_cli_shapes, formatted). */
 static int pick_shapes(const dt_workload *w, const char *text, char (**out)[128], int *n,
                        dt_err *e)
 {
-    int64_t vals[DT_MAX_VARS];
-    if (text) {
-        if (w->nvars != 1)
-            return dt_errf(e, DT_EINVAL,
-                           "--shapes needs a workload with one variable; this one has %d (its "
-                           "own shape set is used without --shapes)",
-                           w->nvars);
-        dt_domain d;
-        int rc = dt_domain_parse(text, &d, e);
-        if (rc)
-            return dt_err_prefix(e, "--shapes");
-        if (d.n > DT_BATCH_MAX_TRIALS) {
-            dt_domain_free(&d);
-            return dt_errf(e, DT_EINVAL, "--shapes has more than %d values", DT_BATCH_MAX_TRIALS);
-        }
-        *out = calloc((size_t)d.n, sizeof **out);
-        *n = d.n;
-        for (int i = 0; i < d.n; i++) {
-            int in;
-            snprintf((*out)[i], sizeof (*out)[i], "%s=%lld", w->vars[0].name,
-                     (long long)d.values[i]);
-            if ((rc = dt_shape_parse(w, (*out)[i], vals, &in, e))) {
-                free(*out);
-                *out = NULL;
-                dt_domain_free(&d);
-                return dt_err_prefix(e, "--shapes");
-            }
-        }
-        dt_domain_free(&d);
-        return 0;
+    int64_t *vals;
+    int rc = dt_cli_shapes(w, text, DT_BATCH_MAX_TRIALS, &vals, n, e);
+    if (rc)
+        return rc;
+    *out = calloc((size_t)(*n ? *n : 1), sizeof **out);
+    if (!*out) {
+        free(vals);
+        return dt_errf(e, DT_ENOMEM, "out of memory");
     }
-    int64_t ns = dt_workload_nshapes(w);
-    if (ns > DT_BATCH_MAX_TRIALS)
-        return dt_errf(e, DT_EINVAL, "the workload has %lld shapes (at most %d per kernel); "
-                                     "pick fewer with --shapes",
-                       (long long)ns, DT_BATCH_MAX_TRIALS);
-    *out = calloc((size_t)ns, sizeof **out);
-    for (int64_t i = 0; i < ns; i++) {
-        dt_workload_shape_at(w, i, vals, NULL);
-        dt_shape_format(w, vals, (*out)[i], sizeof (*out)[i]);
-    }
-    *n = (int)ns;
+    for (int i = 0; i < *n; i++)
+        dt_shape_format(w, vals + i * w->nvars, (*out)[i], sizeof (*out)[i]);
+    free(vals);
     return 0;
 }
 
@@ -705,22 +636,9 @@ int dt_cmd_measure(int argc, char **argv)
                      t.logical_cpus);
         goto fail;
     }
-    if (a.kernel_file) {
-        if ((rc = load_kernels(a.kernel_file, &t, &r.kernels, &r.nk, &e)))
-            goto fail;
-    } else {
-        r.nk = a.sample > 0 ? a.sample : 16;
-        r.kernels = calloc((size_t)r.nk, sizeof *r.kernels);
-        dt_rng rng;
-        dt_rng_seed(&rng, a.seed);
-        int threads = a.threads > 0 ? a.threads : 1;
-        dt_target tt = t; /* as in dtune bench: the thread count is the run's */
-        if (tt.cores < threads)
-            tt.cores = threads;
-        for (int i = 0; i < r.nk; i++)
-            if ((rc = dt_annotation_sample(&rng, &tt, -1, threads, &r.kernels[i], &e)))
-                goto fail;
-    }
+    if ((rc = dt_cli_kernels(a.kernel_file, a.sample, a.seed, a.threads > 0 ? a.threads : 1, &t,
+                             &r.kernels, &r.nk, &e)))
+        goto fail;
     if ((rc = make_batches(&r, &t, &e)) || (rc = prepare_db(&r, &t, &e)))
         goto fail;
 

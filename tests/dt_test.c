@@ -60,7 +60,7 @@ char *dt_test_write_file(const char *dir, const char *name, const char *text)
     return path;
 }
 
-static char *slurp(const char *path)
+char *dt_test_slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -95,9 +95,9 @@ int dt_test_run_dtune(dt_test_proc *p, const char *fmt, ...)
         p->exit_code = 128 + WTERMSIG(st);
     char path[4200];
     snprintf(path, sizeof path, "%s/out", dir);
-    p->out = slurp(path);
+    p->out = dt_test_slurp(path);
     snprintf(path, sizeof path, "%s/err", dir);
-    p->err = slurp(path);
+    p->err = dt_test_slurp(path);
     dt_test_rmtree(dir);
     free(dir);
     return p->exit_code;

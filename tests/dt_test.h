@@ -17,6 +17,9 @@ void dt_test_rmtree(const char *path);
 /* Writes text to dir/name; returns a malloc'ed full path. */
 char *dt_test_write_file(const char *dir, const char *name, const char *text);
 
+/* A file's contents (malloc'ed, NUL-terminated; "" if unreadable). */
+char *dt_test_slurp(const char *path);
+
 /* Result of running a command through /bin/sh. */
 typedef struct {
     int exit_code;   /* exit status, or 128+signal when killed */

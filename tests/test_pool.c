@@ -550,21 +550,6 @@ typedef struct {
 
 static real_worker g_workers[2];
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return strdup("");
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = '\0';
-    fclose(f);
-    return buf;
-}
-
 static int count_substr(const char *s, const char *sub)
 {
     int n = 0;
@@ -592,7 +577,7 @@ static int start_worker(real_worker *rw, int i)
     }
     rw->pid = pid;
     for (int tries = 0; tries < 600; tries++) { /* up to 60 s (ASan start-up) */
-        char *log = slurp(rw->log);
+        char *log = dt_test_slurp(rw->log);
         static const char ready[] = "dtune worker listening on 127.0.0.1:";
         const char *at = strstr(log, ready);
         if (at) {
@@ -625,7 +610,7 @@ static int real_setup(void)
 {
     for (int i = 0; i < 2; i++)
         if (start_worker(&g_workers[i], i) != 0) {
-            char *log = slurp(g_workers[i].log);
+            char *log = dt_test_slurp(g_workers[i].log);
             fprintf(stderr, "worker %d did not start: %s\n", i, log);
             free(log);
             /* CUnit skips the teardown of a suite whose setup failed */
@@ -808,7 +793,7 @@ static void test_kill_one_worker(void)
     CU_ASSERT_EQUAL(t.db_errors, 0);
 
     /* the killed worker had taken a batch it never answered */
-    char *log = slurp(g_workers[0].log);
+    char *log = dt_test_slurp(g_workers[0].log);
     int queued = count_substr(log, ") queued"), answered = count_substr(log, " ok, in ");
     if (queued <= answered)
         fprintf(stderr, "\n  killed worker log:\n%s\n", log);

@@ -60,27 +60,12 @@ static void sleep_s(double s)
     nanosleep(&ts, NULL);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return strdup("");
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = '\0';
-    fclose(f);
-    return buf;
-}
-
 /* Waits up to timeout_s for text to appear in the worker's log. */
 static int log_has(const char *text, double timeout_s)
 {
     double end = now_s() + timeout_s;
     for (;;) {
-        char *log = slurp(g_log_path);
+        char *log = dt_test_slurp(g_log_path);
         int found = strstr(log, text) != NULL;
         free(log);
         if (found)
@@ -93,7 +78,7 @@ static int log_has(const char *text, double timeout_s)
 
 static void dump_log(void)
 {
-    char *log = slurp(g_log_path);
+    char *log = dt_test_slurp(g_log_path);
     fprintf(stderr, "\n---- worker log ----\n%s---- end ----\n", log);
     free(log);
 }
@@ -136,7 +121,7 @@ static int start_worker(void)
     /* the ready line: "dtune worker listening on 127.0.0.1:PORT (target KEY)" */
     double end = now_s() + 30;
     while (now_s() < end) {
-        char *log = slurp(g_log_path);
+        char *log = dt_test_slurp(g_log_path);
         const char *l = strstr(log, "dtune worker listening on 127.0.0.1:");
         if (l) {
             char key[DT_TARGET_KEY_MAX] = "";
