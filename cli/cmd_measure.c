@@ -31,7 +31,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "Usage: dtune measure WORKLOAD [--kernel FILE.json | --sample N] [--seed S]\n"
-            "                     [--shapes DOMAIN] [--threads T] [--min-time MS]\n"
+            "                     [--shapes DOMAIN] [--threads T] [--min-time MS] [--cold]\n"
             "                     [--workers HOST:PORT,... --token-file FILE] [--db PATH]\n"
             "                     [--json]\n"
             "\n"
@@ -71,7 +71,7 @@ static void usage(FILE *out)
 
 typedef struct {
     const char *kernel_file, *shapes, *workers, *token_file, *db;
-    int sample, threads, json;
+    int sample, threads, json, cold;
     double min_time_ms;
     uint64_t seed;
 } measure_args;
@@ -84,7 +84,8 @@ static int parse_args(int argc, char **argv, measure_args *a, const char **key)
         {"threads", required_argument, NULL, 't'}, {"min-time", required_argument, NULL, 'm'},
         {"workers", required_argument, NULL, 'w'}, {"token-file", required_argument, NULL, 'T'},
         {"db", required_argument, NULL, 'd'},      {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+        {"cold", no_argument, NULL, 'c'},          {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     *a = (measure_args){.sample = -1, .min_time_ms = -1, .seed = 1};
     int c;
     optind = 1;
@@ -98,6 +99,7 @@ static int parse_args(int argc, char **argv, measure_args *a, const char **key)
         case 'T': a->token_file = optarg; break;
         case 'd': a->db = optarg; break;
         case 'j': a->json = 1; break;
+        case 'c': a->cold = 1; break;
         case 'h': usage(stdout); return -1;
         case 'n':
             a->sample = (int)strtol(optarg, &end, 10);
@@ -552,6 +554,7 @@ static int make_batches(run *r, const dt_target *t, dt_err *e)
         if (r->a->min_time_ms > 0)
             b->timing.min_time_s = r->a->min_time_ms * 1e-3;
         b->timing.seed = r->a->seed;
+        b->timing.flush_cache = r->a->cold;
         b->trials = calloc((size_t)r->ns, sizeof *b->trials);
         if (!b->trials)
             return dt_errf(e, DT_ENOMEM, "out of memory");
