@@ -19,7 +19,8 @@ static void test_version_and_help(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "Commands:"));
     CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "Exit codes"));
     dt_test_proc_free(&p);
-    static const char *cmds[] = {"info", "workloads", "db", "db init", "db stats"};
+    static const char *cmds[] = {"info",  "workloads", "db",     "db init",
+                                 "db stats", "bench", "measure", "worker"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "%s --help", cmds[i]), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "Usage: dtune"));
