@@ -1,0 +1,43 @@
+/* f_adapt(shape, micro-kernel): the analytic part of the cost (DESIGN.md,
+ * "cost"): predicted time = flops / (f_MK · f_adapt).  It is the product of
+ * three factors in (0, 1], each following what the generated driver
+ * (microkernel/template/driver.c) does on the concrete shape:
+ *
+ *   padding  useful / padded work of the register tiles (M to MR, N to NR)
+ *   balance  work units / (max units on one thread · threads)
+ *   packing  flops / (flops + DT_ADAPT_COPY_FLOPS · packed elements)
+ *
+ * Exact formulas: docs/cost-model.md. */
+#ifndef DT_COSTMODEL_ADAPT_H
+#define DT_COSTMODEL_ADAPT_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/target.h"
+#include "sketch/annotation.h"
+#include "sketch/op.h"
+
+/* Time of copying one float while packing, in flops of the micro-kernel. */
+#define DT_ADAPT_COPY_FLOPS 4.0
+
+typedef struct dt_adapt {
+    double padding;     /* (M·N) / (⌈M/MR⌉·MR · ⌈N/NR⌉·NR) */
+    double balance;     /* units / (max units per thread · threads) */
+    double packing;     /* flops / (flops + DT_ADAPT_COPY_FLOPS · copies) */
+    double total;       /* padding · balance · packing, in (0, 1] */
+    int threads;        /* threads the driver uses */
+    int64_t units;      /* work units of the whole problem (strips, blocks, grid cells) */
+    int64_t items;      /* parallel work items (batch · items per matrix) */
+    double copies;      /* floats written by packing (A in blocked, B in batch_matmul) */
+    double flops;       /* 2·batch·M·N·K */
+} dt_adapt;
+
+/* f_adapt of annotation a on op's concrete dims (op->ndims values, >= 1,
+ * the op's dim order: dense M,N,K; batch_matmul B,M,N,K).  t supplies the
+ * thread count when a->threads <= 0 (its cores).  DT_EINVAL for a NULL
+ * argument, an op without M, N, K dims, a dim < 1 or a malformed tile. */
+int dt_f_adapt(const dt_op_desc *op, const int64_t *dims, const dt_annotation *a,
+               const dt_target *t, dt_adapt *out, dt_err *e);
+
+#endif

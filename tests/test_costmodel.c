@@ -1,0 +1,417 @@
+/* Tests of costmodel/: feature extraction on a hand-built annotation, f_adapt
+ * on hand-computed cases (docs/cost-model.md), the XGBoost wrapper (learning
+ * a synthetic throughput, save/load, errors) and the ranking measures.
+ * Targets are built by hand, never detected, so results are deterministic. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/target.h"
+#include "costmodel/adapt.h"
+#include "costmodel/features.h"
+#include "costmodel/xgb.h"
+#include "sketch/annotation.h"
+#include "sketch/op.h"
+#include "tests/dt_test.h"
+
+#define KiB(x) ((uint64_t)(x) << 10)
+#define MiB(x) ((uint64_t)(x) << 20)
+#define NEAR(a, b) CU_ASSERT_DOUBLE_EQUAL((a), (b), 1e-9)
+
+/* This machine: AVX-512, 2 cores, 48K / 1M / 32M. */
+static dt_target t_avx512(void)
+{
+    dt_target t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.arch, sizeof t.arch, "x86_64");
+    snprintf(t.vendor, sizeof t.vendor, "test");
+    snprintf(t.model, sizeof t.model, "Test CPU");
+    t.isa_max = DT_ISA_AVX512;
+    dt_target_set_isa(&t, DT_ISA_AVX512);
+    t.logical_cpus = t.physical_cores = t.cores = 2;
+    t.l1d.size = KiB(48);
+    t.l2.size = MiB(1);
+    t.l3.size = MiB(32);
+    t.line_size = 64;
+    return t;
+}
+
+static dt_annotation blocked(int mr, int nr, int kc, int mc, int nc, dt_par_axis par, int threads)
+{
+    dt_annotation a = {.sketch = DT_SKETCH_BLOCKED, .isa = DT_ISA_AVX512, .mr = mr, .nr = nr,
+                       .kc = kc, .mc = mc, .nc = nc, .unroll = 4, .prefetch = 2,
+                       .store = DT_STORE_MASK, .order = DT_ORDER_M_INNER, .par = par,
+                       .threads = threads};
+    return a;
+}
+
+static dt_annotation stream(int mr, int nr, int nc, dt_par_axis par, int threads)
+{
+    dt_annotation a = {.sketch = DT_SKETCH_STREAM, .isa = DT_ISA_AVX512, .mr = mr, .nr = nr,
+                       .kc = 0, .mc = 0, .nc = nc, .unroll = 1, .prefetch = 0,
+                       .store = DT_STORE_MASK, .order = DT_ORDER_M_INNER, .par = par,
+                       .threads = threads};
+    return a;
+}
+
+/* ---- features -------------------------------------------------------------- */
+
+static void test_features(void)
+{
+    dt_target t = t_avx512();
+    dt_annotation a = blocked(6, 32, 256, 96, 512, DT_PAR_N, 2);
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_annotation_validate(&a, &t, &e), 0);
+    float f[DT_NFEATURES + 1];
+    CU_ASSERT_EQUAL(dt_features(&a, &t, "dense", f, DT_NFEATURES + 1), DT_NFEATURES);
+    NEAR(f[DT_CMF_MR], 6);
+    NEAR(f[DT_CMF_NR], 32);
+    NEAR(f[DT_CMF_NR_VEC], 2);
+    NEAR(f[DT_CMF_ACC], 12);
+    NEAR(f[DT_CMF_REG_PRESSURE], 15.0 / 32);
+    NEAR(f[DT_CMF_KC], 256);
+    NEAR(f[DT_CMF_MC], 96);
+    NEAR(f[DT_CMF_NC], 512);
+    NEAR(f[DT_CMF_UNROLL], 4);
+    NEAR(f[DT_CMF_PREFETCH], 2);
+    CU_ASSERT_DOUBLE_EQUAL(f[DT_CMF_B_PANEL_L1], 2.0 / 3, 1e-6);
+    NEAR(f[DT_CMF_A_BLOCK_L2], 0.09375);
+    NEAR(f[DT_CMF_B_BLOCK_L2], 0.5);
+    NEAR(f[DT_CMF_B_BLOCK_L3], 1.0 / 64);
+    CU_ASSERT_DOUBLE_EQUAL(f[DT_CMF_AI_REG], 384.0 / 152, 1e-6);
+    NEAR(f[DT_CMF_VEC_FLOATS], 16);
+    NEAR(f[DT_CMF_SKETCH_BLOCKED], 1);
+    NEAR(f[DT_CMF_SKETCH_STREAM], 0);
+    NEAR(f[DT_CMF_PAR_N], 1);
+    NEAR(f[DT_CMF_PAR_M], 0);
+    NEAR(f[DT_CMF_PAR_MN], 0);
+    NEAR(f[DT_CMF_ORDER], 0);
+    NEAR(f[DT_CMF_STORE], 0);
+    NEAR(f[DT_CMF_THREADS], 2);
+    NEAR(f[DT_CMF_THREADS_FRAC], 1);
+    NEAR(f[DT_CMF_OP_DENSE], 1);
+    NEAR(f[DT_CMF_OP_BATCH_MATMUL], 0);
+
+    /* stream: no K block, so the cache ratios that use kc are 0 */
+    dt_annotation s = stream(4, 64, 256, DT_PAR_M, 1);
+    CU_ASSERT_EQUAL(dt_features(&s, &t, "batch_matmul", f, DT_NFEATURES), DT_NFEATURES);
+    NEAR(f[DT_CMF_KC], 0);
+    NEAR(f[DT_CMF_B_PANEL_L1], 0);
+    NEAR(f[DT_CMF_A_BLOCK_L2], 0);
+    NEAR(f[DT_CMF_B_BLOCK_L3], 0);
+    NEAR(f[DT_CMF_ACC], 16);
+    NEAR(f[DT_CMF_SKETCH_STREAM], 1);
+    NEAR(f[DT_CMF_PAR_M], 1);
+    NEAR(f[DT_CMF_THREADS_FRAC], 0.5);
+    NEAR(f[DT_CMF_OP_DENSE], 0);
+    NEAR(f[DT_CMF_OP_BATCH_MATMUL], 1);
+
+    /* errors and names */
+    CU_ASSERT(dt_features(&a, &t, "dense", f, DT_NFEATURES - 1) < 0);
+    CU_ASSERT(dt_features(&a, &t, "conv2d", f, DT_NFEATURES) < 0);
+    CU_ASSERT(dt_features(NULL, &t, "dense", f, DT_NFEATURES) < 0);
+    CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(0), "mr");
+    CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_CMF_ACC), "acc");
+    CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES - 1), "op_batch_matmul");
+    CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES), "?");
+    for (int i = 0; i < DT_NFEATURES; i++)
+        for (int j = i + 1; j < DT_NFEATURES; j++)
+            CU_ASSERT(strcmp(dt_cm_feature_name(i), dt_cm_feature_name(j)) != 0);
+}
+
+/* ---- f_adapt --------------------------------------------------------------- */
+
+static dt_adapt adapt_ok(const char *op, const int64_t *dims, dt_annotation a)
+{
+    dt_target t = t_avx512();
+    dt_adapt r;
+    dt_err e;
+    memset(&r, 0, sizeof r);
+    int rc = dt_f_adapt(dt_op_find(op), dims, &a, &t, &r, &e);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc)
+        fprintf(stderr, "f_adapt: %s\n", e.msg);
+    NEAR(r.total, r.padding * r.balance * r.packing);
+    CU_ASSERT(r.total > 0 && r.total <= 1);
+    return r;
+}
+
+static void test_adapt_padding(void)
+{
+    /* M=37, MR=8 -> 37/40; N=768, NR=48 -> 1 */
+    int64_t d1[] = {37, 768, 768};
+    dt_adapt r = adapt_ok("dense", d1, blocked(8, 48, 256, 64, 384, DT_PAR_N, 1));
+    NEAR(r.padding, 37.0 / 40);
+    NEAR(r.balance, 1);
+    /* A: 37 rows padded to 40, K = 768, two NC blocks of 384 -> 61440 copies */
+    NEAR(r.copies, 40.0 * 768 * 2);
+    NEAR(r.flops, 2.0 * 37 * 768 * 768);
+    NEAR(r.packing, r.flops / (r.flops + DT_ADAPT_COPY_FLOPS * 61440));
+
+    /* both dims padded: M=5 MR=4 -> 5/8, N=100 NR=32 -> 100/128 */
+    int64_t d2[] = {5, 100, 64};
+    r = adapt_ok("dense", d2, stream(4, 32, 64, DT_PAR_M, 1));
+    NEAR(r.padding, (5.0 * 100) / (8.0 * 128));
+    NEAR(r.packing, 1); /* stream dense: nothing packed at run time */
+    NEAR(r.copies, 0);
+}
+
+static void test_adapt_balance(void)
+{
+    /* par n, 2 threads, N=700, NR=64 -> 11 strips -> 11/12 */
+    int64_t d[] = {64, 700, 128};
+    dt_adapt r = adapt_ok("dense", d, blocked(8, 64, 128, 64, 256, DT_PAR_N, 2));
+    CU_ASSERT_EQUAL(r.units, 11);
+    CU_ASSERT_EQUAL(r.items, 2);
+    NEAR(r.balance, 11.0 / 12);
+    NEAR(r.padding, 700.0 / 704);
+    /* ranges of 5 and 6 strips (320 and 380 columns): 2 + 2 NC blocks of 256,
+     * A (64 rows, K = 128) packed in each */
+    NEAR(r.copies, 64.0 * 128 * 4);
+
+    /* fewer strips than threads: 1 strip on 2 threads -> 1/2 */
+    int64_t d1[] = {64, 40, 128};
+    r = adapt_ok("dense", d1, blocked(8, 64, 128, 64, 256, DT_PAR_N, 2));
+    NEAR(r.balance, 0.5);
+
+    /* par m, stream: M=37, MR=6 -> 7 blocks on 2 threads -> 7/8 */
+    int64_t d2[] = {37, 256, 64};
+    r = adapt_ok("dense", d2, stream(6, 32, 256, DT_PAR_M, 2));
+    CU_ASSERT_EQUAL(r.units, 7);
+    NEAR(r.balance, 7.0 / 8);
+
+    /* par m, blocked: blocks of MC = 32 rows: M=100 -> 4 blocks on 2 threads -> 1 */
+    int64_t d3[] = {100, 256, 64};
+    r = adapt_ok("dense", d3, blocked(8, 32, 64, 32, 256, DT_PAR_M, 2));
+    CU_ASSERT_EQUAL(r.units, 4);
+    NEAR(r.balance, 1);
+
+    /* par mn: M=100 MC=32, N=768 NC=256 -> 4 x 3 = 12 cells; 2 threads -> 1 */
+    int64_t d4[] = {100, 768, 64};
+    r = adapt_ok("dense", d4, blocked(8, 32, 64, 32, 256, DT_PAR_MN, 2));
+    CU_ASSERT_EQUAL(r.units, 12);
+    NEAR(r.balance, 1);
+    /* ... on 5 threads: 12 / (3 * 5) = 0.8 */
+    r = adapt_ok("dense", d4, blocked(8, 32, 64, 32, 256, DT_PAR_MN, 5));
+    NEAR(r.balance, 0.8);
+}
+
+static void test_adapt_bmm(void)
+{
+    /* B=12 >= threads: whole matrices are the items; 6 per thread -> 1 */
+    int64_t d[] = {12, 37, 37, 64};
+    dt_adapt r = adapt_ok("batch_matmul", d, stream(4, 16, 16, DT_PAR_N, 2));
+    CU_ASSERT_EQUAL(r.items, 12);
+    NEAR(r.balance, 1);
+    NEAR(r.padding, (37.0 * 37) / (40.0 * 48));
+    /* each thread packs each of its 6 matrices' B: 12 x 48 x 64 copies */
+    NEAR(r.copies, 12.0 * 48 * 64);
+    NEAR(r.flops, 2.0 * 12 * 37 * 37 * 64);
+    NEAR(r.packing, r.flops / (r.flops + DT_ADAPT_COPY_FLOPS * r.copies));
+
+    /* B=3 on 2 threads: 2 and 1 matrices -> 3/4 */
+    int64_t d1[] = {3, 37, 37, 64};
+    r = adapt_ok("batch_matmul", d1, stream(4, 16, 16, DT_PAR_N, 2));
+    NEAR(r.balance, 0.75);
+
+    /* B=1 on 2 threads, par n: 3 strips split 1 + 2 -> 3/4; both threads pack B */
+    int64_t d2[] = {1, 37, 37, 64};
+    r = adapt_ok("batch_matmul", d2, stream(4, 16, 16, DT_PAR_N, 2));
+    CU_ASSERT_EQUAL(r.items, 2);
+    NEAR(r.balance, 0.75);
+    NEAR(r.copies, 2.0 * 48 * 64);
+}
+
+static void test_adapt_errors(void)
+{
+    dt_target t = t_avx512();
+    dt_adapt r;
+    dt_err e;
+    dt_annotation a = blocked(8, 32, 64, 32, 256, DT_PAR_N, 2);
+    int64_t bad[] = {0, 768, 768};
+    CU_ASSERT_EQUAL(dt_f_adapt(dt_op_find("dense"), bad, &a, &t, &r, &e), DT_EINVAL);
+    CU_ASSERT(strstr(e.msg, "M") != NULL);
+    int64_t ok[] = {1, 768, 768};
+    dt_annotation z = a;
+    z.mr = 0;
+    CU_ASSERT_EQUAL(dt_f_adapt(dt_op_find("dense"), ok, &z, &t, &r, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_f_adapt(NULL, ok, &a, &t, &r, &e), DT_EINVAL);
+    /* M=1: a 1-row shape on an 8-row tile is still served (efficiency 1/8) */
+    CU_ASSERT_EQUAL(dt_f_adapt(dt_op_find("dense"), ok, &a, &t, &r, &e), 0);
+    NEAR(r.padding, 1.0 / 8);
+}
+
+/* ---- ranking measures ------------------------------------------------------ */
+
+static void test_ranking(void)
+{
+    double a[] = {1, 2, 3, 4, 5};
+    double same[] = {10, 20, 30, 40, 50};
+    double rev[] = {5, 4, 3, 2, 1};
+    double one_swap[] = {2, 1, 3, 4, 5};
+    NEAR(dt_kendall_tau(a, same, 5), 1);
+    NEAR(dt_kendall_tau(a, rev, 5), -1);
+    NEAR(dt_kendall_tau(a, one_swap, 5), 0.8); /* (9 - 1) / 10 */
+    NEAR(dt_kendall_tau(a, a, 1), 0);
+    double c[] = {7, 7, 7, 7, 7};
+    NEAR(dt_kendall_tau(a, c, 5), 0);
+
+    NEAR(dt_topk_recall(same, a, 5, 2), 1);
+    NEAR(dt_topk_recall(rev, a, 5, 2), 0);
+    NEAR(dt_topk_recall(rev, a, 5, 3), 1.0 / 3); /* {0,1,2} vs {2,3,4} */
+    NEAR(dt_topk_recall(rev, a, 5, 9), 1);       /* k clamped to n */
+    NEAR(dt_topk_recall(rev, a, 5, 0), 0);
+}
+
+/* ---- XGBoost ----------------------------------------------------------------- */
+
+/* A synthetic throughput: rises with the accumulator count until registers
+ * run out, best near kc = 256, some gain from unroll and from threads. */
+static float synth(const float *f)
+{
+    double acc = f[DT_CMF_ACC], rp = f[DT_CMF_REG_PRESSURE];
+    double y = 10 * acc / (acc + 6);
+    if (rp > 0.9)
+        y *= 0.6;
+    if (f[DT_CMF_KC] > 0)
+        y /= 1 + 0.3 * fabs(log2(f[DT_CMF_KC] / 256.0));
+    else
+        y *= 0.8;
+    y *= 1 + 0.05 * log2(f[DT_CMF_UNROLL]);
+    y *= 0.6 + 0.4 * f[DT_CMF_THREADS];
+    return (float)y;
+}
+
+#define NTRAIN 400
+#define NTEST 200
+
+static void make_data(float *X, float *y, int nrows, uint64_t seed)
+{
+    dt_target t = t_avx512();
+    dt_rng r;
+    dt_rng_seed(&r, seed);
+    for (int i = 0; i < nrows; i++) {
+        dt_annotation a;
+        dt_err e;
+        int rc = dt_annotation_sample(&r, &t, -1, 0, &a, &e);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        CU_ASSERT_EQUAL(dt_features(&a, &t, i % 2 ? "batch_matmul" : "dense",
+                                    X + (size_t)i * DT_NFEATURES, DT_NFEATURES),
+                        DT_NFEATURES);
+        y[i] = synth(X + (size_t)i * DT_NFEATURES);
+    }
+}
+
+static void test_xgb_learns(void)
+{
+    float *X = malloc(sizeof(float) * NTRAIN * DT_NFEATURES);
+    float *y = malloc(sizeof(float) * NTRAIN);
+    float *Xt = malloc(sizeof(float) * NTEST * DT_NFEATURES);
+    float *yt = malloc(sizeof(float) * NTEST);
+    float *p = malloc(sizeof(float) * NTEST), *p2 = malloc(sizeof(float) * NTEST);
+    double *pd = malloc(sizeof(double) * NTEST), *td = malloc(sizeof(double) * NTEST);
+    make_data(X, y, NTRAIN, 1);
+    make_data(Xt, yt, NTEST, 2);
+
+    dt_xgb_params prm;
+    dt_xgb_params_default(&prm);
+    dt_xgb *m = NULL, *m2 = NULL, *m3 = NULL;
+    dt_err e;
+    int rc = dt_xgb_train(X, y, NTRAIN, DT_NFEATURES, &prm, &m, &e);
+    if (rc)
+        fprintf(stderr, "train: %s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL(dt_xgb_ncols(m), DT_NFEATURES);
+    CU_ASSERT_EQUAL_FATAL(dt_xgb_predict(m, Xt, NTEST, p, &e), 0);
+    for (int i = 0; i < NTEST; i++) {
+        pd[i] = p[i];
+        td[i] = yt[i];
+    }
+    double tau = dt_kendall_tau(pd, td, NTEST);
+    double rec = dt_topk_recall(pd, td, NTEST, 20);
+    printf("\n    held-out tau %.3f, top-20 recall %.2f\n", tau, rec);
+    CU_ASSERT(tau > 0.7);
+
+    /* deterministic: training again gives the same predictions */
+    CU_ASSERT_EQUAL_FATAL(dt_xgb_train(X, y, NTRAIN, DT_NFEATURES, &prm, &m3, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_xgb_predict(m3, Xt, NTEST, p2, &e), 0);
+    CU_ASSERT(memcmp(p, p2, sizeof(float) * NTEST) == 0);
+
+    /* save -> load -> identical predictions */
+    void *blob = NULL;
+    size_t len = 0;
+    CU_ASSERT_EQUAL_FATAL(dt_xgb_save(m, &blob, &len, &e), 0);
+    CU_ASSERT(len > 0);
+    rc = dt_xgb_load(blob, len, &m2, &e);
+    if (rc)
+        fprintf(stderr, "load: %s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL(dt_xgb_ncols(m2), DT_NFEATURES);
+    memset(p2, 0, sizeof(float) * NTEST);
+    CU_ASSERT_EQUAL_FATAL(dt_xgb_predict(m2, Xt, NTEST, p2, &e), 0);
+    CU_ASSERT(memcmp(p, p2, sizeof(float) * NTEST) == 0);
+
+    free(blob);
+    dt_xgb_free(m);
+    dt_xgb_free(m2);
+    dt_xgb_free(m3);
+    free(X);
+    free(y);
+    free(Xt);
+    free(yt);
+    free(p);
+    free(p2);
+    free(pd);
+    free(td);
+}
+
+static void test_xgb_errors(void)
+{
+    float X[4 * 2] = {1, 2, 3, 4, 5, 6, 7, 8};
+    float y[4] = {1, 2, NAN, 4};
+    dt_xgb *m = (dt_xgb *)&m;
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_xgb_train(X, y, 0, 2, NULL, &m, &e), DT_EINVAL);
+    CU_ASSERT(m == NULL);
+    CU_ASSERT(strstr(e.msg, "row") != NULL);
+    CU_ASSERT_EQUAL(dt_xgb_train(X, y, 4, 2, NULL, &m, &e), DT_EINVAL);
+    CU_ASSERT(strstr(e.msg, "row 2") != NULL);
+    CU_ASSERT(strstr(e.msg, "not finite") != NULL);
+    dt_xgb_params p;
+    dt_xgb_params_default(&p);
+    p.rounds = 0;
+    CU_ASSERT_EQUAL(dt_xgb_train(X, y, 2, 2, &p, &m, &e), DT_EINVAL);
+    /* an error from XGBoost itself carries its message */
+    const char junk[] = "this is not a model";
+    CU_ASSERT(dt_xgb_load(junk, sizeof junk, &m, &e) < 0);
+    CU_ASSERT(m == NULL);
+    CU_ASSERT(strncmp(e.msg, "xgboost: load: ", 15) == 0);
+    CU_ASSERT(strlen(e.msg) > 15);
+    CU_ASSERT_EQUAL(dt_xgb_load(NULL, 0, &m, &e), DT_EINVAL);
+    /* a tiny valid model trains and predicts */
+    y[2] = 3;
+    CU_ASSERT_EQUAL_FATAL(dt_xgb_train(X, y, 4, 2, NULL, &m, &e), 0);
+    float out[4];
+    CU_ASSERT_EQUAL(dt_xgb_predict(m, X, 4, out, &e), 0);
+    CU_ASSERT_EQUAL(dt_xgb_predict(m, X, 0, out, &e), DT_EINVAL);
+    dt_xgb_free(m);
+    dt_xgb_free(NULL);
+}
+
+int main(void)
+{
+    CU_TestInfo tests[] = {
+        {"features: values, errors, names", test_features},
+        {"f_adapt: padding and packing", test_adapt_padding},
+        {"f_adapt: load balance", test_adapt_balance},
+        {"f_adapt: batch_matmul", test_adapt_bmm},
+        {"f_adapt: errors", test_adapt_errors},
+        {"ranking: kendall tau, top-k recall", test_ranking},
+        {"xgb: learns, deterministic, save/load", test_xgb_learns},
+        {"xgb: errors", test_xgb_errors},
+        CU_TEST_INFO_NULL,
+    };
+    CU_SuiteInfo suites[] = {{"costmodel", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
+    return dt_test_main(suites);
+}
