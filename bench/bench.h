@@ -51,7 +51,8 @@ typedef struct dt_bench_result {
     dt_bench_cand *cands;
     double *seconds;          /* ncands × nshapes: best time per call, NAN if n/a */
     double *peer_pack_s;      /* ncands × nshapes: peer packing time, NAN if n/a */
-    double fma_peak_gflops;   /* with opts.threads threads, measured in this run */
+    double fma_peak_gflops;   /* with opts.threads threads: the higher of probes before
+                                 and after the shapes, in this run */
     double fma_peak1_gflops;  /* with 1 thread */
 } dt_bench_result;
 
