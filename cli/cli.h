@@ -48,5 +48,6 @@ int dt_cmd_db(int argc, char **argv);
 int dt_cmd_bench(int argc, char **argv);
 int dt_cmd_worker(int argc, char **argv);
 int dt_cmd_measure(int argc, char **argv);
+int dt_cmd_model(int argc, char **argv);
 
 #endif

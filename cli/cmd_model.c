@@ -1,0 +1,644 @@
+/* dtune model: trains the learned cost model f_MK (costmodel/xgb.h) on the
+ * ok measurements of this machine's target, reports its quality on a
+ * held-out part, and stores it in the database (table cost_models). */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/target.h"
+#include "costmodel/adapt.h"
+#include "costmodel/features.h"
+#include "costmodel/xgb.h"
+#include "db/db.h"
+#include "sketch/annotation.h"
+#include "sketch/op.h"
+#include "sketch/workload.h"
+
+/* Fewest ok records `model train` accepts. */
+#define MIN_RECORDS 10
+
+static void usage_top(FILE *out)
+{
+    fprintf(out,
+            "Usage: dtune model COMMAND [OPTIONS]\n"
+            "\n"
+            "The learned cost model f_MK of this machine's target, trained on the ok\n"
+            "measurements recorded by `dtune measure` (docs/cost-model.md).\n"
+            "\n"
+            "Commands:\n"
+            "  train    train on the recorded measurements, evaluate on a held-out part,\n"
+            "           store the model in the database\n"
+            "  stats    show the latest stored model: records, quality, date, size\n"
+            "\n"
+            "Run 'dtune model COMMAND --help' for the options of a command.\n"
+            "\n"
+            "Exit codes: 0 ok, 1 usage error, 2 bad input, 3 runtime failure.\n");
+}
+
+static void usage_train(FILE *out)
+{
+    fprintf(out,
+            "Usage: dtune model train [--db PATH] [--op dense|batch_matmul] [--holdout F]\n"
+            "                         [--seed S] [--json]\n"
+            "\n"
+            "Trains f_MK on the ok measurements of this machine's target for one op. Each\n"
+            "record (kernel, shape) is one row: the kernel's features (shape-independent)\n"
+            "and the label throughput / f_adapt. A seeded shuffle holds out a fraction of\n"
+            "the rows; the model trained on the rest predicts their times, and the Kendall\n"
+            "tau against the measured times and the top-k recall (k = max(1, n/10)) on\n"
+            "throughput are reported. The model is then retrained on every row and stored\n"
+            "in the database with these metrics. At least %d ok records are needed.\n"
+            "\n"
+            "Options:\n"
+            "  --db PATH      database (default $DTUNE_DB, else ./dtune.db)\n"
+            "  --op OP        dense or batch_matmul (default dense)\n"
+            "  --holdout F    fraction held out for evaluation, 0..0.9 (default 0.2)\n"
+            "  --seed S       seed of the shuffle and of training (default 1)\n"
+            "  --json         print one JSON object instead of a summary\n"
+            "  -h, --help     show this help\n"
+            "\n"
+            "Exit codes: 0 ok, 1 usage error, 2 bad input (e.g. too few records),\n"
+            "3 runtime failure.\n",
+            MIN_RECORDS);
+}
+
+static void usage_stats(FILE *out)
+{
+    fprintf(out,
+            "Usage: dtune model stats [--db PATH] [--op dense|batch_matmul] [--json]\n"
+            "\n"
+            "Shows the latest cost model stored for this machine's target and the op:\n"
+            "the records it was trained on, its held-out quality, when it was trained\n"
+            "and its size.\n"
+            "\n"
+            "Options:\n"
+            "  --db PATH      database (default $DTUNE_DB, else ./dtune.db)\n"
+            "  --op OP        dense or batch_matmul (default dense)\n"
+            "  --json         print one JSON object instead of text\n"
+            "  -h, --help     show this help\n"
+            "\n"
+            "Exit codes: 0 ok, 1 usage error, 2 bad input (e.g. no model), 3 runtime failure.\n");
+}
+
+typedef struct {
+    const char *db, *op;
+    double holdout;
+    uint64_t seed;
+    int json;
+} model_args;
+
+/* Returns 0, -1 after --help, or an exit code. */
+static int parse_args(const char *cmd, int argc, char **argv, int train, model_args *a)
+{
+    static const struct option opts[] = {
+        {"db", required_argument, NULL, 'd'},      {"op", required_argument, NULL, 'o'},
+        {"holdout", required_argument, NULL, 'H'}, {"seed", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    *a = (model_args){.op = "dense", .holdout = 0.2, .seed = 1};
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'd': a->db = optarg; break;
+        case 'j': a->json = 1; break;
+        case 'o':
+            if (strcmp(optarg, "dense") != 0 && strcmp(optarg, "batch_matmul") != 0)
+                return dt_cli_usage_error(cmd, "--op takes dense or batch_matmul, not '%s'",
+                                          optarg);
+            a->op = optarg;
+            break;
+        case 'H':
+            if (!train)
+                goto unknown;
+            a->holdout = strtod(optarg, &end);
+            if (*end || !*optarg || !(a->holdout >= 0) || a->holdout > 0.9)
+                return dt_cli_usage_error(cmd, "--holdout takes 0..0.9, not '%s'", optarg);
+            break;
+        case 's':
+            if (!train)
+                goto unknown;
+            a->seed = strtoull(optarg, &end, 10);
+            if (*end || !*optarg)
+                return dt_cli_usage_error(cmd, "--seed takes an integer, not '%s'", optarg);
+            break;
+        case 'h':
+            if (train)
+                usage_train(stdout);
+            else
+                usage_stats(stdout);
+            return -1;
+        default:
+        unknown:
+            return dt_cli_usage_error(cmd, "unknown option or missing value: '%s'",
+                                      argv[optind - 1]);
+        }
+    }
+    if (optind != argc)
+        return dt_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+/* Opens an existing database; DT_ENOTFOUND when the file is missing. */
+static int open_db(const model_args *a, unsigned flags, dt_db **db, dt_err *e)
+{
+    const char *path = a->db ? a->db : dt_cli_default_db();
+    if (access(path, F_OK) != 0)
+        return dt_errf(e, DT_ENOTFOUND, "no database at %s; run dtune measure first", path);
+    return dt_db_open(path, flags, db, e);
+}
+
+/* This machine's target and its row in the database. */
+static int find_target(dt_db *db, dt_target *t, char *key, size_t keylen, int64_t *id,
+                       dt_err *e)
+{
+    int rc = dt_target_detect(t, e);
+    if (rc)
+        return rc;
+    if ((rc = dt_target_key(t, key, keylen)))
+        return dt_errf(e, rc, "cannot form this machine's target key");
+    dt_db_target trow;
+    rc = dt_db_target_get(db, key, &trow, e);
+    if (rc == DT_ENOTFOUND)
+        return dt_errf(e, DT_ENOTFOUND,
+                       "no measurements for target %s in %s; run dtune measure first", key,
+                       dt_db_path(db));
+    if (rc)
+        return rc;
+    *id = trow.id;
+    dt_db_target_free(&trow);
+    return 0;
+}
+
+/* ---- train ------------------------------------------------------------------ */
+
+typedef struct {
+    int64_t kernel_id, workload_id;
+    char *shape;
+    int threads;
+    double min_ns;
+} rec;
+
+typedef struct {
+    rec *v;
+    size_t n, cap;
+    int oom;
+} rec_list;
+
+static int collect(const dt_db_measurement *m, void *ud)
+{
+    rec_list *l = ud;
+    if (!(m->min_ns > 0) || !isfinite(m->min_ns))
+        return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        rec *v = realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            l->oom = 1;
+            return DT_ENOMEM;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    char *shape = strdup(m->shape ? m->shape : "");
+    if (!shape) {
+        l->oom = 1;
+        return DT_ENOMEM;
+    }
+    l->v[l->n++] = (rec){m->kernel_id, m->workload_id, shape, m->threads, m->min_ns};
+    return 0;
+}
+
+/* One training row. */
+typedef struct {
+    float x[DT_NFEATURES];
+    float label;        /* throughput / f_adapt.total */
+    double flops;
+    double adapt;       /* f_adapt.total */
+    double min_ns;
+    double gflops;      /* measured throughput */
+} row;
+
+/* Parsed workloads by id. */
+typedef struct {
+    int64_t id;
+    dt_workload *w; /* NULL: another op, or unparsable */
+} wl_entry;
+
+static dt_workload *workload_for(dt_db *db, int64_t id, const char *op, wl_entry **cache,
+                                 size_t *n, int *failed, dt_err *e)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*cache)[i].id == id)
+            return (*cache)[i].w;
+    wl_entry *c = realloc(*cache, (*n + 1) * sizeof *c);
+    if (!c) {
+        *failed = dt_errf(e, DT_ENOMEM, "out of memory");
+        return NULL;
+    }
+    *cache = c;
+    dt_workload *w = NULL;
+    dt_db_workload wrow;
+    dt_err e2;
+    if (dt_db_workload_get_by_id(db, id, &wrow, &e2) == 0) {
+        if (wrow.op && strcmp(wrow.op, op) == 0 && dt_workload_parse_key(wrow.key, &w, &e2) != 0)
+            w = NULL;
+        dt_db_workload_free(&wrow);
+    }
+    if (w && strcmp(w->op->name, op) != 0) {
+        dt_workload_free(w);
+        w = NULL;
+    }
+    c[*n] = (wl_entry){id, w};
+    (*n)++;
+    return w;
+}
+
+/* Rows of the records of op; *skipped counts records that could not be used. */
+static int make_rows(dt_db *db, const rec_list *l, const dt_target *t, const char *op,
+                     row **out, int *nrows, int *skipped, dt_err *e)
+{
+    row *rows = calloc(l->n ? l->n : 1, sizeof *rows);
+    if (!rows)
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    wl_entry *cache = NULL;
+    size_t ncache = 0;
+    int n = 0, failed = 0;
+    *skipped = 0;
+    for (size_t i = 0; i < l->n && !failed; i++) {
+        const rec *r = &l->v[i];
+        dt_workload *w = workload_for(db, r->workload_id, op, &cache, &ncache, &failed, e);
+        if (!w)
+            continue; /* another op */
+        dt_err e2;
+        dt_db_kernel k;
+        if (dt_db_kernel_get(db, r->kernel_id, &k, &e2) != 0) {
+            (*skipped)++;
+            continue;
+        }
+        dt_annotation a;
+        json_error_t jerr;
+        json_t *j = k.annotation ? json_loads(k.annotation, 0, &jerr) : NULL;
+        int bad = !j || dt_annotation_from_json(j, &a, &e2) != 0;
+        json_decref(j);
+        dt_db_kernel_free(&k);
+        int64_t vals[DT_MAX_VARS], dims[DT_MAX_DIMS];
+        int in_domain;
+        dt_adapt ad;
+        row *o = &rows[n];
+        if (!bad && r->threads > 0)
+            a.threads = r->threads;
+        if (bad || dt_shape_parse(w, r->shape, vals, &in_domain, &e2) != 0 ||
+            dt_workload_dims(w, vals, dims, &e2) != 0 ||
+            dt_features(&a, t, op, o->x, DT_NFEATURES) != DT_NFEATURES ||
+            dt_f_adapt(w->op, dims, &a, t, &ad, &e2) != 0 || !(ad.total > 0)) {
+            (*skipped)++;
+            continue;
+        }
+        o->flops = w->op->flops(dims, w->attrs);
+        o->adapt = ad.total;
+        o->min_ns = r->min_ns;
+        o->gflops = o->flops / r->min_ns;
+        o->label = (float)(o->gflops / ad.total);
+        if (!(o->flops > 0) || !isfinite(o->label)) {
+            (*skipped)++;
+            continue;
+        }
+        n++;
+    }
+    for (size_t i = 0; i < ncache; i++)
+        dt_workload_free(cache[i].w);
+    free(cache);
+    if (failed) {
+        free(rows);
+        return failed;
+    }
+    *out = rows;
+    *nrows = n;
+    return 0;
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+typedef struct {
+    int n, holdout, k;
+    double tau, recall; /* NAN without a holdout */
+} quality;
+
+/* Trains on the rows not held out and evaluates on the held-out ones. */
+static int evaluate(const row *rows, const int *perm, int n, int h, const dt_xgb_params *p,
+                    quality *q, dt_err *e)
+{
+    q->n = n;
+    q->holdout = h;
+    q->k = h > 0 ? (h / 10 > 1 ? h / 10 : 1) : 0;
+    q->tau = q->recall = NAN;
+    if (h == 0)
+        return 0;
+    int nt = n - h;
+    float *X = malloc((size_t)n * DT_NFEATURES * sizeof *X), *y = malloc((size_t)n * sizeof *y);
+    float *pred = malloc((size_t)h * sizeof *pred);
+    double *pt = malloc((size_t)h * sizeof *pt), *mt = malloc((size_t)h * sizeof *mt);
+    double *pg = malloc((size_t)h * sizeof *pg), *mg = malloc((size_t)h * sizeof *mg);
+    int rc = 0;
+    dt_xgb *m = NULL;
+    if (!X || !y || !pred || !pt || !mt || !pg || !mg) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* perm[0..h) is the holdout, perm[h..n) the training part */
+    for (int i = 0; i < nt; i++) {
+        memcpy(X + (size_t)i * DT_NFEATURES, rows[perm[h + i]].x, sizeof rows->x);
+        y[i] = rows[perm[h + i]].label;
+    }
+    if ((rc = dt_xgb_train(X, y, nt, DT_NFEATURES, p, &m, e)))
+        goto out;
+    for (int i = 0; i < h; i++)
+        memcpy(X + (size_t)i * DT_NFEATURES, rows[perm[i]].x, sizeof rows->x);
+    if ((rc = dt_xgb_predict(m, X, h, pred, e)))
+        goto out;
+    for (int i = 0; i < h; i++) {
+        const row *r = &rows[perm[i]];
+        double g = (double)pred[i] * r->adapt;
+        pg[i] = g;
+        pt[i] = g > 0 ? r->flops / g : HUGE_VAL;
+        mt[i] = r->min_ns;
+        mg[i] = r->gflops;
+    }
+    q->tau = dt_kendall_tau(pt, mt, h);
+    q->recall = dt_topk_recall(pg, mg, h, q->k);
+out:
+    dt_xgb_free(m);
+    free(X);
+    free(y);
+    free(pred);
+    free(pt);
+    free(mt);
+    free(pg);
+    free(mg);
+    return rc;
+}
+
+/* Trains on every row; *blob is malloc'ed. */
+static int train_all(const row *rows, int n, const dt_xgb_params *p, void **blob, size_t *len,
+                     dt_err *e)
+{
+    float *X = malloc((size_t)n * DT_NFEATURES * sizeof *X), *y = malloc((size_t)n * sizeof *y);
+    int rc = 0;
+    dt_xgb *m = NULL;
+    if (!X || !y) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        memcpy(X + (size_t)i * DT_NFEATURES, rows[i].x, sizeof rows->x);
+        y[i] = rows[i].label;
+    }
+    if (!(rc = dt_xgb_train(X, y, n, DT_NFEATURES, p, &m, e)))
+        rc = dt_xgb_save(m, blob, len, e);
+out:
+    dt_xgb_free(m);
+    free(X);
+    free(y);
+    return rc;
+}
+
+static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static json_t *metrics_json(const quality *q)
+{
+    return json_pack("{s:o, s:o, s:i, s:i, s:i}", "kendall_tau", num_or_null(q->tau),
+                     "topk_recall", num_or_null(q->recall), "k", q->k, "holdout", q->holdout,
+                     "records", q->n);
+}
+
+static int cmd_train(int argc, char **argv)
+{
+    model_args a;
+    int rc = parse_args("model train", argc, argv, 1, &a);
+    if (rc)
+        return rc < 0 ? DT_EXIT_OK : rc;
+    dt_err e;
+    dt_err_clear(&e);
+    dt_db *db = NULL;
+    dt_target t;
+    char tkey[DT_TARGET_KEY_MAX];
+    int64_t tid = 0;
+    rec_list l = {0};
+    row *rows = NULL;
+    int *perm = NULL;
+    void *blob = NULL;
+    size_t blen = 0;
+    char *mtext = NULL;
+    int n = 0, skipped = 0;
+    if ((rc = open_db(&a, 0, &db, &e)) || (rc = find_target(db, &t, tkey, sizeof tkey, &tid, &e)))
+        goto fail;
+    dt_db_measurement_filter f = {.target_id = tid, .ok_only = true};
+    if ((rc = dt_db_measurement_list(db, &f, collect, &l, &e))) {
+        if (l.oom)
+            dt_errf(&e, DT_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((rc = make_rows(db, &l, &t, a.op, &rows, &n, &skipped, &e)))
+        goto fail;
+    if (n < MIN_RECORDS) {
+        rc = dt_errf(&e, DT_EINVAL,
+                     "%d ok %s record%s for target %s in %s; at least %d are needed to train "
+                     "(run dtune measure on more kernels or shapes)",
+                     n, a.op, n == 1 ? "" : "s", tkey, dt_db_path(db), MIN_RECORDS);
+        goto fail;
+    }
+
+    /* seeded shuffle; the first h rows are held out */
+    perm = malloc((size_t)n * sizeof *perm);
+    if (!perm) {
+        rc = dt_errf(&e, DT_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    uint64_t s = a.seed;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(splitmix(&s) % (uint64_t)(i + 1));
+        int tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+    }
+    int h = (int)floor(a.holdout * n + 0.5);
+    if (a.holdout > 0 && h < 1 && n >= 5)
+        h = 1;
+    if (h > n - 1)
+        h = n - 1;
+
+    dt_xgb_params p;
+    dt_xgb_params_default(&p);
+    p.seed = (int)(a.seed & 0x7fffffff);
+    quality q;
+    if ((rc = evaluate(rows, perm, n, h, &p, &q, &e)) ||
+        (rc = train_all(rows, n, &p, &blob, &blen, &e)))
+        goto fail;
+    json_t *mj = metrics_json(&q);
+    mtext = mj ? json_dumps(mj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(mj);
+    if (!mtext) {
+        rc = dt_errf(&e, DT_ENOMEM, "out of memory");
+        goto fail;
+    }
+    int64_t mid = 0;
+    if ((rc = dt_db_cost_model_save(db, tid, a.op, blob, blen, n, mtext, &mid, &e)))
+        goto fail;
+
+    if (a.json) {
+        json_t *root = json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:o, s:o, s:i, s:I}",
+                                 "target", tkey, "op", a.op, "db", dt_db_path(db), "model_id",
+                                 (json_int_t)mid, "records", n, "skipped", skipped, "holdout",
+                                 q.holdout, "kendall_tau", num_or_null(q.tau), "topk_recall",
+                                 num_or_null(q.recall), "k", q.k, "model_bytes",
+                                 (json_int_t)blen);
+        char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(root);
+        if (!text) {
+            rc = dt_errf(&e, DT_ENOMEM, "out of memory");
+            goto fail;
+        }
+        puts(text);
+        free(text);
+    } else {
+        printf("cost model for %s on %s\n", a.op, tkey);
+        printf("records:      %d (%d skipped)\n", n, skipped);
+        if (q.holdout > 0)
+            printf("holdout:      %d rows: Kendall tau %.3f, top-%d recall %.3f\n", q.holdout,
+                   q.tau, q.k, q.recall);
+        else
+            printf("holdout:      none\n");
+        printf("model:        %zu bytes, id %lld, trained on all %d records, in %s\n", blen,
+               (long long)mid, n, dt_db_path(db));
+    }
+    rc = DT_EXIT_OK;
+    goto done;
+fail:
+    rc = dt_cli_fail(&e);
+done:
+    for (size_t i = 0; i < l.n; i++)
+        free(l.v[i].shape);
+    free(l.v);
+    free(rows);
+    free(perm);
+    free(blob);
+    free(mtext);
+    dt_db_close(db);
+    return rc;
+}
+
+/* ---- stats ------------------------------------------------------------------ */
+
+static int cmd_stats(int argc, char **argv)
+{
+    model_args a;
+    int rc = parse_args("model stats", argc, argv, 0, &a);
+    if (rc)
+        return rc < 0 ? DT_EXIT_OK : rc;
+    dt_err e;
+    dt_err_clear(&e);
+    dt_db *db = NULL;
+    dt_target t;
+    char tkey[DT_TARGET_KEY_MAX];
+    int64_t tid = 0;
+    dt_db_cost_model m;
+    int have = 0;
+    if ((rc = open_db(&a, DT_DB_READONLY, &db, &e)))
+        goto fail;
+    rc = find_target(db, &t, tkey, sizeof tkey, &tid, &e);
+    if (!rc) {
+        rc = dt_db_cost_model_load_latest(db, tid, a.op, &m, &e);
+        have = rc == 0;
+    }
+    if (rc == DT_ENOTFOUND) {
+        rc = dt_errf(&e, DT_ENOTFOUND, "no cost model for %s on target %s in %s; run dtune model "
+                                       "train",
+                     a.op, tkey, dt_db_path(db));
+        goto fail;
+    }
+    if (rc)
+        goto fail;
+    json_error_t jerr;
+    json_t *metrics = m.metrics ? json_loads(m.metrics, 0, &jerr) : NULL;
+    if (a.json) {
+        json_t *root = json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:I, s:I}", "target", tkey, "op",
+                                 a.op, "db", dt_db_path(db), "model_id", (json_int_t)m.id,
+                                 "records", (json_int_t)m.n_records, "metrics",
+                                 metrics ? metrics : json_null(), "created_at",
+                                 (json_int_t)m.created_at, "model_bytes",
+                                 (json_int_t)m.model_size);
+        char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(root);
+        if (!text) {
+            rc = dt_errf(&e, DT_ENOMEM, "out of memory");
+            goto fail;
+        }
+        puts(text);
+        free(text);
+    } else {
+        char when[64] = "?";
+        time_t ts = (time_t)m.created_at;
+        struct tm tmv;
+        if (gmtime_r(&ts, &tmv))
+            strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tmv);
+        printf("cost model for %s on %s\n", a.op, tkey);
+        printf("model id:     %lld\n", (long long)m.id);
+        printf("records:      %lld\n", (long long)m.n_records);
+        printf("trained at:   %s\n", when);
+        printf("size:         %zu bytes\n", m.model_size);
+        json_t *tau = json_object_get(metrics, "kendall_tau");
+        json_t *rec_ = json_object_get(metrics, "topk_recall");
+        if (json_is_number(tau))
+            printf("holdout:      %lld rows: Kendall tau %.3f, top-%lld recall %.3f\n",
+                   (long long)json_integer_value(json_object_get(metrics, "holdout")),
+                   json_number_value(tau),
+                   (long long)json_integer_value(json_object_get(metrics, "k")),
+                   json_number_value(rec_));
+        else
+            printf("holdout:      none\n");
+        json_decref(metrics);
+    }
+    rc = DT_EXIT_OK;
+    goto done;
+fail:
+    rc = dt_cli_fail(&e);
+done:
+    if (have)
+        dt_db_cost_model_free(&m);
+    dt_db_close(db);
+    return rc;
+}
+
+int dt_cmd_model(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage_top(stderr);
+        return DT_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage_top(stdout);
+        return DT_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "train"))
+        return cmd_train(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "stats"))
+        return cmd_stats(argc - 1, argv + 1);
+    return dt_cli_usage_error("model", "unknown command '%s' (train or stats)", argv[1]);
+}
