@@ -25,6 +25,16 @@ int dt_cli_usage_error(const char *cmd, const char *fmt, ...)
 /* Prints "dtune: error: <e->msg>" on stderr; returns the exit code for e. */
 int dt_cli_fail(const dt_err *e);
 
+/* Option values: on a bad value they print the usage error for cmd and
+ * return DT_EXIT_USAGE, else store the value and return 0.
+ * An integer in [lo, hi]: */
+int dt_cli_int_opt(const char *cmd, const char *flag, const char *text, long lo, long hi,
+                   int *out);
+/* A --seed: */
+int dt_cli_seed_opt(const char *cmd, const char *text, uint64_t *out);
+/* Milliseconds in (0, hi]: */
+int dt_cli_ms_opt(const char *cmd, const char *flag, const char *text, double hi, double *out);
+
 /* True when argv[1..] contains -h or --help before any "--". */
 int dt_cli_wants_help(int argc, char **argv);
 

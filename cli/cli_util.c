@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,5 +37,39 @@ int dt_cli_wants_help(int argc, char **argv)
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
             return 1;
     }
+    return 0;
+}
+
+int dt_cli_int_opt(const char *cmd, const char *flag, const char *text, long lo, long hi,
+                   int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || errno == ERANGE || v < lo || v > hi)
+        return dt_cli_usage_error(cmd, "%s takes %ld..%ld, not '%s'", flag, lo, hi, text);
+    *out = (int)v;
+    return 0;
+}
+
+int dt_cli_seed_opt(const char *cmd, const char *text, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (end == text || *end || errno == ERANGE || text[0] == '-')
+        return dt_cli_usage_error(cmd, "--seed takes a non-negative integer, not '%s'", text);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int dt_cli_ms_opt(const char *cmd, const char *flag, const char *text, double hi, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end || !(v > 0) || v > hi)
+        return dt_cli_usage_error(cmd, "%s takes a time in ms above 0 and up to %g, not '%s'",
+                                  flag, hi, text);
+    *out = v;
     return 0;
 }

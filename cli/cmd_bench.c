@@ -66,41 +66,22 @@ static int parse_args(int argc, char **argv, bench_args *a, const char **key)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        char *end = NULL;
+        int rc = 0;
         switch (c) {
         case 'k': a->kernel_file = optarg; break;
         case 'S': a->shapes = optarg; break;
         case 'p': a->peers = strcmp(optarg, "none") == 0 ? "" : optarg; break;
         case 'j': a->json = 1; break;
         case 'h': usage(stdout); return -1;
-        case 'n':
-            a->sample = (int)strtol(optarg, &end, 10);
-            if (*end || a->sample < 1 || a->sample > 1000)
-                return dt_cli_usage_error("bench", "--sample takes 1..1000, not '%s'", optarg);
-            break;
-        case 's':
-            a->seed = strtoull(optarg, &end, 10);
-            if (*end)
-                return dt_cli_usage_error("bench", "--seed takes an integer, not '%s'", optarg);
-            break;
-        case 't':
-            a->threads = (int)strtol(optarg, &end, 10);
-            if (*end || a->threads < 1 || a->threads > 1024)
-                return dt_cli_usage_error("bench", "--threads takes 1..1024, not '%s'", optarg);
-            break;
-        case 'r':
-            a->repeats = (int)strtol(optarg, &end, 10);
-            if (*end || a->repeats < 1 || a->repeats > 1000)
-                return dt_cli_usage_error("bench", "--repeats takes 1..1000, not '%s'", optarg);
-            break;
-        case 'm':
-            a->min_time_ms = strtod(optarg, &end);
-            if (*end || !(a->min_time_ms > 0) || a->min_time_ms > 10000)
-                return dt_cli_usage_error("bench", "--min-time takes 0..10000 ms, not '%s'",
-                                          optarg);
-            break;
+        case 'n': rc = dt_cli_int_opt("bench", "--sample", optarg, 1, 1000, &a->sample); break;
+        case 's': rc = dt_cli_seed_opt("bench", optarg, &a->seed); break;
+        case 't': rc = dt_cli_int_opt("bench", "--threads", optarg, 1, 1024, &a->threads); break;
+        case 'r': rc = dt_cli_int_opt("bench", "--repeats", optarg, 1, 1000, &a->repeats); break;
+        case 'm': rc = dt_cli_ms_opt("bench", "--min-time", optarg, 10000, &a->min_time_ms); break;
         default: return dt_cli_usage_error("bench", "unknown option '%s'", argv[optind - 1]);
         }
+        if (rc)
+            return rc;
     }
     if (a->kernel_file && a->sample > 0)
         return dt_cli_usage_error("bench", "--kernel and --sample exclude each other");

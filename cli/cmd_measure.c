@@ -91,7 +91,7 @@ static int parse_args(int argc, char **argv, measure_args *a, const char **key)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        char *end = NULL;
+        int rc = 0;
         switch (c) {
         case 'k': a->kernel_file = optarg; break;
         case 'S': a->shapes = optarg; break;
@@ -101,32 +101,18 @@ static int parse_args(int argc, char **argv, measure_args *a, const char **key)
         case 'j': a->json = 1; break;
         case 'c': a->cold = 1; break;
         case 'h': usage(stdout); return -1;
-        case 'n':
-            a->sample = (int)strtol(optarg, &end, 10);
-            if (*end || a->sample < 1 || a->sample > 1000)
-                return dt_cli_usage_error("measure", "--sample takes 1..1000, not '%s'", optarg);
-            break;
-        case 's':
-            a->seed = strtoull(optarg, &end, 10);
-            if (*end || !*optarg)
-                return dt_cli_usage_error("measure", "--seed takes an integer, not '%s'",
-                                          optarg);
-            break;
-        case 't':
-            a->threads = (int)strtol(optarg, &end, 10);
-            if (*end || a->threads < 1 || a->threads > 1024)
-                return dt_cli_usage_error("measure", "--threads takes 1..1024, not '%s'", optarg);
-            break;
+        case 'n': rc = dt_cli_int_opt("measure", "--sample", optarg, 1, 1000, &a->sample); break;
+        case 's': rc = dt_cli_seed_opt("measure", optarg, &a->seed); break;
+        case 't': rc = dt_cli_int_opt("measure", "--threads", optarg, 1, 1024, &a->threads); break;
         case 'm':
-            a->min_time_ms = strtod(optarg, &end);
-            if (*end || !(a->min_time_ms > 0) || a->min_time_ms > 60000)
-                return dt_cli_usage_error("measure", "--min-time takes 0..60000 ms, not '%s'",
-                                          optarg);
+            rc = dt_cli_ms_opt("measure", "--min-time", optarg, 60000, &a->min_time_ms);
             break;
         default:
             return dt_cli_usage_error("measure", "unknown option or missing value: '%s'",
                                       argv[optind - 1]);
         }
+        if (rc)
+            return rc;
     }
     if (a->kernel_file && a->sample > 0)
         return dt_cli_usage_error("measure", "--kernel and --sample exclude each other");
