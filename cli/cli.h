@@ -6,6 +6,7 @@
 #ifndef DT_CLI_H
 #define DT_CLI_H
 
+#include <jansson.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -34,6 +35,10 @@ int dt_cli_int_opt(const char *cmd, const char *flag, const char *text, long lo,
 int dt_cli_seed_opt(const char *cmd, const char *text, uint64_t *out);
 /* Milliseconds in (0, hi]: */
 int dt_cli_ms_opt(const char *cmd, const char *flag, const char *text, double hi, double *out);
+
+/* Writes root (reference stolen; NULL allowed) to stdout with jansson's
+ * flags and a newline.  0, or DT_ENOMEM when the JSON could not be built. */
+int dt_cli_print_json(json_t *root, size_t flags);
 
 /* True when argv[1..] contains -h or --help before any "--". */
 int dt_cli_wants_help(int argc, char **argv);

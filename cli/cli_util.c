@@ -73,3 +73,14 @@ int dt_cli_ms_opt(const char *cmd, const char *flag, const char *text, double hi
     *out = v;
     return 0;
 }
+
+int dt_cli_print_json(json_t *root, size_t flags)
+{
+    char *text = root ? json_dumps(root, flags) : NULL;
+    json_decref(root);
+    if (!text)
+        return DT_ENOMEM;
+    puts(text);
+    free(text);
+    return 0;
+}

@@ -283,13 +283,8 @@ static int print_json(const dt_workload *w, const dt_bench_result *r, const benc
     }
     json_object_set_new(root, "candidates", cands);
     json_object_set_new(root, "shapes", shapes);
-    char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    if (!text)
-        return DT_EXIT_RUNTIME;
-    puts(text);
-    free(text);
-    return DT_EXIT_OK;
+    return dt_cli_print_json(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) ? DT_EXIT_RUNTIME
+                                                                          : DT_EXIT_OK;
 }
 
 int dt_cmd_bench(int argc, char **argv)

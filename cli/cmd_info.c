@@ -96,16 +96,11 @@ static void dt_print_target(const dt_target *t, const char *key)
 
 static int dt_print_json(const dt_target *t)
 {
-    json_t *j = dt_target_to_json(t);
-    char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
-    json_decref(j);
-    if (!text) {
+    if (dt_cli_print_json(dt_target_to_json(t), JSON_INDENT(2))) {
         dt_err e;
         dt_errf(&e, DT_ENOMEM, "out of memory while writing JSON");
         return dt_cli_fail(&e);
     }
-    printf("%s\n", text);
-    free(text);
     return DT_EXIT_OK;
 }
 

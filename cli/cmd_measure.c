@@ -449,13 +449,8 @@ static int print_json(run *r, const char *mode, double wall)
         json_array_append_new(ks, jk);
     }
     json_object_set_new(root, "kernels", ks);
-    char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    if (!text)
-        return DT_EXIT_RUNTIME;
-    puts(text);
-    free(text);
-    return DT_EXIT_OK;
+    return dt_cli_print_json(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) ? DT_EXIT_RUNTIME
+                                                                          : DT_EXIT_OK;
 }
 
 static void print_table(run *r)

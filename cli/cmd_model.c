@@ -509,14 +509,10 @@ static int cmd_train(int argc, char **argv)
                                  q.holdout, "kendall_tau", num_or_null(q.tau), "topk_recall",
                                  num_or_null(q.recall), "k", q.k, "model_bytes",
                                  (json_int_t)blen);
-        char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
-        json_decref(root);
-        if (!text) {
+        if (dt_cli_print_json(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER)) {
             rc = dt_errf(&e, DT_ENOMEM, "out of memory");
             goto fail;
         }
-        puts(text);
-        free(text);
     } else {
         printf("cost model for %s on %s\n", a.op, tkey);
         printf("records:      %d (%d skipped)\n", n, skipped);
@@ -584,14 +580,10 @@ static int cmd_stats(int argc, char **argv)
                                  metrics ? metrics : json_null(), "created_at",
                                  (json_int_t)m.created_at, "model_bytes",
                                  (json_int_t)m.model_size);
-        char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
-        json_decref(root);
-        if (!text) {
+        if (dt_cli_print_json(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER)) {
             rc = dt_errf(&e, DT_ENOMEM, "out of memory");
             goto fail;
         }
-        puts(text);
-        free(text);
     } else {
         char when[64] = "?";
         time_t ts = (time_t)m.created_at;

@@ -117,13 +117,8 @@ static int print_json(const dt_model *m, int with_shapes)
         json_array_append_new(wls, jw);
     }
     json_object_set_new(root, "workloads", wls);
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    if (!text)
-        return DT_EXIT_RUNTIME;
-    puts(text);
-    free(text);
-    return DT_EXIT_OK;
+    return dt_cli_print_json(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) ? DT_EXIT_RUNTIME
+                                                                          : DT_EXIT_OK;
 }
 
 static void print_shapes_text(const dt_workload *w)

@@ -221,3 +221,46 @@ int dt_annotation_equal(const dt_annotation *a, const dt_annotation *b)
            a->prefetch == b->prefetch && a->store == b->store && a->order == b->order &&
            a->par == b->par && a->threads == b->threads;
 }
+
+/* ---- fields by index (annotation_internal.h) -------------------------------- */
+
+int dt_ann_get(const dt_annotation *a, int f)
+{
+    switch ((dt_ann_field)f) {
+    case DT_F_SKETCH: return (int)a->sketch;
+    case DT_F_ISA: return (int)a->isa;
+    case DT_F_MR: return a->mr;
+    case DT_F_NR: return a->nr;
+    case DT_F_KC: return a->kc;
+    case DT_F_MC: return a->mc;
+    case DT_F_NC: return a->nc;
+    case DT_F_UNROLL: return a->unroll;
+    case DT_F_PREFETCH: return a->prefetch;
+    case DT_F_STORE: return (int)a->store;
+    case DT_F_ORDER: return (int)a->order;
+    case DT_F_PAR: return (int)a->par;
+    case DT_F_THREADS: return a->threads;
+    case DT_F_COUNT: break;
+    }
+    return 0;
+}
+
+void dt_ann_set(dt_annotation *a, int f, int v)
+{
+    switch ((dt_ann_field)f) {
+    case DT_F_SKETCH: a->sketch = (dt_sketch_kind)v; break;
+    case DT_F_ISA: a->isa = (dt_isa)v; break;
+    case DT_F_MR: a->mr = v; break;
+    case DT_F_NR: a->nr = v; break;
+    case DT_F_KC: a->kc = v; break;
+    case DT_F_MC: a->mc = v; break;
+    case DT_F_NC: a->nc = v; break;
+    case DT_F_UNROLL: a->unroll = v; break;
+    case DT_F_PREFETCH: a->prefetch = v; break;
+    case DT_F_STORE: a->store = (dt_store_kind)v; break;
+    case DT_F_ORDER: a->order = (dt_loop_order)v; break;
+    case DT_F_PAR: a->par = (dt_par_axis)v; break;
+    case DT_F_THREADS: a->threads = v; break;
+    case DT_F_COUNT: break;
+    }
+}

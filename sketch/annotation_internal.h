@@ -47,6 +47,10 @@ typedef enum {
 
 /* dt_annotation_validate, and on failure *bad (if not NULL) gets the
  * DT_F_BIT mask of the fields involved in the first broken rule. */
+/* Field f of a, as an int (enums by value); and the reverse. */
+int dt_ann_get(const dt_annotation *a, int f);
+void dt_ann_set(dt_annotation *a, int f, int v);
+
 int dt_annotation_check(const dt_annotation *a, const dt_target *t, unsigned *bad, dt_err *e);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json_util.h"
 #include "sketch/annotation.h"
 #include "sketch/annotation_internal.h"
 
@@ -33,21 +34,6 @@ static int_range int_bounds(int f)
     case DT_F_THREADS: return (int_range){1, INT_MAX};
     default: return (int_range){0, -1}; /* not an integer field */
     }
-}
-
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "?";
 }
 
 json_t *dt_annotation_to_json(const dt_annotation *a)
@@ -145,26 +131,11 @@ static int parse_name(int f, const char *s, dt_annotation *a, dt_err *e)
     return dt_errf(e, DT_EINVAL, "annotation JSON: key \"%s\" is not a name field", keys[f]);
 }
 
-static void set_int(dt_annotation *a, int f, int v)
-{
-    switch ((dt_ann_field)f) {
-    case DT_F_MR: a->mr = v; break;
-    case DT_F_NR: a->nr = v; break;
-    case DT_F_KC: a->kc = v; break;
-    case DT_F_MC: a->mc = v; break;
-    case DT_F_NC: a->nc = v; break;
-    case DT_F_UNROLL: a->unroll = v; break;
-    case DT_F_PREFETCH: a->prefetch = v; break;
-    case DT_F_THREADS: a->threads = v; break;
-    default: break;
-    }
-}
-
 int dt_annotation_from_json(const json_t *j, dt_annotation *out, dt_err *e)
 {
     if (!j || !json_is_object(j))
         return dt_errf(e, DT_EINVAL, "annotation JSON: expected an object, got %s",
-                       j ? type_name(j) : "nothing");
+                       j ? dt_json_type_name(j) : "nothing");
     /* jansson's iteration API is not const-qualified; nothing is modified */
     json_t *obj = (json_t *)j;
     const char *key;
@@ -190,7 +161,7 @@ int dt_annotation_from_json(const json_t *j, dt_annotation *out, dt_err *e)
         if (b.lo > b.hi) { /* a name */
             if (!json_is_string(v))
                 return dt_errf(e, DT_EINVAL, "annotation JSON: key \"%s\": expected a string, got %s",
-                               keys[f], type_name(v));
+                               keys[f], dt_json_type_name(v));
             int rc = parse_name(f, json_string_value(v), &a, e);
             if (rc)
                 return rc;
@@ -198,13 +169,13 @@ int dt_annotation_from_json(const json_t *j, dt_annotation *out, dt_err *e)
         }
         if (!json_is_integer(v))
             return dt_errf(e, DT_EINVAL, "annotation JSON: key \"%s\": expected an integer, got %s",
-                           keys[f], type_name(v));
+                           keys[f], dt_json_type_name(v));
         json_int_t x = json_integer_value(v);
         if (x < b.lo || x > b.hi)
             return dt_errf(e, DT_EINVAL, "annotation JSON: key \"%s\": %" JSON_INTEGER_FORMAT
                                          " out of range %d..%d",
                            keys[f], x, b.lo, b.hi);
-        set_int(&a, f, (int)x);
+        dt_ann_set(&a, f, (int)x);
     }
     *out = a;
     return 0;

@@ -426,47 +426,6 @@ int dt_annotation_mutate(dt_rng *r, const dt_target *t, const dt_annotation *in,
 
 /* ---- crossover --------------------------------------------------------------- */
 
-static int get_field(const dt_annotation *a, int f)
-{
-    switch ((dt_ann_field)f) {
-    case DT_F_SKETCH: return (int)a->sketch;
-    case DT_F_ISA: return (int)a->isa;
-    case DT_F_MR: return a->mr;
-    case DT_F_NR: return a->nr;
-    case DT_F_KC: return a->kc;
-    case DT_F_MC: return a->mc;
-    case DT_F_NC: return a->nc;
-    case DT_F_UNROLL: return a->unroll;
-    case DT_F_PREFETCH: return a->prefetch;
-    case DT_F_STORE: return (int)a->store;
-    case DT_F_ORDER: return (int)a->order;
-    case DT_F_PAR: return (int)a->par;
-    case DT_F_THREADS: return a->threads;
-    case DT_F_COUNT: break;
-    }
-    return 0;
-}
-
-static void set_field(dt_annotation *a, int f, int v)
-{
-    switch ((dt_ann_field)f) {
-    case DT_F_SKETCH: a->sketch = (dt_sketch_kind)v; break;
-    case DT_F_ISA: a->isa = (dt_isa)v; break;
-    case DT_F_MR: a->mr = v; break;
-    case DT_F_NR: a->nr = v; break;
-    case DT_F_KC: a->kc = v; break;
-    case DT_F_MC: a->mc = v; break;
-    case DT_F_NC: a->nc = v; break;
-    case DT_F_UNROLL: a->unroll = v; break;
-    case DT_F_PREFETCH: a->prefetch = v; break;
-    case DT_F_STORE: a->store = (dt_store_kind)v; break;
-    case DT_F_ORDER: a->order = (dt_loop_order)v; break;
-    case DT_F_PAR: a->par = (dt_par_axis)v; break;
-    case DT_F_THREADS: a->threads = v; break;
-    case DT_F_COUNT: break;
-    }
-}
-
 /* Draws field f afresh, keeping the other fields (the next repair step fixes
  * whatever the new value breaks). */
 static void resample_field(dt_rng *r, const space *s, dt_annotation *c, int f)
@@ -548,7 +507,7 @@ int dt_annotation_crossover(dt_rng *r, const dt_target *t, const dt_annotation *
     dt_annotation c = *a;
     for (int f = 0; f < DT_F_COUNT; f++)
         if (dt_rng_below(r, 2))
-            set_field(&c, f, get_field(b, f));
+            dt_ann_set(&c, f, dt_ann_get(b, f));
 
     /* Repair: one offending field per step, first from a parent that has
      * another value for it, later drawn afresh. */
@@ -566,10 +525,10 @@ int dt_annotation_crossover(dt_rng *r, const dt_target *t, const dt_annotation *
         if (!n)
             break;
         int f = fields[dt_rng_below(r, n)];
-        int cur = get_field(&c, f), va = get_field(a, f), vb = get_field(b, f);
+        int cur = dt_ann_get(&c, f), va = dt_ann_get(a, f), vb = dt_ann_get(b, f);
         if (step < REPAIR_FROM_PARENTS && (va != cur || vb != cur)) {
             int v = va == cur ? vb : vb == cur ? va : (dt_rng_below(r, 2) ? va : vb);
-            set_field(&c, f, v);
+            dt_ann_set(&c, f, v);
         } else {
             resample_field(r, &s, &c, f);
         }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/json_locate.h"
+#include "common/json_util.h"
 
 #define MAX_DEPTH 4
 
@@ -61,20 +62,6 @@ static int spec_fail(spec_ctx *c, int at_key, int col_offset, const char *fmt, .
                    where[0] ? ": " : "", msg);
 }
 
-static const char *json_kind(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
-}
-
 /* Fails on the first member of obj whose name is not in allowed (NULL-ended,
  * extra names in extra[0..nextra)). */
 static int check_fields(spec_ctx *c, json_t *obj, const char *const *allowed,
@@ -113,7 +100,7 @@ static int check_fields(spec_ctx *c, json_t *obj, const char *const *allowed,
 static int get_int(spec_ctx *c, json_t *v, const char *what, int64_t *out)
 {
     if (!json_is_integer(v))
-        return spec_fail(c, 0, 0, "%s must be an integer, not %s", what, json_kind(v));
+        return spec_fail(c, 0, 0, "%s must be an integer, not %s", what, dt_json_type_name(v));
     *out = json_integer_value(v);
     return 0;
 }
@@ -129,7 +116,7 @@ static int parse_domain(spec_ctx *c, json_t *v, dt_domain *dom)
     if (!json_is_object(v))
         return spec_fail(c, 0, 0,
                          "a variable is an integer or an object with \"range\" or \"values\", "
-                         "not %s", json_kind(v));
+                         "not %s", dt_json_type_name(v));
     static const char *const fields[] = {"range", "step", "values", "weights", NULL};
     if ((rc = check_fields(c, v, fields, NULL, 0, "a variable")))
         return rc;
@@ -138,7 +125,7 @@ static int parse_domain(spec_ctx *c, json_t *v, dt_domain *dom)
     if (!range == !values)
         return spec_fail(c, 0, 0, "give exactly one of \"range\": [lo, hi] or \"values\": [...]");
     if (range) {
-        int64_t lo, hi, st = 1;
+        int64_t lo = 0, hi = 0, st = 1; /* set by get_int before use */
         if (step) {
             push_key(c, "step");
             rc = get_int(c, step, "\"step\"", &st);
@@ -196,7 +183,7 @@ static int parse_domain(spec_ctx *c, json_t *v, dt_domain *dom)
             json_t *x = json_array_get(weights, (size_t)i);
             if (!json_is_number(x)) {
                 push_index(c, i);
-                rc = spec_fail(c, 0, 0, "a weight must be a number, not %s", json_kind(x));
+                rc = spec_fail(c, 0, 0, "a weight must be a number, not %s", dt_json_type_name(x));
                 pop(c);
             } else {
                 w[i] = json_number_value(x);
@@ -231,7 +218,7 @@ static int parse_variables(spec_ctx *c, json_t *vars, dt_model *m)
     push_key(c, "variables");
     int rc = 0;
     if (!json_is_object(vars))
-        rc = spec_fail(c, 0, 0, "\"variables\" must be an object, not %s", json_kind(vars));
+        rc = spec_fail(c, 0, 0, "\"variables\" must be an object, not %s", dt_json_type_name(vars));
     const char *name;
     json_t *v;
     json_object_foreach(vars, name, v)
@@ -284,7 +271,7 @@ static int parse_dim(spec_ctx *c, const dt_model *m, json_t *v, dt_expr **out)
     }
     if (!json_is_string(v))
         return spec_fail(c, 0, 0, "a dim is an integer or an expression string, not %s",
-                         json_kind(v));
+                         dt_json_type_name(v));
     size_t off = 0;
     dt_err inner;
     if (dt_expr_parse(json_string_value(v), out, &off, &inner))
@@ -436,7 +423,7 @@ static int parse_op(spec_ctx *c, dt_model *m, json_t *ops, size_t i)
 {
     json_t *obj = json_array_get(ops, i);
     if (!json_is_object(obj))
-        return spec_fail(c, 0, 0, "an op must be an object, not %s", json_kind(obj));
+        return spec_fail(c, 0, 0, "an op must be an object, not %s", dt_json_type_name(obj));
     json_t *jop = json_object_get(obj, "op");
     if (!jop)
         return spec_fail(c, 0, 0, "missing \"op\" (one of the op names, e.g. \"dense\")");
@@ -548,7 +535,7 @@ int64_t dt_model_nshapes(const dt_model *m)
 static int parse_root(spec_ctx *c, json_t *root, dt_model *m)
 {
     if (!json_is_object(root))
-        return spec_fail(c, 0, 0, "a model spec is a JSON object, not %s", json_kind(root));
+        return spec_fail(c, 0, 0, "a model spec is a JSON object, not %s", dt_json_type_name(root));
     static const char *const fields[] = {"name", "description", "variables", "ops", NULL};
     int rc = check_fields(c, root, fields, NULL, 0, "a model spec");
     if (rc)

@@ -1,0 +1,12 @@
+/* Small jansson helpers shared by the modules that read JSON input. */
+#ifndef DT_COMMON_JSON_UTIL_H
+#define DT_COMMON_JSON_UTIL_H
+
+#include <jansson.h>
+
+/* "an object", "an array", "a string", "an integer", "a real number",
+ * "a boolean" or "null": for messages such as "must be an integer, not a
+ * string". */
+const char *dt_json_type_name(const json_t *v);
+
+#endif
