@@ -235,15 +235,17 @@ typedef struct {
     int64_t created_at;
 } dt_db_schedule;
 
-/* Replaces the whole schedule of (workload_id, target_id) with rows[0..n)
- * in one transaction: either all rows are stored or the old schedule stays.
- * id, workload_id, target_id and created_at of the rows are ignored.
- * n == 0 deletes the schedule. */
-int dt_db_schedule_replace(dt_db *db, int64_t workload_id, int64_t target_id,
+/* Replaces the schedule of (workload_id, target_id) for `threads` threads
+ * (>= 1) with rows[0..n) in one transaction: either all rows are stored or
+ * the old schedule stays; schedules for other thread counts are kept.
+ * id, workload_id, target_id, threads and created_at of the rows are
+ * ignored.  n == 0 deletes the schedule. */
+int dt_db_schedule_replace(dt_db *db, int64_t workload_id, int64_t target_id, int threads,
                            const dt_db_schedule *rows, size_t n, dt_err *e);
-/* The rows of (workload_id, target_id) in the order they were given; *out
- * is malloc'ed (NULL when *n is 0), freed with dt_db_schedules_free. */
-int dt_db_schedule_list(dt_db *db, int64_t workload_id, int64_t target_id,
+/* The rows of (workload_id, target_id) for `threads` threads (0: every
+ * thread count, ordered by threads), in the order they were given; *out is
+ * malloc'ed (NULL when *n is 0), freed with dt_db_schedules_free. */
+int dt_db_schedule_list(dt_db *db, int64_t workload_id, int64_t target_id, int threads,
                         dt_db_schedule **out, size_t *n, dt_err *e);
 void dt_db_schedules_free(dt_db_schedule *rows, size_t n);
 

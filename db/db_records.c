@@ -241,22 +241,26 @@ static int check_schedule(const dt_db_schedule *rows, size_t n, dt_err *e)
     return DT_OK;
 }
 
-static int delete_schedule(dt_db *db, int64_t workload_id, int64_t target_id, dt_err *e)
+static int delete_schedule(dt_db *db, int64_t workload_id, int64_t target_id, int threads,
+                           dt_err *e)
 {
     static const char what[] = "deleting the old schedule";
     sqlite3_stmt *st;
-    int rc = dt_db_prepare(db, "DELETE FROM schedules WHERE workload_id = ?1 AND target_id = ?2",
+    int rc = dt_db_prepare(db,
+                           "DELETE FROM schedules WHERE workload_id = ?1 AND target_id = ?2"
+                           " AND threads = ?3",
                            &st, e, what);
     if (rc)
         return rc;
     int b = sqlite3_bind_int64(st, 1, workload_id);
     DT_BIND(b, sqlite3_bind_int64(st, 2, target_id));
+    DT_BIND(b, sqlite3_bind_int(st, 3, threads));
     return dt_db_step_done(db, st, b, e, what);
 }
 
 static int insert_schedule_row(dt_db *db, sqlite3_stmt *st, int64_t workload_id,
-                               int64_t target_id, const dt_db_schedule *r, int64_t now,
-                               dt_err *e)
+                               int64_t target_id, int threads, const dt_db_schedule *r,
+                               int64_t now, dt_err *e)
 {
     sqlite3_reset(st);
     int b = sqlite3_bind_int64(st, 1, workload_id);
@@ -264,7 +268,7 @@ static int insert_schedule_row(dt_db *db, sqlite3_stmt *st, int64_t workload_id,
     DT_BIND(b, dt_bind_text(st, 3, r->shape_lo));
     DT_BIND(b, dt_bind_text(st, 4, r->shape_hi));
     DT_BIND(b, sqlite3_bind_int64(st, 5, r->kernel_id));
-    DT_BIND(b, sqlite3_bind_int(st, 6, r->threads));
+    DT_BIND(b, sqlite3_bind_int(st, 6, threads));
     DT_BIND(b, dt_bind_real(st, 7, r->predicted_ns));
     DT_BIND(b, dt_bind_real(st, 8, r->measured_ns));
     DT_BIND(b, sqlite3_bind_int64(st, 9, now));
@@ -274,7 +278,7 @@ static int insert_schedule_row(dt_db *db, sqlite3_stmt *st, int64_t workload_id,
     return DT_OK;
 }
 
-static int insert_schedule(dt_db *db, int64_t workload_id, int64_t target_id,
+static int insert_schedule(dt_db *db, int64_t workload_id, int64_t target_id, int threads,
                            const dt_db_schedule *rows, size_t n, dt_err *e)
 {
     sqlite3_stmt *st;
@@ -287,23 +291,25 @@ static int insert_schedule(dt_db *db, int64_t workload_id, int64_t target_id,
         return rc;
     int64_t now = dt_db_now();
     for (size_t i = 0; i < n && rc == DT_OK; i++)
-        rc = insert_schedule_row(db, st, workload_id, target_id, &rows[i], now, e);
+        rc = insert_schedule_row(db, st, workload_id, target_id, threads, &rows[i], now, e);
     sqlite3_finalize(st);
     return rc;
 }
 
-int dt_db_schedule_replace(dt_db *db, int64_t workload_id, int64_t target_id,
+int dt_db_schedule_replace(dt_db *db, int64_t workload_id, int64_t target_id, int threads,
                            const dt_db_schedule *rows, size_t n, dt_err *e)
 {
+    if (threads < 1)
+        return dt_errf(e, DT_EINVAL, "schedule threads must be >= 1, not %d", threads);
     int rc = check_schedule(rows, n, e);
     if (rc)
         return rc;
     dt_tx tx;
     rc = dt_tx_begin(db, &tx, e, "replacing schedule");
     if (rc == DT_OK)
-        rc = delete_schedule(db, workload_id, target_id, e);
+        rc = delete_schedule(db, workload_id, target_id, threads, e);
     if (rc == DT_OK)
-        rc = insert_schedule(db, workload_id, target_id, rows, n, e);
+        rc = insert_schedule(db, workload_id, target_id, threads, rows, n, e);
     return dt_tx_end(db, &tx, rc, e);
 }
 
@@ -325,7 +331,7 @@ static int read_schedule(sqlite3_stmt *st, dt_db_schedule *r)
     return rc;
 }
 
-int dt_db_schedule_list(dt_db *db, int64_t workload_id, int64_t target_id,
+int dt_db_schedule_list(dt_db *db, int64_t workload_id, int64_t target_id, int threads,
                         dt_db_schedule **out, size_t *n, dt_err *e)
 {
     static const char what[] = "listing schedule";
@@ -335,12 +341,14 @@ int dt_db_schedule_list(dt_db *db, int64_t workload_id, int64_t target_id,
     int rc = dt_db_prepare(db,
                            "SELECT id, workload_id, target_id, shape_lo, shape_hi, kernel_id,"
                            " threads, predicted_ns, measured_ns, created_at FROM schedules"
-                           " WHERE workload_id = ?1 AND target_id = ?2 ORDER BY id",
+                           " WHERE workload_id = ?1 AND target_id = ?2 AND (?3 = 0 OR threads = ?3)"
+                           " ORDER BY threads, id",
                            &st, e, what);
     if (rc)
         return rc;
     int b = sqlite3_bind_int64(st, 1, workload_id);
     DT_BIND(b, sqlite3_bind_int64(st, 2, target_id));
+    DT_BIND(b, sqlite3_bind_int(st, 3, threads));
     dt_db_schedule *rows = NULL;
     size_t len = 0, cap = 0;
     while ((rc = dt_db_step_row(db, st, b, e, what)) == DT_OK) {

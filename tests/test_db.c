@@ -597,7 +597,7 @@ static void test_foreign_keys_enforced(void)
     CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, &dup, &e), DT_OK);
     CU_ASSERT_FALSE(dup);
     dt_db_schedule bad = {.shape_lo = "M=1", .shape_hi = "M=8", .kernel_id = f.k1};
-    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, 4242, f.target, &bad, 1, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, 4242, f.target, 1, &bad, 1, &e), DT_EINVAL);
     dt_db_close(f.db);
 }
 
@@ -611,17 +611,17 @@ static void test_schedules(void)
         {.shape_lo = "M=9", .shape_hi = "M=128", .kernel_id = f.k2, .threads = 8,
          .predicted_ns = 900, .measured_ns = NAN},
     };
-    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, rows, 2, &e), DT_OK);
-    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl2, f.target, rows, 1, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, 1, rows, 2, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl2, f.target, 1, rows, 1, &e), DT_OK);
 
     dt_db_schedule *got;
     size_t n;
-    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, 0, &got, &n, &e), DT_OK);
     CU_ASSERT_EQUAL_FATAL(n, 2);
     CU_ASSERT_STRING_EQUAL(got[0].shape_lo, "M=1");
     CU_ASSERT_STRING_EQUAL(got[1].shape_hi, "M=128");
     CU_ASSERT_EQUAL(got[1].kernel_id, f.k2);
-    CU_ASSERT_EQUAL(got[1].threads, 8);
+    CU_ASSERT_EQUAL(got[1].threads, 1); /* the call's thread count, not the row's */
     CU_ASSERT_EQUAL(got[1].workload_id, f.wl1);
     CU_ASSERT_DOUBLE_EQUAL(got[0].measured_ns, 110, 1e-9);
     CU_ASSERT_TRUE(isnan(got[1].measured_ns));
@@ -630,8 +630,8 @@ static void test_schedules(void)
     /* A replacement that fails half-way (row 3 names no kernel) changes nothing. */
     rows[0].shape_hi = "M=4";
     rows[2] = (dt_db_schedule){.shape_lo = "M=129", .shape_hi = "M=256", .kernel_id = 5555};
-    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, rows, 3, &e), DT_EINVAL);
-    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, 1, rows, 3, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, 0, &got, &n, &e), DT_OK);
     CU_ASSERT_EQUAL_FATAL(n, 2);
     CU_ASSERT_STRING_EQUAL(got[0].shape_hi, "M=8");
     dt_db_schedules_free(got, n);
@@ -639,26 +639,38 @@ static void test_schedules(void)
     /* Same inside a caller's transaction: its earlier writes survive. */
     CU_ASSERT_EQUAL_FATAL(dt_db_begin(f.db, &e), DT_OK);
     CU_ASSERT_EQUAL(dt_db_target_upsert(f.db, "in-tx", "avx2", NULL, NULL, &e), DT_OK);
-    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, rows, 3, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, 1, rows, 3, &e), DT_EINVAL);
     CU_ASSERT_EQUAL(dt_db_commit(f.db, &e), DT_OK);
     dt_db_target t;
     CU_ASSERT_EQUAL(dt_db_target_get(f.db, "in-tx", &t, &e), DT_OK);
     dt_db_target_free(&t);
-    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, 0, &got, &n, &e), DT_OK);
     CU_ASSERT_EQUAL(n, 2);
     dt_db_schedules_free(got, n);
 
     /* A good replacement replaces the whole schedule; the other workload's stays. */
-    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, rows, 1, &e), DT_OK);
-    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, 1, rows, 1, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, 0, &got, &n, &e), DT_OK);
     CU_ASSERT_EQUAL_FATAL(n, 1);
     CU_ASSERT_STRING_EQUAL(got[0].shape_hi, "M=4");
     dt_db_schedules_free(got, n);
-    CU_ASSERT_EQUAL(dt_db_schedule_list(f.db, f.wl2, f.target, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_schedule_list(f.db, f.wl2, f.target, 0, &got, &n, &e), DT_OK);
     CU_ASSERT_EQUAL(n, 1);
     dt_db_schedules_free(got, n);
-    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, NULL, 0, &e), DT_OK);
-    CU_ASSERT_EQUAL(dt_db_schedule_list(f.db, f.wl1, f.target, &got, &n, &e), DT_OK);
+    /* Another thread count is a separate schedule: replacing it keeps the first. */
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, 2, rows, 2, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, 2, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 2);
+    dt_db_schedules_free(got, n);
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, 0, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 3);
+    CU_ASSERT_EQUAL(got[0].threads, 1);
+    CU_ASSERT_EQUAL(got[2].threads, 2);
+    dt_db_schedules_free(got, n);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, 0, rows, 1, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, 2, NULL, 0, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, 1, NULL, 0, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_schedule_list(f.db, f.wl1, f.target, 0, &got, &n, &e), DT_OK);
     CU_ASSERT_EQUAL(n, 0);
     CU_ASSERT_PTR_NULL(got);
     dt_db_close(f.db);
