@@ -14,6 +14,7 @@
 #include "common/target.h"
 #include "costmodel/adapt.h"
 #include "costmodel/features.h"
+#include "costmodel/point.h"
 #include "costmodel/xgb.h"
 #include "db/db.h"
 #include "sketch/annotation.h"
@@ -219,7 +220,7 @@ static int collect(const dt_db_measurement *m, void *ud)
 
 /* One training row. */
 typedef struct {
-    float x[DT_NFEATURES];
+    float x[DT_CM_NCOLS];
     float label;        /* throughput / f_adapt.total */
     double flops;
     double adapt;       /* f_adapt.total */
@@ -292,23 +293,23 @@ static int make_rows(dt_db *db, const rec_list *l, const dt_target *t, const cha
         dt_db_kernel_free(&k);
         int64_t vals[DT_MAX_VARS], dims[DT_MAX_DIMS];
         int in_domain;
-        dt_adapt ad;
+        dt_cm_point pt;
         row *o = &rows[n];
         if (!bad && r->threads > 0)
             a.threads = r->threads;
         if (bad || dt_shape_parse(w, r->shape, vals, &in_domain, &e2) != 0 ||
             dt_workload_dims(w, vals, dims, &e2) != 0 ||
-            dt_features(&a, t, op, o->x, DT_NFEATURES) != DT_NFEATURES ||
-            dt_f_adapt(w->op, dims, &a, t, &ad, &e2) != 0 || !(ad.total > 0)) {
+            dt_cm_point_make(w->op, w->attrs, dims, &a, t, &pt, &e2) != 0) {
             (*skipped)++;
             continue;
         }
-        o->flops = w->op->flops(dims, w->attrs);
-        o->adapt = ad.total;
+        memcpy(o->x, pt.x, sizeof o->x);
+        o->flops = pt.flops;
+        o->adapt = pt.adapt.total;
         o->min_ns = r->min_ns;
         o->gflops = o->flops / r->min_ns;
-        o->label = (float)(o->gflops / ad.total);
-        if (!(o->flops > 0) || !isfinite(o->label)) {
+        o->label = (float)dt_cm_label(&pt, r->min_ns);
+        if (!isfinite(o->label)) {
             (*skipped)++;
             continue;
         }
@@ -350,7 +351,7 @@ static int evaluate(const row *rows, const int *perm, int n, int h, const dt_xgb
     if (h == 0)
         return 0;
     int nt = n - h;
-    float *X = malloc((size_t)n * DT_NFEATURES * sizeof *X), *y = malloc((size_t)n * sizeof *y);
+    float *X = malloc((size_t)n * DT_CM_NCOLS * sizeof *X), *y = malloc((size_t)n * sizeof *y);
     float *pred = malloc((size_t)h * sizeof *pred);
     double *pt = malloc((size_t)h * sizeof *pt), *mt = malloc((size_t)h * sizeof *mt);
     double *pg = malloc((size_t)h * sizeof *pg), *mg = malloc((size_t)h * sizeof *mg);
@@ -362,13 +363,13 @@ static int evaluate(const row *rows, const int *perm, int n, int h, const dt_xgb
     }
     /* perm[0..h) is the holdout, perm[h..n) the training part */
     for (int i = 0; i < nt; i++) {
-        memcpy(X + (size_t)i * DT_NFEATURES, rows[perm[h + i]].x, sizeof rows->x);
+        memcpy(X + (size_t)i * DT_CM_NCOLS, rows[perm[h + i]].x, sizeof rows->x);
         y[i] = rows[perm[h + i]].label;
     }
-    if ((rc = dt_xgb_train(X, y, nt, DT_NFEATURES, p, &m, e)))
+    if ((rc = dt_xgb_train(X, y, nt, DT_CM_NCOLS, p, &m, e)))
         goto out;
     for (int i = 0; i < h; i++)
-        memcpy(X + (size_t)i * DT_NFEATURES, rows[perm[i]].x, sizeof rows->x);
+        memcpy(X + (size_t)i * DT_CM_NCOLS, rows[perm[i]].x, sizeof rows->x);
     if ((rc = dt_xgb_predict(m, X, h, pred, e)))
         goto out;
     for (int i = 0; i < h; i++) {
@@ -397,7 +398,7 @@ out:
 static int train_all(const row *rows, int n, const dt_xgb_params *p, void **blob, size_t *len,
                      dt_err *e)
 {
-    float *X = malloc((size_t)n * DT_NFEATURES * sizeof *X), *y = malloc((size_t)n * sizeof *y);
+    float *X = malloc((size_t)n * DT_CM_NCOLS * sizeof *X), *y = malloc((size_t)n * sizeof *y);
     int rc = 0;
     dt_xgb *m = NULL;
     if (!X || !y) {
@@ -405,10 +406,10 @@ static int train_all(const row *rows, int n, const dt_xgb_params *p, void **blob
         goto out;
     }
     for (int i = 0; i < n; i++) {
-        memcpy(X + (size_t)i * DT_NFEATURES, rows[i].x, sizeof rows->x);
+        memcpy(X + (size_t)i * DT_CM_NCOLS, rows[i].x, sizeof rows->x);
         y[i] = rows[i].label;
     }
-    if (!(rc = dt_xgb_train(X, y, n, DT_NFEATURES, p, &m, e)))
+    if (!(rc = dt_xgb_train(X, y, n, DT_CM_NCOLS, p, &m, e)))
         rc = dt_xgb_save(m, blob, len, e);
 out:
     dt_xgb_free(m);

@@ -121,6 +121,26 @@ int dt_domain_copy(dt_domain *dst, const dt_domain *src)
     return 0;
 }
 
+int dt_domain_nearest(const dt_domain *d, int64_t v)
+{
+    int lo = 0, hi = d->n - 1;
+    if (v <= d->values[0])
+        return 0;
+    if (v >= d->values[hi])
+        return hi;
+    while (hi - lo > 1) { /* values[lo] < v < values[hi] */
+        int mid = lo + (hi - lo) / 2;
+        if (d->values[mid] == v)
+            return mid;
+        if (d->values[mid] < v)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    /* ties go to the smaller value */
+    return v - d->values[lo] <= d->values[hi] - v ? lo : hi;
+}
+
 int dt_domain_contains(const dt_domain *d, int64_t v)
 {
     int lo = 0, hi = d->n - 1;

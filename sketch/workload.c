@@ -174,6 +174,25 @@ void dt_workload_shape_at(const dt_workload *w, int64_t idx, int64_t *vals, doub
         *weight = wt;
 }
 
+int dt_workload_shape_index(const dt_workload *w, const int64_t *vals, int64_t *idx,
+                            int64_t *nearest)
+{
+    int64_t i = 0;
+    int exact = 1;
+    for (int v = 0; v < w->nvars; v++) {
+        const dt_domain *d = &w->vars[v].dom;
+        int k = dt_domain_nearest(d, vals[v]);
+        if (d->values[k] != vals[v])
+            exact = 0;
+        if (nearest)
+            nearest[v] = d->values[k];
+        i = i * d->n + k;
+    }
+    if (idx)
+        *idx = i;
+    return exact;
+}
+
 int dt_workload_dims(const dt_workload *w, const int64_t *vals, int64_t *dims, dt_err *e)
 {
     for (int d = 0; d < w->op->ndims; d++) {

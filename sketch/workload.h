@@ -61,6 +61,8 @@ void dt_domain_free(dt_domain *d);
 size_t dt_domain_print(const dt_domain *d, char *buf, size_t n);
 int dt_domain_parse(const char *text, dt_domain *d, dt_err *e);
 int dt_domain_contains(const dt_domain *d, int64_t v);
+/* Index of the value nearest to v (ties: the smaller value). */
+int dt_domain_nearest(const dt_domain *d, int64_t v);
 
 /* ---- workloads ---- */
 dt_workload *dt_workload_new(const dt_op_desc *op);
@@ -90,6 +92,12 @@ int64_t dt_workload_nshapes(const dt_workload *w);
 /* Shape number idx (0 <= idx < nshapes; the last variable varies fastest):
  * fills vals[nvars] and, if weight is not NULL, its weight. */
 void dt_workload_shape_at(const dt_workload *w, int64_t idx, int64_t *vals, double *weight);
+/* The inverse of dt_workload_shape_at: *idx (may be NULL) receives the index
+ * of the shape whose every variable is the domain value nearest to vals[v]
+ * (written to nearest[nvars], may be NULL).  Returns 1 when vals is itself a
+ * shape of the set, else 0. */
+int dt_workload_shape_index(const dt_workload *w, const int64_t *vals, int64_t *idx,
+                            int64_t *nearest);
 /* Concrete dims (op->ndims values) of a shape. */
 int dt_workload_dims(const dt_workload *w, const int64_t *vals, int64_t *dims, dt_err *e);
 /* "M=37" or "batch=2,seq=37" (variables in order). */

@@ -248,6 +248,25 @@ static void test_shape_set(void)
     CU_ASSERT_TRUE(in);
     CU_ASSERT_EQUAL(dt_shape_parse(w, "batch=2,seq=300", v, &in, &e), 0);
     CU_ASSERT_FALSE(in); /* outside the set: still a valid shape */
+
+    /* shape index: the inverse of shape_at, nearest values outside the set */
+    int64_t idx, near[DT_MAX_VARS];
+    int64_t v2[2] = {2, 37};
+    CU_ASSERT_EQUAL(dt_workload_shape_index(w, v2, &idx, near), 1);
+    CU_ASSERT_EQUAL(idx, 128 + 36);
+    for (int64_t i = 0; i < dt_workload_nshapes(w); i += 97) {
+        dt_workload_shape_at(w, i, v2, NULL);
+        CU_ASSERT_EQUAL(dt_workload_shape_index(w, v2, &idx, NULL), 1);
+        CU_ASSERT_EQUAL(idx, i);
+    }
+    v2[0] = 9; v2[1] = 300;
+    CU_ASSERT_EQUAL(dt_workload_shape_index(w, v2, &idx, near), 0);
+    CU_ASSERT_EQUAL(near[0], 8);
+    CU_ASSERT_EQUAL(near[1], 128);
+    CU_ASSERT_EQUAL(idx, 8 * 128 - 1);
+    v2[0] = 0; v2[1] = -5;
+    CU_ASSERT_EQUAL(dt_workload_shape_index(w, v2, &idx, near), 0);
+    CU_ASSERT_EQUAL(idx, 0);
     CU_ASSERT_EQUAL(dt_shape_parse(w, "batch=2", v, &in, &e), DT_EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "'seq' has no value"));
     CU_ASSERT_EQUAL(dt_shape_parse(w, "batch=2,seq=3,M=4", v, &in, &e), DT_EINVAL);
@@ -267,6 +286,28 @@ static void test_shape_set(void)
     CU_ASSERT_EQUAL(dt_shape_parse(w, "", v, &in, &e), 0);
     CU_ASSERT_TRUE(in);
     dt_workload_free(w);
+}
+
+static void test_nearest_value(void)
+{
+    dt_domain d;
+    dt_err e;
+    int64_t vals[] = {5, 24, 43, 62, 81, 100, 119, 128};
+    CU_ASSERT_EQUAL_FATAL(dt_domain_values(&d, vals, NULL, 8, &e), 0);
+    CU_ASSERT_EQUAL(dt_domain_nearest(&d, 1), 0);
+    CU_ASSERT_EQUAL(dt_domain_nearest(&d, 5), 0);
+    CU_ASSERT_EQUAL(dt_domain_nearest(&d, 14), 0);  /* tie 5 / 24 at 14.5: 14 is nearer 5 */
+    CU_ASSERT_EQUAL(dt_domain_nearest(&d, 15), 1);
+    CU_ASSERT_EQUAL(dt_domain_nearest(&d, 53), 3); /* 43 and 62 are 10 / 9 away */
+    CU_ASSERT_EQUAL(dt_domain_nearest(&d, 119), 6);
+    CU_ASSERT_EQUAL(dt_domain_nearest(&d, 124), 7); /* 119: 5, 128: 4 */
+    CU_ASSERT_EQUAL(dt_domain_nearest(&d, 10000), 7);
+    dt_domain_free(&d);
+    int64_t one = 7;
+    CU_ASSERT_EQUAL_FATAL(dt_domain_values(&d, &one, NULL, 1, &e), 0);
+    CU_ASSERT_EQUAL(dt_domain_nearest(&d, 3), 0);
+    CU_ASSERT_EQUAL(dt_domain_nearest(&d, 30), 0);
+    dt_domain_free(&d);
 }
 
 static void test_clone_and_flops(void)
@@ -297,6 +338,7 @@ int main(void)
         {"random keys round-trip", test_random_keys_round_trip},
         {"domains", test_domains},
         {"shape sets, weights, shape strings", test_shape_set},
+        {"nearest domain value", test_nearest_value},
         {"clone, flops, truncated key buffer", test_clone_and_flops},
         CU_TEST_INFO_NULL,
     };

@@ -1,0 +1,50 @@
+/* Cost-model points: see point.h. */
+#include "costmodel/point.h"
+
+#include <math.h>
+
+static const char *const shape_names[DT_NSHAPE_FEATURES] = {"log_batch", "log_m", "log_n",
+                                                            "log_k"};
+
+const char *dt_cm_column_name(int i)
+{
+    if (i >= DT_NFEATURES && i < DT_CM_NCOLS)
+        return shape_names[i - DT_NFEATURES];
+    return dt_cm_feature_name(i);
+}
+
+int dt_cm_point_make(const dt_op_desc *op, const int *attrs, const int64_t *dims,
+                     const dt_annotation *a, const dt_target *t, dt_cm_point *p, dt_err *e)
+{
+    if (!op || !dims || !a || !t || !p)
+        return dt_errf(e, DT_EINVAL, "cost-model point: missing argument");
+    if (dt_features(a, t, op->name, p->x, DT_NFEATURES) != DT_NFEATURES)
+        return dt_errf(e, DT_EINVAL, "cost-model point: no features for op %s (mr %d, nr %d)",
+                       op->name, a->mr, a->nr);
+    int rc = dt_f_adapt(op, dims, a, t, &p->adapt, e);
+    if (rc)
+        return rc;
+    static const char *const dim_names[DT_NSHAPE_FEATURES] = {"B", "M", "N", "K"};
+    for (int i = 0; i < DT_NSHAPE_FEATURES; i++) {
+        int d = dt_op_dim_index(op, dim_names[i]);
+        p->x[DT_NFEATURES + i] = d >= 0 ? (float)log2((double)dims[d]) : 0.0f;
+    }
+    p->flops = op->flops(dims, attrs);
+    if (!(p->flops > 0) || !(p->adapt.total > 0))
+        return dt_errf(e, DT_EINVAL, "cost-model point: no work in this shape");
+    return 0;
+}
+
+double dt_cm_label(const dt_cm_point *p, double min_ns)
+{
+    if (!(min_ns > 0) || !isfinite(min_ns))
+        return NAN;
+    return p->flops / min_ns / p->adapt.total;
+}
+
+double dt_cm_time_ns(const dt_cm_point *p, double f_mk)
+{
+    if (!(f_mk > 0))
+        return HUGE_VAL;
+    return p->flops / (f_mk * p->adapt.total);
+}
