@@ -36,6 +36,9 @@ int dt_cli_seed_opt(const char *cmd, const char *text, uint64_t *out);
 /* Milliseconds in (0, hi]: */
 int dt_cli_ms_opt(const char *cmd, const char *flag, const char *text, double hi, double *out);
 
+/* A duration: seconds, or a number with s, m or h ("90s", "25m", "2h"): */
+int dt_cli_duration_opt(const char *cmd, const char *flag, const char *text, double *out);
+
 /* Writes root (reference stolen; NULL allowed) to stdout with jansson's
  * flags and a newline.  0, or DT_ENOMEM when the JSON could not be built. */
 int dt_cli_print_json(json_t *root, size_t flags);
@@ -64,5 +67,7 @@ int dt_cmd_bench(int argc, char **argv);
 int dt_cmd_worker(int argc, char **argv);
 int dt_cmd_measure(int argc, char **argv);
 int dt_cmd_model(int argc, char **argv);
+int dt_cmd_tune(int argc, char **argv);
+int dt_cmd_query(int argc, char **argv);
 
 #endif

@@ -74,6 +74,26 @@ int dt_cli_ms_opt(const char *cmd, const char *flag, const char *text, double hi
     return 0;
 }
 
+int dt_cli_duration_opt(const char *cmd, const char *flag, const char *text, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+    double unit = 1;
+    if (end != text && *end && !end[1]) {
+        switch (*end) {
+        case 's': unit = 1; end++; break;
+        case 'm': unit = 60; end++; break;
+        case 'h': unit = 3600; end++; break;
+        default: break;
+        }
+    }
+    if (end == text || *end || !(v > 0) || v * unit > 30 * 86400.0)
+        return dt_cli_usage_error(cmd, "%s takes a duration such as 90s, 25m or 2h (up to 30 "
+                                       "days), not '%s'", flag, text);
+    *out = v * unit;
+    return 0;
+}
+
 int dt_cli_print_json(json_t *root, size_t flags)
 {
     char *text = root ? json_dumps(root, flags) : NULL;

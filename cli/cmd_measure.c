@@ -143,26 +143,6 @@ static int pick_shapes(const dt_workload *w, const char *text, char (**out)[128]
     return 0;
 }
 
-/* The workload's shape set as stored in workloads.shape_set. */
-static char *shape_set_json(const dt_workload *w)
-{
-    json_t *vars = json_object();
-    for (int v = 0; v < w->nvars; v++) {
-        const dt_domain *d = &w->vars[v].dom;
-        char text[256];
-        dt_domain_print(d, text, sizeof text);
-        json_object_set_new(vars, w->vars[v].name,
-                            json_pack("{s:s, s:I, s:I, s:i}", "domain", text, "min",
-                                      (json_int_t)d->values[0], "max",
-                                      (json_int_t)d->values[d->n - 1], "count", d->n));
-    }
-    json_t *root = json_pack("{s:o, s:I}", "vars", vars, "shapes",
-                             (json_int_t)dt_workload_nshapes(w));
-    char *s = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(root);
-    return s;
-}
-
 /* ---- the run ------------------------------------------------------------- */
 
 typedef struct {
@@ -561,7 +541,7 @@ static int prepare_db(run *r, const dt_target *t, dt_err *e)
     json_t *tj = dt_target_to_json(t);
     char *tinfo = tj ? json_dumps(tj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(tj);
-    char *sset = shape_set_json(r->w);
+    char *sset = dt_workload_shape_set_json(r->w);
     if (!tinfo || !sset) {
         free(tinfo);
         free(sset);

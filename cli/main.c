@@ -19,6 +19,8 @@ static const dt_command commands[] = {
     {"bench", dt_cmd_bench, "time micro-kernels against oneDNN, OpenBLAS, LIBXSMM"},
     {"measure", dt_cmd_measure, "measure kernels on shapes (locally or on workers) into the db"},
     {"worker", dt_cmd_worker, "serve measurements to tuners over TCP"},
+    {"tune", dt_cmd_tune, "tune a model's workloads (or one workload) into dispatch schedules"},
+    {"query", dt_cmd_query, "the kernel dispatched for a workload's shape, from the db"},
     {"model", dt_cmd_model, "train the cost model on recorded measurements; show its quality"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -102,6 +102,10 @@ int dt_workload_shape_index(const dt_workload *w, const int64_t *vals, int64_t *
 int dt_workload_dims(const dt_workload *w, const int64_t *vals, int64_t *dims, dt_err *e);
 /* "M=37" or "batch=2,seq=37" (variables in order). */
 size_t dt_shape_format(const dt_workload *w, const int64_t *vals, char *buf, size_t n);
+/* {"vars": {name: {"domain", "min", "max", "count"}}, "shapes": n}: compact
+ * JSON text (malloc'ed; NULL when out of memory), what the database stores
+ * as a workload's shape set. */
+char *dt_workload_shape_set_json(const dt_workload *w);
 /* Parses "name=value,..." naming every variable exactly once.  Values
  * outside the domains are accepted (any kernel runs any shape); *in_domain
  * tells whether the shape belongs to the shape set.  The dims must still be

@@ -1,0 +1,234 @@
+/* dtune query: which micro-kernel a tuned schedule dispatches for a shape. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/target.h"
+#include "db/db.h"
+#include "tuner/dispatch.h"
+
+#define MAX_SHAPES 256
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: dtune query WORKLOAD --shape SHAPE [--shape SHAPE ...] [--db PATH]\n"
+            "                   [--threads T] [--target KEY] [--json]\n"
+            "\n"
+            "Looks up the tuned schedule of a workload: for each shape, the micro-kernel\n"
+            "dispatched, its annotation, the shape range it was chosen for, the\n"
+            "predicted and measured time (mean over the range, and the measurement on\n"
+            "this very shape when there is one), and whether the shape is extrapolated\n"
+            "(not in the tuned shape set: it runs the nearest range's kernel). Every\n"
+            "shape gets a kernel.\n"
+            "\n"
+            "WORKLOAD is a workload key, e.g. 'dense(M=1..128,N=768,K=768)'; SHAPE names\n"
+            "every variable: M=37, or batch=2,seq=37.\n"
+            "\n"
+            "Options:\n"
+            "  --shape SHAPE    a shape to look up (repeatable, at most %d)\n"
+            "  --db PATH        database (default $DTUNE_DB, else ./dtune.db)\n"
+            "  --threads T      the schedule tuned for T threads (default: the highest)\n"
+            "  --target KEY     another target's schedule (default: this machine's)\n"
+            "  --json           print JSON\n"
+            "  -h, --help       show this help\n"
+            "\n"
+            "Exit codes: 0 ok, 1 usage error, 2 bad input (e.g. no schedule), 3 runtime\n"
+            "failure.\n",
+            MAX_SHAPES);
+}
+
+typedef struct {
+    const char *db, *target;
+    const char *shapes[MAX_SHAPES];
+    int nshapes, threads, json;
+} query_args;
+
+static int parse_args(int argc, char **argv, query_args *a, const char **key)
+{
+    static const struct option opts[] = {
+        {"shape", required_argument, NULL, 'S'},   {"db", required_argument, NULL, 'd'},
+        {"threads", required_argument, NULL, 't'}, {"target", required_argument, NULL, 'T'},
+        {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    memset(a, 0, sizeof *a);
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        int rc = 0;
+        switch (c) {
+        case 'S':
+            if (a->nshapes == MAX_SHAPES)
+                return dt_cli_usage_error("query", "at most %d --shape", MAX_SHAPES);
+            a->shapes[a->nshapes++] = optarg;
+            break;
+        case 'd': a->db = optarg; break;
+        case 'T': a->target = optarg; break;
+        case 'j': a->json = 1; break;
+        case 't': rc = dt_cli_int_opt("query", "--threads", optarg, 1, 1024, &a->threads); break;
+        case 'h': usage(stdout); return -1;
+        default:
+            return dt_cli_usage_error("query", "unknown option or missing value: '%s'",
+                                      argv[optind - 1]);
+        }
+        if (rc)
+            return rc;
+    }
+    if (argc - optind != 1)
+        return dt_cli_usage_error("query", "expected one WORKLOAD argument");
+    if (a->nshapes == 0)
+        return dt_cli_usage_error("query", "give at least one --shape");
+    *key = argv[optind];
+    return 0;
+}
+
+typedef struct {
+    const char *shape;
+    int threads;
+    double ns;
+} exact_ctx;
+
+static int find_exact(const dt_db_measurement *m, void *ud)
+{
+    exact_ctx *x = ud;
+    if (m->shape && strcmp(m->shape, x->shape) == 0 && m->threads == x->threads &&
+        (isnan(x->ns) || m->min_ns < x->ns))
+        x->ns = m->min_ns;
+    return 0;
+}
+
+static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+int dt_cmd_query(int argc, char **argv)
+{
+    query_args a;
+    const char *key = NULL;
+    int rc = parse_args(argc, argv, &a, &key);
+    if (rc)
+        return rc < 0 ? DT_EXIT_OK : rc;
+    dt_err e;
+    dt_err_clear(&e);
+    char tkey[DT_TARGET_KEY_MAX];
+    dt_db *db = NULL;
+    dt_dispatch *d = NULL;
+    json_t *out = json_array();
+    const char *path = a.db ? a.db : dt_cli_default_db();
+    if (a.target) {
+        snprintf(tkey, sizeof tkey, "%s", a.target);
+    } else {
+        dt_target tg;
+        if ((rc = dt_target_detect(&tg, &e)))
+            goto fail;
+        if ((rc = dt_target_key(&tg, tkey, sizeof tkey))) {
+            rc = dt_errf(&e, rc, "cannot form this machine's target key");
+            goto fail;
+        }
+    }
+    if (access(path, F_OK) != 0) {
+        rc = dt_errf(&e, DT_ENOTFOUND, "no database at %s; run dtune tune first", path);
+        goto fail;
+    }
+    if ((rc = dt_db_open(path, DT_DB_READONLY, &db, &e)) ||
+        (rc = dt_dispatch_load(db, key, tkey, a.threads, &d, &e)))
+        goto fail;
+    dt_db_workload wrow;
+    dt_db_target trow;
+    int64_t wid = 0, tid = 0;
+    if (dt_db_workload_get(db, d->key, &wrow, &e) == 0) {
+        wid = wrow.id;
+        dt_db_workload_free(&wrow);
+    }
+    if (dt_db_target_get(db, tkey, &trow, &e) == 0) {
+        tid = trow.id;
+        dt_db_target_free(&trow);
+    }
+    for (int i = 0; i < a.nshapes; i++) {
+        int64_t vals[DT_MAX_VARS];
+        int in_domain;
+        if ((rc = dt_shape_parse(d->w, a.shapes[i], vals, &in_domain, &e))) {
+            dt_err_prefix(&e, "--shape %s", a.shapes[i]);
+            goto fail;
+        }
+        char shape[128];
+        dt_shape_format(d->w, vals, shape, sizeof shape);
+        dt_dispatch_hit hit;
+        if ((rc = dt_dispatch_find(d, vals, &hit))) {
+            rc = dt_errf(&e, DT_ENOTFOUND, "the schedule of %s is empty", d->key);
+            goto fail;
+        }
+        dt_db_kernel k;
+        if ((rc = dt_db_kernel_get(db, hit.range->kernel_id, &k, &e)))
+            goto fail;
+        exact_ctx x = {shape, d->threads, NAN};
+        dt_db_measurement_filter f = {.workload_id = wid, .target_id = tid,
+                                      .kernel_id = hit.range->kernel_id, .ok_only = true};
+        if (!hit.extrapolated && (rc = dt_db_measurement_list(db, &f, find_exact, &x, &e))) {
+            dt_db_kernel_free(&k);
+            goto fail;
+        }
+        json_error_t jerr;
+        json_t *ann = json_loads(k.annotation, 0, &jerr);
+        json_t *o = json_object();
+        json_object_set_new(o, "workload", json_string(d->key));
+        json_object_set_new(o, "shape", json_string(shape));
+        json_object_set_new(o, "target", json_string(tkey));
+        json_object_set_new(o, "threads", json_integer(d->threads));
+        json_object_set_new(o, "kernel_id", json_integer(k.id));
+        json_object_set_new(o, "sketch", json_string(k.sketch));
+        json_object_set_new(o, "annotation", ann ? ann : json_null());
+        json_object_set_new(o, "range", json_pack("[s,s]", hit.range->shape_lo,
+                                                  hit.range->shape_hi));
+        json_object_set_new(o, "extrapolated", json_boolean(hit.extrapolated));
+        json_object_set_new(o, "predicted_ns", num_or_null(hit.range->predicted_ns));
+        json_object_set_new(o, "measured_ns", num_or_null(hit.range->measured_ns));
+        json_object_set_new(o, "measured_ns_this_shape", num_or_null(x.ns));
+        dt_db_kernel_free(&k);
+        json_array_append_new(out, o);
+    }
+    if (a.json) {
+        rc = dt_cli_print_json(out, JSON_INDENT(1) | JSON_PRESERVE_ORDER) ? DT_EXIT_RUNTIME : 0;
+        out = NULL;
+    } else {
+        size_t i;
+        json_t *o;
+        json_array_foreach(out, i, o)
+        {
+            char *ann = json_dumps(json_object_get(o, "annotation"), JSON_COMPACT);
+            json_t *pr = json_object_get(o, "predicted_ns"), *me = json_object_get(o, "measured_ns"),
+                   *ex = json_object_get(o, "measured_ns_this_shape");
+            printf("%s %s -> kernel %lld (%s%s)\n", json_string_value(json_object_get(o, "workload")),
+                   json_string_value(json_object_get(o, "shape")),
+                   (long long)json_integer_value(json_object_get(o, "kernel_id")),
+                   json_string_value(json_object_get(o, "sketch")),
+                   json_is_true(json_object_get(o, "extrapolated")) ? ", extrapolated" : "");
+            printf("  range      %s .. %s, %d thread%s\n",
+                   json_string_value(json_array_get(json_object_get(o, "range"), 0)),
+                   json_string_value(json_array_get(json_object_get(o, "range"), 1)), d->threads,
+                   d->threads == 1 ? "" : "s");
+            printf("  annotation %s\n", ann ? ann : "?");
+            printf("  time       predicted %.2f us, measured %.2f us (range means)",
+                   json_is_real(pr) ? json_real_value(pr) * 1e-3 : NAN,
+                   json_is_real(me) ? json_real_value(me) * 1e-3 : NAN);
+            if (json_is_real(ex))
+                printf("; measured on this shape %.2f us", json_real_value(ex) * 1e-3);
+            printf("\n");
+            free(ann);
+        }
+        rc = 0;
+    }
+    json_decref(out);
+    dt_dispatch_free(d);
+    dt_db_close(db);
+    return rc;
+fail:
+    json_decref(out);
+    dt_dispatch_free(d);
+    dt_db_close(db);
+    return dt_cli_fail(&e);
+}

@@ -1,0 +1,436 @@
+/* dtune tune: a model's workloads (or one workload) tuned into dispatch
+ * schedules in the database (tuner/tune.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/file.h"
+#include "common/log.h"
+#include "common/target.h"
+#include "db/db.h"
+#include "sketch/model.h"
+#include "tuner/tune.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: dtune tune MODEL.json|WORKLOAD [--db PATH] [--trials N] [--time DURATION]\n"
+            "                  [--strategy joint|per-shape|random] [--threads T] [--seed S]\n"
+            "                  [--topk K] [--min-time MS] [--workers HOST:PORT,...\n"
+            "                  --token-file F] [--json]\n"
+            "\n"
+            "Tunes every workload of a model spec (or the one workload key given) on this\n"
+            "machine's target and stores, per workload, a dispatch schedule: shape ranges\n"
+            "and the micro-kernel measured fastest on them. Every trial is recorded in the\n"
+            "database as it is measured; running the same command again on the same\n"
+            "database goes on from the records (nothing is measured twice) and, once the\n"
+            "budget is spent, only redoes the final selection.\n"
+            "\n"
+            "Strategies:\n"
+            "  joint      DietCode: kernels evolved for the whole shape set at once, valued\n"
+            "             by how much they lower sum_s w_s * min_k time(s, k), guided by\n"
+            "             the XGBoost cost model (default)\n"
+            "  per-shape  Ansor-style baseline: each shape tuned on its own, with an\n"
+            "             equal share of the trials\n"
+            "  random     random kernels on random shapes\n"
+            "At the end, for every shape the top K predicted kernels are measured on it\n"
+            "and the fastest wins (per-shape: its best measured kernel).\n"
+            "\n"
+            "Options:\n"
+            "  --db PATH          database (default $DTUNE_DB, else ./dtune.db)\n"
+            "  --trials N         trial budget over the model, records already in the\n"
+            "                     database included (default 300 per workload unless\n"
+            "                     --time is given)\n"
+            "  --time DURATION    wall-time budget of this run: 90s, 25m, 2h\n"
+            "  --strategy S       joint, per-shape or random (default joint)\n"
+            "  --threads T        threads of the tuned kernels (default: all cores)\n"
+            "  --seed S           seed of the search (default 1)\n"
+            "  --topk K           kernels measured per shape at the end (default 2)\n"
+            "  --min-time MS      minimum timed length of one trial (default 5)\n"
+            "  --workers LIST     measure on dtune workers (HOST:PORT,...) instead of here\n"
+            "  --token-file FILE  the workers' shared token (mode 600)\n"
+            "  --json             print one JSON summary on stdout\n"
+            "  -h, --help         show this help\n"
+            "\n"
+            "Progress goes to stderr: a live line on a terminal, one line per round\n"
+            "otherwise. SIGINT or SIGTERM stops the search after the current round and\n"
+            "still stores schedules from what was measured.\n"
+            "\n"
+            "Exit codes: 0 ok, 1 usage error, 2 bad input, 3 runtime failure.\n");
+}
+
+typedef struct {
+    const char *db, *workers, *token_file;
+    int64_t trials;
+    double time_s, min_time_ms;
+    int threads, json, topk;
+    dt_strategy strategy;
+    uint64_t seed;
+} tune_args;
+
+static int parse_args(int argc, char **argv, tune_args *a, const char **what)
+{
+    static const struct option opts[] = {
+        {"db", required_argument, NULL, 'd'},      {"trials", required_argument, NULL, 'n'},
+        {"time", required_argument, NULL, 'T'},    {"strategy", required_argument, NULL, 'S'},
+        {"threads", required_argument, NULL, 't'}, {"seed", required_argument, NULL, 's'},
+        {"topk", required_argument, NULL, 'k'},    {"min-time", required_argument, NULL, 'm'},
+        {"workers", required_argument, NULL, 'w'}, {"token-file", required_argument, NULL, 'F'},
+        {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    *a = (tune_args){.seed = 1, .topk = 2, .min_time_ms = 5};
+    int c, v;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        int rc = 0;
+        switch (c) {
+        case 'd': a->db = optarg; break;
+        case 'w': a->workers = optarg; break;
+        case 'F': a->token_file = optarg; break;
+        case 'j': a->json = 1; break;
+        case 'h': usage(stdout); return -1;
+        case 'n':
+            rc = dt_cli_int_opt("tune", "--trials", optarg, 1, 100000000, &v);
+            a->trials = v;
+            break;
+        case 'T': rc = dt_cli_duration_opt("tune", "--time", optarg, &a->time_s); break;
+        case 'S':
+            if (dt_strategy_parse(optarg, &a->strategy))
+                return dt_cli_usage_error("tune", "--strategy takes joint, per-shape or random, "
+                                                  "not '%s'", optarg);
+            break;
+        case 't': rc = dt_cli_int_opt("tune", "--threads", optarg, 1, 1024, &a->threads); break;
+        case 's': rc = dt_cli_seed_opt("tune", optarg, &a->seed); break;
+        case 'k': rc = dt_cli_int_opt("tune", "--topk", optarg, 0, 16, &a->topk); break;
+        case 'm': rc = dt_cli_ms_opt("tune", "--min-time", optarg, 10000, &a->min_time_ms); break;
+        default:
+            return dt_cli_usage_error("tune", "unknown option or missing value: '%s'",
+                                      argv[optind - 1]);
+        }
+        if (rc)
+            return rc;
+    }
+    if (!a->workers != !a->token_file)
+        return dt_cli_usage_error("tune", "--workers and --token-file go together");
+    if (argc - optind != 1)
+        return dt_cli_usage_error("tune", "expected one MODEL.json or WORKLOAD argument");
+    *what = argv[optind];
+    return 0;
+}
+
+/* ---- progress ------------------------------------------------------------------- */
+
+typedef struct {
+    int tty, quiet;
+    int last_len;
+} progress_state;
+
+static void fmt_ns(double ns, char *buf, size_t n)
+{
+    if (!isfinite(ns))
+        snprintf(buf, n, "-");
+    else if (ns >= 1e6)
+        snprintf(buf, n, "%.3f ms", ns * 1e-6);
+    else
+        snprintf(buf, n, "%.1f us", ns * 1e-3);
+}
+
+static void fmt_clock(double s, char *buf, size_t n)
+{
+    int t = (int)s;
+    snprintf(buf, n, "%d:%02d", t / 60, t % 60);
+}
+
+static void on_event(const dt_tune_event *ev, void *ud)
+{
+    progress_state *ps = ud;
+    if (ps->quiet)
+        return;
+    char obj[32], lat[32], el[32], tb[48], budget[32] = "";
+    fmt_ns(ev->task->objective, obj, sizeof obj);
+    fmt_ns(ev->model_latency_ns, lat, sizeof lat);
+    fmt_clock(ev->elapsed_s, el, sizeof el);
+    if (ev->trials_budget > 0)
+        snprintf(budget, sizeof budget, "/%lld", (long long)ev->trials_budget);
+    if (ev->kind == DT_TUNE_EV_RESUMED) {
+        fprintf(stderr, "tune: %s: resuming from %lld recorded trials of %d kernels\n",
+                ev->task->name, (long long)ev->task->resumed, ev->task->nk);
+        return;
+    }
+    if (ev->kind == DT_TUNE_EV_SELECTED) {
+        if (ps->tty && ps->last_len)
+            fprintf(stderr, "\r%*s\r", ps->last_len, "");
+        ps->last_len = 0;
+        fprintf(stderr,
+                "tune: %s: selected %d range%s, %d kernel%s (%lld selection trials), "
+                "objective %s\n",
+                ev->task->name, ev->select.ranges, ev->select.ranges == 1 ? "" : "s",
+                ev->select.kernels, ev->select.kernels == 1 ? "" : "s",
+                (long long)ev->select.trials, obj);
+        return;
+    }
+    char tau[16] = "-";
+    if (isfinite(ev->round.tau))
+        snprintf(tau, sizeof tau, "%.2f", ev->round.tau);
+    if (ev->time_budget_s > 0) {
+        char t2[32];
+        fmt_clock(ev->time_budget_s, t2, sizeof t2);
+        snprintf(tb, sizeof tb, "/%s", t2);
+    } else {
+        tb[0] = 0;
+    }
+    char line[512];
+    int len = snprintf(line, sizeof line,
+                       "[%d/%d %s] round %d | trials %lld%s | best %s | model %s | "
+                       "%.0f trials/min | tau %s | %s%s",
+                       ev->task_index + 1, ev->ntasks, ev->task->name, ev->task->rounds,
+                       (long long)ev->trials_used, budget, obj, lat, ev->trials_per_min, tau, el,
+                       tb);
+    if (ps->tty) {
+        int pad = ps->last_len > len ? ps->last_len - len : 0;
+        fprintf(stderr, "\r%s%*s", line, pad, "");
+        ps->last_len = len;
+    } else {
+        fprintf(stderr, "tune: %s\n", line);
+    }
+    fflush(stderr);
+}
+
+static volatile sig_atomic_t stop_flag;
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+/* ---- output ------------------------------------------------------------------------ */
+
+static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static double task_gflops(const dt_task *t)
+{
+    /* weighted mean throughput of the objective: Σ w·flops / Σ w·ns */
+    double f = 0;
+    for (int64_t s = 0; s < t->ns; s++)
+        f += t->weight[s] * t->flops[s];
+    return isfinite(t->objective) && t->objective > 0 ? f / t->objective : NAN;
+}
+
+static int print_json(const char *what, const char *tkey, const char *db, const tune_args *a,
+                      int threads, const dt_task *t, int n, const dt_tune_result *r)
+{
+    json_t *root = json_object(), *ws = json_array(), *ms = json_array();
+    json_object_set_new(root, "model", json_string(what));
+    json_object_set_new(root, "target", json_string(tkey));
+    json_object_set_new(root, "db", json_string(db));
+    json_object_set_new(root, "strategy", json_string(dt_strategy_name(a->strategy)));
+    json_object_set_new(root, "threads", json_integer(threads));
+    json_object_set_new(root, "trials_new", json_integer(r->trials_new));
+    json_object_set_new(root, "trials_total", json_integer(r->trials_total));
+    json_object_set_new(root, "seconds", json_real(r->seconds));
+    json_object_set_new(root, "stopped", json_boolean(r->stopped));
+    double lat = 0;
+    for (int i = 0; i < n; i++) {
+        json_t *w = json_object();
+        json_object_set_new(w, "name", json_string(t[i].name));
+        json_object_set_new(w, "workload", json_string(t[i].key));
+        json_object_set_new(w, "count", json_real(t[i].count));
+        json_object_set_new(w, "shapes", json_integer(t[i].ns));
+        json_object_set_new(w, "kernels", json_integer(t[i].nk));
+        json_object_set_new(w, "trials", json_integer(t[i].trials));
+        json_object_set_new(w, "resumed_trials", json_integer(t[i].resumed));
+        json_object_set_new(w, "rounds", json_integer(t[i].rounds));
+        json_object_set_new(w, "ranges", json_integer(r->sel[i].ranges));
+        json_object_set_new(w, "dispatched_kernels", json_integer(r->sel[i].kernels));
+        json_object_set_new(w, "selection_trials", json_integer(r->sel[i].trials));
+        json_object_set_new(w, "unmeasured_shapes", json_integer(r->sel[i].unmeasured));
+        json_object_set_new(w, "objective_ns", num_or_null(r->sel[i].objective));
+        json_object_set_new(w, "gflops", num_or_null(task_gflops(&t[i])));
+        json_array_append_new(ws, w);
+        lat += t[i].count * r->sel[i].objective;
+    }
+    json_object_set_new(root, "model_latency_ns", num_or_null(lat));
+    json_object_set_new(root, "workloads", ws);
+    for (int j = 0; j < r->nmodels; j++)
+        json_array_append_new(ms, json_pack("{s:s, s:I, s:o, s:o, s:o}", "op", r->model[j].op,
+                                            "records", (json_int_t)r->model[j].records,
+                                            "kendall_tau_within_shape",
+                                            num_or_null(r->model[j].tau_within_shape),
+                                            "kendall_tau", num_or_null(r->model[j].tau_all),
+                                            "topk_recall", num_or_null(r->model[j].recall)));
+    json_object_set_new(root, "cost_models", ms);
+    return dt_cli_print_json(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) ? DT_EXIT_RUNTIME
+                                                                          : DT_EXIT_OK;
+}
+
+static void print_table(const char *db, const dt_task *t, int n, const dt_tune_result *r,
+                        int threads)
+{
+    printf("%-14s %6s %7s %7s %7s %6s %8s %12s %8s\n", "workload", "shapes", "kernels", "trials",
+           "rounds", "ranges", "kernels*", "mean time", "GFLOP/s");
+    double lat = 0;
+    for (int i = 0; i < n; i++) {
+        char obj[32];
+        fmt_ns(r->sel[i].objective, obj, sizeof obj);
+        printf("%-14.14s %6lld %7d %7lld %7d %6d %8d %12s %8.1f\n", t[i].name, (long long)t[i].ns,
+               t[i].nk, (long long)t[i].trials, t[i].rounds, r->sel[i].ranges, r->sel[i].kernels,
+               obj, task_gflops(&t[i]));
+        lat += t[i].count * r->sel[i].objective;
+    }
+    char l[32];
+    fmt_ns(lat, l, sizeof l);
+    printf("\n(kernels* = distinct kernels dispatched; mean time = weighted over the shape "
+           "set, measured)\n");
+    printf("model latency (sum of count x mean time): %s at %d thread%s\n", l, threads,
+           threads == 1 ? "" : "s");
+    printf("%lld trials measured in %.1f s (%lld recorded in total) into %s\n",
+           (long long)r->trials_new, r->seconds, (long long)r->trials_total, db);
+    for (int j = 0; j < r->nmodels; j++)
+        printf("cost model %s: %lld records, held-out Kendall tau %.3f within shapes, %.3f "
+               "overall, top-10%% recall %.2f\n",
+               r->model[j].op, (long long)r->model[j].records, r->model[j].tau_within_shape,
+               r->model[j].tau_all, r->model[j].recall);
+    if (r->stopped)
+        printf("stopped by a signal: schedules hold what was measured\n");
+}
+
+/* ---- setup ----------------------------------------------------------------------------- */
+
+/* Tasks from a model file, or from one workload key. */
+static int make_tasks(const char *what, int threads, dt_task *t, int *n, dt_err *e)
+{
+    *n = 0;
+    if (access(what, F_OK) != 0 && strchr(what, '(')) {
+        dt_workload *w = NULL;
+        int rc = dt_workload_parse_key(what, &w, e);
+        if (rc)
+            return rc;
+        rc = dt_task_init(&t[0], w->op->name, w, 1, threads, e);
+        dt_workload_free(w);
+        if (!rc)
+            *n = 1;
+        return rc;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    int rc = dt_read_file(what, DT_MODEL_MAX_BYTES, &text, &len, e);
+    if (rc)
+        return rc;
+    dt_model *m = NULL;
+    rc = dt_model_parse(text, len, what, &m, e);
+    free(text);
+    if (rc)
+        return rc;
+    if (m->nworkloads > DT_TUNE_MAX_TASKS)
+        rc = dt_errf(e, DT_EINVAL, "%s: %d workloads; at most %d per tune", what, m->nworkloads,
+                     DT_TUNE_MAX_TASKS);
+    for (int i = 0; !rc && i < m->nworkloads; i++) {
+        const dt_model_workload *mw = &m->workloads[i];
+        char name[64] = "";
+        for (int j = 0; j < mw->nops && strlen(name) + 2 < sizeof name; j++)
+            snprintf(name + strlen(name), sizeof name - strlen(name), "%s%s", j ? "+" : "",
+                     mw->ops[j]);
+        rc = dt_task_init(&t[i], name, mw->w, (double)mw->count, threads, e);
+        if (!rc)
+            (*n)++;
+    }
+    dt_model_free(m);
+    return rc;
+}
+
+int dt_cmd_tune(int argc, char **argv)
+{
+    tune_args a;
+    const char *what = NULL;
+    int rc = parse_args(argc, argv, &a, &what);
+    if (rc)
+        return rc < 0 ? DT_EXIT_OK : rc;
+    dt_err e;
+    dt_err_clear(&e);
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    dt_task *tasks = calloc(DT_TUNE_MAX_TASKS, sizeof *tasks);
+    int n = 0;
+    dt_db *db = NULL;
+    dt_tune_result *res = calloc(1, sizeof *res);
+    if (!tasks || !res) {
+        rc = dt_errf(&e, DT_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((rc = dt_target_detect(&tg, &e)))
+        goto fail;
+    if ((rc = dt_target_key(&tg, tkey, sizeof tkey))) {
+        rc = dt_errf(&e, rc, "cannot form this machine's target key");
+        goto fail;
+    }
+    int threads = a.threads > 0 ? a.threads : tg.cores;
+    if (threads > tg.cores) {
+        rc = dt_errf(&e, DT_EINVAL, "--threads %d: this machine has %d cores", threads, tg.cores);
+        goto fail;
+    }
+    if ((rc = make_tasks(what, threads, tasks, &n, &e)))
+        goto fail;
+    const char *path = a.db ? a.db : dt_cli_default_db();
+    if ((rc = dt_db_open(path, DT_DB_CREATE, &db, &e)))
+        goto fail;
+
+    dt_tune_opts o;
+    dt_tune_opts_default(&o);
+    o.trials = a.trials;
+    if (!a.trials && !(a.time_s > 0))
+        o.trials = 300 * (int64_t)n;
+    o.time_s = a.time_s;
+    o.strategy = a.strategy;
+    o.seed = a.seed;
+    o.topk = a.topk;
+    o.meas.min_time_s = a.min_time_ms * 1e-3;
+    o.meas.seed = a.seed;
+    o.meas.workers = a.workers;
+    o.meas.token_file = a.token_file;
+    progress_state ps = {.tty = isatty(2), .quiet = dt_log_get_level() < DT_LOG_WARN};
+    o.on_event = on_event;
+    o.ud = &ps;
+    o.stop = &stop_flag;
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    if (!ps.quiet)
+        fprintf(stderr, "tune: %d workload%s of %s, strategy %s, %d thread%s, target %s, db %s\n",
+                n, n == 1 ? "" : "s", what, dt_strategy_name(a.strategy), threads,
+                threads == 1 ? "" : "s", tkey, path);
+    rc = dt_tune(db, &tg, tkey, tasks, n, &o, res, &e);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (ps.tty && ps.last_len)
+        fprintf(stderr, "\n");
+    if (rc)
+        goto fail;
+    if (a.json)
+        rc = print_json(what, tkey, path, &a, threads, tasks, n, res);
+    else {
+        print_table(path, tasks, n, res, threads);
+        rc = DT_EXIT_OK;
+    }
+    for (int i = 0; i < n; i++)
+        dt_task_free(&tasks[i]);
+    free(tasks);
+    free(res);
+    dt_db_close(db);
+    return rc;
+fail:
+    for (int i = 0; tasks && i < n; i++)
+        dt_task_free(&tasks[i]);
+    free(tasks);
+    free(res);
+    dt_db_close(db);
+    return dt_cli_fail(&e);
+}

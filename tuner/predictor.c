@@ -1,0 +1,421 @@
+/* The tuner's cost model: training rows, XGBoost f_MK, predictions (see predictor.h). */
+#include "tuner/predictor.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void dt_predictor_init(dt_predictor *p, const char *op, const dt_target *tg, int64_t target_id)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->op, sizeof p->op, "%s", op);
+    p->tg = *tg;
+    p->target_id = target_id;
+    dt_xgb_params_default(&p->params);
+    /* a few hundred to a few thousand rows: shallower trees generalise better */
+    p->params.max_depth = 6;
+    p->params.eta = 0.2;
+    p->params.rounds = 120;
+}
+
+void dt_predictor_free(dt_predictor *p)
+{
+    dt_xgb_free(p->model);
+    free(p->rows);
+    memset(p, 0, sizeof *p);
+}
+
+static dt_cm_row *new_row(dt_predictor *p, dt_err *e)
+{
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 1024;
+        dt_cm_row *r = realloc(p->rows, (size_t)cap * sizeof *r);
+        if (!r) {
+            dt_errf(e, DT_ENOMEM, "out of memory");
+            return NULL;
+        }
+        p->rows = r;
+        p->cap = cap;
+    }
+    return &p->rows[p->n];
+}
+
+/* Fills a row; 1 if usable, 0 if not (no work, bad label), < 0 on OOM. */
+static int fill_row(dt_predictor *p, const dt_workload *w, const int64_t *dims,
+                    const dt_annotation *a, double ns, int64_t wid, int32_t shape, dt_err *e)
+{
+    dt_cm_point pt;
+    dt_err e2;
+    if (!(ns > 0) || !isfinite(ns) ||
+        dt_cm_point_make(w->op, w->attrs, dims, a, &p->tg, &pt, &e2) != 0)
+        return 0;
+    double label = dt_cm_label(&pt, ns);
+    if (!isfinite(label))
+        return 0;
+    dt_cm_row *r = new_row(p, e);
+    if (!r)
+        return DT_ENOMEM;
+    memcpy(r->x, pt.x, sizeof r->x);
+    r->label = (float)label;
+    r->flops = pt.flops;
+    r->adapt = pt.adapt.total;
+    r->min_ns = ns;
+    r->workload_id = wid;
+    r->shape = shape;
+    p->n++;
+    return 1;
+}
+
+int dt_predictor_add(dt_predictor *p, const dt_task *t, int k, int64_t s, double ns, dt_err *e)
+{
+    int rc = fill_row(p, t->w, t->dims + s * DT_MAX_DIMS, &t->k[k].a, ns, t->workload_id,
+                      (int32_t)s, e);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- loading from the database ---------------------------------------------- */
+
+typedef struct {
+    int64_t id;
+    void *v; /* dt_workload* or dt_annotation* (NULL: unusable) */
+} cache_entry;
+
+typedef struct {
+    dt_predictor *p;
+    dt_db *db;
+    cache_entry *wl, *kn;
+    int nwl, nkn;
+    int rc;
+    dt_err *e;
+} load_ctx;
+
+static int cache_put(cache_entry **c, int *n, int64_t id, void *v)
+{
+    cache_entry *g = realloc(*c, (size_t)(*n + 1) * sizeof *g);
+    if (!g)
+        return DT_ENOMEM;
+    *c = g;
+    g[(*n)++] = (cache_entry){id, v};
+    return 0;
+}
+
+static int cache_get(cache_entry *c, int n, int64_t id, void **v)
+{
+    for (int i = n - 1; i >= 0; i--)
+        if (c[i].id == id) {
+            *v = c[i].v;
+            return 1;
+        }
+    return 0;
+}
+
+static dt_workload *load_workload(load_ctx *l, int64_t id)
+{
+    void *v;
+    if (cache_get(l->wl, l->nwl, id, &v))
+        return v;
+    dt_workload *w = NULL;
+    dt_db_workload row;
+    dt_err e2;
+    if (dt_db_workload_get_by_id(l->db, id, &row, &e2) == 0) {
+        if (row.op && strcmp(row.op, l->p->op) == 0 &&
+            dt_workload_parse_key(row.key, &w, &e2) != 0)
+            w = NULL;
+        dt_db_workload_free(&row);
+    }
+    if (cache_put(&l->wl, &l->nwl, id, w)) {
+        dt_workload_free(w);
+        l->rc = DT_ENOMEM;
+        return NULL;
+    }
+    return w;
+}
+
+static dt_annotation *load_kernel(load_ctx *l, int64_t id)
+{
+    void *v;
+    if (cache_get(l->kn, l->nkn, id, &v))
+        return v;
+    dt_annotation *a = malloc(sizeof *a);
+    dt_db_kernel row;
+    dt_err e2;
+    int ok = 0;
+    if (a && dt_db_kernel_get(l->db, id, &row, &e2) == 0) {
+        json_error_t jerr;
+        json_t *j = row.annotation ? json_loads(row.annotation, 0, &jerr) : NULL;
+        ok = j && dt_annotation_from_json(j, a, &e2) == 0;
+        json_decref(j);
+        dt_db_kernel_free(&row);
+    }
+    if (!ok) {
+        free(a);
+        a = NULL;
+    }
+    if (cache_put(&l->kn, &l->nkn, id, a)) {
+        free(a);
+        l->rc = DT_ENOMEM;
+        return NULL;
+    }
+    return a;
+}
+
+static int load_row(const dt_db_measurement *m, void *ud)
+{
+    load_ctx *l = ud;
+    dt_workload *w = load_workload(l, m->workload_id);
+    dt_annotation *ka = w ? load_kernel(l, m->kernel_id) : NULL;
+    if (l->rc)
+        return l->rc;
+    if (!w || !ka)
+        return 0;
+    dt_annotation a = *ka;
+    if (m->threads > 0)
+        a.threads = m->threads;
+    int64_t vals[DT_MAX_VARS], dims[DT_MAX_DIMS], s = -1;
+    int in_domain = 0;
+    dt_err e2;
+    if (dt_shape_parse(w, m->shape ? m->shape : "", vals, &in_domain, &e2) != 0 ||
+        dt_workload_dims(w, vals, dims, &e2) != 0)
+        return 0;
+    if (!in_domain || !dt_workload_shape_index(w, vals, &s, NULL))
+        s = -1;
+    int rc = fill_row(l->p, w, dims, &a, m->min_ns, m->workload_id, (int32_t)s, l->e);
+    if (rc < 0)
+        l->rc = rc;
+    return rc < 0 ? rc : 0;
+}
+
+int dt_predictor_load(dt_predictor *p, dt_db *db, dt_err *e)
+{
+    load_ctx l = {.p = p, .db = db, .e = e};
+    dt_db_measurement_filter f = {.target_id = p->target_id, .ok_only = true};
+    int rc = dt_db_measurement_list(db, &f, load_row, &l, e);
+    if (l.rc)
+        rc = l.rc == DT_ENOMEM ? dt_errf(e, DT_ENOMEM, "out of memory") : l.rc;
+    for (int i = 0; i < l.nwl; i++)
+        dt_workload_free(l.wl[i].v);
+    for (int i = 0; i < l.nkn; i++)
+        free(l.kn[i].v);
+    free(l.wl);
+    free(l.kn);
+    if (rc)
+        return rc;
+    /* the latest stored model: a warm start until this run trains its own */
+    dt_db_cost_model cm;
+    dt_err e2;
+    if (dt_db_cost_model_load_latest(db, p->target_id, p->op, &cm, &e2) == 0) {
+        dt_xgb *m = NULL;
+        if (dt_xgb_load(cm.model, cm.model_size, &m, &e2) == 0 && dt_xgb_ncols(m) == DT_CM_NCOLS)
+            p->model = m;
+        else
+            dt_xgb_free(m);
+        dt_db_cost_model_free(&cm);
+    }
+    return 0;
+}
+
+/* ---- training and prediction ---------------------------------------------------- */
+
+static int train_rows(const dt_predictor *p, const int *sel, int n, dt_xgb **out, dt_err *e)
+{
+    float *X = malloc((size_t)n * DT_CM_NCOLS * sizeof *X), *y = malloc((size_t)n * sizeof *y);
+    int rc;
+    if (!X || !y) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+    } else {
+        for (int i = 0; i < n; i++) {
+            const dt_cm_row *r = &p->rows[sel ? sel[i] : i];
+            memcpy(X + (size_t)i * DT_CM_NCOLS, r->x, sizeof r->x);
+            y[i] = r->label;
+        }
+        rc = dt_xgb_train(X, y, n, DT_CM_NCOLS, &p->params, out, e);
+    }
+    free(X);
+    free(y);
+    return rc;
+}
+
+int dt_predictor_train(dt_predictor *p, int *trained, dt_err *e)
+{
+    if (trained)
+        *trained = 0;
+    if (p->n < DT_PREDICTOR_MIN_ROWS || p->n == p->trained_rows)
+        return 0;
+    dt_xgb *m = NULL;
+    int rc = train_rows(p, NULL, p->n, &m, e);
+    if (rc)
+        return rc;
+    dt_xgb_free(p->model);
+    p->model = m;
+    p->trained_rows = p->n;
+    if (trained)
+        *trained = 1;
+    return 0;
+}
+
+int dt_predictor_predict(dt_predictor *p, const dt_task *t, const dt_annotation *a,
+                         const int64_t *idx, int n, float *out, dt_err *e)
+{
+    if (n <= 0)
+        return 0;
+    float *X = malloc((size_t)n * DT_CM_NCOLS * sizeof *X);
+    float *f = malloc((size_t)n * sizeof *f);
+    dt_cm_point *pts = malloc((size_t)n * sizeof *pts);
+    int rc = 0;
+    if (!X || !f || !pts) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        if ((rc = dt_cm_point_make(t->w->op, t->w->attrs, t->dims + idx[i] * DT_MAX_DIMS, a,
+                                   &p->tg, &pts[i], e)))
+            goto out;
+        memcpy(X + (size_t)i * DT_CM_NCOLS, pts[i].x, sizeof pts[i].x);
+        f[i] = 1.0f;
+    }
+    if (p->model && (rc = dt_xgb_predict(p->model, X, n, f, e)))
+        goto out;
+    for (int i = 0; i < n; i++) {
+        /* a model extrapolating to <= 0 means "very slow", not "free" */
+        double fm = f[i] > 1e-3f ? f[i] : 1e-3;
+        out[i] = (float)dt_cm_time_ns(&pts[i], fm);
+    }
+out:
+    free(X);
+    free(f);
+    free(pts);
+    return rc;
+}
+
+int dt_predictor_predict_kernel(dt_predictor *p, dt_task *t, int k, dt_err *e)
+{
+    dt_tkernel *kk = &t->k[k];
+    if (!kk->pred && !(kk->pred = malloc((size_t)t->ns * sizeof *kk->pred)))
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    int64_t *idx = malloc((size_t)t->ns * sizeof *idx);
+    if (!idx)
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    for (int64_t s = 0; s < t->ns; s++)
+        idx[s] = s;
+    int rc = dt_predictor_predict(p, t, &kk->a, idx, (int)t->ns, kk->pred, e);
+    free(idx);
+    return rc;
+}
+
+/* ---- quality ----------------------------------------------------------------------- */
+
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+typedef struct {
+    int64_t wid;
+    int32_t shape;
+    double pred, meas;
+} eval_pt;
+
+static int cmp_group(const void *a, const void *b)
+{
+    const eval_pt *x = a, *y = b;
+    if (x->wid != y->wid)
+        return x->wid < y->wid ? -1 : 1;
+    return (x->shape > y->shape) - (x->shape < y->shape);
+}
+
+int dt_predictor_evaluate(const dt_predictor *p, double holdout, uint64_t seed, double *tau,
+                          double *tau_all, double *recall, dt_err *e)
+{
+    *tau = *tau_all = *recall = NAN;
+    int n = p->n, h = (int)(holdout * n);
+    if (h < 2 || n - h < DT_PREDICTOR_MIN_ROWS)
+        return 0;
+    int *perm = malloc((size_t)n * sizeof *perm);
+    float *X = malloc((size_t)h * DT_CM_NCOLS * sizeof *X), *f = malloc((size_t)h * sizeof *f);
+    eval_pt *pts = malloc((size_t)h * sizeof *pts);
+    double *pa = malloc((size_t)h * sizeof *pa), *ma = malloc((size_t)h * sizeof *ma);
+    dt_xgb *m = NULL;
+    int rc = 0;
+    if (!perm || !X || !f || !pts || !pa || !ma) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    uint64_t st = seed;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(mix(&st) % (uint64_t)(i + 1));
+        int tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+    }
+    /* perm[0..h) held out, perm[h..n) trained on */
+    if ((rc = train_rows(p, perm + h, n - h, &m, e)))
+        goto out;
+    for (int i = 0; i < h; i++)
+        memcpy(X + (size_t)i * DT_CM_NCOLS, p->rows[perm[i]].x, sizeof p->rows->x);
+    if ((rc = dt_xgb_predict(m, X, h, f, e)))
+        goto out;
+    for (int i = 0; i < h; i++) {
+        const dt_cm_row *r = &p->rows[perm[i]];
+        double fm = f[i] > 1e-3f ? f[i] : 1e-3;
+        pts[i] = (eval_pt){r->workload_id, r->shape, r->flops / (fm * r->adapt), r->min_ns};
+        pa[i] = r->flops / pts[i].pred; /* throughput, for the recall */
+        ma[i] = r->flops / r->min_ns;
+    }
+    *recall = dt_topk_recall(pa, ma, h, h / 10 > 1 ? h / 10 : 1);
+    for (int i = 0; i < h; i++) {
+        pa[i] = pts[i].pred;
+        ma[i] = pts[i].meas;
+    }
+    *tau_all = dt_kendall_tau(pa, ma, h);
+    /* τ within each (workload, shape) group, weighted by its pairs */
+    qsort(pts, (size_t)h, sizeof *pts, cmp_group);
+    double num = 0, den = 0;
+    for (int i = 0; i < h;) {
+        int j = i;
+        while (j < h && pts[j].wid == pts[i].wid && pts[j].shape == pts[i].shape)
+            j++;
+        int g = j - i;
+        if (g >= 3 && pts[i].shape >= 0) {
+            for (int q = 0; q < g; q++) {
+                pa[q] = pts[i + q].pred;
+                ma[q] = pts[i + q].meas;
+            }
+            double pairs = g * (g - 1) / 2.0;
+            num += pairs * dt_kendall_tau(pa, ma, g);
+            den += pairs;
+        }
+        i = j;
+    }
+    if (den > 0)
+        *tau = num / den;
+out:
+    dt_xgb_free(m);
+    free(perm);
+    free(X);
+    free(f);
+    free(pts);
+    free(pa);
+    free(ma);
+    return rc;
+}
+
+int dt_predictor_save(const dt_predictor *p, dt_db *db, const char *metrics_json, dt_err *e)
+{
+    if (!p->model || p->trained_rows == 0)
+        return 0;
+    void *blob = NULL;
+    size_t len = 0;
+    int rc = dt_xgb_save(p->model, &blob, &len, e);
+    if (!rc)
+        rc = dt_db_cost_model_save(db, p->target_id, p->op, blob, len, p->trained_rows,
+                                   metrics_json, NULL, e);
+    free(blob);
+    return rc;
+}

@@ -1,0 +1,78 @@
+/* The tuner's cost model for one op on one target: the training rows (every
+ * ok record of the op on the target, from the database and from this run)
+ * and the XGBoost f_MK trained on them (costmodel/point.h gives the rows,
+ * the label and the predicted time).
+ *
+ * Before a model exists (fewer than DT_PREDICTOR_MIN_ROWS rows and none
+ * stored) predictions fall back to f_adapt alone (f_MK = 1): the analytic
+ * part of the cost still ranks padding and load balance.
+ *
+ * Ownership: a dt_predictor owns its rows and model (dt_predictor_free).
+ * Not thread-safe. */
+#ifndef DT_TUNER_PREDICTOR_H
+#define DT_TUNER_PREDICTOR_H
+
+#include "common/target.h"
+#include "costmodel/point.h"
+#include "costmodel/xgb.h"
+#include "db/db.h"
+#include "tuner/task.h"
+
+#define DT_PREDICTOR_MIN_ROWS 8
+
+typedef struct dt_cm_row {
+    float x[DT_CM_NCOLS];
+    float label;
+    double flops, adapt, min_ns;
+    int64_t workload_id;
+    int32_t shape;          /* index in its workload's set, -1 when unknown */
+} dt_cm_row;
+
+typedef struct dt_predictor {
+    char op[32];
+    dt_target tg;
+    int64_t target_id;
+    dt_cm_row *rows;
+    int n, cap;
+    dt_xgb *model;          /* NULL: f_adapt only */
+    int trained_rows;       /* rows the model was trained on (0: loaded or none) */
+    dt_xgb_params params;
+} dt_predictor;
+
+void dt_predictor_init(dt_predictor *p, const char *op, const dt_target *tg, int64_t target_id);
+void dt_predictor_free(dt_predictor *p);
+
+/* Loads every ok record of the op on the target from db as training rows,
+ * and the latest stored model (a warm start) when its columns match. */
+int dt_predictor_load(dt_predictor *p, dt_db *db, dt_err *e);
+
+/* Adds the row of kernel k of task t measured on shape s in ns. */
+int dt_predictor_add(dt_predictor *p, const dt_task *t, int k, int64_t s, double ns,
+                     dt_err *e);
+
+/* Retrains on every row when rows were added since the last training and
+ * there are at least DT_PREDICTOR_MIN_ROWS.  *trained (may be NULL) tells
+ * whether it did. */
+int dt_predictor_train(dt_predictor *p, int *trained, dt_err *e);
+
+/* Predicted ns of annotation a (of task t's op) on the n shapes idx[0..n)
+ * into out[n]. */
+int dt_predictor_predict(dt_predictor *p, const dt_task *t, const dt_annotation *a,
+                         const int64_t *idx, int n, float *out, dt_err *e);
+
+/* Fills t->k[k].pred for every shape of the set (allocating it). */
+int dt_predictor_predict_kernel(dt_predictor *p, dt_task *t, int k, dt_err *e);
+
+/* Held-out quality: trains on a seeded (1 - holdout) part of the rows and
+ * predicts the rest; *tau is Kendall's τ between predicted and measured time
+ * over pairs of the same workload and shape (the ranking a dispatch choice
+ * needs), *tau_all over every pair, *recall the top-10% recall on
+ * throughput.  NAN when too few rows. */
+int dt_predictor_evaluate(const dt_predictor *p, double holdout, uint64_t seed, double *tau,
+                          double *tau_all, double *recall, dt_err *e);
+
+/* Stores the current model (when there is one trained here) in cost_models
+ * with metrics_json (may be NULL). */
+int dt_predictor_save(const dt_predictor *p, dt_db *db, const char *metrics_json, dt_err *e);
+
+#endif

@@ -1,0 +1,172 @@
+/* Per-shape measured choice and dispatch ranges (see select.h). */
+#include "tuner/select.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int64_t dt_select_reserve(const dt_task *t, int topk) { return t->ns * (topk > 0 ? topk : 0); }
+
+/* The top k kernels of shape s by known time into out; returns how many. */
+static int topk_known(const dt_task *t, int64_t s, int k, int *out, double *val)
+{
+    int n = 0;
+    for (int j = 0; j < t->nk; j++) {
+        double v = dt_task_known(t, j, s);
+        if (!isfinite(v))
+            continue;
+        int i = n < k ? n++ : k;
+        if (i == k && v >= val[k - 1])
+            continue;
+        if (i == k)
+            i = k - 1;
+        while (i > 0 && val[i - 1] > v) {
+            val[i] = val[i - 1];
+            out[i] = out[i - 1];
+            i--;
+        }
+        val[i] = v;
+        out[i] = j;
+    }
+    return n;
+}
+
+int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64_t max_trials,
+                    dt_db *db, dt_select_info *info, dt_err *e)
+{
+    memset(info, 0, sizeof *info);
+    int rc = 0;
+    if (topk > 16)
+        topk = 16;
+    /* predictions of every kernel that ran, from the final model */
+    for (int k = 0; k < t->nk && !rc; k++)
+        if (!t->k[k].failed && t->k[k].nm > 0)
+            rc = dt_predictor_predict_kernel(p, t, k, e);
+    if (rc)
+        return rc;
+    int64_t cap = t->ns * (topk > 0 ? topk : 1);
+    dt_mreq *q = malloc((size_t)cap * sizeof *q);
+    int *win = malloc((size_t)t->ns * sizeof *win);
+    double *wns = malloc((size_t)t->ns * sizeof *wns);
+    dt_db_schedule *rows = calloc((size_t)t->ns, sizeof *rows);
+    char (*text)[2][128] = calloc((size_t)t->ns, sizeof *text);
+    if (!q || !win || !wns || !rows || !text) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+        goto out;
+    }
+    int n = 0;
+    for (int64_t s = 0; s < t->ns && topk > 0; s++) {
+        int top[16];
+        double val[16];
+        int c = topk_known(t, s, topk, top, val);
+        for (int i = 0; i < c; i++)
+            if (isnan(dt_task_measured(t, top[i], s)) && n < max_trials)
+                q[n++] = (dt_mreq){.k = top[i], .s = s};
+    }
+    /* in chunks, so that records reach the database as they come */
+    for (int i = 0; i < n && !rc; i += 64)
+        rc = dt_measurer_run(m, t, q + i, n - i < 64 ? n - i : 64, e);
+    if (rc)
+        goto out;
+    info->trials = n;
+
+    /* winners: the fastest measured kernel of each shape */
+    int any = 0;
+    for (int64_t s = 0; s < t->ns; s++) {
+        win[s] = -1;
+        wns[s] = INFINITY;
+        for (int k = 0; k < t->nk; k++) {
+            if (t->k[k].failed)
+                continue;
+            double v = dt_task_measured(t, k, s);
+            if (!isnan(v) && v < wns[s]) {
+                wns[s] = v;
+                win[s] = k;
+            }
+        }
+        any |= win[s] >= 0;
+    }
+    if (!any) {
+        rc = dt_errf(e, DT_ENOTFOUND, "%s: no kernel ran successfully; nothing to dispatch",
+                     t->key);
+        goto out;
+    }
+    /* fewer, longer ranges: a shape keeps its left neighbour's winner when
+     * that kernel was measured within DT_SELECT_TIE of the best on it (the
+     * difference is noise-level, and a range boundary costs a dispatch) */
+    for (int64_t s = 1; s < t->ns; s++) {
+        int k = win[s - 1];
+        if (k < 0 || k == win[s] || win[s] < 0)
+            continue;
+        double v = dt_task_measured(t, k, s);
+        if (!t->k[k].failed && !isnan(v) && v <= wns[s] * (1 + DT_SELECT_TIE)) {
+            win[s] = k;
+            wns[s] = v;
+        }
+    }
+    /* shapes without a measured winner: the nearest shape's (by index) */
+    for (int64_t s = 0; s < t->ns; s++) {
+        if (win[s] >= 0)
+            continue;
+        info->unmeasured++;
+        for (int64_t d = 1;; d++) {
+            if (s - d >= 0 && win[s - d] >= 0 && isfinite(wns[s - d])) {
+                win[s] = win[s - d];
+                break;
+            }
+            if (s + d < t->ns && win[s + d] >= 0 && isfinite(wns[s + d])) {
+                win[s] = win[s + d];
+                break;
+            }
+        }
+        wns[s] = NAN; /* its time on this shape is unknown */
+    }
+    /* ranges */
+    int nr = 0;
+    double obj = 0;
+    for (int64_t s = 0; s < t->ns;) {
+        int64_t e2 = s;
+        while (e2 + 1 < t->ns && win[e2 + 1] == win[s])
+            e2++;
+        int k = win[s];
+        double ps = 0, ms = 0, ws = 0;
+        int mknown = 1;
+        for (int64_t j = s; j <= e2; j++) {
+            ps += t->k[k].pred ? t->k[k].pred[j] : NAN;
+            ms += wns[j];
+            mknown &= !isnan(wns[j]);
+            obj += t->weight[j] * wns[j];
+            ws += 1;
+        }
+        int64_t vals[DT_MAX_VARS];
+        dt_workload_shape_at(t->w, s, vals, NULL);
+        dt_shape_format(t->w, vals, text[nr][0], sizeof text[nr][0]);
+        dt_workload_shape_at(t->w, e2, vals, NULL);
+        dt_shape_format(t->w, vals, text[nr][1], sizeof text[nr][1]);
+        rows[nr] = (dt_db_schedule){.shape_lo = text[nr][0],
+                                    .shape_hi = text[nr][1],
+                                    .kernel_id = t->k[k].id,
+                                    .threads = t->threads,
+                                    .predicted_ns = isfinite(ps) ? ps / ws : NAN,
+                                    .measured_ns = mknown ? ms / ws : NAN};
+        nr++;
+        s = e2 + 1;
+    }
+    info->ranges = nr;
+    info->objective = obj;
+    for (int i = 0; i < nr; i++) {
+        int dup = 0;
+        for (int j = 0; j < i; j++)
+            dup |= rows[j].kernel_id == rows[i].kernel_id;
+        info->kernels += !dup;
+    }
+    rc = dt_db_schedule_replace(db, t->workload_id, t->target_id, t->threads, rows, (size_t)nr,
+                                e);
+out:
+    free(q);
+    free(win);
+    free(wns);
+    free(rows);
+    free(text);
+    return rc;
+}
