@@ -74,7 +74,7 @@ int dt_measurer_open(const dt_measurer_opts *o, const char *target_key, dt_db *d
     int rc = 0;
     if (!o->workers) {
         if ((rc = dt_builder_init(&m->builder, NULL, NULL, NULL, e)) ||
-            (rc = dt_runner_init(&m->runner, &m->builder, NULL, e))) {
+            (rc = dt_runner_init(&m->runner, &m->builder, o->runner_exe, e))) {
             dt_measurer_close(m);
             return rc;
         }

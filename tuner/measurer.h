@@ -33,6 +33,7 @@ typedef struct dt_measurer_opts {
     double min_time_s;         /* per trial (default 0.005) */
     uint64_t seed;             /* inputs */
     double no_worker_grace_s;  /* give up when no worker is usable this long (30) */
+    const char *runner_exe;    /* the dtune binary for local trials (NULL: this one) */
 } dt_measurer_opts;
 
 typedef struct dt_measurer dt_measurer;

@@ -272,8 +272,10 @@ int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search
     int npar = 0;
     if (!fresh) {
         elites(t, focus, nfocus, o->elite_per_shape > 0 ? o->elite_per_shape : 3, mark);
+        /* per-shape (Ansor-style) breeds only from what was measured on its shape */
+        int own = o->strategy == DT_STRATEGY_PER_SHAPE;
         for (int k = 0; k < t->nk; k++)
-            if (mark[k])
+            if (mark[k] && (!own || !isnan(dt_task_measured(t, k, focus[0]))))
                 par[npar++] = k;
     }
     int nc = breed(t, par, npar, fresh ? kpr : ncand, fresh, rng, tg, c);
@@ -353,7 +355,7 @@ int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search
     }
     /* grounding: a focus shape whose best time is only a prediction gets
      * that kernel measured there (the heaviest shapes first) */
-    if (!fresh) {
+    if (!fresh && o->strategy == DT_STRATEGY_JOINT) {
         int budget = kpr / 2 > 0 ? kpr / 2 : 1;
         for (int g = 0; g < budget; g++) {
             int64_t bs = -1;
