@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_ref.h"
 #include "microkernel/codegen.h"
 #include "microkernel/loader.h"
 #include "microkernel/reference.h"
@@ -27,6 +28,11 @@ void dt_bench_result_free(dt_bench_result *r)
         return;
     for (int i = 0; i < r->ncands; i++)
         free(r->cands[i].message);
+    if (r->verify_msg)
+        for (int i = 0; i < r->ncands * r->nshapes; i++)
+            free(r->verify_msg[i]);
+    free(r->verify_msg);
+    free(r->verified);
     free(r->cands);
     free(r->shapes);
     free(r->dims);
@@ -49,13 +55,22 @@ typedef struct {
     int dense, nt, bias_on, act;
     int64_t batch, M, N, K;
     float *X, *W, *bias, *Y; /* dense: X[M,K] W[N,K] Y[M,N]; bmm: A, B, -, C */
+    /* verify_shapes: the reference of the current shape and its scratch */
+    double *ref, *mag;
+    float *Bt;               /* dense: Wᵀ packed once; bmm: one matrix's, per batch */
 } problem;
 
-static void call_cand(const dt_bench_cand *c, cand_rt *rt, const problem *p, int threads)
+/* Floats after the largest output that no candidate may write. */
+#define GUARD_N 64
+#define GUARD_V 12345.0f
+
+/* One call.  Peers report failures (a kernel call cannot fail). */
+static int call_cand(const dt_bench_cand *c, cand_rt *rt, const problem *p, int threads,
+                     dt_err *e)
 {
     if (c->kind == DT_CAND_PEER) {
-        rt->peer->run(rt->state, p->X, p->dense ? (p->bias_on ? p->bias : NULL) : p->W, p->Y,
-                      NULL);
+        return rt->peer->run(rt->state, p->X, p->dense ? (p->bias_on ? p->bias : NULL) : p->W,
+                             p->Y, e);
     } else if (p->dense) {
         rt->k.dense(p->M, p->N, p->K, p->X, p->K, rt->packed, p->bias_on ? p->bias : NULL, p->Y,
                     p->N, threads);
@@ -63,6 +78,7 @@ static void call_cand(const dt_bench_cand *c, cand_rt *rt, const problem *p, int
         rt->k.bmm(p->batch, p->M, p->N, p->K, p->X, p->K, p->M * p->K, p->W, p->nt ? p->K : p->N,
                   p->N * p->K, p->Y, p->N, p->M * p->N, threads);
     }
+    return 0;
 }
 
 static void set_status(dt_bench_cand *c, const char *status, const char *msg)
@@ -188,34 +204,112 @@ static int peer_wanted(const char *list, const char *name)
     return 0;
 }
 
+/* Whether candidate c runs on shape s at all. */
+static int cand_runs(const dt_bench_result *r, const cand_rt *rts, int nkernels, int c, int s,
+                     const dt_bench_opts *o)
+{
+    if (strcmp(r->cands[c].status, "ok") != 0)
+        return 0;
+    if (r->cands[c].kind == DT_CAND_PEER)
+        return rts[c].state != NULL;
+    return c >= nkernels || !o->shape_kernel || o->shape_kernel[s] == c;
+}
+
+/* The reference of the current shape into p->ref / p->mag. */
+static void reference_shape(problem *p, int threads)
+{
+    if (p->dense) {
+        dt_bench_ref_rows(p->M, p->N, p->K, p->X, p->Bt, p->bias_on ? p->bias : NULL, p->act,
+                          p->ref, p->mag, threads);
+        return;
+    }
+    for (int64_t b = 0; b < p->batch; b++) {
+        dt_bench_ref_pack(p->N, p->K, p->W + b * p->N * p->K, p->nt, p->Bt);
+        dt_bench_ref_rows(p->M, p->N, p->K, p->X + b * p->M * p->K, p->Bt, NULL, DT_ACT_NONE,
+                          p->ref + b * p->M * p->N, p->mag + b * p->M * p->N, threads);
+    }
+}
+
+/* Runs candidate c once on the shape's inputs (output poisoned with NaN,
+ * guard values past it) and checks it against the reference. */
+static int check_cand(const dt_bench_cand *c, cand_rt *rt, const problem *p, int threads,
+                      dt_err *e)
+{
+    int64_t n = p->batch * p->M * p->N;
+    for (int64_t i = 0; i < n; i++)
+        p->Y[i] = NAN;
+    for (int64_t i = n; i < n + GUARD_N; i++)
+        p->Y[i] = GUARD_V;
+    int rc = call_cand(c, rt, p, threads, e);
+    if (rc)
+        return rc;
+    for (int64_t i = n; i < n + GUARD_N; i++)
+        if (p->Y[i] != GUARD_V)
+            return dt_errf(e, DT_EINVAL, "wrote past the end of the output (element %lld)",
+                           (long long)i);
+    for (int64_t b = 0; b < p->batch; b++) {
+        int64_t off = b * p->M * p->N;
+        rc = dt_check_close(p->Y + off, p->N, p->ref + off, p->mag + off, p->M, p->N, p->K, e);
+        if (rc)
+            return p->batch > 1 ? dt_err_prefix(e, "batch %lld", (long long)b) : rc;
+    }
+    return 0;
+}
+
+/* verify_shapes: every candidate that runs on shape s, checked once. */
+static int verify_shape(dt_bench_result *r, cand_rt *rts, int nkernels, problem *p, int s,
+                        const dt_bench_opts *o, dt_err *e)
+{
+    int any = 0;
+    for (int c = 0; c < r->ncands; c++)
+        any |= cand_runs(r, rts, nkernels, c, s, o);
+    if (!any)
+        return 0;
+    reference_shape(p, o->threads);
+    for (int c = 0; c < r->ncands; c++) {
+        if (!cand_runs(r, rts, nkernels, c, s, o))
+            continue;
+        dt_err ce;
+        dt_err_clear(&ce);
+        int i = c * r->nshapes + s;
+        if (check_cand(&r->cands[c], &rts[c], p, o->threads, &ce)) {
+            r->verified[i] = -1;
+            if (!(r->verify_msg[i] = strdup(ce.msg)))
+                return dt_errf(e, DT_ENOMEM, "out of memory");
+        } else {
+            r->verified[i] = 1;
+        }
+    }
+    return 0;
+}
+
 /* Times every usable candidate on the current shape, interleaved. */
-static void time_shape(dt_bench_result *r, cand_rt *rts, const problem *p, int s,
+static void time_shape(dt_bench_result *r, cand_rt *rts, int nkernels, const problem *p, int s,
                        const dt_bench_opts *o)
 {
     int n = r->ncands;
-    int64_t *calls = calloc((size_t)n, sizeof *calls);
+    int64_t *calls = calloc(n > 0 ? (size_t)n : 1, sizeof *calls);
     for (int c = 0; c < n; c++) {
         r->seconds[c * r->nshapes + s] = NAN;
-        if (strcmp(r->cands[c].status, "ok") != 0 ||
-            (r->cands[c].kind == DT_CAND_PEER && !rts[c].state))
+        if (!calls || !cand_runs(r, rts, nkernels, c, s, o) || r->verified[c * r->nshapes + s] < 0)
             continue;
-        call_cand(&r->cands[c], &rts[c], p, o->threads); /* warm-up */
+        call_cand(&r->cands[c], &rts[c], p, o->threads, NULL); /* warm-up */
         double t0 = now_s();
-        call_cand(&r->cands[c], &rts[c], p, o->threads);
+        call_cand(&r->cands[c], &rts[c], p, o->threads, NULL);
         double t1 = now_s() - t0;
         calls[c] = t1 > 0 ? (int64_t)(o->min_time_s / t1) + 1 : 1000;
         if (calls[c] > 100000)
             calls[c] = 100000;
         r->seconds[c * r->nshapes + s] = INFINITY;
     }
-    for (int rep = 0; rep < o->repeats; rep++) {
+    for (int rep = 0; calls && rep < o->repeats; rep++) {
         for (int q = 0; q < n; q++) {
             int c = (q + rep * 7) % n; /* rotate the order between repeats */
             if (!calls[c])
                 continue;
             double t0 = now_s();
             for (int64_t i = 0; i < calls[c]; i++)
-                call_cand(&r->cands[c], &rts[c], p, o->threads);
+                call_cand(&r->cands[c], &rts[c], p, o->threads, NULL);
             double per = (now_s() - t0) / (double)calls[c];
             double *best = &r->seconds[c * r->nshapes + s];
             if (per < *best)
@@ -259,11 +353,13 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
     r->cands = calloc((size_t)r->ncands, sizeof *r->cands);
     r->seconds = malloc((size_t)(r->ncands * nshapes) * sizeof *r->seconds);
     r->peer_pack_s = malloc((size_t)(r->ncands * nshapes) * sizeof *r->peer_pack_s);
+    r->verified = calloc((size_t)(r->ncands * nshapes) + 1, sizeof *r->verified);
+    r->verify_msg = calloc((size_t)(r->ncands * nshapes) + 1, sizeof *r->verify_msg);
     cand_rt *rts = calloc((size_t)r->ncands, sizeof *rts);
     problem p = {0};
     int rc = 0;
     if (!r->shapes || !r->dims || !r->gflop || !r->cands || !r->seconds || !r->peer_pack_s ||
-        !rts) {
+        !r->verified || !r->verify_msg || !rts) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
         goto out;
     }
@@ -293,17 +389,34 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
         p.N = N;
         p.K = K;
     }
+    int64_t max_n = 1, max_k = 1; /* bmm: the largest N and K of any shape */
+    for (int s = 0; s < nshapes; s++) {
+        const int64_t *d = r->dims + s * nd;
+        if (d[p.dense ? 1 : 2] > max_n)
+            max_n = d[p.dense ? 1 : 2];
+        if (d[p.dense ? 2 : 3] > max_k)
+            max_k = d[p.dense ? 2 : 3];
+    }
     p.X = alloc_floats(max_x);
     p.W = alloc_floats(max_w);
-    p.Y = alloc_floats(max_y);
+    p.Y = alloc_floats(max_y + GUARD_N);
     p.bias = alloc_floats(p.N);
-    if (!p.X || !p.W || !p.Y || !p.bias) {
+    if (o->verify_shapes) {
+        size_t cells = (size_t)max_y * sizeof(double);
+        p.ref = dt_alloc64(cells);
+        p.mag = dt_alloc64(cells);
+        p.Bt = alloc_floats(max_k * dt_bench_ref_ldb(max_n));
+    }
+    if (!p.X || !p.W || !p.Y || !p.bias ||
+        (o->verify_shapes && (!p.ref || !p.mag || !p.Bt))) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory for the benchmark's tensors");
         goto out;
     }
     dt_fill_random(p.X, max_x, o->seed);
     dt_fill_random(p.W, max_w, o->seed + 1);
     dt_fill_random(p.bias, p.N, o->seed + 2);
+    if (o->verify_shapes && p.dense)
+        dt_bench_ref_pack(p.N, p.K, p.W, 1, p.Bt); /* the weights are constant */
 
     if ((rc = build_kernels(&kop, kernels, nkernels, t, b, o, r->dims, r->cands, rts, e)))
         goto out;
@@ -352,12 +465,15 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
             }
             r->peer_pack_s[c * nshapes + s] = now_s() - t0;
         }
-        time_shape(r, rts, &p, s, o);
+        if (!o->verify_shapes || !(rc = verify_shape(r, rts, nkernels, &p, s, o, e)))
+            time_shape(r, rts, nkernels, &p, s, o);
         for (int c = nkernels; c < r->ncands; c++)
             if (rts[c].state) {
                 rts[c].peer->destroy(rts[c].state);
                 rts[c].state = NULL;
             }
+        if (rc)
+            goto out;
         if (s + 1 == nshapes)
             measure_peak(r, o->threads);
         if (o->progress) {
@@ -386,6 +502,9 @@ out:
     free(p.W);
     free(p.Y);
     free(p.bias);
+    free(p.ref);
+    free(p.mag);
+    free(p.Bt);
     if (rc)
         dt_bench_result_free(r);
     return rc;

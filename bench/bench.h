@@ -1,8 +1,12 @@
 /* `dtune bench`: dtune's micro-kernels and the peers (oneDNN, OpenBLAS,
  * LIBXSMM) timed side by side over a workload's shapes, in one run.
  *
- * Method (the machine is shared and noisy): every candidate is verified
- * against the reference first; then for each shape, R repeats, and in each
+ * Method (the machine is shared and noisy): every kernel is verified
+ * against the reference first (three small boundary cases); with
+ * verify_shapes, every candidate (kernel and peer) is also checked on every
+ * shape it runs, on that shape's real inputs, against a double-accumulation
+ * reference (bench/bench_ref.h) plus a guard past the output — a candidate
+ * that fails is not timed on that shape.  Then for each shape, R repeats, and in each
  * repeat every candidate runs one batch of calls lasting at least min_time
  * (in a rotating order, so that drift hits all alike); a candidate's time is
  * the minimum over repeats of batch time / calls.  Weight packing is timed
@@ -29,6 +33,11 @@ typedef struct dt_bench_opts {
     const char *peers;    /* comma-separated peer names, NULL = all, "" = none */
     int progress;         /* progress lines on stderr */
     uint64_t seed;        /* input data */
+    int verify_shapes;    /* check every candidate's output on every shape it runs */
+    /* NULL: every kernel runs every shape.  Else nshapes entries: shape s runs
+     * only kernel shape_kernel[s] (an index into `kernels`; -1 none) — the
+     * kernel a dispatch table picks for it.  Borrowed for the call. */
+    const int *shape_kernel;
 } dt_bench_opts;
 
 typedef enum { DT_CAND_KERNEL = 0, DT_CAND_PEER } dt_cand_kind;
@@ -51,6 +60,11 @@ typedef struct dt_bench_result {
     dt_bench_cand *cands;
     double *seconds;          /* ncands × nshapes: best time per call, NAN if n/a */
     double *peer_pack_s;      /* ncands × nshapes: peer packing time, NAN if n/a */
+    /* ncands × nshapes: 1 the output on this shape matched the reference,
+     * -1 it did not (or the call failed; not timed), 0 not checked (not run
+     * on this shape, or verify_shapes off) */
+    signed char *verified;
+    char **verify_msg;        /* ncands × nshapes: why verified is -1 (malloc'ed), or NULL */
     double fma_peak_gflops;   /* with opts.threads threads: the higher of probes before
                                  and after the shapes, in this run */
     double fma_peak1_gflops;  /* with 1 thread */

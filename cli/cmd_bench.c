@@ -1,4 +1,5 @@
-/* dtune bench: micro-kernels against the peers, side by side, over shapes. */
+/* dtune bench: micro-kernels against the peers, side by side, over shapes;
+ * with --db, the kernels a tuned schedule dispatches (cli/cmd_bench_db.c). */
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -7,7 +8,9 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "bench/bench_stats.h"
 #include "cli/cli.h"
+#include "cli/cmd_bench.h"
 #include "common/file.h"
 #include "common/target.h"
 #include "peers/peer.h"
@@ -15,42 +18,53 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: dtune bench WORKLOAD [--kernel FILE.json | --sample N] [--seed S]\n"
-            "                   [--shapes DOMAIN] [--threads T] [--repeats R] [--min-time MS]\n"
-            "                   [--peers LIST] [--json]\n"
+            "Usage: dtune bench WORKLOAD [--kernel FILE.json | --sample N | --db PATH]\n"
+            "                   [--seed S] [--shapes DOMAIN] [--threads T] [--repeats R]\n"
+            "                   [--min-time MS] [--peers LIST] [--verify] [--json]\n"
             "\n"
             "Times dtune micro-kernels over a workload's shapes and, in the same run and\n"
             "the same interleaved timing loop, the libraries a user would pick instead:\n"
-            "oneDNN (matmul with prepacked weights per shape; matmul with a run-time M;\n"
-            "dnnl_sgemm), OpenBLAS cblas_sgemm and LIBXSMM. Every kernel is verified\n"
-            "against a double-precision reference before it is timed. Reports GFLOP/s,\n"
+            "oneDNN (matmul per shape: prepacked weights for dense, one 3-D batched\n"
+            "primitive for batch_matmul; matmul with run-time dims; dnnl_sgemm),\n"
+            "OpenBLAS cblas_sgemm (a batch loop for batch_matmul) and LIBXSMM. Every\n"
+            "kernel is verified against a double-precision reference before it is\n"
+            "timed (--verify: every candidate, on every shape). Reports GFLOP/s,\n"
             "the best/median/worst kernel per shape, ratios against the peers and the\n"
             "fraction of the machine's FMA peak, measured in the same run.\n"
+            "\n"
+            "With --db, the dispatched mode: for every shape, the micro-kernel the tuned\n"
+            "schedule in the database picks for it (this machine's target, T threads;\n"
+            "shapes outside the tuned range go to the nearest range and are flagged\n"
+            "extrapolated), verified on that very shape against the reference and timed\n"
+            "with the peers; reports per shape the kernel id, GFLOP/s and ratios, and\n"
+            "the geometric mean and minimum of the ratio to the strongest oneDNN peer,\n"
+            "apart for tuned and extrapolated shapes.\n"
             "\n"
             "WORKLOAD is a workload key, e.g. 'dense(M=1..128,N=768,K=768)'.\n"
             "\n"
             "Options:\n"
             "  --kernel FILE.json  annotations to run: one JSON object or an array\n"
             "  --sample N          N random valid annotations (default 16; at most 1000)\n"
+            "  --db PATH           dispatched mode: the schedule of WORKLOAD in PATH\n"
             "  --seed S            seed of the sample and of the inputs (default 1)\n"
             "  --shapes DOMAIN     values of the workload's variable, e.g. 1..128 or\n"
             "                      {1,8,37,128} (default: the workload's shape set)\n"
-            "  --threads T         threads for kernels and peers (default 1)\n"
+            "  --threads T         threads for kernels and peers (default 1; with --db the\n"
+            "                      schedule stored for T threads, default the highest)\n"
             "  --repeats R         interleaved repeats; the minimum counts (default 5)\n"
             "  --min-time MS       minimum length of one timed batch (default 2)\n"
             "  --peers LIST        comma-separated peers, or 'none' (default: all built in)\n"
+            "  --verify            check every kernel and peer against the reference on\n"
+            "                      every shape before timing it (always on with --db)\n"
             "  --json              print one JSON object instead of tables\n"
             "  -h, --help          show this help\n"
             "\n"
-            "Exit codes: 0 ok, 1 usage error, 2 bad input, 3 runtime failure.\n");
+            "Exit codes: 0 ok, 1 usage error, 2 bad input (also: no schedule for this\n"
+            "workload, target and thread count in --db), 3 runtime failure (also: a\n"
+            "dispatched kernel failed on a shape; the report is printed first).\n");
 }
 
-typedef struct {
-    const char *kernel_file, *shapes, *peers;
-    int sample, threads, repeats, json;
-    double min_time_ms;
-    uint64_t seed;
-} bench_args;
+typedef dt_bench_args bench_args;
 
 static int parse_args(int argc, char **argv, bench_args *a, const char **key)
 {
@@ -60,6 +74,7 @@ static int parse_args(int argc, char **argv, bench_args *a, const char **key)
         {"threads", required_argument, NULL, 't'}, {"repeats", required_argument, NULL, 'r'},
         {"min-time", required_argument, NULL, 'm'}, {"peers", required_argument, NULL, 'p'},
         {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
+        {"db", required_argument, NULL, 'd'},      {"verify", no_argument, NULL, 'v'},
         {NULL, 0, NULL, 0}};
     *a = (bench_args){.sample = -1, .threads = 1, .repeats = 5, .min_time_ms = 2, .seed = 1};
     int c;
@@ -72,10 +87,15 @@ static int parse_args(int argc, char **argv, bench_args *a, const char **key)
         case 'S': a->shapes = optarg; break;
         case 'p': a->peers = strcmp(optarg, "none") == 0 ? "" : optarg; break;
         case 'j': a->json = 1; break;
+        case 'd': a->db = optarg; break;
+        case 'v': a->verify = 1; break;
         case 'h': usage(stdout); return -1;
         case 'n': rc = dt_cli_int_opt("bench", "--sample", optarg, 1, 1000, &a->sample); break;
         case 's': rc = dt_cli_seed_opt("bench", optarg, &a->seed); break;
-        case 't': rc = dt_cli_int_opt("bench", "--threads", optarg, 1, 1024, &a->threads); break;
+        case 't':
+            rc = dt_cli_int_opt("bench", "--threads", optarg, 1, 1024, &a->threads);
+            a->threads_set = 1;
+            break;
         case 'r': rc = dt_cli_int_opt("bench", "--repeats", optarg, 1, 1000, &a->repeats); break;
         case 'm': rc = dt_cli_ms_opt("bench", "--min-time", optarg, 10000, &a->min_time_ms); break;
         default: return dt_cli_usage_error("bench", "unknown option '%s'", argv[optind - 1]);
@@ -85,6 +105,9 @@ static int parse_args(int argc, char **argv, bench_args *a, const char **key)
     }
     if (a->kernel_file && a->sample > 0)
         return dt_cli_usage_error("bench", "--kernel and --sample exclude each other");
+    if (a->db && (a->kernel_file || a->sample > 0))
+        return dt_cli_usage_error("bench", "--db benchmarks the dispatched kernels; it excludes "
+                                           "--kernel and --sample");
     if (argc - optind != 1)
         return dt_cli_usage_error("bench", "expected one WORKLOAD argument");
     *key = argv[optind];
@@ -104,8 +127,6 @@ typedef struct {
     double onednn_best; /* strongest oneDNN peer, NAN if none */
 } shape_summary;
 
-static int is_onednn(const char *name) { return strncmp(name, "onednn", 6) == 0 || strncmp(name, "dnnl", 4) == 0; }
-
 static shape_summary summarize(const dt_bench_result *r, int s)
 {
     shape_summary ss = {NAN, NAN, NAN, -1, NAN};
@@ -122,10 +143,9 @@ static shape_summary summarize(const dt_bench_result *r, int s)
                 ss.best = gf;
                 ss.best_idx = c;
             }
-        } else if (is_onednn(r->cands[c].name) && !(ss.onednn_best >= gf)) {
-            ss.onednn_best = gf;
         }
     }
+    ss.onednn_best = dt_bench_onednn_best(r, s, NULL);
     if (n) {
         qsort(g, (size_t)n, sizeof *g, cmp_double);
         ss.worst = g[0];
@@ -223,6 +243,20 @@ static void print_text(const dt_workload *w, const dt_bench_result *r, const ben
             printf("%-10s ran no shape%s%s\n", r->cands[c].name,
                    r->cands[c].message ? ": " : "", r->cands[c].message ? r->cands[c].message : "");
     }
+    if (!a->verify)
+        return;
+    int checked = 0, failed = 0;
+    for (int i = 0; i < r->ncands * r->nshapes; i++) {
+        checked += r->verified[i] != 0;
+        if (r->verified[i] < 0 && failed++ < 10) {
+            char label[128];
+            shape_label(w, r, i % r->nshapes, label, sizeof label);
+            printf("verification failed: %s at %s: %.300s\n", r->cands[i / r->nshapes].name,
+                   label, r->verify_msg[i] ? r->verify_msg[i] : "");
+        }
+    }
+    printf("verified on every shape: %d of %d (candidate, shape) runs matched the reference\n",
+           checked - failed, checked);
 }
 
 static int print_json(const dt_workload *w, const dt_bench_result *r, const bench_args *a)
@@ -279,6 +313,18 @@ static int print_json(const dt_workload *w, const dt_bench_result *r, const benc
         json_object_set_new(js, "onednn_best", ss.onednn_best > 0 ? json_real(ss.onednn_best) : json_null());
         json_object_set_new(js, "ratio_vs_onednn", ss.onednn_best > 0 && ss.best > 0 ? json_real(ss.best / ss.onednn_best) : json_null());
         json_object_set_new(js, "fraction_of_peak", ss.best > 0 ? json_real(ss.best / r->fma_peak_gflops) : json_null());
+        if (a->verify) { /* true / false per candidate checked on this shape */
+            json_t *jv = json_object(), *jm = json_object();
+            for (int c = 0; c < r->ncands; c++) {
+                int i = c * r->nshapes + s;
+                if (r->verified[i])
+                    json_object_set_new(jv, r->cands[c].name, json_boolean(r->verified[i] > 0));
+                if (r->verify_msg[i])
+                    json_object_set_new(jm, r->cands[c].name, json_string(r->verify_msg[i]));
+            }
+            json_object_set_new(js, "verified", jv);
+            json_object_set_new(js, "verify_errors", jm);
+        }
         json_array_append_new(shapes, js);
     }
     json_object_set_new(root, "candidates", cands);
@@ -294,6 +340,8 @@ int dt_cmd_bench(int argc, char **argv)
     int rc = parse_args(argc, argv, &a, &key);
     if (rc)
         return rc < 0 ? DT_EXIT_OK : rc;
+    if (a.db)
+        return dt_cmd_bench_db(&a, key);
     dt_err e;
     dt_workload *w = NULL;
     dt_target t;
@@ -313,7 +361,9 @@ int dt_cmd_bench(int argc, char **argv)
         goto fail;
     if ((rc = dt_builder_init(&b, NULL, NULL, NULL, &e)))
         goto fail;
-    dt_bench_opts o = {a.threads, a.repeats, a.min_time_ms * 1e-3, a.peers, !a.json, a.seed};
+    dt_bench_opts o = {.threads = a.threads, .repeats = a.repeats,
+                       .min_time_s = a.min_time_ms * 1e-3, .peers = a.peers,
+                       .progress = !a.json, .seed = a.seed, .verify_shapes = a.verify};
     dt_bench_result r;
     if ((rc = dt_bench_run(w, shapes, ns, kernels, nk, &t, &b, &o, &r, &e)))
         goto fail;

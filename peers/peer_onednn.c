@@ -1,7 +1,10 @@
 /* The oneDNN peers (docs/peers.md):
- *   onednn      matmul primitive created for the exact shape; weights in the
- *               layout the primitive picks (format_tag any), reordered once
- *               in pack(); bias and activation fused (post-op).
+ *   onednn      matmul primitive created for the exact shape; dense: weights
+ *               in the layout the primitive picks (format_tag any),
+ *               reordered once in pack(), bias and activation fused
+ *               (post-op); batch_matmul: one 3-D batched matmul (src
+ *               {B,M,K}, weights {B,K,N} in abc (NN) or acb (NT), dst
+ *               {B,M,N}), both operands dynamic (brg:avx512_core here).
  *   onednn_rt   oneDNN's dynamic-shape mode: the matmul primitive is created
  *               with M (bmm: batch, M, N, K) = DNNL_RUNTIME_DIM_VAL and run
  *               with memory objects of the real dims; oneDNN's primitive
@@ -324,8 +327,8 @@ static int mm_run(void *state, const float *x, const float *b, float *y, dt_err 
 
 const dt_peer_desc dt_peer_onednn_desc = {
     .name = "onednn",
-    .description = "oneDNN matmul primitive per exact shape, blocked prepacked weights, "
-                   "fused bias/activation",
+    .description = "oneDNN matmul primitive per exact shape: dense with blocked prepacked "
+                   "weights and fused bias/activation, batch_matmul as one 3-D batched matmul",
     .create = onednn_create,
     .pack = mm_pack,
     .run = mm_run,
@@ -334,8 +337,8 @@ const dt_peer_desc dt_peer_onednn_desc = {
 
 const dt_peer_desc dt_peer_onednn_rt_desc = {
     .name = "onednn_rt",
-    .description = "oneDNN matmul with runtime dims (one primitive for every M), "
-                   "fused bias/activation",
+    .description = "oneDNN matmul with runtime dims (dense: M; batch_matmul: B, M, N, K), "
+                   "one primitive for every shape, fused bias/activation",
     .create = onednn_rt_create,
     .pack = mm_pack,
     .run = mm_run,

@@ -90,6 +90,32 @@ static void test_given_kernels_bmm(void)
     free(file);
 }
 
+/* --verify: every candidate checked on every shape, reported per shape. */
+static void test_verify_every_shape(void)
+{
+    int code;
+    json_t *r = bench_json("'batch_matmul(B=3,M=seq,N=64,K=seq,layout=NN;seq=1..8)' --sample 2 "
+                           "--shapes '{1,5,11}' --verify",
+                           &code);
+    CU_ASSERT_EQUAL_FATAL(code, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    size_t ncands = json_array_size(json_object_get(r, "candidates"));
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(r, "shapes"), i, s)
+    {
+        json_t *v = json_object_get(s, "verified");
+        CU_ASSERT_TRUE_FATAL(json_is_object(v));
+        CU_ASSERT_EQUAL(json_object_size(v), ncands); /* peers refusing a shape would be absent */
+        const char *name;
+        json_t *ok;
+        json_object_foreach(v, name, ok)
+            CU_ASSERT_TRUE(json_is_true(ok));
+        CU_ASSERT_EQUAL(json_object_size(json_object_get(s, "verify_errors")), 0);
+    }
+    json_decref(r);
+}
+
 static void test_text_output(void)
 {
     dt_test_proc p;
@@ -137,6 +163,7 @@ int main(void)
     CU_TestInfo tests[] = {
         {"sampled dense kernels against peers, JSON", test_sampled_dense},
         {"given kernels on batch_matmul", test_given_kernels_bmm},
+        {"--verify: every candidate on every shape", test_verify_every_shape},
         {"text table", test_text_output},
         {"bad input", test_bad_input},
         CU_TEST_INFO_NULL,

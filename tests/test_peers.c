@@ -261,6 +261,69 @@ static void test_bmm(void)
     }
 }
 
+/* oneDNN's batched matmul (onednn: one 3-D primitive per exact shape;
+ * onednn_rt: run-time dims) and the dnnl_sgemm batch loop on BERT's
+ * attention shapes — scores Q·Kᵀ (NT: B=12, M=N=seq, K=64) and context P·V
+ * (NN: B=12, M=seq, N=64, K=seq) — including shapes past the tuned range;
+ * then the same state with new operands in both slots, which must be used
+ * (both operands are dynamic: nothing may be cached from an earlier call). */
+static void test_onednn_batched(void)
+{
+    static const char *const names[] = {"onednn", "onednn_rt", "dnnl_sgemm"};
+    static const int64_t seqs[] = {1, 13, 64, 129};
+    if (!dt_peer_find("onednn")) {
+        printf("\n    oneDNN is not built in: skipped\n");
+        return;
+    }
+    printf("\n");
+    for (int i = 0; i < 3; i++) {
+        const dt_peer_desc *d = dt_peer_find(names[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+        tally t = {0, 0, 0};
+        for (int si = 0; si < 4; si++)
+            for (int nt = 0; nt < 2; nt++)
+                for (int th = 1; th <= 2; th++) {
+                    int64_t seq = seqs[si];
+                    dt_peer_problem p = {.op = DT_PEER_BMM, .batch = 12, .M = seq,
+                                         .N = nt ? seq : 64, .K = nt ? 64 : seq,
+                                         .layout_nt = nt, .threads = th};
+                    check_problem(d, &p, &t);
+                }
+        report(d->name, "attn", &t);
+        CU_ASSERT_EQUAL(t.failed, 0);
+        CU_ASSERT_EQUAL(t.refused, 0); /* oneDNN 2.6 takes every one of them */
+
+        /* new A and B through the same state */
+        for (int nt = 0; nt < 2; nt++) {
+            dt_peer_problem p = {.op = DT_PEER_BMM, .batch = 12, .M = 37, .N = nt ? 37 : 64,
+                                 .K = nt ? 64 : 37, .layout_nt = nt, .threads = 2};
+            char what[256];
+            describe(what, sizeof what, d->name, &p);
+            int64_t na = p.batch * p.M * p.K, nb = p.batch * p.N * p.K, nc = p.batch * p.M * p.N;
+            float *a1 = rnd_floats(na), *b1 = rnd_floats(nb), *a2 = rnd_floats(na),
+                  *b2 = rnd_floats(nb), *c = rnd_floats(nc);
+            double *want1 = reference(&p, a1, b1, NULL), *want2 = reference(&p, a2, b2, NULL);
+            void *st = NULL;
+            dt_err e;
+            CU_ASSERT_EQUAL_FATAL(d->create(&p, &st, &e), 0);
+            CU_ASSERT_EQUAL(d->pack(st, NULL, &e), 0); /* bmm: nothing to pack */
+            CU_ASSERT_EQUAL(d->run(st, a1, b1, c, &e), 0);
+            CU_ASSERT_EQUAL(compare(what, &p, c, want1), 0);
+            CU_ASSERT_EQUAL(d->run(st, a2, b2, c, &e), 0);
+            CU_ASSERT_EQUAL(compare(what, &p, c, want2), 0);
+            CU_ASSERT_EQUAL(d->run(st, a1, b2, c, &e), 0); /* mixed: neither result */
+            int same1 = 1, same2 = 1;
+            for (int64_t k = 0; k < nc; k++) {
+                same1 &= fabs((double)c[k] - want1[k]) < 1e-3;
+                same2 &= fabs((double)c[k] - want2[k]) < 1e-3;
+            }
+            CU_ASSERT_FALSE(same1 || same2);
+            d->destroy(st);
+            free(a1), free(b1), free(a2), free(b2), free(c), free(want1), free(want2);
+        }
+    }
+}
+
 /* pack() again with new weights: run() must use them. */
 static void test_repack(void)
 {
@@ -387,6 +450,7 @@ int main(void)
         {"registry", test_registry},
         {"dense against the reference", test_dense},
         {"batch_matmul against the reference", test_bmm},
+        {"oneDNN batched matmul on attention shapes", test_onednn_batched},
         {"pack twice with new weights", test_repack},
         {"invalid problems and operands", test_invalid},
         {"FMA peak", test_fma_peak},

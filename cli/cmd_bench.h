@@ -1,0 +1,20 @@
+/* Private to `dtune bench` (cli/cmd_bench.c, cli/cmd_bench_db.c): its
+ * parsed arguments and the dispatched mode (--db). */
+#ifndef DT_CLI_CMD_BENCH_H
+#define DT_CLI_CMD_BENCH_H
+
+#include <stdint.h>
+
+typedef struct dt_bench_args {
+    const char *kernel_file, *shapes, *peers, *db;
+    int sample, threads, threads_set, repeats, json, verify;
+    double min_time_ms;
+    uint64_t seed;
+} dt_bench_args;
+
+/* `dtune bench KEY --db PATH`: for every shape, the kernel the database's
+ * schedule dispatches it to, verified on that shape and timed with the
+ * peers.  Returns the exit code. */
+int dt_cmd_bench_db(const dt_bench_args *a, const char *key);
+
+#endif
