@@ -224,7 +224,8 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
                        const group *tuned, const group *extra)
 {
     printf("%s: dispatched kernels of %s\n", x->d->key, dt_db_path(x->db));
-    printf("target %s, %d thread%s, %d range%s, %d kernel%s; FMA peak %.1f GFLOP/s (1 thread "
+    printf("target %s, %d thread%s, %d range%s, %d kernel%s on these shapes; FMA peak %.1f "
+           "GFLOP/s (1 thread "
            "%.1f)\n", x->tkey, x->d->threads, x->d->threads == 1 ? "" : "s", x->d->n,
            x->d->n == 1 ? "" : "s", x->nk, x->nk == 1 ? "" : "s", r->fma_peak_gflops,
            r->fma_peak1_gflops);
@@ -234,8 +235,13 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
         while (k < x->nk && x->kid[k] != rg->kernel_id)
             k++;
         char *ann = k < x->nk ? dt_annotation_to_string(&x->anns[k]) : NULL;
-        printf("  %s..%s  kernel %lld %s\n", rg->shape_lo, rg->shape_hi,
-               (long long)rg->kernel_id, ann ? ann : "(not run on these shapes)");
+        char span[300];
+        if (strcmp(rg->shape_lo, rg->shape_hi) == 0)
+            snprintf(span, sizeof span, "%s", rg->shape_lo);
+        else
+            snprintf(span, sizeof span, "%s..%s", rg->shape_lo, rg->shape_hi);
+        printf("  %-20s kernel %lld %s\n", span, (long long)rg->kernel_id,
+               ann ? ann : "(no shape of this run)");
         free(ann);
     }
     for (int k = 0; k < x->nk; k++)
