@@ -534,7 +534,7 @@ int dt_expr_eval(const dt_expr *x, const int64_t *vals, int64_t *out, dt_err *e)
     default: {
         int64_t acc = 0;
         for (int i = 0; i < x->nargs; i++) {
-            int64_t v;
+            int64_t v = 0;
             int rc = dt_expr_eval(x->args[i], vals, &v, e);
             if (rc)
                 return rc;
