@@ -14,6 +14,7 @@
 #include "bench/bench_stats.h"
 #include "cli/cli.h"
 #include "cli/cmd_bench.h"
+#include "common/json_util.h"
 #include "common/target.h"
 #include "db/db.h"
 #include "tuner/dispatch.h"
@@ -314,8 +315,6 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
 
 /* ---- JSON ------------------------------------------------------------------ */
 
-static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
 static json_t *group_json(const dispatched *x, const dt_bench_result *r, const group *g)
 {
     json_t *j = json_object(), *peers = json_object();
@@ -323,8 +322,8 @@ static json_t *group_json(const dispatched *x, const dt_bench_result *r, const g
     json_object_set_new(j, "verified", json_integer(g->verified));
     json_object_set_new(j, "all_verified", json_boolean(g->verified == g->shapes));
     json_object_set_new(j, "ratios", json_integer(g->onednn.n));
-    json_object_set_new(j, "geomean_ratio_vs_onednn", jnum(dt_ratio_stats_geomean(&g->onednn)));
-    json_object_set_new(j, "min_ratio_vs_onednn", jnum(g->onednn.n ? g->onednn.min : NAN));
+    json_object_set_new(j, "geomean_ratio_vs_onednn", dt_json_num_or_null(dt_ratio_stats_geomean(&g->onednn)));
+    json_object_set_new(j, "min_ratio_vs_onednn", dt_json_num_or_null(g->onednn.n ? g->onednn.min : NAN));
     if (g->onednn.n) {
         char label[128];
         label_of(x, g->onednn.min_at, label, sizeof label);
@@ -336,7 +335,7 @@ static json_t *group_json(const dispatched *x, const dt_bench_result *r, const g
     for (int c = 0; c < r->ncands; c++)
         if (r->cands[c].kind == DT_CAND_PEER)
             json_object_set_new(peers, r->cands[c].name,
-                                jnum(dt_ratio_stats_geomean(&g->peer[c])));
+                                dt_json_num_or_null(dt_ratio_stats_geomean(&g->peer[c])));
     json_object_set_new(j, "geomean_ratio_vs_peers", peers);
     return j;
 }
@@ -355,8 +354,8 @@ static json_t *shape_json(const dispatched *x, const dt_bench_result *r, int s)
         json_object_set_new(dims, w->op->dims[d], json_integer(r->dims[s * w->op->ndims + d]));
     for (int c = x->nk; c < r->ncands; c++) {
         double g = dt_bench_gflops(r, c, s);
-        json_object_set_new(peers, r->cands[c].name, jnum(g));
-        json_object_set_new(ratios, r->cands[c].name, jnum(f.gflops / g));
+        json_object_set_new(peers, r->cands[c].name, dt_json_num_or_null(g));
+        json_object_set_new(ratios, r->cands[c].name, dt_json_num_or_null(f.gflops / g));
         signed char v = r->verified[c * r->nshapes + s];
         json_object_set_new(pver, r->cands[c].name, v ? json_boolean(v > 0) : json_null());
     }
@@ -371,12 +370,12 @@ static json_t *shape_json(const dispatched *x, const dt_bench_result *r, int s)
     json_object_set_new(js, "verified", json_boolean(f.verified));
     if (f.error)
         json_object_set_new(js, "error", json_string(f.error));
-    json_object_set_new(js, "gflops", jnum(f.gflops));
-    json_object_set_new(js, "fraction_of_peak", jnum(f.gflops / r->fma_peak_gflops));
-    json_object_set_new(js, "onednn_best", jnum(f.onednn));
+    json_object_set_new(js, "gflops", dt_json_num_or_null(f.gflops));
+    json_object_set_new(js, "fraction_of_peak", dt_json_num_or_null(f.gflops / r->fma_peak_gflops));
+    json_object_set_new(js, "onednn_best", dt_json_num_or_null(f.onednn));
     json_object_set_new(js, "onednn_best_peer",
                         f.onednn_at >= 0 ? json_string(r->cands[f.onednn_at].name) : json_null());
-    json_object_set_new(js, "ratio_vs_onednn", jnum(f.ratio));
+    json_object_set_new(js, "ratio_vs_onednn", dt_json_num_or_null(f.ratio));
     json_object_set_new(js, "peers", peers);
     json_object_set_new(js, "ratios", ratios);
     json_object_set_new(js, "peers_verified", pver);
@@ -395,16 +394,16 @@ static int print_json(const dispatched *x, const dt_bench_result *r, const dt_be
     json_object_set_new(root, "threads", json_integer(x->d->threads));
     json_object_set_new(root, "repeats", json_integer(a->repeats));
     json_object_set_new(root, "min_time_ms", json_real(a->min_time_ms));
-    json_object_set_new(root, "fma_peak_gflops", jnum(r->fma_peak_gflops));
-    json_object_set_new(root, "fma_peak_1thread_gflops", jnum(r->fma_peak1_gflops));
+    json_object_set_new(root, "fma_peak_gflops", dt_json_num_or_null(r->fma_peak_gflops));
+    json_object_set_new(root, "fma_peak_1thread_gflops", dt_json_num_or_null(r->fma_peak1_gflops));
     for (int i = 0; i < x->d->n; i++) {
         const dt_dispatch_range *rg = &x->d->r[i];
         json_t *jr = json_object();
         json_object_set_new(jr, "shape_lo", json_string(rg->shape_lo));
         json_object_set_new(jr, "shape_hi", json_string(rg->shape_hi));
         json_object_set_new(jr, "kernel_id", json_integer(rg->kernel_id));
-        json_object_set_new(jr, "predicted_ns", jnum(rg->predicted_ns));
-        json_object_set_new(jr, "measured_ns", jnum(rg->measured_ns));
+        json_object_set_new(jr, "predicted_ns", dt_json_num_or_null(rg->predicted_ns));
+        json_object_set_new(jr, "measured_ns", dt_json_num_or_null(rg->measured_ns));
         json_array_append_new(ranges, jr);
     }
     for (int k = 0; k < x->nk; k++) {

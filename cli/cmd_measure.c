@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "common/file.h"
+#include "common/json_util.h"
 #include "common/log.h"
 #include "common/target.h"
 #include "db/db.h"
@@ -381,8 +382,6 @@ static int measure_remote(run *r, dt_err *e)
 
 /* ---- output ---------------------------------------------------------------- */
 
-static json_t *ns_json(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
 static int print_json(run *r, const char *mode, double wall)
 {
     json_t *root = json_object(), *ks = json_array(), *counts = json_object();
@@ -418,8 +417,8 @@ static int print_json(run *r, const char *mode, double wall)
             json_object_set_new(js, "status",
                                 o->got ? json_string(dt_trial_status_name(o->status))
                                        : json_null());
-            json_object_set_new(js, "min_ns", o->got ? ns_json(o->min_ns) : json_null());
-            json_object_set_new(js, "median_ns", o->got ? ns_json(o->median_ns) : json_null());
+            json_object_set_new(js, "min_ns", o->got ? dt_json_num_or_null(o->min_ns) : json_null());
+            json_object_set_new(js, "median_ns", o->got ? dt_json_num_or_null(o->median_ns) : json_null());
             json_object_set_new(js, "repeats", json_integer(o->got ? o->repeats : 0));
             if (o->error)
                 json_object_set_new(js, "error", json_string(o->error));

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/json_util.h"
 #include "common/target.h"
 #include "costmodel/adapt.h"
 #include "costmodel/features.h"
@@ -418,12 +419,10 @@ out:
     return rc;
 }
 
-static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
 static json_t *metrics_json(const quality *q)
 {
-    return json_pack("{s:o, s:o, s:i, s:i, s:i}", "kendall_tau", num_or_null(q->tau),
-                     "topk_recall", num_or_null(q->recall), "k", q->k, "holdout", q->holdout,
+    return json_pack("{s:o, s:o, s:i, s:i, s:i}", "kendall_tau", dt_json_num_or_null(q->tau),
+                     "topk_recall", dt_json_num_or_null(q->recall), "k", q->k, "holdout", q->holdout,
                      "records", q->n);
 }
 
@@ -507,8 +506,8 @@ static int cmd_train(int argc, char **argv)
         json_t *root = json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:o, s:o, s:i, s:I}",
                                  "target", tkey, "op", a.op, "db", dt_db_path(db), "model_id",
                                  (json_int_t)mid, "records", n, "skipped", skipped, "holdout",
-                                 q.holdout, "kendall_tau", num_or_null(q.tau), "topk_recall",
-                                 num_or_null(q.recall), "k", q.k, "model_bytes",
+                                 q.holdout, "kendall_tau", dt_json_num_or_null(q.tau), "topk_recall",
+                                 dt_json_num_or_null(q.recall), "k", q.k, "model_bytes",
                                  (json_int_t)blen);
         if (dt_cli_print_json(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER)) {
             rc = dt_errf(&e, DT_ENOMEM, "out of memory");

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/json_util.h"
 #include "common/target.h"
 #include "db/db.h"
 #include "tuner/dispatch.h"
@@ -103,8 +104,6 @@ static int find_exact(const dt_db_measurement *m, void *ud)
     return 0;
 }
 
-static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
 int dt_cmd_query(int argc, char **argv)
 {
     query_args a;
@@ -185,9 +184,9 @@ int dt_cmd_query(int argc, char **argv)
         json_object_set_new(o, "range", json_pack("[s,s]", hit.range->shape_lo,
                                                   hit.range->shape_hi));
         json_object_set_new(o, "extrapolated", json_boolean(hit.extrapolated));
-        json_object_set_new(o, "predicted_ns", num_or_null(hit.range->predicted_ns));
-        json_object_set_new(o, "measured_ns", num_or_null(hit.range->measured_ns));
-        json_object_set_new(o, "measured_ns_this_shape", num_or_null(x.ns));
+        json_object_set_new(o, "predicted_ns", dt_json_num_or_null(hit.range->predicted_ns));
+        json_object_set_new(o, "measured_ns", dt_json_num_or_null(hit.range->measured_ns));
+        json_object_set_new(o, "measured_ns_this_shape", dt_json_num_or_null(x.ns));
         dt_db_kernel_free(&k);
         json_array_append_new(out, o);
     }

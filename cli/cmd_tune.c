@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "common/file.h"
+#include "common/json_util.h"
 #include "common/log.h"
 #include "common/target.h"
 #include "db/db.h"
@@ -213,8 +214,6 @@ static void on_signal(int sig)
 
 /* ---- output ------------------------------------------------------------------------ */
 
-static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
 static double task_gflops(const dt_task *t)
 {
     /* weighted mean throughput of the objective: Σ w·flops / Σ w·ns */
@@ -252,20 +251,20 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
         json_object_set_new(w, "dispatched_kernels", json_integer(r->sel[i].kernels));
         json_object_set_new(w, "selection_trials", json_integer(r->sel[i].trials));
         json_object_set_new(w, "unmeasured_shapes", json_integer(r->sel[i].unmeasured));
-        json_object_set_new(w, "objective_ns", num_or_null(r->sel[i].objective));
-        json_object_set_new(w, "gflops", num_or_null(task_gflops(&t[i])));
+        json_object_set_new(w, "objective_ns", dt_json_num_or_null(r->sel[i].objective));
+        json_object_set_new(w, "gflops", dt_json_num_or_null(task_gflops(&t[i])));
         json_array_append_new(ws, w);
         lat += t[i].count * r->sel[i].objective;
     }
-    json_object_set_new(root, "model_latency_ns", num_or_null(lat));
+    json_object_set_new(root, "model_latency_ns", dt_json_num_or_null(lat));
     json_object_set_new(root, "workloads", ws);
     for (int j = 0; j < r->nmodels; j++)
         json_array_append_new(ms, json_pack("{s:s, s:I, s:o, s:o, s:o}", "op", r->model[j].op,
                                             "records", (json_int_t)r->model[j].records,
                                             "kendall_tau_within_shape",
-                                            num_or_null(r->model[j].tau_within_shape),
-                                            "kendall_tau", num_or_null(r->model[j].tau_all),
-                                            "topk_recall", num_or_null(r->model[j].recall)));
+                                            dt_json_num_or_null(r->model[j].tau_within_shape),
+                                            "kendall_tau", dt_json_num_or_null(r->model[j].tau_all),
+                                            "topk_recall", dt_json_num_or_null(r->model[j].recall)));
     json_object_set_new(root, "cost_models", ms);
     return dt_cli_print_json(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) ? DT_EXIT_RUNTIME
                                                                           : DT_EXIT_OK;

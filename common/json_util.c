@@ -1,5 +1,7 @@
 #include "common/json_util.h"
 
+#include <math.h>
+
 const char *dt_json_type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
@@ -13,3 +15,5 @@ const char *dt_json_type_name(const json_t *v)
     default: return "null";
     }
 }
+
+json_t *dt_json_num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }

@@ -9,4 +9,7 @@
  * string". */
 const char *dt_json_type_name(const json_t *v);
 
+/* A real for a finite v, else null (JSON has no NaN or infinity).  New reference. */
+json_t *dt_json_num_or_null(double v);
+
 #endif

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/json_util.h"
+
 void dt_tune_opts_default(dt_tune_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -93,8 +95,6 @@ static void emit(const dt_tune_opts *o, dt_tune_event *ev, const dt_task *tasks,
     ev->model_latency_ns = model_latency(tasks, n);
     o->on_event(ev, o->ud);
 }
-
-static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 static int op_index(dt_predictor *p, int np, const char *op)
 {
@@ -252,9 +252,9 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
                                         &q->recall, e)))
             break;
         json_t *mj = json_object();
-        json_object_set_new(mj, "kendall_tau_within_shape", num_or_null(q->tau_within_shape));
-        json_object_set_new(mj, "kendall_tau", num_or_null(q->tau_all));
-        json_object_set_new(mj, "topk_recall", num_or_null(q->recall));
+        json_object_set_new(mj, "kendall_tau_within_shape", dt_json_num_or_null(q->tau_within_shape));
+        json_object_set_new(mj, "kendall_tau", dt_json_num_or_null(q->tau_all));
+        json_object_set_new(mj, "topk_recall", dt_json_num_or_null(q->recall));
         json_object_set_new(mj, "records", json_integer(q->records));
         json_object_set_new(mj, "holdout", json_real(0.2));
         char *mt = mj ? json_dumps(mj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
