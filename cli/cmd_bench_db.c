@@ -66,16 +66,8 @@ static int load_kernel(dt_db *db, int64_t id, const dt_workload *w, int threads,
         rc = dt_errf(e, DT_EINVAL, "kernel %lld of the schedule is a %s kernel; the workload "
                      "is %s", (long long)id, k.op, w->op->name);
     } else {
-        json_error_t jerr;
-        json_t *j = json_loads(k.annotation, 0, &jerr);
-        if (!j) {
-            rc = dt_errf(e, DT_EINVAL, "kernel %lld: its annotation is not JSON: %s",
-                         (long long)id, jerr.text);
-        } else {
-            if ((rc = dt_annotation_from_json(j, out, e)))
-                dt_err_prefix(e, "kernel %lld", (long long)id);
-            json_decref(j);
-        }
+        if ((rc = dt_annotation_from_text(k.annotation, out, e)))
+            dt_err_prefix(e, "kernel %lld", (long long)id);
     }
     /* the schedule for T threads: its kernels run with T, as --threads does */
     if (!rc)

@@ -91,6 +91,9 @@ int dt_annotation_crossover(dt_rng *r, const dt_target *t, const dt_annotation *
  * reference; from_json checks types, names and ranges (not the target). */
 json_t *dt_annotation_to_json(const dt_annotation *a);
 int dt_annotation_from_json(const json_t *j, dt_annotation *out, dt_err *e);
+/* from_json of JSON text (e.g. a kernels.annotation column); DT_EINVAL with
+ * jansson's message when the text is not JSON. */
+int dt_annotation_from_text(const char *text, dt_annotation *out, dt_err *e);
 /* Compact canonical text of to_json (malloc'ed). */
 char *dt_annotation_to_string(const dt_annotation *a);
 int dt_annotation_equal(const dt_annotation *a, const dt_annotation *b);

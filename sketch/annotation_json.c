@@ -180,3 +180,16 @@ int dt_annotation_from_json(const json_t *j, dt_annotation *out, dt_err *e)
     *out = a;
     return 0;
 }
+
+int dt_annotation_from_text(const char *text, dt_annotation *out, dt_err *e)
+{
+    if (!text)
+        return dt_errf(e, DT_EINVAL, "annotation JSON: no text");
+    json_error_t jerr;
+    json_t *j = json_loads(text, 0, &jerr);
+    if (!j)
+        return dt_errf(e, DT_EINVAL, "annotation is not JSON: %s", jerr.text);
+    int rc = dt_annotation_from_json(j, out, e);
+    json_decref(j);
+    return rc;
+}

@@ -89,11 +89,8 @@ static int verify_db_kernel(dt_db *db, int64_t kid, const dt_workload *w, int64_
     dt_db_kernel row;
     if (dt_db_kernel_get(db, kid, &row, &e))
         return -1;
-    json_error_t jerr;
-    json_t *j = json_loads(row.annotation, 0, &jerr);
     dt_annotation a;
-    int rc = j ? dt_annotation_from_json(j, &a, &e) : -1;
-    json_decref(j);
+    int rc = dt_annotation_from_text(row.annotation, &a, &e);
     dt_db_kernel_free(&row);
     if (rc)
         return -1;

@@ -179,15 +179,13 @@ static int kernel_index(loader *l, int64_t kernel_id)
     dt_db_kernel row;
     dt_err e2;
     if (dt_db_kernel_get(l->db, kernel_id, &row, &e2) == 0) {
-        json_error_t jerr;
-        json_t *j = row.annotation ? json_loads(row.annotation, 0, &jerr) : NULL;
         dt_annotation a;
-        if (j && dt_annotation_from_json(j, &a, &e2) == 0 && a.threads == l->t->threads) {
+        if (dt_annotation_from_text(row.annotation, &a, &e2) == 0 &&
+            a.threads == l->t->threads) {
             k = dt_task_find(l->t, &a);
             if (k < 0)
                 k = dt_task_add(l->t, &a, kernel_id, l->e);
         }
-        json_decref(j);
         dt_db_kernel_free(&row);
     }
     if (k < -1)
