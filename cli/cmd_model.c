@@ -21,6 +21,7 @@
 #include "sketch/annotation.h"
 #include "sketch/op.h"
 #include "sketch/workload.h"
+#include "tuner/predictor.h"
 
 /* Fewest ok records `model train` accepts. */
 #define MIN_RECORDS 10
@@ -50,8 +51,9 @@ static void usage_train(FILE *out)
             "                         [--seed S] [--json]\n"
             "\n"
             "Trains f_MK on the ok measurements of this machine's target for one op. Each\n"
-            "record (kernel, shape) is one row: the kernel's features (shape-independent)\n"
-            "and the label throughput / f_adapt. A seeded shuffle holds out a fraction of\n"
+            "record (kernel, shape) is one row: the kernel's features, log2 of the shape's\n"
+            "dims, and the label throughput / f_adapt (the rows the tuner trains on). A\n"
+            "seeded shuffle holds out a fraction of\n"
             "the rows; the model trained on the rest predicts their times, and the Kendall\n"
             "tau against the measured times and the top-k recall (k = max(1, n/10)) on\n"
             "throughput are reported. The model is then retrained on every row and stored\n"
@@ -183,166 +185,12 @@ static int find_target(dt_db *db, dt_target *t, char *key, size_t keylen, int64_
 /* ---- train ------------------------------------------------------------------ */
 
 typedef struct {
-    int64_t kernel_id, workload_id;
-    char *shape;
-    int threads;
-    double min_ns;
-} rec;
-
-typedef struct {
-    rec *v;
-    size_t n, cap;
-    int oom;
-} rec_list;
-
-static int collect(const dt_db_measurement *m, void *ud)
-{
-    rec_list *l = ud;
-    if (!(m->min_ns > 0) || !isfinite(m->min_ns))
-        return 0;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 256;
-        rec *v = realloc(l->v, cap * sizeof *v);
-        if (!v) {
-            l->oom = 1;
-            return DT_ENOMEM;
-        }
-        l->v = v;
-        l->cap = cap;
-    }
-    char *shape = strdup(m->shape ? m->shape : "");
-    if (!shape) {
-        l->oom = 1;
-        return DT_ENOMEM;
-    }
-    l->v[l->n++] = (rec){m->kernel_id, m->workload_id, shape, m->threads, m->min_ns};
-    return 0;
-}
-
-/* One training row. */
-typedef struct {
-    float x[DT_CM_NCOLS];
-    float label;        /* throughput / f_adapt.total */
-    double flops;
-    double adapt;       /* f_adapt.total */
-    double min_ns;
-    double gflops;      /* measured throughput */
-} row;
-
-/* Parsed workloads by id. */
-typedef struct {
-    int64_t id;
-    dt_workload *w; /* NULL: another op, or unparsable */
-} wl_entry;
-
-static dt_workload *workload_for(dt_db *db, int64_t id, const char *op, wl_entry **cache,
-                                 size_t *n, int *failed, dt_err *e)
-{
-    for (size_t i = 0; i < *n; i++)
-        if ((*cache)[i].id == id)
-            return (*cache)[i].w;
-    wl_entry *c = realloc(*cache, (*n + 1) * sizeof *c);
-    if (!c) {
-        *failed = dt_errf(e, DT_ENOMEM, "out of memory");
-        return NULL;
-    }
-    *cache = c;
-    dt_workload *w = NULL;
-    dt_db_workload wrow;
-    dt_err e2;
-    if (dt_db_workload_get_by_id(db, id, &wrow, &e2) == 0) {
-        if (wrow.op && strcmp(wrow.op, op) == 0 && dt_workload_parse_key(wrow.key, &w, &e2) != 0)
-            w = NULL;
-        dt_db_workload_free(&wrow);
-    }
-    if (w && strcmp(w->op->name, op) != 0) {
-        dt_workload_free(w);
-        w = NULL;
-    }
-    c[*n] = (wl_entry){id, w};
-    (*n)++;
-    return w;
-}
-
-/* Rows of the records of op; *skipped counts records that could not be used. */
-static int make_rows(dt_db *db, const rec_list *l, const dt_target *t, const char *op,
-                     row **out, int *nrows, int *skipped, dt_err *e)
-{
-    row *rows = calloc(l->n ? l->n : 1, sizeof *rows);
-    if (!rows)
-        return dt_errf(e, DT_ENOMEM, "out of memory");
-    wl_entry *cache = NULL;
-    size_t ncache = 0;
-    int n = 0, failed = 0;
-    *skipped = 0;
-    for (size_t i = 0; i < l->n && !failed; i++) {
-        const rec *r = &l->v[i];
-        dt_workload *w = workload_for(db, r->workload_id, op, &cache, &ncache, &failed, e);
-        if (!w)
-            continue; /* another op */
-        dt_err e2;
-        dt_db_kernel k;
-        if (dt_db_kernel_get(db, r->kernel_id, &k, &e2) != 0) {
-            (*skipped)++;
-            continue;
-        }
-        dt_annotation a;
-        json_error_t jerr;
-        json_t *j = k.annotation ? json_loads(k.annotation, 0, &jerr) : NULL;
-        int bad = !j || dt_annotation_from_json(j, &a, &e2) != 0;
-        json_decref(j);
-        dt_db_kernel_free(&k);
-        int64_t vals[DT_MAX_VARS], dims[DT_MAX_DIMS];
-        int in_domain;
-        dt_cm_point pt;
-        row *o = &rows[n];
-        if (!bad && r->threads > 0)
-            a.threads = r->threads;
-        if (bad || dt_shape_parse(w, r->shape, vals, &in_domain, &e2) != 0 ||
-            dt_workload_dims(w, vals, dims, &e2) != 0 ||
-            dt_cm_point_make(w->op, w->attrs, dims, &a, t, &pt, &e2) != 0) {
-            (*skipped)++;
-            continue;
-        }
-        memcpy(o->x, pt.x, sizeof o->x);
-        o->flops = pt.flops;
-        o->adapt = pt.adapt.total;
-        o->min_ns = r->min_ns;
-        o->gflops = o->flops / r->min_ns;
-        o->label = (float)dt_cm_label(&pt, r->min_ns);
-        if (!isfinite(o->label)) {
-            (*skipped)++;
-            continue;
-        }
-        n++;
-    }
-    for (size_t i = 0; i < ncache; i++)
-        dt_workload_free(cache[i].w);
-    free(cache);
-    if (failed) {
-        free(rows);
-        return failed;
-    }
-    *out = rows;
-    *nrows = n;
-    return 0;
-}
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-typedef struct {
     int n, holdout, k;
     double tau, recall; /* NAN without a holdout */
 } quality;
 
 /* Trains on the rows not held out and evaluates on the held-out ones. */
-static int evaluate(const row *rows, const int *perm, int n, int h, const dt_xgb_params *p,
+static int evaluate(const dt_cm_row *rows, const int *perm, int n, int h, const dt_xgb_params *p,
                     quality *q, dt_err *e)
 {
     q->n = n;
@@ -374,12 +222,12 @@ static int evaluate(const row *rows, const int *perm, int n, int h, const dt_xgb
     if ((rc = dt_xgb_predict(m, X, h, pred, e)))
         goto out;
     for (int i = 0; i < h; i++) {
-        const row *r = &rows[perm[i]];
+        const dt_cm_row *r = &rows[perm[i]];
         double g = (double)pred[i] * r->adapt;
         pg[i] = g;
         pt[i] = g > 0 ? r->flops / g : HUGE_VAL;
         mt[i] = r->min_ns;
-        mg[i] = r->gflops;
+        mg[i] = r->flops / r->min_ns;
     }
     q->tau = dt_kendall_tau(pt, mt, h);
     q->recall = dt_topk_recall(pg, mg, h, q->k);
@@ -396,7 +244,7 @@ out:
 }
 
 /* Trains on every row; *blob is malloc'ed. */
-static int train_all(const row *rows, int n, const dt_xgb_params *p, void **blob, size_t *len,
+static int train_all(const dt_cm_row *rows, int n, const dt_xgb_params *p, void **blob, size_t *len,
                      dt_err *e)
 {
     float *X = malloc((size_t)n * DT_CM_NCOLS * sizeof *X), *y = malloc((size_t)n * sizeof *y);
@@ -438,8 +286,8 @@ static int cmd_train(int argc, char **argv)
     dt_target t;
     char tkey[DT_TARGET_KEY_MAX];
     int64_t tid = 0;
-    rec_list l = {0};
-    row *rows = NULL;
+    dt_predictor pr;
+    int have_pr = 0;
     int *perm = NULL;
     void *blob = NULL;
     size_t blen = 0;
@@ -447,14 +295,14 @@ static int cmd_train(int argc, char **argv)
     int n = 0, skipped = 0;
     if ((rc = open_db(&a, 0, &db, &e)) || (rc = find_target(db, &t, tkey, sizeof tkey, &tid, &e)))
         goto fail;
-    dt_db_measurement_filter f = {.target_id = tid, .ok_only = true};
-    if ((rc = dt_db_measurement_list(db, &f, collect, &l, &e))) {
-        if (l.oom)
-            dt_errf(&e, DT_ENOMEM, "out of memory");
+    /* every ok record of the op on this target, as the tuner's cost model sees it */
+    dt_predictor_init(&pr, a.op, &t, tid);
+    have_pr = 1;
+    if ((rc = dt_predictor_load(&pr, db, &e)))
         goto fail;
-    }
-    if ((rc = make_rows(db, &l, &t, a.op, &rows, &n, &skipped, &e)))
-        goto fail;
+    const dt_cm_row *rows = pr.rows;
+    n = pr.n;
+    skipped = pr.skipped;
     if (n < MIN_RECORDS) {
         rc = dt_errf(&e, DT_EINVAL,
                      "%d ok %s record%s for target %s in %s; at least %d are needed to train "
@@ -471,9 +319,10 @@ static int cmd_train(int argc, char **argv)
     }
     for (int i = 0; i < n; i++)
         perm[i] = i;
-    uint64_t s = a.seed;
+    dt_rng rng;
+    dt_rng_seed(&rng, a.seed);
     for (int i = n - 1; i > 0; i--) {
-        int j = (int)(splitmix(&s) % (uint64_t)(i + 1));
+        int j = (int)(dt_rng_next(&rng) % (uint64_t)(i + 1));
         int tmp = perm[i];
         perm[i] = perm[j];
         perm[j] = tmp;
@@ -529,10 +378,8 @@ static int cmd_train(int argc, char **argv)
 fail:
     rc = dt_cli_fail(&e);
 done:
-    for (size_t i = 0; i < l.n; i++)
-        free(l.v[i].shape);
-    free(l.v);
-    free(rows);
+    if (have_pr)
+        dt_predictor_free(&pr);
     free(perm);
     free(blob);
     free(mtext);

@@ -143,10 +143,7 @@ static dt_annotation *load_kernel(load_ctx *l, int64_t id)
     dt_err e2;
     int ok = 0;
     if (a && dt_db_kernel_get(l->db, id, &row, &e2) == 0) {
-        json_error_t jerr;
-        json_t *j = row.annotation ? json_loads(row.annotation, 0, &jerr) : NULL;
-        ok = j && dt_annotation_from_json(j, a, &e2) == 0;
-        json_decref(j);
+        ok = dt_annotation_from_text(row.annotation, a, &e2) == 0;
         dt_db_kernel_free(&row);
     }
     if (!ok) {
@@ -168,8 +165,12 @@ static int load_row(const dt_db_measurement *m, void *ud)
     dt_annotation *ka = w ? load_kernel(l, m->kernel_id) : NULL;
     if (l->rc)
         return l->rc;
-    if (!w || !ka)
+    if (!w)
+        return 0; /* another op */
+    if (!ka) {
+        l->p->skipped++;
         return 0;
+    }
     dt_annotation a = *ka;
     if (m->threads > 0)
         a.threads = m->threads;
@@ -177,13 +178,17 @@ static int load_row(const dt_db_measurement *m, void *ud)
     int in_domain = 0;
     dt_err e2;
     if (dt_shape_parse(w, m->shape ? m->shape : "", vals, &in_domain, &e2) != 0 ||
-        dt_workload_dims(w, vals, dims, &e2) != 0)
+        dt_workload_dims(w, vals, dims, &e2) != 0) {
+        l->p->skipped++;
         return 0;
+    }
     if (!in_domain || !dt_workload_shape_index(w, vals, &s, NULL))
         s = -1;
     int rc = fill_row(l->p, w, dims, &a, m->min_ns, m->workload_id, (int32_t)s, l->e);
     if (rc < 0)
         l->rc = rc;
+    else if (rc == 0 && m->min_ns > 0 && isfinite(m->min_ns))
+        l->p->skipped++; /* no features or no label for it */
     return rc < 0 ? rc : 0;
 }
 

@@ -34,6 +34,7 @@ typedef struct dt_predictor {
     int64_t target_id;
     dt_cm_row *rows;
     int n, cap;
+    int skipped;            /* records of the op that could not be used (dt_predictor_load) */
     dt_xgb *model;          /* NULL: f_adapt only */
     int trained_rows;       /* rows the model was trained on (0: loaded or none) */
     dt_xgb_params params;
