@@ -311,14 +311,6 @@ int dt_predictor_predict_kernel(dt_predictor *p, dt_task *t, int k, dt_err *e)
 
 /* ---- quality ----------------------------------------------------------------------- */
 
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 typedef struct {
     int64_t wid;
     int32_t shape;
@@ -352,9 +344,10 @@ int dt_predictor_evaluate(const dt_predictor *p, double holdout, uint64_t seed, 
     }
     for (int i = 0; i < n; i++)
         perm[i] = i;
-    uint64_t st = seed;
+    dt_rng rng;
+    dt_rng_seed(&rng, seed);
     for (int i = n - 1; i > 0; i--) {
-        int j = (int)(mix(&st) % (uint64_t)(i + 1));
+        int j = (int)(dt_rng_next(&rng) % (uint64_t)(i + 1));
         int tmp = perm[i];
         perm[i] = perm[j];
         perm[j] = tmp;

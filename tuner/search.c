@@ -49,30 +49,11 @@ static double uniform(dt_rng *r) { return (double)(dt_rng_next(r) >> 11) * 0x1.0
 static int elites(const dt_task *t, const int64_t *focus, int nfocus, int per, char *mark)
 {
     memset(mark, 0, (size_t)t->nk);
-    int cnt = 0, top[8];
-    double topv[8];
+    int cnt = 0, top[16];
     if (per > 8)
         per = 8;
     for (int f = 0; f < nfocus; f++) {
-        int64_t s = focus[f];
-        int n = 0;
-        for (int k = 0; k < t->nk; k++) {
-            double v = dt_task_known(t, k, s);
-            if (!isfinite(v))
-                continue;
-            int i = n < per ? n++ : per;
-            if (i == per && v >= topv[per - 1])
-                continue;
-            if (i == per)
-                i = per - 1;
-            while (i > 0 && topv[i - 1] > v) {
-                topv[i] = topv[i - 1];
-                top[i] = top[i - 1];
-                i--;
-            }
-            topv[i] = v;
-            top[i] = k;
-        }
+        int n = dt_task_topk(t, focus[f], per, top, NULL);
         for (int i = 0; i < n; i++)
             if (!mark[top[i]]) {
                 mark[top[i]] = 1;

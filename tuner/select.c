@@ -7,30 +7,6 @@
 
 int64_t dt_select_reserve(const dt_task *t, int topk) { return t->ns * (topk > 0 ? topk : 0); }
 
-/* The top k kernels of shape s by known time into out; returns how many. */
-static int topk_known(const dt_task *t, int64_t s, int k, int *out, double *val)
-{
-    int n = 0;
-    for (int j = 0; j < t->nk; j++) {
-        double v = dt_task_known(t, j, s);
-        if (!isfinite(v))
-            continue;
-        int i = n < k ? n++ : k;
-        if (i == k && v >= val[k - 1])
-            continue;
-        if (i == k)
-            i = k - 1;
-        while (i > 0 && val[i - 1] > v) {
-            val[i] = val[i - 1];
-            out[i] = out[i - 1];
-            i--;
-        }
-        val[i] = v;
-        out[i] = j;
-    }
-    return n;
-}
-
 int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64_t max_trials,
                     dt_db *db, dt_select_info *info, dt_err *e)
 {
@@ -57,8 +33,7 @@ int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64
     int n = 0;
     for (int64_t s = 0; s < t->ns && topk > 0; s++) {
         int top[16];
-        double val[16];
-        int c = topk_known(t, s, topk, top, val);
+        int c = dt_task_topk(t, s, topk, top, NULL);
         for (int i = 0; i < c; i++)
             if (isnan(dt_task_measured(t, top[i], s)) && n < max_trials)
                 q[n++] = (dt_mreq){.k = top[i], .s = s};

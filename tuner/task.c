@@ -125,6 +125,30 @@ double dt_task_known(const dt_task *t, int k, int64_t s)
     return kk->pred ? kk->pred[s] : INFINITY;
 }
 
+int dt_task_topk(const dt_task *t, int64_t s, int k, int *out, double *val)
+{
+    double v16[16];
+    if (k > 16)
+        k = 16;
+    if (!val)
+        val = v16;
+    int n = 0;
+    for (int j = 0; j < t->nk && k > 0; j++) {
+        double v = dt_task_known(t, j, s);
+        if (!isfinite(v) || (n == k && v >= val[k - 1]))
+            continue;
+        int i = n < k ? n++ : k - 1; /* insertion from the end of the list */
+        while (i > 0 && val[i - 1] > v) {
+            val[i] = val[i - 1];
+            out[i] = out[i - 1];
+            i--;
+        }
+        val[i] = v;
+        out[i] = j;
+    }
+    return n;
+}
+
 double dt_task_best(const dt_task *t, double *best, int *arg)
 {
     for (int64_t s = 0; s < t->ns; s++) {

@@ -79,6 +79,11 @@ double dt_task_measured(const dt_task *t, int k, int64_t s);
 /* Known ns: measured, else predicted, else +inf. */
 double dt_task_known(const dt_task *t, int k, int64_t s);
 
+/* The (at most k <= 16) kernels with the lowest finite known ns on shape s,
+ * fastest first, into out[] (their times into val[], may be NULL); returns
+ * how many. */
+int dt_task_topk(const dt_task *t, int64_t s, int k, int *out, double *val);
+
 /* Best known ns per shape into best[ns] (and its kernel into arg, may be
  * NULL; -1 when none) and returns the objective Σ w_s · best[s]. */
 double dt_task_best(const dt_task *t, double *best, int *arg);
