@@ -315,6 +315,17 @@ static int measure_local(run *r, dt_err *e)
     return rc;
 }
 
+/* Between waits for the workers: progress; stop when the database failed. */
+static int drain_tick(void *ud)
+{
+    run *r = ud;
+    pthread_mutex_lock(&r->mu);
+    progress(r, 0);
+    int failed = r->db_failed;
+    pthread_mutex_unlock(&r->mu);
+    return failed;
+}
+
 static int measure_remote(run *r, dt_err *e)
 {
     char *token = NULL;
@@ -347,35 +358,8 @@ static int measure_remote(run *r, dt_err *e)
         return rc;
     for (int k = 0; !rc && k < r->nk; k++)
         rc = dt_pool_submit(p, &r->batches[k], e);
-    /* drain in slices: progress while workers are live; when none is, one
-     * wait for the rest of the grace period (DT_EIO when it passes) */
-    double unusable_since = now_s();
-    while (!rc) {
-        double t = now_s(), slice = 5.0;
-        if (dt_pool_live_workers(p) == 0) {
-            slice = NO_WORKER_GRACE_S - (t - unusable_since);
-            if (slice < 0.5)
-                slice = 0.5;
-        }
-        rc = dt_pool_drain(p, slice, e);
-        if (rc == 0)
-            break;
-        if (rc == DT_EBUSY) {
-            rc = 0; /* a worker was live: the grace period starts again */
-            unusable_since = now_s();
-        } else if (rc == DT_EIO && now_s() - t >= slice - 0.05 &&
-                   now_s() - unusable_since < NO_WORKER_GRACE_S - 0.05) {
-            rc = 0; /* none usable in this slice, but the grace period is not over */
-        }
-        /* else DT_EIO: every worker refused, or none usable for the grace period */
-        pthread_mutex_lock(&r->mu);
-        if (!rc)
-            progress(r, 0);
-        int failed = r->db_failed;
-        pthread_mutex_unlock(&r->mu);
-        if (failed)
-            break;
-    }
+    if (!rc)
+        rc = dt_pool_drain_patient(p, NO_WORKER_GRACE_S, drain_tick, r, e);
     dt_pool_close(p);
     return rc;
 }

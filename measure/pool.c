@@ -1168,6 +1168,32 @@ int dt_pool_drain(dt_pool *p, double timeout_s, dt_err *e)
     return rc;
 }
 
+int dt_pool_drain_patient(dt_pool *p, double grace_s, int (*tick)(void *ud), void *ud,
+                          dt_err *e)
+{
+    double unusable_since = mono_now();
+    for (;;) {
+        double t = mono_now(), slice = 5.0;
+        if (dt_pool_live_workers(p) == 0) {
+            slice = grace_s - (t - unusable_since);
+            if (slice < 0.5)
+                slice = 0.5;
+        }
+        int rc = dt_pool_drain(p, slice, e);
+        if (rc == 0)
+            return 0;
+        if (rc == DT_EBUSY) {
+            unusable_since = mono_now(); /* a worker was live: the grace period starts again */
+        } else if (!(rc == DT_EIO && mono_now() - t >= slice - 0.05 &&
+                     mono_now() - unusable_since < grace_s - 0.05)) {
+            return rc; /* every worker refused, or none usable for the grace period */
+        }
+        /* else none usable in this slice, but the grace period is not over */
+        if (tick && tick(ud))
+            return 0;
+    }
+}
+
 int dt_pool_live_workers(dt_pool *p)
 {
     pthread_mutex_lock(&p->mu);

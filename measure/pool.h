@@ -43,6 +43,13 @@ int dt_pool_submit(dt_pool *p, const dt_batch *b, dt_err *e);
  * (DT_EBUSY then).  DT_EIO if no worker could ever be used (the message says
  * why: refused target, bad token, unreachable). */
 int dt_pool_drain(dt_pool *p, double timeout_s, dt_err *e);
+/* dt_pool_drain until every trial has a result, patiently: waits of at most
+ * 5 s, giving up (DT_EIO) only when every worker was refused or none has been
+ * usable for grace_s in a row.  tick (may be NULL) runs after each wait that
+ * did not end it; a nonzero return stops waiting (0 is returned, trials may
+ * be outstanding). */
+int dt_pool_drain_patient(dt_pool *p, double grace_s, int (*tick)(void *ud), void *ud,
+                          dt_err *e);
 /* Connected and authenticated workers right now. */
 int dt_pool_live_workers(dt_pool *p);
 void dt_pool_close(dt_pool *p);

@@ -188,30 +188,6 @@ static int record_batch(dt_measurer *m, dt_task *t, const dt_batch *b, const int
     return 0;
 }
 
-static int drain_pool(dt_measurer *m, dt_err *e)
-{
-    double unusable_since = now_s();
-    for (;;) {
-        double t = now_s(), slice = 5.0;
-        if (dt_pool_live_workers(m->pool) == 0) {
-            slice = m->o.no_worker_grace_s - (t - unusable_since);
-            if (slice < 0.5)
-                slice = 0.5;
-        }
-        int rc = dt_pool_drain(m->pool, slice, e);
-        if (rc == 0)
-            return 0;
-        if (rc == DT_EBUSY) {
-            unusable_since = now_s(); /* a worker was live */
-            continue;
-        }
-        if (rc == DT_EIO && now_s() - t >= slice - 0.05 &&
-            now_s() - unusable_since < m->o.no_worker_grace_s - 0.05)
-            continue;
-        return rc;
-    }
-}
-
 int dt_measurer_run(dt_measurer *m, dt_task *t, dt_mreq *reqs, int n, dt_err *e)
 {
     if (n <= 0)
@@ -298,7 +274,7 @@ int dt_measurer_run(dt_measurer *m, dt_task *t, dt_mreq *reqs, int n, dt_err *e)
         for (int b = 0; b < nb && !rc; b++)
             rc = dt_pool_submit(m->pool, &batches[b], e);
         if (!rc)
-            rc = drain_pool(m, e);
+            rc = dt_pool_drain_patient(m->pool, m->o.no_worker_grace_s, NULL, NULL, e);
         pthread_mutex_lock(&m->mu);
         m->batches = NULL;
         m->nb = 0;
