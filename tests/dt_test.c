@@ -109,3 +109,15 @@ void dt_test_proc_free(dt_test_proc *p)
     free(p->err);
     p->out = p->err = NULL;
 }
+
+json_t *dt_test_run_dtune_json(int *code, const char *args)
+{
+    dt_test_proc p;
+    *code = dt_test_run_dtune(&p, "%s", args);
+    json_error_t jerr;
+    json_t *root = *code == 0 ? json_loads(p.out, 0, &jerr) : NULL;
+    if (*code != 0)
+        fprintf(stderr, "\n  dtune %s: exit %d: %s\n", args, *code, p.err);
+    dt_test_proc_free(&p);
+    return root;
+}

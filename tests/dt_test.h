@@ -5,6 +5,7 @@
 
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
+#include <jansson.h>
 
 /* Registers the NULL-terminated suites, runs them verbosely and returns the
  * process exit code (0 only when every test passed and at least one ran). */
@@ -31,5 +32,10 @@ typedef struct {
 int dt_test_run_dtune(dt_test_proc *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void dt_test_proc_free(dt_test_proc *p);
+
+/* Runs `DTUNE_BIN <args>` and parses its stdout as JSON: the value (caller
+ * decrefs) when it exits 0, else NULL with the exit code and stderr printed.
+ * *code receives the exit code. */
+json_t *dt_test_run_dtune_json(int *code, const char *args);
 
 #endif

@@ -24,18 +24,6 @@ static int teardown(void)
 }
 
 /* Runs dtune with args; returns its parsed stdout (NULL unless exit 0). */
-static json_t *run_json(int *code, const char *args)
-{
-    dt_test_proc p;
-    *code = dt_test_run_dtune(&p, "%s", args);
-    json_error_t jerr;
-    json_t *root = *code == 0 ? json_loads(p.out, 0, &jerr) : NULL;
-    if (*code != 0)
-        fprintf(stderr, "\n  dtune %s: exit %d: %s\n", args, *code, p.err);
-    dt_test_proc_free(&p);
-    return root;
-}
-
 static void test_train_and_stats(void)
 {
     char args[2048];
@@ -50,7 +38,7 @@ static void test_train_and_stats(void)
     dt_test_proc_free(&p);
 
     snprintf(args, sizeof args, "model train --db '%s/m.db' --json", g_dir);
-    json_t *t = run_json(&code, args);
+    json_t *t = dt_test_run_dtune_json(&code, args);
     CU_ASSERT_EQUAL_FATAL(code, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
     json_int_t records = json_integer_value(json_object_get(t, "records"));
@@ -64,7 +52,7 @@ static void test_train_and_stats(void)
     CU_ASSERT_TRUE(json_integer_value(json_object_get(t, "model_bytes")) > 0);
 
     snprintf(args, sizeof args, "model stats --db '%s/m.db' --json", g_dir);
-    json_t *s = run_json(&code, args);
+    json_t *s = dt_test_run_dtune_json(&code, args);
     CU_ASSERT_EQUAL_FATAL(code, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(s, "records")), records);

@@ -35,18 +35,6 @@ static int teardown(void)
     return 0;
 }
 
-static json_t *run_json(int *code, const char *args)
-{
-    dt_test_proc p;
-    *code = dt_test_run_dtune(&p, "%s", args);
-    json_error_t jerr;
-    json_t *root = *code == 0 ? json_loads(p.out, 0, &jerr) : NULL;
-    if (*code != 0)
-        fprintf(stderr, "\n  dtune %s: exit %d: %s\n", args, *code, p.err);
-    dt_test_proc_free(&p);
-    return root;
-}
-
 #define KEY "dense(M=1..10,N=48,K=32,epilogue=bias)"
 
 static void test_tune_then_query(void)
@@ -56,7 +44,7 @@ static void test_tune_then_query(void)
     snprintf(args, sizeof args,
              "tune '" KEY "' --db '%s/t.db' --trials 30 --threads 1 --min-time 0.5 --json",
              g_dir);
-    json_t *t = run_json(&code, args);
+    json_t *t = dt_test_run_dtune_json(&code, args);
     CU_ASSERT_EQUAL_FATAL(code, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(t, "strategy")), "joint");
@@ -69,7 +57,7 @@ static void test_tune_then_query(void)
 
     snprintf(args, sizeof args,
              "query '" KEY "' --db '%s/t.db' --shape M=4 --shape M=300 --json", g_dir);
-    json_t *q = run_json(&code, args);
+    json_t *q = dt_test_run_dtune_json(&code, args);
     CU_ASSERT_EQUAL_FATAL(code, 0);
     CU_ASSERT_EQUAL_FATAL(json_array_size(q), 2);
     json_t *in = json_array_get(q, 0), *out = json_array_get(q, 1);
@@ -190,7 +178,7 @@ static void test_resume_after_sigkill(void)
     int code;
     snprintf(args, sizeof args,
              "tune '" KEY "' --db '%s' --trials 70 --threads 1 --min-time 0.5 --json", path);
-    json_t *t = run_json(&code, args);
+    json_t *t = dt_test_run_dtune_json(&code, args);
     CU_ASSERT_EQUAL_FATAL(code, 0);
     json_t *w = json_array_get(json_object_get(t, "workloads"), 0);
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(w, "resumed_trials")), before);
