@@ -114,6 +114,11 @@ static const char *const g_ops[] = {
     "dense(M=1..8,N=64,K=64,epilogue=bias+gelu)",
     "batch_matmul(B=2,M=1..8,N=8,K=8,layout=NN)",
     "batch_matmul(B=2,M=1..8,N=8,K=8,layout=NT)",
+    /* B packing's fast paths with tails (K and N not multiples of any vector
+     * width), and a packed B too large for the kernel's stack buffer */
+    "batch_matmul(B=2,M=1..8,N=37,K=35,layout=NT)",
+    "batch_matmul(B=2,M=1..8,N=37,K=35,layout=NN)",
+    "batch_matmul(B=2,M=1..8,N=100,K=203,layout=NT)",
 };
 #define N_OPS ((int)(sizeof g_ops / sizeof g_ops[0]))
 
@@ -157,19 +162,20 @@ static void test_corner_annotations(void)
         {DT_SKETCH_STREAM, top, 2, 3 * vl, 0, 0, 3 * vl, 4, 16, DT_STORE_SCRATCH, DT_ORDER_M_INNER, DT_PAR_MN, 2},
     };
     int n = (int)(sizeof anns / sizeof anns[0]);
-    dt_kernel_op kops[2 * 5];
-    dt_annotation all[2 * 5];
+    dt_kernel_op kops[3 * 5];
+    dt_annotation all[3 * 5];
     for (int i = 0; i < n; i++) {
         dt_err e;
         int rc = dt_annotation_validate(&anns[i], &g_target, &e);
         if (rc)
             fprintf(stderr, "\n  corner %d: %s\n", i, e.msg);
         CU_ASSERT_EQUAL_FATAL(rc, 0);
-        all[2 * i] = all[2 * i + 1] = anns[i];
+        all[2 * i] = all[2 * i + 1] = all[2 * n + i] = anns[i];
         kops[2 * i] = op_of(g_ops[5]);       /* bias+gelu */
         kops[2 * i + 1] = op_of(g_ops[7]);   /* NT */
+        kops[2 * n + i] = op_of(g_ops[8 + i % 3]); /* packing's fast paths */
     }
-    build_and_verify(kops, all, 2 * n);
+    build_and_verify(kops, all, 3 * n);
 }
 
 static void test_cache_hit(void)

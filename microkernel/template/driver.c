@@ -5,16 +5,96 @@
 
 #define DT_STRIPS(n) (((n) + NR - 1) / NR)
 
+/* Transposes a VL×VL block: dst[c*ldd + r] = src[r*lds + c] for r, c < VL
+ * (rows r >= rows read as zeros).  Used by dt_pack_b when K is the
+ * contiguous dimension (dense weights, NT batch_matmul's B), where a scalar
+ * gather with a row stride costs as much as the multiply on small shapes. */
+#if defined(DT_ISA_AVX512)
+DT_INLINE void dt_transpose_block(const float *src, int64_t lds, int rows, float *dst,
+                                  int64_t ldd)
+{
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = i < rows ? _mm512_loadu_ps(src + i * lds) : _mm512_setzero_ps();
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 16; i += 8)
+        for (int j = 0; j < 4; j++) {
+            t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + 4 + j], 0x88);
+            t[i + 4 + j] = _mm512_shuffle_f32x4(r[i + j], r[i + 4 + j], 0xdd);
+        }
+    for (int j = 0; j < 8; j++) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+    }
+    for (int j = 0; j < 16; j++) /* r[j] is column j */
+        _mm512_storeu_ps(dst + j * ldd, r[j]);
+}
+#define DT_HAVE_TRANSPOSE 1
+#elif defined(DT_ISA_AVX2)
+DT_INLINE void dt_transpose_block(const float *src, int64_t lds, int rows, float *dst,
+                                  int64_t ldd)
+{
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = i < rows ? _mm256_loadu_ps(src + i * lds) : _mm256_setzero_ps();
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int j = 0; j < 4; j++) {
+        _mm256_storeu_ps(dst + j * ldd, _mm256_permute2f128_ps(r[j], r[4 + j], 0x20));
+        _mm256_storeu_ps(dst + (4 + j) * ldd, _mm256_permute2f128_ps(r[j], r[4 + j], 0x31));
+    }
+}
+#define DT_HAVE_TRANSPOSE 1
+#endif
+
 /* Packs columns [0, n) of a K×n operand, element (k, j) at src[j*s_n + k*s_k],
  * into NR-wide panels [strip][K][NR], zero-padding the last strip (local
- * padding: boundary tiles then compute in full on zeros). */
+ * padding: boundary tiles then compute in full on zeros).  The two layouts
+ * that occur get a fast path: s_n == 1 (rows of the panel are contiguous in
+ * src: copies) and s_k == 1 (K contiguous: VL×VL block transposes). */
 static void dt_pack_b(int64_t K, int64_t n, const float *src, int64_t s_n, int64_t s_k,
                       float *dst)
 {
     for (int64_t j = 0; j < n; j += NR) {
         int64_t nv = DT_MIN(NR, n - j);
         float *panel = dst + (j / NR) * K * NR;
-        for (int64_t k = 0; k < K; k++) {
+        int64_t k0 = 0;
+        if (s_n == 1) {
+            for (int64_t k = 0; k < K; k++) {
+                memcpy(panel + k * NR, src + j + k * s_k, (size_t)nv * sizeof(float));
+                memset(panel + k * NR + nv, 0, (size_t)(NR - nv) * sizeof(float));
+            }
+            continue;
+        }
+#if DT_HAVE_TRANSPOSE
+        if (s_k == 1) {
+            /* full VL-wide k blocks by transposes; the k tail below */
+            for (; k0 + VL <= K; k0 += VL)
+                for (int64_t q = 0; q < NR; q += VL) {
+                    int rows = (int)(nv - q < 0 ? 0 : DT_MIN(VL, nv - q));
+                    dt_transpose_block(src + (j + q) * s_n + k0, s_n, rows, panel + k0 * NR + q,
+                                       NR);
+                }
+        }
+#endif
+        for (int64_t k = k0; k < K; k++) {
             float *row = panel + k * NR;
             int64_t q = 0;
             for (; q < nv; q++)
@@ -238,9 +318,12 @@ static void dt_bmm_worker(int tid, int nt, int64_t items, int64_t per, int64_t M
     int64_t i0 = items * tid / nt, i1 = items * (tid + 1) / nt;
     if (i0 >= i1)
         return;
-    /* B is dynamic: each worker packs the matrices it needs, once each */
-    float *bp = aligned_alloc(64, ((size_t)DT_STRIPS(N) * NR * (size_t)K * sizeof(float) + 63) /
-                                      64 * 64);
+    /* B is dynamic: each worker packs the matrices it needs, once each, on
+     * the stack when small (attention shapes: the call is a few µs and an
+     * allocation is a measurable part of it) */
+    size_t bytes = ((size_t)DT_STRIPS(N) * NR * (size_t)K * sizeof(float) + 63) / 64 * 64;
+    float stack_bp[16384] __attribute__((aligned(64)));
+    float *bp = bytes <= sizeof stack_bp ? stack_bp : aligned_alloc(64, bytes);
     if (!bp)
         abort(); /* no way to report from here; the runner classifies the crash */
     int64_t packed_b = -1;
@@ -257,7 +340,8 @@ static void dt_bmm_worker(int tid, int nt, int64_t items, int64_t per, int64_t M
         dt_gemm_range(it.m0, it.m1, it.n0, it.n1, K, A + it.b * sa, lda, bp, NULL,
                       C + it.b * sc, ldc);
     }
-    free(bp);
+    if (bp != stack_bp)
+        free(bp);
 }
 
 /* C[b] = A[b]·B[b] (NN: B[b] is K×N) or A[b]·B[b]ᵀ (NT: B[b] is N×K), for
