@@ -10,6 +10,7 @@
 #include "bench/bench_ref.h"
 #include "microkernel/codegen.h"
 #include "microkernel/loader.h"
+#include "measure/omp_pin.h"
 #include "microkernel/reference.h"
 #include "peers/peer.h"
 
@@ -432,6 +433,7 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
     }
     if (o->progress)
         fprintf(stderr, "bench: measuring the FMA peak...\n");
+    dt_omp_pin_threads(o->threads); /* kernels and peers alike (omp_pin.h) */
     measure_peak(r, o->threads);
 
     for (int s = 0; s < nshapes; s++) {

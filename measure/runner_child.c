@@ -13,9 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <omp.h>
-#include <pthread.h>
-#include <sched.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +26,7 @@
 #include "common/target.h"
 #include "microkernel/codegen.h"
 #include "microkernel/loader.h"
+#include "measure/omp_pin.h"
 #include "microkernel/reference.h"
 
 #define MAX_STDIN ((size_t)DT_BATCH_MAX_SOURCE + (64u << 20))
@@ -345,31 +343,6 @@ static char *read_stdin(size_t *len)
     return buf;
 }
 
-/* Pins the OpenMP threads a kernel of `threads` threads will run on, one
- * per CPU this process may use, when there are enough CPUs.  Without it the
- * fresh process's second thread can start on the first one's CPU, and until
- * the scheduler moves it every parallel region costs a time slice: 2-thread
- * trials at the start of a batch measured 8 ms for 10 µs kernels. */
-static void pin_omp_threads(int threads)
-{
-    cpu_set_t allowed;
-    if (threads < 2 || sched_getaffinity(0, sizeof allowed, &allowed) != 0)
-        return;
-    int cpus[CPU_SETSIZE], n = 0;
-    for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &allowed))
-            cpus[n++] = c;
-    if (threads > n)
-        return;
-#pragma omp parallel num_threads(threads)
-    {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpus[omp_get_thread_num()], &one);
-        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-    }
-}
-
 int dt_runner_child_main(int argc, char **argv)
 {
     /* no core files from crashing kernels (core_pattern may write into the
@@ -457,7 +430,7 @@ int dt_runner_child_main(int argc, char **argv)
     int most = 0;
     for (int i = 0; i < batch.ntrials; i++)
         most = batch.trials[i].threads > most ? batch.trials[i].threads : most;
-    pin_omp_threads(most);
+    dt_omp_pin_threads(most); /* 2-thread trials: no 8-ms stalls (omp_pin.h) */
     emit(out, json_pack("{s:i}", "ready", batch.ntrials));
     for (int i = 0; i < batch.ntrials; i++) {
         dt_trial_result r;
