@@ -1,13 +1,15 @@
 /* End-to-end: `dtune tune` and `dtune query` through the real binary — a
  * small tune with JSON output, queries in and beyond the tuned range, usage
- * and input errors, and a tune killed with SIGKILL that resumes without
- * measuring anything twice. */
+ * and input errors, a tune killed with SIGKILL that resumes without
+ * measuring anything twice, and a tune measured by a real `dtune worker`
+ * over loopback TCP. */
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -198,12 +200,101 @@ static void test_resume_after_sigkill(void)
     dt_db_close(db);
 }
 
+/* A `dtune worker` on an ephemeral loopback port; its port, or -1. */
+static int start_worker(const char *token_path, const char *log_path, pid_t *pid)
+{
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    *pid = fork();
+    if (*pid < 0) {
+        close(fd);
+        return -1;
+    }
+    if (*pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(fd, 2);
+        execl(DTUNE_BIN, DTUNE_BIN, "worker", "--listen", "127.0.0.1:0", "--token-file",
+              token_path, (char *)NULL);
+        _exit(127);
+    }
+    close(fd);
+    for (int i = 0; i < 600; i++) { /* the ready line, within 30 s */
+        char *log = dt_test_slurp(log_path);
+        const char *l = log ? strstr(log, "dtune worker listening on 127.0.0.1:") : NULL;
+        int port = -1;
+        if (l && sscanf(l, "dtune worker listening on 127.0.0.1:%d", &port) != 1)
+            port = -1;
+        free(log);
+        if (port > 0)
+            return port;
+        if (waitpid(*pid, NULL, WNOHANG) == *pid)
+            return -1;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}
+
+static void test_tune_on_worker(void)
+{
+    char *token = dt_test_write_file(g_dir, "token", "e2e-tune-token-0123456789abcdef\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(token);
+    CU_ASSERT_EQUAL(chmod(token, 0600), 0);
+    char log[4096];
+    snprintf(log, sizeof log, "%s/worker.log", g_dir);
+    pid_t pid = -1;
+    int port = start_worker(token, log, &pid);
+    CU_ASSERT_FATAL(port > 0);
+    char args[8192];
+    int code;
+    snprintf(args, sizeof args,
+             "tune '" KEY "' --db '%s/w.db' --trials 24 --threads 1 --min-time 0.5 "
+             "--workers 127.0.0.1:%d --token-file '%s' --json",
+             g_dir, port, token);
+    json_t *t = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL(code, 0);
+    CU_ASSERT_PTR_NOT_NULL(t);
+    int64_t n = json_integer_value(json_object_get(t, "trials_new"));
+    CU_ASSERT(n > 0 && n <= 24);
+    json_t *w = json_array_get(json_object_get(t, "workloads"), 0);
+    CU_ASSERT(json_integer_value(json_object_get(w, "ranges")) >= 1);
+    json_decref(t);
+    /* the worker measured them: its trials are in the database, and the
+     * schedule it produced answers a query */
+    char db[4096];
+    snprintf(db, sizeof db, "%s/w.db", g_dir);
+    CU_ASSERT_EQUAL(count_records(db), n);
+    snprintf(args, sizeof args, "query '" KEY "' --db '%s' --shape M=5 --json", db);
+    json_t *q = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL(code, 0);
+    json_decref(q);
+    /* a wrong token: refused with a runtime error, nothing recorded */
+    char *bad = dt_test_write_file(g_dir, "bad-token", "not-the-workers-token-0123456789\n");
+    CU_ASSERT_EQUAL(chmod(bad, 0600), 0);
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "tune '" KEY "' --db '%s/bad.db' --trials 8 "
+                                          "--threads 1 --workers 127.0.0.1:%d --token-file '%s'",
+                                      g_dir, port, bad),
+                    3);
+    dt_test_proc_free(&p);
+    kill(pid, SIGTERM);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CU_ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    free(token);
+    free(bad);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
         {"tune then query, in and beyond the range", test_tune_then_query},
         {"usage and input errors", test_errors},
         {"SIGKILL mid-tune, resume without re-measuring", test_resume_after_sigkill},
+        {"tune measured by a dtune worker over TCP", test_tune_on_worker},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"e2e tune", setup, teardown, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
