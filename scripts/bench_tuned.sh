@@ -17,6 +17,11 @@
 # on its own shape set only.  A thread count without a schedule (dtune bench
 # exits 2 saying "no schedule") is listed as such and skipped.
 #
+# The summary also gives, over the tuned shapes, the geomean fraction of the
+# FMA peak reached by dtune and by oneDNN, and the ceiling: the geomean ratio
+# dtune would reach if every dispatched kernel ran at 100% of the peak (when
+# oneDNN is already near the peak, no kernel choice can raise the ratio much).
+#
 # Writes OUT/<workload>-t<T>-{tuned,extra}.json (dtune bench --json, the
 # dispatched mode) and OUT/summary.txt.  Exit status 0 when every run that
 # found a schedule finished with every dispatched kernel verified on every
@@ -135,12 +140,29 @@ def load(path):
 def fmt(x, spec=".3f", suffix="x"):
     return "n/a" if x is None else format(x, spec) + suffix
 
-rows = [("workload", "threads", "geomean", "min (shape)", "<0.9x",
-         "extrap. geomean", "extrap. min (shape)", "extrap. <0.9x", "verified")]
+import math
+
+def peak_cols(rep):
+    """Geomean fraction of the FMA peak of dtune and of the strongest oneDNN
+    peer, and the ceiling: the geomean ratio if every dispatched kernel ran
+    at max(its own speed, 100% of the peak) against the same oneDNN times."""
+    shapes = [s for s in (rep or {}).get("shapes", [])
+              if s.get("gflops") and s.get("onednn_best")]
+    pk = (rep or {}).get("fma_peak_gflops")
+    if not shapes or not pk:
+        return "n/a", "n/a"
+    g = lambda a: math.exp(sum(math.log(v) for v in a) / len(a))
+    own = g([s["gflops"] / pk for s in shapes])
+    one = g([s["onednn_best"] / pk for s in shapes])
+    ceil = g([max(s["gflops"], pk) / s["onednn_best"] for s in shapes])
+    return "%.0f%% / %.0f%%" % (100 * own, 100 * one), "%.3fx" % ceil
+
+rows = [("workload", "threads", "geomean", "min (shape)", "<0.9x", "% peak dtune/oneDNN",
+         "ceiling", "extrap. geomean", "extrap. min (shape)", "extrap. <0.9x", "verified")]
 for line in sys.stdin.read().splitlines():
     key, t, tuned_path, extra_path = line.split("\t")
     if tuned_path == "NO_SCHEDULE":
-        rows.append((key, t, "no schedule", "", "", "", "", "", ""))
+        rows.append((key, t, "no schedule", "", "", "", "", "", "", "", ""))
         continue
     tuned, extra = load(tuned_path), load(extra_path)
     g = (tuned or {}).get("summary", {}).get("all", {})
@@ -153,13 +175,16 @@ for line in sys.stdin.read().splitlines():
         return "%.3fx (%s)" % (s["min_ratio_vs_onednn"], s["min_shape"])
     rows.append((key, t, fmt(g.get("geomean_ratio_vs_onednn")), mins(g),
                  str(g.get("below_0_9", "n/a")) + "/" + str(g.get("shapes", "?")),
+                 *peak_cols(tuned),
                  fmt(x.get("geomean_ratio_vs_onednn")) if x is not None else "-",
                  mins(x) if x is not None else "-",
                  (str(x.get("below_0_9", "n/a")) + "/" + str(x.get("shapes", "?")))
                  if x is not None else "-",
                  "yes" if ok else "NO"))
 widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-print("ratio = dispatched kernel GFLOP/s / strongest oneDNN peer GFLOP/s, per shape")
+print("ratio = dispatched kernel GFLOP/s / strongest oneDNN peer GFLOP/s, per shape;")
+print("% peak = geomean fraction of the FMA peak measured in the same run (tuned shapes);")
+print("ceiling = the geomean ratio if every dispatched kernel ran at 100% of that peak")
 for i, r in enumerate(rows):
     print("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths))))
     if i == 0:
