@@ -1,11 +1,13 @@
 #include "tests/dt_test.h"
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 int dt_test_main(CU_SuiteInfo *suites)
@@ -120,4 +122,64 @@ json_t *dt_test_run_dtune_json(int *code, const char *args)
         fprintf(stderr, "\n  dtune %s: exit %d: %s\n", args, *code, p.err);
     dt_test_proc_free(&p);
     return root;
+}
+
+int dt_test_start_worker(const dt_test_worker_opts *o, pid_t *pid, char *target_key,
+                         size_t key_size)
+{
+    const char *argv[32] = {DTUNE_BIN, "worker", "--listen", "127.0.0.1:0", "--token-file",
+                            o->token_path};
+    int argc = 6;
+    for (int i = 0; o->extra_args && o->extra_args[i] && argc < 31; i++)
+        argv[argc++] = o->extra_args[i];
+    argv[argc] = NULL;
+    int fd = open(o->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    *pid = fork();
+    if (*pid < 0) {
+        close(fd);
+        *pid = 0;
+        return -1;
+    }
+    if (*pid == 0) {
+        setpgid(0, 0);
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(fd, 2);
+        if (o->log_level)
+            setenv("DTUNE_LOG", o->log_level, 1);
+        execv(DTUNE_BIN, (char *const *)argv);
+        _exit(127);
+    }
+    close(fd);
+    static const char ready[] = "dtune worker listening on 127.0.0.1:";
+    struct timespec t0, now, nap = {0, 50 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        char *log = dt_test_slurp(o->log_path);
+        const char *at = strstr(log, ready);
+        int port = -1;
+        if (at) {
+            char key[256] = "";
+            int n = sscanf(at + strlen(ready), "%d (target %255[^)])", &port, key);
+            if (n < 1 || port <= 0 || (target_key && n != 2))
+                port = -1;
+            else if (target_key)
+                snprintf(target_key, key_size, "%s", key);
+        }
+        free(log);
+        if (at)
+            return port;
+        if (waitpid(*pid, NULL, WNOHANG) == *pid) {
+            *pid = 0;
+            return -1;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9 >
+            o->timeout_s)
+            return -1;
+        nanosleep(&nap, NULL);
+    }
 }

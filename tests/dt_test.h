@@ -6,6 +6,8 @@
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <jansson.h>
+#include <stddef.h>
+#include <sys/types.h>
 
 /* Registers the NULL-terminated suites, runs them verbosely and returns the
  * process exit code (0 only when every test passed and at least one ran). */
@@ -37,5 +39,22 @@ void dt_test_proc_free(dt_test_proc *p);
  * decrefs) when it exits 0, else NULL with the exit code and stderr printed.
  * *code receives the exit code. */
 json_t *dt_test_run_dtune_json(int *code, const char *args);
+
+/* Starts `DTUNE_BIN worker --listen 127.0.0.1:0 --token-file TOKEN [extra...]`
+ * in its own process group (its runner children die with a kill of the
+ * group), stdin and stdout on /dev/null, stderr into log_path, DTUNE_LOG set
+ * to log_level when not NULL; then waits up to timeout_s for its ready line
+ * "dtune worker listening on 127.0.0.1:PORT (target KEY)".  Returns the port,
+ * or -1 when it did not get ready in time or exited (the caller stops it).
+ * *pid receives the worker's pid (0 once it exited); target_key (may be
+ * NULL) the KEY of the ready line. */
+typedef struct {
+    const char *token_path, *log_path;
+    const char *const *extra_args;   /* NULL-terminated, or NULL */
+    const char *log_level;
+    double timeout_s;
+} dt_test_worker_opts;
+int dt_test_start_worker(const dt_test_worker_opts *o, pid_t *pid, char *target_key,
+                         size_t key_size);
 
 #endif

@@ -200,44 +200,6 @@ static void test_resume_after_sigkill(void)
     dt_db_close(db);
 }
 
-/* A `dtune worker` on an ephemeral loopback port; its port, or -1. */
-static int start_worker(const char *token_path, const char *log_path, pid_t *pid)
-{
-    int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -1;
-    *pid = fork();
-    if (*pid < 0) {
-        close(fd);
-        return -1;
-    }
-    if (*pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(fd, 2);
-        execl(DTUNE_BIN, DTUNE_BIN, "worker", "--listen", "127.0.0.1:0", "--token-file",
-              token_path, (char *)NULL);
-        _exit(127);
-    }
-    close(fd);
-    for (int i = 0; i < 600; i++) { /* the ready line, within 30 s */
-        char *log = dt_test_slurp(log_path);
-        const char *l = log ? strstr(log, "dtune worker listening on 127.0.0.1:") : NULL;
-        int port = -1;
-        if (l && sscanf(l, "dtune worker listening on 127.0.0.1:%d", &port) != 1)
-            port = -1;
-        free(log);
-        if (port > 0)
-            return port;
-        if (waitpid(*pid, NULL, WNOHANG) == *pid)
-            return -1;
-        struct timespec ts = {0, 50 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return -1;
-}
-
 static void test_tune_on_worker(void)
 {
     char *token = dt_test_write_file(g_dir, "token", "e2e-tune-token-0123456789abcdef\n");
@@ -245,8 +207,13 @@ static void test_tune_on_worker(void)
     CU_ASSERT_EQUAL(chmod(token, 0600), 0);
     char log[4096];
     snprintf(log, sizeof log, "%s/worker.log", g_dir);
-    pid_t pid = -1;
-    int port = start_worker(token, log, &pid);
+    pid_t pid = 0;
+    dt_test_worker_opts o = {.token_path = token, .log_path = log, .timeout_s = 30};
+    int port = dt_test_start_worker(&o, &pid, NULL, 0);
+    if (port <= 0 && pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
     CU_ASSERT_FATAL(port > 0);
     char args[8192];
     int code;

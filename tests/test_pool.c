@@ -561,39 +561,12 @@ static int count_substr(const char *s, const char *sub)
 static int start_worker(real_worker *rw, int i)
 {
     snprintf(rw->log, sizeof rw->log, "%s/worker%d.log", g_dir, i);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        setpgid(0, 0); /* its runner children die with it */
-        FILE *f = freopen(rw->log, "w", stderr);
-        (void)f;
-        if (!freopen("/dev/null", "w", stdout))
-            _exit(127);
-        setenv("DTUNE_LOG", "info", 1);
-        execl(DTUNE_BIN, "dtune", "worker", "--listen", "127.0.0.1:0", "--token-file",
-              g_token_file, "--name", i ? "worker-b" : "worker-a", (char *)NULL);
-        _exit(127);
-    }
-    rw->pid = pid;
-    for (int tries = 0; tries < 600; tries++) { /* up to 60 s (ASan start-up) */
-        char *log = dt_test_slurp(rw->log);
-        static const char ready[] = "dtune worker listening on 127.0.0.1:";
-        const char *at = strstr(log, ready);
-        if (at) {
-            rw->port = atoi(at + strlen(ready));
-            free(log);
-            return rw->port > 0 ? 0 : -1; /* the caller stops it on failure */
-        }
-        free(log);
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            rw->pid = 0;
-            return -1;
-        }
-        usleep(100 * 1000);
-    }
-    return -1;
+    const char *extra[] = {"--name", i ? "worker-b" : "worker-a", NULL};
+    /* up to 60 s (ASan start-up); the caller stops it on failure */
+    dt_test_worker_opts o = {.token_path = g_token_file, .log_path = rw->log,
+                             .extra_args = extra, .log_level = "info", .timeout_s = 60};
+    rw->port = dt_test_start_worker(&o, &rw->pid, NULL, 0);
+    return rw->port > 0 ? 0 : -1;
 }
 
 static void stop_worker(real_worker *rw)

@@ -95,50 +95,15 @@ static int alive(void)
 
 static int start_worker(void)
 {
-    int fd = open(g_log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -1;
     char max_batch[16], auth_timeout[16];
     snprintf(max_batch, sizeof max_batch, "%d", MAX_BATCH);
     snprintf(auth_timeout, sizeof auth_timeout, "%d", AUTH_TIMEOUT_S);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fd);
-        return -1;
-    }
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(fd, 2);
-        execl(DTUNE_BIN, DTUNE_BIN, "worker", "--listen", "127.0.0.1:0", "--token-file",
-              g_token_path, "--max-batch", max_batch, "--auth-timeout", auth_timeout,
-              "--name", "test-worker", (char *)NULL);
-        _exit(127);
-    }
-    close(fd);
-    g_pid = pid;
-    /* the ready line: "dtune worker listening on 127.0.0.1:PORT (target KEY)" */
-    double end = now_s() + 30;
-    while (now_s() < end) {
-        char *log = dt_test_slurp(g_log_path);
-        const char *l = strstr(log, "dtune worker listening on 127.0.0.1:");
-        if (l) {
-            char key[DT_TARGET_KEY_MAX] = "";
-            int n = sscanf(l, "dtune worker listening on 127.0.0.1:%d (target %127[^)])", &g_port,
-                           key);
-            free(log);
-            if (n != 2)
-                return -1;
-            snprintf(g_target_key, sizeof g_target_key, "%s", key);
-            return 0;
-        }
-        free(log);
-        if (!alive())
-            return -1;
-        sleep_s(0.02);
-    }
-    return -1;
+    const char *extra[] = {"--max-batch", max_batch, "--auth-timeout", auth_timeout,
+                           "--name", "test-worker", NULL};
+    dt_test_worker_opts o = {.token_path = g_token_path, .log_path = g_log_path,
+                             .extra_args = extra, .timeout_s = 30};
+    g_port = dt_test_start_worker(&o, &g_pid, g_target_key, sizeof g_target_key);
+    return g_port > 0 ? 0 : -1;
 }
 
 /* ---- a blocking client -------------------------------------------------------- */
