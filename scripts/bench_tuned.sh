@@ -126,7 +126,7 @@ while IFS=$'\t' read -r key stem nvars dom top; do
 done <<< "$workloads"
 
 printf '%s\n' "${runs[@]}" | python3 -c '
-import json, sys
+import json, math, sys
 
 def load(path):
     if path in ("-", "NO_SCHEDULE"):
@@ -139,8 +139,6 @@ def load(path):
 
 def fmt(x, spec=".3f", suffix="x"):
     return "n/a" if x is None else format(x, spec) + suffix
-
-import math
 
 def peak_cols(rep):
     """Geomean fraction of the FMA peak of dtune and of the strongest oneDNN
