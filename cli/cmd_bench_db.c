@@ -17,7 +17,7 @@
 #include "common/json_util.h"
 #include "common/target.h"
 #include "db/db.h"
-#include "tuner/dispatch.h"
+#include "dispatch/dispatch.h"
 
 #define LOW_RATIO 0.9 /* "shapes below 0.9x" */
 

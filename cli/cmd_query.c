@@ -11,7 +11,7 @@
 #include "common/json_util.h"
 #include "common/target.h"
 #include "db/db.h"
-#include "tuner/dispatch.h"
+#include "dispatch/dispatch.h"
 
 #define MAX_SHAPES 256
 

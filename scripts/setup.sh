@@ -12,6 +12,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3        # the schedule database
   libxgboost-dev                # the cost model
   libuv1-dev                    # workers and daemon networking
+  libhttp-parser-dev            # the daemon's HTTP/1.1 parser
   libjansson-dev                # JSON
   libsodium-dev                 # hashing (build cache), HMAC (workers)
   libcunit1-dev                 # tests

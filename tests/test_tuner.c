@@ -13,7 +13,7 @@
 #include "microkernel/codegen.h"
 #include "microkernel/loader.h"
 #include "microkernel/reference.h"
-#include "tuner/dispatch.h"
+#include "dispatch/dispatch.h"
 #include "tuner/tune.h"
 
 static char *dir;

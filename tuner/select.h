@@ -1,7 +1,7 @@
 /* The end of a task (DESIGN.md, "Search"): for every shape of the set, the
  * top predicted kernels are measured on it and the fastest measured one
  * wins; consecutive shapes with the same winner merge into ranges, stored in
- * the schedules table (tuner/dispatch.h reads them back).
+ * the schedules table (dispatch/dispatch.h reads them back).
  *
  * A shape keeps its left neighbour's winner when that kernel measured within
  * DT_SELECT_TIE of the fastest on it, so noise does not split ranges.

@@ -14,8 +14,8 @@
  *
  * Ownership: a dt_dispatch owns its workload and ranges (dt_dispatch_free).
  * Lookups do not allocate and may run from several threads at once. */
-#ifndef DT_TUNER_DISPATCH_H
-#define DT_TUNER_DISPATCH_H
+#ifndef DT_DISPATCH_DISPATCH_H
+#define DT_DISPATCH_DISPATCH_H
 
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
 /* Dispatch tables: loading the schedule of a workload and finding a shape's range. */
-#include "tuner/dispatch.h"
+#include "dispatch/dispatch.h"
 
 #include <math.h>
 #include <stdio.h>

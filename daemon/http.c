@@ -1,0 +1,2 @@
+/* Placeholder until the HTTP server lands (daemon/http.h). */
+#include "daemon/http.h"

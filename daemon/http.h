@@ -1,0 +1,83 @@
+/* The daemon's HTTP/1.1 server: libuv for the network, Debian's http-parser
+ * for the protocol.  It accepts connections, parses requests (keep-alive,
+ * pipelining, Content-Length bodies; chunked bodies are refused with 411/501),
+ * enforces limits and time-outs, checks the bearer token on mutating
+ * methods, and hands each complete request to one handler on the loop
+ * thread.  Every error it answers itself is a JSON body
+ * {"error": {"status": N, "message": "..."}}.
+ *
+ * Ownership: the request and everything it points to are valid only during
+ * the handler call; the handler fills the response and the server takes
+ * ownership of res->body (malloc'ed). */
+#ifndef DT_DAEMON_HTTP_H
+#define DT_DAEMON_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/error.h"
+
+typedef struct dt_http_header {
+    const char *name;  /* lower-cased */
+    const char *value;
+} dt_http_header;
+
+typedef struct dt_http_request {
+    const char *method;         /* "GET", "POST", "DELETE", ... */
+    const char *path;           /* percent-decoded path without the query: "/v1/jobs/3" */
+    const char *query;          /* raw query string after '?', "" when none */
+    const dt_http_header *headers;
+    int nheaders;
+    const char *body;           /* NUL-terminated copy, "" when none */
+    size_t body_len;
+    const char *peer;           /* "127.0.0.1:53422" */
+} dt_http_request;
+
+typedef struct dt_http_response {
+    int status;                 /* default 200 */
+    const char *content_type;   /* static string; default "application/json" */
+    char *body;                 /* malloc'ed, taken by the server; NULL = empty */
+    size_t body_len;
+} dt_http_response;
+
+typedef void (*dt_http_handler)(const dt_http_request *req, dt_http_response *res, void *ud);
+
+typedef struct dt_http_limits {
+    size_t max_url;             /* bytes of the request target (default 2048) → 414 */
+    size_t max_header_bytes;    /* all header bytes of one request (default 16 KiB) → 431 */
+    size_t max_body;            /* Content-Length (default 1 MiB) → 413 */
+    int max_connections;        /* open at once (default 256); more are closed at accept */
+    double idle_timeout_s;      /* keep-alive connection with no request (default 30) */
+    double request_timeout_s;   /* a request must arrive whole within this (default 10) → 408 */
+} dt_http_limits;
+void dt_http_limits_default(dt_http_limits *l);
+
+typedef struct dt_http_server_opts {
+    const char *listen;         /* "127.0.0.1:8710"; port 0 = ephemeral */
+    const char *token;          /* bearer token (borrowed) or NULL: when set, POST/PUT/PATCH/
+                                 * DELETE need "Authorization: Bearer TOKEN" → else 401 */
+    dt_http_limits limits;
+    dt_http_handler handler;
+    void *ud;
+} dt_http_server_opts;
+
+typedef struct dt_http_server dt_http_server;
+
+typedef struct dt_http_stats {
+    uint64_t connections_total, connections_open;
+    uint64_t requests_total;    /* handed to the handler */
+    uint64_t rejected_total;    /* answered by the server itself (4xx/5xx) */
+} dt_http_stats;
+
+/* Binds and starts listening on loop.  DT_EINVAL for a malformed address,
+ * DT_EIO when it cannot bind. */
+int dt_http_server_start(uv_loop_t *loop, const dt_http_server_opts *o, dt_http_server **out,
+                         dt_err *e);
+int dt_http_server_port(const dt_http_server *s);   /* the bound port */
+void dt_http_server_stats_get(const dt_http_server *s, dt_http_stats *st);
+/* Stops accepting, closes every connection (a response being written is
+ * finished first) and frees s once the loop has closed its handles. */
+void dt_http_server_close(dt_http_server *s);
+
+#endif

@@ -1,0 +1,2 @@
+/* Placeholder until the export implementation lands (export/export.h). */
+#include "export/export.h"

@@ -1,0 +1,35 @@
+/* `dtune export`: one self-contained C file (plus its header) for a tuned
+ * workload: every micro-kernel its dispatch table selects, the weight
+ * packing, and one entry point that dispatches any shape with nested ifs over
+ * the shape ranges (the nearest range's kernel beyond them: extrapolation).
+ * The output compiles with plain `cc -O3 -march=native -fopenmp` and needs no
+ * dtune header or library.  ABI of a dense workload (NAME from the output
+ * path):
+ *   size_t NAME_packed_size(void);
+ *   void   NAME_pack(const float *W, float *packed);
+ *   void   NAME(int64_t M, const float *X, const float *packed, float *Y
+ *               [, const float *bias]);
+ * batch_matmul and the other ops: documented in docs/export.md and in the
+ * generated header.
+ *
+ * Ownership: every pointer argument is borrowed. */
+#ifndef DT_EXPORT_EXPORT_H
+#define DT_EXPORT_EXPORT_H
+
+#include "common/error.h"
+#include "db/db.h"
+
+typedef struct dt_export_opts {
+    const char *workload_key; /* any spelling of the key; canonicalised */
+    const char *target_key;   /* NULL: the machine this runs on */
+    int threads;              /* 0: the highest thread count with a schedule */
+    const char *name;         /* C identifier; NULL: the basename of out_c_path without ".c" */
+} dt_export_opts;
+
+/* Writes out_c_path (…/NAME.c) and the header next to it (…/NAME.h).
+ * DT_ENOTFOUND when the workload, target or schedule is missing; DT_EINVAL
+ * for a name that is not a C identifier; DT_EIO when a file cannot be
+ * written (no partial file is left behind). */
+int dt_export_write(dt_db *db, const dt_export_opts *o, const char *out_c_path, dt_err *e);
+
+#endif
