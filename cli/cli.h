@@ -69,5 +69,7 @@ int dt_cmd_measure(int argc, char **argv);
 int dt_cmd_model(int argc, char **argv);
 int dt_cmd_tune(int argc, char **argv);
 int dt_cmd_query(int argc, char **argv);
+int dt_cmd_export(int argc, char **argv);
+int dt_cmd_daemon(int argc, char **argv);
 
 #endif

@@ -22,6 +22,8 @@ static const dt_command commands[] = {
     {"tune", dt_cmd_tune, "tune a model's workloads (or one workload) into dispatch schedules"},
     {"query", dt_cmd_query, "the kernel dispatched for a workload's shape, from the db"},
     {"model", dt_cmd_model, "train the cost model on recorded measurements; show its quality"},
+    {"export", dt_cmd_export, "write a tuned workload as self-contained C (kernels + dispatcher)"},
+    {"daemon", dt_cmd_daemon, "serve tuning jobs and schedule queries over HTTP"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

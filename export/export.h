@@ -19,6 +19,8 @@
 #include "common/error.h"
 #include "db/db.h"
 
+#include <stdint.h>
+
 typedef struct dt_export_opts {
     const char *workload_key; /* any spelling of the key; canonicalised */
     const char *target_key;   /* NULL: the machine this runs on */
@@ -31,5 +33,11 @@ typedef struct dt_export_opts {
  * for a name that is not a C identifier; DT_EIO when a file cannot be
  * written (no partial file is left behind). */
 int dt_export_write(dt_db *db, const dt_export_opts *o, const char *out_c_path, dt_err *e);
+
+/* The C source of kernel kernel_id as stored (regenerated from its op and
+ * annotation: the translation unit the tuner built and measured), for
+ * `GET /v1/kernels/{id}/source` and dtune_kernel_source.  *src is
+ * malloc'ed; DT_ENOTFOUND when there is no such kernel. */
+int dt_export_kernel_source(dt_db *db, int64_t kernel_id, char **src, dt_err *e);
 
 #endif
