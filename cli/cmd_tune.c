@@ -11,12 +11,11 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "common/file.h"
 #include "common/json_util.h"
 #include "common/log.h"
 #include "common/target.h"
 #include "db/db.h"
-#include "sketch/model.h"
+#include "tuner/model_tasks.h"
 #include "tuner/tune.h"
 
 static void usage(FILE *out)
@@ -303,48 +302,6 @@ static void print_table(const char *db, const dt_task *t, int n, const dt_tune_r
 
 /* ---- setup ----------------------------------------------------------------------------- */
 
-/* Tasks from a model file, or from one workload key. */
-static int make_tasks(const char *what, int threads, dt_task *t, int *n, dt_err *e)
-{
-    *n = 0;
-    if (access(what, F_OK) != 0 && strchr(what, '(')) {
-        dt_workload *w = NULL;
-        int rc = dt_workload_parse_key(what, &w, e);
-        if (rc)
-            return rc;
-        rc = dt_task_init(&t[0], w->op->name, w, 1, threads, e);
-        dt_workload_free(w);
-        if (!rc)
-            *n = 1;
-        return rc;
-    }
-    char *text = NULL;
-    size_t len = 0;
-    int rc = dt_read_file(what, DT_MODEL_MAX_BYTES, &text, &len, e);
-    if (rc)
-        return rc;
-    dt_model *m = NULL;
-    rc = dt_model_parse(text, len, what, &m, e);
-    free(text);
-    if (rc)
-        return rc;
-    if (m->nworkloads > DT_TUNE_MAX_TASKS)
-        rc = dt_errf(e, DT_EINVAL, "%s: %d workloads; at most %d per tune", what, m->nworkloads,
-                     DT_TUNE_MAX_TASKS);
-    for (int i = 0; !rc && i < m->nworkloads; i++) {
-        const dt_model_workload *mw = &m->workloads[i];
-        char name[64] = "";
-        for (int j = 0; j < mw->nops && strlen(name) + 2 < sizeof name; j++)
-            snprintf(name + strlen(name), sizeof name - strlen(name), "%s%s", j ? "+" : "",
-                     mw->ops[j]);
-        rc = dt_task_init(&t[i], name, mw->w, (double)mw->count, threads, e);
-        if (!rc)
-            (*n)++;
-    }
-    dt_model_free(m);
-    return rc;
-}
-
 int dt_cmd_tune(int argc, char **argv)
 {
     tune_args a;
@@ -375,7 +332,7 @@ int dt_cmd_tune(int argc, char **argv)
         rc = dt_errf(&e, DT_EINVAL, "--threads %d: this machine has %d cores", threads, tg.cores);
         goto fail;
     }
-    if ((rc = make_tasks(what, threads, tasks, &n, &e)))
+    if ((rc = dt_model_tasks_from_arg(what, threads, tasks, &n, &e)))
         goto fail;
     const char *path = a.db ? a.db : dt_cli_default_db();
     if ((rc = dt_db_open(path, DT_DB_CREATE, &db, &e)))
