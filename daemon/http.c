@@ -1,2 +1,570 @@
-/* Placeholder until the HTTP server lands (daemon/http.h). */
+/* The daemon's HTTP/1.1 server (daemon/http.h) on a libuv loop.
+ *
+ * Each connection has one TCP handle, one timer and one request parser
+ * (daemon/http_conn.h).  Bytes read are fed to the parser; every complete
+ * request is answered at once, on the loop thread, so pipelined requests
+ * are answered in order (libuv keeps the writes in order).  The timer is, in
+ * turn:
+ *
+ *   idle     no request in progress: idle_timeout_s after the connection
+ *            opened or the last request completed → closed silently
+ *   request  from the first byte of a request: request_timeout_s for the
+ *            whole request to arrive → 408, then closed
+ *   linger   after the last response: the write side is shut down (FIN),
+ *            input is read and discarded until the peer closes, at most
+ *            DT_HTTP_LINGER_S, so the peer sees the response instead of a
+ *            reset
+ *
+ * Errors found by the parser (400, 411, 413, 414, 431, 501) and the request
+ * time-out (408) are answered with a JSON body and "Connection: close";
+ * a missing or wrong bearer token (401) keeps the connection.  A peer that
+ * does not read its responses stops being read once DT_HTTP_MAX_UNSENT bytes
+ * wait to be sent. */
 #include "daemon/http.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "daemon/http_auth.h"
+#include "daemon/http_conn.h"
+#include "daemon/http_msg.h"
+
+#define DT_HTTP_READ_CHUNK 16384
+#define DT_HTTP_MAX_UNSENT (4u << 20)
+#define DT_HTTP_LINGER_S 2.0
+
+typedef struct dt_hconn dt_hconn;
+
+struct dt_http_server {
+    uv_loop_t *loop;
+    uv_tcp_t tcp;
+    int listen_open;
+    int closing;
+    int port;
+    char *token;
+    dt_http_limits lim;
+    dt_http_handler handler;
+    void *ud;
+    dt_hconn *conns; /* doubly linked; a closing connection stays until its handles close */
+    int nconns;
+    dt_http_stats st;
+};
+
+enum { DT_TIMER_NONE, DT_TIMER_IDLE, DT_TIMER_REQUEST, DT_TIMER_LINGER };
+
+struct dt_hconn {
+    uv_tcp_t tcp;     /* .data = this */
+    uv_timer_t timer; /* .data = this */
+    dt_http_server *s;
+    dt_hconn *prev, *next;
+    char peer[96];
+    dt_http_conn parser;
+    int timer_kind;
+    int completed;    /* a request completed during the last feed */
+    int paused;       /* reading stopped: too much unsent */
+    int shutting;     /* last response sent or being sent; discarding input */
+    int peer_eof;     /* the peer closed its side */
+    int closing;      /* uv_close called */
+    int open_handles;
+    char rbuf[DT_HTTP_READ_CHUNK];
+};
+
+typedef struct {
+    uv_write_t req; /* first */
+    char *data;
+} dt_hwrite;
+
+static uint64_t ms_of(double s) { return s <= 0 ? 1 : (uint64_t)ceil(s * 1000.0); }
+
+/* ---- closing -------------------------------------------------------------- */
+
+static void server_maybe_free(dt_http_server *s)
+{
+    if (s->closing && !s->listen_open && s->nconns == 0) {
+        free(s->token);
+        free(s);
+    }
+}
+
+static void on_conn_closed(uv_handle_t *h)
+{
+    dt_hconn *c = h->data;
+    if (--c->open_handles > 0)
+        return;
+    dt_http_server *s = c->s;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    s->nconns--;
+    s->st.connections_open = (uint64_t)s->nconns;
+    dt_http_conn_free(&c->parser);
+    free(c);
+    server_maybe_free(s);
+}
+
+/* Closes now; pending writes are cancelled. */
+static void conn_close(dt_hconn *c)
+{
+    if (c->closing)
+        return;
+    c->closing = 1;
+    dt_http_conn_stop(&c->parser);
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+    uv_close((uv_handle_t *)&c->timer, on_conn_closed);
+}
+
+static void on_timer(uv_timer_t *t);
+
+static void timer_set(dt_hconn *c, int kind, double seconds)
+{
+    c->timer_kind = kind;
+    uv_timer_start(&c->timer, on_timer, ms_of(seconds), 0);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    dt_hconn *c = req->handle->data;
+    free(req);
+    if (status < 0 || c->peer_eof) /* nothing left to discard */
+        conn_close(c);
+}
+
+/* No more requests: what was written is flushed, then FIN; input is
+ * discarded until the peer closes or the linger time ends. */
+static void conn_finish(dt_hconn *c)
+{
+    if (c->closing || c->shutting)
+        return;
+    c->shutting = 1;
+    dt_http_conn_stop(&c->parser);
+    uv_shutdown_t *req = malloc(sizeof *req);
+    if (!req || uv_shutdown(req, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+        free(req);
+        conn_close(c);
+        return;
+    }
+    timer_set(c, DT_TIMER_LINGER, DT_HTTP_LINGER_S);
+}
+
+/* ---- writing ---------------------------------------------------------------- */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+
+static void on_write(uv_write_t *req, int status)
+{
+    dt_hwrite *w = (dt_hwrite *)req;
+    dt_hconn *c = req->handle->data;
+    free(w->data);
+    free(w);
+    if (c->closing)
+        return;
+    if (status < 0) { /* the peer went away: nothing more to say to it */
+        dt_log_debug("http: write to %s failed: %s", c->peer, uv_strerror(status));
+        conn_close(c);
+        return;
+    }
+    if (c->paused &&
+        uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) < DT_HTTP_MAX_UNSENT / 2) {
+        c->paused = 0;
+        if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+            conn_close(c);
+    }
+}
+
+/* Sends len bytes of data (taken). */
+static void conn_write(dt_hconn *c, char *data, size_t len)
+{
+    if (c->closing) {
+        free(data);
+        return;
+    }
+    dt_hwrite *w = malloc(sizeof *w);
+    if (!w) {
+        free(data);
+        conn_close(c);
+        return;
+    }
+    w->data = data;
+    uv_buf_t b = uv_buf_init(data, (unsigned)len);
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
+        free(data);
+        free(w);
+        conn_close(c);
+    }
+}
+
+static void conn_respond(dt_hconn *c, int status, const char *ctype, const char *body,
+                         size_t body_len, int keep_alive, int head, const char *extra)
+{
+    char *out;
+    size_t len;
+    dt_err e;
+    if (dt_http_format_response(status, ctype, body, body_len, keep_alive, head, extra, &out,
+                                &len, &e)) {
+        dt_log_error("http: %s", e.msg);
+        conn_close(c);
+        return;
+    }
+    conn_write(c, out, len);
+}
+
+/* A response made by the server itself: the JSON error body. */
+static void conn_error(dt_hconn *c, int status, const char *msg, int keep_alive, int head,
+                       const char *extra)
+{
+    c->s->st.rejected_total++;
+    dt_log_info("http: %s: %d %s", c->peer, status, msg);
+    size_t blen = 0;
+    char *body = dt_http_error_json(status, msg, &blen);
+    if (!body) {
+        conn_close(c);
+        return;
+    }
+    conn_respond(c, status, NULL, body, blen, keep_alive, head, extra);
+    free(body);
+}
+
+/* ---- requests ---------------------------------------------------------------- */
+
+static void on_continue(void *ud)
+{
+    dt_hconn *c = ud;
+    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    char *d = malloc(sizeof cont - 1);
+    if (!d) {
+        conn_close(c);
+        return;
+    }
+    memcpy(d, cont, sizeof cont - 1);
+    conn_write(c, d, sizeof cont - 1);
+}
+
+static void on_request(const dt_http_parsed *r, void *ud)
+{
+    dt_hconn *c = ud;
+    dt_http_server *s = c->s;
+    c->completed = 1;
+    if (c->closing)
+        return;
+    int keep = r->keep_alive && !s->closing;
+    if (s->token && dt_http_method_mutates(r->req.method) &&
+        !dt_http_bearer_ok(r->authorization, s->token)) {
+        conn_error(c, 401,
+                   r->authorization ? "wrong bearer token"
+                                    : "this method needs an Authorization: Bearer token",
+                   keep, r->head, "WWW-Authenticate: Bearer realm=\"dtune\"\r\n");
+        return;
+    }
+    dt_http_request req = r->req;
+    if (r->head)
+        req.method = "GET"; /* HEAD is GET without the body */
+    dt_http_response res = {.status = 200, .content_type = NULL, .body = NULL, .body_len = 0};
+    s->st.requests_total++;
+    if (s->handler) {
+        s->handler(&req, &res, s->ud);
+    } else {
+        res.status = 404;
+        res.body = dt_http_error_json(404, "no handler", &res.body_len);
+    }
+    if (res.status < 200 || res.status > 599) {
+        dt_log_error("http: the handler answered %s %s with status %d; sending 500",
+                     req.method, req.path, res.status);
+        free(res.body);
+        res.body = dt_http_error_json(500, "the handler gave an invalid status", &res.body_len);
+        res.status = 500;
+        res.content_type = NULL;
+    }
+    if (res.body && res.body_len == 0)
+        res.body_len = strlen(res.body);
+    conn_respond(c, res.status, res.content_type, res.body, res.body_len, keep, r->head, NULL);
+    free(res.body);
+    if (!keep)
+        dt_http_conn_stop(&c->parser);
+}
+
+/* ---- reading ------------------------------------------------------------------ */
+
+static void on_timer(uv_timer_t *t)
+{
+    dt_hconn *c = t->data;
+    if (c->closing)
+        return;
+    switch (c->timer_kind) {
+    case DT_TIMER_REQUEST: {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the request did not arrive whole within %g s",
+                 c->s->lim.request_timeout_s);
+        conn_error(c, 408, msg, 0, 0, NULL);
+        conn_finish(c);
+        break;
+    }
+    case DT_TIMER_IDLE:
+        dt_log_debug("http: %s idle for %g s; closing", c->peer, c->s->lim.idle_timeout_s);
+        conn_close(c);
+        break;
+    default: conn_close(c); break;
+    }
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    dt_hconn *c = h->data;
+    (void)suggested;
+    buf->base = c->rbuf;
+    buf->len = sizeof c->rbuf;
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+    dt_hconn *c = st->data;
+    if (nread == 0 || c->closing)
+        return;
+    if (nread < 0) {
+        if (nread == UV_EOF && !c->shutting) {
+            c->peer_eof = 1;
+            dt_http_conn_eof(&c->parser, NULL, NULL);
+            conn_finish(c); /* answers already written still reach a half-closed peer */
+        } else {
+            conn_close(c);
+        }
+        return;
+    }
+    if (c->shutting)
+        return; /* lingering: input is discarded */
+    int status = 0;
+    dt_err e;
+    dt_err_clear(&e);
+    c->completed = 0;
+    int rc = dt_http_conn_feed(&c->parser, buf->base, (size_t)nread, &status, &e);
+    if (c->closing)
+        return;
+    if (rc) {
+        conn_error(c, status ? status : 400, e.msg, 0, 0, NULL);
+        conn_finish(c);
+        return;
+    }
+    if (dt_http_conn_done(&c->parser)) {
+        conn_finish(c);
+        return;
+    }
+    if (dt_http_conn_in_request(&c->parser)) {
+        if (c->timer_kind != DT_TIMER_REQUEST || c->completed)
+            timer_set(c, DT_TIMER_REQUEST, c->s->lim.request_timeout_s);
+    } else if (c->completed || c->timer_kind != DT_TIMER_IDLE) {
+        timer_set(c, DT_TIMER_IDLE, c->s->lim.idle_timeout_s);
+    }
+    if (uv_stream_get_write_queue_size(st) > DT_HTTP_MAX_UNSENT) {
+        c->paused = 1;
+        uv_read_stop(st);
+    }
+}
+
+/* ---- accepting ------------------------------------------------------------------ */
+
+static void format_addr(const struct sockaddr_storage *ss, char *buf, size_t n)
+{
+    char ip[64] = "?";
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        uv_ip4_name(a, ip, sizeof ip);
+        snprintf(buf, n, "%s:%d", ip, ntohs(a->sin_port));
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        uv_ip6_name(a, ip, sizeof ip);
+        snprintf(buf, n, "[%s]:%d", ip, ntohs(a->sin6_port));
+    } else {
+        snprintf(buf, n, "?");
+    }
+}
+
+static void free_handle(uv_handle_t *h) { free(h); }
+
+/* Accepts and closes at once (over the connection limit). */
+static void refuse(dt_http_server *s, uv_stream_t *server)
+{
+    s->st.refused_total++;
+    uv_tcp_t *t = malloc(sizeof *t);
+    if (!t)
+        return;
+    uv_tcp_init(s->loop, t);
+    if (uv_accept(server, (uv_stream_t *)t) == 0)
+        dt_log_warn("http: refusing a connection: already %d open", s->nconns);
+    uv_close((uv_handle_t *)t, free_handle);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    dt_http_server *s = server->data;
+    if (status < 0) {
+        dt_log_warn("http: accepting a connection failed: %s", uv_strerror(status));
+        return;
+    }
+    if (s->closing || s->nconns >= s->lim.max_connections) {
+        refuse(s, server);
+        return;
+    }
+    dt_hconn *c = calloc(1, sizeof *c);
+    if (!c) {
+        refuse(s, server);
+        return;
+    }
+    c->s = s;
+    uv_tcp_init(s->loop, &c->tcp);
+    uv_timer_init(s->loop, &c->timer);
+    c->tcp.data = c->timer.data = c;
+    c->open_handles = 2;
+    snprintf(c->peer, sizeof c->peer, "?");
+    dt_http_conn_init(&c->parser, &s->lim, c->peer, on_request, on_continue, c);
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    s->nconns++;
+    s->st.connections_open = (uint64_t)s->nconns;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+        conn_close(c);
+        return;
+    }
+    s->st.connections_total++;
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
+        format_addr(&ss, c->peer, sizeof c->peer);
+    uv_tcp_nodelay(&c->tcp, 1);
+    timer_set(c, DT_TIMER_IDLE, s->lim.idle_timeout_s);
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+        conn_close(c);
+}
+
+/* ---- set-up --------------------------------------------------------------------- */
+
+/* "HOST:PORT" with an IPv4 literal, "localhost" or an IPv6 literal in
+ * brackets. */
+static int parse_listen(const char *str, struct sockaddr_storage *ss, dt_err *e)
+{
+    const char *colon = str ? strrchr(str, ':') : NULL;
+    if (!colon || colon == str || !colon[1])
+        return dt_errf(e, DT_EINVAL, "listen address '%s' is not HOST:PORT", str ? str : "");
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || colon[1] < '0' || colon[1] > '9' || port < 0 || port > 65535)
+        return dt_errf(e, DT_EINVAL, "port in listen address '%s' must be 0..65535", str);
+    char host[128];
+    size_t hl = (size_t)(colon - str);
+    if (hl >= sizeof host)
+        return dt_errf(e, DT_EINVAL, "host in listen address '%s' is too long", str);
+    memcpy(host, str, hl);
+    host[hl] = '\0';
+    memset(ss, 0, sizeof *ss);
+    if (host[0] == '[') {
+        if (hl < 3 || host[hl - 1] != ']')
+            return dt_errf(e, DT_EINVAL, "listen address '%s': unbalanced '['", str);
+        host[hl - 1] = '\0';
+        if (uv_ip6_addr(host + 1, (int)port, (struct sockaddr_in6 *)ss) != 0)
+            return dt_errf(e, DT_EINVAL, "'%s' is not an IPv6 address", host + 1);
+        return 0;
+    }
+    if (!strcmp(host, "localhost"))
+        snprintf(host, sizeof host, "127.0.0.1");
+    if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)ss) == 0)
+        return 0;
+    return dt_errf(e, DT_EINVAL,
+                   "listen address '%s': '%s' is not an IPv4 address, localhost or [IPv6]",
+                   str, host);
+}
+
+static void on_listen_closed(uv_handle_t *h)
+{
+    dt_http_server *s = h->data;
+    s->listen_open = 0;
+    server_maybe_free(s);
+}
+
+static void limits_fill(dt_http_limits *l, const dt_http_limits *in)
+{
+    dt_http_limits_default(l);
+    if (in->max_url)
+        l->max_url = in->max_url;
+    if (in->max_header_bytes)
+        l->max_header_bytes = in->max_header_bytes;
+    if (in->max_body)
+        l->max_body = in->max_body;
+    if (in->max_connections > 0)
+        l->max_connections = in->max_connections;
+    if (in->idle_timeout_s > 0)
+        l->idle_timeout_s = in->idle_timeout_s;
+    if (in->request_timeout_s > 0)
+        l->request_timeout_s = in->request_timeout_s;
+}
+
+int dt_http_server_start(uv_loop_t *loop, const dt_http_server_opts *o, dt_http_server **out,
+                         dt_err *e)
+{
+    *out = NULL;
+    /* a write to a client that went away must be an error, not a signal */
+    signal(SIGPIPE, SIG_IGN);
+    struct sockaddr_storage addr;
+    int rc = parse_listen(o->listen, &addr, e);
+    if (rc)
+        return rc;
+    dt_http_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return dt_errf(e, DT_ENOMEM, "out of memory starting the HTTP server");
+    s->loop = loop;
+    s->handler = o->handler;
+    s->ud = o->ud;
+    limits_fill(&s->lim, &o->limits);
+    if (o->token && o->token[0] && !(s->token = strdup(o->token))) {
+        free(s);
+        return dt_errf(e, DT_ENOMEM, "out of memory starting the HTTP server");
+    }
+    uv_tcp_init(loop, &s->tcp);
+    s->tcp.data = s;
+    s->listen_open = 1;
+    int r = uv_tcp_bind(&s->tcp, (const struct sockaddr *)&addr, 0);
+    if (r == 0)
+        r = uv_listen((uv_stream_t *)&s->tcp, 128, on_connection);
+    if (r) {
+        rc = dt_errf(e, DT_EIO, "cannot listen on %s: %s", o->listen, uv_strerror(r));
+        s->closing = 1;
+        uv_close((uv_handle_t *)&s->tcp, on_listen_closed);
+        return rc;
+    }
+    struct sockaddr_storage bound;
+    int blen = sizeof bound;
+    if (uv_tcp_getsockname(&s->tcp, (struct sockaddr *)&bound, &blen) == 0)
+        s->port = ntohs(bound.ss_family == AF_INET6
+                            ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                            : ((struct sockaddr_in *)&bound)->sin_port);
+    *out = s;
+    return 0;
+}
+
+int dt_http_server_port(const dt_http_server *s) { return s->port; }
+
+void dt_http_server_stats_get(const dt_http_server *s, dt_http_stats *st) { *st = s->st; }
+
+void dt_http_server_close(dt_http_server *s)
+{
+    if (!s || s->closing)
+        return;
+    s->closing = 1;
+    uv_close((uv_handle_t *)&s->tcp, on_listen_closed);
+    dt_hconn *next;
+    for (dt_hconn *c = s->conns; c; c = next) {
+        next = c->next;
+        if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0)
+            conn_finish(c);
+        else
+            conn_close(c);
+    }
+    server_maybe_free(s);
+}

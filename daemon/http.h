@@ -1,14 +1,22 @@
 /* The daemon's HTTP/1.1 server: libuv for the network, Debian's http-parser
- * for the protocol.  It accepts connections, parses requests (keep-alive,
- * pipelining, Content-Length bodies; chunked bodies are refused with 411/501),
- * enforces limits and time-outs, checks the bearer token on mutating
- * methods, and hands each complete request to one handler on the loop
- * thread.  Every error it answers itself is a JSON body
+ * for the protocol (docs/http.md).  It accepts connections, parses requests
+ * (keep-alive, pipelining answered in order, Content-Length bodies; chunked
+ * bodies are refused with 411 Length Required, other transfer codings and
+ * upgrades with 501), enforces limits and time-outs, checks the bearer token
+ * on mutating methods, and hands each complete request to one handler on
+ * the loop thread.  Every error it answers itself is a JSON body
  * {"error": {"status": N, "message": "..."}}.
+ *
+ * HEAD is answered as GET without the body: the handler sees method "GET"
+ * and the response keeps the Content-Length of the body it would have had.
+ *
+ * Threads: every function here runs on the loop's thread (start may also be
+ * called before the loop runs); the handler runs there too.
  *
  * Ownership: the request and everything it points to are valid only during
  * the handler call; the handler fills the response and the server takes
- * ownership of res->body (malloc'ed). */
+ * ownership of res->body (malloc'ed).  A non-NULL body with body_len 0 is
+ * taken as a NUL-terminated string (its strlen is sent). */
 #ifndef DT_DAEMON_HTTP_H
 #define DT_DAEMON_HTTP_H
 
@@ -43,6 +51,7 @@ typedef struct dt_http_response {
 
 typedef void (*dt_http_handler)(const dt_http_request *req, dt_http_response *res, void *ud);
 
+/* A zero field in the limits given to dt_http_server_start means its default. */
 typedef struct dt_http_limits {
     size_t max_url;             /* bytes of the request target (default 2048) → 414 */
     size_t max_header_bytes;    /* all header bytes of one request (default 16 KiB) → 431 */
@@ -55,8 +64,9 @@ void dt_http_limits_default(dt_http_limits *l);
 
 typedef struct dt_http_server_opts {
     const char *listen;         /* "127.0.0.1:8710"; port 0 = ephemeral */
-    const char *token;          /* bearer token (borrowed) or NULL: when set, POST/PUT/PATCH/
-                                 * DELETE need "Authorization: Bearer TOKEN" → else 401 */
+    const char *token;          /* bearer token (copied) or NULL/"": when set, POST/PUT/PATCH/
+                                 * DELETE need "Authorization: Bearer TOKEN" → else 401
+                                 * with "WWW-Authenticate: Bearer" (compared in constant time) */
     dt_http_limits limits;
     dt_http_handler handler;
     void *ud;
@@ -68,9 +78,11 @@ typedef struct dt_http_stats {
     uint64_t connections_total, connections_open;
     uint64_t requests_total;    /* handed to the handler */
     uint64_t rejected_total;    /* answered by the server itself (4xx/5xx) */
+    uint64_t refused_total;     /* closed at accept: over max_connections */
 } dt_http_stats;
 
-/* Binds and starts listening on loop.  DT_EINVAL for a malformed address,
+/* Binds and starts listening on loop; ignores SIGPIPE for the process (a
+ * write to a vanished client is then an error on that connection only).  DT_EINVAL for a malformed address,
  * DT_EIO when it cannot bind. */
 int dt_http_server_start(uv_loop_t *loop, const dt_http_server_opts *o, dt_http_server **out,
                          dt_err *e);
