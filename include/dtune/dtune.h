@@ -1,13 +1,45 @@
 /* libdtune: the public C API of dtune.
  *
- * Compilers and runtimes use it to name workloads and (with the query issue)
- * to fetch tuned schedules from a dtune database.  Every symbol is prefixed
- * dtune_.  Strings passed in are borrowed; strings returned are owned as
- * documented on each function.  All functions are thread-safe. */
+ * Compilers and runtimes use it to fetch tuned schedules from a dtune
+ * database (the SQLite file `dtune tune` and `dtune daemon` write): for a
+ * workload and a concrete shape, which micro-kernel to run, its annotation
+ * and times, and its C source.  docs/libdtune.md has a walk-through;
+ * examples/query.c is a program to copy.
+ *
+ *   dtune *db;
+ *   if (dtune_open("dtune.db", &db) != DTUNE_OK) { puts(dtune_errmsg()); ... }
+ *   dtune_schedule s;
+ *   if (dtune_lookup(db, "dense(M=1..128,N=768,K=768)", "M=37", NULL, 0, &s) == DTUNE_OK)
+ *       printf("kernel %lld, %.0f ns\n", (long long)s.kernel_id, s.measured_ns);
+ *   dtune_close(db);
+ *
+ * Conventions
+ * - Every symbol is prefixed dtune_ (macros DTUNE_).  Functions that can
+ *   fail return DTUNE_OK (0) or a negative DTUNE_E* code.
+ * - Errors: dtune_errmsg() is the message of the calling thread's most
+ *   recent dtune_* call that takes a dtune handle or opens one ("" when that
+ *   call succeeded).  It is thread-local, so threads sharing a handle never
+ *   see each other's messages.
+ * - Ownership: strings passed in are read during the call only.  Results are
+ *   plain values written into caller memory (dtune_schedule), or malloc'ed
+ *   buffers the caller releases with dtune_free (dtune_kernel_source).  No
+ *   returned pointer points into the library's state, except the static
+ *   strings of dtune_version, dtune_errstr and dtune_errmsg.
+ * - Thread safety: every function is thread-safe.  One handle may be used by
+ *   any number of threads at once (lookups of loaded schedules run in
+ *   parallel); only dtune_close must not overlap other calls on its handle.
+ * - Reading beside a writer: the database is opened read-only; SQLite's WAL
+ *   mode lets it be read while `dtune tune` or `dtune daemon` writes it.
+ *   Freshness: schedules are cached in the handle; at most every
+ *   DTUNE_REFRESH_MS (100 ms, see dtune_set_refresh_ms) a lookup checks
+ *   whether another process committed to the file and, if so, reloads the
+ *   schedules it uses.  A schedule committed by a tuner is returned by every
+ *   lookup that starts more than that interval after the commit. */
 #ifndef DTUNE_DTUNE_H
 #define DTUNE_DTUNE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -18,6 +50,23 @@ extern "C" {
 #else
 #define DTUNE_API
 #endif
+
+/* ---- result codes --------------------------------------------------------- */
+enum {
+    DTUNE_OK = 0,
+    DTUNE_EINVAL = -1,       /* bad input: malformed workload key, shape, argument */
+    DTUNE_ENOMEM = -2,       /* out of memory */
+    DTUNE_EIO = -3,          /* a file could not be read or written */
+    DTUNE_EDB = -4,          /* SQLite failed */
+    DTUNE_ENOTFOUND = -5,    /* no such file, workload, target, schedule or kernel */
+    DTUNE_ENOTDTUNE = -6,    /* the file is not a dtune database */
+    DTUNE_EVERSION = -7,     /* the database's schema is not this library's */
+    DTUNE_EOVERFLOW = -8,    /* a size or result does not fit */
+    DTUNE_EUNSUPPORTED = -9, /* valid request this build cannot serve */
+    DTUNE_EBUSY = -10,       /* database locked past the timeout */
+};
+
+/* ---- identity (no database needed) ----------------------------------------- */
 
 /* Version of the library, e.g. "0.1.0" (static string). */
 DTUNE_API const char *dtune_version(void);
@@ -34,6 +83,99 @@ DTUNE_API int dtune_workload_canonical(const char *key, char *out, size_t out_si
  * docs/targets.md) into out[0..out_size).  Honours DTUNE_TARGET_ISA and
  * DTUNE_TARGET_CORES.  Returns 0, or a negative code with the reason in err. */
 DTUNE_API int dtune_target_key(char *out, size_t out_size, char *err, size_t err_size);
+
+/* ---- errors ----------------------------------------------------------------- */
+
+/* The calling thread's message of its last handle call (see Conventions):
+ * what failed and where, e.g. "workload dense(M=1..8,N=64,K=32) has never
+ * been tuned in dtune.db".  Thread-local; valid until this thread's next
+ * dtune_* call; never NULL. */
+DTUNE_API const char *dtune_errmsg(void);
+
+/* A short static name of a DTUNE_E* code ("not found", ...). */
+DTUNE_API const char *dtune_errstr(int code);
+
+/* ---- a database ------------------------------------------------------------- */
+
+typedef struct dtune dtune;
+
+#define DTUNE_REFRESH_MS 100
+
+/* Opens the dtune database at path read-only.  DTUNE_ENOTFOUND for a
+ * missing file, DTUNE_ENOTDTUNE for a file that is not a dtune database,
+ * DTUNE_EVERSION for a schema this library does not read; *out is then
+ * NULL.  On success the caller owns *out and releases it with dtune_close.
+ * The machine's target key is detected here (DTUNE_TARGET_ISA and
+ * DTUNE_TARGET_CORES are read at this point). */
+DTUNE_API int dtune_open(const char *path, dtune **out);
+
+/* Closes the handle (NULL is allowed).  No other call on it may be running. */
+DTUNE_API void dtune_close(dtune *db);
+
+/* The freshness interval of the handle in ms (default DTUNE_REFRESH_MS;
+ * 0 checks the file on every lookup). */
+DTUNE_API void dtune_set_refresh_ms(dtune *db, int ms);
+
+/* ---- lookups ---------------------------------------------------------------- */
+
+#define DTUNE_KEY_MAX 1024        /* workload keys */
+#define DTUNE_TARGET_MAX 128      /* target keys */
+#define DTUNE_SHAPE_MAX 128       /* shape texts */
+#define DTUNE_NAME_MAX 64         /* op and sketch names */
+#define DTUNE_ANNOTATION_MAX 1024 /* annotation JSON */
+
+/* The micro-kernel a schedule dispatches for one shape.  A plain value: all
+ * text is copied in, nothing to free. */
+typedef struct dtune_schedule {
+    int64_t kernel_id;            /* for dtune_kernel_source */
+    char op[DTUNE_NAME_MAX];      /* "dense", "batch_matmul" */
+    char sketch[DTUNE_NAME_MAX];  /* "blocked", "stream" */
+    char annotation[DTUNE_ANNOTATION_MAX]; /* JSON: {"sketch","isa","mr","nr","kc",...} */
+    double predicted_ns;  /* cost-model prediction, mean over the range; NAN if unknown */
+    double measured_ns;   /* measured time, mean over the range; NAN if unknown */
+    int extrapolated;     /* 1: the shape is outside the tuned shape set; it runs the
+                             kernel of the nearest tuned range (correct, maybe slower) */
+    int threads;          /* thread count the schedule was tuned for */
+    char shape[DTUNE_SHAPE_MAX];     /* the shape looked up, canonical: "M=37" */
+    char range_lo[DTUNE_SHAPE_MAX];  /* the tuned range that chose the kernel */
+    char range_hi[DTUNE_SHAPE_MAX];
+    char workload[DTUNE_KEY_MAX];    /* canonical workload key */
+    char target[DTUNE_TARGET_MAX];   /* target key of the schedule */
+} dtune_schedule;
+
+/* Looks up the schedule of workload (a workload key in any spelling, e.g.
+ * "dense(M=1..128,N=768,K=768)") for one shape, given as text naming every
+ * variable ("M=37", "batch=2,seq=37"), and fills *out.  target is a target
+ * key, or NULL for this machine.  threads selects the schedule tuned for
+ * that many threads, 0 the highest count that has one.  Every valid shape
+ * gets a kernel: shapes outside the tuned set are flagged extrapolated.
+ * DTUNE_EINVAL for a malformed key or shape; DTUNE_ENOTFOUND when the
+ * workload, the target or a schedule for that thread count is missing (the
+ * message says which).  After the first lookup of a (workload spelling,
+ * target, threads), lookups take well under a microsecond. */
+DTUNE_API int dtune_lookup(dtune *db, const char *workload, const char *shape,
+                           const char *target, int threads, dtune_schedule *out);
+
+/* dtune_lookup with the shape as values: vals[0..nvals) in the order of the
+ * variables in the canonical key (sorted by name; for "M=1..128" just M). */
+DTUNE_API int dtune_lookup_values(dtune *db, const char *workload, const int64_t *vals,
+                                  int nvals, const char *target, int threads,
+                                  dtune_schedule *out);
+
+/* ---- kernel source --------------------------------------------------------- */
+
+/* The C source of kernel kernel_id (a translation unit exporting the kernel
+ * ABI of docs/microkernels.md: dtk_abi_version, dtk_packed_size, dtk_pack,
+ * dtk_dense or dtk_bmm), regenerated from the database.  workload (may be
+ * NULL) names the workload it is used for: the kernel is generated for that
+ * workload's op attributes (e.g. epilogue=bias+gelu); without it, for the
+ * attributes it was first tuned with.  *src is malloc'ed; release it with
+ * dtune_free.  DTUNE_ENOTFOUND when there is no such kernel. */
+DTUNE_API int dtune_kernel_source(dtune *db, int64_t kernel_id, const char *workload,
+                                  char **src);
+
+/* Releases memory returned by libdtune (NULL is allowed). */
+DTUNE_API void dtune_free(void *p);
 
 #ifdef __cplusplus
 }
