@@ -19,6 +19,8 @@
 #include "common/error.h"
 #include "db/db.h"
 
+#include <jansson.h>
+
 #include <stdint.h>
 
 typedef struct dt_export_opts {
@@ -33,6 +35,14 @@ typedef struct dt_export_opts {
  * for a name that is not a C identifier; DT_EIO when a file cannot be
  * written (no partial file is left behind). */
 int dt_export_write(dt_db *db, const dt_export_opts *o, const char *out_c_path, dt_err *e);
+
+/* dt_export_write, and when info is not NULL, *info (the caller's reference)
+ * says what was written: {"name", "c", "h", "workload", "target", "threads",
+ * "packed_bytes" (dense; else null), "kernels": [{"index", "id",
+ * "annotation", "pack_offset_floats" (dense)}], "ranges": [{"shape_lo",
+ * "shape_hi", "kernel_id", "kernel" (index)}]}. */
+int dt_export_write_info(dt_db *db, const dt_export_opts *o, const char *out_c_path,
+                         json_t **info, dt_err *e);
 
 /* The C source of kernel kernel_id as stored (regenerated from its op and
  * annotation: the translation unit the tuner built and measured), for

@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* dtune export defines DT_EXPORT (static) to put several kernels in one file */
+#ifndef DT_EXPORT
 #define DT_EXPORT __attribute__((visibility("default")))
+#endif
 #define DT_INLINE static inline __attribute__((always_inline))
 #define DT_MIN(a, b) ((a) < (b) ? (a) : (b))
 

@@ -1,0 +1,89 @@
+/* Private to export/: the plan of one exported file (what dt_export_write
+ * loads from the database) and the pieces that turn it into C text.
+ *
+ *   export_plan.c      the dispatch table, its kernels (annotations, C
+ *                      identifiers), the packing groups and the C names of
+ *                      the workload's variables
+ *   export_kernel.c    one kernel's translation unit, renamed so that several
+ *                      fit in one file
+ *   export_dispatch.c  the nested ifs over the shape ranges
+ *   export_emit.c      the header, packing and the entry point
+ *   export_file.c      writing both files atomically
+ *
+ * Ownership: a dt_export_plan owns everything it points to
+ * (dt_export_plan_free). */
+#ifndef DT_EXPORT_EXPORT_INTERNAL_H
+#define DT_EXPORT_EXPORT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/strbuf.h"
+#include "dispatch/dispatch.h"
+#include "export/export.h"
+#include "microkernel/codegen.h"
+
+#define DT_EXPORT_NAME_MAX 64
+
+typedef struct dt_export_kernel {
+    int64_t id;          /* kernels.id */
+    dt_annotation ann;   /* threads = the schedule's */
+    int pack_group;      /* dense: index into the plan's packing groups */
+} dt_export_kernel;
+
+/* Dense weights packed once per distinct panel width NR (the packed layout
+ * [strip][K][NR] depends on nothing else): one region per group. */
+typedef struct dt_export_pack {
+    int nr;
+    int kernel;          /* the kernel whose pack function fills the region */
+    int64_t offset;      /* floats from the start of the buffer (64-byte aligned) */
+    int64_t floats;      /* size of the region */
+} dt_export_pack;
+
+typedef struct dt_export_plan {
+    char name[DT_EXPORT_NAME_MAX + 1];
+    char target_key[256];
+    dt_dispatch *d;      /* owned */
+    const dt_workload *w;/* d->w */
+    dt_kernel_op kop;
+    int dense, bias, act, nt;
+    int64_t N, K;        /* dense: the constant N and K */
+    int nk;
+    dt_export_kernel *k; /* nk, in order of first use by the ranges */
+    int *range_kernel;   /* d->n: index into k */
+    int npack;
+    dt_export_pack *pack;
+    int64_t packed_floats;
+    char (*var)[48];     /* w->nvars C parameter names of the variables */
+} dt_export_plan;
+
+/* 1 when s is a C identifier usable as NAME: [A-Za-z_][A-Za-z0-9_]*, at most
+ * DT_EXPORT_NAME_MAX characters, not a keyword. */
+int dt_export_name_ok(const char *s);
+
+int dt_export_plan_load(dt_db *db, const dt_export_opts *o, const char *name,
+                        dt_export_plan **out, dt_err *e);
+void dt_export_plan_free(dt_export_plan *p);
+
+/* Appends kernel k's translation unit with every file-scope identifier
+ * renamed NAME_k<k>_... and every macro it defines undefined after it. */
+int dt_export_emit_kernel(dt_strbuf *sb, const dt_export_plan *p, int k, dt_err *e);
+
+/* Appends `static int NAME_select(<vars>)`: nested ifs over the ranges that
+ * return the kernel index dt_dispatch_find would pick for the shape. */
+void dt_export_emit_select(dt_strbuf *sb, const dt_export_plan *p);
+/* The kernel index NAME_select returns for the shape vals (for tests and
+ * the CLI; the same as dt_dispatch_find's range's kernel). */
+int dt_export_plan_kernel_for(const dt_export_plan *p, const int64_t *vals);
+
+/* The whole C file and the header (malloc'ed). */
+int dt_export_emit_c(const dt_export_plan *p, char **out, dt_err *e);
+int dt_export_emit_h(const dt_export_plan *p, char **out, dt_err *e);
+
+/* Writes the n files (paths[i] gets texts[i]) through temporary names and
+ * renames them into place only when all were written; on failure none of
+ * the paths is created or changed. */
+int dt_export_write_files(const char *const *paths, const char *const *texts, int n,
+                          dt_err *e);
+
+#endif

@@ -1,0 +1,184 @@
+/* The plan of an exported file: the dispatch table of (workload, target,
+ * threads), its distinct kernels, the dense packing groups, and C names. */
+#include "export/export_internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/target.h"
+
+static const char *const c_keywords[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "_Alignas", "_Alignof", "_Atomic",
+    "_Bool", "_Complex", "_Generic", "_Imaginary", "_Noreturn", "_Static_assert",
+    "_Thread_local", "bool", "true", "false", "asm", "typeof", NULL};
+
+static int is_keyword(const char *s)
+{
+    for (int i = 0; c_keywords[i]; i++)
+        if (strcmp(s, c_keywords[i]) == 0)
+            return 1;
+    return 0;
+}
+
+int dt_export_name_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > DT_EXPORT_NAME_MAX || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
+            return 0;
+    return !is_keyword(s);
+}
+
+void dt_export_plan_free(dt_export_plan *p)
+{
+    if (!p)
+        return;
+    dt_dispatch_free(p->d);
+    free(p->k);
+    free(p->range_kernel);
+    free(p->pack);
+    free(p->var);
+    free(p);
+}
+
+/* The annotation of kernel `id`, which must be a kernel of w's op. */
+static int load_kernel(dt_db *db, int64_t id, const dt_workload *w, int threads,
+                       dt_annotation *out, dt_err *e)
+{
+    dt_db_kernel k = {0};
+    int rc = dt_db_kernel_get(db, id, &k, e);
+    if (rc == DT_ENOTFOUND)
+        return dt_errf(e, DT_ENOTFOUND, "the schedule names kernel %lld, which %s does not hold",
+                       (long long)id, dt_db_path(db));
+    if (rc)
+        return rc;
+    if (strcmp(k.op, w->op->name) != 0)
+        rc = dt_errf(e, DT_EINVAL, "kernel %lld of the schedule is a %s kernel; the workload is %s",
+                     (long long)id, k.op, w->op->name);
+    else if ((rc = dt_annotation_from_text(k.annotation, out, e)))
+        dt_err_prefix(e, "kernel %lld", (long long)id);
+    if (!rc)
+        out->threads = threads; /* the schedule for T threads runs its kernels with T */
+    dt_db_kernel_free(&k);
+    return rc;
+}
+
+/* C parameter names of the variables: the variable's own name unless it
+ * would clash with a keyword, a tensor parameter or the file's own names. */
+static void name_vars(dt_export_plan *p)
+{
+    static const char *const taken[] = {"X", "W", "Y", "packed", "bias", "A", "B", "C", NULL};
+    for (int v = 0; v < p->w->nvars; v++) {
+        const char *n = p->w->vars[v].name;
+        int clash = is_keyword(n) || strncmp(n, "dt_", 3) == 0 ||
+                    strncmp(n, p->name, strlen(p->name)) == 0;
+        for (int i = 0; taken[i]; i++)
+            clash |= strcmp(n, taken[i]) == 0;
+        snprintf(p->var[v], sizeof p->var[v], clash ? "%s_var" : "%s", n);
+    }
+}
+
+static int64_t round16(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+/* Dense: N and K must be constants; one packing region per distinct NR. */
+static int plan_packing(dt_export_plan *p, dt_err *e)
+{
+    const dt_workload *w = p->w;
+    int in = dt_op_dim_index(w->op, "N"), ik = dt_op_dim_index(w->op, "K");
+    if (w->dims[in]->kind != DT_EXPR_CONST || w->dims[ik]->kind != DT_EXPR_CONST)
+        return dt_errf(e, DT_EUNSUPPORTED, "%s: exported dense code needs constant N and K "
+                       "(the weights are packed once)", p->d->key);
+    p->N = w->dims[in]->value;
+    p->K = w->dims[ik]->value;
+    p->pack = calloc((size_t)p->nk, sizeof *p->pack);
+    if (!p->pack)
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    for (int k = 0; k < p->nk; k++) {
+        int g = 0;
+        while (g < p->npack && p->pack[g].nr != p->k[k].ann.nr)
+            g++;
+        if (g == p->npack) {
+            int64_t nr = p->k[k].ann.nr, strips = (p->N + nr - 1) / nr;
+            if (strips > INT64_MAX / nr / p->K - 16 ||
+                p->packed_floats > INT64_MAX / 8 - round16(strips * nr * p->K))
+                return dt_errf(e, DT_EOVERFLOW, "%s: the packed weights do not fit in memory",
+                               p->d->key);
+            p->pack[g] = (dt_export_pack){.nr = (int)nr, .kernel = k,
+                                          .offset = p->packed_floats,
+                                          .floats = strips * nr * p->K};
+            p->packed_floats += round16(p->pack[g].floats);
+            p->npack++;
+        }
+        p->k[k].pack_group = g;
+    }
+    return 0;
+}
+
+int dt_export_plan_load(dt_db *db, const dt_export_opts *o, const char *name,
+                        dt_export_plan **out, dt_err *e)
+{
+    *out = NULL;
+    dt_export_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    snprintf(p->name, sizeof p->name, "%s", name);
+    int rc = 0;
+    if (o->target_key) {
+        snprintf(p->target_key, sizeof p->target_key, "%s", o->target_key);
+    } else {
+        dt_target t;
+        if ((rc = dt_target_detect(&t, e)))
+            goto fail;
+        if (dt_target_key(&t, p->target_key, sizeof p->target_key)) {
+            rc = dt_errf(e, DT_EINVAL, "this machine's target has no valid key");
+            goto fail;
+        }
+    }
+    if ((rc = dt_dispatch_load(db, o->workload_key, p->target_key, o->threads, &p->d, e)))
+        goto fail;
+    p->w = p->d->w;
+    p->kop.op = p->w->op;
+    memcpy(p->kop.attrs, p->w->attrs, sizeof p->kop.attrs);
+    p->dense = dt_kernel_op_is_dense(&p->kop);
+    p->nt = dt_kernel_op_layout_nt(&p->kop);
+    dt_kernel_op_epilogue(&p->kop, &p->bias, &p->act);
+    if (!p->dense && strcmp(p->w->op->name, "batch_matmul") != 0) {
+        rc = dt_errf(e, DT_EUNSUPPORTED, "%s: no export for op %s", p->d->key, p->w->op->name);
+        goto fail;
+    }
+    int n = p->d->n;
+    p->k = calloc((size_t)n, sizeof *p->k);
+    p->range_kernel = calloc((size_t)n, sizeof *p->range_kernel);
+    p->var = calloc((size_t)(p->w->nvars ? p->w->nvars : 1), sizeof *p->var);
+    if (!p->k || !p->range_kernel || !p->var) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (int r = 0; r < n; r++) {
+        int k = 0;
+        while (k < p->nk && p->k[k].id != p->d->r[r].kernel_id)
+            k++;
+        if (k == p->nk) {
+            p->k[k].id = p->d->r[r].kernel_id;
+            if ((rc = load_kernel(db, p->k[k].id, p->w, p->d->threads, &p->k[k].ann, e)))
+                goto fail;
+            p->nk++;
+        }
+        p->range_kernel[r] = k;
+    }
+    if (p->dense && (rc = plan_packing(p, e)))
+        goto fail;
+    name_vars(p);
+    *out = p;
+    return 0;
+fail:
+    dt_export_plan_free(p);
+    return rc;
+}
