@@ -9,11 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/target.h"
 #include "db/db.h"
 #include "dispatch/cache.h"
+#include "export/export.h"
+#include "microkernel/build.h"
+#include "microkernel/codegen.h"
 #include "sketch/annotation.h"
 #include "sketch/workload.h"
 #include "tests/dt_test.h"
@@ -322,6 +326,220 @@ static void test_cache_freshness(void)
     dt_dispatch_cache_close(c);
 }
 
+/* ---- the public API ------------------------------------------------------------ */
+
+static void test_open_errors(void)
+{
+    dtune *db = (dtune *)&g_dir; /* must be reset to NULL */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/missing.db", g_dir);
+    CU_ASSERT_EQUAL(dtune_open(path, &db), DTUNE_ENOTFOUND);
+    CU_ASSERT_PTR_NULL(db);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "missing.db"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "does not exist"));
+    char *txt = dt_test_write_file(g_dir, "notes.txt", "this is not a database\n");
+    CU_ASSERT_EQUAL(dtune_open(txt, &db), DTUNE_ENOTDTUNE);
+    CU_ASSERT_PTR_NULL(db);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "notes.txt"));
+    free(txt);
+    CU_ASSERT_EQUAL(dtune_open(NULL, &db), DTUNE_EINVAL);
+    CU_ASSERT_STRING_EQUAL(dtune_errstr(DTUNE_ENOTFOUND), "not found");
+    dtune_close(NULL);
+    /* success clears the message */
+    CU_ASSERT_EQUAL_FATAL(dtune_open(g_db, &db), DTUNE_OK);
+    CU_ASSERT_STRING_EQUAL(dtune_errmsg(), "");
+    dtune_close(db);
+}
+
+static void test_lookup(void)
+{
+    dtune *db = NULL;
+    CU_ASSERT_EQUAL_FATAL(dtune_open(g_db, &db), DTUNE_OK);
+    dtune_schedule s;
+    CU_ASSERT_EQUAL_FATAL(dtune_lookup(db, KEY_SPELLED, "M=16", NULL, 1, &s), DTUNE_OK);
+    CU_ASSERT_EQUAL(s.kernel_id, g_kid[0]);
+    CU_ASSERT_EQUAL(s.extrapolated, 0);
+    CU_ASSERT_STRING_EQUAL(s.workload, KEY);
+    CU_ASSERT_STRING_EQUAL(s.target, g_tkey);
+    CU_ASSERT_STRING_EQUAL(s.sketch, "stream");
+    CU_ASSERT_STRING_EQUAL(s.range_hi, "M=16");
+    CU_ASSERT_DOUBLE_EQUAL(s.measured_ns, 110, 1e-9);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.annotation, "\"sketch\":\"stream\""));
+    /* in range vs extrapolated */
+    CU_ASSERT_EQUAL_FATAL(dtune_lookup(db, KEY, "M=17", g_tkey, 1, &s), DTUNE_OK);
+    CU_ASSERT_EQUAL(s.kernel_id, g_kid[1]);
+    CU_ASSERT_EQUAL(s.extrapolated, 0);
+    CU_ASSERT_EQUAL_FATAL(dtune_lookup(db, KEY, "M=65", g_tkey, 1, &s), DTUNE_OK);
+    CU_ASSERT_EQUAL(s.kernel_id, g_kid[1]);
+    CU_ASSERT_EQUAL(s.extrapolated, 1);
+    CU_ASSERT_STRING_EQUAL(s.range_lo, "M=17");
+    int64_t m = 2;
+    CU_ASSERT_EQUAL_FATAL(dtune_lookup_values(db, KEY, &m, 1, NULL, 0, &s), DTUNE_OK);
+    CU_ASSERT_EQUAL(s.threads, 2);
+    CU_ASSERT_STRING_EQUAL(dtune_errmsg(), "");
+    /* errors, each with a message that says what is missing */
+    CU_ASSERT_EQUAL(dtune_lookup(db, "dense(M=1..64,N=64,K=33)", "M=2", NULL, 0, &s),
+                    DTUNE_ENOTFOUND);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(),
+                                  "workload dense(M=1..64,N=64,K=33) has never been tuned"));
+    CU_ASSERT_EQUAL(dtune_lookup(db, KEY, "M=2", "aarch64-generic-4c", 0, &s), DTUNE_ENOTFOUND);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "target aarch64-generic-4c"));
+    CU_ASSERT_EQUAL(dtune_lookup(db, KEY, "N=2", NULL, 0, &s), DTUNE_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "'N' is not a variable"));
+    CU_ASSERT_EQUAL(dtune_lookup(db, "dense(", "M=2", NULL, 0, &s), DTUNE_EINVAL);
+    CU_ASSERT_EQUAL(dtune_lookup(db, KEY, NULL, NULL, 0, &s), DTUNE_EINVAL);
+    CU_ASSERT_EQUAL(dtune_lookup(db, KEY, "M=2", NULL, -1, &s), DTUNE_EINVAL);
+    CU_ASSERT_EQUAL(dtune_lookup_values(db, KEY, &m, 2, NULL, 0, &s), DTUNE_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "2 values given"));
+    dtune_close(db);
+}
+
+typedef struct {
+    dtune *db;
+    int id, bad;
+} pub_ctx;
+
+/* Even threads look up valid shapes, odd ones an unknown workload too: the
+ * messages stay per thread. */
+static void *pub_thread(void *arg)
+{
+    pub_ctx *t = arg;
+    for (int i = 0; i < 5000; i++) {
+        dtune_schedule s;
+        int64_t m = 1 + (i * 7 + t->id) % 70;
+        if (dtune_lookup_values(t->db, KEY, &m, 1, NULL, 1, &s) != DTUNE_OK ||
+            s.kernel_id != g_kid[m > 16] || s.extrapolated != (m > 64) ||
+            dtune_errmsg()[0] != '\0')
+            t->bad++;
+        if (t->id & 1) {
+            if (dtune_lookup(t->db, "dense(M=1..64,N=64,K=31)", "M=1", NULL, 0, &s) !=
+                    DTUNE_ENOTFOUND ||
+                !strstr(dtune_errmsg(), "K=31"))
+                t->bad++;
+        } else if (dtune_errmsg()[0] != '\0') {
+            t->bad++;
+        }
+    }
+    return NULL;
+}
+
+static void test_lookup_threads(void)
+{
+    dtune *db = NULL;
+    CU_ASSERT_EQUAL_FATAL(dtune_open(g_db, &db), DTUNE_OK);
+    dtune_set_refresh_ms(db, 0);
+    pthread_t th[4];
+    pub_ctx ctx[4];
+    for (int i = 0; i < 4; i++) {
+        ctx[i] = (pub_ctx){db, i, 0};
+        pthread_create(&th[i], NULL, pub_thread, &ctx[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CU_ASSERT_EQUAL(ctx[i].bad, 0);
+    }
+    dtune_close(db);
+}
+
+/* Runs a shell command; returns its exit status (-1 if it did not run). */
+static int sh(const char *cmd)
+{
+    int st = system(cmd);
+    return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void test_kernel_source(void)
+{
+    dt_err e;
+    dtune *db = NULL;
+    CU_ASSERT_EQUAL_FATAL(dtune_open(g_db, &db), DTUNE_OK);
+    char *src = NULL;
+    CU_ASSERT_EQUAL_FATAL(dtune_kernel_source(db, g_kid[0], NULL, &src), DTUNE_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(src, "dtk_abi_version"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(src, "dtk_pack"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(src, "dtk_dense"));
+    /* it is C the compiler accepts */
+    char *c = dt_test_write_file(g_dir, "k.c", src);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cc -fsyntax-only -O2 -march=native -fopenmp '%s'", c);
+    CU_ASSERT_EQUAL(sh(cmd), 0);
+    free(c);
+    /* for a workload with an epilogue: that op's source */
+    char *bias = NULL;
+    CU_ASSERT_EQUAL_FATAL(dtune_kernel_source(db, g_kid[0],
+                                              "dense(M=1..64,N=64,K=32,epilogue=bias+relu)",
+                                              &bias), DTUNE_OK);
+    CU_ASSERT_STRING_NOT_EQUAL(src, bias);
+    dtune_free(bias);
+    dtune_free(src);
+    CU_ASSERT_EQUAL(dtune_kernel_source(db, 999999, NULL, &src), DTUNE_ENOTFOUND);
+    CU_ASSERT_PTR_NULL(src);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "no kernel 999999"));
+    CU_ASSERT_EQUAL(dtune_kernel_source(db, g_kid[0], "batch_matmul(batch=2,M=1..8,N=8,K=8)",
+                                        &src), DTUNE_EINVAL);
+    dtune_close(db);
+
+    /* dt_export_kernel_source recovers the attributes from the stored hash */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/hash.db", g_dir);
+    dt_db *h = NULL;
+    dt_target tg;
+    dt_rng r;
+    dt_annotation a;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_CREATE, &h, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_target_detect(&tg, &e), 0);
+    dt_rng_seed(&r, 5);
+    CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&r, &tg, -1, 1, &a, &e), 0);
+    dt_kernel_op kop = {.op = dt_op_find("dense")};
+    kop.attrs[0] = dt_attr_value_index(&kop.op->attrs[0], "bias+gelu");
+    char *want = NULL, hash[65], *ann = dt_annotation_to_string(&a);
+    CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, &a, &want, &e), 0);
+    const char *parts = want;
+    dt_hash_strings(&parts, 1, hash);
+    int64_t kid;
+    CU_ASSERT_EQUAL_FATAL(dt_db_kernel_intern(h, "dense", dt_sketch_name(a.sketch), ann, hash,
+                                              &kid, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_export_kernel_source(h, kid, &src, &e), 0);
+    CU_ASSERT_STRING_EQUAL(src, want);
+    free(src);
+    CU_ASSERT_EQUAL(dt_export_kernel_source(h, kid + 1, &src, &e), DT_ENOTFOUND);
+    free(want);
+    free(ann);
+    dt_db_close(h);
+}
+
+/* What examples/README.md tells a compiler engineer: install, then build
+ * examples/query.c with pkg-config only, and run it. */
+static void test_install_and_pkg_config(void)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd,
+             "set -e; P='%s/prefix'; "
+             "'%s' --install '%s' --prefix \"$P\" --component libdtune >'%s/install.log' 2>&1; "
+             "test -f \"$P/include/dtune/dtune.h\"; "
+             "PC=$(dirname \"$(find \"$P\" -name dtune.pc)\"); "
+             "cc -O2 %s '%s/examples/query.c' -o '%s/query' "
+             "  $(PKG_CONFIG_PATH=\"$PC\" pkg-config --cflags --libs dtune); "
+             "LD_LIBRARY_PATH=\"$PC/..\" '%s/query' '%s' '" KEY_SPELLED "' M=3 M=40 M=99 "
+             "  >'%s/query.out'",
+             g_dir, DTUNE_CMAKE, DTUNE_BUILD_DIR, g_dir,
+#ifdef DTUNE_TEST_SANITIZE
+             "-fsanitize=address,undefined",
+#else
+             "",
+#endif
+             DTUNE_SOURCE_DIR, g_dir, g_dir, g_db, g_dir);
+    CU_ASSERT_EQUAL_FATAL(sh(cmd), 0);
+    char out_path[4096];
+    snprintf(out_path, sizeof out_path, "%s/query.out", g_dir);
+    char *out = dt_test_slurp(out_path);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "M=3 -> kernel"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "M=99 -> kernel"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "extrapolated"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "exports dtk_abi_version"));
+    free(out);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -332,6 +550,11 @@ int main(void)
         {"cache: missing file, unknown workload/target/threads, bad shapes", test_cache_errors},
         {"cache: four threads at once", test_cache_threads},
         {"cache: a schedule replaced elsewhere becomes visible", test_cache_freshness},
+        {"dtune_open: missing file, not a dtune file, errmsg", test_open_errors},
+        {"dtune_lookup: in range, extrapolated, by values, errors", test_lookup},
+        {"dtune_lookup from four threads, errmsg per thread", test_lookup_threads},
+        {"dtune_kernel_source: ABI symbols, compiles, attributes", test_kernel_source},
+        {"cmake --install + pkg-config build of examples/query.c", test_install_and_pkg_config},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"libdtune", setup, teardown, NULL, NULL, tests},
