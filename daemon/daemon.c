@@ -1,0 +1,205 @@
+/* The daemon's main loop (daemon/daemon.h). */
+#include "daemon/daemon.h"
+
+#include <arpa/inet.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <uv.h>
+
+#include "common/log.h"
+#include "common/target.h"
+#include "daemon/api.h"
+#include "daemon/http.h"
+#include "daemon/jobs.h"
+#include "daemon/metrics.h"
+#include "db/db.h"
+#include "dispatch/cache.h"
+#include "export/export.h"
+
+typedef struct {
+    uv_loop_t loop;
+    uv_signal_t sig_term, sig_int;
+    uv_async_t runner_done;
+    dt_http_server *srv;
+    dt_jobs *jobs;
+    int stopping, runner_failed;
+} daemon_state;
+
+int dt_daemon_is_loopback(const char *listen)
+{
+    char host[256];
+    const char *colon = strrchr(listen ? listen : "", ':');
+    size_t hl = colon ? (size_t)(colon - listen) : strlen(listen ? listen : "");
+    if (hl >= sizeof host)
+        return 0;
+    memcpy(host, listen, hl);
+    host[hl] = 0;
+    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+        memmove(host, host + 1, hl - 2);
+        host[hl - 2] = 0;
+    }
+    if (strcmp(host, "localhost") == 0)
+        return 1;
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, host, &a6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&a6);
+    return 0;
+}
+
+static void http_stats(void *ud, dt_http_stats *st)
+{
+    daemon_state *d = ud;
+    if (d->srv)
+        dt_http_server_stats_get(d->srv, st);
+}
+
+static void begin_stop(daemon_state *d)
+{
+    if (d->stopping)
+        return;
+    d->stopping = 1;
+    dt_http_server_close(d->srv);
+    d->srv = NULL;
+    dt_jobs_stop(d->jobs);
+    uv_close((uv_handle_t *)&d->sig_term, NULL);
+    uv_close((uv_handle_t *)&d->sig_int, NULL);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    daemon_state *d = s->data;
+    dt_log_warn("daemon: %s: stopping (the running job goes on at the next start)",
+                signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    begin_stop(d);
+}
+
+/* The runner thread ended: after a stop, or because it could not run. */
+static void on_runner_done(uv_async_t *a)
+{
+    daemon_state *d = a->data;
+    if (!d->stopping) {
+        d->runner_failed = 1;
+        dt_log_error("daemon: the job runner stopped; shutting down");
+        begin_stop(d);
+    }
+    uv_close((uv_handle_t *)a, NULL);
+}
+
+static void runner_exit(void *ud)
+{
+    daemon_state *d = ud;
+    uv_async_send(&d->runner_done);
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int dt_daemon_run(const dt_daemon_opts *o, dt_err *e)
+{
+    const char *listen = o->listen ? o->listen : DT_DAEMON_DEFAULT_LISTEN;
+    if (!dt_daemon_is_loopback(listen) && !(o->api_token && o->api_token[0]))
+        return dt_errf(e, DT_EINVAL,
+                       "listening on %s (not a loopback address) requires --api-token-file: "
+                       "a bearer token for every mutating request",
+                       listen);
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    int rc;
+    if ((rc = dt_target_detect(&tg, e)))
+        return rc;
+    if ((rc = dt_target_key(&tg, tkey, sizeof tkey)))
+        return dt_errf(e, rc, "cannot form this machine's target key");
+    int threads = o->threads > 0 ? o->threads : tg.cores;
+    if (threads > tg.cores)
+        return dt_errf(e, DT_EINVAL, "--threads %d: this machine has %d cores", threads,
+                       tg.cores);
+
+    daemon_state *d = calloc(1, sizeof *d);
+    dt_db *db = NULL;
+    dt_dispatch_cache *cache = NULL;
+    dt_metrics *metrics = dt_metrics_new();
+    int loop_ok = 0;
+    if (!d || !metrics) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = dt_db_open(o->db_path, DT_DB_CREATE, &db, e)) ||
+        (rc = dt_dispatch_cache_open(o->db_path, &cache, e)))
+        goto out;
+    if (uv_loop_init(&d->loop)) {
+        rc = dt_errf(e, DT_EIO, "cannot start the event loop");
+        goto out;
+    }
+    loop_ok = 1;
+    uv_async_init(&d->loop, &d->runner_done, on_runner_done);
+    d->runner_done.data = d;
+    uv_signal_init(&d->loop, &d->sig_term);
+    uv_signal_init(&d->loop, &d->sig_int);
+    d->sig_term.data = d->sig_int.data = d;
+
+    dt_api api = {.db = db, .cache = cache, .target_key = tkey, .cores = tg.cores,
+                  .default_threads = threads, .metrics = metrics,
+                  .kernel_source = dt_export_kernel_source, .http_stats = http_stats,
+                  .http_stats_ud = d, .started_s = mono_s()};
+    dt_http_server_opts so = {.listen = listen, .token = o->api_token, .handler = dt_api_handle,
+                              .ud = &api};
+    so.limits.request_timeout_s = o->request_timeout_s;
+    so.limits.idle_timeout_s = o->idle_timeout_s;
+    so.limits.max_body = o->max_body;
+    if ((rc = dt_http_server_start(&d->loop, &so, &d->srv, e))) {
+        uv_close((uv_handle_t *)&d->runner_done, NULL);
+        uv_close((uv_handle_t *)&d->sig_term, NULL);
+        uv_close((uv_handle_t *)&d->sig_int, NULL);
+        uv_run(&d->loop, UV_RUN_DEFAULT);
+        goto out;
+    }
+    dt_jobs_opts jo = {.db_path = o->db_path, .tg = &tg, .target_key = tkey,
+                       .workers = o->workers, .token_file = o->token_file,
+                       .runner_exe = o->runner_exe, .metrics = metrics, .on_exit = runner_exit,
+                       .ud = d};
+    if ((rc = dt_jobs_start(&jo, &d->jobs, e))) {
+        dt_http_server_close(d->srv);
+        uv_close((uv_handle_t *)&d->runner_done, NULL);
+        uv_close((uv_handle_t *)&d->sig_term, NULL);
+        uv_close((uv_handle_t *)&d->sig_int, NULL);
+        uv_run(&d->loop, UV_RUN_DEFAULT);
+        goto out;
+    }
+    api.jobs = d->jobs;
+    uv_signal_start(&d->sig_term, on_signal, SIGTERM);
+    uv_signal_start(&d->sig_int, on_signal, SIGINT);
+
+    char host[256];
+    const char *colon = strrchr(listen, ':');
+    int hl = colon ? (int)(colon - listen) : (int)strlen(listen);
+    snprintf(host, sizeof host, "%.*s", hl, listen);
+    printf("dtune daemon listening on %s:%d (target %s, db %s)\n", host,
+           dt_http_server_port(d->srv), tkey, o->db_path);
+    fflush(stdout);
+    dt_log_info("daemon: %d core%s, jobs default to %d thread%s%s%s", tg.cores,
+                tg.cores == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
+                o->workers ? ", measuring on workers " : "", o->workers ? o->workers : "");
+
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    dt_jobs_join(d->jobs);
+    d->jobs = NULL;
+    rc = d->runner_failed ? dt_errf(e, DT_EIO, "the job runner could not run (see the log)") : 0;
+out:
+    if (loop_ok && uv_loop_close(&d->loop))
+        dt_log_warn("daemon: event loop closed with handles open");
+    dt_dispatch_cache_close(cache);
+    dt_db_close(db);
+    dt_metrics_free(metrics);
+    free(d);
+    return rc;
+}

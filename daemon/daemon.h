@@ -1,0 +1,48 @@
+/* `dtune daemon`: one libuv loop for the network (the HTTP server and the
+ * API handlers, daemon/api.h) and the job runner's thread for tuning
+ * (daemon/jobs.h), over one database file.
+ *
+ * Start: the database is opened (created or migrated), the query cache
+ * opened beside it, the runner started (it resumes unfinished jobs first),
+ * the server bound; then one line on stdout:
+ *   dtune daemon listening on HOST:PORT (target KEY, db PATH)
+ * SIGTERM / SIGINT: the server closes (open connections finish the
+ * response they are writing), the runner takes no more jobs and stops the
+ * running tune at its next round boundary (the job goes back to queued and
+ * resumes at the next start), then dt_daemon_run returns 0.
+ *
+ * Safety: the listen address must be loopback unless api_token is set
+ * (every mutating request then needs "Authorization: Bearer TOKEN").
+ *
+ * Ownership: options are borrowed for the call. */
+#ifndef DT_DAEMON_DAEMON_H
+#define DT_DAEMON_DAEMON_H
+
+#include <stddef.h>
+
+#include "common/error.h"
+
+typedef struct dt_daemon_opts {
+    const char *db_path;
+    const char *listen;           /* NULL: "127.0.0.1:8710" */
+    const char *api_token;        /* bearer token or NULL */
+    const char *workers, *token_file; /* remote measurement (both) or NULL */
+    int threads;                  /* default threads of a job's kernels; 0: all cores */
+    double request_timeout_s;     /* 0: the server's default */
+    double idle_timeout_s;        /* 0: the server's default */
+    size_t max_body;              /* 0: the server's default */
+    const char *runner_exe;       /* NULL: this executable */
+} dt_daemon_opts;
+
+#define DT_DAEMON_DEFAULT_LISTEN "127.0.0.1:8710"
+
+/* 1 when the host of a HOST:PORT address is loopback (127.0.0.0/8, ::1,
+ * localhost), else 0. */
+int dt_daemon_is_loopback(const char *listen);
+
+/* Runs until SIGTERM or SIGINT.  DT_EINVAL for a non-loopback address
+ * without a token or a bad address; other codes when the database, the
+ * target or the socket fail at start, or the job runner cannot run. */
+int dt_daemon_run(const dt_daemon_opts *o, dt_err *e);
+
+#endif
