@@ -213,7 +213,9 @@ static long pct_decode(char *dst, const char *s, size_t n)
 }
 
 /* Splits the target into a decoded path and the raw query, both copied into
- * url after the target itself: "target\0path\0query\0". */
+ * c->pq: "path\0query\0".  (A separate buffer: appending a piece of url to
+ * url itself would read freed memory when the append reallocates; the
+ * fuzzer found that.) */
 static int split_target(dt_http_conn *c, const char **path, const char **query)
 {
     struct http_parser_url u;
@@ -230,26 +232,25 @@ static int split_target(dt_http_conn *c, const char **path, const char **query)
         qoff = u.field_data[UF_QUERY].off;
         qlen = u.field_data[UF_QUERY].len;
     }
-    dt_sb_appendn(&c->url, "", 1);
-    size_t pstart = c->url.len;
+    c->pq.len = 0;
     if (plen == 0)
-        dt_sb_appendn(&c->url, "/", 1);
+        dt_sb_appendn(&c->pq, "/", 1);
     else
-        dt_sb_appendn(&c->url, c->url.data + poff, plen);
-    if (c->url.oom)
+        dt_sb_appendn(&c->pq, c->url.data + poff, plen);
+    if (c->pq.oom)
         return oom(c);
-    long dl = pct_decode(c->url.data + pstart, c->url.data + pstart, c->url.len - pstart);
+    long dl = pct_decode(c->pq.data, c->pq.data, c->pq.len);
     if (dl < 0)
         return fail(c, 400, "malformed percent escape in the request path");
-    c->url.len = pstart + (size_t)dl;
-    dt_sb_appendn(&c->url, "", 1);
-    size_t qstart = c->url.len;
-    dt_sb_appendn(&c->url, c->url.data + qoff, qlen);
-    if (c->url.oom)
+    c->pq.len = (size_t)dl;
+    dt_sb_appendn(&c->pq, "", 1);
+    size_t qstart = c->pq.len;
+    dt_sb_appendn(&c->pq, c->url.data + qoff, qlen);
+    if (c->pq.oom)
         return oom(c);
-    c->url.data[c->url.len] = '\0';
-    *path = c->url.data + pstart;
-    *query = c->url.data + qstart;
+    c->pq.data[c->pq.len] = '\0';
+    *path = c->pq.data;
+    *query = c->pq.data + qstart;
     return 0;
 }
 
@@ -314,6 +315,7 @@ void dt_http_conn_init(dt_http_conn *c, const dt_http_limits *lim, const char *p
     dt_sb_init(&c->url);
     dt_sb_init(&c->hdr);
     dt_sb_init(&c->body);
+    dt_sb_init(&c->pq);
 }
 
 void dt_http_conn_free(dt_http_conn *c)
@@ -321,6 +323,7 @@ void dt_http_conn_free(dt_http_conn *c)
     dt_sb_free(&c->url);
     dt_sb_free(&c->hdr);
     dt_sb_free(&c->body);
+    dt_sb_free(&c->pq);
 }
 
 static int result(const dt_http_conn *c, int *status, dt_err *e)

@@ -53,6 +53,7 @@ typedef struct dt_http_conn {
     dt_http_on_continue on_continue;
     void *ud;
     dt_strbuf url, hdr, body;     /* the request being parsed */
+    dt_strbuf pq;                 /* its decoded path and raw query */
     size_t hoff[DT_HTTP_MAX_HEADERS][2]; /* offsets of name and value in hdr */
     int nheaders;
     size_t hbytes;                /* header name and value bytes of this request */

@@ -1,0 +1,68 @@
+#!/bin/sh
+# Builds the libFuzzer targets (fuzz/*.c) with clang straight from the source
+# files they need (no CMake), then runs each for SECONDS (default 120), one
+# after the other, single process.  Fails (exit 1) when a target finds a
+# crash, a sanitizer report or a broken invariant; the input is left in
+# build-fuzz/artifacts/.  New corpus entries go to build-fuzz/corpus/TARGET;
+# the committed seeds in fuzz/corpus/TARGET are read, never written.
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: http, model_spec
+#
+# docs/http.md says what it found so far.
+set -eu
+SECONDS_PER_TARGET=${1:-120}
+[ $# -gt 0 ] && shift
+TARGETS=${*:-"http model_spec"}
+cd "$(dirname "$0")/.."
+
+if ! command -v clang >/dev/null 2>&1; then
+    echo "fuzz.sh: installing clang" >&2
+    apt-get update && apt-get install -y clang
+fi
+for h in /usr/include/http_parser.h /usr/include/jansson.h; do
+    [ -f "$h" ] || { echo "fuzz.sh: $h missing (scripts/setup.sh installs it)" >&2; exit 1; }
+done
+
+VERSION=$(sed -n 's/^project(dtune VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+OUT=${FUZZ_OUT:-build-fuzz}
+mkdir -p "$OUT/artifacts"
+CFLAGS="-std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+        -fno-omit-frame-pointer -D_GNU_SOURCE -DDTUNE_VERSION=\"$VERSION\" -I. -Iinclude
+        -Wall -Wextra -Werror"
+
+build() { # target sources...
+    t=$1
+    shift
+    echo "fuzz.sh: building $OUT/fuzz_$t" >&2
+    # shellcheck disable=SC2086
+    clang $CFLAGS "$@" -o "$OUT/fuzz_$t" -ljansson -lhttp_parser -lm
+}
+
+for t in $TARGETS; do
+    case $t in
+    http)
+        build http fuzz/fuzz_http.c daemon/http_conn.c daemon/http_msg.c daemon/http_auth.c \
+            common/strbuf.c common/error.c ;;
+    model_spec)
+        build model_spec fuzz/fuzz_model_spec.c sketch/expr.c sketch/domain.c sketch/model.c \
+            sketch/op_*.c sketch/workload*.c common/error.c common/strbuf.c common/json_locate.c \
+            common/json_util.c common/mem.c common/log.c ;;
+    *) echo "fuzz.sh: unknown target '$t' (http, model_spec)" >&2; exit 2 ;;
+    esac
+done
+
+status=0
+for t in $TARGETS; do
+    mkdir -p "$OUT/corpus/$t"
+    dict=fuzz/$t.dict
+    echo "fuzz.sh: running fuzz_$t for $SECONDS_PER_TARGET s" >&2
+    if ! "$OUT/fuzz_$t" "$OUT/corpus/$t" "fuzz/corpus/$t" -dict="$dict" \
+        -max_total_time="$SECONDS_PER_TARGET" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
+        -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$t-" 2>"$OUT/fuzz_$t.log"; then
+        echo "fuzz.sh: fuzz_$t FOUND A CRASH (log: $OUT/fuzz_$t.log):" >&2
+        ls "$OUT/artifacts/$t-"* >&2 || true
+        status=1
+    fi
+    grep -E "^(stat::|#[0-9]+ +DONE)" "$OUT/fuzz_$t.log" | sed "s/^/fuzz_$t: /" >&2 || true
+done
+exit $status
