@@ -508,6 +508,31 @@ static void test_kernel_source(void)
     dt_db_close(h);
 }
 
+static void test_export(void)
+{
+    dtune *db = NULL;
+    CU_ASSERT_EQUAL_FATAL(dtune_open(g_db, &db), DTUNE_OK);
+    char c[4096], cmd[8192];
+    snprintf(c, sizeof c, "%s/dense_small.c", g_dir);
+    if (dtune_export(db, KEY_SPELLED, NULL, 1, c) != DTUNE_OK)
+        fprintf(stderr, "dtune_export: %s\n", dtune_errmsg());
+    char *h = NULL;
+    snprintf(cmd, sizeof cmd, "%s/dense_small.h", g_dir);
+    h = dt_test_slurp(cmd);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "dense_small_pack"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "dense_small_packed_size"));
+    free(h);
+    snprintf(cmd, sizeof cmd, "cc -c -O1 -march=native -fopenmp '%s' -o '%s/dense_small.o'", c,
+             g_dir);
+    CU_ASSERT_EQUAL(sh(cmd), 0);
+    CU_ASSERT_EQUAL(dtune_export(db, "dense(M=1..64,N=64,K=30)", NULL, 0, c), DTUNE_ENOTFOUND);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "K=30"));
+    snprintf(c, sizeof c, "%s/9-not-a-name.c", g_dir);
+    CU_ASSERT_EQUAL(dtune_export(db, KEY, NULL, 0, c), DTUNE_EINVAL);
+    CU_ASSERT_EQUAL(dtune_export(db, KEY, NULL, -1, c), DTUNE_EINVAL);
+    dtune_close(db);
+}
+
 /* What examples/README.md tells a compiler engineer: install, then build
  * examples/query.c with pkg-config only, and run it. */
 static void test_install_and_pkg_config(void)
@@ -554,6 +579,7 @@ int main(void)
         {"dtune_lookup: in range, extrapolated, by values, errors", test_lookup},
         {"dtune_lookup from four threads, errmsg per thread", test_lookup_threads},
         {"dtune_kernel_source: ABI symbols, compiles, attributes", test_kernel_source},
+        {"dtune_export: C file and header that compile; errors", test_export},
         {"cmake --install + pkg-config build of examples/query.c", test_install_and_pkg_config},
         CU_TEST_INFO_NULL,
     };

@@ -162,7 +162,7 @@ DTUNE_API int dtune_lookup_values(dtune *db, const char *workload, const int64_t
                                   int nvals, const char *target, int threads,
                                   dtune_schedule *out);
 
-/* ---- kernel source --------------------------------------------------------- */
+/* ---- kernel source and export ------------------------------------------------------ */
 
 /* The C source of kernel kernel_id (a translation unit exporting the kernel
  * ABI of docs/microkernels.md: dtk_abi_version, dtk_packed_size, dtk_pack,
@@ -176,6 +176,16 @@ DTUNE_API int dtune_kernel_source(dtune *db, int64_t kernel_id, const char *work
 
 /* Releases memory returned by libdtune (NULL is allowed). */
 DTUNE_API void dtune_free(void *p);
+
+/* Writes a self-contained C file (out_c_path, "…/NAME.c") and its header
+ * (…/NAME.h) for the schedule of workload on target (NULL: this machine) at
+ * threads (0: the highest): every kernel it selects, the weight packing and
+ * one entry point that dispatches any shape (docs/export.md).  NAME is the
+ * file's basename and must be a C identifier.  DTUNE_ENOTFOUND when the
+ * workload, target or schedule is missing; DTUNE_EIO when a file cannot be
+ * written (nothing partial is left). */
+DTUNE_API int dtune_export(dtune *db, const char *workload, const char *target, int threads,
+                           const char *out_c_path);
 
 #ifdef __cplusplus
 }
