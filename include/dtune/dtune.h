@@ -17,8 +17,8 @@
  * - Every symbol is prefixed dtune_ (macros DTUNE_).  Functions that can
  *   fail return DTUNE_OK (0) or a negative DTUNE_E* code.
  * - Errors: dtune_errmsg() is the message of the calling thread's most
- *   recent dtune_* call that takes a dtune handle or opens one ("" when that
- *   call succeeded).  It is thread-local, so threads sharing a handle never
+ *   recent call to dtune_open, dtune_lookup, dtune_lookup_values,
+ *   dtune_kernel_source or dtune_export ("" when that call succeeded).  It is thread-local, so threads sharing a handle never
  *   see each other's messages.
  * - Ownership: strings passed in are read during the call only.  Results are
  *   plain values written into caller memory (dtune_schedule), or malloc'ed
@@ -86,10 +86,10 @@ DTUNE_API int dtune_target_key(char *out, size_t out_size, char *err, size_t err
 
 /* ---- errors ----------------------------------------------------------------- */
 
-/* The calling thread's message of its last handle call (see Conventions):
- * what failed and where, e.g. "workload dense(M=1..8,N=64,K=32) has never
- * been tuned in dtune.db".  Thread-local; valid until this thread's next
- * dtune_* call; never NULL. */
+/* The calling thread's message of its last open, lookup, source or export
+ * call (see Conventions): what failed and where, e.g. "workload
+ * dense(M=1..8,N=64,K=32) has never been tuned in dtune.db".  Thread-local;
+ * valid until this thread's next dtune_* call; never NULL. */
 DTUNE_API const char *dtune_errmsg(void);
 
 /* A short static name of a DTUNE_E* code ("not found", ...). */
