@@ -1,0 +1,512 @@
+/* End-to-end: the real `dtune daemon` over real sockets — a job submitted
+ * over HTTP runs to done, its schedule is queried and its kernel's source
+ * fetched; malformed JSON, unknown routes, wrong methods, oversized bodies
+ * and a client sending one byte a second are each answered and the daemon
+ * lives on; kill -9 in the middle of a job, a restart, and the job completes
+ * with an intact database and no record lost; SIGTERM exits 0. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "db/db.h"
+#include "tests/dt_test.h"
+
+#define KEY "dense(M=1..32,N=128,K=128)"
+#define KEY_Q "dense(M=1..32,N=128,K=128)" /* no character needs escaping */
+
+static char *g_dir;
+
+static int setup(void)
+{
+    g_dir = dt_test_tmpdir();
+    if (!g_dir)
+        return 1;
+    char cache[4096];
+    snprintf(cache, sizeof cache, "%s/cache", g_dir);
+    setenv("DTUNE_CACHE_DIR", cache, 1);
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+static int teardown(void)
+{
+    dt_test_rmtree(g_dir);
+    free(g_dir);
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- the daemon as a child process -------------------------------------------------- */
+
+typedef struct {
+    pid_t pid;
+    int port;
+} daemon_proc;
+
+/* Starts `dtune daemon --db DB --listen 127.0.0.1:0 ...` in its own process
+ * group; waits for its ready line on stdout.  0 or -1. */
+static int start_daemon(daemon_proc *d, const char *db, const char *tag)
+{
+    char out[4096], log[4096];
+    snprintf(out, sizeof out, "%s/%s.out", g_dir, tag);
+    snprintf(log, sizeof log, "%s/%s.log", g_dir, tag);
+    int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fl = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    d->port = -1;
+    d->pid = fork();
+    if (d->pid == 0) {
+        setpgid(0, 0);
+        int null = open("/dev/null", O_RDONLY);
+        dup2(null, 0);
+        dup2(fo, 1);
+        dup2(fl, 2);
+        setenv("DTUNE_LOG", "info", 1);
+        execl(DTUNE_BIN, DTUNE_BIN, "daemon", "--db", db, "--listen", "127.0.0.1:0", "--threads",
+              "1", "--request-timeout", "2", "--max-body", "65536", (char *)NULL);
+        _exit(127);
+    }
+    close(fo);
+    close(fl);
+    if (d->pid < 0)
+        return -1;
+    static const char ready[] = "dtune daemon listening on 127.0.0.1:";
+    double t0 = now_s();
+    while (now_s() - t0 < 20) {
+        char *text = dt_test_slurp(out);
+        const char *at = strstr(text, ready);
+        if (at)
+            d->port = atoi(at + strlen(ready));
+        free(text);
+        if (d->port > 0)
+            return 0;
+        if (waitpid(d->pid, NULL, WNOHANG) == d->pid) {
+            d->pid = 0;
+            return -1;
+        }
+        nap_ms(50);
+    }
+    return -1;
+}
+
+/* SIGTERM (or SIGKILL to the whole group) and wait; the exit status. */
+static int stop_daemon(daemon_proc *d, int sig)
+{
+    if (d->pid <= 0)
+        return -1;
+    if (sig == SIGKILL)
+        kill(-d->pid, SIGKILL);
+    else
+        kill(d->pid, sig);
+    int st = 0;
+    waitpid(d->pid, &st, 0);
+    d->pid = 0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ---- a minimal HTTP client ------------------------------------------------------------ */
+
+static int connect_port(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {20, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Reads one response (up to its Content-Length, or EOF); status or -1.
+ * *body (may be NULL) receives it malloc'ed. */
+static int read_response(int fd, char **body)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap + 1);
+    int status = -1;
+    for (;;) {
+        if (len == cap)
+            buf = realloc(buf, (cap *= 2) + 1);
+        ssize_t r = recv(fd, buf + len, cap - len, 0);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+        buf[len] = 0;
+        char *hend = strstr(buf, "\r\n\r\n");
+        if (hend) {
+            const char *cl = strcasestr(buf, "\r\ncontent-length:");
+            if (cl && cl < hend &&
+                len >= (size_t)(hend + 4 - buf) + strtoul(cl + 17, NULL, 10))
+                break;
+        }
+    }
+    buf[len] = 0;
+    if (len > 12 && strncmp(buf, "HTTP/1.1 ", 9) == 0)
+        status = atoi(buf + 9);
+    char *hend = strstr(buf, "\r\n\r\n");
+    if (body)
+        *body = strdup(hend ? hend + 4 : "");
+    free(buf);
+    return status;
+}
+
+/* One request on a new connection; the status, or -1.  body_out may be NULL. */
+static int http(int port, const char *method, const char *path, const char *body, char **body_out)
+{
+    int fd = connect_port(port);
+    if (fd < 0)
+        return -1;
+    char head[8192];
+    size_t bl = body ? strlen(body) : 0;
+    int hl = snprintf(head, sizeof head,
+                      "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                      "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                      method, path, bl);
+    int status = -1;
+    if (send(fd, head, (size_t)hl, 0) == hl && (!bl || send(fd, body, bl, 0) == (ssize_t)bl))
+        status = read_response(fd, body_out);
+    close(fd);
+    return status;
+}
+
+static json_t *http_json(int port, const char *method, const char *path, const char *body,
+                         int *status)
+{
+    char *out = NULL;
+    *status = http(port, method, path, body, &out);
+    json_error_t jerr;
+    json_t *v = out ? json_loads(out, 0, &jerr) : NULL;
+    free(out);
+    return v;
+}
+
+/* The error body's message, or "" when the body is not a JSON error. */
+static int is_error_body(json_t *v, int status)
+{
+    json_t *err = json_object_get(v, "error");
+    return json_is_object(err) && json_integer_value(json_object_get(err, "status")) == status &&
+           json_is_string(json_object_get(err, "message"));
+}
+
+/* Polls GET /v1/jobs/{id} until its state is one of the ended ones; the
+ * final job (caller decrefs) or NULL after timeout_s. */
+static json_t *wait_job(int port, int64_t id, double timeout_s)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    double t0 = now_s();
+    while (now_s() - t0 < timeout_s) {
+        int st;
+        json_t *j = http_json(port, "GET", path, NULL, &st);
+        const char *s = json_string_value(json_object_get(j, "state"));
+        if (st == 200 && s && (!strcmp(s, "done") || !strcmp(s, "failed") || !strcmp(s, "cancelled")))
+            return j;
+        json_decref(j);
+        nap_ms(200);
+    }
+    return NULL;
+}
+
+static int64_t count_records(const char *path)
+{
+    dt_db *db = NULL;
+    dt_err e;
+    int64_t n = -1;
+    if (access(path, F_OK) == 0 && dt_db_open(path, DT_DB_READONLY, &db, &e) == 0) {
+        if (dt_db_measurement_count(db, NULL, &n, &e) != 0)
+            n = -1;
+        dt_db_close(db);
+    }
+    return n;
+}
+
+/* ---- tests ------------------------------------------------------------------------------- */
+
+static daemon_proc g_d;
+
+static void test_job_query_source(void)
+{
+    char db[4096];
+    snprintf(db, sizeof db, "%s/a.db", g_dir);
+    CU_ASSERT_EQUAL_FATAL(start_daemon(&g_d, db, "a"), 0);
+    int st;
+    json_t *h = http_json(g_d.port, "GET", "/healthz", NULL, &st);
+    CU_ASSERT_EQUAL(st, 200);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(h, "status")), "ok");
+    json_decref(h);
+
+    json_t *r = http_json(g_d.port, "POST", "/v1/jobs",
+                          "{\"workload\": \"" KEY "\", \"trials\": 24, \"threads\": 1, "
+                          "\"min_time_ms\": 0.5}",
+                          &st);
+    CU_ASSERT_EQUAL_FATAL(st, 202);
+    int64_t id = json_integer_value(json_object_get(r, "id"));
+    CU_ASSERT(id > 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r, "state")), "queued");
+    json_decref(r);
+
+    json_t *j = wait_job(g_d.port, id, 90);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "state")), "done");
+    json_t *p = json_object_get(j, "progress");
+    CU_ASSERT(json_integer_value(json_object_get(p, "trials")) > 0);
+    CU_ASSERT(json_integer_value(json_object_get(p, "trials")) <= 24);
+    json_t *w = json_array_get(json_object_get(p, "workloads"), 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(w, "workload")), KEY);
+    CU_ASSERT(json_integer_value(json_object_get(json_object_get(w, "selected"), "ranges")) >= 1);
+    json_decref(j);
+
+    /* the list has it */
+    json_t *l = http_json(g_d.port, "GET", "/v1/jobs?state=done", NULL, &st);
+    CU_ASSERT_EQUAL(st, 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(l, "jobs")), 1);
+    json_decref(l);
+
+    /* a schedule in the tuned range, and one beyond it */
+    json_t *q = http_json(g_d.port, "GET", "/v1/schedules?workload=" KEY_Q "&M=7", NULL, &st);
+    CU_ASSERT_EQUAL_FATAL(st, 200);
+    int64_t kid = json_integer_value(json_object_get(q, "kernel_id"));
+    CU_ASSERT(kid > 0);
+    CU_ASSERT_TRUE(json_is_false(json_object_get(q, "extrapolated")));
+    CU_ASSERT_TRUE(json_is_object(json_object_get(q, "annotation")));
+    CU_ASSERT_TRUE(json_is_number(json_object_get(q, "predicted_ns")) ||
+                   json_is_number(json_object_get(q, "measured_ns")));
+    json_decref(q);
+    q = http_json(g_d.port, "GET", "/v1/schedules?workload=" KEY_Q "&M=500&threads=1", NULL, &st);
+    CU_ASSERT_EQUAL(st, 200);
+    CU_ASSERT_TRUE(json_is_true(json_object_get(q, "extrapolated")));
+    json_decref(q);
+    q = http_json(g_d.port, "GET", "/v1/schedules?workload=dense(M=1..8,N=8,K=8)&M=3", NULL, &st);
+    CU_ASSERT_EQUAL(st, 404);
+    CU_ASSERT_TRUE(is_error_body(q, 404));
+    json_decref(q);
+
+    /* its kernel's C source */
+    char path[128], *src = NULL;
+    snprintf(path, sizeof path, "/v1/kernels/%lld/source", (long long)kid);
+    CU_ASSERT_EQUAL(http(g_d.port, "GET", path, NULL, &src), 200);
+    CU_ASSERT_PTR_NOT_NULL(src && strstr(src, "dtune micro-kernel"));
+    free(src);
+    CU_ASSERT_EQUAL(http(g_d.port, "GET", "/v1/kernels/999999/source", NULL, NULL), 404);
+
+    json_t *ws = http_json(g_d.port, "GET", "/v1/workloads", NULL, &st);
+    CU_ASSERT_EQUAL(st, 200);
+    CU_ASSERT(json_array_size(json_object_get(ws, "workloads")) >= 1);
+    json_decref(ws);
+
+    char *m = NULL;
+    CU_ASSERT_EQUAL(http(g_d.port, "GET", "/metrics", NULL, &m), 200);
+    CU_ASSERT_PTR_NOT_NULL(m && strstr(m, "dtune_jobs{state=\"done\"} 1"));
+    CU_ASSERT_PTR_NOT_NULL(m && strstr(m, "dtune_schedule_queries_total{result=\"hit\"} 1"));
+    CU_ASSERT_PTR_NOT_NULL(m && strstr(m, "dtune_http_request_duration_seconds_bucket"));
+    CU_ASSERT_PTR_NOT_NULL(m && !strstr(m, "dtune_trials_total 0\n"));
+    free(m);
+}
+
+static void test_bad_requests(void)
+{
+    CU_ASSERT_FATAL(g_d.pid > 0);
+    int st;
+    json_t *v = http_json(g_d.port, "POST", "/v1/jobs", "{\"workload\": ", &st);
+    CU_ASSERT_EQUAL(st, 400);
+    CU_ASSERT_TRUE(is_error_body(v, 400));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(json_string_value(json_object_get(json_object_get(v, "error"), "message")),
+               "malformed JSON"));
+    json_decref(v);
+    v = http_json(g_d.port, "POST", "/v1/jobs", "{\"workload\": \"" KEY "\", \"trials\": \"9\"}",
+                  &st);
+    CU_ASSERT_EQUAL(st, 400);
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(json_string_value(json_object_get(json_object_get(v, "error"), "message")),
+               "trials: must be an integer"));
+    json_decref(v);
+    v = http_json(g_d.port, "POST", "/v1/jobs", "{\"workload\": \"dense(M=0..4)\"}", &st);
+    CU_ASSERT_EQUAL(st, 400);
+    json_decref(v);
+
+    v = http_json(g_d.port, "GET", "/v1/nothing", NULL, &st);
+    CU_ASSERT_EQUAL(st, 404);
+    CU_ASSERT_TRUE(is_error_body(v, 404));
+    json_decref(v);
+    v = http_json(g_d.port, "PUT", "/v1/jobs", "{}", &st);
+    CU_ASSERT_EQUAL(st, 405);
+    CU_ASSERT_TRUE(is_error_body(v, 405));
+    json_decref(v);
+    v = http_json(g_d.port, "DELETE", "/v1/jobs/424242", NULL, &st);
+    CU_ASSERT_EQUAL(st, 404);
+    json_decref(v);
+
+    /* a body over --max-body 65536: refused from its Content-Length */
+    int fd = connect_port(g_d.port);
+    CU_ASSERT_FATAL(fd >= 0);
+    const char head[] = "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n";
+    CU_ASSERT_EQUAL(send(fd, head, strlen(head), 0), (ssize_t)strlen(head));
+    char *body = NULL;
+    CU_ASSERT_EQUAL(read_response(fd, &body), 413);
+    json_error_t jerr;
+    json_t *eb = json_loads(body ? body : "", 0, &jerr);
+    CU_ASSERT_TRUE(is_error_body(eb, 413));
+    json_decref(eb);
+    free(body);
+    close(fd);
+
+    CU_ASSERT_EQUAL(http(g_d.port, "GET", "/healthz", NULL, NULL), 200);
+}
+
+/* One byte a second: the request time-out (2 s here) answers or closes it,
+ * while other clients are served all along. */
+static void test_slow_client(void)
+{
+    CU_ASSERT_FATAL(g_d.pid > 0);
+    int fd = connect_port(g_d.port);
+    CU_ASSERT_FATAL(fd >= 0);
+    const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    double t0 = now_s();
+    int ended = 0, status = 0;
+    for (size_t i = 0; i < strlen(req) && !ended; i++) {
+        if (send(fd, req + i, 1, MSG_NOSIGNAL) != 1) {
+            ended = 1;
+            break;
+        }
+        /* meanwhile a normal client is served */
+        CU_ASSERT_EQUAL(http(g_d.port, "GET", "/healthz", NULL, NULL), 200);
+        double t1 = now_s();
+        while (now_s() - t1 < 1.0 && !ended) {
+            char buf[512];
+            ssize_t r = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+                ended = 1;
+            } else if (r > 0) {
+                buf[r] = 0;
+                if (strncmp(buf, "HTTP/1.1 ", 9) == 0)
+                    status = atoi(buf + 9);
+                ended = 1;
+            } else {
+                nap_ms(50);
+            }
+        }
+    }
+    double took = now_s() - t0;
+    close(fd);
+    CU_ASSERT_TRUE(ended);
+    CU_ASSERT(took < 8);
+    CU_ASSERT(status == 0 || status == 408);
+    CU_ASSERT_EQUAL(http(g_d.port, "GET", "/healthz", NULL, NULL), 200);
+    /* SIGTERM: a clean exit */
+    CU_ASSERT_EQUAL(stop_daemon(&g_d, SIGTERM), 0);
+}
+
+static int integrity_ok(const char *path)
+{
+    sqlite3 *s = NULL;
+    int ok = 0;
+    if (sqlite3_open_v2(path, &s, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(s, "PRAGMA integrity_check", -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW)
+            ok = strcmp((const char *)sqlite3_column_text(st, 0), "ok") == 0;
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(s);
+    return ok;
+}
+
+static void test_kill9_resume(void)
+{
+    char db[4096];
+    snprintf(db, sizeof db, "%s/k.db", g_dir);
+    daemon_proc d;
+    CU_ASSERT_EQUAL_FATAL(start_daemon(&d, db, "k1"), 0);
+    int st;
+    json_t *r = http_json(d.port, "POST", "/v1/jobs",
+                          "{\"workload\": \"dense(M=1..24,N=64,K=96)\", \"trials\": 110, "
+                          "\"threads\": 1, \"min_time_ms\": 0.5}",
+                          &st);
+    CU_ASSERT_EQUAL_FATAL(st, 202);
+    int64_t id = json_integer_value(json_object_get(r, "id"));
+    json_decref(r);
+    int64_t n = 0;
+    for (int i = 0; i < 1200 && n < 12; i++) {
+        nap_ms(50);
+        n = count_records(db);
+    }
+    CU_ASSERT_EQUAL(stop_daemon(&d, SIGKILL), 128 + SIGKILL);
+    int64_t before = count_records(db);
+    CU_ASSERT(before >= 12);
+    CU_ASSERT(before < 110);
+    CU_ASSERT_TRUE(integrity_ok(db));
+
+    CU_ASSERT_EQUAL_FATAL(start_daemon(&d, db, "k2"), 0);
+    json_t *j = wait_job(d.port, id, 100);
+    CU_ASSERT_PTR_NOT_NULL(j);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "state")), "done");
+    json_t *p = json_object_get(j, "progress");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(p, "runs")), 2);
+    CU_ASSERT(json_integer_value(json_object_get(p, "trials")) <= 110);
+    json_decref(j);
+    CU_ASSERT(http(d.port, "GET", "/v1/schedules?workload=dense(M=1..24,N=64,K=96)&M=5", NULL,
+                   NULL) == 200);
+    CU_ASSERT_EQUAL(stop_daemon(&d, SIGTERM), 0);
+    int64_t after = count_records(db);
+    CU_ASSERT(after >= before);
+    CU_ASSERT_TRUE(integrity_ok(db));
+}
+
+static void test_cli_refusals(void)
+{
+    dt_test_proc p;
+    /* a non-loopback address without a token: refused before anything starts */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "daemon --db '%s/r.db' --listen 0.0.0.0:0", g_dir), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "--api-token-file"));
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "daemon --bogus"), 1);
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "daemon --workers 127.0.0.1:1"), 1);
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "daemon --help"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "/v1/schedules"));
+    dt_test_proc_free(&p);
+}
+
+int main(void)
+{
+    CU_TestInfo tests[] = {
+        {"a job over HTTP, its schedule and kernel source", test_job_query_source},
+        {"malformed JSON, 404, 405, 413", test_bad_requests},
+        {"a one-byte-a-second client; SIGTERM exits 0", test_slow_client},
+        {"kill -9 mid-job, restart, the job completes", test_kill9_resume},
+        {"CLI refusals", test_cli_refusals},
+        CU_TEST_INFO_NULL};
+    CU_SuiteInfo suites[] = {{"e2e_daemon", setup, teardown, NULL, NULL, tests},
+                             CU_SUITE_INFO_NULL};
+    int rc = dt_test_main(suites);
+    if (g_d.pid > 0)
+        stop_daemon(&g_d, SIGKILL);
+    return rc;
+}
