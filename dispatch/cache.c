@@ -335,8 +335,20 @@ int dt_dispatch_cache_lookup(dt_dispatch_cache *c, const dt_dispatch_query *q,
         }
         pthread_rwlock_unlock(&c->lock);
         int rc = load(c, q->workload_key, tkey, q->threads, h, e);
-        if (rc)
+        if (rc == DT_EINVAL || rc == DT_ENOMEM || rc == DT_EOVERFLOW)
             return rc;
+        if (rc) {
+            /* the database could not be read (busy, I/O): a stale table is
+             * a better answer than none */
+            pthread_rwlock_rdlock(&c->lock);
+            en = find(c, h, q->workload_key, tkey, q->threads);
+            if (en) {
+                dt_err_clear(e);
+                rc = answer(en, q, out, e);
+            }
+            pthread_rwlock_unlock(&c->lock);
+            return rc;
+        }
     }
 }
 

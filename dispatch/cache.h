@@ -25,7 +25,8 @@
  * lookup.  So a schedule committed by another process is returned by every
  * lookup that starts more than one check interval after the commit (plus
  * the time of one reload).  Lookups never block on a writer: WAL readers
- * see the last committed state.
+ * see the last committed state.  When a reload fails for a reason other
+ * than bad input (the file busy or unreadable), the stale table answers.
  *
  * Thread safety: every function may be called from any number of threads at
  * once on one cache, except dt_dispatch_cache_close (no lookup may be running
