@@ -232,6 +232,8 @@ static int split_target(dt_http_conn *c, const char **path, const char **query)
         qoff = u.field_data[UF_QUERY].off;
         qlen = u.field_data[UF_QUERY].len;
     }
+    if (plen > 0 && c->url.data[poff] != '/')
+        return fail(c, 400, "request target must be a path (/...) or an absolute URL");
     c->pq.len = 0;
     if (plen == 0)
         dt_sb_appendn(&c->pq, "/", 1);

@@ -188,6 +188,11 @@ static void test_parse_errors(void)
         feed(&g, "GET / HTTP/1.1\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n", 0, NULL),
         501);
     CU_ASSERT_EQUAL(feed(&g, "CONNECT a:80 HTTP/1.1\r\n\r\n", 0, NULL), 501);
+    /* only origin-form paths and absolute URLs (the fuzzer's "*\/x") */
+    CU_ASSERT_EQUAL(feed(&g, "PUT */x HTTP/1.1\r\n\r\n", 0, NULL), 400);
+    CU_ASSERT_EQUAL(feed(&g, "OPTIONS * HTTP/1.1\r\n\r\n", 0, NULL), 400);
+    CU_ASSERT_EQUAL(feed(&g, "GET http://h:1 HTTP/1.1\r\n\r\n", 0, NULL), 0);
+    CU_ASSERT_STRING_EQUAL(g.path[0], "/");
     /* an error after a good request: the first one is still delivered */
     CU_ASSERT_EQUAL(feed(&g, "GET /ok HTTP/1.1\r\n\r\nGARBAGE\r\n\r\n", 0, NULL), 400);
     CU_ASSERT_EQUAL(g.n, 1);

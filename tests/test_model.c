@@ -1,5 +1,6 @@
 /* sketch/model: loading model specs, merging ops into workloads, shape-set
  * weights, and every spec error with its file:line:col. */
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,6 +175,40 @@ static void test_utf8_column(void)
     expect_error("{\"name\":\"é\",\"ops\":[{\"op\":\"nope\"}]}", "spec.json:1:26", "unknown op");
 }
 
+/* Every file under tests/data/fuzz/model/ (inputs the fuzzer found, and
+ * seeds) goes through the fuzzer's own harness, included here: parsed as a
+ * spec and as a workload key, keys checked to round-trip; a crash, a
+ * sanitizer report or a broken invariant (abort) fails the suite. */
+#include "fuzz/fuzz_model_spec.c"
+
+static void test_fuzz_replay(void)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/data/fuzz/model", DTUNE_SOURCE_DIR);
+    DIR *d = opendir(dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    int files = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        char *text;
+        size_t len;
+        dt_err e;
+        if (dt_read_file(path, DT_MODEL_MAX_BYTES, &text, &len, &e)) {
+            CU_FAIL(e.msg);
+            continue;
+        }
+        LLVMFuzzerTestOneInput((const uint8_t *)text, len);
+        free(text);
+        files++;
+    }
+    closedir(d);
+    CU_ASSERT(files >= 1);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -182,6 +217,7 @@ int main(void)
         {"identical ops merge, weights mix", test_merge_and_weights},
         {"spec errors name file:line:col", test_spec_errors},
         {"columns count UTF-8 characters", test_utf8_column},
+        {"fuzz inputs replayed", test_fuzz_replay},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"model", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
