@@ -48,6 +48,7 @@ typedef struct {
     dt_kernel k;              /* kernels */
     float *packed;            /* dense kernels: weights packed for this NR (shared) */
     const dt_peer_desc *peer; /* peers */
+    const dt_bench_extern *ext; /* the extern candidate */
     void *state;              /* peer state for the current shape, or NULL */
 } cand_rt;
 
@@ -55,6 +56,7 @@ typedef struct {
 typedef struct {
     int dense, nt, bias_on, act;
     int64_t batch, M, N, K;
+    const int64_t *vals;     /* the shape's variable values (extern candidates) */
     float *X, *W, *bias, *Y; /* dense: X[M,K] W[N,K] Y[M,N]; bmm: A, B, -, C */
     /* verify_shapes: the reference of the current shape and its scratch */
     double *ref, *mag;
@@ -69,7 +71,9 @@ typedef struct {
 static int call_cand(const dt_bench_cand *c, cand_rt *rt, const problem *p, int threads,
                      dt_err *e)
 {
-    if (c->kind == DT_CAND_PEER) {
+    if (c->kind == DT_CAND_EXTERN) {
+        rt->ext->run(rt->ext->ctx, p->vals, p->X, p->W, p->bias_on ? p->bias : NULL, p->Y);
+    } else if (c->kind == DT_CAND_PEER) {
         return rt->peer->run(rt->state, p->X, p->dense ? (p->bias_on ? p->bias : NULL) : p->W,
                              p->Y, e);
     } else if (p->dense) {
@@ -344,10 +348,11 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
     int npeers = 0;
     for (int i = 0; i < npeers_all; i++)
         npeers += peer_wanted(o->peers, peers[i]->name);
+    int next = o->ext ? 1 : 0; /* the extern candidate sits at index nkernels */
     int nd = w->op->ndims;
     r->nshapes = nshapes;
     r->nvars = w->nvars;
-    r->ncands = nkernels + npeers;
+    r->ncands = nkernels + next + npeers;
     r->shapes = malloc((size_t)(nshapes * (w->nvars ? w->nvars : 1)) * sizeof *r->shapes);
     r->dims = malloc((size_t)(nshapes * nd) * sizeof *r->dims);
     r->gflop = malloc((size_t)nshapes * sizeof *r->gflop);
@@ -423,7 +428,21 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
         goto out;
     if (p.dense && (rc = pack_weights(r->cands, rts, nkernels, &p, e)))
         goto out;
-    for (int i = 0, c = nkernels; i < npeers_all; i++) {
+    if (o->ext) {
+        dt_bench_cand *xc = &r->cands[nkernels];
+        xc->kind = DT_CAND_EXTERN;
+        snprintf(xc->name, sizeof xc->name, "%s", o->ext->name);
+        rts[nkernels].ext = o->ext;
+        set_status(xc, "ok", NULL);
+        if (p.dense && o->ext->pack) {
+            dt_err pe;
+            double t0 = now_s();
+            if (o->ext->pack(o->ext->ctx, p.W, &pe))
+                set_status(xc, "pack_error", pe.msg);
+            xc->pack_s = now_s() - t0;
+        }
+    }
+    for (int i = 0, c = nkernels + next; i < npeers_all; i++) {
         if (!peer_wanted(o->peers, peers[i]->name))
             continue;
         r->cands[c].kind = DT_CAND_PEER;
@@ -446,7 +465,8 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
             pp.N = p.N = d[2];
             pp.K = p.K = d[3];
         }
-        for (int c = nkernels; c < r->ncands; c++) {
+        p.vals = shapes + s * w->nvars;
+        for (int c = nkernels + next; c < r->ncands; c++) {
             dt_err pe;
             r->peer_pack_s[c * nshapes + s] = NAN;
             if (rts[c].peer->create(&pp, &rts[c].state, &pe)) {
@@ -469,7 +489,7 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
         }
         if (!o->verify_shapes || !(rc = verify_shape(r, rts, nkernels, &p, s, o, e)))
             time_shape(r, rts, nkernels, &p, s, o);
-        for (int c = nkernels; c < r->ncands; c++)
+        for (int c = nkernels + next; c < r->ncands; c++)
             if (rts[c].state) {
                 rts[c].peer->destroy(rts[c].state);
                 rts[c].state = NULL;

@@ -26,6 +26,20 @@
 #include "sketch/annotation.h"
 #include "sketch/workload.h"
 
+/* A candidate that is not one dtune micro-kernel but is timed and verified
+ * like one, e.g. the exported C of a whole dispatch table
+ * (bench/bench_export.h).  Borrowed for the run. */
+typedef struct dt_bench_extern {
+    const char *name;   /* candidate name, e.g. "export" */
+    void *ctx;
+    /* dense: packs the weights W (N×K) once before any call; NULL for none */
+    int (*pack)(void *ctx, const float *W, dt_err *e);
+    /* one call on the shape with variable values vals: dense Y = f(X, W
+     * packed, bias); batch_matmul C (Y) = f(A (X), B (W)) */
+    void (*run)(void *ctx, const int64_t *vals, const float *X, const float *W,
+                const float *bias, float *Y);
+} dt_bench_extern;
+
 typedef struct dt_bench_opts {
     int threads;          /* threads for kernels and peers (>= 1) */
     int repeats;          /* interleaved repeats per shape (>= 1) */
@@ -38,9 +52,12 @@ typedef struct dt_bench_opts {
      * only kernel shape_kernel[s] (an index into `kernels`; -1 none) — the
      * kernel a dispatch table picks for it.  Borrowed for the call. */
     const int *shape_kernel;
+    /* NULL, or one more candidate, right after the kernels (index nkernels),
+     * run on every shape */
+    const dt_bench_extern *ext;
 } dt_bench_opts;
 
-typedef enum { DT_CAND_KERNEL = 0, DT_CAND_PEER } dt_cand_kind;
+typedef enum { DT_CAND_KERNEL = 0, DT_CAND_PEER, DT_CAND_EXTERN } dt_cand_kind;
 
 typedef struct dt_bench_cand {
     dt_cand_kind kind;
@@ -48,7 +65,7 @@ typedef struct dt_bench_cand {
     dt_annotation ann;        /* kernels */
     char status[32];          /* "ok", "compile_error", "wrong_answer", "unsupported", ... */
     char *message;            /* why it is not "ok" (malloc'ed) or NULL */
-    double pack_s;            /* kernels: weight packing time (dense), else 0 */
+    double pack_s;            /* kernels, extern: weight packing time (dense), else 0 */
 } dt_bench_cand;
 
 typedef struct dt_bench_result {

@@ -18,7 +18,8 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: dtune bench WORKLOAD [--kernel FILE.json | --sample N | --db PATH]\n"
+            "Usage: dtune bench WORKLOAD [--kernel FILE.json | --sample N | --db PATH |\n"
+            "                   --export NAME.c [--db PATH]]\n"
             "                   [--seed S] [--shapes DOMAIN] [--threads T] [--repeats R]\n"
             "                   [--min-time MS] [--peers LIST] [--verify] [--json]\n"
             "\n"
@@ -40,12 +41,20 @@ static void usage(FILE *out)
             "the geometric mean and minimum of the ratio to the strongest oneDNN peer,\n"
             "apart for tuned and extrapolated shapes.\n"
             "\n"
+            "With --export NAME.c (written by `dtune export`), the exported file instead:\n"
+            "built with the kernels' compiler and flags (-O3 -march=native -fopenmp),\n"
+            "loaded, and its entry point called for every shape (it dispatches itself),\n"
+            "verified and timed with the peers at the thread count it was exported for;\n"
+            "the database's schedule (--db, default $DTUNE_DB, else ./dtune.db) labels\n"
+            "each shape's range and kernel. Same report as --db.\n"
+            "\n"
             "WORKLOAD is a workload key, e.g. 'dense(M=1..128,N=768,K=768)'.\n"
             "\n"
             "Options:\n"
             "  --kernel FILE.json  annotations to run: one JSON object or an array\n"
             "  --sample N          N random valid annotations (default 16; at most 1000)\n"
             "  --db PATH           dispatched mode: the schedule of WORKLOAD in PATH\n"
+            "  --export NAME.c     time the exported C of WORKLOAD's schedule\n"
             "  --seed S            seed of the sample and of the inputs (default 1)\n"
             "  --shapes DOMAIN     values of the workload's variable, e.g. 1..128 or\n"
             "                      {1,8,37,128} (default: the workload's shape set)\n"
@@ -75,6 +84,7 @@ static int parse_args(int argc, char **argv, bench_args *a, const char **key)
         {"min-time", required_argument, NULL, 'm'}, {"peers", required_argument, NULL, 'p'},
         {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
         {"db", required_argument, NULL, 'd'},      {"verify", no_argument, NULL, 'v'},
+        {"export", required_argument, NULL, 'x'},
         {NULL, 0, NULL, 0}};
     *a = (bench_args){.sample = -1, .threads = 1, .repeats = 5, .min_time_ms = 2, .seed = 1};
     int c;
@@ -88,6 +98,7 @@ static int parse_args(int argc, char **argv, bench_args *a, const char **key)
         case 'p': a->peers = strcmp(optarg, "none") == 0 ? "" : optarg; break;
         case 'j': a->json = 1; break;
         case 'd': a->db = optarg; break;
+        case 'x': a->export_c = optarg; break;
         case 'v': a->verify = 1; break;
         case 'h': usage(stdout); return -1;
         case 'n': rc = dt_cli_int_opt("bench", "--sample", optarg, 1, 1000, &a->sample); break;
@@ -105,7 +116,7 @@ static int parse_args(int argc, char **argv, bench_args *a, const char **key)
     }
     if (a->kernel_file && a->sample > 0)
         return dt_cli_usage_error("bench", "--kernel and --sample exclude each other");
-    if (a->db && (a->kernel_file || a->sample > 0))
+    if ((a->db || a->export_c) && (a->kernel_file || a->sample > 0))
         return dt_cli_usage_error("bench", "--db benchmarks the dispatched kernels; it excludes "
                                            "--kernel and --sample");
     if (argc - optind != 1)
@@ -340,7 +351,7 @@ int dt_cmd_bench(int argc, char **argv)
     int rc = parse_args(argc, argv, &a, &key);
     if (rc)
         return rc < 0 ? DT_EXIT_OK : rc;
-    if (a.db)
+    if (a.db || a.export_c)
         return dt_cmd_bench_db(&a, key);
     dt_err e;
     dt_workload *w = NULL;

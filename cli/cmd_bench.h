@@ -7,6 +7,7 @@
 
 typedef struct dt_bench_args {
     const char *kernel_file, *shapes, *peers, *db;
+    const char *export_c;   /* --export NAME.c */
     int sample, threads, threads_set, repeats, json, verify;
     double min_time_ms;
     uint64_t seed;
@@ -14,7 +15,9 @@ typedef struct dt_bench_args {
 
 /* `dtune bench KEY --db PATH`: for every shape, the kernel the database's
  * schedule dispatches it to, verified on that shape and timed with the
- * peers.  Returns the exit code. */
+ * peers.  With --export NAME.c (the database then defaults to
+ * dt_cli_default_db), the exported file's entry point is timed instead, the
+ * schedule labelling each shape's range and kernel.  Returns the exit code. */
 int dt_cmd_bench_db(const dt_bench_args *a, const char *key);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "bench/bench_export.h"
 #include "bench/bench_stats.h"
 #include "cli/cli.h"
 #include "cli/cmd_bench.h"
@@ -36,7 +37,13 @@ typedef struct {
     int *shape_kernel;                /* ns: index into kid */
     int *extrap;                      /* ns: 1 when the shape is extrapolated */
     const dt_dispatch_range **range;  /* ns: borrowed from d */
+    int has_ex;                       /* --export: the exported file is the candidate */
+    dt_bench_export ex;
 } dispatched;
+
+/* The candidate that serves shape s, and the first peer's index. */
+static int cand_of(const dispatched *x, int s) { return x->has_ex ? 0 : x->shape_kernel[s]; }
+static int first_peer(const dispatched *x) { return x->has_ex ? 1 : x->nk; }
 
 static void dispatched_free(dispatched *x)
 {
@@ -49,6 +56,7 @@ static void dispatched_free(dispatched *x)
     free(x->shape_kernel);
     free(x->extrap);
     free(x->range);
+    dt_bench_export_free(&x->ex);
 }
 
 /* The annotation of kernel `id`, checked to be a kernel of w's op. */
@@ -77,7 +85,8 @@ static int load_kernel(dt_db *db, int64_t id, const dt_workload *w, int threads,
 }
 
 /* Opens the database, loads the schedule and resolves every shape. */
-static int prepare(const dt_bench_args *a, const char *key, dispatched *x, dt_err *e)
+static int prepare(const dt_bench_args *a, const char *key, const dt_builder *b, dispatched *x,
+                   dt_err *e)
 {
     int rc;
     if ((rc = dt_workload_parse_key(key, &x->w, e)) || (rc = dt_target_detect(&x->t, e)) ||
@@ -88,9 +97,21 @@ static int prepare(const dt_bench_args *a, const char *key, dispatched *x, dt_er
     if (a->threads_set && a->threads > x->t.logical_cpus)
         return dt_errf(e, DT_EINVAL, "--threads %d: this machine has %d CPUs", a->threads,
                        x->t.logical_cpus);
-    if ((rc = dt_db_open(a->db, DT_DB_READONLY, &x->db, e)))
+    int want_threads = a->threads_set ? a->threads : 0;
+    if (a->export_c) {
+        /* the file runs with the thread count it was exported for */
+        if ((rc = dt_bench_export_load(a->export_c, x->w, b, &x->ex, e)))
+            return rc;
+        x->has_ex = 1;
+        if (a->threads_set && a->threads != x->ex.threads)
+            return dt_errf(e, DT_EINVAL, "%s was exported for %d thread%s; --threads %d",
+                           a->export_c, x->ex.threads, x->ex.threads == 1 ? "" : "s",
+                           a->threads);
+        want_threads = x->ex.threads;
+    }
+    if ((rc = dt_db_open(a->db ? a->db : dt_cli_default_db(), DT_DB_READONLY, &x->db, e)))
         return rc;
-    if ((rc = dt_dispatch_load(x->db, key, x->tkey, a->threads_set ? a->threads : 0, &x->d, e)))
+    if ((rc = dt_dispatch_load(x->db, key, x->tkey, want_threads, &x->d, e)))
         return rc;
     int threads = x->d->threads;
     if (threads > x->t.logical_cpus)
@@ -138,7 +159,7 @@ typedef struct {
 static shape_fig figures(const dispatched *x, const dt_bench_result *r, int s)
 {
     shape_fig f;
-    int c = x->shape_kernel[s];
+    int c = cand_of(x, s);
     f.gflops = dt_bench_gflops(r, c, s);
     f.onednn = dt_bench_onednn_best(r, s, &f.onednn_at);
     f.ratio = f.gflops / f.onednn;
@@ -216,7 +237,11 @@ static void print_group_text(const dispatched *x, const dt_bench_result *r, cons
 static void print_text(const dispatched *x, const dt_bench_result *r, const dt_bench_args *a,
                        const group *tuned, const group *extra)
 {
-    printf("%s: dispatched kernels of %s\n", x->d->key, dt_db_path(x->db));
+    if (x->has_ex)
+        printf("%s: exported %s (%s_THREADS %d), ranges of %s\n", x->d->key, a->export_c,
+               x->ex.name, x->ex.threads, dt_db_path(x->db));
+    else
+        printf("%s: dispatched kernels of %s\n", x->d->key, dt_db_path(x->db));
     printf("target %s, %d thread%s, %d range%s, %d kernel%s on these shapes; FMA peak %.1f "
            "GFLOP/s (1 thread "
            "%.1f)\n", x->tkey, x->d->threads, x->d->threads == 1 ? "" : "s", x->d->n,
@@ -237,13 +262,16 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
                ann ? ann : "(no shape of this run)");
         free(ann);
     }
-    for (int k = 0; k < x->nk; k++)
+    for (int k = 0; !x->has_ex && k < x->nk; k++)
         if (strcmp(r->cands[k].status, "ok") != 0)
             printf("kernel %lld: %s: %.300s\n", (long long)x->kid[k], r->cands[k].status,
                    r->cands[k].message ? r->cands[k].message : "");
+    if (x->has_ex && strcmp(r->cands[0].status, "ok") != 0)
+        printf("%s: %s: %.300s\n", a->export_c, r->cands[0].status,
+               r->cands[0].message ? r->cands[0].message : "");
     printf("GFLOP/s (min time of %d interleaved repeats); * = extrapolated shape\n\n%-14s %8s "
            "%8s", a->repeats, "shape", "kernel", "GFLOP/s");
-    for (int c = x->nk; c < r->ncands; c++)
+    for (int c = first_peer(x); c < r->ncands; c++)
         printf(" %10s", r->cands[c].name);
     printf(" %9s %6s  %s\n", "vs oneDNN", "%peak", "verified");
     for (int s = 0; s < x->ns; s++) {
@@ -258,7 +286,7 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
             printf(" %8.1f", f.gflops);
         else
             printf(" %8s", "n/a");
-        for (int c = x->nk; c < r->ncands; c++) {
+        for (int c = first_peer(x); c < r->ncands; c++) {
             double g = dt_bench_gflops(r, c, s);
             if (g > 0)
                 printf(" %10.1f", g);
@@ -288,7 +316,7 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
                f.error);
         shown++;
     }
-    for (int c = x->nk; c < r->ncands; c++) {
+    for (int c = first_peer(x); c < r->ncands; c++) {
         int wrong = 0, first = -1;
         for (int s = 0; s < x->ns; s++)
             if (r->verified[c * r->nshapes + s] < 0 && wrong++ == 0)
@@ -344,7 +372,7 @@ static json_t *shape_json(const dispatched *x, const dt_bench_result *r, int s)
         json_object_set_new(vars, w->vars[v].name, json_integer(x->shapes[s * w->nvars + v]));
     for (int d = 0; d < w->op->ndims; d++)
         json_object_set_new(dims, w->op->dims[d], json_integer(r->dims[s * w->op->ndims + d]));
-    for (int c = x->nk; c < r->ncands; c++) {
+    for (int c = first_peer(x); c < r->ncands; c++) {
         double g = dt_bench_gflops(r, c, s);
         json_object_set_new(peers, r->cands[c].name, dt_json_num_or_null(g));
         json_object_set_new(ratios, r->cands[c].name, dt_json_num_or_null(f.gflops / g));
@@ -379,7 +407,19 @@ static int print_json(const dispatched *x, const dt_bench_result *r, const dt_be
 {
     json_t *root = json_object(), *ranges = json_array(), *kernels = json_array();
     json_t *peers = json_array(), *shapes = json_array(), *summary = json_object();
-    json_object_set_new(root, "mode", json_string("dispatch"));
+    json_object_set_new(root, "mode", json_string(x->has_ex ? "export" : "dispatch"));
+    if (x->has_ex) {
+        json_t *jx = json_object();
+        json_object_set_new(jx, "path", json_string(a->export_c));
+        json_object_set_new(jx, "name", json_string(x->ex.name));
+        json_object_set_new(jx, "so", json_string(x->ex.so_path));
+        json_object_set_new(jx, "threads", json_integer(x->ex.threads));
+        json_object_set_new(jx, "status", json_string(r->cands[0].status));
+        if (r->cands[0].message)
+            json_object_set_new(jx, "message", json_string(r->cands[0].message));
+        json_object_set_new(jx, "pack_seconds", json_real(r->cands[0].pack_s));
+        json_object_set_new(root, "export", jx);
+    }
     json_object_set_new(root, "workload", json_string(x->d->key));
     json_object_set_new(root, "db", json_string(dt_db_path(x->db)));
     json_object_set_new(root, "target", json_string(x->tkey));
@@ -404,15 +444,17 @@ static int print_json(const dispatched *x, const dt_bench_result *r, const dt_be
         for (int s = 0; s < x->ns; s++)
             used += x->shape_kernel[s] == k;
         json_object_set_new(jk, "id", json_integer(x->kid[k]));
-        json_object_set_new(jk, "status", json_string(r->cands[k].status));
-        if (r->cands[k].message)
-            json_object_set_new(jk, "message", json_string(r->cands[k].message));
+        /* with --export the kernels run inside the exported file */
+        int c = x->has_ex ? 0 : k;
+        json_object_set_new(jk, "status", json_string(r->cands[c].status));
+        if (r->cands[c].message)
+            json_object_set_new(jk, "message", json_string(r->cands[c].message));
         json_object_set_new(jk, "annotation", dt_annotation_to_json(&x->anns[k]));
-        json_object_set_new(jk, "pack_seconds", json_real(r->cands[k].pack_s));
+        json_object_set_new(jk, "pack_seconds", json_real(r->cands[c].pack_s));
         json_object_set_new(jk, "shapes", json_integer(used));
         json_array_append_new(kernels, jk);
     }
-    for (int c = x->nk; c < r->ncands; c++) {
+    for (int c = first_peer(x); c < r->ncands; c++) {
         json_t *jp = json_object();
         json_object_set_new(jp, "name", json_string(r->cands[c].name));
         json_object_set_new(jp, "status", json_string(r->cands[c].status));
@@ -447,9 +489,9 @@ int dt_cmd_bench_db(const dt_bench_args *a, const char *key)
     memset(&r, 0, sizeof r);
     group g[3];
     memset(g, 0, sizeof g);
-    int rc = prepare(a, key, &x, &e);
+    int rc = dt_builder_init(&b, NULL, NULL, NULL, &e);
     if (!rc)
-        rc = dt_builder_init(&b, NULL, NULL, NULL, &e);
+        rc = prepare(a, key, &b, &x, &e);
     if (rc) {
         dispatched_free(&x);
         return dt_cli_fail(&e);
@@ -461,7 +503,12 @@ int dt_cmd_bench_db(const dt_bench_args *a, const char *key)
                        .min_time_s = a->min_time_ms * 1e-3, .peers = a->peers,
                        .progress = !a->json, .seed = a->seed, .verify_shapes = 1,
                        .shape_kernel = x.shape_kernel};
-    if ((rc = dt_bench_run(x.w, x.shapes, x.ns, x.anns, x.nk, &tt, &b, &o, &r, &e))) {
+    if (x.has_ex) { /* the exported file is the one candidate besides the peers */
+        o.shape_kernel = NULL;
+        o.ext = &x.ex.ext;
+    }
+    if ((rc = dt_bench_run(x.w, x.shapes, x.ns, x.anns, x.has_ex ? 0 : x.nk, &tt, &b, &o, &r,
+                           &e))) {
         dispatched_free(&x);
         return dt_cli_fail(&e);
     }

@@ -1,0 +1,40 @@
+/* The exported C of a dispatch table (`dtune export`, docs/export.md) as a
+ * `dtune bench` candidate: NAME.c is built with the kernels' compiler and
+ * flags (microkernel/build.h, cached), loaded with dlopen, and its entry
+ * point called per shape; dense weights go through NAME_pack once.
+ *
+ * Ownership: dt_bench_export_load fills a dt_bench_export that owns its
+ * packed buffer and the loaded object (never unloaded: the OpenMP runtime it
+ * pulls in must outlive its idle threads); dt_bench_export_free releases the
+ * buffer.  x->ext points into x. */
+#ifndef DT_BENCH_BENCH_EXPORT_H
+#define DT_BENCH_BENCH_EXPORT_H
+
+#include <stddef.h>
+
+#include "bench/bench.h"
+#include "common/error.h"
+#include "microkernel/build.h"
+#include "sketch/workload.h"
+
+typedef struct dt_bench_export {
+    dt_bench_extern ext;   /* name "export" */
+    char name[72];         /* NAME: the basename of the file without .c */
+    char so_path[4096];
+    int threads;           /* the thread count the file was exported for */
+    int nvars, dense, bias;
+    void *entry;           /* NAME */
+    size_t (*packed_size)(void);
+    void (*pack)(const float *W, float *packed);
+    float *packed;         /* dense: NAME_pack's output */
+} dt_bench_export;
+
+/* Reads c_path (…/NAME.c), checks that it exports workload w (its
+ * "dtune-export-workload:" line; DT_EINVAL otherwise), builds and loads it.
+ * DT_ENOTFOUND for a missing file, DT_EINVAL for one that is not an
+ * exported file or does not compile (with the compiler's first lines). */
+int dt_bench_export_load(const char *c_path, const dt_workload *w, const dt_builder *b,
+                         dt_bench_export *x, dt_err *e);
+void dt_bench_export_free(dt_bench_export *x);
+
+#endif
