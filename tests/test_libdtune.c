@@ -542,6 +542,9 @@ static void test_install_and_pkg_config(void)
              "set -e; P='%s/prefix'; "
              "'%s' --install '%s' --prefix \"$P\" --component libdtune >'%s/install.log' 2>&1; "
              "test -f \"$P/include/dtune/dtune.h\"; "
+             /* the library exports dtune_* and nothing else */
+             "test -z \"$(nm -D --defined-only \"$(find \"$P\" -name libdtune.so)\" | "
+             "  awk '$3 !~ /^dtune_/ {print $3}')\"; "
              "PC=$(dirname \"$(find \"$P\" -name dtune.pc)\"); "
              "cc -O2 %s '%s/examples/query.c' -o '%s/query' "
              "  $(PKG_CONFIG_PATH=\"$PC\" pkg-config --cflags --libs dtune); "
