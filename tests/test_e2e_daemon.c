@@ -379,6 +379,46 @@ static void test_bad_requests(void)
     CU_ASSERT_EQUAL(http(g_d.port, "GET", "/healthz", NULL, NULL), 200);
 }
 
+/* DELETE of a running job: it stops at its next round boundary, becomes
+ * cancelled, and what it measured is kept (its schedule is stored). */
+static void test_cancel_running(void)
+{
+    CU_ASSERT_FATAL(g_d.pid > 0);
+    int st;
+    json_t *r = http_json(g_d.port, "POST", "/v1/jobs",
+                          "{\"workload\": \"dense(M=1..20,N=96,K=64)\", \"trials\": 5000, "
+                          "\"threads\": 1, \"min_time_ms\": 0.5}",
+                          &st);
+    CU_ASSERT_EQUAL_FATAL(st, 202);
+    int64_t id = json_integer_value(json_object_get(r, "id"));
+    json_decref(r);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    int64_t trials = 0;
+    for (double t0 = now_s(); now_s() - t0 < 60 && trials < 10;) {
+        json_t *j = http_json(g_d.port, "GET", path, NULL, &st);
+        trials = json_integer_value(json_object_get(json_object_get(j, "progress"), "trials"));
+        json_decref(j);
+        nap_ms(100);
+    }
+    CU_ASSERT(trials >= 10);
+    json_t *c = http_json(g_d.port, "DELETE", path, NULL, &st);
+    CU_ASSERT_EQUAL(st, 202);
+    CU_ASSERT_TRUE(json_is_true(json_object_get(c, "cancel_requested")));
+    json_decref(c);
+    json_t *j = wait_job(g_d.port, id, 60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "state")), "cancelled");
+    CU_ASSERT(json_integer_value(json_object_get(json_object_get(j, "progress"), "trials")) < 5000);
+    json_decref(j);
+    CU_ASSERT_EQUAL(http(g_d.port, "GET", "/v1/schedules?workload=dense(M=1..20,N=96,K=64)&M=3",
+                         NULL, NULL),
+                    200);
+    json_t *again = http_json(g_d.port, "DELETE", path, NULL, &st);
+    CU_ASSERT_EQUAL(st, 200); /* cancelled already: the same answer */
+    json_decref(again);
+}
+
 /* One byte a second: the request time-out (2 s here) answers or closes it,
  * while other clients are served all along. */
 static void test_slow_client(void)
@@ -499,6 +539,7 @@ int main(void)
     CU_TestInfo tests[] = {
         {"a job over HTTP, its schedule and kernel source", test_job_query_source},
         {"malformed JSON, 404, 405, 413", test_bad_requests},
+        {"cancel a running job, keeping what it measured", test_cancel_running},
         {"a one-byte-a-second client; SIGTERM exits 0", test_slow_client},
         {"kill -9 mid-job, restart, the job completes", test_kill9_resume},
         {"CLI refusals", test_cli_refusals},
