@@ -360,7 +360,13 @@ int dt_dispatch_cache_open(const char *db_path, dt_dispatch_cache **out, dt_err 
     dt_dispatch_cache *c = calloc(1, sizeof *c);
     if (!c)
         return dt_errf(e, DT_ENOMEM, "out of memory");
-    pthread_rwlock_init(&c->lock, NULL);
+    /* writers (a reload's insert) must not starve behind a steady stream
+     * of lookups, which glibc's default reader preference allows */
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&c->lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
     pthread_mutex_init(&c->dbmu, NULL);
     atomic_init(&c->interval_ns, (int64_t)DT_DISPATCH_CACHE_CHECK_MS * 1000000);
     atomic_init(&c->last_check_ns, coarse_ns());
