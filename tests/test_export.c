@@ -13,7 +13,8 @@
  *     with nothing written past the output.
  * Then the errors (bad NAME, missing schedule / workload / database, an
  * unwritable output: no file left behind) and one end-to-end run through the
- * real binary: a tiny `dtune tune`, `dtune export --json`, compile, run. */
+ * real binary: a tiny `dtune tune`, `dtune export --json`, compile, run, and
+ * `dtune bench --export` on it. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
@@ -540,6 +541,28 @@ static void test_tune_export_run(void)
         CU_ASSERT_EQUAL(rc, 0);
     }
     free(packed);
+
+    /* dtune bench --export: the file built, verified on every shape and timed */
+    snprintf(args, sizeof args, "bench '" E2E_KEY "' --export '%s/tiny.c' --db '%s/e2e.db' "
+             "--shapes '{1,7,12,30}' --repeats 1 --min-time 0.2 --peers none --json",
+             g_dir, g_dir);
+    json_t *b = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL_FATAL(code, 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(b, "mode")), "export");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(b, "export"),
+                                                             "status")), "ok");
+    CU_ASSERT(json_is_true(json_object_get(b, "all_verified")));
+    json_t *shapes = json_object_get(b, "shapes");
+    CU_ASSERT_EQUAL(json_array_size(shapes), 4);
+    CU_ASSERT(json_is_true(json_object_get(json_array_get(shapes, 3), "extrapolated")));
+    CU_ASSERT(json_number_value(json_object_get(json_array_get(shapes, 0), "gflops")) > 0);
+    json_decref(b);
+    /* the file of another workload is refused */
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "bench 'dense(M=1..12,N=40,K=24)' --export '%s/tiny.c' "
+                                      "--db '%s/e2e.db' --peers none", g_dir, g_dir), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "exports"));
+    dt_test_proc_free(&p);
 }
 
 int main(void)
