@@ -248,6 +248,11 @@ int dt_db_schema_version(dt_db *db)
     return rc ? rc : (int)v;
 }
 
+int dt_db_data_version(dt_db *db, int64_t *out, dt_err *e)
+{
+    return dt_db_query_int(db, "PRAGMA data_version", out, e, "reading PRAGMA data_version");
+}
+
 void dt_db_set_busy_timeout(dt_db *db, int ms)
 {
     sqlite3_busy_timeout(db->sql, ms);

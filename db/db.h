@@ -87,6 +87,10 @@ int dt_db_schema_version(dt_db *db);
  * DT_EINVAL; so is calling it on a read-only handle or inside dt_db_begin. */
 int dt_db_migrate_to(dt_db *db, int version, dt_err *e);
 
+/* PRAGMA data_version: changes when another connection commits to the file
+ * (readers use it to notice new schedules without re-reading them). */
+int dt_db_data_version(dt_db *db, int64_t *out, dt_err *e);
+
 /* Replaces the busy timeout (ms) set by dt_db_open. */
 void dt_db_set_busy_timeout(dt_db *db, int ms);
 

@@ -6,7 +6,6 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,10 +39,8 @@ typedef struct entry {
 
 struct dt_dispatch_cache {
     pthread_rwlock_t lock;   /* slots and the entries in them */
-    pthread_mutex_t dbmu;    /* db, probe, data_version; taken before lock */
+    pthread_mutex_t dbmu;    /* db and data_version; taken before lock */
     dt_db *db;
-    sqlite3 *probe;          /* connection that only reads PRAGMA data_version */
-    sqlite3_stmt *probe_st;
     int64_t data_version;
     _Atomic int64_t last_check_ns;
     _Atomic int64_t interval_ns;
@@ -136,18 +133,10 @@ static void insert(dt_dispatch_cache *c, entry *ne, entry **old)
 
 /* ---- freshness ------------------------------------------------------------- */
 
-/* PRAGMA data_version of the probe connection.  The one SQL statement
- * outside db/: db.h has no accessor for it yet (see docs/libdtune.md). */
+/* PRAGMA data_version of db: it moves when another connection commits. */
 static int probe_version(dt_dispatch_cache *c, int64_t *v, dt_err *e)
 {
-    int rc = sqlite3_step(c->probe_st);
-    if (rc == SQLITE_ROW)
-        *v = sqlite3_column_int64(c->probe_st, 0);
-    sqlite3_reset(c->probe_st);
-    if (rc != SQLITE_ROW)
-        return dt_errf(e, DT_EDB, "reading PRAGMA data_version of %s: %s", dt_db_path(c->db),
-                       sqlite3_errmsg(c->probe));
-    return 0;
+    return dt_db_data_version(c->db, v, e);
 }
 
 /* At most once per interval: a changed data_version makes every entry stale. */
@@ -380,13 +369,6 @@ int dt_dispatch_cache_open(const char *db_path, dt_dispatch_cache **out, dt_err 
         rc = dt_errf(e, DT_EINVAL, "cannot form this machine's target key");
         goto fail;
     }
-    if (sqlite3_open_v2(db_path, &c->probe, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(c->probe, "PRAGMA data_version", -1, &c->probe_st, NULL) !=
-            SQLITE_OK) {
-        rc = dt_errf(e, DT_EDB, "opening %s to watch for changes: %s", db_path,
-                     c->probe ? sqlite3_errmsg(c->probe) : "out of memory");
-        goto fail;
-    }
     if ((rc = probe_version(c, &c->data_version, e)))
         goto fail;
     *out = c;
@@ -402,8 +384,6 @@ void dt_dispatch_cache_close(dt_dispatch_cache *c)
         return;
     for (size_t i = 0; i < NSLOTS; i++)
         entry_free(c->slots[i]);
-    sqlite3_finalize(c->probe_st);
-    sqlite3_close(c->probe);
     dt_db_close(c->db);
     pthread_rwlock_destroy(&c->lock);
     pthread_mutex_destroy(&c->dbmu);
