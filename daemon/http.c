@@ -395,8 +395,10 @@ static void refuse(dt_http_server *s, uv_stream_t *server)
     if (!t)
         return;
     uv_tcp_init(s->loop, t);
-    if (uv_accept(server, (uv_stream_t *)t) == 0)
-        dt_log_warn("http: refusing a connection: already %d open", s->nconns);
+    /* logged once per 100 so that a flood does not flood the log */
+    if (uv_accept(server, (uv_stream_t *)t) == 0 && s->st.refused_total % 100 == 1)
+        dt_log_warn("http: refusing a connection: already %d open (%llu refused so far)",
+                    s->nconns, (unsigned long long)s->st.refused_total);
     uv_close((uv_handle_t *)t, free_handle);
 }
 
