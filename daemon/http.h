@@ -54,7 +54,8 @@ typedef void (*dt_http_handler)(const dt_http_request *req, dt_http_response *re
 /* A zero field in the limits given to dt_http_server_start means its default. */
 typedef struct dt_http_limits {
     size_t max_url;             /* bytes of the request target (default 2048) → 414 */
-    size_t max_header_bytes;    /* all header bytes of one request (default 16 KiB) → 431 */
+    size_t max_header_bytes;    /* header name + value bytes of one request (default 16 KiB),
+                                 * or more than 64 headers → 431 */
     size_t max_body;            /* Content-Length (default 1 MiB) → 413 */
     int max_connections;        /* open at once (default 256); more are closed at accept */
     double idle_timeout_s;      /* keep-alive connection with no request (default 30) */
@@ -77,13 +78,15 @@ typedef struct dt_http_server dt_http_server;
 typedef struct dt_http_stats {
     uint64_t connections_total, connections_open;
     uint64_t requests_total;    /* handed to the handler */
-    uint64_t rejected_total;    /* answered by the server itself (4xx/5xx) */
+    uint64_t rejected_total;    /* answered by the server itself (4xx/5xx, docs/http.md) */
     uint64_t refused_total;     /* closed at accept: over max_connections */
 } dt_http_stats;
 
-/* Binds and starts listening on loop; ignores SIGPIPE for the process (a
- * write to a vanished client is then an error on that connection only).  DT_EINVAL for a malformed address,
- * DT_EIO when it cannot bind. */
+/* Binds and starts listening on loop.  o->listen is IPV4:PORT,
+ * localhost:PORT or [IPV6]:PORT (host names are not resolved).  Ignores
+ * SIGPIPE for the process (a write to a vanished client is then an error on
+ * that connection only).  DT_EINVAL for a malformed address, DT_EIO when it
+ * cannot bind (the half-made server is then freed by the loop's next run). */
 int dt_http_server_start(uv_loop_t *loop, const dt_http_server_opts *o, dt_http_server **out,
                          dt_err *e);
 int dt_http_server_port(const dt_http_server *s);   /* the bound port */
