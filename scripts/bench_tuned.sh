@@ -9,7 +9,13 @@
 #   scripts/bench_tuned.sh [--db dtune.db] [--model models/bert-base.json]
 #                          [--threads "1 2"] [--out /tmp/dtune-bench-tuned]
 #                          [--extra-max 512] [--repeats 3] [--min-time MS]
-#                          [--peers LIST] [--bin build/dtune]
+#                          [--peers LIST] [--bin build/dtune] [--export]
+#
+# --export: time the exported C instead of the dispatched kernels: each
+# workload and thread count is first written by `dtune export` to
+# OUT/export/<workload>_t<T>.c, then `dtune bench --export` compiles it,
+# checks it against the reference on every shape and times its one entry
+# point (the nested-if dispatcher) beside the peers.
 #
 # Tuned shapes: the workload's own variable domain (e.g. M or seq = 1..128).
 # Extrapolated: max+1..EXTRA_MAX (default 129..512) for one-variable
@@ -38,6 +44,7 @@ EXTRA_MAX=512
 REPEATS=3
 MIN_MS=2
 PEERS=
+EXPORT=0
 BIN=${DTUNE_BIN:-build/dtune}
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
@@ -52,6 +59,7 @@ while [ $# -gt 0 ]; do
     --min-time) MIN_MS=$2; shift 2 ;;
     --peers) PEERS=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
+    --export) EXPORT=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench_tuned: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
@@ -80,10 +88,18 @@ runs=() # "key<TAB>threads<TAB>tuned json or NO_SCHEDULE<TAB>extra json or -"
 # FILE.err (removed when empty); returns the exit code
 run() {
   local key=$1 t=$2 shapes=$3 file=$4 rc=0
-  local shape_args=()
+  local shape_args=() mode_args=()
   [ "$shapes" != "-" ] && shape_args=(--shapes "$shapes")
-  "$BIN" bench "$key" --db "$DB" --threads "$t" "${shape_args[@]}" --repeats "$REPEATS" \
-    --min-time "$MIN_MS" "${peer_args[@]}" --json > "$file" 2> "$file.err" || rc=$?
+  if [ "$EXPORT" = 1 ]; then
+    local c="$OUT/export/$(echo "$key" | sed 's/[^A-Za-z0-9]\{1,\}/_/g; s/^_//; s/_$//')_t$t.c"
+    mkdir -p "$OUT/export"
+    [ -f "$c" ] || "$BIN" export "$key" --db "$DB" --threads "$t" -o "$c" > /dev/null \
+      2> "$file.err" || { rc=$?; [ -s "$file.err" ] || rm -f "$file.err"; return $rc; }
+    mode_args=(--export "$c")
+  fi
+  "$BIN" bench "$key" --db "$DB" --threads "$t" "${mode_args[@]}" "${shape_args[@]}" \
+    --repeats "$REPEATS" --min-time "$MIN_MS" "${peer_args[@]}" --json > "$file" 2> "$file.err" \
+    || rc=$?
   [ -s "$file.err" ] || rm -f "$file.err"
   return $rc
 }
@@ -125,8 +141,8 @@ while IFS=$'\t' read -r key stem nvars dom top; do
   done
 done <<< "$workloads"
 
-printf '%s\n' "${runs[@]}" | python3 -c '
-import json, math, sys
+printf '%s\n' "${runs[@]}" | WHAT=$([ "$EXPORT" = 1 ] && echo "exported C (dtune export)" || echo "dispatched kernel") python3 -c '
+import json, math, os, sys
 
 def load(path):
     if path in ("-", "NO_SCHEDULE"):
@@ -180,7 +196,7 @@ for line in sys.stdin.read().splitlines():
                  if x is not None else "-",
                  "yes" if ok else "NO"))
 widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-print("ratio = dispatched kernel GFLOP/s / strongest oneDNN peer GFLOP/s, per shape;")
+print("ratio = %s GFLOP/s / strongest oneDNN peer GFLOP/s, per shape;" % os.environ["WHAT"])
 print("% peak = geomean fraction of the FMA peak measured in the same run (tuned shapes);")
 print("ceiling = the geomean ratio if every dispatched kernel ran at 100% of that peak")
 for i, r in enumerate(rows):
