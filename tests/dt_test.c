@@ -1,11 +1,13 @@
 #include "tests/dt_test.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +37,42 @@ char *dt_test_tmpdir(void)
     if (!mkdtemp(tmpl))
         return NULL;
     return strdup(tmpl);
+}
+
+char *dt_test_tmpdir_with_cache(void)
+{
+    char *dir = dt_test_tmpdir();
+    if (!dir)
+        return NULL;
+    char cache[4200];
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    mkdir(cache, 0700);
+    setenv("DTUNE_CACHE_DIR", cache, 1);
+    return dir;
+}
+
+int dt_test_for_each_file(const char *rel, void (*fn)(const char *path, void *ud), void *ud)
+{
+    char dir[2048];
+    snprintf(dir, sizeof dir, "%s/%s", DTUNE_SOURCE_DIR, rel);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int files = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        struct stat st;
+        if (stat(path, &st) || !S_ISREG(st.st_mode))
+            continue;
+        fn(path, ud);
+        files++;
+    }
+    closedir(d);
+    return files;
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)

@@ -15,6 +15,13 @@ int dt_test_main(CU_SuiteInfo *suites);
 
 /* Creates a fresh directory under $TMPDIR (or /tmp); returns a malloc'ed path. */
 char *dt_test_tmpdir(void);
+/* dt_test_tmpdir, plus DTUNE_CACHE_DIR set to its "cache" subdirectory
+ * (created), so kernels built by the test and its children stay inside. */
+char *dt_test_tmpdir_with_cache(void);
+/* Calls fn(path, ud) for every file (not starting with '.') of the source
+ * tree's directory rel (e.g. "tests/data/fuzz/http"); returns how many, or
+ * -1 when the directory cannot be read. */
+int dt_test_for_each_file(const char *rel, void (*fn)(const char *path, void *ud), void *ud);
 /* Removes a directory tree made by dt_test_tmpdir. */
 void dt_test_rmtree(const char *path);
 /* Writes text to dir/name; returns a malloc'ed full path. */

@@ -21,12 +21,9 @@ static char *g_dir;
 
 static int setup(void)
 {
-    g_dir = dt_test_tmpdir();
+    g_dir = dt_test_tmpdir_with_cache();
     if (!g_dir)
         return 1;
-    char cache[4096];
-    snprintf(cache, sizeof cache, "%s/cache", g_dir);
-    setenv("DTUNE_CACHE_DIR", cache, 1);
     return 0;
 }
 

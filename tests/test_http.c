@@ -3,7 +3,6 @@
  * loopback sockets: keep-alive, pipelining, limits, time-outs, the bearer
  * token, the connection limit, and replays of the fuzzer's inputs
  * (tests/data/fuzz/http/). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -279,37 +278,27 @@ static void test_msg_and_auth(void)
  * crash, a sanitizer report or a broken invariant (abort) fails the suite. */
 #include "fuzz/fuzz_http.c"
 
+static void replay_http(const char *path, void *ud)
+{
+    (void)ud;
+    FILE *f = fopen(path, "rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    static uint8_t buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    LLVMFuzzerTestOneInput(buf, n);
+    /* and with every read size and the end of input */
+    for (unsigned mode = 0; mode < 256 && n > 0; mode += 0x15) {
+        uint8_t keep = buf[0];
+        buf[0] = (uint8_t)mode;
+        LLVMFuzzerTestOneInput(buf, n);
+        buf[0] = keep;
+    }
+}
+
 static void test_fuzz_replay(void)
 {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/tests/data/fuzz/http", DTUNE_SOURCE_DIR);
-    DIR *d = opendir(dir);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-    int files = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        char path[2048];
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        FILE *f = fopen(path, "rb");
-        if (!f)
-            continue;
-        static uint8_t buf[1 << 16];
-        size_t n = fread(buf, 1, sizeof buf, f);
-        fclose(f);
-        LLVMFuzzerTestOneInput(buf, n);
-        /* and with every read size and the end of input */
-        for (unsigned mode = 0; mode < 256 && n > 0; mode += 0x15) {
-            uint8_t keep = buf[0];
-            buf[0] = (uint8_t)mode;
-            LLVMFuzzerTestOneInput(buf, n);
-            buf[0] = keep;
-        }
-        files++;
-    }
-    closedir(d);
-    CU_ASSERT(files >= 3);
+    CU_ASSERT(dt_test_for_each_file("tests/data/fuzz/http", replay_http, NULL) >= 3);
 }
 
 /* ---- the server on a loop in a thread ----------------------------------------- */

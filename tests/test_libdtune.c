@@ -91,12 +91,9 @@ static int64_t g_wid, g_tid;
 
 static int setup(void)
 {
-    g_dir = dt_test_tmpdir();
+    g_dir = dt_test_tmpdir_with_cache();
     if (!g_dir)
         return 1;
-    char cache[4096];
-    snprintf(cache, sizeof cache, "%s/cache", g_dir);
-    setenv("DTUNE_CACHE_DIR", cache, 1);
     snprintf(g_db, sizeof g_db, "%s/t.db", g_dir);
     dt_err e;
     dt_target tg;

@@ -1,6 +1,5 @@
 /* sketch/model: loading model specs, merging ops into workloads, shape-set
  * weights, and every spec error with its file:line:col. */
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,32 +180,23 @@ static void test_utf8_column(void)
  * sanitizer report or a broken invariant (abort) fails the suite. */
 #include "fuzz/fuzz_model_spec.c"
 
+static void replay_model(const char *path, void *ud)
+{
+    (void)ud;
+    char *text;
+    size_t len;
+    dt_err e;
+    if (dt_read_file(path, DT_MODEL_MAX_BYTES, &text, &len, &e)) {
+        CU_FAIL(e.msg);
+        return;
+    }
+    LLVMFuzzerTestOneInput((const uint8_t *)text, len);
+    free(text);
+}
+
 static void test_fuzz_replay(void)
 {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/tests/data/fuzz/model", DTUNE_SOURCE_DIR);
-    DIR *d = opendir(dir);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-    int files = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        char path[2048];
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        char *text;
-        size_t len;
-        dt_err e;
-        if (dt_read_file(path, DT_MODEL_MAX_BYTES, &text, &len, &e)) {
-            CU_FAIL(e.msg);
-            continue;
-        }
-        LLVMFuzzerTestOneInput((const uint8_t *)text, len);
-        free(text);
-        files++;
-    }
-    closedir(d);
-    CU_ASSERT(files >= 1);
+    CU_ASSERT(dt_test_for_each_file("tests/data/fuzz/model", replay_model, NULL) >= 1);
 }
 
 int main(void)

@@ -912,11 +912,9 @@ int main(void)
         fprintf(stderr, "no target: %s\n", e.msg);
         return 1;
     }
-    g_dir = dt_test_tmpdir();
-    char cache[4200];
-    snprintf(cache, sizeof cache, "%s/cache", g_dir);
-    mkdir(cache, 0700);
-    setenv("DTUNE_CACHE_DIR", cache, 1); /* workers and dtune measure build here */
+    g_dir = dt_test_tmpdir_with_cache(); /* workers and dtune measure build there */
+    if (!g_dir)
+        return 1;
     g_token_file = dt_test_write_file(g_dir, "token", TOKEN "\n");
     chmod(g_token_file, 0600);
     signal(SIGPIPE, SIG_IGN);

@@ -417,13 +417,9 @@ static void check_serving(void)
 
 static int suite_setup(void)
 {
-    g_dir = dt_test_tmpdir();
+    g_dir = dt_test_tmpdir_with_cache();
     if (!g_dir)
         return 1;
-    char cache[4200];
-    snprintf(cache, sizeof cache, "%s/cache", g_dir);
-    mkdir(cache, 0700);
-    setenv("DTUNE_CACHE_DIR", cache, 1);
     setenv("DTUNE_LOG", "info", 1);
     snprintf(g_token_path, sizeof g_token_path, "%s/token", g_dir);
     snprintf(g_log_path, sizeof g_log_path, "%s/worker.log", g_dir);
