@@ -59,31 +59,6 @@ static void dispatched_free(dispatched *x)
     dt_bench_export_free(&x->ex);
 }
 
-/* The annotation of kernel `id`, checked to be a kernel of w's op. */
-static int load_kernel(dt_db *db, int64_t id, const dt_workload *w, int threads,
-                       dt_annotation *out, dt_err *e)
-{
-    dt_db_kernel k = {0};
-    int rc = dt_db_kernel_get(db, id, &k, e);
-    if (rc == DT_ENOTFOUND)
-        return dt_errf(e, DT_EINVAL, "the schedule names kernel %lld, which %s does not hold",
-                       (long long)id, dt_db_path(db));
-    if (rc)
-        return rc;
-    if (strcmp(k.op, w->op->name) != 0) {
-        rc = dt_errf(e, DT_EINVAL, "kernel %lld of the schedule is a %s kernel; the workload "
-                     "is %s", (long long)id, k.op, w->op->name);
-    } else {
-        if ((rc = dt_annotation_from_text(k.annotation, out, e)))
-            dt_err_prefix(e, "kernel %lld", (long long)id);
-    }
-    /* the schedule for T threads: its kernels run with T, as --threads does */
-    if (!rc)
-        out->threads = threads;
-    dt_db_kernel_free(&k);
-    return rc;
-}
-
 /* Opens the database, loads the schedule and resolves every shape. */
 static int prepare(const dt_bench_args *a, const char *key, const dt_builder *b, dispatched *x,
                    dt_err *e)
@@ -139,9 +114,13 @@ static int prepare(const dt_bench_args *a, const char *key, const dt_builder *b,
     x->anns = calloc((size_t)(x->nk ? x->nk : 1), sizeof *x->anns);
     if (!x->anns)
         return dt_errf(e, DT_ENOMEM, "out of memory");
-    for (int k = 0; k < x->nk; k++)
-        if ((rc = load_kernel(x->db, x->kid[k], x->w, threads, &x->anns[k], e)))
+    for (int k = 0; k < x->nk; k++) {
+        if ((rc = dt_dispatch_kernel_annotation(x->db, x->kid[k], x->w, &x->anns[k], e))) {
+            dt_err_prefix(e, "the schedule");
             return rc;
+        }
+        x->anns[k].threads = threads; /* the schedule for T threads: its kernels run with T */
+    }
     return 0;
 }
 

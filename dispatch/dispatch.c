@@ -163,3 +163,21 @@ void dt_dispatch_free(dt_dispatch *d)
     free(d->r);
     free(d);
 }
+
+int dt_dispatch_kernel_annotation(dt_db *db, int64_t id, const dt_workload *w,
+                                  dt_annotation *out, dt_err *e)
+{
+    dt_db_kernel k = {0};
+    int rc = dt_db_kernel_get(db, id, &k, e);
+    if (rc == DT_ENOTFOUND)
+        return dt_errf(e, rc, "no kernel %lld in %s", (long long)id, dt_db_path(db));
+    if (rc)
+        return rc;
+    if (strcmp(k.op, w->op->name) != 0)
+        rc = dt_errf(e, DT_EINVAL, "kernel %lld is a %s kernel; the workload is %s",
+                     (long long)id, k.op, w->op->name);
+    else if ((rc = dt_annotation_from_text(k.annotation, out, e)))
+        dt_err_prefix(e, "kernel %lld", (long long)id);
+    dt_db_kernel_free(&k);
+    return rc;
+}

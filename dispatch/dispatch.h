@@ -21,6 +21,7 @@
 
 #include "common/error.h"
 #include "db/db.h"
+#include "sketch/annotation.h"
 #include "sketch/workload.h"
 
 typedef struct dt_dispatch_range {
@@ -65,5 +66,12 @@ int dt_dispatch_load(dt_db *db, const char *workload_key, const char *target_key
 int dt_dispatch_find(const dt_dispatch *d, const int64_t *vals, dt_dispatch_hit *hit);
 
 void dt_dispatch_free(dt_dispatch *d);
+
+/* The annotation of stored kernel id, which must be a kernel of w's op (a
+ * schedule's kernel, before it is built or generated for w).  DT_ENOTFOUND
+ * when the database holds no such kernel; DT_EINVAL when it is another op's
+ * kernel or its annotation does not parse. */
+int dt_dispatch_kernel_annotation(dt_db *db, int64_t id, const dt_workload *w,
+                                  dt_annotation *out, dt_err *e);
 
 #endif

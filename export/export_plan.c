@@ -48,28 +48,6 @@ void dt_export_plan_free(dt_export_plan *p)
     free(p);
 }
 
-/* The annotation of kernel `id`, which must be a kernel of w's op. */
-static int load_kernel(dt_db *db, int64_t id, const dt_workload *w, int threads,
-                       dt_annotation *out, dt_err *e)
-{
-    dt_db_kernel k = {0};
-    int rc = dt_db_kernel_get(db, id, &k, e);
-    if (rc == DT_ENOTFOUND)
-        return dt_errf(e, DT_ENOTFOUND, "the schedule names kernel %lld, which %s does not hold",
-                       (long long)id, dt_db_path(db));
-    if (rc)
-        return rc;
-    if (strcmp(k.op, w->op->name) != 0)
-        rc = dt_errf(e, DT_EINVAL, "kernel %lld of the schedule is a %s kernel; the workload is %s",
-                     (long long)id, k.op, w->op->name);
-    else if ((rc = dt_annotation_from_text(k.annotation, out, e)))
-        dt_err_prefix(e, "kernel %lld", (long long)id);
-    if (!rc)
-        out->threads = threads; /* the schedule for T threads runs its kernels with T */
-    dt_db_kernel_free(&k);
-    return rc;
-}
-
 /* C parameter names of the variables: the variable's own name unless it
  * would clash with a keyword, a tensor parameter or the file's own names. */
 static void name_vars(dt_export_plan *p)
@@ -167,8 +145,11 @@ int dt_export_plan_load(dt_db *db, const dt_export_opts *o, const char *name,
             k++;
         if (k == p->nk) {
             p->k[k].id = p->d->r[r].kernel_id;
-            if ((rc = load_kernel(db, p->k[k].id, p->w, p->d->threads, &p->k[k].ann, e)))
+            if ((rc = dt_dispatch_kernel_annotation(db, p->k[k].id, p->w, &p->k[k].ann, e))) {
+                dt_err_prefix(e, "the schedule");
                 goto fail;
+            }
+            p->k[k].ann.threads = p->d->threads; /* the schedule for T threads runs with T */
             p->nk++;
         }
         p->range_kernel[r] = k;

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dispatch/dispatch.h"
 #include "export/export.h"
 #include "libdtune/internal.h"
 #include "microkernel/codegen.h"
-#include "sketch/annotation.h"
 #include "sketch/workload.h"
 
 /* The source of kernel id for workload key (its op must be the kernel's). */
@@ -17,25 +17,12 @@ static int source_for(dt_db *db, int64_t id, const char *key, char **src, dt_err
     int rc = dt_workload_parse_key(key, &w, e);
     if (rc)
         return rc;
-    dt_db_kernel row;
-    if ((rc = dt_db_kernel_get(db, id, &row, e))) {
-        if (rc == DT_ENOTFOUND)
-            dt_errf(e, rc, "no kernel %lld in %s", (long long)id, dt_db_path(db));
-        dt_workload_free(w);
-        return rc;
-    }
     dt_annotation a;
-    if (strcmp(row.op, w->op->name) != 0)
-        rc = dt_errf(e, DT_EINVAL, "kernel %lld is a %s kernel; %s is a %s workload",
-                     (long long)id, row.op, key, w->op->name);
-    else if ((rc = dt_annotation_from_text(row.annotation, &a, e)))
-        dt_err_prefix(e, "kernel %lld", (long long)id);
-    else {
+    if (!(rc = dt_dispatch_kernel_annotation(db, id, w, &a, e))) {
         dt_kernel_op kop = {.op = w->op};
         memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
         rc = dt_codegen(&kop, &a, src, e);
     }
-    dt_db_kernel_free(&row);
     dt_workload_free(w);
     return rc;
 }
