@@ -6,6 +6,16 @@
 #include "daemon/api_internal.h"
 #include "daemon/job_spec.h"
 
+/* A failed jobs-table call: 404 for a missing job (id), 503 while the
+ * database is busy, else 500. */
+static void db_failed(dt_http_response *res, int rc, int64_t id, const dt_err *e)
+{
+    if (rc == DT_ENOTFOUND)
+        dt_api_error(res, 404, "no job %lld", (long long)id);
+    else
+        dt_api_error(res, rc == DT_EBUSY ? 503 : 500, "%s", e->msg);
+}
+
 static json_t *parsed_or_null(const char *text)
 {
     json_error_t jerr;
@@ -61,7 +71,7 @@ void dt_api_jobs_list(dt_api *a, const dt_http_request *req, dt_http_response *r
     dt_err e;
     int rc = dt_db_job_list(a->db, mask, &jobs, &n, &e);
     if (rc) {
-        dt_api_error(res, rc == DT_EBUSY ? 503 : 500, "%s", e.msg);
+        db_failed(res, rc, 0, &e);
         return;
     }
     json_t *arr = json_array();
@@ -87,7 +97,7 @@ void dt_api_jobs_create(dt_api *a, const dt_http_request *req, dt_http_response 
     free(spec);
     free(opts);
     if (rc) {
-        dt_api_error(res, rc == DT_EBUSY ? 503 : 500, "%s", e.msg);
+        db_failed(res, rc, 0, &e);
         return;
     }
     dt_metrics_job_submitted(a->metrics);
@@ -104,12 +114,8 @@ void dt_api_job_get(dt_api *a, int64_t id, dt_http_response *res)
     dt_db_job j;
     dt_err e;
     int rc = dt_db_job_get(a->db, id, &j, &e);
-    if (rc == DT_ENOTFOUND) {
-        dt_api_error(res, 404, "no job %lld", (long long)id);
-        return;
-    }
     if (rc) {
-        dt_api_error(res, rc == DT_EBUSY ? 503 : 500, "%s", e.msg);
+        db_failed(res, rc, id, &e);
         return;
     }
     json_t *o = job_json(&j, 1);
@@ -138,12 +144,8 @@ void dt_api_job_cancel(dt_api *a, int64_t id, dt_http_response *res)
                 now = DT_JOB_CANCELLED;
         }
     }
-    if (rc == DT_ENOTFOUND) {
-        dt_api_error(res, 404, "no job %lld", (long long)id);
-        return;
-    }
     if (rc) {
-        dt_api_error(res, rc == DT_EBUSY ? 503 : 500, "%s", e.msg);
+        db_failed(res, rc, id, &e);
         return;
     }
     if (now == DT_JOB_RUNNING) {

@@ -115,7 +115,7 @@ void dt_api_kernel_source(dt_api *a, int64_t id, dt_http_response *res)
     int rc = a->kernel_source ? a->kernel_source(a->db, id, &src, &e)
                               : dt_errf(&e, DT_EUNSUPPORTED, "kernel sources are not available");
     if (rc) {
-        dt_api_error(res, rc == DT_ENOTFOUND ? 404 : dt_api_status_of(rc), "%s", e.msg);
+        dt_api_error(res, dt_api_status_of(rc), "%s", e.msg);
         return;
     }
     res->status = 200;
