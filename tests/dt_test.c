@@ -1,5 +1,7 @@
 #include "tests/dt_test.h"
 
+#include "db/db.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -73,6 +75,19 @@ int dt_test_for_each_file(const char *rel, void (*fn)(const char *path, void *ud
     }
     closedir(d);
     return files;
+}
+
+int64_t dt_test_count_records(const char *path)
+{
+    dt_db *db = NULL;
+    dt_err e;
+    int64_t n = -1;
+    if (access(path, F_OK) == 0 && dt_db_open(path, DT_DB_READONLY, &db, &e) == 0) {
+        if (dt_db_measurement_count(db, NULL, &n, &e) != 0)
+            n = -1;
+        dt_db_close(db);
+    }
+    return n;
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)

@@ -7,6 +7,7 @@
 #include <CUnit/CUnit.h>
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Registers the NULL-terminated suites, runs them verbosely and returns the
@@ -22,6 +23,9 @@ char *dt_test_tmpdir_with_cache(void);
  * tree's directory rel (e.g. "tests/data/fuzz/http"); returns how many, or
  * -1 when the directory cannot be read. */
 int dt_test_for_each_file(const char *rel, void (*fn)(const char *path, void *ud), void *ud);
+/* Rows of the measurements table of the database at path (opened
+ * read-only), or -1 when there is no file or it cannot be read. */
+int64_t dt_test_count_records(const char *path);
 /* Removes a directory tree made by dt_test_tmpdir. */
 void dt_test_rmtree(const char *path);
 /* Writes text to dir/name; returns a malloc'ed full path. */

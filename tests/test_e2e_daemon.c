@@ -229,19 +229,6 @@ static json_t *wait_job(int port, int64_t id, double timeout_s)
     return NULL;
 }
 
-static int64_t count_records(const char *path)
-{
-    dt_db *db = NULL;
-    dt_err e;
-    int64_t n = -1;
-    if (access(path, F_OK) == 0 && dt_db_open(path, DT_DB_READONLY, &db, &e) == 0) {
-        if (dt_db_measurement_count(db, NULL, &n, &e) != 0)
-            n = -1;
-        dt_db_close(db);
-    }
-    return n;
-}
-
 /* ---- tests ------------------------------------------------------------------------------- */
 
 static daemon_proc g_d;
@@ -491,10 +478,10 @@ static void test_kill9_resume(void)
     int64_t n = 0;
     for (int i = 0; i < 1200 && n < 12; i++) {
         nap_ms(50);
-        n = count_records(db);
+        n = dt_test_count_records(db);
     }
     CU_ASSERT_EQUAL(stop_daemon(&d, SIGKILL), 128 + SIGKILL);
-    int64_t before = count_records(db);
+    int64_t before = dt_test_count_records(db);
     CU_ASSERT(before >= 12);
     CU_ASSERT(before < 110);
     CU_ASSERT_TRUE(integrity_ok(db));
@@ -510,7 +497,7 @@ static void test_kill9_resume(void)
     CU_ASSERT(http(d.port, "GET", "/v1/schedules?workload=dense(M=1..24,N=64,K=96)&M=5", NULL,
                    NULL) == 200);
     CU_ASSERT_EQUAL(stop_daemon(&d, SIGTERM), 0);
-    int64_t after = count_records(db);
+    int64_t after = dt_test_count_records(db);
     CU_ASSERT(after >= before);
     CU_ASSERT_TRUE(integrity_ok(db));
 }

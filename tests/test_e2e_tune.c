@@ -112,19 +112,6 @@ static void test_errors(void)
 
 /* ---- resume after SIGKILL ------------------------------------------------------- */
 
-static int64_t count_records(const char *path)
-{
-    dt_db *db = NULL;
-    dt_err e;
-    int64_t n = -1;
-    if (access(path, F_OK) == 0 && dt_db_open(path, DT_DB_READONLY, &db, &e) == 0) {
-        if (dt_db_measurement_count(db, NULL, &n, &e) != 0)
-            n = -1;
-        dt_db_close(db);
-    }
-    return n;
-}
-
 typedef struct {
     int64_t kernel[4096];
     char shape[4096][32];
@@ -163,13 +150,13 @@ static void test_resume_after_sigkill(void)
     for (int i = 0; i < 600 && n < 12; i++) {
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
-        n = count_records(path);
+        n = dt_test_count_records(path);
     }
     kill(pid, SIGKILL);
     int st;
     waitpid(pid, &st, 0);
     CU_ASSERT_TRUE(WIFSIGNALED(st));
-    int64_t before = count_records(path);
+    int64_t before = dt_test_count_records(path);
     CU_ASSERT(before >= 12);
     CU_ASSERT(before < 70);
 
@@ -230,7 +217,7 @@ static void test_tune_on_worker(void)
      * schedule it produced answers a query */
     char db[4096];
     snprintf(db, sizeof db, "%s/w.db", g_dir);
-    CU_ASSERT_EQUAL(count_records(db), n);
+    CU_ASSERT_EQUAL(dt_test_count_records(db), n);
     snprintf(args, sizeof args, "query '" KEY "' --db '%s' --shape M=5 --json", db);
     json_t *q = dt_test_run_dtune_json(&code, args);
     CU_ASSERT_EQUAL(code, 0);
