@@ -13,6 +13,11 @@ DTUNE_API int dtune_workload_canonical(const char *key, char *out, size_t out_si
 {
     dt_err e;
     dt_workload *w = NULL;
+    if (!key || (!out && out_size)) {
+        if (err && err_size)
+            snprintf(err, err_size, "%s is NULL", key ? "out" : "key");
+        return DT_EINVAL;
+    }
     int rc = dt_workload_parse_key(key, &w, &e);
     if (rc) {
         if (err && err_size)

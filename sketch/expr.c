@@ -107,6 +107,7 @@ typedef struct {
     const char *s;
     size_t pos;
     size_t err_pos;
+    int nest; /* open '(' and unary '-' around the current factor */
     dt_err *e;
 } parser;
 
@@ -119,7 +120,8 @@ static void skip_ws(parser *p)
 static int fail(parser *p, size_t pos, const char *what)
 {
     p->err_pos = pos;
-    return dt_errf(p->e, DT_EINVAL, "%s at offset %zu of expression '%s'", what, pos, p->s);
+    return dt_errf(p->e, DT_EINVAL, "%s at offset %zu of expression '%.120s%s'", what, pos, p->s,
+                   strlen(p->s) > 120 ? "..." : "");
 }
 
 static int fail_unexpected(parser *p, size_t pos)
@@ -129,17 +131,34 @@ static int fail_unexpected(parser *p, size_t pos)
     return fail(p, pos, what);
 }
 
-static int parse_expr(parser *p, dt_expr **out);
+static int fail_too_deep(parser *p, size_t pos)
+{
+    p->err_pos = pos;
+    return dt_errf(p->e, DT_EINVAL,
+                   "expression nested too deeply (more than %d levels) at offset %zu", DT_EXPR_MAX_DEPTH,
+                   pos);
+}
 
-static int parse_factor(parser *p, dt_expr **out)
+/* Every parse function returns the height of the tree it built in *h, so
+ * that a long chain ("1+1+...") is refused as surely as deep parentheses:
+ * the functions that walk a tree later (canonicalize, print, eval, free)
+ * recurse on its height. */
+static int parse_expr(parser *p, dt_expr **out, int *h);
+
+static int parse_factor(parser *p, dt_expr **out, int *h)
 {
     skip_ws(p);
     const char *s = p->s;
     size_t start = p->pos;
     char c = s[p->pos];
+    *h = 1;
+    if ((c == '(' || c == '-') && p->nest >= DT_EXPR_MAX_DEPTH)
+        return fail_too_deep(p, p->pos);
     if (c == '(') {
         p->pos++;
-        int rc = parse_expr(p, out);
+        p->nest++;
+        int rc = parse_expr(p, out, h);
+        p->nest--;
         if (rc)
             return rc;
         skip_ws(p);
@@ -154,13 +173,19 @@ static int parse_factor(parser *p, dt_expr **out)
     if (c == '-') { /* unary minus: needed to print folded negative constants */
         p->pos++;
         dt_expr *f = NULL;
-        int rc = parse_factor(p, &f);
+        p->nest++;
+        int rc = parse_factor(p, &f, h);
+        p->nest--;
         if (rc)
             return rc;
         if (f->kind == DT_EXPR_CONST && f->value != INT64_MIN) {
             f->value = -f->value;
             *out = f;
             return 0;
+        }
+        if (++*h > DT_EXPR_MAX_DEPTH) {
+            dt_expr_free(f);
+            return fail_too_deep(p, start);
         }
         dt_expr *m1 = dt_expr_const(-1);
         *out = m1 ? binary(DT_EXPR_MUL, m1, f) : NULL;
@@ -206,11 +231,12 @@ static int parse_factor(parser *p, dt_expr **out)
 }
 
 /* One precedence level: operands from sub, joined by the two operators. */
-static int parse_level(parser *p, dt_expr **out, int (*sub)(parser *, dt_expr **), char op_a,
-                       dt_expr_kind kind_a, char op_b, dt_expr_kind kind_b)
+static int parse_level(parser *p, dt_expr **out, int *h,
+                       int (*sub)(parser *, dt_expr **, int *), char op_a, dt_expr_kind kind_a,
+                       char op_b, dt_expr_kind kind_b)
 {
     dt_expr *lhs = NULL;
-    int rc = sub(p, &lhs);
+    int rc = sub(p, &lhs, h);
     if (rc)
         return rc;
     for (;;) {
@@ -218,11 +244,19 @@ static int parse_level(parser *p, dt_expr **out, int (*sub)(parser *, dt_expr **
         char c = p->s[p->pos];
         if (c != op_a && c != op_b)
             break;
+        size_t op_pos = p->pos;
         p->pos++;
         dt_expr *rhs = NULL;
-        if ((rc = sub(p, &rhs))) {
+        int hr = 0;
+        if ((rc = sub(p, &rhs, &hr))) {
             dt_expr_free(lhs);
             return rc;
+        }
+        *h = (hr > *h ? hr : *h) + 1;
+        if (*h > DT_EXPR_MAX_DEPTH) {
+            dt_expr_free(lhs);
+            dt_expr_free(rhs);
+            return fail_too_deep(p, op_pos);
         }
         dt_expr *x = binary(c == op_a ? kind_a : kind_b, lhs, rhs);
         if (!x) {
@@ -236,22 +270,23 @@ static int parse_level(parser *p, dt_expr **out, int (*sub)(parser *, dt_expr **
     return 0;
 }
 
-static int parse_term(parser *p, dt_expr **out)
+static int parse_term(parser *p, dt_expr **out, int *h)
 {
-    return parse_level(p, out, parse_factor, '*', DT_EXPR_MUL, '/', DT_EXPR_DIV);
+    return parse_level(p, out, h, parse_factor, '*', DT_EXPR_MUL, '/', DT_EXPR_DIV);
 }
 
-static int parse_expr(parser *p, dt_expr **out)
+static int parse_expr(parser *p, dt_expr **out, int *h)
 {
-    return parse_level(p, out, parse_term, '+', DT_EXPR_ADD, '-', DT_EXPR_SUB);
+    return parse_level(p, out, h, parse_term, '+', DT_EXPR_ADD, '-', DT_EXPR_SUB);
 }
 
 int dt_expr_parse(const char *text, dt_expr **out, size_t *err_offset, dt_err *e)
 {
-    parser p = {.s = text, .pos = 0, .err_pos = 0, .e = e};
+    parser p = {.s = text, .pos = 0, .err_pos = 0, .nest = 0, .e = e};
     *out = NULL;
     dt_expr *x = NULL;
-    int rc = parse_expr(&p, &x);
+    int height = 0;
+    int rc = parse_expr(&p, &x, &height);
     if (rc == 0) {
         skip_ws(&p);
         if (text[p.pos] != '\0') {

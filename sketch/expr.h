@@ -38,8 +38,16 @@ typedef struct dt_expr {
     struct dt_expr **args;  /* owned */
 } dt_expr;
 
+/* The tallest expression tree dt_expr_parse builds: parentheses, unary
+ * minus and operator chains all count.  Every function here recurses on a
+ * tree's height, so the limit keeps a hostile key ("((((…" or "1+1+…")
+ * from overflowing even a 256 KB thread stack.  Code that builds trees by
+ * other means (the ONNX front end) must keep to it too. */
+#define DT_EXPR_MAX_DEPTH 100
+
 /* Parses text (exactly, up to its NUL).  On error returns DT_EINVAL with the
- * message and, if err_offset is not NULL, the 0-based offset of the problem. */
+ * message and, if err_offset is not NULL, the 0-based offset of the problem;
+ * a tree taller than DT_EXPR_MAX_DEPTH fails with "nested too deeply". */
 int dt_expr_parse(const char *text, dt_expr **out, size_t *err_offset, dt_err *e);
 
 dt_expr *dt_expr_const(int64_t v);

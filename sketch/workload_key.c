@@ -319,7 +319,8 @@ int dt_workload_parse_key(const char *key, dt_workload **out, dt_err *e)
         rc = dt_workload_validate(w, e);
     if (rc) {
         dt_workload_free(w);
-        return dt_err_prefix(e, "workload key '%s'", key);
+        /* quote a hostile (long) key by its start only, so the reason fits */
+        return dt_err_prefix(e, "workload key '%.120s%s'", key, strlen(key) > 120 ? "..." : "");
     }
     *out = w;
     return 0;

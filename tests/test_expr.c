@@ -156,6 +156,76 @@ static void test_parse_errors(void)
     }
 }
 
+/* Text of n copies of open, then core, then n copies of close (close may be ""). */
+static char *nested(int n, const char *open, const char *core, const char *close)
+{
+    size_t lo = strlen(open), lc = strlen(close), lcore = strlen(core);
+    char *s = malloc((size_t)n * (lo + lc) + lcore + 1), *q = s;
+    for (int i = 0; i < n; i++, q += lo)
+        memcpy(q, open, lo);
+    memcpy(q, core, lcore);
+    q += lcore;
+    for (int i = 0; i < n; i++, q += lc)
+        memcpy(q, close, lc);
+    *q = '\0';
+    return s;
+}
+
+static void expect_too_deep(const char *text)
+{
+    dt_expr *x = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_expr_parse(text, &x, NULL, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NULL(x);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "nested too deeply"));
+}
+
+static void expect_parses(const char *text, int64_t value)
+{
+    dt_expr *x = NULL;
+    dt_err e;
+    int64_t v = 0;
+    CU_ASSERT_EQUAL_FATAL(dt_expr_parse(text, &x, NULL, &e), 0);
+    CU_ASSERT_EQUAL(dt_expr_canonicalize(&x, &e), 0);
+    CU_ASSERT_EQUAL(dt_expr_eval(x, NULL, &v, &e), 0);
+    CU_ASSERT_EQUAL(v, value);
+    dt_expr_free(x);
+}
+
+/* A hostile key must be refused, not overflow the stack: deep parentheses,
+ * long runs of unary minus and long operator chains, at and past the limit. */
+static void test_depth_limit(void)
+{
+    int at = DT_EXPR_MAX_DEPTH - 1; /* the leaf is one level itself */
+    char *s = nested(DT_EXPR_MAX_DEPTH, "(", "8", ")");
+    expect_parses(s, 8);
+    free(s);
+    s = nested(DT_EXPR_MAX_DEPTH + 1, "(", "8", ")");
+    expect_too_deep(s);
+    free(s);
+    s = nested(100000, "(", "8", ")");
+    expect_too_deep(s);
+    free(s);
+    s = nested(at, "-", "8", "");
+    expect_parses(s, at % 2 ? -8 : 8);
+    free(s);
+    s = nested(60000, "-", "8", "");
+    expect_too_deep(s);
+    free(s);
+    s = nested(60000, "-", "x", "");
+    expect_too_deep(s);
+    free(s);
+    s = nested(at, "1+", "1", ""); /* a chain of at+1 operands is at levels deep */
+    expect_parses(s, at + 1);
+    free(s);
+    s = nested(100000, "1+", "1", "");
+    expect_too_deep(s);
+    free(s);
+    s = nested(100000, "2*", "1", "");
+    expect_too_deep(s);
+    free(s);
+}
+
 static void test_eval_and_overflow(void)
 {
     const char *names[] = {"batch", "seq"};
@@ -218,6 +288,7 @@ int main(void)
         {"canonical text is a fixed point", test_round_trip_is_fixed_point},
         {"random expressions round-trip and keep their value", test_random_round_trip},
         {"parse errors carry the offset", test_parse_errors},
+        {"depth limit: deep nesting and long chains refused", test_depth_limit},
         {"evaluation, overflow, division by zero", test_eval_and_overflow},
         {"substitute and rename", test_substitute_and_rename},
         CU_TEST_INFO_NULL,

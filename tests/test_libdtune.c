@@ -19,6 +19,7 @@
 #include "microkernel/build.h"
 #include "microkernel/codegen.h"
 #include "sketch/annotation.h"
+#include "sketch/expr.h"
 #include "sketch/workload.h"
 #include "tests/dt_test.h"
 
@@ -132,6 +133,72 @@ static void test_workload_canonical(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "28 bytes needed"));
     /* NULL err is allowed */
     CU_ASSERT_NOT_EQUAL(dtune_workload_canonical("nope", out, sizeof out, NULL, 0), 0);
+    /* NULL key or output is an argument error, not a crash */
+    CU_ASSERT_EQUAL(dtune_workload_canonical(NULL, out, sizeof out, err, sizeof err),
+                    DTUNE_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "key is NULL"));
+    CU_ASSERT_EQUAL(dtune_workload_canonical("dense(M=1..4,N=8,K=8)", NULL, 8, err, sizeof err),
+                    DTUNE_EINVAL);
+}
+
+/* "dense(M=1..64,N=" + n '(' + "64" + n ')' + ",K=32)": a hostile key */
+static char *deep_key(int n)
+{
+    char *k = malloc((size_t)n * 2 + 64), *q = k;
+    q += sprintf(q, "dense(M=1..64,N=");
+    memset(q, '(', (size_t)n);
+    q += n;
+    q += sprintf(q, "64");
+    memset(q, ')', (size_t)n);
+    q += n;
+    sprintf(q, ",K=32)");
+    return k;
+}
+
+typedef struct {
+    int bad;
+} deep_ctx;
+
+/* Runs on a thread with a 256 KB stack (what some runtimes give their
+ * compiler threads): keys nested to the limit work, deeper ones are refused. */
+static void *deep_thread(void *arg)
+{
+    deep_ctx *c = arg;
+    char out[256], err[512];
+    char *k = deep_key(DT_EXPR_MAX_DEPTH);
+    if (dtune_workload_canonical(k, out, sizeof out, err, sizeof err) != 0 ||
+        strcmp(out, "dense(M=1..64,N=64,K=32)") != 0)
+        c->bad++;
+    free(k);
+    int depths[] = {600, 100000};
+    for (int i = 0; i < 2; i++) {
+        k = deep_key(depths[i]);
+        if (dtune_workload_canonical(k, out, sizeof out, err, sizeof err) != DTUNE_EINVAL ||
+            !strstr(err, "nested too deeply"))
+            c->bad++;
+        dtune *db = NULL;
+        dtune_schedule s;
+        if (dtune_open(g_db, &db) != DTUNE_OK ||
+            dtune_lookup(db, k, "M=2", NULL, 0, &s) != DTUNE_EINVAL ||
+            !strstr(dtune_errmsg(), "nested too deeply"))
+            c->bad++;
+        dtune_close(db);
+        free(k);
+    }
+    return NULL;
+}
+
+static void test_deep_keys_small_stack(void)
+{
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    CU_ASSERT_EQUAL_FATAL(pthread_attr_setstacksize(&a, 256 * 1024), 0);
+    pthread_t th;
+    deep_ctx c = {0};
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th, &a, deep_thread, &c), 0);
+    pthread_join(th, NULL);
+    pthread_attr_destroy(&a);
+    CU_ASSERT_EQUAL(c.bad, 0);
 }
 
 static void test_target_key(void)
@@ -569,6 +636,7 @@ int main(void)
 {
     CU_TestInfo tests[] = {
         {"version", test_version},
+        {"hostile nested keys on a 256 KB stack", test_deep_keys_small_stack},
         {"workload keys are canonicalized", test_workload_canonical},
         {"target key of this machine", test_target_key},
         {"cache: lookup in range, extrapolated, by values, threads 0", test_cache_lookup},
