@@ -16,6 +16,7 @@ PACKAGES=(
   libjansson-dev                # JSON
   libsodium-dev                 # hashing (build cache), HMAC (workers)
   libcunit1-dev                 # tests
+  clang libomp-dev              # tests also build with clang (and fuzz.sh uses it)
   libdnnl-dev libopenblas-dev libxsmm-dev   # peers for benchmarks
   ocl-icd-opencl-dev            # Debian's oneDNN CMake config requires OpenCL
 )

@@ -44,7 +44,7 @@ static void test_ref_dense(void)
                     double *m1 = malloc((size_t)(M * N) * sizeof *m1);
                     double *r2 = malloc((size_t)(M * N) * sizeof *r2);
                     double *m2 = malloc((size_t)(M * N) * sizeof *m2);
-                    CU_ASSERT_PTR_NOT_NULL_FATAL(X && W && b && Bt && r1 && m1 && r2 && m2);
+                    CU_ASSERT_FATAL(X && W && b && Bt && r1 && m1 && r2 && m2);
                     dt_fill_random(X, M * K, 1 + i);
                     dt_fill_random(W, N * K, 2 + i);
                     dt_fill_random(b, N, 3 + i);
@@ -75,7 +75,7 @@ static void test_ref_bmm(void)
             double *m1 = malloc((size_t)(B * M * N) * sizeof *m1);
             double *r2 = malloc((size_t)(B * M * N) * sizeof *r2);
             double *m2 = malloc((size_t)(B * M * N) * sizeof *m2);
-            CU_ASSERT_PTR_NOT_NULL_FATAL(A && Bm && Bt && r1 && m1 && r2 && m2);
+            CU_ASSERT_FATAL(A && Bm && Bt && r1 && m1 && r2 && m2);
             dt_fill_random(A, B * M * K, 5 + i);
             dt_fill_random(Bm, B * N * K, 6 + i);
             for (int64_t b = 0; b < B; b++) { /* as the bench does: one matrix at a time */
@@ -99,7 +99,7 @@ static void test_ref_catches(void)
     float *Bt = malloc((size_t)(K * dt_bench_ref_ldb(N)) * sizeof *Bt);
     float *Y = malloc((size_t)(M * N) * sizeof *Y);
     double *ref = malloc((size_t)(M * N) * sizeof *ref), *mag = malloc((size_t)(M * N) * sizeof *mag);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(X && W && Bt && Y && ref && mag);
+    CU_ASSERT_FATAL(X && W && Bt && Y && ref && mag);
     dt_fill_random(X, M * K, 11);
     dt_fill_random(W, N * K, 12);
     dt_bench_ref_pack(N, K, W, 1, Bt);

@@ -571,7 +571,7 @@ static void test_measurements(void)
     dt_meas_status s;
     for (int i = 0; i < DT_MEAS_N_STATUS; i++) {
         CU_ASSERT_EQUAL(dt_meas_status_parse(dt_meas_status_name((dt_meas_status)i), &s), DT_OK);
-        CU_ASSERT_EQUAL(s, i);
+        CU_ASSERT_EQUAL((int)s, i);
     }
     CU_ASSERT_EQUAL(dt_meas_status_parse("fine", &s), DT_EINVAL);
     dt_db_close(f.db);

@@ -294,7 +294,7 @@ static void test_job_query_source(void)
     char path[128], *src = NULL;
     snprintf(path, sizeof path, "/v1/kernels/%lld/source", (long long)kid);
     CU_ASSERT_EQUAL(http(g_d.port, "GET", path, NULL, &src), 200);
-    CU_ASSERT_PTR_NOT_NULL(src && strstr(src, "dtune micro-kernel"));
+    CU_ASSERT(src && strstr(src, "dtune micro-kernel"));
     free(src);
     CU_ASSERT_EQUAL(http(g_d.port, "GET", "/v1/kernels/999999/source", NULL, NULL), 404);
 
@@ -305,10 +305,10 @@ static void test_job_query_source(void)
 
     char *m = NULL;
     CU_ASSERT_EQUAL(http(g_d.port, "GET", "/metrics", NULL, &m), 200);
-    CU_ASSERT_PTR_NOT_NULL(m && strstr(m, "dtune_jobs{state=\"done\"} 1"));
-    CU_ASSERT_PTR_NOT_NULL(m && strstr(m, "dtune_schedule_queries_total{result=\"hit\"} 1"));
-    CU_ASSERT_PTR_NOT_NULL(m && strstr(m, "dtune_http_request_duration_seconds_bucket"));
-    CU_ASSERT_PTR_NOT_NULL(m && !strstr(m, "dtune_trials_total 0\n"));
+    CU_ASSERT(m && strstr(m, "dtune_jobs{state=\"done\"} 1"));
+    CU_ASSERT(m && strstr(m, "dtune_schedule_queries_total{result=\"hit\"} 1"));
+    CU_ASSERT(m && strstr(m, "dtune_http_request_duration_seconds_bucket"));
+    CU_ASSERT(m && !strstr(m, "dtune_trials_total 0\n"));
     free(m);
 }
 

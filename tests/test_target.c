@@ -238,7 +238,10 @@ static void test_detect_without_sysfs(void)
 static void mkdirs(const char *root, const char *rel)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", root, rel);
+    if (snprintf(path, sizeof path, "%s/%s", root, rel) >= (int)sizeof path) {
+        CU_FAIL("mkdirs: path too long");
+        return;
+    }
     for (char *p = path + strlen(root) + 1; *p; p++) {
         if (*p == '/') {
             *p = '\0';

@@ -95,7 +95,7 @@ static void test_round_trip(void)
         dt_msg_type got;
         json_t *q = NULL;
         CU_ASSERT_EQUAL(dt_wire_next(&d, &got, &q, &e), 1);
-        CU_ASSERT_EQUAL(got, t);
+        CU_ASSERT_EQUAL((int)got, (int)t);
         CU_ASSERT_TRUE(json_equal(p, q));
         json_decref(q);
         CU_ASSERT_EQUAL(dt_wire_next(&d, &got, &q, &e), 0);
