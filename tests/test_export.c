@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "bench/bench_ref.h"
+#include "common/file.h"
 #include "common/mem.h"
 #include "common/target.h"
 #include "db/db.h"
@@ -471,6 +472,27 @@ static void test_export_errors(void)
     o.workload_key = g_keys[1];
     snprintf(path, sizeof path, "%s/no/such/dir/x.c", g_dir);
     CU_ASSERT_EQUAL(dt_export_write(db, &o, path, &e), DT_EIO);
+    /* NAME.h cannot be put in place (a directory there): no new NAME.c either,
+     * and an existing NAME.c is kept as it was */
+    char hdir[4096];
+    snprintf(hdir, sizeof hdir, "%s/halfway.h", g_dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(hdir, 0755), 0);
+    snprintf(path, sizeof path, "%s/halfway.c", g_dir);
+    CU_ASSERT_EQUAL(dt_export_write(db, &o, path, &e), DT_EIO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "halfway.h"));
+    CU_ASSERT_FALSE(file_exists(path));
+    FILE *old = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(old);
+    fputs("old\n", old);
+    fclose(old);
+    CU_ASSERT_EQUAL(dt_export_write(db, &o, path, &e), DT_EIO);
+    char *kept = NULL;
+    size_t klen = 0;
+    CU_ASSERT_EQUAL(dt_read_file(path, 1 << 20, &kept, &klen, &e), 0);
+    CU_ASSERT(kept && strcmp(kept, "old\n") == 0);
+    free(kept);
+    rmdir(hdir);
+    unlink(path);
     dt_db_close(db);
 
     /* the CLI: exit 2 with the reason, no files */
