@@ -59,11 +59,22 @@ static void usage(FILE *out)
             "  --json             print one JSON summary on stdout\n"
             "  -h, --help         show this help\n"
             "\n"
-            "Progress goes to stderr: a live line on a terminal, one line per round\n"
-            "otherwise. SIGINT or SIGTERM stops the search after the current round and\n"
-            "still stores schedules from what was measured.\n"
+            "Every workload gets a first round before the final selection's reserve\n"
+            "(at most a quarter of the budget) is held back. A budget too small to give\n"
+            "each unmeasured workload %d trials (or %g s) is refused. A workload none of\n"
+            "whose trials ran successfully is skipped with a warning; the others are\n"
+            "stored, and the summary says which workloads got a schedule.\n"
             "\n"
-            "Exit codes: 0 ok, 1 usage error, 2 bad input, 3 runtime failure.\n");
+            "Progress goes to stderr: a live line on a terminal, one line per round\n"
+            "otherwise. SIGINT (Ctrl-C) or SIGTERM stops the search after the current\n"
+            "round, stores schedules from what was measured (nothing more is measured),\n"
+            "prints the summary and exits 130 (SIGINT) or 143 (SIGTERM); a second one\n"
+            "ends it at once (every recorded trial is kept).\n"
+            "\n"
+            "Exit codes: 0 ok (some workloads may be skipped: see the summary), 1 usage\n"
+            "error, 2 bad input (a budget below the minimum included), 3 runtime failure\n"
+            "(no workload got a schedule included), 128+N stopped by signal N.\n",
+            DT_TUNE_MIN_FIRST_TRIALS, DT_TUNE_MIN_SECONDS_PER_TASK);
 }
 
 typedef struct {
@@ -165,6 +176,14 @@ static void on_event(const dt_tune_event *ev, void *ud)
                 ev->task->name, (long long)ev->task->resumed, ev->task->nk);
         return;
     }
+    if (ev->kind == DT_TUNE_EV_SKIPPED) {
+        if (ps->tty && ps->last_len)
+            fprintf(stderr, "\r%*s\r", ps->last_len, "");
+        ps->last_len = 0;
+        fprintf(stderr, "tune: warning: %s (%s): skipped, no schedule stored: %s\n",
+                ev->task->name, ev->task->key, ev->reason);
+        return;
+    }
     if (ev->kind == DT_TUNE_EV_SELECTED) {
         if (ps->tty && ps->last_len)
             fprintf(stderr, "\r%*s\r", ps->last_len, "");
@@ -177,7 +196,7 @@ static void on_event(const dt_tune_event *ev, void *ud)
                 (long long)ev->select.trials, obj);
         return;
     }
-    char tau[16] = "-";
+    char tau[16] = "n/a";
     if (isfinite(ev->round.tau))
         snprintf(tau, sizeof tau, "%.2f", ev->round.tau);
     if (ev->time_budget_s > 0) {
@@ -204,11 +223,11 @@ static void on_event(const dt_tune_event *ev, void *ud)
     fflush(stderr);
 }
 
+/* the signal that asked to stop (0: none); the exit code is 128 + it */
 static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig)
 {
-    (void)sig;
-    stop_flag = 1;
+    stop_flag = sig;
 }
 
 /* ---- output ------------------------------------------------------------------------ */
@@ -235,6 +254,8 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
     json_object_set_new(root, "trials_total", json_integer(r->trials_total));
     json_object_set_new(root, "seconds", json_real(r->seconds));
     json_object_set_new(root, "stopped", json_boolean(r->stopped));
+    json_object_set_new(root, "workloads_scheduled", json_integer(r->nscheduled));
+    json_object_set_new(root, "workloads_skipped", json_integer(r->nskipped));
     double lat = 0;
     for (int i = 0; i < n; i++) {
         json_t *w = json_object();
@@ -246,6 +267,10 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
         json_object_set_new(w, "trials", json_integer(t[i].trials));
         json_object_set_new(w, "resumed_trials", json_integer(t[i].resumed));
         json_object_set_new(w, "rounds", json_integer(t[i].rounds));
+        json_object_set_new(w, "outcome", json_string(dt_tune_outcome_name(r->outcome[i])));
+        json_object_set_new(w, "skip_reason", r->outcome[i] == DT_TUNE_SKIPPED
+                                                  ? json_string(r->reason[i])
+                                                  : json_null());
         json_object_set_new(w, "ranges", json_integer(r->sel[i].ranges));
         json_object_set_new(w, "dispatched_kernels", json_integer(r->sel[i].kernels));
         json_object_set_new(w, "selection_trials", json_integer(r->sel[i].trials));
@@ -253,9 +278,13 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
         json_object_set_new(w, "objective_ns", dt_json_num_or_null(r->sel[i].objective));
         json_object_set_new(w, "gflops", dt_json_num_or_null(task_gflops(&t[i])));
         json_array_append_new(ws, w);
-        lat += t[i].count * r->sel[i].objective;
+        if (r->outcome[i] == DT_TUNE_SCHEDULED)
+            lat += t[i].count * r->sel[i].objective;
     }
-    json_object_set_new(root, "model_latency_ns", dt_json_num_or_null(lat));
+    /* over the scheduled workloads; null when none or when a winner's time
+     * on some shape is unknown */
+    json_object_set_new(root, "model_latency_ns",
+                        dt_json_num_or_null(r->nscheduled > 0 ? lat : NAN));
     json_object_set_new(root, "workloads", ws);
     for (int j = 0; j < r->nmodels; j++)
         json_array_append_new(ms, json_pack("{s:s, s:I, s:o, s:o, s:o}", "op", r->model[j].op,
@@ -269,33 +298,56 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
                                                                           : DT_EXIT_OK;
 }
 
+/* v with `decimals` decimals, or "n/a" when it could not be computed */
+static void fmt_metric(double v, int decimals, char *buf, size_t n)
+{
+    if (isfinite(v))
+        snprintf(buf, n, "%.*f", decimals, v);
+    else
+        snprintf(buf, n, "n/a");
+}
+
 static void print_table(const char *db, const dt_task *t, int n, const dt_tune_result *r,
                         int threads)
 {
-    printf("%-14s %6s %7s %7s %7s %6s %8s %12s %8s\n", "workload", "shapes", "kernels", "trials",
-           "rounds", "ranges", "kernels*", "mean time", "GFLOP/s");
+    printf("%-14s %6s %7s %7s %7s %6s %8s %12s %8s  %s\n", "workload", "shapes", "kernels",
+           "trials", "rounds", "ranges", "kernels*", "mean time", "GFLOP/s", "outcome");
     double lat = 0;
     for (int i = 0; i < n; i++) {
-        char obj[32];
-        fmt_ns(r->sel[i].objective, obj, sizeof obj);
-        printf("%-14.14s %6lld %7d %7lld %7d %6d %8d %12s %8.1f\n", t[i].name, (long long)t[i].ns,
-               t[i].nk, (long long)t[i].trials, t[i].rounds, r->sel[i].ranges, r->sel[i].kernels,
-               obj, task_gflops(&t[i]));
-        lat += t[i].count * r->sel[i].objective;
+        char obj[32], gf[32] = "-";
+        int sched = r->outcome[i] == DT_TUNE_SCHEDULED;
+        fmt_ns(sched ? r->sel[i].objective : NAN, obj, sizeof obj);
+        if (isfinite(task_gflops(&t[i])))
+            snprintf(gf, sizeof gf, "%.1f", task_gflops(&t[i]));
+        printf("%-14.14s %6lld %7d %7lld %7d %6d %8d %12s %8s  %s\n", t[i].name,
+               (long long)t[i].ns, t[i].nk, (long long)t[i].trials, t[i].rounds, r->sel[i].ranges,
+               r->sel[i].kernels, obj, gf, dt_tune_outcome_name(r->outcome[i]));
+        if (sched)
+            lat += t[i].count * r->sel[i].objective;
     }
+    for (int i = 0; i < n; i++)
+        if (r->outcome[i] == DT_TUNE_SKIPPED)
+            printf("skipped %s (%s): %s\n", t[i].name, t[i].key, r->reason[i]);
     char l[32];
-    fmt_ns(lat, l, sizeof l);
+    fmt_ns(r->nscheduled > 0 ? lat : NAN, l, sizeof l);
     printf("\n(kernels* = distinct kernels dispatched; mean time = weighted over the shape "
-           "set, measured)\n");
-    printf("model latency (sum of count x mean time): %s at %d thread%s\n", l, threads,
-           threads == 1 ? "" : "s");
+           "set, measured; - = not every shape measured)\n");
+    printf("%d of %d workload%s scheduled, %d skipped\n", r->nscheduled, n, n == 1 ? "" : "s",
+           r->nskipped);
+    printf("model latency (sum of count x mean time%s): %s at %d thread%s\n",
+           r->nskipped ? ", scheduled workloads only" : "", l, threads, threads == 1 ? "" : "s");
     printf("%lld trials measured in %.1f s (%lld recorded in total) into %s\n",
            (long long)r->trials_new, r->seconds, (long long)r->trials_total, db);
-    for (int j = 0; j < r->nmodels; j++)
-        printf("cost model %s: %lld records, held-out Kendall tau %.3f within shapes, %.3f "
-               "overall, top-10%% recall %.2f\n",
-               r->model[j].op, (long long)r->model[j].records, r->model[j].tau_within_shape,
-               r->model[j].tau_all, r->model[j].recall);
+    for (int j = 0; j < r->nmodels; j++) {
+        char tw[16], ta[16], rc[16];
+        fmt_metric(r->model[j].tau_within_shape, 3, tw, sizeof tw);
+        fmt_metric(r->model[j].tau_all, 3, ta, sizeof ta);
+        fmt_metric(r->model[j].recall, 2, rc, sizeof rc);
+        printf("cost model %s: %lld records, held-out Kendall tau %s within shapes, %s "
+               "overall, top-10%% recall %s%s\n",
+               r->model[j].op, (long long)r->model[j].records, tw, ta, rc,
+               isfinite(r->model[j].tau_all) ? "" : " (too few records to evaluate)");
+    }
     if (r->stopped)
         printf("stopped by a signal: schedules hold what was measured\n");
 }
@@ -355,7 +407,8 @@ int dt_cmd_tune(int argc, char **argv)
     o.on_event = on_event;
     o.ud = &ps;
     o.stop = &stop_flag;
-    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    /* SA_RESETHAND: a second signal ends the process at once */
+    struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESETHAND}, old_int, old_term;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
@@ -375,6 +428,19 @@ int dt_cmd_tune(int argc, char **argv)
     else {
         print_table(path, tasks, n, res, threads);
         rc = DT_EXIT_OK;
+    }
+    if (stop_flag) {
+        /* stopped: what was kept is printed above; 128 + the signal */
+        if (!ps.quiet)
+            fprintf(stderr, "tune: stopped by signal %d: %lld trials recorded, %d of %d "
+                            "workload%s scheduled\n",
+                    (int)stop_flag, (long long)res->trials_total, res->nscheduled, n,
+                    n == 1 ? "" : "s");
+        rc = 128 + (int)stop_flag;
+    } else if (rc == DT_EXIT_OK && res->nscheduled == 0) {
+        fprintf(stderr, "dtune: error: no workload got a schedule (every one was skipped: "
+                        "see above)\n");
+        rc = DT_EXIT_RUNTIME;
     }
     for (int i = 0; i < n; i++)
         dt_task_free(&tasks[i]);

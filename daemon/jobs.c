@@ -50,6 +50,8 @@ typedef struct {
     int n;
     dt_select_info sel[DT_TUNE_MAX_TASKS];
     int selected[DT_TUNE_MAX_TASKS];
+    const char *skipped[DT_TUNE_MAX_TASKS]; /* why (the tune result's text), when skipped */
+    int nselected, nskipped;
     double prior_s;                 /* elapsed in earlier runs */
     int runs;                       /* this one included */
     int64_t rounds, trials_new;
@@ -74,6 +76,8 @@ static json_t *progress_json(const run_ctx *c)
     json_object_set_new(p, "model_latency_ns",
                         dt_json_num_or_null(ev ? ev->model_latency_ns : NAN));
     json_object_set_new(p, "runs", json_integer(c->runs));
+    json_object_set_new(p, "workloads_scheduled", json_integer(c->nselected));
+    json_object_set_new(p, "workloads_skipped", json_integer(c->nskipped));
     for (int i = 0; i < c->n; i++) {
         const dt_task *t = &c->tasks[i];
         json_t *w = json_object();
@@ -87,6 +91,12 @@ static json_t *progress_json(const run_ctx *c)
         json_object_set_new(w, "objective_ns", dt_json_num_or_null(t->objective));
         json_object_set_new(w, "best_objective_ns", dt_json_num_or_null(t->best_objective));
         json_object_set_new(w, "finished", json_boolean(t->done));
+        /* null until its selection: scheduled (a schedule stored) or skipped */
+        json_object_set_new(w, "outcome", c->selected[i]  ? json_string("scheduled")
+                                          : c->skipped[i] ? json_string("skipped")
+                                                          : json_null());
+        json_object_set_new(w, "skip_reason",
+                            c->skipped[i] ? json_string(c->skipped[i]) : json_null());
         if (c->selected[i])
             json_object_set_new(
                 w, "selected",
@@ -135,8 +145,16 @@ static void on_event(const dt_tune_event *ev, void *ud)
         c->phase = "selection";
         c->sel[ev->task_index] = ev->select;
         c->selected[ev->task_index] = 1;
+        c->nselected++;
         c->trials_new += ev->select.trials;
         dt_metrics_trials(c->j->metrics, ev->select.trials);
+        force = 1;
+    } else if (ev->kind == DT_TUNE_EV_SKIPPED) {
+        c->phase = "selection";
+        c->skipped[ev->task_index] = ev->reason; /* lives in the tune result */
+        c->nskipped++;
+        dt_log_warn("daemon: job %lld: %s (%s) skipped, no schedule stored: %s",
+                    (long long)c->id, ev->task->name, ev->task->key, ev->reason);
         force = 1;
     }
     if (force || now_s() - c->last_write >= c->j->interval_s)
@@ -201,6 +219,9 @@ static void run_job(dt_jobs *j, dt_db *db, const dt_db_job *job)
     o.on_event = on_event;
     o.ud = c;
     o.stop = &j->stop_flag;
+    /* the minimum budget is checked when the job first runs; a resumed run
+     * (its time mostly spent) goes on from its records */
+    o.no_min_check = c->runs > 1;
     dt_log_info("daemon: job %lld: tuning %d workload%s (run %d)", (long long)job->id, n,
                 n == 1 ? "" : "s", c->runs);
     write_progress(c, NULL);
@@ -213,18 +234,29 @@ static void run_job(dt_jobs *j, dt_db *db, const dt_db_job *job)
     int cancelled = j->cancel, stopping = j->stopping;
     pthread_mutex_unlock(&j->mu);
     dt_job_state s = DT_JOB_DONE;
+    char err[DT_ERR_MSG_MAX] = "";
     if (r->stopped && cancelled)
         s = DT_JOB_CANCELLED;
     else if (r->stopped && stopping) {
         s = DT_JOB_QUEUED;
         c->phase = "interrupted";
+    } else if (r->nscheduled == 0) {
+        /* nothing to show for it: failed, with every workload's reason;
+         * some skipped and others scheduled is done (progress says which) */
+        s = DT_JOB_FAILED;
+        int len = snprintf(err, sizeof err, "no workload got a schedule:");
+        for (int i = 0; i < n && len > 0 && (size_t)len < sizeof err; i++)
+            len += snprintf(err + len, sizeof err - (size_t)len, "%s %s: %s", i ? ";" : "",
+                            tasks[i].name, r->reason[i]);
     }
-    dt_db_job_update u = {.set_state = true, .state = s};
+    dt_db_job_update u = {.set_state = true, .state = s, .error = err[0] ? err : NULL};
     write_progress(c, &u);
     if (s != DT_JOB_QUEUED)
         dt_metrics_job_finished(j->metrics, s);
-    dt_log_info("daemon: job %lld: %s after %lld trials in %.1f s", (long long)job->id,
-                dt_job_state_name(s), (long long)r->trials_new, r->seconds);
+    dt_log_info("daemon: job %lld: %s after %lld trials in %.1f s (%d workload%s scheduled, %d "
+                "skipped)",
+                (long long)job->id, dt_job_state_name(s), (long long)r->trials_new, r->seconds,
+                r->nscheduled, r->nscheduled == 1 ? "" : "s", r->nskipped);
 out:
     if (rc) {
         dt_log_error("daemon: job %lld failed: %s", (long long)job->id, e.msg);

@@ -3,7 +3,9 @@
  * fetched; malformed JSON, unknown routes, wrong methods, oversized bodies
  * and a client sending one byte a second are each answered and the daemon
  * lives on; kill -9 in the middle of a job, a restart, and the job completes
- * with an intact database and no record lost; SIGTERM exits 0. */
+ * with an intact database and no record lost; SIGTERM exits 0; a model job on
+ * a tight budget reports which workloads got schedules, and one below the
+ * minimum budget fails saying so. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -403,6 +405,76 @@ static void test_cancel_running(void)
     json_decref(again);
 }
 
+/* A model job on a tight budget: done, and GET /v1/jobs/{id} reports which
+ * workloads got a schedule; a budget below the minimum ends failed, saying
+ * the minimum. */
+static void test_model_job_report(void)
+{
+    CU_ASSERT_FATAL(g_d.pid > 0);
+    static const char model[] =
+        "{\"name\": \"tiny\", \"variables\": {\"seq\": {\"range\": [1, 6]}}, \"ops\": ["
+        "{\"name\": \"proj\", \"op\": \"dense\", \"M\": \"seq\", \"N\": 32, \"K\": 16}, "
+        "{\"name\": \"scores\", \"op\": \"batch_matmul\", \"B\": 2, \"M\": \"seq\", \"N\": "
+        "\"seq\", \"K\": 8, \"layout\": \"NT\"}]}";
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"model\": %s, \"trials\": 4, \"threads\": 1, \"min_time_ms\": 0.5}", model);
+    int st;
+    json_t *r = http_json(g_d.port, "POST", "/v1/jobs", body, &st);
+    CU_ASSERT_EQUAL_FATAL(st, 202);
+    int64_t id = json_integer_value(json_object_get(r, "id"));
+    json_decref(r);
+    json_t *j = wait_job(g_d.port, id, 120);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "state")), "done");
+    CU_ASSERT_TRUE(json_is_null(json_object_get(j, "error")));
+    json_t *p = json_object_get(j, "progress");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(p, "workloads_scheduled")), 2);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(p, "workloads_skipped")), 0);
+    CU_ASSERT(json_integer_value(json_object_get(p, "trials")) <= 4);
+    json_t *w;
+    size_t i;
+    json_array_foreach(json_object_get(p, "workloads"), i, w) {
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(w, "outcome")), "scheduled");
+        CU_ASSERT_TRUE(json_is_null(json_object_get(w, "skip_reason")));
+        CU_ASSERT(json_integer_value(json_object_get(json_object_get(w, "selected"), "ranges")) >=
+                  1);
+    }
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(p, "workloads")), 2);
+    json_decref(j);
+    /* the list keeps the counts */
+    json_t *l = http_json(g_d.port, "GET", "/v1/jobs?state=done", NULL, &st);
+    json_t *lj;
+    int seen = 0;
+    json_array_foreach(json_object_get(l, "jobs"), i, lj)
+        if (json_integer_value(json_object_get(lj, "id")) == id) {
+            seen = 1;
+            CU_ASSERT_EQUAL(json_integer_value(json_object_get(
+                                json_object_get(lj, "progress"), "workloads_scheduled")),
+                            2);
+        }
+    CU_ASSERT_TRUE(seen);
+    json_decref(l);
+
+    /* 3 trials for 2 workloads with no records yet (seq 1..5: other
+     * workloads than above): below the minimum of 2 each */
+    snprintf(body, sizeof body,
+             "{\"model\": %s, \"trials\": 3, \"threads\": 1, \"min_time_ms\": 0.5}", model);
+    char *at = strstr(body, "[1, 6]");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    memcpy(at, "[1, 5]", 6);
+    r = http_json(g_d.port, "POST", "/v1/jobs", body, &st);
+    CU_ASSERT_EQUAL_FATAL(st, 202);
+    id = json_integer_value(json_object_get(r, "id"));
+    json_decref(r);
+    j = wait_job(g_d.port, id, 60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "state")), "failed");
+    const char *err = json_string_value(json_object_get(j, "error"));
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "at least 4"));
+    json_decref(j);
+}
+
 /* One byte a second: the request time-out (2 s here) answers or closes it,
  * while other clients are served all along. */
 static void test_slow_client(void)
@@ -524,6 +596,7 @@ int main(void)
         {"a job over HTTP, its schedule and kernel source", test_job_query_source},
         {"malformed JSON, 404, 405, 413", test_bad_requests},
         {"cancel a running job, keeping what it measured", test_cancel_running},
+        {"a model job on a tight budget reports its workloads", test_model_job_report},
         {"a one-byte-a-second client; SIGTERM exits 0", test_slow_client},
         {"kill -9 mid-job, restart, the job completes", test_kill9_resume},
         {"CLI refusals", test_cli_refusals},

@@ -1,13 +1,16 @@
 /* End-to-end: `dtune tune` and `dtune query` through the real binary — a
  * small tune with JSON output, queries in and beyond the tuned range, usage
  * and input errors, a tune killed with SIGKILL that resumes without
- * measuring anything twice, and a tune measured by a real `dtune worker`
- * over loopback TCP. */
+ * measuring anything twice, a tune measured by a real `dtune worker` over
+ * loopback TCP, BERT-base on a 20-trial budget and a small model on a time
+ * budget (every workload's outcome reported), budgets below the minimum
+ * refused, and SIGINT mid-tune (exit 130, what was measured kept). */
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -239,6 +242,194 @@ static void test_tune_on_worker(void)
     free(bad);
 }
 
+
+/* ---- small budgets over a model ---------------------------------------------------- */
+
+/* Every workload of the --json summary has an outcome; returns how many are
+ * "scheduled" (the others must say why they were skipped). */
+static int count_scheduled(json_t *t)
+{
+    json_t *ws = json_object_get(t, "workloads"), *w;
+    size_t i;
+    int n = 0;
+    json_array_foreach(ws, i, w) {
+        const char *o = json_string_value(json_object_get(w, "outcome"));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+        if (!strcmp(o, "scheduled")) {
+            n++;
+            CU_ASSERT_TRUE(json_is_null(json_object_get(w, "skip_reason")));
+            CU_ASSERT(json_integer_value(json_object_get(w, "ranges")) >= 1);
+        } else {
+            CU_ASSERT_STRING_EQUAL(o, "skipped");
+            CU_ASSERT_TRUE(json_is_string(json_object_get(w, "skip_reason")));
+        }
+    }
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(t, "workloads_scheduled")), n);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(t, "workloads_skipped")),
+                    (json_int_t)json_array_size(ws) - n);
+    /* held-out quality: a number or null, never NaN (jansson cannot hold one) */
+    json_t *m;
+    json_array_foreach(json_object_get(t, "cost_models"), i, m) {
+        json_t *tau = json_object_get(m, "kendall_tau");
+        CU_ASSERT_TRUE(json_is_null(tau) || json_is_number(tau));
+    }
+    return n;
+}
+
+/* BERT-base on --trials 20 (it used to end "no kernel ran successfully"
+ * with exit 2 after the first workload took the whole budget). */
+static void test_bert_trials_20(void)
+{
+    char args[8192];
+    int code;
+    snprintf(args, sizeof args,
+             "tune '%s/models/bert-base.json' --db '%s/bert.db' --trials 20 --threads 1 "
+             "--min-time 0.5 --json",
+             DTUNE_SOURCE_DIR, g_dir);
+    json_t *t = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL_FATAL(code, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(t, "workloads")), 6);
+    CU_ASSERT_EQUAL(count_scheduled(t), 6);
+    CU_ASSERT(json_integer_value(json_object_get(t, "trials_total")) <= 20);
+    json_t *w;
+    size_t i;
+    json_array_foreach(json_object_get(t, "workloads"), i, w)
+        CU_ASSERT(json_integer_value(json_object_get(w, "trials")) >= 1);
+    json_decref(t);
+
+    /* the same again: the budget is spent, the selection is redone, and the
+     * table says what each workload got; no "nan" anywhere */
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p,
+                                      "tune '%s/models/bert-base.json' --db '%s/bert.db' "
+                                      "--trials 20 --threads 1 --min-time 0.5",
+                                      DTUNE_SOURCE_DIR, g_dir),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "6 of 6 workloads scheduled, 0 skipped"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "attn_scores"));
+    CU_ASSERT_PTR_NULL(strstr(p.out, "nan"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "Kendall tau"));
+    dt_test_proc_free(&p);
+
+    /* below the minimum (2 trials per workload not measured yet): refused */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p,
+                                      "tune '%s/models/bert-base.json' --db '%s/bert-min.db' "
+                                      "--trials 11 --threads 1",
+                                      DTUNE_SOURCE_DIR, g_dir),
+                    2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "at least 12"));
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p,
+                                      "tune '%s/models/bert-base.json' --db '%s/bert-min.db' "
+                                      "--time 10s --threads 1",
+                                      DTUNE_SOURCE_DIR, g_dir),
+                    2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "at least 12 s"));
+    dt_test_proc_free(&p);
+    char db[4096];
+    snprintf(db, sizeof db, "%s/bert-min.db", g_dir);
+    CU_ASSERT(dt_test_count_records(db) <= 0);
+}
+
+#define TINY_MODEL                                                                              \
+    "{\"name\": \"tiny\", \"variables\": {\"seq\": {\"range\": [1, 8]}}, \"ops\": [\n"          \
+    " {\"name\": \"proj\", \"op\": \"dense\", \"M\": \"seq\", \"N\": 32, \"K\": 16, "          \
+    "\"count\": 2},\n"                                                                          \
+    " {\"name\": \"scores\", \"op\": \"batch_matmul\", \"B\": 2, \"M\": \"seq\", \"N\": "     \
+    "\"seq\", \"K\": 8, \"layout\": \"NT\", \"count\": 2},\n"                                   \
+    " {\"name\": \"out\", \"op\": \"dense\", \"M\": \"seq\", \"N\": 16, \"K\": 32, "           \
+    "\"epilogue\": \"bias\", \"count\": 1}]}\n"
+
+/* A time budget over a model (the logic of `--time 30s` on BERT-base, on a
+ * model small enough for the suite): every workload gets its first round and
+ * a schedule, and the run keeps to its time. */
+static void test_model_time_budget(void)
+{
+    char *spec = dt_test_write_file(g_dir, "tiny.json", TINY_MODEL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(spec);
+    char args[8192];
+    int code;
+    snprintf(args, sizeof args,
+             "tune '%s' --db '%s/tiny.db' --time 8s --threads 1 --min-time 0.5 --json", spec,
+             g_dir);
+    json_t *t = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL_FATAL(code, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_EQUAL(count_scheduled(t), 3);
+    CU_ASSERT(json_number_value(json_object_get(t, "seconds")) < 8 + 6);
+    json_decref(t);
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "tune '%s' --db '%s/tiny2.db' --time 5s", spec, g_dir),
+                    2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "at least 6 s"));
+    dt_test_proc_free(&p);
+    free(spec);
+}
+
+/* ---- SIGINT ------------------------------------------------------------------------ */
+
+static void test_sigint_keeps_and_exits_130(void)
+{
+    char path[4096], out[4096], err[4096];
+    snprintf(path, sizeof path, "%s/int.db", g_dir);
+    snprintf(out, sizeof out, "%s/int.out", g_dir);
+    snprintf(err, sizeof err, "%s/int.err", g_dir);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execl(DTUNE_BIN, DTUNE_BIN, "tune", KEY, "--db", path, "--trials", "5000", "--threads",
+              "1", "--min-time", "0.5", "--json", (char *)NULL);
+        _exit(127);
+    }
+    int64_t n = 0;
+    for (int i = 0; i < 1200 && n < 12; i++) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        n = dt_test_count_records(path);
+    }
+    CU_ASSERT(n >= 12);
+    kill(pid, SIGINT);
+    int st = 0;
+    pid_t w = 0;
+    for (int i = 0; i < 1200 && w == 0; i++) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        w = waitpid(pid, &st, WNOHANG);
+    }
+    if (w == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        CU_FAIL("dtune tune did not stop within 120 s of SIGINT");
+        return;
+    }
+    CU_ASSERT_TRUE(WIFEXITED(st));
+    CU_ASSERT_EQUAL(WEXITSTATUS(st), 130);
+    /* it printed what it kept: the summary, stopped, a schedule */
+    char *text = dt_test_slurp(out);
+    json_error_t jerr;
+    json_t *t = json_loads(text, 0, &jerr);
+    free(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_TRUE(json_is_true(json_object_get(t, "stopped")));
+    int64_t total = json_integer_value(json_object_get(t, "trials_total"));
+    CU_ASSERT(total >= 12 && total < 5000);
+    CU_ASSERT_EQUAL(count_scheduled(t), 1);
+    json_decref(t);
+    text = dt_test_slurp(err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "stopped by signal 2"));
+    free(text);
+    /* the records are all there, and the schedule answers */
+    CU_ASSERT_EQUAL(dt_test_count_records(path), total);
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '" KEY "' --db '%s' --shape M=4", path), 0);
+    dt_test_proc_free(&p);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -246,6 +437,9 @@ int main(void)
         {"usage and input errors", test_errors},
         {"SIGKILL mid-tune, resume without re-measuring", test_resume_after_sigkill},
         {"tune measured by a dtune worker over TCP", test_tune_on_worker},
+        {"BERT-base on 20 trials: every workload's outcome; minimums", test_bert_trials_20},
+        {"a model on a time budget: every workload scheduled", test_model_time_budget},
+        {"SIGINT mid-tune: kept, printed, exit 130", test_sigint_keeps_and_exits_130},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"e2e tune", setup, teardown, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

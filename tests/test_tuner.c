@@ -1,5 +1,9 @@
 /* The tuner: dispatch tables, a small real tune whose schedule covers every
- * shape with verified kernels, resuming, and the per-shape strategy. */
+ * shape with verified kernels, resuming, the per-shape strategy, the budget
+ * split on hand-made cases (minimums, reserve, first rounds, selection
+ * shares), and small multi-workload tunes: a tight budget schedules every
+ * workload, one below the minimum is refused, and a workload left without
+ * trials is skipped while the others are stored. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -216,12 +220,266 @@ static void test_per_shape_and_random(void)
     dt_task_free(&t);
 }
 
+
+/* ---- the budget split ------------------------------------------------------------ */
+
+/* The first-round caps of tasks whose usable records are measured[i], in the
+ * scheduler's order (no usable record first), each round using its whole
+ * cap; returns the trials left after the first rounds. */
+static int64_t first_rounds(int64_t left, int64_t reserve, const int *measured, int n,
+                            int64_t *cap)
+{
+    int done[16] = {0};
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            if (measured[i] != pass)
+                continue;
+            int waiting = 0, uw = 0;
+            for (int j = 0; j < n; j++)
+                if (!done[j]) {
+                    waiting++;
+                    uw += !measured[j];
+                }
+            cap[i] = dt_tune_first_share(left, reserve, waiting, uw, !measured[i]);
+            done[i] = 1;
+            left -= cap[i];
+        }
+    return left;
+}
+
+static void test_budget_minimums(void)
+{
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_tune_min_trials(0, 6), 6 * DT_TUNE_MIN_FIRST_TRIALS);
+    CU_ASSERT_EQUAL(dt_tune_min_trials(30, 2), 30 + 2 * DT_TUNE_MIN_FIRST_TRIALS);
+    CU_ASSERT_EQUAL(dt_tune_min_trials(30, 0), 30);
+    /* BERT-base: 6 workloads, none measured */
+    CU_ASSERT_EQUAL(dt_tune_check_budget(12, 0, 0, 6, 6, &e), 0);
+    CU_ASSERT_EQUAL(dt_tune_check_budget(11, 0, 0, 6, 6, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "at least 12"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "6 workloads"));
+    /* records count against the budget: 4 workloads measured with 30 trials */
+    CU_ASSERT_EQUAL(dt_tune_check_budget(33, 0, 30, 2, 6, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "at least 34"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "30 already recorded"));
+    CU_ASSERT_EQUAL(dt_tune_check_budget(34, 0, 30, 2, 6, &e), 0);
+    /* everything measured: any budget, at worst the selection is redone */
+    CU_ASSERT_EQUAL(dt_tune_check_budget(1, 0.5, 300, 0, 6, &e), 0);
+    /* time */
+    CU_ASSERT_EQUAL(dt_tune_min_seconds(6), 6 * DT_TUNE_MIN_SECONDS_PER_TASK);
+    CU_ASSERT_EQUAL(dt_tune_check_budget(0, 6 * DT_TUNE_MIN_SECONDS_PER_TASK - 0.1, 0, 6, 6, &e),
+                    DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "at least 12 s"));
+    CU_ASSERT_EQUAL(dt_tune_check_budget(0, 30, 0, 6, 6, &e), 0);
+    /* no budget at all (a caller's default applies elsewhere) */
+    CU_ASSERT_EQUAL(dt_tune_check_budget(0, 0, 0, 6, 6, &e), 0);
+}
+
+static void test_budget_split(void)
+{
+    int none[6] = {0, 0, 0, 0, 0, 0};
+    int64_t cap[6];
+    /* the reserve scales with the budget: at most a quarter of it */
+    int64_t need = 6 * 128 * 2; /* BERT-base: shapes x topk */
+    CU_ASSERT_EQUAL(dt_tune_reserve(need, 20), 5);
+    CU_ASSERT_EQUAL(dt_tune_reserve(need, 100), 25);
+    CU_ASSERT_EQUAL(dt_tune_reserve(need, 100000), need);
+    CU_ASSERT_EQUAL(dt_tune_reserve(need, 0), need); /* no trial budget */
+    CU_ASSERT_EQUAL(dt_tune_reserve(24, 40), 10);
+
+    /* --trials 20 over BERT-base: every workload gets a first round of at
+     * least the minimum, and the reserve is what is left */
+    int64_t left = first_rounds(20, 5, none, 6, cap);
+    int64_t sum = 0;
+    for (int i = 0; i < 6; i++) {
+        CU_ASSERT(cap[i] >= DT_TUNE_MIN_FIRST_TRIALS);
+        sum += cap[i];
+    }
+    CU_ASSERT_EQUAL(sum + left, 20);
+    CU_ASSERT_EQUAL(left, 5);
+    CU_ASSERT_EQUAL(cap[0], 2);
+    CU_ASSERT_EQUAL(cap[5], 3);
+    /* the selection's 5 shared out in order, carried over: 0,1,1,1,1,1 */
+    int64_t sel = left, got = 0;
+    for (int i = 0; i < 6; i++) {
+        int64_t a = dt_tune_select_share(sel, 6 - i);
+        CU_ASSERT(a <= 1);
+        sel -= a;
+        got += a;
+    }
+    CU_ASSERT_EQUAL(got, 5);
+
+    /* --trials 100: fair shares of what the reserve (25) leaves */
+    left = first_rounds(100, 25, none, 6, cap);
+    for (int i = 0; i < 6; i++)
+        CU_ASSERT(cap[i] == 12 || cap[i] == 13);
+    CU_ASSERT_EQUAL(left, 25);
+
+    /* the minimum budget: the reserve gives way to the first rounds */
+    left = first_rounds(12, 3, none, 6, cap);
+    for (int i = 0; i < 6; i++)
+        CU_ASSERT_EQUAL(cap[i], DT_TUNE_MIN_FIRST_TRIALS);
+    CU_ASSERT_EQUAL(left, 0);
+
+    /* a resumed tune: 4 workloads measured, 2 not, 4 trials left: the two
+     * unmeasured ones get their minimum first, the others nothing new */
+    int some[6] = {1, 0, 1, 1, 0, 1};
+    left = first_rounds(4, dt_tune_reserve(need, 34), some, 6, cap);
+    CU_ASSERT_EQUAL(cap[1], 2);
+    CU_ASSERT_EQUAL(cap[4], 2);
+    CU_ASSERT_EQUAL(cap[0] + cap[2] + cap[3] + cap[5], 0);
+    CU_ASSERT_EQUAL(left, 0);
+
+    /* below the minimum (a resumed daemon job is not checked): one trial
+     * each while they last, then none */
+    left = first_rounds(2, 0, none, 3, cap);
+    CU_ASSERT_EQUAL(cap[0], 1);
+    CU_ASSERT_EQUAL(cap[1], 1);
+    CU_ASSERT_EQUAL(cap[2], 0);
+    CU_ASSERT_EQUAL(dt_tune_first_share(0, 0, 1, 1, 1), 0);
+    CU_ASSERT_EQUAL(dt_tune_select_share(0, 3), 0);
+    CU_ASSERT_EQUAL(dt_tune_select_share(10, 3), 3);
+}
+
+/* ---- multi-workload tunes -------------------------------------------------------- */
+
+static const char *const small_model[] = {
+    "dense(M=1..6,N=32,K=16)",
+    "batch_matmul(B=2,M=1..4,N=16,K=8,layout=NN)",
+    "dense(M={2,8},N=16,K=32,epilogue=bias)",
+};
+
+static int tune_many(const char *db_path, int64_t trials, int no_min_check, const char *runner,
+                     dt_task *t, dt_tune_result *r, dt_err *e)
+{
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    dt_db *db = NULL;
+    int n = 0, rc;
+    if ((rc = dt_target_detect(&tg, e)) || (rc = dt_target_key(&tg, tkey, sizeof tkey)))
+        return rc;
+    for (; n < 3; n++) {
+        dt_workload *w = NULL;
+        char name[16];
+        snprintf(name, sizeof name, "w%d", n);
+        rc = dt_workload_parse_key(small_model[n], &w, e);
+        if (!rc)
+            rc = dt_task_init(&t[n], name, w, 1, 1, e);
+        dt_workload_free(w);
+        if (rc)
+            goto out;
+    }
+    if ((rc = dt_db_open(db_path, DT_DB_CREATE, &db, e)))
+        goto out;
+    dt_tune_opts o;
+    dt_tune_opts_default(&o);
+    o.trials = trials;
+    o.no_min_check = no_min_check;
+    o.meas.min_time_s = 0.0005;
+    o.meas.runner_exe = runner;
+    o.search.kernels_per_round = 4;
+    o.search.candidates = 64;
+    rc = dt_tune(db, &tg, tkey, t, 3, &o, r, e);
+    dt_db_close(db);
+    if (!rc)
+        return 0;
+out:
+    for (int i = 0; i < n; i++)
+        dt_task_free(&t[i]);
+    return rc;
+}
+
+/* The schedule of small_model[i] in the database at path: 0, or DT_ENOTFOUND. */
+static int schedule_of(const char *path, int i)
+{
+    dt_err e;
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    dt_db *db = NULL;
+    dt_dispatch *d = NULL;
+    if (dt_target_detect(&tg, &e) || dt_target_key(&tg, tkey, sizeof tkey) ||
+        dt_db_open(path, DT_DB_READONLY, &db, &e))
+        return -1;
+    int rc = dt_dispatch_load(db, small_model[i], tkey, 0, &d, &e);
+    dt_dispatch_free(d);
+    dt_db_close(db);
+    return rc;
+}
+
+static void test_tight_budget_schedules_all(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/many.db", dir);
+    dt_task t[3];
+    dt_tune_result r;
+    dt_err e;
+    /* below the minimum (2 per workload): refused before measuring */
+    CU_ASSERT_EQUAL(tune_many(path, 5, 0, DTUNE_BIN, t, &r, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "at least 6"));
+    CU_ASSERT(dt_test_count_records(path) <= 0);
+    /* the minimum: each workload its first round, each scheduled */
+    CU_ASSERT_EQUAL_FATAL(tune_many(path, 6, 0, DTUNE_BIN, t, &r, &e), 0);
+    CU_ASSERT(r.trials_total <= 6);
+    CU_ASSERT_EQUAL(r.nscheduled, 3);
+    CU_ASSERT_EQUAL(r.nskipped, 0);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(r.outcome[i], DT_TUNE_SCHEDULED);
+        CU_ASSERT(t[i].trials >= 1);
+        CU_ASSERT(r.sel[i].ranges >= 1);
+        CU_ASSERT_EQUAL(schedule_of(path, i), 0);
+        dt_task_free(&t[i]);
+    }
+}
+
+static void test_task_without_trials_skipped(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/skip.db", dir);
+    dt_task t[3];
+    dt_tune_result r;
+    dt_err e;
+    /* 2 trials for 3 workloads, unchecked (as a resumed daemon job): the
+     * third gets none and is skipped; the others are stored */
+    CU_ASSERT_EQUAL_FATAL(tune_many(path, 2, 1, DTUNE_BIN, t, &r, &e), 0);
+    CU_ASSERT_EQUAL(r.trials_total, 2);
+    CU_ASSERT_EQUAL(r.nscheduled, 2);
+    CU_ASSERT_EQUAL(r.nskipped, 1);
+    CU_ASSERT_EQUAL(r.outcome[0], DT_TUNE_SCHEDULED);
+    CU_ASSERT_EQUAL(r.outcome[1], DT_TUNE_SCHEDULED);
+    CU_ASSERT_EQUAL(r.outcome[2], DT_TUNE_SKIPPED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.reason[2], "no trials"));
+    CU_ASSERT_EQUAL(r.reason[0][0], 0);
+    CU_ASSERT_EQUAL(schedule_of(path, 0), 0);
+    CU_ASSERT_EQUAL(schedule_of(path, 1), 0);
+    CU_ASSERT_EQUAL(schedule_of(path, 2), DT_ENOTFOUND);
+    for (int i = 0; i < 3; i++)
+        dt_task_free(&t[i]);
+
+    /* every trial failing (a runner that runs nothing): each workload
+     * skipped, saying so, and the tune itself does not fail */
+    snprintf(path, sizeof path, "%s/fail.db", dir);
+    CU_ASSERT_EQUAL_FATAL(tune_many(path, 6, 0, "/bin/false", t, &r, &e), 0);
+    CU_ASSERT_EQUAL(r.nscheduled, 0);
+    CU_ASSERT_EQUAL(r.nskipped, 3);
+    CU_ASSERT(r.trials_total > 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.reason[0], "ran successfully"));
+    CU_ASSERT_EQUAL(schedule_of(path, 0), DT_ENOTFOUND);
+    for (int i = 0; i < 3; i++)
+        dt_task_free(&t[i]);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
         {"dispatch table lookup and extrapolation", test_dispatch_lookup},
         {"small joint tune: full cover, verified kernels, resume", test_small_tune_covers_and_verifies},
         {"per-shape and random strategies", test_per_shape_and_random},
+        {"budget minimums and their refusal", test_budget_minimums},
+        {"budget split: reserve, first rounds, selection shares", test_budget_split},
+        {"tight budget: every workload scheduled; below it refused",
+         test_tight_budget_schedules_all},
+        {"a workload without trials is skipped, the others stored",
+         test_task_without_trials_skipped},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"tuner", setup, teardown, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

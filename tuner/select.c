@@ -7,6 +7,19 @@
 
 int64_t dt_select_reserve(const dt_task *t, int topk) { return t->ns * (topk > 0 ? topk : 0); }
 
+typedef struct {
+    int64_t s;
+    double v; /* weight · known ns of its top kernel; -1 when none */
+} shape_key;
+
+static int cmp_shape_key(const void *a, const void *b)
+{
+    const shape_key *x = a, *y = b;
+    if (x->v != y->v)
+        return x->v > y->v ? -1 : 1;
+    return x->s < y->s ? -1 : x->s > y->s;
+}
+
 int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64_t max_trials,
                     dt_db *db, dt_select_info *info, dt_err *e)
 {
@@ -30,13 +43,36 @@ int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
         goto out;
     }
+    /* the requests in order of value, so a budget that cannot pay for all
+     * of them buys the most useful: every shape's top kernel first (the
+     * heaviest shapes, by weight · known ns, first), then the second, ... */
     int n = 0;
-    for (int64_t s = 0; s < t->ns && topk > 0; s++) {
-        int top[16];
-        int c = dt_task_topk(t, s, topk, top, NULL);
-        for (int i = 0; i < c; i++)
-            if (isnan(dt_task_measured(t, top[i], s)) && n < max_trials)
-                q[n++] = (dt_mreq){.k = top[i], .s = s};
+    if (topk > 0 && max_trials > 0) {
+        int (*top)[16] = malloc((size_t)t->ns * sizeof *top);
+        int *cnt = malloc((size_t)t->ns * sizeof *cnt);
+        shape_key *order = malloc((size_t)t->ns * sizeof *order);
+        if (!top || !cnt || !order) {
+            free(top);
+            free(cnt);
+            free(order);
+            rc = dt_errf(e, DT_ENOMEM, "out of memory");
+            goto out;
+        }
+        for (int64_t s = 0; s < t->ns; s++) {
+            double val[16];
+            cnt[s] = dt_task_topk(t, s, topk, top[s], val);
+            order[s] = (shape_key){s, cnt[s] > 0 ? t->weight[s] * val[0] : -1};
+        }
+        qsort(order, (size_t)t->ns, sizeof *order, cmp_shape_key);
+        for (int rank = 0; rank < topk && n < max_trials; rank++)
+            for (int64_t j = 0; j < t->ns && n < max_trials; j++) {
+                int64_t s = order[j].s;
+                if (rank < cnt[s] && isnan(dt_task_measured(t, top[s][rank], s)))
+                    q[n++] = (dt_mreq){.k = top[s][rank], .s = s};
+            }
+        free(top);
+        free(cnt);
+        free(order);
     }
     /* in chunks, so that records reach the database as they come */
     for (int i = 0; i < n && !rc; i += 64)

@@ -29,7 +29,10 @@ typedef struct dt_select_info {
 } dt_select_info;
 
 /* Selects (measuring at most max_trials) and replaces the task's schedule
- * for t->threads.  DT_ENOTFOUND when no kernel of the task ever ran. */
+ * for t->threads.  Under a max_trials that cannot measure them all, every
+ * shape's top kernel comes before any second one, heavier shapes (weight ·
+ * known ns) first.  DT_ENOTFOUND when no kernel of the task ever ran
+ * successfully (nothing is stored; dt_tune skips the task). */
 int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64_t max_trials,
                     dt_db *db, dt_select_info *info, dt_err *e);
 

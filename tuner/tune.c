@@ -37,12 +37,105 @@ static double model_latency(const dt_task *t, int n)
     return s;
 }
 
-/* The next task to get a round, or -1 when all are finished. */
-static int pick_task(const dt_task *t, int n)
+const char *dt_tune_outcome_name(dt_tune_outcome o)
 {
-    for (int i = 0; i < n; i++)
-        if (!t[i].done && t[i].rounds == 0)
-            return i;
+    return o == DT_TUNE_SCHEDULED ? "scheduled" : "skipped";
+}
+
+/* ---- the budget split ------------------------------------------------------------ */
+
+int64_t dt_tune_min_trials(int64_t used, int unmeasured)
+{
+    return used + (int64_t)DT_TUNE_MIN_FIRST_TRIALS * (unmeasured > 0 ? unmeasured : 0);
+}
+
+double dt_tune_min_seconds(int unmeasured)
+{
+    return DT_TUNE_MIN_SECONDS_PER_TASK * (unmeasured > 0 ? unmeasured : 0);
+}
+
+int dt_tune_check_budget(int64_t trials, double time_s, int64_t used, int unmeasured, int ntasks,
+                         dt_err *e)
+{
+    if (unmeasured <= 0)
+        return 0; /* every task has records: at worst the selection is redone */
+    int64_t mt = dt_tune_min_trials(used, unmeasured);
+    if (trials > 0 && trials < mt) {
+        char rec[64] = "";
+        if (used > 0)
+            snprintf(rec, sizeof rec, ", on top of the %lld already recorded", (long long)used);
+        return dt_errf(e, DT_EINVAL,
+                       "a budget of %lld trials is too small for %d workload%s: it needs at "
+                       "least %lld (%d for each of the %d workload%s not measured yet%s)",
+                       (long long)trials, ntasks, ntasks == 1 ? "" : "s", (long long)mt,
+                       DT_TUNE_MIN_FIRST_TRIALS, unmeasured, unmeasured == 1 ? "" : "s", rec);
+    }
+    double ms = dt_tune_min_seconds(unmeasured);
+    if (time_s > 0 && time_s < ms)
+        return dt_errf(e, DT_EINVAL,
+                       "a time budget of %g s is too small for %d workload%s: it needs at least "
+                       "%g s (%g s for each of the %d workload%s not measured yet)",
+                       time_s, ntasks, ntasks == 1 ? "" : "s", ms, DT_TUNE_MIN_SECONDS_PER_TASK,
+                       unmeasured, unmeasured == 1 ? "" : "s");
+    return 0;
+}
+
+int64_t dt_tune_reserve(int64_t need, int64_t budget)
+{
+    if (need < 0)
+        need = 0;
+    if (budget > 0 && need > budget / 4)
+        need = budget / 4;
+    return need;
+}
+
+int64_t dt_tune_first_share(int64_t left, int64_t reserve, int waiting, int unmeasured_waiting,
+                            int unmeasured)
+{
+    if (left <= 0 || waiting < 1)
+        return 0;
+    int64_t fair = left > reserve ? (left - reserve) / waiting : 0;
+    int64_t floor = 0;
+    if (unmeasured) {
+        int u = unmeasured_waiting > 0 ? unmeasured_waiting : 1;
+        floor = left / u < DT_TUNE_MIN_FIRST_TRIALS ? left / u : DT_TUNE_MIN_FIRST_TRIALS;
+        if (floor < 1)
+            floor = left > 0 ? 1 : 0; /* below the checked minimum: still try one */
+    }
+    return fair > floor ? fair : floor;
+}
+
+int64_t dt_tune_select_share(int64_t left, int tasks_left)
+{
+    if (left <= 0 || tasks_left < 1)
+        return 0;
+    return left / tasks_left;
+}
+
+/* ---- the scheduler ------------------------------------------------------------------- */
+
+/* A task with at least one successful record. */
+static int task_measured(const dt_task *t)
+{
+    for (int k = 0; k < t->nk; k++)
+        if (!t->k[k].failed && t->k[k].nm > 0)
+            return 1;
+    return 0;
+}
+
+/* The next task to get a round, or -1 when all are finished.  first[i]: task
+ * i had (or was passed over for) its first round; *is_first tells whether
+ * the pick is a first round. */
+static int pick_task(const dt_task *t, int n, const char *first, int *is_first)
+{
+    /* first rounds: tasks with no usable record, then the others */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++)
+            if (!t[i].done && !first[i] && task_measured(&t[i]) == pass) {
+                *is_first = 1;
+                return i;
+            }
+    *is_first = 0;
     int best = -1;
     double bv = -1;
     for (int i = 0; i < n; i++) {
@@ -96,6 +189,24 @@ static void emit(const dt_tune_opts *o, dt_tune_event *ev, const dt_task *tasks,
     o->on_event(ev, o->ud);
 }
 
+/* Seconds per trial so far (builds included), or the guess before any. */
+static double seconds_per_trial(const dt_measurer *m)
+{
+    int64_t mt = m ? dt_measurer_trials(m) : 0;
+    double s = mt > 0 ? dt_measurer_seconds(m) / (double)mt : 0;
+    return s > 0 ? s : DT_TUNE_GUESS_SECONDS_PER_TRIAL;
+}
+
+/* The time held back for the selection's `need` trials (each about half a
+ * search trial: its kernel is built already), at most a quarter of time_s. */
+static double time_reserve(double time_s, double per, int64_t need)
+{
+    if (!(time_s > 0))
+        return 0;
+    double t = 0.5 * per * (double)need;
+    return t < time_s / 4 ? t : time_s / 4;
+}
+
 static int op_index(dt_predictor *p, int np, const char *op)
 {
     for (int i = 0; i < np; i++)
@@ -128,6 +239,12 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
             rc = dt_predictor_load(&pred[np++], db, e);
         }
     }
+    if (!rc && !o->no_min_check) {
+        int unmeasured = 0;
+        for (int i = 0; i < n; i++)
+            unmeasured += !task_measured(&tasks[i]);
+        rc = dt_tune_check_budget(o->trials, o->time_s, used, unmeasured, n, e);
+    }
     for (int i = 0; i < n && !rc; i++) {
         dt_predictor *p = &pred[op_index(pred, np, tasks[i].w->op->name)];
         if (!p->model && (rc = dt_predictor_train(p, NULL, e)))
@@ -152,15 +269,17 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
         goto out;
 
     int topk = o->strategy == DT_STRATEGY_PER_SHAPE ? 0 : o->topk;
-    int64_t reserve = 0;
+    int64_t need = 0;
     for (int i = 0; i < n; i++)
-        reserve += dt_select_reserve(&tasks[i], topk);
-    if (o->trials > 0 && reserve > o->trials / 4)
-        reserve = o->trials / 4;
+        need += dt_select_reserve(&tasks[i], topk);
+    /* the selection's reserve: at most a quarter of the trial budget; of a
+     * time budget, at most a quarter of the time (see time_reserve) */
+    int64_t reserve = dt_tune_reserve(need, o->trials);
     dt_rng rng;
     dt_rng_seed(&rng, o->seed * 0x9e3779b97f4a7c15ULL + (uint64_t)used);
     int64_t *focus = NULL;
     int64_t maxns = 0;
+    char first[DT_TUNE_MAX_TASKS] = {0};
     for (int i = 0; i < n; i++)
         maxns = tasks[i].ns > maxns ? tasks[i].ns : maxns;
     if (!(focus = malloc((size_t)maxns * sizeof *focus))) {
@@ -172,20 +291,44 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
             r->stopped = 1;
             break;
         }
-        int64_t left = o->trials > 0 ? o->trials - reserve - used : INT64_MAX;
-        if (left <= 0)
-            break;
-        double el = now_s() - t0;
-        if (o->time_s > 0) {
-            int64_t mt = dt_measurer_trials(m);
-            double per = mt > 0 ? dt_measurer_seconds(m) / (double)mt : 0.02;
-            if (el + 0.5 * per * (double)reserve >= o->time_s)
-                break;
-        }
-        int i = pick_task(tasks, n);
+        int is_first = 0;
+        int i = pick_task(tasks, n, first, &is_first);
         if (i < 0)
             break;
         dt_task *t = &tasks[i];
+        int unmeasured = !task_measured(t);
+        int64_t cap = INT64_MAX;
+        double el = now_s() - t0, per = seconds_per_trial(m);
+        double treserve = time_reserve(o->time_s, per, need);
+        if (is_first) {
+            /* every task's first round comes before the reserve is held
+             * back: a fair share each, a floor for tasks with no record */
+            int waiting = 0, uw = 0;
+            for (int j = 0; j < n; j++)
+                if (!tasks[j].done && !first[j]) {
+                    waiting++;
+                    uw += !task_measured(&tasks[j]);
+                }
+            if (o->trials > 0)
+                cap = dt_tune_first_share(o->trials - used, reserve, waiting, uw, unmeasured);
+            if (o->time_s > 0) {
+                int64_t tl = (int64_t)((o->time_s - el) / per), tr = (int64_t)(treserve / per);
+                int64_t ct = dt_tune_first_share(tl > 0 ? tl : 0, tr, waiting, uw, unmeasured);
+                if (unmeasured && ct < DT_TUNE_MIN_FIRST_TRIALS)
+                    ct = DT_TUNE_MIN_FIRST_TRIALS; /* even past the time: its minimum */
+                cap = ct < cap ? ct : cap;
+            }
+            first[i] = 1;
+            if (cap <= 0)
+                continue; /* passed over: its records carry it */
+        } else {
+            if (o->trials > 0)
+                cap = o->trials - reserve - used;
+            if (cap <= 0)
+                break;
+            if (o->time_s > 0 && el + treserve >= o->time_s)
+                break;
+        }
         dt_predictor *p = &pred[op_index(pred, np, t->w->op->name)];
         int nf = 0;
         if (o->strategy == DT_STRATEGY_PER_SHAPE)
@@ -195,8 +338,13 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
                 focus[nf++] = s;
         dt_search_opts so = o->search;
         so.strategy = o->strategy;
+        /* a small round spreads its trials over more kernels (one shape
+         * each at the least) rather than a few kernels on many shapes */
+        int kpr = so.kernels_per_round > 0 ? so.kernels_per_round : 8;
+        if (so.shapes_per_kernel > 1 && cap < (int64_t)kpr * so.shapes_per_kernel)
+            so.shapes_per_kernel = cap / kpr > 1 ? (int)(cap / kpr) : 1;
         dt_tune_event ev = {.kind = DT_TUNE_EV_ROUND, .task = t, .task_index = i};
-        if ((rc = dt_search_round(t, p, m, &so, focus, nf, left, &rng, tg, &ev.round, e)))
+        if ((rc = dt_search_round(t, p, m, &so, focus, nf, cap, &rng, tg, &ev.round, e)))
             break;
         used += ev.round.trials;
         t->rounds++;
@@ -222,18 +370,50 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
     if (rc)
         goto out;
 
-    /* the end of every task: measured per-shape choice, ranges, schedules */
+    /* the end of every task: measured per-shape choice, ranges, schedules;
+     * the selection trials left are shared out in model order */
     for (int i = 0; i < n && !rc; i++) {
         dt_task *t = &tasks[i];
         dt_predictor *p = &pred[op_index(pred, np, t->w->op->name)];
-        int64_t allow = o->trials > 0 ? o->trials - used : INT64_MAX;
-        if (allow < 0)
-            allow = 0;
+        if (o->stop && *o->stop)
+            r->stopped = 1;
+        int64_t allow = INT64_MAX;
+        if (o->trials > 0)
+            allow = dt_tune_select_share(o->trials - used, n - i);
+        if (o->time_s > 0) {
+            /* a selection trial reuses a built kernel: about half a search trial */
+            double tl = (o->time_s - (now_s() - t0)) / (0.5 * seconds_per_trial(m));
+            int64_t at = dt_tune_select_share(tl > 0 ? (int64_t)tl : 0, n - i);
+            allow = at < allow ? at : allow;
+        }
         int k = r->stopped ? 0 : topk;
-        if ((rc = dt_predictor_train(p, NULL, e)) ||
-            (rc = dt_select_final(t, p, m, k, allow, db, &r->sel[i], e)))
+        if ((rc = dt_predictor_train(p, NULL, e)))
             break;
+        rc = dt_select_final(t, p, m, k, allow, db, &r->sel[i], e);
         used += r->sel[i].trials;
+        if (rc == DT_ENOTFOUND && !task_measured(t)) {
+            /* no successful trial: no schedule for it, the others go on */
+            rc = 0;
+            r->outcome[i] = DT_TUNE_SKIPPED;
+            r->nskipped++;
+            if (t->trials == 0)
+                snprintf(r->reason[i], sizeof r->reason[i], "%s",
+                         r->stopped ? "stopped before its first round"
+                                    : "no trials: the budget ran out before its first round");
+            else
+                snprintf(r->reason[i], sizeof r->reason[i],
+                         "none of its %lld trials ran successfully (every kernel failed)",
+                         (long long)t->trials);
+            r->sel[i].objective = NAN;
+            dt_tune_event ev = {.kind = DT_TUNE_EV_SKIPPED, .task = t, .task_index = i,
+                                .reason = r->reason[i]};
+            emit(o, &ev, tasks, n, used, t0, dt_measurer_trials(m));
+            continue;
+        }
+        if (rc)
+            break;
+        r->outcome[i] = DT_TUNE_SCHEDULED;
+        r->nscheduled++;
         double *best = malloc((size_t)t->ns * sizeof *best);
         if (best) {
             t->objective = dt_task_best(t, best, NULL);
