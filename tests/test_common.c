@@ -1,10 +1,14 @@
-/* common/: error helpers, JSON value locations, file reads. */
+/* common/: error helpers, JSON value locations, file reads, DTUNE_LOG. */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/file.h"
 #include "common/json_locate.h"
+#include "common/log.h"
 #include "tests/dt_test.h"
 
 static void test_errors(void)
@@ -82,12 +86,82 @@ static void test_read_file(void)
     free(dir);
 }
 
+/* Runs dt_log_init_from_env with DTUNE_LOG=value (NULL: unset); returns
+ * what it wrote on stderr (malloc'ed). */
+static char *init_log_with(const char *dir, const char *value)
+{
+    if (value)
+        setenv("DTUNE_LOG", value, 1);
+    else
+        unsetenv("DTUNE_LOG");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/stderr.txt", dir);
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    close(fd);
+    dt_log_init_from_env();
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    return dt_test_slurp(path);
+}
+
+static void test_log_env(void)
+{
+    char *dir = dt_test_tmpdir();
+    dt_log_level before = dt_log_get_level();
+    dt_log_set_level(DT_LOG_WARN);
+
+    /* a bad value: one warning naming it and the accepted ones; level kept */
+    char *err = init_log_with(dir, "bogus");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "DTUNE_LOG='bogus'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "error, warn, info, debug"));
+    CU_ASSERT_EQUAL(dt_log_get_level(), DT_LOG_WARN);
+    CU_ASSERT_PTR_NULL(getenv("DTUNE_LOG")); /* children do not repeat it */
+    free(err);
+    /* once per process */
+    err = init_log_with(dir, "verbose");
+    CU_ASSERT_STRING_EQUAL(err, "");
+    CU_ASSERT_EQUAL(dt_log_get_level(), DT_LOG_WARN);
+    free(err);
+
+    /* accepted values, any case, set the level silently */
+    const char *ok[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; i++) {
+        err = init_log_with(dir, ok[i]);
+        CU_ASSERT_STRING_EQUAL(err, "");
+        CU_ASSERT_EQUAL(dt_log_get_level(), (dt_log_level)i);
+        free(err);
+    }
+    err = init_log_with(dir, "INFO");
+    CU_ASSERT_EQUAL(dt_log_get_level(), DT_LOG_INFO);
+    CU_ASSERT_STRING_EQUAL(err, "");
+    free(err);
+    /* unset or empty: nothing changes */
+    dt_log_set_level(DT_LOG_ERROR);
+    err = init_log_with(dir, NULL);
+    CU_ASSERT_EQUAL(dt_log_get_level(), DT_LOG_ERROR);
+    free(err);
+    err = init_log_with(dir, "");
+    CU_ASSERT_EQUAL(dt_log_get_level(), DT_LOG_ERROR);
+    CU_ASSERT_STRING_EQUAL(err, "");
+    free(err);
+
+    unsetenv("DTUNE_LOG");
+    dt_log_set_level(before);
+    dt_test_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
         {"error helpers and exit codes", test_errors},
         {"JSON value locations", test_json_locate},
         {"file reads", test_read_file},
+        {"DTUNE_LOG values", test_log_env},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"common", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
