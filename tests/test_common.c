@@ -1,13 +1,17 @@
-/* common/: error helpers, JSON value locations, file reads, DTUNE_LOG. */
+/* common/: error helpers, JSON value locations, file reads, DTUNE_LOG, lock
+ * files. */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/error.h"
 #include "common/file.h"
 #include "common/json_locate.h"
+#include "common/lockfile.h"
 #include "common/log.h"
 #include "tests/dt_test.h"
 
@@ -155,6 +159,75 @@ static void test_log_env(void)
     free(dir);
 }
 
+static void test_lockfile(void)
+{
+    char *dir = dt_test_tmpdir();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/x.db.lock", dir);
+    dt_lockfile *l = NULL, *l2 = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_lockfile_acquire(path, &l, NULL, &e), 0);
+    char *text = dt_test_slurp(path);
+    dt_lock_holder h;
+    dt_lockfile_parse(text, &h);
+    CU_ASSERT_EQUAL(h.pid, (long)getpid());
+    CU_ASSERT(h.host[0] != '\0');
+    CU_ASSERT(h.started[0] != '\0');
+    free(text);
+
+    /* another process is refused and told who holds it */
+    pid_t child = fork();
+    if (child == 0) {
+        dt_lockfile *c = NULL;
+        dt_lock_holder ch;
+        dt_err ce;
+        int rc = dt_lockfile_acquire(path, &c, &ch, &ce);
+        char want[64];
+        snprintf(want, sizeof want, "locked by pid %ld", (long)getppid());
+        _exit(rc == DT_EBUSY && ch.pid == (long)getppid() && strstr(ce.msg, want) ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(child, &st, 0);
+    CU_ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+    /* released: taken again at once, by anyone */
+    dt_lockfile_release(l);
+    CU_ASSERT_EQUAL(dt_lockfile_acquire(path, &l2, NULL, &e), 0);
+    dt_lockfile_release(l2);
+
+    /* a holder killed with SIGKILL leaves the file, not the lock */
+    child = fork();
+    if (child == 0) {
+        dt_lockfile *c = NULL;
+        if (dt_lockfile_acquire(path, &c, NULL, NULL) == 0)
+            pause();
+        _exit(1);
+    }
+    int held = 0;
+    for (int i = 0; i < 200 && !held; i++) {
+        text = dt_test_slurp(path);
+        dt_lockfile_parse(text, &h);
+        held = h.pid == (long)child;
+        free(text);
+        if (!held)
+            usleep(10000);
+    }
+    CU_ASSERT_TRUE(held);
+    CU_ASSERT_EQUAL(dt_lockfile_acquire(path, &l2, &h, &e), DT_EBUSY);
+    CU_ASSERT_EQUAL(h.pid, (long)child);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    CU_ASSERT_EQUAL(dt_lockfile_acquire(path, &l2, NULL, &e), 0);
+    dt_lockfile_release(l2);
+
+    /* parsing is forgiving */
+    dt_lockfile_parse("garbage\npid x\nhost a\001b\n", &h);
+    CU_ASSERT_EQUAL(h.pid, 0);
+    CU_ASSERT_STRING_EQUAL(h.host, "a b");
+    dt_test_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -162,6 +235,7 @@ int main(void)
         {"JSON value locations", test_json_locate},
         {"file reads", test_read_file},
         {"DTUNE_LOG values", test_log_env},
+        {"lock files", test_lockfile},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"common", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
