@@ -52,8 +52,13 @@ static void usage(FILE *out)
             "stops at its next round boundary (its job resumes at the next start) and\n"
             "the daemon exits 0.\n"
             "\n"
-            "Exit codes: 0 ok, 1 usage error, 2 bad input (e.g. a non-loopback address\n"
-            "without --api-token-file), 3 runtime failure.\n",
+            "One daemon per database: it holds DB.lock (beside the database) while it\n"
+            "runs; a second daemon on the same database is refused (exit 3) and told\n"
+            "the pid of the first.\n"
+            "\n"
+            "Exit codes: 0 ok, 1 usage error, 2 bad input (a bad --listen address, a\n"
+            "non-loopback address without --api-token-file), 3 runtime failure (the\n"
+            "database is held by another daemon, cannot bind, database I/O).\n",
             DT_DAEMON_DEFAULT_LISTEN);
 }
 
@@ -129,6 +134,9 @@ int dt_cmd_daemon(int argc, char **argv)
         return rc < 0 ? DT_EXIT_OK : rc;
     dt_err e;
     dt_err_clear(&e);
+    /* a bad address is reported as such (exit 2), not as a missing token */
+    if (dt_daemon_check_listen(a.o.listen, &e))
+        return dt_cli_fail(&e);
     char *token = NULL;
     size_t tlen = 0;
     if (a.api_token_file && (rc = dt_token_read(a.api_token_file, &token, &tlen, &e))) {

@@ -69,7 +69,7 @@ int dt_cmd_worker(int argc, char **argv)
         {"auth-timeout", required_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    const char *listen_at = "127.0.0.1:7720", *token_file = NULL, *name = NULL;
+    const char *listen_at = DT_WORKER_DEFAULT_LISTEN, *token_file = NULL, *name = NULL;
     int max_batch = 256;
     double auth_timeout = 10;
     if (dt_cli_wants_help(argc, argv)) {
@@ -116,6 +116,9 @@ int dt_cmd_worker(int argc, char **argv)
 
     dt_err e;
     dt_err_clear(&e);
+    /* a bad address is reported as such, before the token, compiler, ... */
+    if (dt_worker_check_listen(listen_at, &e))
+        return dt_cli_fail(&e);
     char *token = NULL;
     size_t token_len = 0;
     if (dt_token_read(token_file, &token, &token_len, &e))

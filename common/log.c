@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 static _Atomic int g_level = DT_LOG_WARN;
@@ -16,13 +17,35 @@ dt_log_level dt_log_get_level(void) { return (dt_log_level)atomic_load(&g_level)
 
 void dt_log_init_from_env(void)
 {
+    static _Atomic int warned;
     const char *v = getenv("DTUNE_LOG");
-    if (!v)
+    if (!v || !*v)
         return;
     static const char *names[] = {"error", "warn", "info", "debug"};
     for (int i = 0; i < 4; i++)
-        if (strcmp(v, names[i]) == 0)
+        if (strcasecmp(v, names[i]) == 0) {
             dt_log_set_level((dt_log_level)i);
+            return;
+        }
+    if (!atomic_exchange(&warned, 1)) {
+        /* the value may be anything: print it as printable ASCII only */
+        char shown[64];
+        size_t n = 0;
+        for (const char *p = v; *p && n < sizeof shown - 4; p++)
+            shown[n++] = (*p >= 0x20 && *p < 0x7F) ? *p : '?';
+        shown[n] = '\0';
+        if (strlen(v) > n)
+            strcat(shown, "...");
+        pthread_mutex_lock(&g_lock);
+        fprintf(stderr,
+                "dtune: warning: DTUNE_LOG='%s' is not a log level (accepted: error, warn, "
+                "info, debug); using the default, %s\n",
+                shown, names[atomic_load(&g_level)]);
+        pthread_mutex_unlock(&g_lock);
+    }
+    /* child processes (trial runners, whose stderr ends up in trial errors)
+     * inherit the environment: they must not repeat the warning */
+    unsetenv("DTUNE_LOG");
 }
 
 void dt_log(dt_log_level level, const char *fmt, ...)

@@ -8,7 +8,11 @@ typedef enum { DT_LOG_ERROR = 0, DT_LOG_WARN, DT_LOG_INFO, DT_LOG_DEBUG } dt_log
 
 void dt_log_set_level(dt_log_level level);
 dt_log_level dt_log_get_level(void);
-/* Reads DTUNE_LOG; unknown values are ignored. */
+/* Reads DTUNE_LOG (error|warn|info|debug, any case; unset or empty: the level
+ * stays).  Another value keeps the level, prints one warning on stderr
+ * naming the value and the accepted ones (once per process), and removes
+ * DTUNE_LOG from the environment so that child processes do not repeat it.
+ * Call it at start-up, before threads exist (it may call unsetenv). */
 void dt_log_init_from_env(void);
 void dt_log(dt_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -2,6 +2,8 @@
 #include "daemon/daemon.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 #include <time.h>
 #include <uv.h>
 
+#include "common/lockfile.h"
 #include "common/log.h"
 #include "common/target.h"
 #include "daemon/api.h"
@@ -50,6 +53,64 @@ int dt_daemon_is_loopback(const char *listen)
     if (inet_pton(AF_INET6, host, &a6) == 1)
         return IN6_IS_ADDR_LOOPBACK(&a6);
     return 0;
+}
+
+int dt_daemon_check_listen(const char *listen, dt_err *e)
+{
+    struct sockaddr_storage ss;
+    return dt_http_parse_listen(listen ? listen : DT_DAEMON_DEFAULT_LISTEN, "--listen", &ss, e);
+}
+
+/* The database's real path (symbolic links resolved, also of its directory
+ * when the file does not exist yet) + ".lock": every spelling of one
+ * database names one lock file.  Malloc'ed, NULL when out of memory. */
+char *dt_daemon_lock_path(const char *db_path)
+{
+    char *real = realpath(db_path, NULL), *out = NULL;
+    if (!real && errno == ENOENT) {
+        char *d = strdup(db_path), *b = strdup(db_path);
+        char *rdir = d && b ? realpath(dirname(d), NULL) : NULL;
+        if (rdir) {
+            const char *base = basename(b);
+            size_t n = strlen(rdir) + strlen(base) + 2;
+            if ((real = malloc(n)))
+                snprintf(real, n, "%s%s%s", rdir, strcmp(rdir, "/") ? "/" : "", base);
+        }
+        free(rdir);
+        free(d);
+        free(b);
+    }
+    const char *p = real ? real : db_path;
+    size_t n = strlen(p) + sizeof ".lock";
+    if ((out = malloc(n)))
+        snprintf(out, n, "%s.lock", p);
+    free(real);
+    return out;
+}
+
+/* Takes the database's lock (docs/daemon.md, "One daemon per database"). */
+static int lock_database(const char *db_path, dt_lockfile **out, dt_err *e)
+{
+    char *path = dt_daemon_lock_path(db_path);
+    if (!path)
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    dt_lock_holder h;
+    int rc = dt_lockfile_acquire(path, out, &h, e);
+    if (rc == DT_EBUSY) {
+        char pid[32] = "an unknown pid";
+        if (h.pid > 0)
+            snprintf(pid, sizeof pid, "pid %ld", h.pid);
+        rc = dt_errf(e, DT_EBUSY,
+                     "database %s is in use by another dtune daemon (%s%s%s%s%s; lock file "
+                     "%s): one daemon per database; stop that one first or give this one "
+                     "another --db",
+                     db_path, pid, h.host[0] ? " on host " : "", h.host,
+                     h.started[0] ? ", started " : "", h.started, path);
+    } else if (rc == 0) {
+        dt_log_info("daemon: holding %s", path);
+    }
+    free(path);
+    return rc;
 }
 
 static void http_stats(void *ud, dt_http_stats *st)
@@ -107,6 +168,10 @@ static double mono_s(void)
 int dt_daemon_run(const dt_daemon_opts *o, dt_err *e)
 {
     const char *listen = o->listen ? o->listen : DT_DAEMON_DEFAULT_LISTEN;
+    int rc;
+    /* a malformed address is that, not a missing token */
+    if ((rc = dt_daemon_check_listen(listen, e)))
+        return rc;
     if (!dt_daemon_is_loopback(listen) && !(o->api_token && o->api_token[0]))
         return dt_errf(e, DT_EINVAL,
                        "listening on %s (not a loopback address) requires --api-token-file: "
@@ -114,7 +179,6 @@ int dt_daemon_run(const dt_daemon_opts *o, dt_err *e)
                        listen);
     dt_target tg;
     char tkey[DT_TARGET_KEY_MAX];
-    int rc;
     if ((rc = dt_target_detect(&tg, e)))
         return rc;
     if ((rc = dt_target_key(&tg, tkey, sizeof tkey)))
@@ -123,6 +187,11 @@ int dt_daemon_run(const dt_daemon_opts *o, dt_err *e)
     if (threads > tg.cores)
         return dt_errf(e, DT_EINVAL, "--threads %d: this machine has %d cores", threads,
                        tg.cores);
+
+    /* one daemon per database: nothing is read or resumed before the lock */
+    dt_lockfile *lock = NULL;
+    if ((rc = lock_database(o->db_path, &lock, e)))
+        return rc;
 
     daemon_state *d = calloc(1, sizeof *d);
     dt_db *db = NULL;
@@ -201,5 +270,6 @@ out:
     dt_db_close(db);
     dt_metrics_free(metrics);
     free(d);
+    dt_lockfile_release(lock);
     return rc;
 }

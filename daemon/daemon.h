@@ -2,7 +2,9 @@
  * API handlers, daemon/api.h) and the job runner's thread for tuning
  * (daemon/jobs.h), over one database file.
  *
- * Start: the database is opened (created or migrated), the query cache
+ * Start: the database's lock file DB.lock is taken (one daemon per
+ * database; a second one is refused with DT_EBUSY naming the holder's pid),
+ * then the database is opened (created or migrated), the query cache
  * opened beside it, the runner started (it resumes unfinished jobs first),
  * the server bound; then one line on stdout:
  *   dtune daemon listening on HOST:PORT (target KEY, db PATH)
@@ -40,9 +42,19 @@ typedef struct dt_daemon_opts {
  * localhost), else 0. */
 int dt_daemon_is_loopback(const char *listen);
 
-/* Runs until SIGTERM or SIGINT.  DT_EINVAL for a non-loopback address
- * without a token or a bad address; other codes when the database, the
- * target or the socket fail at start, or the job runner cannot run. */
+/* 0 when listen (NULL: the default) is a HOST:PORT the server can bind;
+ * else DT_EINVAL with "bad --listen address 'X' (expected HOST:PORT...)". */
+int dt_daemon_check_listen(const char *listen, dt_err *e);
+
+/* The lock file of a database: its real path + ".lock" (malloc'ed; NULL
+ * when out of memory). */
+char *dt_daemon_lock_path(const char *db_path);
+
+/* Runs until SIGTERM or SIGINT.  DT_EINVAL for a bad address, or a
+ * non-loopback one without a token (checked in that order); DT_EBUSY when
+ * another process holds the database's lock file (the message names its
+ * pid); other codes when the database, the target or the socket fail at
+ * start, or the job runner cannot run. */
 int dt_daemon_run(const dt_daemon_opts *o, dt_err *e);
 
 #endif

@@ -19,7 +19,14 @@
  * time-out (408) are answered with a JSON body and "Connection: close";
  * a missing or wrong bearer token (401) keeps the connection.  A peer that
  * does not read its responses stops being read once DT_HTTP_MAX_UNSENT bytes
- * wait to be sent. */
+ * wait to be sent.
+ *
+ * The connection limit: when max_connections are open, a new connection
+ * closes the one idle longest (idle timer running, nothing being written),
+ * if that one has been idle at least evict_idle_s; otherwise the new one is
+ * closed at accept.  Idle connections therefore cannot lock clients out for
+ * the idle time-out, while a burst of fresh connections (whose requests are
+ * on their way) does not close its own members. */
 #include "daemon/http.h"
 
 #include <math.h>
@@ -51,6 +58,7 @@ struct dt_http_server {
     void *ud;
     dt_hconn *conns; /* doubly linked; a closing connection stays until its handles close */
     int nconns;
+    int nclosing;    /* of nconns, those closing: they no longer count against the limit */
     dt_http_stats st;
 };
 
@@ -64,6 +72,7 @@ struct dt_hconn {
     char peer[96];
     dt_http_conn parser;
     int timer_kind;
+    uint64_t idle_since; /* loop time (ms) the idle timer was set */
     int completed;    /* a request completed during the last feed */
     int paused;       /* reading stopped: too much unsent */
     int shutting;     /* last response sent or being sent; discarding input */
@@ -103,6 +112,7 @@ static void on_conn_closed(uv_handle_t *h)
     if (c->next)
         c->next->prev = c->prev;
     s->nconns--;
+    s->nclosing--;
     s->st.connections_open = (uint64_t)s->nconns;
     dt_http_conn_free(&c->parser);
     free(c);
@@ -115,6 +125,7 @@ static void conn_close(dt_hconn *c)
     if (c->closing)
         return;
     c->closing = 1;
+    c->s->nclosing++;
     dt_http_conn_stop(&c->parser);
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
     uv_close((uv_handle_t *)&c->timer, on_conn_closed);
@@ -125,6 +136,8 @@ static void on_timer(uv_timer_t *t);
 static void timer_set(dt_hconn *c, int kind, double seconds)
 {
     c->timer_kind = kind;
+    if (kind == DT_TIMER_IDLE)
+        c->idle_since = uv_now(c->s->loop);
     uv_timer_start(&c->timer, on_timer, ms_of(seconds), 0);
 }
 
@@ -397,9 +410,39 @@ static void refuse(dt_http_server *s, uv_stream_t *server)
     uv_tcp_init(s->loop, t);
     /* logged once per 100 so that a flood does not flood the log */
     if (uv_accept(server, (uv_stream_t *)t) == 0 && s->st.refused_total % 100 == 1)
-        dt_log_warn("http: refusing a connection: already %d open (%llu refused so far)",
-                    s->nconns, (unsigned long long)s->st.refused_total);
+        dt_log_warn("http: refusing a connection: already %d open, none idle for %g s "
+                    "(%llu refused so far)",
+                    s->nconns - s->nclosing, s->lim.evict_idle_s,
+                    (unsigned long long)s->st.refused_total);
     uv_close((uv_handle_t *)t, free_handle);
+}
+
+/* At the limit: closes the connection idle longest if it has been idle for
+ * evict_idle_s; 1 when one was closed. */
+static int evict_idle(dt_http_server *s)
+{
+    uint64_t now = uv_now(s->loop), grace = ms_of(s->lim.evict_idle_s);
+    dt_hconn *victim = NULL;
+    for (dt_hconn *c = s->conns; c; c = c->next) {
+        if (c->closing || c->shutting || c->paused || c->timer_kind != DT_TIMER_IDLE ||
+            dt_http_conn_in_request(&c->parser) ||
+            uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0 ||
+            now - c->idle_since < grace)
+            continue;
+        if (!victim || c->idle_since < victim->idle_since)
+            victim = c;
+    }
+    if (!victim)
+        return 0;
+    s->st.evicted_total++;
+    /* logged once per 100 so that a flood does not flood the log */
+    dt_log(s->st.evicted_total % 100 == 1 ? DT_LOG_WARN : DT_LOG_DEBUG,
+           "http: %d connections open: closing %s, idle for %.1f s, to admit a new one "
+           "(%llu closed so far)",
+           s->nconns - s->nclosing, victim->peer, (double)(now - victim->idle_since) / 1000.0,
+           (unsigned long long)s->st.evicted_total);
+    conn_close(victim);
+    return 1;
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -409,7 +452,9 @@ static void on_connection(uv_stream_t *server, int status)
         dt_log_warn("http: accepting a connection failed: %s", uv_strerror(status));
         return;
     }
-    if (s->closing || s->nconns >= s->lim.max_connections) {
+    if (!s->closing && s->nconns - s->nclosing >= s->lim.max_connections)
+        evict_idle(s);
+    if (s->closing || s->nconns - s->nclosing >= s->lim.max_connections) {
         refuse(s, server);
         return;
     }
@@ -450,37 +495,43 @@ static void on_connection(uv_stream_t *server, int status)
 
 /* "HOST:PORT" with an IPv4 literal, "localhost" or an IPv6 literal in
  * brackets. */
-static int parse_listen(const char *str, struct sockaddr_storage *ss, dt_err *e)
+int dt_http_parse_listen(const char *str, const char *what, struct sockaddr_storage *ss,
+                         dt_err *e)
 {
-    const char *colon = str ? strrchr(str, ':') : NULL;
+#define BAD(...) dt_errf(e, DT_EINVAL, "bad %s address '%s' (expected HOST:PORT)" __VA_ARGS__)
+    if (!what)
+        what = "listen";
+    if (!str)
+        str = "";
+    const char *colon = strrchr(str, ':');
     if (!colon || colon == str || !colon[1])
-        return dt_errf(e, DT_EINVAL, "listen address '%s' is not HOST:PORT", str ? str : "");
+        return BAD(, what, str);
     char *end;
     long port = strtol(colon + 1, &end, 10);
     if (*end || colon[1] < '0' || colon[1] > '9' || port < 0 || port > 65535)
-        return dt_errf(e, DT_EINVAL, "port in listen address '%s' must be 0..65535", str);
+        return BAD(": the port must be a number 0..65535", what, str);
     char host[128];
     size_t hl = (size_t)(colon - str);
     if (hl >= sizeof host)
-        return dt_errf(e, DT_EINVAL, "host in listen address '%s' is too long", str);
+        return BAD(": the host is too long", what, str);
     memcpy(host, str, hl);
     host[hl] = '\0';
     memset(ss, 0, sizeof *ss);
-    if (host[0] == '[') {
-        if (hl < 3 || host[hl - 1] != ']')
-            return dt_errf(e, DT_EINVAL, "listen address '%s': unbalanced '['", str);
+    if (host[0] == '[' || strchr(host, ']')) {
+        if (hl < 3 || host[0] != '[' || host[hl - 1] != ']')
+            return BAD(": unbalanced '[' ']'", what, str);
         host[hl - 1] = '\0';
         if (uv_ip6_addr(host + 1, (int)port, (struct sockaddr_in6 *)ss) != 0)
-            return dt_errf(e, DT_EINVAL, "'%s' is not an IPv6 address", host + 1);
+            return BAD(": '%s' is not an IPv6 address", what, str, host + 1);
         return 0;
     }
     if (!strcmp(host, "localhost"))
         snprintf(host, sizeof host, "127.0.0.1");
     if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)ss) == 0)
         return 0;
-    return dt_errf(e, DT_EINVAL,
-                   "listen address '%s': '%s' is not an IPv4 address, localhost or [IPv6]",
-                   str, host);
+    return BAD(": '%s' is not an IPv4 address, localhost or [IPv6] (IPv6 goes in brackets)",
+               what, str, host);
+#undef BAD
 }
 
 static void on_listen_closed(uv_handle_t *h)
@@ -505,6 +556,8 @@ static void limits_fill(dt_http_limits *l, const dt_http_limits *in)
         l->idle_timeout_s = in->idle_timeout_s;
     if (in->request_timeout_s > 0)
         l->request_timeout_s = in->request_timeout_s;
+    if (in->evict_idle_s > 0)
+        l->evict_idle_s = in->evict_idle_s;
 }
 
 int dt_http_server_start(uv_loop_t *loop, const dt_http_server_opts *o, dt_http_server **out,
@@ -514,7 +567,7 @@ int dt_http_server_start(uv_loop_t *loop, const dt_http_server_opts *o, dt_http_
     /* a write to a client that went away must be an error, not a signal */
     signal(SIGPIPE, SIG_IGN);
     struct sockaddr_storage addr;
-    int rc = parse_listen(o->listen, &addr, e);
+    int rc = dt_http_parse_listen(o->listen, "listen", &addr, e);
     if (rc)
         return rc;
     dt_http_server *s = calloc(1, sizeof *s);

@@ -57,9 +57,13 @@ typedef struct dt_http_limits {
     size_t max_header_bytes;    /* header name + value bytes of one request (default 16 KiB),
                                  * or more than 64 headers → 431 */
     size_t max_body;            /* Content-Length (default 1 MiB) → 413 */
-    int max_connections;        /* open at once (default 256); more are closed at accept */
+    int max_connections;        /* open at once (default 256); see evict_idle_s */
     double idle_timeout_s;      /* keep-alive connection with no request (default 30) */
     double request_timeout_s;   /* a request must arrive whole within this (default 10) → 408 */
+    double evict_idle_s;        /* at max_connections, a new connection closes the connection
+                                 * idle longest (no request in progress, nothing being
+                                 * written) if it has been idle at least this long (default
+                                 * 1 s); when none has, the new one is closed at accept */
 } dt_http_limits;
 void dt_http_limits_default(dt_http_limits *l);
 
@@ -80,10 +84,16 @@ typedef struct dt_http_stats {
     uint64_t requests_total;    /* handed to the handler */
     uint64_t rejected_total;    /* answered by the server itself (4xx/5xx, docs/http.md) */
     uint64_t refused_total;     /* closed at accept: over max_connections */
+    uint64_t evicted_total;     /* idle connections closed to admit a new one */
 } dt_http_stats;
 
-/* Binds and starts listening on loop.  o->listen is IPV4:PORT,
- * localhost:PORT or [IPV6]:PORT (host names are not resolved).  Ignores
+/* Parses a listen address: IPV4:PORT, localhost:PORT or [IPV6]:PORT (host
+ * names are not resolved), port 0..65535.  DT_EINVAL with "bad WHAT address
+ * 'X' (expected HOST:PORT...)" (what: e.g. "--listen"). */
+int dt_http_parse_listen(const char *listen, const char *what, struct sockaddr_storage *ss,
+                         dt_err *e);
+
+/* Binds and starts listening on loop.  o->listen as dt_http_parse_listen.  Ignores
  * SIGPIPE for the process (a write to a vanished client is then an error on
  * that connection only).  DT_EINVAL for a malformed address, DT_EIO when it
  * cannot bind (the half-made server is then freed by the loop's next run). */

@@ -22,6 +22,7 @@ void dt_http_limits_default(dt_http_limits *l)
     l->max_connections = 256;
     l->idle_timeout_s = 30;
     l->request_timeout_s = 10;
+    l->evict_idle_s = 1;
 }
 
 static dt_http_conn *conn_of(http_parser *p) { return p->data; }

@@ -5,10 +5,17 @@
  *
  *   accepted ──HELLO sent──► unauthenticated ──AUTH ok──► authenticated
  *        │                        │  any other frame, bad MAC,
- *        │                        │  auth time-out, frame over 4 KiB
+ *        │                        │  auth time-out, frame over 4 KiB,
+ *        │                        │  evicted (below)
  *        ▼                        ▼
  *   refused (over the          ERROR (when there is something to say),
  *   connection limit)          then closed
+ *
+ * The connection limit: when DT_WORKER_MAX_CONNS are open, a new connection
+ * closes the oldest unauthenticated one if that one has been connected for
+ * at least DT_WORKER_EVICT_AFTER_S (a real client authenticates within a
+ * round trip of HELLO); otherwise the new one is refused.  Authenticated
+ * connections are never evicted: they proved the token.
  *
  * Authenticated connections send BATCH frames; each is validated
  * (dt_batch_from_json, --max-batch) and queued.  One batch at a time, for the
@@ -45,6 +52,7 @@
 #include "measure/wire.h"
 
 #define DT_WORKER_MAX_CONNS 64          /* concurrent connections */
+#define DT_WORKER_EVICT_AFTER_S 1.0     /* unauthenticated this long: evictable at the limit */
 #define DT_WORKER_PREAUTH_MAX 4096      /* largest frame before AUTH (AUTH is ~170 B) */
 #define DT_WORKER_READ_CHUNK 65536      /* bytes per read */
 #define DT_WORKER_MAX_JOBS 16           /* batches queued or running per connection */
@@ -71,6 +79,7 @@ typedef struct dt_wk {
     double auth_timeout_s;
     dt_conn *conns; /* doubly linked; a closing connection stays until its handles close */
     int nconns;
+    int nclosing;   /* of nconns, those closing: they no longer count against the limit */
     uint64_t next_conn_id;
     dt_job *queue_head, *queue_tail; /* batches waiting for the runner */
     dt_job *running;                 /* the batch on the work thread, or NULL */
@@ -84,6 +93,7 @@ struct dt_conn {
     dt_wk *w;
     dt_conn *prev, *next;
     uint64_t id;
+    uint64_t opened_ms; /* loop time of the accept */
     char peer[96];
     char nonce[65]; /* the worker's nonce sent in HELLO */
     dt_wire_decoder dec;
@@ -181,6 +191,7 @@ static void dt_on_conn_closed(uv_handle_t *h)
     if (c->next)
         c->next->prev = c->prev;
     w->nconns--;
+    w->nclosing--;
     dt_wire_decoder_free(&c->dec);
     free(c);
 }
@@ -191,6 +202,7 @@ static void dt_conn_close(dt_conn *c)
     if (c->closing)
         return;
     c->closing = 1;
+    c->w->nclosing++;
     dt_conn_detach_jobs(c);
     uv_close((uv_handle_t *)&c->tcp, dt_on_conn_closed);
     uv_close((uv_handle_t *)&c->timer, dt_on_conn_closed);
@@ -731,6 +743,27 @@ static void dt_refuse(dt_wk *w, uv_stream_t *server, const char *why)
     uv_close((uv_handle_t *)t, dt_free_handle);
 }
 
+/* At the limit: closes the oldest unauthenticated connection if it has been
+ * connected for DT_WORKER_EVICT_AFTER_S; 1 when one was closed. */
+static int dt_evict_unauthenticated(dt_wk *w)
+{
+    uint64_t now = uv_now(&w->loop), grace = dt_ms(DT_WORKER_EVICT_AFTER_S);
+    dt_conn *victim = NULL;
+    for (dt_conn *c = w->conns; c; c = c->next) {
+        if (c->closing || c->shutting || c->authed || now - c->opened_ms < grace)
+            continue;
+        if (!victim || c->opened_ms < victim->opened_ms)
+            victim = c;
+    }
+    if (!victim)
+        return 0;
+    dt_conn_drop(victim,
+                 "not authenticated after %.1f s, and a new connection needs the slot "
+                 "(already %d connections)",
+                 (double)(now - victim->opened_ms) / 1000.0, w->nconns - w->nclosing);
+    return 1;
+}
+
 static void dt_on_connection(uv_stream_t *server, int status)
 {
     dt_wk *w = server->data;
@@ -738,9 +771,12 @@ static void dt_on_connection(uv_stream_t *server, int status)
         dt_log_warn("accepting a connection failed: %s", uv_strerror(status));
         return;
     }
-    if (w->nconns >= DT_WORKER_MAX_CONNS) {
-        char why[64];
-        snprintf(why, sizeof why, "already %d connections", w->nconns);
+    if (w->nconns - w->nclosing >= DT_WORKER_MAX_CONNS)
+        dt_evict_unauthenticated(w);
+    if (w->nconns - w->nclosing >= DT_WORKER_MAX_CONNS) {
+        char why[96];
+        snprintf(why, sizeof why, "already %d connections, and none has waited %.0f s "
+                 "without authenticating", w->nconns - w->nclosing, DT_WORKER_EVICT_AFTER_S);
         dt_refuse(w, server, why);
         return;
     }
@@ -755,6 +791,7 @@ static void dt_on_connection(uv_stream_t *server, int status)
     c->tcp.data = c->timer.data = c;
     c->open_handles = 2;
     c->id = ++w->next_conn_id;
+    c->opened_ms = uv_now(&w->loop);
     snprintf(c->peer, sizeof c->peer, "?");
     dt_wire_decoder_init(&c->dec);
     c->next = w->conns;
@@ -855,29 +892,31 @@ static void dt_on_signal(uv_signal_t *s, int signum)
  * "localhost", or a host name resolved once at start-up. */
 static int dt_parse_listen(const char *s, struct sockaddr_storage *ss, dt_err *e)
 {
+    /* every message starts the same way; a detail may follow */
+#define BAD(...) dt_errf(e, DT_EINVAL, "bad --listen address '%s' (expected HOST:PORT)" __VA_ARGS__)
     const char *colon = strrchr(s, ':');
     if (!colon || colon == s || !colon[1])
-        return dt_errf(e, DT_EINVAL, "listen address '%s' is not HOST:PORT", s);
+        return BAD(, s);
     char *end;
     long port = strtol(colon + 1, &end, 10);
     if (*end || colon[1] < '0' || colon[1] > '9' || port < 0 || port > 65535)
-        return dt_errf(e, DT_EINVAL, "port in '%s' must be 0..65535", s);
+        return BAD(": the port must be a number 0..65535", s);
     char host[256];
     size_t hl = (size_t)(colon - s);
     if (hl >= sizeof host)
-        return dt_errf(e, DT_EINVAL, "host in '%s' is too long", s);
+        return BAD(": the host is too long", s);
     memcpy(host, s, hl);
     host[hl] = '\0';
+    memset(ss, 0, sizeof *ss);
     if (host[0] == '[') {
         if (hl < 3 || host[hl - 1] != ']')
-            return dt_errf(e, DT_EINVAL, "listen address '%s': unbalanced '['", s);
+            return BAD(": unbalanced '['", s);
         memmove(host, host + 1, hl - 2);
         host[hl - 2] = '\0';
         if (uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)ss) != 0)
-            return dt_errf(e, DT_EINVAL, "'%s' is not an IPv6 address", host);
+            return BAD(": '%s' is not an IPv6 address", s, host);
         return 0;
     }
-    memset(ss, 0, sizeof *ss);
     if (!strcmp(host, "localhost"))
         snprintf(host, sizeof host, "127.0.0.1");
     if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)ss) == 0)
@@ -888,8 +927,9 @@ static int dt_parse_listen(const char *s, struct sockaddr_storage *ss, dt_err *e
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
     int r = getaddrinfo(host, NULL, &hints, &res);
     if (r != 0 || !res)
-        return dt_errf(e, DT_EINVAL, "cannot resolve listen host '%s': %s", host,
-                       r ? gai_strerror(r) : "no address");
+        return BAD(": cannot resolve the host '%s': %s", s, host,
+                   r ? gai_strerror(r) : "no address");
+#undef BAD
     memcpy(ss, res->ai_addr, res->ai_addrlen);
     if (ss->ss_family == AF_INET)
         ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
@@ -897,6 +937,12 @@ static int dt_parse_listen(const char *s, struct sockaddr_storage *ss, dt_err *e
         ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
     freeaddrinfo(res);
     return 0;
+}
+
+int dt_worker_check_listen(const char *listen, dt_err *e)
+{
+    struct sockaddr_storage ss;
+    return dt_parse_listen(listen && *listen ? listen : DT_WORKER_DEFAULT_LISTEN, &ss, e);
 }
 
 static void dt_close_any(uv_handle_t *h, void *arg)
@@ -928,7 +974,7 @@ int dt_worker_run(const dt_worker_opts *o, dt_err *e)
     if (!(o->auth_timeout_s >= 0) || o->auth_timeout_s > 86400)
         return dt_errf(e, DT_EINVAL, "worker: auth timeout must be 0 (default) .. 86400 s");
     struct sockaddr_storage addr;
-    const char *where = o->listen && *o->listen ? o->listen : "127.0.0.1:7720";
+    const char *where = o->listen && *o->listen ? o->listen : DT_WORKER_DEFAULT_LISTEN;
     int rc = dt_parse_listen(where, &addr, e);
     if (rc)
         return rc;

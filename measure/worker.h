@@ -6,7 +6,9 @@
  * (measure/runner.h) on a libuv work thread — one batch at a time for the
  * whole worker, others queue — and answered with RESULT.  Garbage,
  * truncated or oversized frames, a wrong token or a slow peer close that
- * connection with a logged reason; the worker lives on.  SIGTERM/SIGINT:
+ * connection with a logged reason; the worker lives on.  At the connection
+ * limit (64) a new connection closes the oldest one that has not
+ * authenticated for 1 s, if any (docs/workers.md, Limits).  SIGTERM/SIGINT:
  * stop accepting, finish the batch being measured, send its result, exit 0. */
 #ifndef DT_MEASURE_WORKER_H
 #define DT_MEASURE_WORKER_H
@@ -28,7 +30,15 @@ typedef struct dt_worker_opts {
     void *ud;
 } dt_worker_opts;
 
-/* Runs the worker until SIGTERM/SIGINT; returns 0 on a clean stop. */
+#define DT_WORKER_DEFAULT_LISTEN "127.0.0.1:7720"
+
+/* 0 when listen (NULL or "": the default) is an address the worker can
+ * listen on (a host name is resolved); else DT_EINVAL with "bad --listen
+ * address 'X' (expected HOST:PORT)..." */
+int dt_worker_check_listen(const char *listen, dt_err *e);
+
+/* Runs the worker until SIGTERM/SIGINT; returns 0 on a clean stop.
+ * DT_EINVAL for bad options or a bad listen address. */
 int dt_worker_run(const dt_worker_opts *o, dt_err *e);
 
 #endif

@@ -1,10 +1,18 @@
-/* common/: error helpers, JSON value locations, file reads. */
+/* common/: error helpers, JSON value locations, file reads, DTUNE_LOG, lock
+ * files. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/file.h"
 #include "common/json_locate.h"
+#include "common/lockfile.h"
+#include "common/log.h"
 #include "tests/dt_test.h"
 
 static void test_errors(void)
@@ -82,12 +90,152 @@ static void test_read_file(void)
     free(dir);
 }
 
+/* Runs dt_log_init_from_env with DTUNE_LOG=value (NULL: unset); returns
+ * what it wrote on stderr (malloc'ed). */
+static char *init_log_with(const char *dir, const char *value)
+{
+    if (value)
+        setenv("DTUNE_LOG", value, 1);
+    else
+        unsetenv("DTUNE_LOG");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/stderr.txt", dir);
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    close(fd);
+    dt_log_init_from_env();
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    return dt_test_slurp(path);
+}
+
+static void test_log_env(void)
+{
+    char *dir = dt_test_tmpdir();
+    dt_log_level before = dt_log_get_level();
+    dt_log_set_level(DT_LOG_WARN);
+
+    /* a bad value: one warning naming it and the accepted ones; level kept */
+    char *err = init_log_with(dir, "bogus");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "DTUNE_LOG='bogus'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "error, warn, info, debug"));
+    CU_ASSERT_EQUAL(dt_log_get_level(), DT_LOG_WARN);
+    CU_ASSERT_PTR_NULL(getenv("DTUNE_LOG")); /* children do not repeat it */
+    free(err);
+    /* once per process */
+    err = init_log_with(dir, "verbose");
+    CU_ASSERT_STRING_EQUAL(err, "");
+    CU_ASSERT_EQUAL(dt_log_get_level(), DT_LOG_WARN);
+    free(err);
+
+    /* accepted values, any case, set the level silently */
+    const char *ok[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; i++) {
+        err = init_log_with(dir, ok[i]);
+        CU_ASSERT_STRING_EQUAL(err, "");
+        CU_ASSERT_EQUAL(dt_log_get_level(), (dt_log_level)i);
+        free(err);
+    }
+    err = init_log_with(dir, "INFO");
+    CU_ASSERT_EQUAL(dt_log_get_level(), DT_LOG_INFO);
+    CU_ASSERT_STRING_EQUAL(err, "");
+    free(err);
+    /* unset or empty: nothing changes */
+    dt_log_set_level(DT_LOG_ERROR);
+    err = init_log_with(dir, NULL);
+    CU_ASSERT_EQUAL(dt_log_get_level(), DT_LOG_ERROR);
+    free(err);
+    err = init_log_with(dir, "");
+    CU_ASSERT_EQUAL(dt_log_get_level(), DT_LOG_ERROR);
+    CU_ASSERT_STRING_EQUAL(err, "");
+    free(err);
+
+    unsetenv("DTUNE_LOG");
+    dt_log_set_level(before);
+    dt_test_rmtree(dir);
+    free(dir);
+}
+
+static void test_lockfile(void)
+{
+    char *dir = dt_test_tmpdir();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/x.db.lock", dir);
+    dt_lockfile *l = NULL, *l2 = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_lockfile_acquire(path, &l, NULL, &e), 0);
+    char *text = dt_test_slurp(path);
+    dt_lock_holder h;
+    dt_lockfile_parse(text, &h);
+    CU_ASSERT_EQUAL(h.pid, (long)getpid());
+    CU_ASSERT(h.host[0] != '\0');
+    CU_ASSERT(h.started[0] != '\0');
+    free(text);
+
+    /* another process is refused and told who holds it */
+    pid_t child = fork();
+    if (child == 0) {
+        dt_lockfile *c = NULL;
+        dt_lock_holder ch;
+        dt_err ce;
+        int rc = dt_lockfile_acquire(path, &c, &ch, &ce);
+        char want[64];
+        snprintf(want, sizeof want, "locked by pid %ld", (long)getppid());
+        _exit(rc == DT_EBUSY && ch.pid == (long)getppid() && strstr(ce.msg, want) ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(child, &st, 0);
+    CU_ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+    /* released: taken again at once, by anyone */
+    dt_lockfile_release(l);
+    CU_ASSERT_EQUAL(dt_lockfile_acquire(path, &l2, NULL, &e), 0);
+    dt_lockfile_release(l2);
+
+    /* a holder killed with SIGKILL leaves the file, not the lock */
+    child = fork();
+    if (child == 0) {
+        dt_lockfile *c = NULL;
+        if (dt_lockfile_acquire(path, &c, NULL, NULL) == 0)
+            pause();
+        _exit(1);
+    }
+    int held = 0;
+    for (int i = 0; i < 200 && !held; i++) {
+        text = dt_test_slurp(path);
+        dt_lockfile_parse(text, &h);
+        held = h.pid == (long)child;
+        free(text);
+        if (!held)
+            usleep(10000);
+    }
+    CU_ASSERT_TRUE(held);
+    CU_ASSERT_EQUAL(dt_lockfile_acquire(path, &l2, &h, &e), DT_EBUSY);
+    CU_ASSERT_EQUAL(h.pid, (long)child);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    CU_ASSERT_EQUAL(dt_lockfile_acquire(path, &l2, NULL, &e), 0);
+    dt_lockfile_release(l2);
+
+    /* parsing is forgiving */
+    dt_lockfile_parse("garbage\npid x\nhost a\001b\n", &h);
+    CU_ASSERT_EQUAL(h.pid, 0);
+    CU_ASSERT_STRING_EQUAL(h.host, "a b");
+    dt_test_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
         {"error helpers and exit codes", test_errors},
         {"JSON value locations", test_json_locate},
         {"file reads", test_read_file},
+        {"DTUNE_LOG values", test_log_env},
+        {"lock files", test_lockfile},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"common", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

@@ -2,10 +2,12 @@
  * over HTTP runs to done, its schedule is queried and its kernel's source
  * fetched; malformed JSON, unknown routes, wrong methods, oversized bodies
  * and a client sending one byte a second are each answered and the daemon
- * lives on; kill -9 in the middle of a job, a restart, and the job completes
- * with an intact database and no record lost; SIGTERM exits 0; a model job on
- * a tight budget reports which workloads got schedules, and one below the
- * minimum budget fails saying so. */
+ * lives on; 256 idle connections do not lock a client out; kill -9 in the
+ * middle of a job, a restart, and the job completes with an intact database
+ * and no record lost; a second daemon on the same database is refused and
+ * names the first one's pid; SIGTERM exits 0; a model job on a tight budget
+ * reports which workloads got schedules, and one below the minimum budget
+ * fails saying so. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -108,6 +110,45 @@ static int start_daemon(daemon_proc *d, const char *db, const char *tag)
         nap_ms(50);
     }
     return -1;
+}
+
+/* Runs `dtune daemon --db DB --listen 127.0.0.1:0` expecting it to exit
+ * within timeout_s (it is killed otherwise); its exit status (-1 when it had
+ * to be killed), *err its stderr (malloc'ed). */
+static int run_daemon_to_exit(const char *db, const char *tag, double timeout_s, char **err)
+{
+    char log[4096];
+    snprintf(log, sizeof log, "%s/%s.log", g_dir, tag);
+    int fl = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(fl, 2);
+        execl(DTUNE_BIN, DTUNE_BIN, "daemon", "--db", db, "--listen", "127.0.0.1:0", "--threads",
+              "1", (char *)NULL);
+        _exit(127);
+    }
+    close(fl);
+    int st = 0, code = -1;
+    double t0 = now_s();
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) {
+            code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+            break;
+        }
+        if (now_s() - t0 > timeout_s) {
+            kill(-pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            break;
+        }
+        nap_ms(20);
+    }
+    *err = dt_test_slurp(log);
+    return code;
 }
 
 /* SIGTERM (or SIGKILL to the whole group) and wait; the exit status. */
@@ -365,6 +406,46 @@ static void test_bad_requests(void)
     CU_ASSERT_EQUAL(http(g_d.port, "GET", "/healthz", NULL, NULL), 200);
 }
 
+/* As many idle connections as the daemon takes (256), some after a
+ * keep-alive request and some silent: a new client is still answered at
+ * once, because the connection idle longest makes room (docs/http.md). */
+static void test_idle_connections(void)
+{
+    enum { N = 256 };
+    CU_ASSERT_FATAL(g_d.pid > 0);
+    static int fds[N];
+    int opened = 0;
+    for (int i = 0; i < N; i++) {
+        fds[i] = connect_port(g_d.port);
+        if (fds[i] < 0)
+            break;
+        opened++;
+        if (i % 8 == 0) { /* a keep-alive request, answered, then silence */
+            const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+            CU_ASSERT_EQUAL(send(fds[i], req, strlen(req), 0), (ssize_t)strlen(req));
+            CU_ASSERT_EQUAL(read_response(fds[i], NULL), 200);
+        }
+    }
+    CU_ASSERT_EQUAL_FATAL(opened, N);
+    nap_ms(1300); /* past the 1 s an idle connection is spared for */
+    double t0 = now_s();
+    char *m = NULL;
+    CU_ASSERT_EQUAL(http(g_d.port, "GET", "/metrics", NULL, &m), 200);
+    CU_ASSERT(now_s() - t0 < 5.0);
+    /* the daemon was full when it answered */
+    const char *open_line = m ? strstr(m, "\ndtune_http_connections_open ") : NULL;
+    CU_ASSERT_PTR_NOT_NULL(open_line);
+    if (open_line)
+        CU_ASSERT(atoi(open_line + strlen("\ndtune_http_connections_open ")) >= N);
+    free(m);
+    /* and again: another idle connection makes room */
+    CU_ASSERT_EQUAL(http(g_d.port, "GET", "/healthz", NULL, NULL), 200);
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    nap_ms(200);
+    CU_ASSERT_EQUAL(http(g_d.port, "GET", "/healthz", NULL, NULL), 200);
+}
+
 /* DELETE of a running job: it stops at its next round boundary, becomes
  * cancelled, and what it measured is kept (its schedule is stored). */
 static void test_cancel_running(void)
@@ -574,6 +655,119 @@ static void test_kill9_resume(void)
     CU_ASSERT_TRUE(integrity_ok(db));
 }
 
+/* One daemon per database: a second one is refused (exit 3) naming the
+ * first one's pid, and touches no job; after kill -9 of the first, a new
+ * daemon starts and finishes the job within its budget. */
+static void test_one_daemon_per_db(void)
+{
+    char db[4096], lock[4200];
+    snprintf(db, sizeof db, "%s/one.db", g_dir);
+    snprintf(lock, sizeof lock, "%s.lock", db);
+    daemon_proc a;
+    CU_ASSERT_EQUAL_FATAL(start_daemon(&a, db, "one-a"), 0);
+    char want[64];
+    snprintf(want, sizeof want, "pid %d\n", (int)a.pid);
+    char *text = dt_test_slurp(lock);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
+    free(text);
+
+    int st;
+    json_t *r = http_json(a.port, "POST", "/v1/jobs",
+                          "{\"workload\": \"dense(M=1..16,N=64,K=64)\", \"trials\": 40, "
+                          "\"threads\": 1, \"min_time_ms\": 0.5}",
+                          &st);
+    CU_ASSERT_EQUAL_FATAL(st, 202);
+    int64_t id = json_integer_value(json_object_get(r, "id"));
+    json_decref(r);
+    int64_t n = 0;
+    for (int i = 0; i < 1200 && n < 4; i++) {
+        nap_ms(50);
+        n = dt_test_count_records(db);
+    }
+    CU_ASSERT(n >= 4);
+
+    /* the second daemon: refused at once, naming the holder */
+    char *err = NULL;
+    CU_ASSERT_EQUAL(run_daemon_to_exit(db, "one-b", 30, &err), 3);
+    snprintf(want, sizeof want, "pid %d", (int)a.pid);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "in use by another dtune daemon"));
+    CU_ASSERT_PTR_NULL(strstr(err, "listening on"));
+    free(err);
+    /* the same database under another spelling is the same lock */
+    char other[4200];
+    snprintf(other, sizeof other, "%s/./one.db", g_dir);
+    CU_ASSERT_EQUAL(run_daemon_to_exit(other, "one-b2", 30, &err), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
+    free(err);
+    /* the first one still runs the job, alone */
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    json_t *j = http_json(a.port, "GET", path, NULL, &st);
+    CU_ASSERT_EQUAL(st, 200);
+    const char *state = json_string_value(json_object_get(j, "state"));
+    CU_ASSERT_PTR_NOT_NULL(state);
+    if (state && strcmp(state, "done") != 0) {
+        CU_ASSERT_STRING_EQUAL(state, "running");
+        CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(j, "progress"),
+                                                           "runs")),
+                        1);
+    }
+    json_decref(j);
+
+    /* kill -9: the lock goes with the process; a new daemon starts */
+    CU_ASSERT_EQUAL(stop_daemon(&a, SIGKILL), 128 + SIGKILL);
+    daemon_proc c;
+    CU_ASSERT_EQUAL_FATAL(start_daemon(&c, db, "one-c"), 0);
+    snprintf(want, sizeof want, "pid %d\n", (int)c.pid);
+    text = dt_test_slurp(lock);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
+    free(text);
+    j = wait_job(c.port, id, 100);
+    CU_ASSERT_PTR_NOT_NULL(j);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "state")), "done");
+    CU_ASSERT(json_integer_value(json_object_get(json_object_get(j, "progress"), "trials")) <=
+              40);
+    json_decref(j);
+    CU_ASSERT(dt_test_count_records(db) <= 40);
+    CU_ASSERT_EQUAL(stop_daemon(&c, SIGTERM), 0);
+    CU_ASSERT_TRUE(integrity_ok(db));
+    /* a clean stop leaves the file without a holder */
+    text = dt_test_slurp(lock);
+    CU_ASSERT_STRING_EQUAL(text, "");
+    free(text);
+}
+
+/* A malformed --listen is reported as such (exit 2), not as a missing
+ * --api-token-file. */
+static void test_bad_listen(void)
+{
+    dt_test_proc p;
+    const char *bad[] = {"bogus", "127.0.0.1", "127.0.0.1:99999", "example.com:80", "[::1:80",
+                         ":8710"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "daemon --db '%s/bl.db' --listen '%s'", g_dir,
+                                          bad[i]),
+                        2);
+        char want[128];
+        snprintf(want, sizeof want, "bad --listen address '%s' (expected HOST:PORT)", bad[i]);
+        CU_ASSERT_PTR_NOT_NULL(strstr(p.err, want));
+        CU_ASSERT_PTR_NULL(strstr(p.err, "--api-token-file"));
+        dt_test_proc_free(&p);
+    }
+    /* even with a token file that does not exist: the address comes first */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "daemon --db '%s/bl.db' --listen bogus "
+                                          "--api-token-file '%s/none'",
+                                      g_dir, g_dir),
+                    2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "bad --listen address 'bogus'"));
+    dt_test_proc_free(&p);
+    /* nothing was created for a refused start */
+    char db[4200];
+    snprintf(db, sizeof db, "%s/bl.db", g_dir);
+    CU_ASSERT_NOT_EQUAL(access(db, F_OK), 0);
+}
+
 static void test_cli_refusals(void)
 {
     dt_test_proc p;
@@ -595,11 +789,14 @@ int main(void)
     CU_TestInfo tests[] = {
         {"a job over HTTP, its schedule and kernel source", test_job_query_source},
         {"malformed JSON, 404, 405, 413", test_bad_requests},
+        {"256 idle connections do not lock a client out", test_idle_connections},
         {"cancel a running job, keeping what it measured", test_cancel_running},
         {"a model job on a tight budget reports its workloads", test_model_job_report},
         {"a one-byte-a-second client; SIGTERM exits 0", test_slow_client},
         {"kill -9 mid-job, restart, the job completes", test_kill9_resume},
         {"CLI refusals", test_cli_refusals},
+        {"one daemon per database; a restart after kill -9", test_one_daemon_per_db},
+        {"a bad --listen is a bad address", test_bad_listen},
         CU_TEST_INFO_NULL};
     CU_SuiteInfo suites[] = {{"e2e_daemon", setup, teardown, NULL, NULL, tests},
                              CU_SUITE_INFO_NULL};

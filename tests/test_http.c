@@ -318,12 +318,13 @@ static void echo_handler(const dt_http_request *req, dt_http_response *res, void
     if (!strcmp(req->path, "/stats")) {
         dt_http_stats st;
         dt_http_server_stats_get(t->srv, &st);
-        o = json_pack("{s:I,s:I,s:I,s:I,s:I}", "connections_total",
+        o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "connections_total",
                       (json_int_t)st.connections_total, "connections_open",
                       (json_int_t)st.connections_open, "requests_total",
                       (json_int_t)st.requests_total, "rejected_total",
                       (json_int_t)st.rejected_total, "refused_total",
-                      (json_int_t)st.refused_total);
+                      (json_int_t)st.refused_total, "evicted_total",
+                      (json_int_t)st.evicted_total);
     } else if (!strcmp(req->path, "/text")) {
         res->content_type = "text/plain; charset=utf-8";
         res->body = strdup("plain\n");
@@ -910,6 +911,74 @@ static void test_server_max_connections(void)
     srv_stop(t);
 }
 
+/* A full server of idle connections does not lock a new client out: the
+ * connection idle longest goes (a keep-alive one or one that never sent a
+ * byte), a connection with a request in progress never does. */
+static void test_server_idle_eviction(void)
+{
+    enum { N = 32 };
+    dt_http_limits l = test_limits();
+    l.max_connections = N;
+    l.evict_idle_s = 0.3;
+    tsrv *t = srv_start(&l, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    client *cs[N];
+    /* #0: a request in progress (oldest of all); #1..N-1: idle, the odd ones
+     * after a keep-alive request, the even ones never having sent a byte */
+    for (int i = 0; i < N; i++) {
+        cs[i] = cl_open(t->port);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(cs[i]);
+        if (i == 0) {
+            cl_sends(cs[i], "GET /partial HTTP/1.1\r\n");
+        } else if (i % 2) {
+            cl_sends(cs[i], "GET /kept HTTP/1.1\r\n\r\n");
+            resp r = cl_read(cs[i]);
+            CU_ASSERT_EQUAL(r.status, 200);
+            resp_free(&r);
+        }
+        sleep_s(0.005); /* distinct idle times, in order */
+    }
+    sleep_s(0.5); /* every idle connection is now past evict_idle_s */
+
+    /* a new client is served promptly: #1 (idle longest) makes room */
+    client *n1 = cl_open(t->port), *n2 = NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(n1);
+    double t0 = now_s();
+    cl_sends(n1, "GET /new1 HTTP/1.1\r\n\r\n");
+    resp r = cl_read(n1);
+    CU_ASSERT_EQUAL(r.status, 200);
+    CU_ASSERT(now_s() - t0 < 2.0);
+    resp_free(&r);
+    CU_ASSERT_TRUE(cl_eof(cs[1], 3.0));
+    /* and the next one (n1 stays open): #2, which never sent a byte, goes */
+    n2 = cl_open(t->port);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(n2);
+    cl_sends(n2, "GET /new2 HTTP/1.1\r\n\r\n");
+    r = cl_read(n2);
+    CU_ASSERT_EQUAL(r.status, 200);
+    resp_free(&r);
+    CU_ASSERT_TRUE(cl_eof(cs[2], 3.0));
+    /* the request in progress survived and completes */
+    cl_sends(cs[0], "Host: x\r\n\r\n");
+    r = cl_read(cs[0]);
+    CU_ASSERT_EQUAL(r.status, 200);
+    resp_free(&r);
+    /* the newest keep-alive connection is still there */
+    cl_sends(cs[N - 1], "GET /stats HTTP/1.1\r\n\r\n");
+    r = cl_read(cs[N - 1]);
+    CU_ASSERT_EQUAL(r.status, 200);
+    json_t *j = resp_json(&r);
+    CU_ASSERT(json_integer_value(json_object_get(j, "evicted_total")) >= 2);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "refused_total")), 0);
+    json_decref(j);
+    resp_free(&r);
+    for (int i = 0; i < N; i++)
+        cl_close(cs[i]);
+    cl_close(n1);
+    cl_close(n2);
+    srv_stop(t);
+}
+
 /* The server stops with connections open and a response being read. */
 static void test_server_close_with_clients(void)
 {
@@ -944,7 +1013,15 @@ static void test_server_bad_listen(void)
         o.listen = bad[i];
         CU_ASSERT_EQUAL(dt_http_server_start(&loop, &o, &s, &e), DT_EINVAL);
         CU_ASSERT_PTR_NULL(s);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "(expected HOST:PORT)"));
     }
+    /* the message names the option and the address */
+    struct sockaddr_storage ss;
+    CU_ASSERT_EQUAL(dt_http_parse_listen("bogus", "--listen", &ss, &e), DT_EINVAL);
+    CU_ASSERT_STRING_EQUAL(e.msg, "bad --listen address 'bogus' (expected HOST:PORT)");
+    CU_ASSERT_EQUAL(dt_http_parse_listen("127.0.0.1:0", "--listen", &ss, &e), 0);
+    CU_ASSERT_EQUAL(dt_http_parse_listen("[::1]:8710", "--listen", &ss, &e), 0);
+    CU_ASSERT_EQUAL(dt_http_parse_listen("localhost:8710", NULL, &ss, &e), 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     CU_ASSERT_EQUAL(uv_loop_close(&loop), 0);
 }
@@ -969,6 +1046,7 @@ int main(void)
         {"slow client 408, idle time-out", test_server_timeouts},
         {"bearer token", test_server_token},
         {"connection limit", test_server_max_connections},
+        {"idle connections evicted at the limit", test_server_idle_eviction},
         {"close with clients connected", test_server_close_with_clients},
         {"bad listen addresses", test_server_bad_listen},
         CU_TEST_INFO_NULL,

@@ -5,6 +5,8 @@
  * unauthenticated frame, silence past the auth time-out, a batch over
  * --max-batch, an invalid batch, too many connections — after each of which
  * the same worker process must still be alive and serve a correct client.
+ * A worker full of unauthenticated connections still serves a real client
+ * (the oldest unauthenticated one is evicted; authenticated ones never are).
  * Last, SIGTERM during a batch: its result still arrives and the worker
  * exits 0.  Also the CLI's usage and token-file errors. */
 #include <errno.h>
@@ -60,12 +62,12 @@ static void sleep_s(double s)
     nanosleep(&ts, NULL);
 }
 
-/* Waits up to timeout_s for text to appear in the worker's log. */
-static int log_has(const char *text, double timeout_s)
+/* Waits up to timeout_s for text to appear in the log at path. */
+static int log_has_in(const char *path, const char *text, double timeout_s)
 {
     double end = now_s() + timeout_s;
     for (;;) {
-        char *log = dt_test_slurp(g_log_path);
+        char *log = dt_test_slurp(path);
         int found = strstr(log, text) != NULL;
         free(log);
         if (found)
@@ -74,6 +76,12 @@ static int log_has(const char *text, double timeout_s)
             return 0;
         sleep_s(0.02);
     }
+}
+
+/* Waits up to timeout_s for text to appear in the worker's log. */
+static int log_has(const char *text, double timeout_s)
+{
+    return log_has_in(g_log_path, text, timeout_s);
 }
 
 static void dump_log(void)
@@ -763,6 +771,77 @@ static void test_connection_limit(void)
     check_serving();
 }
 
+/* A second worker with a long auth time-out, full of connections that never
+ * authenticate (the oldest one authenticated): a real client still gets in
+ * within a moment, by evicting the oldest unauthenticated connection. */
+static void test_unauthenticated_evicted(void)
+{
+    enum { N = 64 };
+    char log[4300];
+    snprintf(log, sizeof log, "%s/worker-evict.log", g_dir);
+    const char *extra[] = {"--auth-timeout", "60", NULL};
+    dt_test_worker_opts o = {.token_path = g_token_path, .log_path = log, .extra_args = extra,
+                             .timeout_s = 30};
+    pid_t pid = 0;
+    int port = dt_test_start_worker(&o, &pid, NULL, 0);
+    CU_ASSERT_FATAL(port > 0);
+    int saved_port = g_port;
+    g_port = port;
+    static client cs[N];
+    int opened = 0;
+    for (int i = 0; i < N; i++) {
+        if (cl_open(&cs[i]) != 0)
+            break;
+        if (i == 0) { /* authenticated: never evicted */
+            if (cl_handshake(&cs[i]) != 0) {
+                cl_close(&cs[i]);
+                break;
+            }
+        } else {
+            json_t *h = cl_hello(&cs[i]);
+            if (!h) {
+                cl_close(&cs[i]);
+                break;
+            }
+            json_decref(h);
+        }
+        opened++;
+        sleep_s(0.002); /* distinct ages, in order */
+    }
+    CU_ASSERT_EQUAL(opened, N);
+    sleep_s(1.3); /* past the 1 s a fresh connection is spared for */
+
+    /* a real client: in, authenticated and answered promptly */
+    double t0 = now_s();
+    client c;
+    CU_ASSERT_EQUAL(cl_open(&c), 0);
+    CU_ASSERT_EQUAL(cl_handshake(&c), 0);
+    CU_ASSERT_EQUAL(cl_send(&c, DT_MSG_PING, json_object()), 0);
+    dt_msg_type t;
+    json_t *p = NULL;
+    CU_ASSERT_EQUAL(cl_recv(&c, &t, &p, 5), 1);
+    CU_ASSERT_EQUAL(t, DT_MSG_PONG);
+    json_decref(p);
+    CU_ASSERT(now_s() - t0 < 3.0);
+    /* the victim was #1, the oldest unauthenticated connection */
+    CU_ASSERT_TRUE(cl_wait_closed(&cs[1], 5, NULL, 0));
+    CU_ASSERT_TRUE(log_has_in(log, "not authenticated after", 5));
+    /* the authenticated #0 is still served */
+    CU_ASSERT_EQUAL(cl_send(&cs[0], DT_MSG_PING, json_object()), 0);
+    p = NULL;
+    CU_ASSERT_EQUAL(cl_recv(&cs[0], &t, &p, 5), 1);
+    CU_ASSERT_EQUAL(t, DT_MSG_PONG);
+    json_decref(p);
+    cl_close(&c);
+    for (int i = 0; i < opened; i++)
+        cl_close(&cs[i]);
+    g_port = saved_port;
+    kill(pid, SIGTERM);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CU_ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 static void test_result_dropped(void)
 {
     /* the client goes away while its batch runs: the result is dropped */
@@ -861,6 +940,12 @@ static void test_cli_errors(void)
     CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "worker --token-file '%s' --listen 127.0.0.1:99999",
                                       g_token_path),
                     2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "bad --listen address '127.0.0.1:99999'"));
+    dt_test_proc_free(&p);
+    /* the address is checked before the token file is read */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "worker --token-file '%s/none' --listen bogus", g_dir),
+                    2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "bad --listen address 'bogus' (expected HOST:PORT)"));
     dt_test_proc_free(&p);
 }
 
@@ -879,6 +964,7 @@ int main(void)
         {"batch over --max-batch", test_max_batch},
         {"invalid batches and frames", test_invalid_batch},
         {"connection limit", test_connection_limit},
+        {"unauthenticated connections evicted at the limit", test_unauthenticated_evicted},
         {"result of a vanished client dropped", test_result_dropped},
         {"SIGTERM during a batch", test_sigterm_during_batch},
         {"CLI usage and token-file errors", test_cli_errors},
