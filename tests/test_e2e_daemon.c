@@ -69,6 +69,8 @@ typedef struct {
 
 /* Starts `dtune daemon --db DB --listen 127.0.0.1:0 ...` in its own process
  * group; waits for its ready line on stdout.  0 or -1. */
+static const char *g_max_body = "65536"; /* --max-body of the daemons started */
+
 static int start_daemon(daemon_proc *d, const char *db, const char *tag)
 {
     char out[4096], log[4096];
@@ -86,7 +88,7 @@ static int start_daemon(daemon_proc *d, const char *db, const char *tag)
         dup2(fl, 2);
         setenv("DTUNE_LOG", "info", 1);
         execl(DTUNE_BIN, DTUNE_BIN, "daemon", "--db", db, "--listen", "127.0.0.1:0", "--threads",
-              "1", "--request-timeout", "2", "--max-body", "65536", (char *)NULL);
+              "1", "--request-timeout", "2", "--max-body", g_max_body, (char *)NULL);
         _exit(127);
     }
     close(fo);
@@ -448,6 +450,43 @@ static void test_idle_connections(void)
 
 /* DELETE of a running job: it stops at its next round boundary, becomes
  * cancelled, and what it measured is kept (its schedule is stored). */
+/* A hostile job body: a workload key nested 100,000 deep (200 KB, under a
+ * 1 MiB --max-body) once killed the daemon by stack overflow.  Now it is a
+ * 400 saying why, and the daemon goes on answering. */
+static void test_deep_body(void)
+{
+    char db[4096];
+    snprintf(db, sizeof db, "%s/deep.db", g_dir);
+    daemon_proc d;
+    g_max_body = "1048576";
+    int started = start_daemon(&d, db, "deep");
+    g_max_body = "65536";
+    CU_ASSERT_EQUAL_FATAL(started, 0);
+    const int n = 100000;
+    const char *pieces[][3] = {{"(", "8", ")"}, {"-", "8", ""}, {"1+", "1", ""}};
+    for (int k = 0; k < 3; k++) {
+        size_t lo = strlen(pieces[k][0]), lc = strlen(pieces[k][2]);
+        char *body = malloc((size_t)n * (lo + lc) + 128), *q = body;
+        q += sprintf(q, "{\"workload\": \"dense(M=1..4,N=");
+        for (int i = 0; i < n; i++, q += lo)
+            memcpy(q, pieces[k][0], lo);
+        q += sprintf(q, "%s", pieces[k][1]);
+        for (int i = 0; i < n; i++, q += lc)
+            memcpy(q, pieces[k][2], lc);
+        sprintf(q, ",K=8)\", \"trials\": 1}");
+        int st = 0;
+        json_t *v = http_json(d.port, "POST", "/v1/jobs", body, &st);
+        CU_ASSERT_EQUAL(st, 400);
+        CU_ASSERT_TRUE(is_error_body(v, 400));
+        const char *msg = json_string_value(json_object_get(json_object_get(v, "error"), "message"));
+        CU_ASSERT_PTR_NOT_NULL(msg && strstr(msg, "nested too deeply"));
+        json_decref(v);
+        free(body);
+        CU_ASSERT_EQUAL(http(d.port, "GET", "/healthz", NULL, NULL), 200);
+    }
+    CU_ASSERT_EQUAL(stop_daemon(&d, SIGTERM), 0);
+}
+
 static void test_cancel_running(void)
 {
     CU_ASSERT_FATAL(g_d.pid > 0);
@@ -790,6 +829,7 @@ int main(void)
         {"a job over HTTP, its schedule and kernel source", test_job_query_source},
         {"malformed JSON, 404, 405, 413", test_bad_requests},
         {"256 idle connections do not lock a client out", test_idle_connections},
+        {"a 100,000-deep key in a job body is a 400, the daemon lives", test_deep_body},
         {"cancel a running job, keeping what it measured", test_cancel_running},
         {"a model job on a tight budget reports its workloads", test_model_job_report},
         {"a one-byte-a-second client; SIGTERM exits 0", test_slow_client},
