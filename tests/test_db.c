@@ -1552,9 +1552,9 @@ static void test_cli_concurrent_init(void)
         for (int i = 1; i <= 3; i++) {
             char f[64];
             snprintf(f, sizeof f, "race.rc.%d", i);
-            char *rc = read_all(path_of(f), &(size_t){0});
+            char *rc = dt_test_slurp(path_of(f));
             snprintf(f, sizeof f, "race.out.%d", i);
-            char *out = read_all(path_of(f), &(size_t){0});
+            char *out = dt_test_slurp(path_of(f));
             CU_ASSERT_PTR_NOT_NULL_FATAL(rc);
             CU_ASSERT_PTR_NOT_NULL_FATAL(out);
             if (atoi(rc) != 0)
