@@ -23,6 +23,8 @@ static const char init_usage[] =
     "\n"
     "Create the database at PATH, or migrate an existing dtune database to the\n"
     "schema of this dtune.  A database that is already current is left as is.\n"
+    "An existing database is also checked for damage (SQLite's quick_check and\n"
+    "its tables against the schema); a damaged one is reported and exits 2.\n"
     "\n"
     "Options:\n"
     "  --db PATH    database file (default: $DTUNE_DB, else ./dtune.db)\n"
@@ -86,6 +88,12 @@ static int db_init(int argc, char **argv)
     dt_db *db;
     if (dt_db_open(o.db, DT_DB_CREATE, &db, &e) != DT_OK)
         return dt_cli_fail(&e);
+    /* A file that was already there is checked for damage: opening only
+     * reads its header. */
+    if (!dt_db_was_created(db) && dt_db_check(db, &e) != DT_OK) {
+        dt_db_close(db);
+        return dt_cli_fail(&e);
+    }
     int from = dt_db_opened_version(db), to = dt_db_schema_version(db);
     if (dt_db_was_created(db))
         printf("created %s (schema %d)\n", o.db, to);

@@ -104,6 +104,43 @@ static int find_exact(const dt_db_measurement *m, void *ud)
     return 0;
 }
 
+/* The kernel a range of the schedule names, checked: a kernel row that is
+ * missing, of another op, or whose annotation is not a valid annotation
+ * means the database is damaged (DT_EINVAL, exit 2). */
+static int schedule_kernel(dt_db *db, const dt_dispatch *d, const dt_dispatch_range *r,
+                           dt_db_kernel *k, dt_err *e)
+{
+    int rc = dt_db_kernel_get(db, r->kernel_id, k, e);
+    if (rc == DT_ENOTFOUND)
+        return dt_errf(e, DT_EINVAL,
+                       "database %s is damaged: the schedule of %s (range %s .. %s) names "
+                       "kernel %lld, which is not in its kernels table",
+                       dt_db_path(db), d->key, r->shape_lo, r->shape_hi,
+                       (long long)r->kernel_id);
+    if (rc)
+        return rc;
+    dt_annotation a;
+    if ((rc = dt_dispatch_kernel_annotation(db, r->kernel_id, d->w, &a, e))) {
+        dt_db_kernel_free(k);
+        if (rc == DT_EINVAL || rc == DT_ENOTFOUND) {
+            dt_err_prefix(e, "database %s is damaged: in the schedule of %s", dt_db_path(db),
+                          d->key);
+            e->code = rc = DT_EINVAL;
+        }
+        return rc;
+    }
+    return DT_OK;
+}
+
+/* " predicted 1.23 us" or " not predicted" ("measured" likewise). */
+static void print_time(const char *what, json_t *ns)
+{
+    if (json_is_number(ns))
+        printf("%s %.2f us", what, json_number_value(ns) * 1e-3);
+    else
+        printf("not %s", what);
+}
+
 int dt_cmd_query(int argc, char **argv)
 {
     query_args a;
@@ -162,7 +199,7 @@ int dt_cmd_query(int argc, char **argv)
             goto fail;
         }
         dt_db_kernel k;
-        if ((rc = dt_db_kernel_get(db, hit.range->kernel_id, &k, &e)))
+        if ((rc = schedule_kernel(db, d, hit.range, &k, &e)))
             goto fail;
         exact_ctx x = {shape, d->threads, NAN};
         dt_db_measurement_filter f = {.workload_id = wid, .target_id = tid,
@@ -211,9 +248,11 @@ int dt_cmd_query(int argc, char **argv)
                    json_string_value(json_array_get(json_object_get(o, "range"), 1)), d->threads,
                    d->threads == 1 ? "" : "s");
             printf("  annotation %s\n", ann ? ann : "?");
-            printf("  time       predicted %.2f us, measured %.2f us (range means)",
-                   json_is_real(pr) ? json_real_value(pr) * 1e-3 : NAN,
-                   json_is_real(me) ? json_real_value(me) * 1e-3 : NAN);
+            printf("  time       ");
+            print_time("predicted", pr);
+            printf(", ");
+            print_time("measured", me);
+            printf(" (range means)");
             if (json_is_real(ex))
                 printf("; measured on this shape %.2f us", json_real_value(ex) * 1e-3);
             printf("\n");

@@ -63,6 +63,12 @@ enum {
  *   - DT_DB_READONLY on an older (or empty) schema  -> DT_EVERSION
  * An empty file (0 bytes, or SQLite without any table and without an
  * application_id) counts as schema version 0 and is initialised.
+ * Permission and I/O failures are DT_EIO ("cannot read database ...").
+ * An open that finds the file busy (another process creating or migrating
+ * it) is retried with back-off for up to DT_DB_BUSY_TIMEOUT_MS.
+ * DT_DB_READONLY never creates or writes any file, the -wal and -shm side
+ * files included, and needs no write access to the directory
+ * (docs/database.md, "Read-only opens").
  * On success *out is a handle the caller closes with dt_db_close. */
 int dt_db_open(const char *path, unsigned flags, dt_db **out, dt_err *e);
 
@@ -72,10 +78,13 @@ void dt_db_close(dt_db *db);
 /* The path given to dt_db_open; owned by db. */
 const char *dt_db_path(const dt_db *db);
 
-/* True when dt_db_open created the file, or found it empty (0 bytes). */
+/* True when dt_db_open found the file missing or empty (0 bytes) and
+ * created its schema (of several processes creating it at once, the one
+ * that did); with DT_DB_NOMIGRATE, when it found it missing or empty. */
 bool dt_db_was_created(const dt_db *db);
 
-/* Schema version found by dt_db_open, before any migration. */
+/* Schema version found by dt_db_open, before any migration (read again
+ * under the write lock when it migrates). */
 int dt_db_opened_version(const dt_db *db);
 
 /* Current schema version (PRAGMA user_version) or a negative DT_E* code. */
@@ -87,8 +96,18 @@ int dt_db_schema_version(dt_db *db);
  * DT_EINVAL; so is calling it on a read-only handle or inside dt_db_begin. */
 int dt_db_migrate_to(dt_db *db, int version, dt_err *e);
 
+/* Looks for damage: SQLite's quick_check (reads the whole file), every
+ * table of the file's schema version (columns, foreign keys, indexes)
+ * against what the migrations create, then rows no writer stores: a
+ * reference to a missing row, JSON that does not parse.  DT_EINVAL with a
+ * message that says what is wrong ("database PATH is damaged: table jobs is
+ * missing"). */
+int dt_db_check(dt_db *db, dt_err *e);
+
 /* PRAGMA data_version: changes when another connection commits to the file
- * (readers use it to notice new schedules without re-reading them). */
+ * (readers use it to notice new schedules without re-reading them).  On a
+ * read-only snapshot handle (docs/database.md, "Read-only opens") a file
+ * that moved on is reopened first, and the value changes too. */
 int dt_db_data_version(dt_db *db, int64_t *out, dt_err *e);
 
 /* Replaces the busy timeout (ms) set by dt_db_open. */

@@ -6,13 +6,29 @@
 #include "db/db.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* The file a read-only snapshot handle was opened on (db.c). */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime, ctime;
+} dt_db_file_id;
 
 struct dt_db {
     sqlite3 *sql;
     char *path;          /* as given to dt_db_open, for messages */
     unsigned flags;      /* DT_DB_* */
-    bool created;        /* the file was new or empty when opened */
+    bool created;        /* this open created the schema in a new or empty file */
     int opened_version;  /* user_version found by dt_db_open */
+    /* Read-only handles (docs/database.md, "Read-only opens"). */
+    bool ready;          /* dt_db_open finished: statements may revalidate */
+    bool wal_file;       /* the file header says WAL */
+    bool snapshot;       /* immutable=1 (no -wal existed): reopened when the file moves on */
+    dt_db_file_id seen;  /* the file the snapshot was read from */
+    int64_t generation;  /* reopenings of a snapshot handle (part of data_version) */
 };
 
 /* DT_E* code for an SQLite result code. */
@@ -91,7 +107,17 @@ int dt_require_text(const char *s, const char *field, dt_err *e);
 /* Current unix time in seconds. */
 int64_t dt_db_now(void);
 
-/* Applies the forward migrations (db_schema.c). */
-int dt_db_migrate(dt_db *db, int from, int to, dt_err *e);
+/* Applies the forward migrations (db_schema.c).  *found (may be NULL)
+ * receives the version the first step read under the write lock: above
+ * from when another process migrated the file first. */
+int dt_db_migrate(dt_db *db, int from, int to, int *found, dt_err *e);
+
+/* A new in-memory database holding the schema of `version` as the
+ * migrations create it, to compare a file against (db_check.c). */
+int dt_db_reference_schema(int version, sqlite3 **out, dt_err *e);
+
+/* A snapshot handle whose file moved on (a writer appeared or wrote) is
+ * reopened here, when no statement is active; others return DT_OK. */
+int dt_db_revalidate(dt_db *db, dt_err *e);
 
 #endif

@@ -118,7 +118,7 @@ static int current_version(dt_db *db, int *v, dt_err *e)
 /* Applies step `from` -> from+1 in one BEGIN IMMEDIATE transaction.  The
  * version is re-read under the write lock: another process may have
  * migrated the file since we opened it, and then there is nothing to do. */
-static int apply_step(dt_db *db, int from, dt_err *e)
+static int apply_step(dt_db *db, int from, int *found, dt_err *e)
 {
     char what[128];
     snprintf(what, sizeof what, "migrating from schema %d to %d (%s)", from, from + 1,
@@ -128,6 +128,8 @@ static int apply_step(dt_db *db, int from, dt_err *e)
         return rc;
     int v;
     rc = current_version(db, &v, e);
+    if (rc == DT_OK && found)
+        *found = v;
     if (rc == DT_OK && v == from) {
         char stamp[128];
         snprintf(stamp, sizeof stamp, "PRAGMA user_version = %d; PRAGMA application_id = %d;",
@@ -145,13 +147,33 @@ static int apply_step(dt_db *db, int from, dt_err *e)
     return rc;
 }
 
-int dt_db_migrate(dt_db *db, int from, int to, dt_err *e)
+int dt_db_migrate(dt_db *db, int from, int to, int *found, dt_err *e)
 {
+    if (found)
+        *found = from;
     for (int v = from; v < to; v++) {
-        int rc = apply_step(db, v, e);
+        int rc = apply_step(db, v, v == from ? found : NULL, e);
         if (rc)
             return rc;
     }
+    return DT_OK;
+}
+
+int dt_db_reference_schema(int version, sqlite3 **out, dt_err *e)
+{
+    *out = NULL;
+    sqlite3 *s = NULL;
+    int rc = sqlite3_open_v2(":memory:", &s, SQLITE_OPEN_READWRITE, NULL);
+    for (int v = 0; rc == SQLITE_OK && v < version; v++)
+        rc = sqlite3_exec(s, migrations[v].sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        int code = dt_db_code(rc);
+        dt_errf(e, code ? code : DT_EDB, "building the reference schema %d: %s", version,
+                s ? sqlite3_errmsg(s) : sqlite3_errstr(rc));
+        sqlite3_close(s);
+        return code ? code : DT_EDB;
+    }
+    *out = s;
     return DT_OK;
 }
 
@@ -171,5 +193,5 @@ int dt_db_migrate_to(dt_db *db, int version, dt_err *e)
         return dt_errf(e, DT_EINVAL,
                        "cannot migrate %s from schema %d to %d (supported: %d..%d, forward only)",
                        db->path, cur, version, cur, DT_DB_SCHEMA_VERSION);
-    return dt_db_migrate(db, cur, version, e);
+    return dt_db_migrate(db, cur, version, NULL, e);
 }

@@ -49,6 +49,10 @@ static int count_rows(dt_db *db, const char *name, int64_t *rows, dt_err *e)
 
 static int journal_mode(dt_db *db, char *out, size_t size, dt_err *e)
 {
+    if (db->snapshot) {  /* immutable=1 reports "delete"; the file says WAL */
+        snprintf(out, size, "wal");
+        return DT_OK;
+    }
     static const char what[] = "reading journal_mode";
     sqlite3_stmt *st;
     int rc = dt_db_prepare(db, "PRAGMA journal_mode", &st, e, what);

@@ -33,6 +33,7 @@ int dt_db_code(int sqlite_rc)
     case SQLITE_CANTOPEN:
     case SQLITE_FULL:
     case SQLITE_PERM:
+    case SQLITE_READONLY:  /* the file, its directory or a side file is not writable */
         return DT_EIO;
     default:
         return DT_EDB;
@@ -58,7 +59,11 @@ int dt_db_fail(dt_db *db, int sqlite_rc, dt_err *e, const char *fmt, ...)
 
 int dt_db_prepare(dt_db *db, const char *sql, sqlite3_stmt **st, dt_err *e, const char *what)
 {
-    int rc = sqlite3_prepare_v2(db->sql, sql, -1, st, NULL);
+    *st = NULL;
+    int rc = dt_db_revalidate(db, e);
+    if (rc)
+        return rc;
+    rc = sqlite3_prepare_v2(db->sql, sql, -1, st, NULL);
     if (rc != SQLITE_OK) {
         *st = NULL;
         return dt_db_fail(db, rc, e, "%s", what);
@@ -68,7 +73,10 @@ int dt_db_prepare(dt_db *db, const char *sql, sqlite3_stmt **st, dt_err *e, cons
 
 int dt_db_exec(dt_db *db, const char *sql, dt_err *e, const char *what)
 {
-    int rc = sqlite3_exec(db->sql, sql, NULL, NULL, NULL);
+    int rc = dt_db_revalidate(db, e);
+    if (rc)
+        return rc;
+    rc = sqlite3_exec(db->sql, sql, NULL, NULL, NULL);
     return rc == SQLITE_OK ? DT_OK : dt_db_fail(db, rc, e, "%s", what);
 }
 

@@ -3,13 +3,18 @@
  * real SQLite files in one temporary directory.  The few SQL statements here
  * build foreign or tampered fixtures through sqlite3 directly, which the db
  * module must refuse; the module itself is only used through db/db.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <grp.h>
 #include <jansson.h>
 #include <math.h>
+#include <poll.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -897,6 +902,514 @@ static void test_stats(void)
     dt_db_close(f.db);
 }
 
+/* ---- read-only opens: no side files, other uids, snapshots ------------------- */
+
+#define NOBODY 65534   /* the reader: not the owner, no write access */
+#define OTHER 65533    /* a second unprivileged uid */
+
+/* Checks in a child process: print and fail with exit status 1. */
+#define CHILD_CHECK(cond)                                                              \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            fprintf(stderr, "%s:%d: in the child (uid %d): %s\n", __FILE__, __LINE__,   \
+                    (int)getuid(), #cond);                                             \
+            return 1;                                                                  \
+        }                                                                              \
+    } while (0)
+
+static bool is_root(void)
+{
+    if (geteuid() == 0)
+        return true;
+    fprintf(stderr, "(skipped: switching uids needs root) ");
+    return false;
+}
+
+/* Starts fn(ud) in a child process running as uid (and gid uid, no
+ * supplementary groups); returns its pid.  fn's return is the exit status. */
+static pid_t start_as(uid_t uid, int (*fn)(void *), void *ud)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (uid != geteuid() &&
+            (setgroups(0, NULL) != 0 || setgid((gid_t)uid) != 0 || setuid(uid) != 0)) {
+            fprintf(stderr, "cannot become uid %d: %s\n", (int)uid, strerror(errno));
+            _exit(99);
+        }
+        _exit(fn(ud));
+    }
+    return pid;
+}
+
+/* The exit status of child pid (128 + signal when killed). */
+static int wait_child(pid_t pid)
+{
+    int st;
+    if (pid <= 0)
+        return -1;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run_as(uid_t uid, int (*fn)(void *), void *ud)
+{
+    return wait_child(start_as(uid, fn, ud));
+}
+
+/* One byte over a pipe, to take turns with a child; false after 20 s. */
+static void signal_fd(int fd)
+{
+    char c = 1;
+    if (write(fd, &c, 1) != 1)
+        perror("signal_fd");
+}
+
+static bool await_fd(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c;
+    return poll(&p, 1, 20000) == 1 && read(fd, &c, 1) == 1;
+}
+
+/* Entries of dir (not . and ..) owned by uid. */
+static int files_owned_by(const char *dir, uid_t uid)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char p[4400];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && lstat(p, &sb) == 0 &&
+            sb.st_uid == uid)
+            n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* What a reader child does and expects. */
+typedef struct {
+    const char *path;
+    const char *last;    /* key of the newest workload it must see */
+    const char *next;    /* live tests: the key the parent adds meanwhile */
+    int to_child[2], to_parent[2];
+} ro_ctx;
+
+/* Key of the newest workload through a handle (malloc'ed), NULL on error. */
+static char *newest_workload(dt_db *db)
+{
+    dt_db_workload *ws;
+    size_t n;
+    dt_err e;
+    if (dt_db_workload_list(db, &ws, &n, &e) != DT_OK) {
+        fprintf(stderr, "listing workloads: %s\n", e.msg);
+        return NULL;
+    }
+    char *key = n ? strdup(ws[n - 1].key) : strdup("");
+    dt_db_workloads_free(ws, n);
+    return key;
+}
+
+static bool newest_is(dt_db *db, const char *key)
+{
+    char *got = newest_workload(db);
+    bool ok = got && strcmp(got, key) == 0;
+    if (!ok)
+        fprintf(stderr, "newest workload: '%s', expected '%s'\n", got ? got : "(error)", key);
+    free(got);
+    return ok;
+}
+
+/* Adds workload key through a new read-write handle (closed again). */
+static int add_workload(const char *path, const char *key)
+{
+    dt_db *db;
+    dt_err e;
+    int rc = dt_db_open(path, DT_DB_CREATE, &db, &e);
+    if (rc == DT_OK)
+        rc = dt_db_workload_upsert(db, key, "dense", "{}", NULL, &e);
+    if (rc)
+        fprintf(stderr, "adding %s to %s: %s\n", key, path, e.msg);
+    dt_db_close(db);
+    return rc;
+}
+
+/* A reader: opens read-only, sees ctx->last, reads the statistics. */
+static int child_read(void *ud)
+{
+    ro_ctx *c = ud;
+    dt_db *db = NULL;
+    dt_err e;
+    int rc = dt_db_open(c->path, DT_DB_READONLY, &db, &e);
+    if (rc)
+        fprintf(stderr, "open: %s\n", e.msg);
+    CHILD_CHECK(rc == DT_OK);
+    CHILD_CHECK(newest_is(db, c->last));
+    dt_db_stats_info s;
+    CHILD_CHECK(dt_db_stats(db, &s, &e) == DT_OK);
+    CHILD_CHECK(strcmp(s.journal_mode, "wal") == 0);
+    CHILD_CHECK(s.schema_version == DT_DB_SCHEMA_VERSION);
+    dt_db_close(db);
+    return 0;
+}
+
+/* A writer that dies with its commits still in the -wal (no checkpoint). */
+static int child_write_and_die(void *ud)
+{
+    ro_ctx *c = ud;
+    dt_db *db;
+    dt_err e;
+    if (dt_db_open(c->path, DT_DB_CREATE, &db, &e) ||
+        dt_db_workload_upsert(db, c->last, "dense", "{}", NULL, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        _exit(1);
+    }
+    _exit(0);  /* no dt_db_close: as if killed */
+}
+
+static int child_add(void *ud)
+{
+    ro_ctx *c = ud;
+    return add_workload(c->path, c->last) == DT_OK ? 0 : 1;
+}
+
+/* `dtune db stats` (the real binary) as a reader. */
+static int child_cli_stats(void *ud)
+{
+    ro_ctx *c = ud;
+    dt_test_proc r;
+    int rc = dt_test_run_dtune(&r, "db stats --db '%s' --json", c->path);
+    if (rc)
+        fprintf(stderr, "dtune db stats: exit %d: %s\n", rc, r.err);
+    bool ok = rc == 0 && strstr(r.out, "\"workloads\": 4") && strstr(r.out, "\"wal\"");
+    if (rc == 0 && !ok)
+        fprintf(stderr, "dtune db stats printed: %s\n", r.out);
+    dt_test_proc_free(&r);
+    CHILD_CHECK(ok);
+    return 0;
+}
+
+/* A reader beside a writer: sees c->last, tells the parent, which commits
+ * c->next; then sees that too (data_version moved). */
+static int child_live(void *ud)
+{
+    ro_ctx *c = ud;
+    dt_db *db = NULL;
+    dt_err e;
+    int rc = dt_db_open(c->path, DT_DB_READONLY, &db, &e);
+    if (rc)
+        fprintf(stderr, "open: %s\n", e.msg);
+    CHILD_CHECK(rc == DT_OK);
+    CHILD_CHECK(newest_is(db, c->last));
+    int64_t v1, v2;
+    CHILD_CHECK(dt_db_data_version(db, &v1, &e) == DT_OK);
+    signal_fd(c->to_parent[1]);
+    CHILD_CHECK(await_fd(c->to_child[0]));  /* the parent committed c->next */
+    CHILD_CHECK(dt_db_data_version(db, &v2, &e) == DT_OK);
+    CHILD_CHECK(v2 != v1);
+    CHILD_CHECK(newest_is(db, c->next));
+    signal_fd(c->to_parent[1]);
+    CHILD_CHECK(await_fd(c->to_child[0]));  /* the parent closed its writer */
+    CHILD_CHECK(newest_is(db, c->next));
+    dt_db_close(db);
+    return 0;
+}
+
+/* Runs child_live as uid while this process adds c->next, with the writer
+ * open before the child starts (a running daemon) or only after (a reader
+ * that started from a snapshot). */
+static int live_round(uid_t uid, ro_ctx *c, bool writer_first)
+{
+    if (pipe(c->to_child) || pipe(c->to_parent))
+        return -1;
+    dt_db *w = NULL;
+    dt_err e;
+    dt_err_clear(&e);
+    if (writer_first && dt_db_open(c->path, 0, &w, &e))
+        return -1;
+    pid_t pid = start_as(uid, child_live, c);
+    close(c->to_child[0]);  /* the child's ends: a child that died reads as EOF */
+    close(c->to_parent[1]);
+    int rc = 0;
+    if (!await_fd(c->to_parent[0]))
+        rc = -2;
+    if (!rc && !w && dt_db_open(c->path, 0, &w, &e))
+        rc = -3;
+    if (!rc && dt_db_workload_upsert(w, c->next, "dense", "{}", NULL, &e))
+        rc = -4;
+    signal_fd(c->to_child[1]);
+    if (!rc && !await_fd(c->to_parent[0]))
+        rc = -5;
+    dt_db_close(w);
+    signal_fd(c->to_child[1]);
+    int st = wait_child(pid);
+    close(c->to_child[1]);
+    close(c->to_parent[0]);
+    if (rc)
+        fprintf(stderr, "live round: step %d failed: %s\n", -rc, e.msg);
+    return rc ? rc : st;
+}
+
+/* As root: a read-only open creates no -wal or -shm. */
+static void test_readonly_creates_nothing(void)
+{
+    const char *p = path_of("ro-nothing.db");
+    const char *wal = path_of("ro-nothing.db-wal"), *shm = path_of("ro-nothing.db-shm");
+    CU_ASSERT_EQUAL_FATAL(add_workload(p, "w-1"), DT_OK);
+    CU_ASSERT_FALSE(exists(wal));
+    ro_ctx c = {.path = p, .last = "w-1"};
+    CU_ASSERT_EQUAL(child_read(&c), 0);
+    CU_ASSERT_FALSE(exists(wal));
+    CU_ASSERT_FALSE(exists(shm));
+    dt_test_proc r;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db stats --db '%s'", p), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "journal   wal"));
+    dt_test_proc_free(&r);
+    CU_ASSERT_FALSE(exists(wal));
+    CU_ASSERT_FALSE(exists(shm));
+}
+
+/* A snapshot handle (no -wal when it opened) follows the file: a writer that
+ * is still open, and one that wrote, checkpointed and closed in between. */
+static void test_readonly_snapshot_follows_writers(void)
+{
+    const char *p = path_of("ro-snap.db");
+    CU_ASSERT_EQUAL_FATAL(add_workload(p, "s-1"), DT_OK);
+    dt_db *ro = NULL, *w = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, DT_DB_READONLY, &ro, &e), DT_OK);
+    CU_ASSERT_TRUE(newest_is(ro, "s-1"));
+    int64_t v1, v2, v3;
+    CU_ASSERT_EQUAL(dt_db_data_version(ro, &v1, &e), DT_OK);
+    /* a writer comes, commits and closes: the file changed */
+    CU_ASSERT_EQUAL(add_workload(p, "s-2"), DT_OK);
+    CU_ASSERT_FALSE(exists(path_of("ro-snap.db-wal")));
+    CU_ASSERT_EQUAL(dt_db_data_version(ro, &v2, &e), DT_OK);
+    CU_ASSERT_NOT_EQUAL(v1, v2);
+    CU_ASSERT_TRUE(newest_is(ro, "s-2"));
+    /* a writer that stays open (the -wal appears) */
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, 0, &w, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_workload_upsert(w, "s-3", "dense", "{}", NULL, &e), DT_OK);
+    CU_ASSERT_TRUE(newest_is(ro, "s-3"));
+    CU_ASSERT_EQUAL(dt_db_workload_upsert(w, "s-4", "dense", "{}", NULL, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_data_version(ro, &v3, &e), DT_OK);
+    CU_ASSERT_NOT_EQUAL(v2, v3);
+    CU_ASSERT_TRUE(newest_is(ro, "s-4"));
+    dt_db_close(w);
+    CU_ASSERT_TRUE(newest_is(ro, "s-4"));
+    dt_db_close(ro);
+    CU_ASSERT_TRUE(integrity_ok(p));
+}
+
+/* The issue's case: the database in a 0755 directory of its owner (root
+ * here), read by another uid that cannot create anything there. */
+static void test_readonly_other_uid(void)
+{
+    if (!is_root())
+        return;
+    CU_ASSERT_EQUAL_FATAL(chmod(tmp, 0755), 0);
+    const char *dir = path_of("svc");
+    CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0755), 0);
+    CU_ASSERT_EQUAL_FATAL(chmod(dir, 0755), 0);
+    const char *p = path_of("svc/t.db"), *wal = path_of("svc/t.db-wal"),
+               *shm = path_of("svc/t.db-shm");
+    CU_ASSERT_EQUAL_FATAL(add_workload(p, "w-1"), DT_OK);
+
+    /* the daemon is stopped: no side files, and none created */
+    ro_ctx c = {.path = p, .last = "w-1"};
+    CU_ASSERT_EQUAL(run_as(NOBODY, child_read, &c), 0);
+    CU_ASSERT_FALSE(exists(wal));
+    CU_ASSERT_FALSE(exists(shm));
+
+    /* the daemon died with commits in the -wal: they are read */
+    c.last = "w-crashed";
+    CU_ASSERT_EQUAL(run_as(0, child_write_and_die, &c), 0);
+    CU_ASSERT_TRUE_FATAL(exists(wal) && exists(shm));
+    CU_ASSERT_EQUAL(run_as(NOBODY, child_read, &c), 0);
+
+    /* the daemon is running: read beside it, with its commits seen live */
+    c.last = "w-crashed";
+    c.next = "w-live";
+    CU_ASSERT_EQUAL(live_round(NOBODY, &c, true), 0);
+    CU_ASSERT_EQUAL(files_owned_by(dir, NOBODY), 0);
+
+    /* started from a snapshot (the owner checkpointed: no -wal), then a
+     * writer comes: seen too */
+    dt_db *db;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, 0, &db, &e), DT_OK);
+    dt_db_close(db);
+    CU_ASSERT_FALSE_FATAL(exists(wal));
+    c.last = "w-live";
+    c.next = "w-after";
+    CU_ASSERT_EQUAL(live_round(NOBODY, &c, false), 0);
+    CU_ASSERT_EQUAL(files_owned_by(dir, NOBODY), 0);
+
+    /* the `dtune` binary as the other uid, beside no writer */
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, 0, &db, &e), DT_OK);
+    dt_db_close(db);
+    c.last = "w-after";
+    CU_ASSERT_EQUAL(run_as(NOBODY, child_cli_stats, &c), 0);
+    CU_ASSERT_FALSE(exists(wal));
+    CU_ASSERT_FALSE(exists(shm));
+    CU_ASSERT_EQUAL(files_owned_by(dir, NOBODY), 0);
+    CU_ASSERT_TRUE(integrity_ok(p));
+}
+
+/* Errors as the other uid say what is wrong, never "not a dtune database". */
+static int child_open_fails(void *ud)
+{
+    ro_ctx *c = ud;
+    dt_db *db = NULL;
+    dt_err e;
+    int rc = dt_db_open(c->path, DT_DB_READONLY, &db, &e);
+    CHILD_CHECK(rc == DT_EIO);
+    CHILD_CHECK(db == NULL);
+    if (!strstr(e.msg, c->last) || strstr(e.msg, "not a dtune database"))
+        fprintf(stderr, "message: %s\n", e.msg);
+    CHILD_CHECK(strstr(e.msg, c->last) != NULL);
+    CHILD_CHECK(strstr(e.msg, "not a dtune database") == NULL);
+    return 0;
+}
+
+static void test_readonly_errors_other_uid(void)
+{
+    if (!is_root())
+        return;
+    CU_ASSERT_EQUAL_FATAL(chmod(tmp, 0755), 0);
+    const char *dir = path_of("svc-err");
+    CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0755), 0);
+    CU_ASSERT_EQUAL_FATAL(chmod(dir, 0755), 0);
+    const char *p = path_of("svc-err/t.db");
+    CU_ASSERT_EQUAL_FATAL(add_workload(p, "w-1"), DT_OK);
+    ro_ctx c = {.path = p, .last = "Permission denied"};
+    /* the file is the owner's alone */
+    CU_ASSERT_EQUAL(chmod(p, 0600), 0);
+    CU_ASSERT_EQUAL(run_as(NOBODY, child_open_fails, &c), 0);
+    CU_ASSERT_EQUAL(chmod(p, 0644), 0);
+    /* so is the directory */
+    CU_ASSERT_EQUAL(chmod(dir, 0700), 0);
+    CU_ASSERT_EQUAL(run_as(NOBODY, child_open_fails, &c), 0);
+    CU_ASSERT_EQUAL(chmod(dir, 0755), 0);
+    /* a -wal with commits but its -shm gone: cannot be read without one */
+    c.last = "w-2";
+    CU_ASSERT_EQUAL(run_as(0, child_write_and_die, &c), 0);
+    CU_ASSERT_EQUAL(unlink(path_of("svc-err/t.db-shm")), 0);
+    c.last = "write-ahead log";
+    CU_ASSERT_EQUAL(run_as(NOBODY, child_open_fails, &c), 0);
+    CU_ASSERT_FALSE(exists(path_of("svc-err/t.db-shm")));
+    /* and its owner's writable open recovers it */
+    dt_db *db;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, 0, &db, &e), DT_OK);
+    CU_ASSERT_TRUE(newest_is(db, "w-2"));
+    dt_db_close(db);
+    CU_ASSERT_EQUAL(files_owned_by(dir, NOBODY), 0);
+}
+
+/* A shared writable directory (1777): the owner is one unprivileged uid, a
+ * reader another.  The reader leaves no file behind, so the owner keeps
+ * writing (before: the reader's -wal and -shm blocked the owner). */
+static void test_readonly_shared_dir(void)
+{
+    if (!is_root())
+        return;
+    CU_ASSERT_EQUAL_FATAL(chmod(tmp, 0755), 0);
+    const char *dir = path_of("shared");
+    CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0777), 0);
+    CU_ASSERT_EQUAL_FATAL(chmod(dir, 01777), 0);
+    ro_ctx c = {.path = path_of("shared/t.db"), .last = "a-1"};
+    CU_ASSERT_EQUAL_FATAL(run_as(NOBODY, child_add, &c), 0);
+    CU_ASSERT_EQUAL(run_as(OTHER, child_read, &c), 0);
+    CU_ASSERT_EQUAL(files_owned_by(dir, OTHER), 0);
+    CU_ASSERT_EQUAL(files_owned_by(dir, NOBODY), 1);
+    /* the owner writes again */
+    c.last = "a-2";
+    CU_ASSERT_EQUAL(run_as(NOBODY, child_add, &c), 0);
+    /* the owner died with commits in its -wal; the reader reads them */
+    c.last = "a-3";
+    CU_ASSERT_EQUAL(run_as(NOBODY, child_write_and_die, &c), 0);
+    CU_ASSERT_EQUAL(run_as(OTHER, child_read, &c), 0);
+    CU_ASSERT_EQUAL(files_owned_by(dir, OTHER), 0);
+    /* beside the running owner */
+    c.next = "a-4";
+    CU_ASSERT_EQUAL(live_round(OTHER, &c, false), 0);
+    CU_ASSERT_EQUAL(files_owned_by(dir, OTHER), 0);
+    /* and the owner still writes */
+    c.last = "a-5";
+    CU_ASSERT_EQUAL(run_as(NOBODY, child_add, &c), 0);
+    CU_ASSERT_EQUAL(run_as(OTHER, child_read, &c), 0);
+    CU_ASSERT_EQUAL(files_owned_by(dir, OTHER), 0);
+}
+
+/* ---- creating one new file from several processes at once ------------------- */
+
+/* Child: waits for the gate to open, then opens (creating) path.  Exit 0:
+ * this process created or migrated the schema; 10: found it current. */
+static int child_create(const char *path, int gate)
+{
+    char c;
+    if (read(gate, &c, 1) < 0)
+        return 2;
+    dt_db *db;
+    dt_err e;
+    if (dt_db_open(path, DT_DB_CREATE, &db, &e) != DT_OK) {
+        fprintf(stderr, "concurrent open of %s: %s\n", path, e.msg);
+        return 1;
+    }
+    int made = dt_db_was_created(db) || dt_db_opened_version(db) < DT_DB_SCHEMA_VERSION;
+    int ok = dt_db_schema_version(db) == DT_DB_SCHEMA_VERSION;
+    dt_db_close(db);
+    return !ok ? 3 : made ? 0 : 10;
+}
+
+static void test_concurrent_create(void)
+{
+    enum { ROUNDS = 15, PROCS = 4 };
+    for (int round = 0; round < ROUNDS; round++) {
+        char name[32];
+        snprintf(name, sizeof name, "race-%d.db", round);
+        const char *p = path_of(name);
+        int gate[2];
+        CU_ASSERT_EQUAL_FATAL(pipe(gate), 0);
+        pid_t pids[PROCS];
+        fflush(NULL);
+        for (int i = 0; i < PROCS; i++) {
+            pids[i] = fork();
+            if (pids[i] == 0) {
+                close(gate[1]);
+                _exit(child_create(p, gate[0]));
+            }
+        }
+        close(gate[0]);
+        close(gate[1]);  /* all start at once */
+        int made = 0, bad = 0;
+        for (int i = 0; i < PROCS; i++) {
+            int st = wait_child(pids[i]);
+            made += st == 0;
+            bad += st != 0 && st != 10;
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+        CU_ASSERT_EQUAL(made, 1);  /* the schema was created once */
+        CU_ASSERT_EQUAL(raw_int(p, "PRAGMA application_id"), DT_DB_APPLICATION_ID);
+        CU_ASSERT_EQUAL(raw_int(p, "PRAGMA user_version"), DT_DB_SCHEMA_VERSION);
+        CU_ASSERT_EQUAL(raw_int(p, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"),
+                        DT_DB_N_TABLES + 1);  /* + sqlite_sequence */
+        CU_ASSERT_TRUE(integrity_ok(p));
+        dt_db *db;
+        dt_err e;
+        CU_ASSERT_EQUAL_FATAL(dt_db_open(p, DT_DB_READONLY, &db, &e), DT_OK);
+        CU_ASSERT_EQUAL(dt_db_check(db, &e), DT_OK);
+        dt_db_close(db);
+    }
+}
+
 /* ---- end to end through the dtune binary ------------------------------------ */
 
 static void test_cli_init_and_stats(void)
@@ -1022,6 +1535,123 @@ static void test_cli_errors(void)
     dt_test_proc_free(&r);
 }
 
+/* Several `dtune db init` of one new file at once: all succeed, one creates. */
+static void test_cli_concurrent_init(void)
+{
+    for (int round = 0; round < 8; round++) {
+        char name[32];
+        snprintf(name, sizeof name, "cli-race-%d.db", round);
+        const char *p = path_of(name);
+        char cmd[16384];
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s' && for i in 1 2 3; do ('%s' db init --db '%s' >race.out.$i 2>&1; "
+                 "echo $? >race.rc.$i) & done; wait",
+                 tmp, DTUNE_BIN, p);
+        CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+        int made = 0;
+        for (int i = 1; i <= 3; i++) {
+            char f[64];
+            snprintf(f, sizeof f, "race.rc.%d", i);
+            char *rc = dt_test_slurp(path_of(f));
+            snprintf(f, sizeof f, "race.out.%d", i);
+            char *out = dt_test_slurp(path_of(f));
+            CU_ASSERT_PTR_NOT_NULL_FATAL(rc);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+            if (atoi(rc) != 0)
+                fprintf(stderr, "\n  concurrent db init %d: %s", i, out);
+            CU_ASSERT_EQUAL(atoi(rc), 0);
+            made += strstr(out, "created") != NULL || strstr(out, "migrated") != NULL;
+            free(rc);
+            free(out);
+        }
+        CU_ASSERT_EQUAL(made, 1);
+        CU_ASSERT_EQUAL(raw_int(p, "PRAGMA user_version"), DT_DB_SCHEMA_VERSION);
+        CU_ASSERT_TRUE(integrity_ok(p));
+    }
+}
+
+/* A fresh database written through db/, then tampered with. */
+static const char *damaged(const char *name, const char *sql)
+{
+    const char *p = path_of(name);
+    fixture f = make_fixture(name);
+    dt_db_close(f.db);
+    if (sql)
+        raw_exec(p, sql);
+    return p;
+}
+
+/* `dtune db init` on a damaged file says what is wrong and exits 2. */
+static void test_cli_init_damaged(void)
+{
+    static const struct {
+        const char *name, *sql, *want;
+    } cases[] = {
+        {"dmg-dropped.db", "DROP TABLE jobs", "table jobs is missing"},
+        {"dmg-renamed.db", "ALTER TABLE kernels RENAME COLUMN annotation TO ann",
+         "table kernels has columns"},
+        {"dmg-index.db", "DROP INDEX measurements_by_kernel", "table measurements has indexes"},
+        {"dmg-view.db", "DROP TABLE targets; CREATE VIEW targets AS SELECT 1",
+         "targets is a view, not a table"},
+        {"dmg-json.db", "UPDATE kernels SET annotation = '{\"MR\": 6' WHERE id = 2",
+         "the annotation of kernels row 2 is not valid JSON"},
+        {"dmg-fk.db",
+         "INSERT INTO schedules (workload_id, target_id, shape_lo, shape_hi, kernel_id,"
+         " threads, created_at) VALUES (1, 1, 'M=1', 'M=2', 99, 1, 0)",
+         "row 1 of table schedules refers to a row of kernels that does not exist"},
+    };
+    dt_test_proc r;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *p = damaged(cases[i].name, cases[i].sql);
+        CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", p), 2);
+        if (!strstr(r.err, cases[i].want) || !strstr(r.err, "is damaged"))
+            fprintf(stderr, "\n  %s: stderr '%s' lacks '%s'", cases[i].name, r.err,
+                    cases[i].want);
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.err, cases[i].want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.err, p));
+        CU_ASSERT_STRING_EQUAL(r.out, "");
+        dt_test_proc_free(&r);
+    }
+
+    /* pages overwritten with garbage behind an intact header */
+    const char *p = damaged("dmg-pages.db", NULL);
+    FILE *f = fopen(p, "r+b");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char junk[4096];
+    memset(junk, 0xab, sizeof junk);
+    fseek(f, 3 * 4096, SEEK_SET);
+    for (int i = 0; i < 8; i++)
+        fwrite(junk, 1, sizeof junk, f);
+    fclose(f);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", p), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "is damaged"));
+    CU_ASSERT_PTR_NULL(strstr(r.err, "up to date"));
+    CU_ASSERT_STRING_EQUAL(r.out, "");
+    dt_test_proc_free(&r);
+
+    /* garbage bytes: not even SQLite */
+    char bytes[3000];
+    for (size_t i = 0; i < sizeof bytes - 1; i++)
+        bytes[i] = (char)(1 + (i * 7919) % 251);
+    bytes[sizeof bytes - 1] = 0;
+    char *g = dt_test_write_file(tmp, "dmg-garbage.db", bytes);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", g), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "not an SQLite file"));
+    dt_test_proc_free(&r);
+    free(g);
+
+    /* an intact database still passes */
+    p = damaged("dmg-none.db", NULL);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", p), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "up to date"));
+    dt_test_proc_free(&r);
+    dt_db *db;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, DT_DB_READONLY, &db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_check(db, &e), DT_OK);
+    dt_db_close(db);
+}
+
 int main(void)
 {
     CU_TestInfo open_tests[] = {
@@ -1031,6 +1661,17 @@ int main(void)
         {"foreign SQLite database refused and unchanged", test_foreign_sqlite_refused},
         {"newer schema refused and unchanged", test_newer_version_refused},
         {"version-0 database migrated to current", test_migrate_from_version_0},
+        {"several processes create one new file at once", test_concurrent_create},
+        CU_TEST_INFO_NULL,
+    };
+    CU_TestInfo readonly_tests[] = {
+        {"read-only opens create no side files", test_readonly_creates_nothing},
+        {"a snapshot reader follows writers", test_readonly_snapshot_follows_writers},
+        {"another uid reads a 0755 directory: stopped, crashed, live writer",
+         test_readonly_other_uid},
+        {"another uid: permission errors are I/O errors", test_readonly_errors_other_uid},
+        {"shared 1777 directory: the reader leaves nothing, the owner writes on",
+         test_readonly_shared_dir},
         CU_TEST_INFO_NULL,
     };
     CU_TestInfo accessor_tests[] = {
@@ -1051,10 +1692,13 @@ int main(void)
         {"dtune db init and stats", test_cli_init_and_stats},
         {"dtune db init migrates a version-0 file", test_cli_migrates_version_0},
         {"dtune db errors and help", test_cli_errors},
+        {"dtune db init from three processes at once", test_cli_concurrent_init},
+        {"dtune db init on damaged files exits 2 and says why", test_cli_init_damaged},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {
         {"db open", suite_init, suite_cleanup, NULL, NULL, open_tests},
+        {"db read-only opens", suite_init, suite_cleanup, NULL, NULL, readonly_tests},
         {"db accessors", suite_init, suite_cleanup, NULL, NULL, accessor_tests},
         {"dtune db", suite_init, suite_cleanup, NULL, NULL, cli_tests},
         CU_SUITE_INFO_NULL,

@@ -1,10 +1,24 @@
-/* End-to-end: the real `dtune` binary — help, version, exit codes, and
- * `dtune workloads` on the bundled BERT-base models. */
+/* End-to-end: the real `dtune` binary — help, version, exit codes,
+ * `dtune workloads` on the bundled BERT-base models, and `dtune query` /
+ * `dtune export` on a damaged database and as another uid.  The schedules
+ * are written with the db API; the damage is done with sqlite3 directly. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <jansson.h>
 #include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "common/target.h"
+#include "db/db.h"
+#include "sketch/annotation.h"
+#include "sketch/workload.h"
 #include "tests/dt_test.h"
 
 #define MODEL(name) DTUNE_SOURCE_DIR "/models/" name
@@ -116,6 +130,247 @@ static void test_workloads_bad_input(void)
     free(dir);
 }
 
+/* ---- dtune query and export on a tuned database --------------------------------- */
+
+#define QKEY "dense(M=1..64,N=64,K=32)"
+#define NOBODY 65534
+
+static char g_tkey[DT_TARGET_KEY_MAX];
+
+static int add_kernel(dt_db *db, const dt_target *tg, int sketch, uint64_t seed, int64_t *id,
+                      dt_err *e)
+{
+    dt_rng r;
+    dt_rng_seed(&r, seed);
+    dt_annotation a;
+    int rc = dt_annotation_sample(&r, tg, sketch, 1, &a, e);
+    if (rc)
+        return rc;
+    char *ann = dt_annotation_to_string(&a);
+    rc = dt_db_kernel_intern(db, "dense", dt_sketch_name(a.sketch), ann, NULL, id, e);
+    free(ann);
+    return rc;
+}
+
+/* dir/name: a database with this machine's 1-thread schedule of QKEY:
+ * M=1..16 -> kernel 1 (measured), M=17..64 -> kernel 2 (not measured).
+ * Returns the malloc'ed path, NULL on failure. */
+static char *make_tuned_db(const char *dir, const char *name)
+{
+    char *path = malloc(strlen(dir) + strlen(name) + 2);
+    sprintf(path, "%s/%s", dir, name);
+    dt_err e;
+    dt_target tg;
+    dt_workload *w = NULL;
+    dt_db *db = NULL;
+    int64_t wid, tid, k1, k2;
+    int rc;
+    if ((rc = dt_target_detect(&tg, &e)) ||
+        (rc = dt_target_key(&tg, g_tkey, sizeof g_tkey)) ||
+        (rc = dt_workload_parse_key(QKEY, &w, &e)) ||
+        (rc = dt_db_open(path, DT_DB_CREATE, &db, &e)))
+        goto out;
+    char *ss = dt_workload_shape_set_json(w);
+    rc = dt_db_workload_upsert(db, QKEY, "dense", ss, &wid, &e);
+    free(ss);
+    if (rc || (rc = dt_db_target_upsert(db, g_tkey, dt_isa_name(tg.isa), NULL, &tid, &e)) ||
+        (rc = add_kernel(db, &tg, DT_SKETCH_STREAM, 1, &k1, &e)) ||
+        (rc = add_kernel(db, &tg, DT_SKETCH_BLOCKED, 2, &k2, &e)))
+        goto out;
+    dt_db_schedule rows[] = {
+        {.shape_lo = "M=1", .shape_hi = "M=16", .kernel_id = k1, .predicted_ns = 100,
+         .measured_ns = 110},
+        {.shape_lo = "M=17", .shape_hi = "M=64", .kernel_id = k2, .predicted_ns = 300,
+         .measured_ns = NAN},
+    };
+    rc = dt_db_schedule_replace(db, wid, tid, 1, rows, 2, &e);
+    if (rc == DT_OK && (k1 != 1 || k2 != 2))
+        rc = dt_errf(&e, DT_EINVAL, "kernel ids %lld, %lld", (long long)k1, (long long)k2);
+out:
+    if (rc)
+        fprintf(stderr, "fixture %s: %s\n", path, e.msg);
+    dt_db_close(db);
+    dt_workload_free(w);
+    if (rc) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+/* Damage done with plain sqlite3, as a broken tool or a disk would. */
+static void tamper(const char *path, const char *sql)
+{
+    sqlite3 *s;
+    CU_ASSERT_FATAL(sqlite3_open(path, &s) == SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(s, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(s);
+}
+
+/* A range without a measured time says so, in text and as JSON null. */
+static void test_query_not_measured(void)
+{
+    char *dir = dt_test_tmpdir();
+    char *db = make_tuned_db(dir, "t.db");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(db);
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '" QKEY "' --db '%s' --threads 1 --shape M=3 "
+                                          "--shape M=40", db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "predicted 0.10 us, measured 0.11 us (range means)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "predicted 0.30 us, not measured (range means)"));
+    CU_ASSERT_PTR_NULL(strstr(p.out, "nan"));
+    CU_ASSERT_PTR_NULL(strstr(p.out, "annotation ?"));
+    dt_test_proc_free(&p);
+    char args[8192];
+    snprintf(args, sizeof args, "query '" QKEY "' --db '%s' --shape M=40 --json", db);
+    int code;
+    json_t *root = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL(code, 0);
+    json_t *o = json_array_get(root, 0);
+    CU_ASSERT_TRUE(json_is_null(json_object_get(o, "measured_ns")));
+    CU_ASSERT_TRUE(json_is_real(json_object_get(o, "predicted_ns")));
+    CU_ASSERT_TRUE(json_is_object(json_object_get(o, "annotation")));
+    json_decref(root);
+    free(db);
+    dt_test_rmtree(dir);
+    free(dir);
+}
+
+/* A damaged kernels table: exit 2 naming the kernel and what is wrong. */
+static void test_query_damaged(void)
+{
+    char *dir = dt_test_tmpdir();
+    char *db = make_tuned_db(dir, "t.db");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(db);
+    dt_test_proc p;
+    tamper(db, "UPDATE kernels SET annotation = '{\"MR\": 6' WHERE id = 1");
+    const char *json[] = {"", " --json"};
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '" QKEY "' --db '%s' --shape M=3%s", db,
+                                          json[i]), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "is damaged"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "kernel 1"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "annotation is not JSON"));
+        CU_ASSERT_STRING_EQUAL(p.out, "");
+        dt_test_proc_free(&p);
+    }
+    /* valid JSON, but not an annotation */
+    tamper(db, "UPDATE kernels SET annotation = '{\"MR\": \"six\"}' WHERE id = 1");
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '" QKEY "' --db '%s' --shape M=3", db), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "is damaged"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "kernel 1"));
+    dt_test_proc_free(&p);
+    /* the other range's kernel is intact */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '" QKEY "' --db '%s' --shape M=40", db), 0);
+    dt_test_proc_free(&p);
+    /* a kernel the schedule names is gone */
+    tamper(db, "DELETE FROM kernels WHERE id = 2");
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '" QKEY "' --db '%s' --shape M=40", db), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "names kernel 2, which is not in its kernels table"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "M=17 .. M=64"));
+    dt_test_proc_free(&p);
+    free(db);
+    dt_test_rmtree(dir);
+    free(dir);
+}
+
+/* Runs `dtune ARGS...` as uid with stdout/stderr into out/err (written by
+ * this process, before the switch); returns the exit code. */
+static int run_dtune_as(uid_t uid, const char *out, const char *err, const char *const *args)
+{
+    const char *argv[16] = {DTUNE_BIN};
+    int n = 1;
+    for (; args[n - 1] && n < 15; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fo, 1);
+        dup2(fe, 2);
+        if (setgroups(0, NULL) || setgid((gid_t)uid) || setuid(uid))
+            _exit(99);
+        execv(DTUNE_BIN, (char *const *)argv);
+        _exit(98);
+    }
+    close(fo);
+    close(fe);
+    int st = -1;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+    char p[8192];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &sb) == 0;
+}
+
+/* The issue's case: the store in its owner's 0755 directory (root here),
+ * `dtune query` and `dtune export` run by another uid. */
+static void test_query_export_other_uid(void)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "(skipped: switching uids needs root) ");
+        return;
+    }
+    char *dir = dt_test_tmpdir();
+    CU_ASSERT_EQUAL_FATAL(chmod(dir, 0755), 0);
+    char svc[4200], out[4300], err[4300], outdir[4300], c_file[4400];
+    snprintf(svc, sizeof svc, "%s/svc", dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(svc, 0755), 0);
+    CU_ASSERT_EQUAL_FATAL(chmod(svc, 0755), 0);
+    char *db = make_tuned_db(svc, "t.db");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(db);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(outdir, sizeof outdir, "%s/export", dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(outdir, 0755), 0);
+    CU_ASSERT_EQUAL_FATAL(chown(outdir, NOBODY, NOBODY), 0);
+    snprintf(c_file, sizeof c_file, "%s/small.c", outdir);
+
+    const char *query[] = {"query", QKEY, "--db", db, "--threads", "1", "--shape", "M=3",
+                           "--shape", "M=40", NULL};
+    int rc = run_dtune_as(NOBODY, out, err, query);
+    char *o = dt_test_slurp(out), *er = dt_test_slurp(err);
+    if (rc)
+        fprintf(stderr, "\n  dtune query as uid %d: exit %d: %s", NOBODY, rc, er);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(o, QKEY " M=3 -> kernel 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(o, QKEY " M=40 -> kernel 2"));
+    free(o);
+    free(er);
+
+    const char *export[] = {"export", QKEY, "-o", c_file, "--db", db, NULL};
+    rc = run_dtune_as(NOBODY, out, err, export);
+    er = dt_test_slurp(err);
+    if (rc)
+        fprintf(stderr, "\n  dtune export as uid %d: exit %d: %s", NOBODY, rc, er);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_TRUE(exists(outdir, "small.c") && exists(outdir, "small.h"));
+    free(er);
+    /* nothing created beside the database */
+    CU_ASSERT_FALSE(exists(svc, "t.db-wal"));
+    CU_ASSERT_FALSE(exists(svc, "t.db-shm"));
+
+    /* the database is the owner's alone: exit 3 with the reason */
+    CU_ASSERT_EQUAL_FATAL(chmod(db, 0600), 0);
+    rc = run_dtune_as(NOBODY, out, err, query);
+    er = dt_test_slurp(err);
+    CU_ASSERT_EQUAL(rc, 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(er, "Permission denied"));
+    CU_ASSERT_PTR_NULL(strstr(er, "not a dtune database"));
+    free(er);
+    free(db);
+    dt_test_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -124,6 +379,9 @@ int main(void)
         {"workloads: BERT-base table", test_workloads_table},
         {"workloads: JSON with shapes", test_workloads_json},
         {"workloads: bad input exits 2", test_workloads_bad_input},
+        {"query: a range not measured says so", test_query_not_measured},
+        {"query: a damaged kernels table exits 2 naming the kernel", test_query_damaged},
+        {"query and export as another uid without write access", test_query_export_other_uid},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"e2e cli", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

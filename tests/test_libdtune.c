@@ -2,13 +2,18 @@
  * through the shared library), and the dispatch cache under it
  * (dispatch/cache.h).  The schedules are written with the db API, so the
  * suite needs no tuning run. */
+#include <dirent.h>
 #include <dtune/dtune.h>
+#include <errno.h>
+#include <grp.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -505,6 +510,197 @@ static void test_lookup_threads(void)
     dtune_close(db);
 }
 
+/* ---- a compiler running as another user ------------------------------------------ */
+
+#define NOBODY 65534
+
+/* Checks in a child process: print and fail with exit status 1. */
+#define CHILD_CHECK(cond)                                                                \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            fprintf(stderr, "%s:%d: in the child: %s (%s)\n", __FILE__, __LINE__, #cond, \
+                    dtune_errmsg());                                                     \
+            return 1;                                                                    \
+        }                                                                                \
+    } while (0)
+
+typedef struct {
+    const char *path;
+    int64_t before, after;  /* kernel of M=40 before and after the parent's change */
+    int to_child[2], to_parent[2];
+} other_ctx;
+
+static void signal_fd(int fd)
+{
+    char c = 1;
+    if (write(fd, &c, 1) != 1)
+        perror("signal_fd");
+}
+
+static bool await_fd(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c;
+    return poll(&p, 1, 20000) == 1 && read(fd, &c, 1) == 1;
+}
+
+static bool side_file(const char *path, const char *suffix)
+{
+    char p[8192];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s%s", path, suffix);
+    return stat(p, &sb) == 0;
+}
+
+/* Entries of dir owned by uid. */
+static int files_owned_by(const char *dir, uid_t uid)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char p[8192];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        if (de->d_name[0] != '.' && lstat(p, &sb) == 0 && sb.st_uid == uid)
+            n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* As NOBODY: open, look up, read a kernel's source; then, after the parent
+ * changed the schedule, see the change within the refresh interval. */
+static int child_lookups(other_ctx *c)
+{
+    dtune *db = NULL;
+    CHILD_CHECK(dtune_open(c->path, &db) == DTUNE_OK);
+    bool had_wal = side_file(c->path, "-wal");
+    dtune_schedule s;
+    CHILD_CHECK(dtune_lookup(db, KEY_SPELLED, "M=40", NULL, 1, &s) == DTUNE_OK);
+    CHILD_CHECK(s.kernel_id == c->before);
+    CHILD_CHECK(dtune_lookup(db, KEY, "M=3", NULL, 1, &s) == DTUNE_OK);
+    char *src = NULL;
+    CHILD_CHECK(dtune_kernel_source(db, s.kernel_id, NULL, &src) == DTUNE_OK);
+    CHILD_CHECK(strstr(src, "dtk_abi_version") != NULL);
+    dtune_free(src);
+    CHILD_CHECK(had_wal || !side_file(c->path, "-wal"));  /* created nothing */
+    CHILD_CHECK(had_wal || !side_file(c->path, "-shm"));
+    signal_fd(c->to_parent[1]);
+    CHILD_CHECK(await_fd(c->to_child[0]));  /* the schedule changed */
+    sleep_ms(DT_DISPATCH_CACHE_CHECK_MS + 50);
+    CHILD_CHECK(dtune_lookup(db, KEY, "M=40", NULL, 1, &s) == DTUNE_OK);
+    CHILD_CHECK(s.kernel_id == c->after);
+    dtune_close(db);
+    return 0;
+}
+
+/* Runs child_lookups as NOBODY while this process replaces the 1-thread
+ * schedule of path by rows; the writer is open before the child starts (a
+ * running daemon) or only after (the child starts from a stopped one). */
+static int other_round(other_ctx *c, bool writer_first, const dt_db_schedule *rows, size_t n)
+{
+    dt_err e;
+    dt_db *w = NULL;
+    if (pipe(c->to_child) || pipe(c->to_parent))
+        return -1;
+    if (writer_first && dt_db_open(c->path, 0, &w, &e))
+        return -2;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+            _exit(99);
+        _exit(child_lookups(c));
+    }
+    close(c->to_child[0]);
+    close(c->to_parent[1]);
+    int rc = 0;
+    if (!await_fd(c->to_parent[0]))
+        rc = -3;
+    if (!rc && !w && dt_db_open(c->path, 0, &w, &e))
+        rc = -4;
+    if (!rc && put_schedule(w, 1, 1, 1, rows, n, &e))
+        rc = -5;
+    signal_fd(c->to_child[1]);
+    int st = -1;
+    waitpid(pid, &st, 0);
+    dt_db_close(w);
+    close(c->to_child[1]);
+    close(c->to_parent[0]);
+    if (rc)
+        return rc;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The store in a 0755 directory of its owner (root here), read through the
+ * public API by another uid: with the daemon stopped, and running. */
+static void test_open_as_other_uid(void)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "(skipped: switching uids needs root) ");
+        return;
+    }
+    CU_ASSERT_EQUAL_FATAL(chmod(g_dir, 0755), 0);
+    char dir[4200], path[4300];
+    snprintf(dir, sizeof dir, "%s/svc", g_dir);
+    snprintf(path, sizeof path, "%s/t.db", dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0755), 0);
+    CU_ASSERT_EQUAL_FATAL(chmod(dir, 0755), 0);
+    int64_t wid, tid;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(make_db(path, &wid, &tid, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(wid, 1);
+    CU_ASSERT_EQUAL_FATAL(tid, 1);
+    CU_ASSERT_FALSE(side_file(path, "-wal"));
+    dt_db_schedule one[] = {{.shape_lo = "M=1", .shape_hi = "M=64", .kernel_id = g_kid[0],
+                             .predicted_ns = 7, .measured_ns = 8}};
+    dt_db_schedule two[] = {
+        {.shape_lo = "M=1", .shape_hi = "M=16", .kernel_id = g_kid[0], .predicted_ns = 100},
+        {.shape_lo = "M=17", .shape_hi = "M=64", .kernel_id = g_kid[1], .predicted_ns = 300},
+    };
+    /* the daemon is stopped when the compiler opens the store */
+    other_ctx c = {.path = path, .before = g_kid[1], .after = g_kid[0]};
+    CU_ASSERT_EQUAL(other_round(&c, false, one, 1), 0);
+    /* the daemon is running */
+    c = (other_ctx){.path = path, .before = g_kid[0], .after = g_kid[1]};
+    CU_ASSERT_EQUAL(other_round(&c, true, two, 2), 0);
+    CU_ASSERT_EQUAL(files_owned_by(dir, NOBODY), 0);
+}
+
+/* Permission errors are I/O errors with the reason, not "not a dtune database". */
+static void test_open_errors_other_uid(void)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "(skipped: switching uids needs root) ");
+        return;
+    }
+    CU_ASSERT_EQUAL_FATAL(chmod(g_dir, 0755), 0);
+    char path[4300];
+    snprintf(path, sizeof path, "%s/svc/t.db", g_dir);
+    CU_ASSERT_EQUAL_FATAL(chmod(path, 0600), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+            _exit(99);
+        dtune *db = (dtune *)&g_dir;
+        int rc = dtune_open(path, &db);
+        const char *m = dtune_errmsg();
+        if (rc != DTUNE_EIO || db != NULL || !strstr(m, "Permission denied") ||
+            strstr(m, "not a dtune database")) {
+            fprintf(stderr, "dtune_open as another uid: %d: %s\n", rc, m);
+            _exit(1);
+        }
+        _exit(0);
+    }
+    int st = -1;
+    waitpid(pid, &st, 0);
+    CU_ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CU_ASSERT_EQUAL(chmod(path, 0644), 0);
+}
+
 /* Runs a shell command; returns its exit status (-1 if it did not run). */
 static int sh(const char *cmd)
 {
@@ -646,6 +842,9 @@ int main(void)
         {"dtune_open: missing file, not a dtune file, errmsg", test_open_errors},
         {"dtune_lookup: in range, extrapolated, by values, errors", test_lookup},
         {"dtune_lookup from four threads, errmsg per thread", test_lookup_threads},
+        {"another uid, no write access: open, lookup, source, freshness",
+         test_open_as_other_uid},
+        {"another uid: permission denied is DTUNE_EIO", test_open_errors_other_uid},
         {"dtune_kernel_source: ABI symbols, compiles, attributes", test_kernel_source},
         {"dtune_export: C file and header that compile; errors", test_export},
         {"cmake --install + pkg-config build of examples/query.c", test_install_and_pkg_config},
