@@ -357,7 +357,9 @@ static void test_model_time_budget(void)
     CU_ASSERT_EQUAL_FATAL(code, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
     CU_ASSERT_EQUAL(count_scheduled(t), 3);
-    CU_ASSERT(json_number_value(json_object_get(t, "seconds")) < 8 + 6);
+    /* keeps to its time: generous slack, the suite also runs under ASan and
+     * coverage builds on a loaded 2-core machine (a trial in flight finishes) */
+    CU_ASSERT(json_number_value(json_object_get(t, "seconds")) < 8 + 20);
     json_decref(t);
     dt_test_proc p;
     CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "tune '%s' --db '%s/tiny2.db' --time 5s", spec, g_dir),
