@@ -24,7 +24,8 @@ void dt_api_healthz(dt_api *a, dt_http_response *res)
 
 void dt_api_metrics(dt_api *a, dt_http_response *res)
 {
-    dt_metrics_gauges g = {.uptime_s = dt_api_mono_s() - a->started_s, .schedule_tables_loaded = -1};
+    dt_metrics_gauges g = {.uptime_s = dt_api_mono_s() - a->started_s,
+                           .schedule_tables_loaded = -1};
     dt_db_job *jobs = NULL;
     size_t n = 0;
     if (dt_db_job_list(a->db, DT_JOB_MASK_ALL, &jobs, &n, NULL) == 0) {

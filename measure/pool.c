@@ -1,10 +1,11 @@
 /* The client pool of remote workers (measure/pool.h).
  *
  * Threads: dt_pool_open starts one thread that runs a libuv loop and owns
- * every connection (a connection set, net/conn.h), timer, queue and batch.  Other threads only touch the
- * `shared` part of the pool under its mutex: the list of newly submitted
- * batches, the trial counters, the live/refused counts and each worker's
- * last failure text.  Submitting and closing wake the loop with a uv_async.
+ * every connection (a connection set, net/conn.h), timer, queue and batch.
+ * Other threads only touch the `shared` part of the pool under its mutex:
+ * the list of newly submitted batches, the trial counters, the live/refused
+ * counts and each worker's last failure text.  Submitting and closing wake
+ * the loop with a uv_async.
  *
  * A batch is either queued (p->queue), in flight on exactly one connection
  * (p->flight, pb->conn) or finished.  Every BATCH frame carries a fresh wire

@@ -282,7 +282,8 @@ static void dt_conn_fail(dt_conn *c, const json_int_t *id, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     dt_one_line(msg);
-    dt_log_warn("connection #%llu from %s: %s; closing", (unsigned long long)c->nc.id, c->nc.peer, msg);
+    dt_log_warn("connection #%llu from %s: %s; closing", (unsigned long long)c->nc.id,
+                c->nc.peer, msg);
     json_t *p = json_object();
     if (p) {
         json_object_set_new(p, "message", json_string(msg));
@@ -544,8 +545,8 @@ static void dt_handle_batch(dt_conn *c, json_t *p)
         w->queue_head = j;
     w->queue_tail = j;
     c->jobs++;
-    dt_log_info("connection #%llu: batch %lld (%d trials of %s) queued", (unsigned long long)c->nc.id,
-                (long long)id, j->batch.ntrials, j->batch.workload);
+    dt_log_info("connection #%llu: batch %lld (%d trials of %s) queued",
+                (unsigned long long)c->nc.id, (long long)id, j->batch.ntrials, j->batch.workload);
     dt_start_next(w);
 }
 
