@@ -16,6 +16,10 @@
  * .data point to that dt_net_conn, so a libuv callback on them casts
  * handle->data to the user's struct.
  *
+ * Errors: the functions that can fail return 0 or a negative libuv code,
+ * not a DT_E* code: this is a thin layer over libuv, and each caller words
+ * its own message with uv_strerror (net/ links nothing but libuv).
+ *
  * Threads: everything runs on the loop's thread.
  *
  * Ownership: the set owns its connections' memory.  dt_net_conn_new
