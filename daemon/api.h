@@ -1,4 +1,6 @@
-/* The daemon's HTTP/JSON API (docs/daemon.md): routing and the handlers of
+/* The daemon's HTTP/JSON API (docs/daemon.md): the context its handlers
+ * share and the router (daemon/api.c) over the handlers of
+ * daemon/api_routes.h:
  *   POST /v1/jobs, GET /v1/jobs, GET|DELETE /v1/jobs/{id},
  *   GET /v1/schedules?workload=KEY&VAR=N...[&target=KEY][&threads=T],
  *   GET /v1/kernels/{id}/source, GET /v1/workloads, GET /healthz, GET /metrics.
@@ -41,10 +43,5 @@ typedef struct dt_api {
 
 /* The server's handler; ud is a dt_api. */
 void dt_api_handle(const dt_http_request *req, dt_http_response *res, void *ud);
-
-/* Value of query parameter name in a raw query string, percent-decoded
- * ('+' stays '+': workload keys use it); into buf (size n).  Returns 1 when
- * found, 0 when absent, -1 when malformed or too long. */
-int dt_api_query_param(const char *query, const char *name, char *buf, size_t n);
 
 #endif

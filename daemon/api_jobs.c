@@ -1,9 +1,10 @@
 /* The job routes: POST /v1/jobs, GET /v1/jobs, GET|DELETE /v1/jobs/{id}
- * (daemon/api.h). */
+ * (daemon/api_routes.h). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/api_internal.h"
+#include "daemon/api_routes.h"
+#include "daemon/api_util.h"
 #include "daemon/job_spec.h"
 
 /* A failed jobs-table call: 404 for a missing job (id), 503 while the

@@ -1,11 +1,12 @@
-/* The query routes: GET /v1/schedules and GET /v1/kernels/{id}/source
- * (daemon/api.h). */
+/* The routes that read what was tuned: GET /v1/schedules,
+ * GET /v1/kernels/{id}/source and GET /v1/workloads (daemon/api_routes.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/json_util.h"
-#include "daemon/api_internal.h"
+#include "daemon/api_routes.h"
+#include "daemon/api_util.h"
 
 /* The shape text "A=1,B=2" from every parameter other than workload,
  * target and threads, in the order given.  0, or -1 with a message. */
@@ -122,4 +123,42 @@ void dt_api_kernel_source(dt_api *a, int64_t id, dt_http_response *res)
     res->content_type = "text/plain; charset=utf-8";
     res->body = src;
     res->body_len = strlen(src);
+}
+
+void dt_api_workloads(dt_api *a, dt_http_response *res)
+{
+    dt_err e;
+    dt_db_workload *ws = NULL;
+    size_t n = 0;
+    int rc = dt_db_workload_list(a->db, &ws, &n, &e);
+    if (rc) {
+        dt_api_error(res, dt_api_status_of(rc) == 503 ? 503 : 500, "%s", e.msg);
+        return;
+    }
+    dt_db_target t;
+    int64_t tid = 0;
+    if (dt_db_target_get(a->db, a->target_key, &t, NULL) == 0) {
+        tid = t.id;
+        dt_db_target_free(&t);
+    }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_error_t jerr;
+        json_t *ss = json_loads(ws[i].shape_set, 0, &jerr), *threads = json_array();
+        dt_db_schedule *rows = NULL;
+        size_t nr = 0;
+        if (tid && dt_db_schedule_list(a->db, ws[i].id, tid, 0, &rows, &nr, NULL) == 0) {
+            int last = 0;
+            for (size_t r = 0; r < nr; r++)
+                if (rows[r].threads != last)
+                    json_array_append_new(threads, json_integer(last = rows[r].threads));
+            dt_db_schedules_free(rows, nr);
+        }
+        json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:o, s:o}", "id",
+                                             (json_int_t)ws[i].id, "key", ws[i].key, "op",
+                                             ws[i].op, "shape_set", ss ? ss : json_null(),
+                                             "scheduled_threads", threads));
+    }
+    dt_db_workloads_free(ws, n);
+    dt_api_json(res, 200, json_pack("{s:s, s:o}", "target", a->target_key, "workloads", arr));
 }

@@ -1,6 +1,7 @@
 /* The daemon's HTTP/1.1 server (daemon/http.h) on a libuv loop.
  *
- * Each connection has one TCP handle, one timer and one request parser
+ * Each connection is one of the server's connection set (net/conn.h: a TCP
+ * handle, a timer, the close and linger paths) with a request parser
  * (daemon/http_conn.h).  Bytes read are fed to the parser; every complete
  * request is answered at once, on the loop thread, so pipelined requests
  * are answered in order (libuv keeps the writes in order).  The timer is, in
@@ -39,6 +40,8 @@
 #include "daemon/http_auth.h"
 #include "daemon/http_conn.h"
 #include "daemon/http_msg.h"
+#include "net/addr.h"
+#include "net/conn.h"
 
 #define DT_HTTP_READ_CHUNK 16384
 #define DT_HTTP_MAX_UNSENT (4u << 20)
@@ -47,7 +50,6 @@
 typedef struct dt_hconn dt_hconn;
 
 struct dt_http_server {
-    uv_loop_t *loop;
     uv_tcp_t tcp;
     int listen_open;
     int closing;
@@ -56,36 +58,23 @@ struct dt_http_server {
     dt_http_limits lim;
     dt_http_handler handler;
     void *ud;
-    dt_hconn *conns; /* doubly linked; a closing connection stays until its handles close */
-    int nconns;
-    int nclosing;    /* of nconns, those closing: they no longer count against the limit */
+    dt_net_set conns; /* a closing connection stays until its handles close */
     dt_http_stats st;
 };
 
 enum { DT_TIMER_NONE, DT_TIMER_IDLE, DT_TIMER_REQUEST, DT_TIMER_LINGER };
 
+/* nc.shutting: the last response is sent or being sent, input is discarded;
+ * nc.since_ms: when the idle timer was set (the eviction order). */
 struct dt_hconn {
-    uv_tcp_t tcp;     /* .data = this */
-    uv_timer_t timer; /* .data = this */
+    dt_net_conn nc; /* first: tcp, timer, peer, closing, shutting, peer_eof */
     dt_http_server *s;
-    dt_hconn *prev, *next;
-    char peer[96];
     dt_http_conn parser;
     int timer_kind;
-    uint64_t idle_since; /* loop time (ms) the idle timer was set */
     int completed;    /* a request completed during the last feed */
     int paused;       /* reading stopped: too much unsent */
-    int shutting;     /* last response sent or being sent; discarding input */
-    int peer_eof;     /* the peer closed its side */
-    int closing;      /* uv_close called */
-    int open_handles;
     char rbuf[DT_HTTP_READ_CHUNK];
 };
-
-typedef struct {
-    uv_write_t req; /* first */
-    char *data;
-} dt_hwrite;
 
 static uint64_t ms_of(double s) { return s <= 0 ? 1 : (uint64_t)ceil(s * 1000.0); }
 
@@ -93,42 +82,23 @@ static uint64_t ms_of(double s) { return s <= 0 ? 1 : (uint64_t)ceil(s * 1000.0)
 
 static void server_maybe_free(dt_http_server *s)
 {
-    if (s->closing && !s->listen_open && s->nconns == 0) {
+    if (s->closing && !s->listen_open && dt_net_set_count(&s->conns) == 0) {
         free(s->token);
         free(s);
     }
 }
 
-static void on_conn_closed(uv_handle_t *h)
-{
-    dt_hconn *c = h->data;
-    if (--c->open_handles > 0)
-        return;
-    dt_http_server *s = c->s;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        s->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    s->nconns--;
-    s->nclosing--;
-    s->st.connections_open = (uint64_t)s->nconns;
-    dt_http_conn_free(&c->parser);
-    free(c);
-    server_maybe_free(s);
-}
+static void on_conn_release(dt_net_conn *nc) { dt_http_conn_free(&((dt_hconn *)nc)->parser); }
+
+static void on_conn_gone(dt_net_set *set) { server_maybe_free(set->ud); }
 
 /* Closes now; pending writes are cancelled. */
 static void conn_close(dt_hconn *c)
 {
-    if (c->closing)
+    if (c->nc.closing)
         return;
-    c->closing = 1;
-    c->s->nclosing++;
     dt_http_conn_stop(&c->parser);
-    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
-    uv_close((uv_handle_t *)&c->timer, on_conn_closed);
+    dt_net_conn_close(&c->nc);
 }
 
 static void on_timer(uv_timer_t *t);
@@ -137,33 +107,19 @@ static void timer_set(dt_hconn *c, int kind, double seconds)
 {
     c->timer_kind = kind;
     if (kind == DT_TIMER_IDLE)
-        c->idle_since = uv_now(c->s->loop);
-    uv_timer_start(&c->timer, on_timer, ms_of(seconds), 0);
-}
-
-static void on_shutdown(uv_shutdown_t *req, int status)
-{
-    dt_hconn *c = req->handle->data;
-    free(req);
-    if (status < 0 || c->peer_eof) /* nothing left to discard */
-        conn_close(c);
+        dt_net_conn_mark(&c->nc);
+    uv_timer_start(&c->nc.timer, on_timer, ms_of(seconds), 0);
 }
 
 /* No more requests: what was written is flushed, then FIN; input is
  * discarded until the peer closes or the linger time ends. */
 static void conn_finish(dt_hconn *c)
 {
-    if (c->closing || c->shutting)
+    if (c->nc.closing || c->nc.shutting)
         return;
-    c->shutting = 1;
     dt_http_conn_stop(&c->parser);
-    uv_shutdown_t *req = malloc(sizeof *req);
-    if (!req || uv_shutdown(req, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
-        free(req);
-        conn_close(c);
-        return;
-    }
-    timer_set(c, DT_TIMER_LINGER, DT_HTTP_LINGER_S);
+    c->timer_kind = DT_TIMER_LINGER;
+    dt_net_conn_finish(&c->nc, 1, DT_HTTP_LINGER_S, on_timer);
 }
 
 /* ---- writing ---------------------------------------------------------------- */
@@ -171,23 +127,19 @@ static void conn_finish(dt_hconn *c)
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
 
-static void on_write(uv_write_t *req, int status)
+static void on_write_done(dt_net_conn *nc, int status)
 {
-    dt_hwrite *w = (dt_hwrite *)req;
-    dt_hconn *c = req->handle->data;
-    free(w->data);
-    free(w);
-    if (c->closing)
+    dt_hconn *c = (dt_hconn *)nc;
+    if (c->nc.closing)
         return;
     if (status < 0) { /* the peer went away: nothing more to say to it */
-        dt_log_debug("http: write to %s failed: %s", c->peer, uv_strerror(status));
+        dt_log_debug("http: write to %s failed: %s", c->nc.peer, uv_strerror(status));
         conn_close(c);
         return;
     }
-    if (c->paused &&
-        uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) < DT_HTTP_MAX_UNSENT / 2) {
+    if (c->paused && dt_net_conn_unsent(&c->nc) < DT_HTTP_MAX_UNSENT / 2) {
         c->paused = 0;
-        if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+        if (uv_read_start((uv_stream_t *)&c->nc.tcp, on_alloc, on_read) != 0)
             conn_close(c);
     }
 }
@@ -195,23 +147,8 @@ static void on_write(uv_write_t *req, int status)
 /* Sends len bytes of data (taken). */
 static void conn_write(dt_hconn *c, char *data, size_t len)
 {
-    if (c->closing) {
-        free(data);
-        return;
-    }
-    dt_hwrite *w = malloc(sizeof *w);
-    if (!w) {
-        free(data);
-        conn_close(c);
-        return;
-    }
-    w->data = data;
-    uv_buf_t b = uv_buf_init(data, (unsigned)len);
-    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
-        free(data);
-        free(w);
-        conn_close(c);
-    }
+    if (dt_net_conn_write(&c->nc, data, len) != 0)
+        conn_close(c); /* nothing when it is closing already */
 }
 
 static void conn_respond(dt_hconn *c, int status, const char *ctype, const char *body,
@@ -234,7 +171,7 @@ static void conn_error(dt_hconn *c, int status, const char *msg, int keep_alive,
                        const char *extra)
 {
     c->s->st.rejected_total++;
-    dt_log_info("http: %s: %d %s", c->peer, status, msg);
+    dt_log_info("http: %s: %d %s", c->nc.peer, status, msg);
     size_t blen = 0;
     char *body = dt_http_error_json(status, msg, &blen);
     if (!body) {
@@ -265,7 +202,7 @@ static void on_request(const dt_http_parsed *r, void *ud)
     dt_hconn *c = ud;
     dt_http_server *s = c->s;
     c->completed = 1;
-    if (c->closing)
+    if (c->nc.closing)
         return;
     int keep = r->keep_alive && !s->closing;
     if (s->token && dt_http_method_mutates(r->req.method) &&
@@ -308,7 +245,7 @@ static void on_request(const dt_http_parsed *r, void *ud)
 static void on_timer(uv_timer_t *t)
 {
     dt_hconn *c = t->data;
-    if (c->closing)
+    if (c->nc.closing)
         return;
     switch (c->timer_kind) {
     case DT_TIMER_REQUEST: {
@@ -320,7 +257,7 @@ static void on_timer(uv_timer_t *t)
         break;
     }
     case DT_TIMER_IDLE:
-        dt_log_debug("http: %s idle for %g s; closing", c->peer, c->s->lim.idle_timeout_s);
+        dt_log_debug("http: %s idle for %g s; closing", c->nc.peer, c->s->lim.idle_timeout_s);
         conn_close(c);
         break;
     default: conn_close(c); break;
@@ -338,11 +275,11 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     dt_hconn *c = st->data;
-    if (nread == 0 || c->closing)
+    if (nread == 0 || c->nc.closing)
         return;
     if (nread < 0) {
-        if (nread == UV_EOF && !c->shutting) {
-            c->peer_eof = 1;
+        if (nread == UV_EOF && !c->nc.shutting) {
+            c->nc.peer_eof = 1;
             dt_http_conn_eof(&c->parser, NULL, NULL);
             conn_finish(c); /* answers already written still reach a half-closed peer */
         } else {
@@ -350,14 +287,14 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         }
         return;
     }
-    if (c->shutting)
+    if (c->nc.shutting)
         return; /* lingering: input is discarded */
     int status = 0;
     dt_err e;
     dt_err_clear(&e);
     c->completed = 0;
     int rc = dt_http_conn_feed(&c->parser, buf->base, (size_t)nread, &status, &e);
-    if (c->closing)
+    if (c->nc.closing)
         return;
     if (rc) {
         conn_error(c, status ? status : 400, e.msg, 0, 0, NULL);
@@ -374,7 +311,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     } else if (c->completed || c->timer_kind != DT_TIMER_IDLE) {
         timer_set(c, DT_TIMER_IDLE, c->s->lim.idle_timeout_s);
     }
-    if (uv_stream_get_write_queue_size(st) > DT_HTTP_MAX_UNSENT) {
+    if (dt_net_conn_unsent(&c->nc) > DT_HTTP_MAX_UNSENT) {
         c->paused = 1;
         uv_read_stop(st);
     }
@@ -382,56 +319,32 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 
 /* ---- accepting ------------------------------------------------------------------ */
 
-static void format_addr(const struct sockaddr_storage *ss, char *buf, size_t n)
-{
-    char ip[64] = "?";
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-        uv_ip4_name(a, ip, sizeof ip);
-        snprintf(buf, n, "%s:%d", ip, ntohs(a->sin_port));
-    } else if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
-        uv_ip6_name(a, ip, sizeof ip);
-        snprintf(buf, n, "[%s]:%d", ip, ntohs(a->sin6_port));
-    } else {
-        snprintf(buf, n, "?");
-    }
-}
-
-static void free_handle(uv_handle_t *h) { free(h); }
-
 /* Accepts and closes at once (over the connection limit). */
 static void refuse(dt_http_server *s, uv_stream_t *server)
 {
     s->st.refused_total++;
-    uv_tcp_t *t = malloc(sizeof *t);
-    if (!t)
-        return;
-    uv_tcp_init(s->loop, t);
     /* logged once per 100 so that a flood does not flood the log */
-    if (uv_accept(server, (uv_stream_t *)t) == 0 && s->st.refused_total % 100 == 1)
+    if (dt_net_refuse(server, NULL, 0) == 0 && s->st.refused_total % 100 == 1)
         dt_log_warn("http: refusing a connection: already %d open, none idle for %g s "
                     "(%llu refused so far)",
-                    s->nconns - s->nclosing, s->lim.evict_idle_s,
+                    dt_net_set_active(&s->conns), s->lim.evict_idle_s,
                     (unsigned long long)s->st.refused_total);
-    uv_close((uv_handle_t *)t, free_handle);
+}
+
+/* Idle: no request in progress (the idle timer runs), nothing being written,
+ * reading not paused.  Its mark is when the idle timer was set. */
+static int conn_evictable(const dt_net_conn *nc)
+{
+    const dt_hconn *c = (const dt_hconn *)nc;
+    return !c->paused && c->timer_kind == DT_TIMER_IDLE &&
+           !dt_http_conn_in_request(&c->parser) && dt_net_conn_unsent(nc) == 0;
 }
 
 /* At the limit: closes the connection idle longest if it has been idle for
  * evict_idle_s; 1 when one was closed. */
 static int evict_idle(dt_http_server *s)
 {
-    uint64_t now = uv_now(s->loop), grace = ms_of(s->lim.evict_idle_s);
-    dt_hconn *victim = NULL;
-    for (dt_hconn *c = s->conns; c; c = c->next) {
-        if (c->closing || c->shutting || c->paused || c->timer_kind != DT_TIMER_IDLE ||
-            dt_http_conn_in_request(&c->parser) ||
-            uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0 ||
-            now - c->idle_since < grace)
-            continue;
-        if (!victim || c->idle_since < victim->idle_since)
-            victim = c;
-    }
+    dt_hconn *victim = (dt_hconn *)dt_net_set_victim(&s->conns, s->lim.evict_idle_s);
     if (!victim)
         return 0;
     s->st.evicted_total++;
@@ -439,7 +352,8 @@ static int evict_idle(dt_http_server *s)
     dt_log(s->st.evicted_total % 100 == 1 ? DT_LOG_WARN : DT_LOG_DEBUG,
            "http: %d connections open: closing %s, idle for %.1f s, to admit a new one "
            "(%llu closed so far)",
-           s->nconns - s->nclosing, victim->peer, (double)(now - victim->idle_since) / 1000.0,
+           dt_net_set_active(&s->conns), victim->nc.peer,
+           (double)dt_net_conn_waited_ms(&victim->nc) / 1000.0,
            (unsigned long long)s->st.evicted_total);
     conn_close(victim);
     return 1;
@@ -452,42 +366,26 @@ static void on_connection(uv_stream_t *server, int status)
         dt_log_warn("http: accepting a connection failed: %s", uv_strerror(status));
         return;
     }
-    if (!s->closing && s->nconns - s->nclosing >= s->lim.max_connections)
+    if (!s->closing && dt_net_set_active(&s->conns) >= s->lim.max_connections)
         evict_idle(s);
-    if (s->closing || s->nconns - s->nclosing >= s->lim.max_connections) {
+    if (s->closing || dt_net_set_active(&s->conns) >= s->lim.max_connections) {
         refuse(s, server);
         return;
     }
-    dt_hconn *c = calloc(1, sizeof *c);
+    dt_hconn *c = (dt_hconn *)dt_net_conn_new(&s->conns);
     if (!c) {
         refuse(s, server);
         return;
     }
     c->s = s;
-    uv_tcp_init(s->loop, &c->tcp);
-    uv_timer_init(s->loop, &c->timer);
-    c->tcp.data = c->timer.data = c;
-    c->open_handles = 2;
-    snprintf(c->peer, sizeof c->peer, "?");
-    dt_http_conn_init(&c->parser, &s->lim, c->peer, on_request, on_continue, c);
-    c->next = s->conns;
-    if (s->conns)
-        s->conns->prev = c;
-    s->conns = c;
-    s->nconns++;
-    s->st.connections_open = (uint64_t)s->nconns;
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+    dt_http_conn_init(&c->parser, &s->lim, c->nc.peer, on_request, on_continue, c);
+    if (dt_net_conn_accept(&c->nc, server) != 0) {
         conn_close(c);
         return;
     }
     s->st.connections_total++;
-    struct sockaddr_storage ss;
-    int len = sizeof ss;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
-        format_addr(&ss, c->peer, sizeof c->peer);
-    uv_tcp_nodelay(&c->tcp, 1);
     timer_set(c, DT_TIMER_IDLE, s->lim.idle_timeout_s);
-    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+    if (uv_read_start((uv_stream_t *)&c->nc.tcp, on_alloc, on_read) != 0)
         conn_close(c);
 }
 
@@ -573,7 +471,6 @@ int dt_http_server_start(uv_loop_t *loop, const dt_http_server_opts *o, dt_http_
     dt_http_server *s = calloc(1, sizeof *s);
     if (!s)
         return dt_errf(e, DT_ENOMEM, "out of memory starting the HTTP server");
-    s->loop = loop;
     s->handler = o->handler;
     s->ud = o->ud;
     limits_fill(&s->lim, &o->limits);
@@ -581,31 +478,30 @@ int dt_http_server_start(uv_loop_t *loop, const dt_http_server_opts *o, dt_http_
         free(s);
         return dt_errf(e, DT_ENOMEM, "out of memory starting the HTTP server");
     }
-    uv_tcp_init(loop, &s->tcp);
-    s->tcp.data = s;
+    dt_net_ops ops = {.conn_size = sizeof(dt_hconn), .release = on_conn_release,
+                      .write_done = on_write_done, .evictable = conn_evictable,
+                      .gone = on_conn_gone};
+    dt_net_set_init(&s->conns, loop, &ops, s);
     s->listen_open = 1;
-    int r = uv_tcp_bind(&s->tcp, (const struct sockaddr *)&addr, 0);
-    if (r == 0)
-        r = uv_listen((uv_stream_t *)&s->tcp, 128, on_connection);
+    int r = dt_net_listen(loop, &s->tcp, s, (const struct sockaddr *)&addr, on_connection,
+                          &s->port);
     if (r) {
         rc = dt_errf(e, DT_EIO, "cannot listen on %s: %s", o->listen, uv_strerror(r));
         s->closing = 1;
         uv_close((uv_handle_t *)&s->tcp, on_listen_closed);
         return rc;
     }
-    struct sockaddr_storage bound;
-    int blen = sizeof bound;
-    if (uv_tcp_getsockname(&s->tcp, (struct sockaddr *)&bound, &blen) == 0)
-        s->port = ntohs(bound.ss_family == AF_INET6
-                            ? ((struct sockaddr_in6 *)&bound)->sin6_port
-                            : ((struct sockaddr_in *)&bound)->sin_port);
     *out = s;
     return 0;
 }
 
 int dt_http_server_port(const dt_http_server *s) { return s->port; }
 
-void dt_http_server_stats_get(const dt_http_server *s, dt_http_stats *st) { *st = s->st; }
+void dt_http_server_stats_get(const dt_http_server *s, dt_http_stats *st)
+{
+    *st = s->st;
+    st->connections_open = (uint64_t)dt_net_set_count(&s->conns);
+}
 
 void dt_http_server_close(dt_http_server *s)
 {
@@ -613,13 +509,11 @@ void dt_http_server_close(dt_http_server *s)
         return;
     s->closing = 1;
     uv_close((uv_handle_t *)&s->tcp, on_listen_closed);
-    dt_hconn *next;
-    for (dt_hconn *c = s->conns; c; c = next) {
-        next = c->next;
-        if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0)
-            conn_finish(c);
+    for (dt_net_conn *nc = s->conns.head; nc; nc = nc->next) {
+        if (dt_net_conn_unsent(nc) > 0)
+            conn_finish((dt_hconn *)nc);
         else
-            conn_close(c);
+            conn_close((dt_hconn *)nc);
     }
     server_maybe_free(s);
 }

@@ -30,11 +30,6 @@ struct dt_metrics {
     _Atomic uint64_t trials, submitted, finished[DT_JOB_N_STATES];
 };
 
-const char *dt_route_name(dt_route r)
-{
-    return r >= 0 && r < DT_ROUTE_N ? k_routes[r] : "other";
-}
-
 dt_metrics *dt_metrics_new(void)
 {
     return calloc(1, sizeof(dt_metrics));

@@ -32,9 +32,6 @@ typedef enum {
     DT_ROUTE_N
 } dt_route;
 
-/* The route's label ("/v1/jobs/{id}", ...). */
-const char *dt_route_name(dt_route r);
-
 typedef enum {
     DT_QUERY_HIT = 0,         /* a shape of the tuned set */
     DT_QUERY_EXTRAPOLATED,    /* answered with the nearest range */

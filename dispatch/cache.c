@@ -397,8 +397,6 @@ void dt_dispatch_cache_set_check_interval(dt_dispatch_cache *c, int ms)
 
 const char *dt_dispatch_cache_local_target(const dt_dispatch_cache *c) { return c->local; }
 
-const char *dt_dispatch_cache_path(const dt_dispatch_cache *c) { return dt_db_path(c->db); }
-
 void dt_dispatch_cache_stats(dt_dispatch_cache *c, uint64_t *loads, uint64_t *changes)
 {
     if (loads)

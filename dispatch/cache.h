@@ -98,9 +98,6 @@ void dt_dispatch_cache_set_check_interval(dt_dispatch_cache *c, int ms);
 /* This machine's target key, as used for target_key == NULL; owned by c. */
 const char *dt_dispatch_cache_local_target(const dt_dispatch_cache *c);
 
-/* The path the cache was opened on; owned by c. */
-const char *dt_dispatch_cache_path(const dt_dispatch_cache *c);
-
 /* Looks up q and fills *out.  DT_EINVAL for a malformed workload key or
  * shape (or nvals that does not match), with the reason; DT_ENOTFOUND when
  * the workload, the target or a schedule is missing, with a message naming

@@ -1,10 +1,11 @@
 /* The client pool of remote workers (measure/pool.h).
  *
  * Threads: dt_pool_open starts one thread that runs a libuv loop and owns
- * every connection, timer, queue and batch.  Other threads only touch the
- * `shared` part of the pool under its mutex: the list of newly submitted
- * batches, the trial counters, the live/refused counts and each worker's
- * last failure text.  Submitting and closing wake the loop with a uv_async.
+ * every connection (a connection set, net/conn.h), timer, queue and batch.
+ * Other threads only touch the `shared` part of the pool under its mutex:
+ * the list of newly submitted batches, the trial counters, the live/refused
+ * counts and each worker's last failure text.  Submitting and closing wake
+ * the loop with a uv_async.
  *
  * A batch is either queued (p->queue), in flight on exactly one connection
  * (p->flight, pb->conn) or finished.  Every BATCH frame carries a fresh wire
@@ -30,6 +31,7 @@
 #include "common/log.h"
 #include "common/target.h"
 #include "measure/wire.h"
+#include "net/conn.h"
 
 #define POOL_MAX_WORKERS 256
 #define BACKOFF_MIN_S 0.2
@@ -50,13 +52,12 @@ typedef enum {
 struct pworker;
 struct pbatch;
 
+/* nc.timer: the handshake time-out (connect + HELLO + AUTH). */
 typedef struct pconn {
+    dt_net_conn nc; /* first: tcp, timer, closing */
     dt_pool *p;
     struct pworker *w; /* NULL once the connection is given up */
-    uv_tcp_t tcp;
-    uv_timer_t hs_timer;
     uv_connect_t creq;
-    int open_handles;
     dt_wire_decoder dec;
     char c_nonce[65], w_nonce[65];
 } pconn;
@@ -116,6 +117,7 @@ struct dt_pool {
     uv_loop_t loop;
     uv_async_t async;
     uv_thread_t thread;
+    dt_net_set conns; /* every connection until its handles closed */
     pblist queue, flight;
     uint64_t next_wire_id;
     int rr;
@@ -274,14 +276,7 @@ static void batch_lost(dt_pool *p, pbatch *pb, pworker *w, const char *why)
 
 /* ---- connections ---------------------------------------------------------- */
 
-static void conn_handle_closed(uv_handle_t *h)
-{
-    pconn *c = h->data;
-    if (--c->open_handles == 0) {
-        dt_wire_decoder_free(&c->dec);
-        free(c);
-    }
-}
+static void conn_release(dt_net_conn *nc) { dt_wire_decoder_free(&((pconn *)nc)->dec); }
 
 /* Detaches c from its worker and closes it (no requeue: callers do that). */
 static void conn_close(pconn *c)
@@ -289,11 +284,7 @@ static void conn_close(pconn *c)
     if (c->w && c->w->c == c)
         c->w->c = NULL;
     c->w = NULL;
-    uv_timer_stop(&c->hs_timer);
-    if (!uv_is_closing((uv_handle_t *)&c->hs_timer))
-        uv_close((uv_handle_t *)&c->hs_timer, conn_handle_closed);
-    if (!uv_is_closing((uv_handle_t *)&c->tcp))
-        uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
+    dt_net_conn_close(&c->nc);
 }
 
 static void backoff_fired(uv_timer_t *t)
@@ -361,18 +352,9 @@ static void worker_fail(pworker *w, int permanent, const char *fmt, ...)
     pump(p); /* requeued batches may go elsewhere now */
 }
 
-typedef struct wreq {
-    uv_write_t req;
-    uint8_t *buf;
-    pconn *c;
-} wreq;
-
-static void write_done(uv_write_t *req, int status)
+static void write_done(dt_net_conn *nc, int status)
 {
-    wreq *r = (wreq *)req;
-    pconn *c = r->c;
-    free(r->buf);
-    free(r);
+    pconn *c = (pconn *)nc;
     if (status < 0 && status != UV_ECANCELED && c->w && !c->p->stopping)
         worker_fail(c->w, 0, "write failed: %s", uv_strerror(status));
 }
@@ -389,19 +371,12 @@ static int conn_send(pconn *c, dt_msg_type type, json_t *payload)
         worker_fail(c->w, 0, "cannot encode %s: %s", dt_msg_name(type), e.msg);
         return rc;
     }
-    wreq *r = calloc(1, sizeof *r);
-    if (!r) {
-        free(buf);
+    int urc = dt_net_conn_write(&c->nc, buf, len);
+    if (urc == UV_ENOMEM) {
         worker_fail(c->w, 0, "out of memory");
         return DT_ENOMEM;
     }
-    r->buf = buf;
-    r->c = c;
-    uv_buf_t ub = uv_buf_init((char *)buf, (unsigned)len);
-    int urc = uv_write(&r->req, (uv_stream_t *)&c->tcp, &ub, 1, write_done);
     if (urc < 0) {
-        free(buf);
-        free(r);
         worker_fail(c->w, 0, "write failed: %s", uv_strerror(urc));
         return DT_EIO;
     }
@@ -585,7 +560,7 @@ static void on_auth_ok(pconn *c, const json_t *pl)
                     w->addr);
         return;
     }
-    uv_timer_stop(&c->hs_timer);
+    uv_timer_stop(&c->nc.timer);
     w->st = W_LIVE;
     w->fails = 0;
     w->backoff_s = BACKOFF_MIN_S;
@@ -798,9 +773,9 @@ static void connect_cb(uv_connect_t *req, int status)
         worker_fail(w, 0, "cannot connect: %s", uv_strerror(status));
         return;
     }
-    uv_tcp_nodelay(&c->tcp, 1);
+    uv_tcp_nodelay(&c->nc.tcp, 1);
     w->st = W_HELLO;
-    int rc = uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+    int rc = uv_read_start((uv_stream_t *)&c->nc.tcp, alloc_cb, read_cb);
     if (rc < 0)
         worker_fail(w, 0, "cannot read: %s", uv_strerror(rc));
 }
@@ -819,7 +794,7 @@ static void gai_cb(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         worker_fail(w, 0, "cannot resolve %s: %s", w->host, uv_strerror(status));
         return;
     }
-    pconn *c = calloc(1, sizeof *c);
+    pconn *c = (pconn *)dt_net_conn_new(&p->conns);
     if (!c) {
         uv_freeaddrinfo(res);
         worker_fail(w, 0, "out of memory");
@@ -828,14 +803,11 @@ static void gai_cb(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
     c->p = p;
     c->w = w;
     dt_wire_decoder_init(&c->dec);
-    uv_tcp_init(&p->loop, &c->tcp);
-    uv_timer_init(&p->loop, &c->hs_timer);
-    c->tcp.data = c->hs_timer.data = c->creq.data = c;
-    c->open_handles = 2;
+    c->creq.data = c;
     w->c = c;
     w->st = W_CONNECTING;
-    uv_timer_start(&c->hs_timer, hs_timeout, (uint64_t)(HANDSHAKE_TIMEOUT_S * 1000.0), 0);
-    int rc = uv_tcp_connect(&c->creq, &c->tcp, res->ai_addr, connect_cb);
+    uv_timer_start(&c->nc.timer, hs_timeout, (uint64_t)(HANDSHAKE_TIMEOUT_S * 1000.0), 0);
+    int rc = uv_tcp_connect(&c->creq, &c->nc.tcp, res->ai_addr, connect_cb);
     uv_freeaddrinfo(res);
     if (rc < 0)
         worker_fail(w, 0, "cannot connect: %s", uv_strerror(rc));
@@ -865,9 +837,9 @@ static void shutdown_loop(dt_pool *p)
         uv_close((uv_handle_t *)&w->backoff, NULL);
         if (w->gai_pending)
             uv_cancel((uv_req_t *)&w->gai);
-        if (w->c)
-            conn_close(w->c);
     }
+    for (dt_net_conn *nc = p->conns.head; nc; nc = nc->next)
+        conn_close((pconn *)nc);
     pblist *lists[] = {&p->queue, &p->flight};
     for (int l = 0; l < 2; l++)
         while (lists[l]->head) {
@@ -1037,6 +1009,9 @@ int dt_pool_open(const dt_pool_opts *o, dt_pool **out, dt_err *e)
     }
     uv_async_init(&p->loop, &p->async, async_cb);
     p->async.data = p;
+    dt_net_ops ops = {.conn_size = sizeof(pconn), .release = conn_release,
+                      .write_done = write_done};
+    dt_net_set_init(&p->conns, &p->loop, &ops, p);
     for (int i = 0; i < p->nworkers; i++) {
         uv_timer_init(&p->loop, &p->workers[i].backoff);
         p->workers[i].backoff.data = &p->workers[i];

@@ -1,7 +1,8 @@
 /* `dtune worker`: the measurement server (measure/worker.h) on one libuv
  * loop.
  *
- * Every connection is a small state machine:
+ * Every connection (one of the worker's connection set, net/conn.h) is a
+ * small state machine:
  *
  *   accepted ──HELLO sent──► unauthenticated ──AUTH ok──► authenticated
  *        │                        │  any other frame, bad MAC,
@@ -50,6 +51,8 @@
 #include "common/target.h"
 #include "measure/trial.h"
 #include "measure/wire.h"
+#include "net/addr.h"
+#include "net/conn.h"
 
 #define DT_WORKER_MAX_CONNS 64          /* concurrent connections */
 #define DT_WORKER_EVICT_AFTER_S 1.0     /* unauthenticated this long: evictable at the limit */
@@ -77,30 +80,22 @@ typedef struct dt_wk {
     json_t *target_info;
     int max_batch;
     double auth_timeout_s;
-    dt_conn *conns; /* doubly linked; a closing connection stays until its handles close */
-    int nconns;
-    int nclosing;   /* of nconns, those closing: they no longer count against the limit */
-    uint64_t next_conn_id;
+    dt_net_set conns; /* a closing connection stays until its handles close */
     dt_job *queue_head, *queue_tail; /* batches waiting for the runner */
     dt_job *running;                 /* the batch on the work thread, or NULL */
     int stopping;                    /* a signal arrived */
     int finishing;                   /* the last batch is done: closing everything */
 } dt_wk;
 
+/* nc.timer: the auth time-out, then the frame time-out, then linger;
+ * nc.shutting: flushing the last frames, then close; nc.since_ms: the
+ * accept (never marked again: the eviction order of unauthenticated ones). */
 struct dt_conn {
-    uv_tcp_t tcp; /* .data = this */
-    uv_timer_t timer; /* auth time-out, then frame time-out, then linger */
+    dt_net_conn nc; /* first: tcp, timer, id, peer, closing, shutting */
     dt_wk *w;
-    dt_conn *prev, *next;
-    uint64_t id;
-    uint64_t opened_ms; /* loop time of the accept */
-    char peer[96];
     char nonce[65]; /* the worker's nonce sent in HELLO */
     dt_wire_decoder dec;
     int authed;
-    int shutting;     /* flushing the last frames, then close */
-    int closing;      /* uv_close called */
-    int open_handles; /* handles not closed yet (tcp, timer) */
     int jobs;         /* this connection's batches queued or running */
     char rbuf[DT_WORKER_READ_CHUNK];
 };
@@ -118,11 +113,6 @@ struct dt_job {
     double seconds;
     dt_job *next;
 };
-
-typedef struct {
-    uv_write_t req; /* first */
-    uint8_t *data;
-} dt_wreq;
 
 static double dt_now_s(void)
 {
@@ -164,7 +154,7 @@ static void dt_conn_detach_jobs(dt_conn *c)
         if (j->c == c) {
             *pp = j->next;
             dt_log_info("connection #%llu closed: its queued batch %lld is dropped",
-                        (unsigned long long)c->id, (long long)j->id);
+                        (unsigned long long)c->nc.id, (long long)j->id);
             dt_job_free(j);
         } else {
             w->queue_tail = j;
@@ -178,34 +168,15 @@ static void dt_conn_detach_jobs(dt_conn *c)
 
 /* ---- connections: closing ------------------------------------------------- */
 
-static void dt_on_conn_closed(uv_handle_t *h)
-{
-    dt_conn *c = h->data;
-    if (--c->open_handles > 0)
-        return;
-    dt_wk *w = c->w;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        w->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    w->nconns--;
-    w->nclosing--;
-    dt_wire_decoder_free(&c->dec);
-    free(c);
-}
+static void dt_on_conn_release(dt_net_conn *nc) { dt_wire_decoder_free(&((dt_conn *)nc)->dec); }
 
 /* Closes now; pending writes are cancelled. */
 static void dt_conn_close(dt_conn *c)
 {
-    if (c->closing)
+    if (c->nc.closing)
         return;
-    c->closing = 1;
-    c->w->nclosing++;
     dt_conn_detach_jobs(c);
-    uv_close((uv_handle_t *)&c->tcp, dt_on_conn_closed);
-    uv_close((uv_handle_t *)&c->timer, dt_on_conn_closed);
+    dt_net_conn_close(&c->nc);
 }
 
 /* Control characters (from a peer's text) would forge log lines. */
@@ -220,7 +191,7 @@ static void dt_one_line(char *s)
 static void dt_conn_drop(dt_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void dt_conn_drop(dt_conn *c, const char *fmt, ...)
 {
-    if (c->closing)
+    if (c->nc.closing)
         return;
     char why[DT_ERR_MSG_MAX];
     va_list ap;
@@ -228,7 +199,7 @@ static void dt_conn_drop(dt_conn *c, const char *fmt, ...)
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     dt_one_line(why);
-    dt_log_warn("connection #%llu from %s: %s; closing", (unsigned long long)c->id, c->peer,
+    dt_log_warn("connection #%llu from %s: %s; closing", (unsigned long long)c->nc.id, c->nc.peer,
                 why);
     dt_conn_close(c);
 }
@@ -236,7 +207,7 @@ static void dt_conn_drop(dt_conn *c, const char *fmt, ...)
 static void dt_on_conn_timer(uv_timer_t *t)
 {
     dt_conn *c = t->data;
-    if (c->shutting)
+    if (c->nc.shutting)
         dt_conn_drop(c, "the peer did not take its last frames within %.0f s",
                      DT_WORKER_LINGER_S);
     else if (!c->authed)
@@ -246,49 +217,27 @@ static void dt_on_conn_timer(uv_timer_t *t)
                      DT_WORKER_FRAME_TIMEOUT_S, c->dec.len);
 }
 
-static void dt_on_shutdown(uv_shutdown_t *req, int status)
-{
-    dt_conn *c = req->handle->data;
-    (void)status;
-    free(req);
-    dt_conn_close(c);
-}
-
 /* Stops reading, lets what was written reach the peer, then closes (a
  * linger timer closes it anyway if the peer does not read). */
 static void dt_conn_finish(dt_conn *c)
 {
-    if (c->closing || c->shutting)
-        return;
-    c->shutting = 1;
-    uv_read_stop((uv_stream_t *)&c->tcp);
-    uv_shutdown_t *req = malloc(sizeof *req);
-    if (!req || uv_shutdown(req, (uv_stream_t *)&c->tcp, dt_on_shutdown) != 0) {
-        free(req);
-        dt_conn_close(c);
-        return;
-    }
-    uv_timer_start(&c->timer, dt_on_conn_timer, dt_ms(DT_WORKER_LINGER_S), 0);
+    dt_net_conn_finish(&c->nc, 0, DT_WORKER_LINGER_S, dt_on_conn_timer);
 }
 
 /* ---- connections: writing ------------------------------------------------- */
 
-static void dt_on_write(uv_write_t *req, int status)
+static void dt_on_write_done(dt_net_conn *nc, int status)
 {
-    dt_wreq *wr = (dt_wreq *)req;
-    dt_conn *c = req->handle->data;
-    free(wr->data);
-    free(wr);
     if (status < 0 && status != UV_ECANCELED)
-        dt_conn_drop(c, "write failed: %s", uv_strerror(status));
+        dt_conn_drop((dt_conn *)nc, "write failed: %s", uv_strerror(status));
 }
 
 /* Sends one frame; takes the payload reference.  Failures close c. */
 static int dt_conn_send(dt_conn *c, dt_msg_type type, json_t *payload)
 {
-    if (c->closing || !payload) {
+    if (c->nc.closing || !payload) {
         json_decref(payload);
-        if (!c->closing)
+        if (!c->nc.closing)
             dt_conn_drop(c, "out of memory building a %s frame", dt_msg_name(type));
         return DT_EIO;
     }
@@ -298,27 +247,21 @@ static int dt_conn_send(dt_conn *c, dt_msg_type type, json_t *payload)
     int rc = dt_wire_encode(type, payload, &data, &len, &e);
     json_decref(payload);
     if (rc) {
-        dt_log_error("connection #%llu: cannot send %s: %s", (unsigned long long)c->id,
+        dt_log_error("connection #%llu: cannot send %s: %s", (unsigned long long)c->nc.id,
                      dt_msg_name(type), e.msg);
         dt_conn_close(c);
         return rc;
     }
-    dt_wreq *wr = malloc(sizeof *wr);
-    if (!wr) {
-        free(data);
+    int r = dt_net_conn_write(&c->nc, data, len);
+    if (r == UV_ENOMEM) {
         dt_conn_drop(c, "out of memory sending %s", dt_msg_name(type));
         return DT_ENOMEM;
     }
-    wr->data = data;
-    uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
-    int r = uv_write(&wr->req, (uv_stream_t *)&c->tcp, &b, 1, dt_on_write);
     if (r < 0) {
-        free(data);
-        free(wr);
         dt_conn_drop(c, "write failed: %s", uv_strerror(r));
         return DT_EIO;
     }
-    size_t unsent = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+    size_t unsent = dt_net_conn_unsent(&c->nc);
     if (unsent > DT_WORKER_MAX_UNSENT) {
         dt_conn_drop(c, "the peer is not reading (%zu bytes unsent)", unsent);
         return DT_EIO;
@@ -331,7 +274,7 @@ static void dt_conn_fail(dt_conn *c, const json_int_t *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void dt_conn_fail(dt_conn *c, const json_int_t *id, const char *fmt, ...)
 {
-    if (c->closing || c->shutting)
+    if (c->nc.closing || c->nc.shutting)
         return;
     char msg[DT_ERR_MSG_MAX];
     va_list ap;
@@ -339,7 +282,8 @@ static void dt_conn_fail(dt_conn *c, const json_int_t *id, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     dt_one_line(msg);
-    dt_log_warn("connection #%llu from %s: %s; closing", (unsigned long long)c->id, c->peer, msg);
+    dt_log_warn("connection #%llu from %s: %s; closing", (unsigned long long)c->nc.id,
+                c->nc.peer, msg);
     json_t *p = json_object();
     if (p) {
         json_object_set_new(p, "message", json_string(msg));
@@ -460,7 +404,7 @@ static void dt_job_done(uv_work_t *req, int status)
             dt_log_warn("batch %lld finished after connection #%llu closed; its result "
                         "(%d trials) is dropped",
                         (long long)j->id, (unsigned long long)j->conn_id, j->batch.ntrials);
-        } else if (!c->closing) {
+        } else if (!c->nc.closing) {
             json_t *p = dt_result_payload(j);
             if (!p)
                 dt_conn_fail(c, &j->id, "cannot encode the result of batch %lld",
@@ -522,15 +466,15 @@ static void dt_handle_auth(dt_conn *c, json_t *p)
         return;
     }
     c->authed = 1;
-    uv_timer_stop(&c->timer);
+    uv_timer_stop(&c->nc.timer);
     char reply[65];
     dt_auth_mac(w->o->token, w->o->token_len, "dtune-auth-w", cnonce, c->nonce, reply);
     json_t *ok = json_object();
     if (ok)
         json_object_set_new(ok, "mac", json_string(reply));
     if (dt_conn_send(c, DT_MSG_AUTH_OK, ok) == 0)
-        dt_log_info("connection #%llu from %s: authenticated", (unsigned long long)c->id,
-                    c->peer);
+        dt_log_info("connection #%llu from %s: authenticated", (unsigned long long)c->nc.id,
+                    c->nc.peer);
 }
 
 static void dt_handle_batch(dt_conn *c, json_t *p)
@@ -583,7 +527,7 @@ static void dt_handle_batch(dt_conn *c, json_t *p)
     }
     j->w = w;
     j->c = c;
-    j->conn_id = c->id;
+    j->conn_id = c->nc.id;
     j->id = id;
     if (j->batch.ntrials == 0) { /* nothing to measure */
         json_t *r = json_object();
@@ -601,8 +545,8 @@ static void dt_handle_batch(dt_conn *c, json_t *p)
         w->queue_head = j;
     w->queue_tail = j;
     c->jobs++;
-    dt_log_info("connection #%llu: batch %lld (%d trials of %s) queued", (unsigned long long)c->id,
-                (long long)id, j->batch.ntrials, j->batch.workload);
+    dt_log_info("connection #%llu: batch %lld (%d trials of %s) queued",
+                (unsigned long long)c->nc.id, (long long)id, j->batch.ntrials, j->batch.workload);
     dt_start_next(w);
 }
 
@@ -650,7 +594,7 @@ static int dt_preauth_too_big(dt_conn *c)
 static void dt_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     dt_conn *c = s->data;
-    if (nread == 0 || c->closing)
+    if (nread == 0 || c->nc.closing)
         return;
     if (nread < 0) {
         if (c->dec.len > 0)
@@ -659,13 +603,13 @@ static void dt_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         else if (nread != UV_EOF && nread != UV_ECONNRESET)
             dt_conn_drop(c, "read failed: %s", uv_strerror((int)nread));
         else { /* between frames: an ordinary end */
-            dt_log_info("connection #%llu from %s: %s by the peer", (unsigned long long)c->id,
-                        c->peer, nread == UV_EOF ? "closed" : "reset");
+            dt_log_info("connection #%llu from %s: %s by the peer", (unsigned long long)c->nc.id,
+                        c->nc.peer, nread == UV_EOF ? "closed" : "reset");
             dt_conn_close(c);
         }
         return;
     }
-    if (c->shutting)
+    if (c->nc.shutting)
         return;
     dt_err e;
     dt_err_clear(&e);
@@ -676,7 +620,7 @@ static void dt_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (dt_preauth_too_big(c))
         return;
     int got = 0;
-    while (!c->closing && !c->shutting) {
+    while (!c->nc.closing && !c->nc.shutting) {
         dt_msg_type t;
         json_t *p;
         int r = dt_wire_next(&c->dec, &t, &p, &e);
@@ -690,77 +634,44 @@ static void dt_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         dt_handle_frame(c, t, p);
         json_decref(p);
     }
-    if (c->closing || c->shutting)
+    if (c->nc.closing || c->nc.shutting)
         return;
     if (!c->authed) {
         dt_preauth_too_big(c); /* the auth timer bounds the time */
         return;
     }
     if (c->dec.len == 0)
-        uv_timer_stop(&c->timer);
-    else if (got || !uv_is_active((uv_handle_t *)&c->timer))
-        uv_timer_start(&c->timer, dt_on_conn_timer, dt_ms(DT_WORKER_FRAME_TIMEOUT_S), 0);
+        uv_timer_stop(&c->nc.timer);
+    else if (got || !uv_is_active((uv_handle_t *)&c->nc.timer))
+        uv_timer_start(&c->nc.timer, dt_on_conn_timer, dt_ms(DT_WORKER_FRAME_TIMEOUT_S), 0);
 }
 
 /* ---- accepting -------------------------------------------------------------- */
 
-static void dt_format_addr(const struct sockaddr_storage *ss, char *buf, size_t n)
-{
-    char ip[64] = "?";
-    int port = 0;
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-        uv_ip4_name(a, ip, sizeof ip);
-        port = ntohs(a->sin_port);
-        snprintf(buf, n, "%s:%d", ip, port);
-    } else if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
-        uv_ip6_name(a, ip, sizeof ip);
-        port = ntohs(a->sin6_port);
-        snprintf(buf, n, "[%s]:%d", ip, port);
-    } else {
-        snprintf(buf, n, "?");
-    }
-}
-
-static void dt_free_handle(uv_handle_t *h) { free(h); }
-
 /* Accepts and closes at once: the connection limit or a shutdown. */
-static void dt_refuse(dt_wk *w, uv_stream_t *server, const char *why)
+static void dt_refuse(uv_stream_t *server, const char *why)
 {
-    uv_tcp_t *t = malloc(sizeof *t);
-    if (!t)
-        return;
-    uv_tcp_init(&w->loop, t);
-    if (uv_accept(server, (uv_stream_t *)t) == 0) {
-        struct sockaddr_storage ss;
-        int len = sizeof ss;
-        char peer[96] = "?";
-        if (uv_tcp_getpeername(t, (struct sockaddr *)&ss, &len) == 0)
-            dt_format_addr(&ss, peer, sizeof peer);
+    char peer[96];
+    if (dt_net_refuse(server, peer, sizeof peer) == 0)
         dt_log_warn("refusing a connection from %s: %s", peer, why);
-    }
-    uv_close((uv_handle_t *)t, dt_free_handle);
 }
+
+/* Not authenticated: evictable at the limit once DT_WORKER_EVICT_AFTER_S
+ * has passed since the accept. */
+static int dt_conn_evictable(const dt_net_conn *nc) { return !((const dt_conn *)nc)->authed; }
 
 /* At the limit: closes the oldest unauthenticated connection if it has been
  * connected for DT_WORKER_EVICT_AFTER_S; 1 when one was closed. */
 static int dt_evict_unauthenticated(dt_wk *w)
 {
-    uint64_t now = uv_now(&w->loop), grace = dt_ms(DT_WORKER_EVICT_AFTER_S);
-    dt_conn *victim = NULL;
-    for (dt_conn *c = w->conns; c; c = c->next) {
-        if (c->closing || c->shutting || c->authed || now - c->opened_ms < grace)
-            continue;
-        if (!victim || c->opened_ms < victim->opened_ms)
-            victim = c;
-    }
+    dt_conn *victim = (dt_conn *)dt_net_set_victim(&w->conns, DT_WORKER_EVICT_AFTER_S);
     if (!victim)
         return 0;
     dt_conn_drop(victim,
                  "not authenticated after %.1f s, and a new connection needs the slot "
                  "(already %d connections)",
-                 (double)(now - victim->opened_ms) / 1000.0, w->nconns - w->nclosing);
+                 (double)dt_net_conn_waited_ms(&victim->nc) / 1000.0,
+                 dt_net_set_active(&w->conns));
     return 1;
 }
 
@@ -771,46 +682,30 @@ static void dt_on_connection(uv_stream_t *server, int status)
         dt_log_warn("accepting a connection failed: %s", uv_strerror(status));
         return;
     }
-    if (w->nconns - w->nclosing >= DT_WORKER_MAX_CONNS)
+    if (dt_net_set_active(&w->conns) >= DT_WORKER_MAX_CONNS)
         dt_evict_unauthenticated(w);
-    if (w->nconns - w->nclosing >= DT_WORKER_MAX_CONNS) {
+    if (dt_net_set_active(&w->conns) >= DT_WORKER_MAX_CONNS) {
         char why[96];
         snprintf(why, sizeof why, "already %d connections, and none has waited %.0f s "
-                 "without authenticating", w->nconns - w->nclosing, DT_WORKER_EVICT_AFTER_S);
-        dt_refuse(w, server, why);
+                 "without authenticating", dt_net_set_active(&w->conns),
+                 DT_WORKER_EVICT_AFTER_S);
+        dt_refuse(server, why);
         return;
     }
-    dt_conn *c = calloc(1, sizeof *c);
+    dt_conn *c = (dt_conn *)dt_net_conn_new(&w->conns);
     if (!c) {
-        dt_refuse(w, server, "out of memory");
+        dt_refuse(server, "out of memory");
         return;
     }
     c->w = w;
-    uv_tcp_init(&w->loop, &c->tcp);
-    uv_timer_init(&w->loop, &c->timer);
-    c->tcp.data = c->timer.data = c;
-    c->open_handles = 2;
-    c->id = ++w->next_conn_id;
-    c->opened_ms = uv_now(&w->loop);
-    snprintf(c->peer, sizeof c->peer, "?");
     dt_wire_decoder_init(&c->dec);
-    c->next = w->conns;
-    if (w->conns)
-        w->conns->prev = c;
-    w->conns = c;
-    w->nconns++;
-    int r = uv_accept(server, (uv_stream_t *)&c->tcp);
+    int r = dt_net_conn_accept(&c->nc, server);
     if (r) {
         dt_log_warn("accepting a connection failed: %s", uv_strerror(r));
         dt_conn_close(c);
         return;
     }
-    struct sockaddr_storage ss;
-    int len = sizeof ss;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
-        dt_format_addr(&ss, c->peer, sizeof c->peer);
-    uv_tcp_nodelay(&c->tcp, 1);
-    dt_log_info("connection #%llu from %s", (unsigned long long)c->id, c->peer);
+    dt_log_info("connection #%llu from %s", (unsigned long long)c->nc.id, c->nc.peer);
 
     dt_nonce_new(c->nonce);
     json_t *h = json_object();
@@ -824,8 +719,8 @@ static void dt_on_connection(uv_stream_t *server, int status)
     }
     if (dt_conn_send(c, DT_MSG_HELLO, h))
         return;
-    uv_timer_start(&c->timer, dt_on_conn_timer, dt_ms(w->auth_timeout_s), 0);
-    r = uv_read_start((uv_stream_t *)&c->tcp, dt_on_alloc, dt_on_read);
+    uv_timer_start(&c->nc.timer, dt_on_conn_timer, dt_ms(w->auth_timeout_s), 0);
+    r = uv_read_start((uv_stream_t *)&c->nc.tcp, dt_on_alloc, dt_on_read);
     if (r)
         dt_conn_drop(c, "cannot read: %s", uv_strerror(r));
 }
@@ -838,14 +733,14 @@ static void dt_stop_finish(dt_wk *w)
     if (w->finishing)
         return;
     w->finishing = 1;
-    for (dt_conn *c = w->conns; c; c = c->next)
-        dt_conn_finish(c);
+    for (dt_net_conn *nc = w->conns.head; nc; nc = nc->next)
+        dt_conn_finish((dt_conn *)nc);
     if (w->signals_open) {
         uv_close((uv_handle_t *)&w->sig_term, NULL);
         uv_close((uv_handle_t *)&w->sig_int, NULL);
         w->signals_open = 0;
     }
-    dt_log_info("stopped: closing %d connection(s)", w->nconns);
+    dt_log_info("stopped: closing %d connection(s)", dt_net_set_count(&w->conns));
 }
 
 static void dt_on_signal(uv_signal_t *s, int signum)
@@ -874,11 +769,12 @@ static void dt_on_signal(uv_signal_t *s, int signum)
         dt_job_free(j);
     }
     w->queue_tail = NULL;
-    for (dt_conn *c = w->conns; c; c = c->next) {
-        if (c->closing)
+    for (dt_net_conn *nc = w->conns.head; nc; nc = nc->next) {
+        dt_conn *c = (dt_conn *)nc;
+        if (c->nc.closing)
             continue;
         if (w->running && w->running->c == c)
-            uv_read_stop((uv_stream_t *)&c->tcp); /* keep it to send the result */
+            uv_read_stop((uv_stream_t *)&c->nc.tcp); /* keep it to send the result */
         else
             dt_conn_finish(c);
     }
@@ -1012,12 +908,13 @@ int dt_worker_run(const dt_worker_opts *o, dt_err *e)
         free(w);
         return dt_errf(e, DT_EIO, "cannot create the event loop: %s", uv_strerror(r));
     }
-    uv_tcp_init(&w->loop, &w->server);
-    w->server.data = w;
+    dt_net_ops ops = {.conn_size = sizeof(dt_conn), .release = dt_on_conn_release,
+                      .write_done = dt_on_write_done, .evictable = dt_conn_evictable};
+    dt_net_set_init(&w->conns, &w->loop, &ops, w);
     w->server_open = 1;
-    r = uv_tcp_bind(&w->server, (const struct sockaddr *)&addr, 0);
-    if (!r)
-        r = uv_listen((uv_stream_t *)&w->server, 128, dt_on_connection);
+    int port = 0;
+    r = dt_net_listen(&w->loop, &w->server, w, (const struct sockaddr *)&addr, dt_on_connection,
+                      &port);
     if (r) {
         rc = dt_errf(e, DT_EIO, "cannot listen on %s: %s", where, uv_strerror(r));
         dt_loop_teardown(w);
@@ -1025,12 +922,6 @@ int dt_worker_run(const dt_worker_opts *o, dt_err *e)
         free(w);
         return rc;
     }
-    struct sockaddr_storage bound;
-    int blen = sizeof bound;
-    int port = 0;
-    if (uv_tcp_getsockname(&w->server, (struct sockaddr *)&bound, &blen) == 0)
-        port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-                                                 : ((struct sockaddr_in *)&bound)->sin_port);
     uv_signal_init(&w->loop, &w->sig_term);
     uv_signal_init(&w->loop, &w->sig_int);
     w->sig_term.data = w->sig_int.data = w;

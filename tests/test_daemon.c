@@ -12,6 +12,7 @@
 
 #include "common/target.h"
 #include "daemon/api.h"
+#include "daemon/api_util.h"
 #include "daemon/daemon.h"
 #include "daemon/job_spec.h"
 #include "daemon/metrics.h"
