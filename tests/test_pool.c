@@ -110,15 +110,13 @@ static void on_result(const dt_trial_result *r, void *ud)
         t->status[k] = r->status;
         snprintf(t->error[k], sizeof t->error[k], "%s", r->error ? r->error : "");
         if (t->db) {
-            dt_meas_status ms;
-            dt_meas_status_parse(dt_trial_status_name(r->status), &ms);
             int ok = r->status == DT_TRIAL_OK;
             dt_db_measurement m = {.kernel_id = t->kernel_id[k],
                                    .target_id = t->target_id,
                                    .workload_id = t->workload_id,
                                    .shape = t->shape[k],
                                    .threads = 1,
-                                   .status = ms,
+                                   .status = r->status,
                                    .min_ns = ok ? r->min_ns : NAN,
                                    .median_ns = ok ? r->median_ns : NAN,
                                    .error = r->error,

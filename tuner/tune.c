@@ -264,7 +264,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
         }
     }
     if (!rc)
-        rc = dt_measurer_open(&o->meas, target_key, db, &m, e);
+        rc = dt_measurer_open(&o->meas, db, tg, target_key, &m, e);
     if (rc)
         goto out;
 
