@@ -284,26 +284,35 @@ int dt_measurer_plan(const dt_mtrial *trials, int n, int max_trials, int *batch_
 {
     if (max_trials <= 0 || max_trials > DT_BATCH_MAX_TRIALS)
         max_trials = DT_BATCH_MAX_TRIALS;
-    int nb = 0;
+    int nk = 0;
     for (int i = 0; i < n; i++)
-        batch_of[i] = -1;
-    for (int i = 0; i < n; i++) {
-        if (batch_of[i] >= 0)
-            continue;
-        /* a kernel's first trial not yet placed opens its batches */
-        int in = 0;
-        for (int j = i; j < n; j++) {
-            if (trials[j].kernel != trials[i].kernel || batch_of[j] >= 0)
-                continue;
-            if (in == max_trials) {
-                nb++;
-                in = 0;
-            }
-            batch_of[j] = nb;
-            in++;
-        }
-        nb++;
+        if (trials[i].kernel < 0)
+            return DT_EINVAL;
+        else if (trials[i].kernel >= nk)
+            nk = trials[i].kernel + 1;
+    /* per kernel: its trials, then its first batch in order of first appearance */
+    int *cnt = calloc((size_t)nk + 1, sizeof *cnt), *base = malloc(((size_t)nk + 1) * sizeof *base);
+    if (!cnt || !base) {
+        free(cnt);
+        free(base);
+        return DT_ENOMEM;
     }
+    for (int i = 0; i < n; i++)
+        cnt[trials[i].kernel]++;
+    for (int k = 0; k < nk; k++)
+        base[k] = -1;
+    int nb = 0;
+    for (int i = 0; i < n; i++) {
+        int k = trials[i].kernel;
+        if (base[k] < 0) {
+            base[k] = nb;
+            nb += (cnt[k] + max_trials - 1) / max_trials;
+            cnt[k] = 0; /* from here on: trials of k placed so far */
+        }
+        batch_of[i] = base[k] + cnt[k]++ / max_trials;
+    }
+    free(cnt);
+    free(base);
     return nb;
 }
 
@@ -377,6 +386,11 @@ static int make_batches(dt_measurer *m, run_state *st, char **src, dt_err *e)
     if (!st->batch_of || !st->slot || !st->index)
         return dt_errf(e, DT_ENOMEM, "out of memory");
     st->nb = dt_measurer_plan(r->trials, n, DT_BATCH_MAX_TRIALS, st->batch_of);
+    if (st->nb < 0) {
+        int code = st->nb;
+        st->nb = 0;
+        return dt_errf(e, code, code == DT_ENOMEM ? "out of memory" : "a trial names no kernel");
+    }
     st->b = calloc((size_t)st->nb, sizeof *st->b);
     st->trial_of = calloc((size_t)st->nb, sizeof *st->trial_of);
     st->left = calloc((size_t)st->nb, sizeof *st->left);
@@ -435,8 +449,10 @@ static int run_local(dt_measurer *m, run_state *st, dt_err *e)
         if (!res)
             return dt_errf(e, DT_ENOMEM, "out of memory");
         rc = dt_runner_run(&m->runner, &st->b[b], res, e);
+        pthread_mutex_lock(&m->mu);
         for (int i = 0; !rc && i < st->b[b].ntrials; i++)
             take_result(m, st, &res[i]);
+        pthread_mutex_unlock(&m->mu);
         for (int i = 0; i < st->b[b].ntrials; i++)
             dt_trial_result_free(&res[i]);
         free(res);
@@ -487,6 +503,7 @@ int dt_measurer_measure(dt_measurer *m, dt_mrun *r, dt_err *e)
             return dt_errf(e, DT_EINVAL, "trial %d names kernel %d of %d", i, t->kernel, r->nk);
         t->got = t->recorded = t->already = 0;
         t->uid[0] = t->text[0] = '\0';
+        dt_trial_result_free(&t->res);
         memset(&t->res, 0, sizeof t->res);
         t->res.status = DT_TRIAL_WORKER_LOST;
         t->res.min_ns = t->res.median_ns = NAN;

@@ -101,7 +101,9 @@ typedef struct dt_mrun {
     int n;
 } dt_mrun;
 
-/* Measures and records every trial of r (see the top of this file).  0 when
+/* Measures and records every trial of r (see the top of this file); the
+ * trials' outputs are reset first, so they must be zeroed or left by an
+ * earlier run.  0 when
  * the machinery worked, whatever the trials' statuses; DT_EIO when no worker
  * could be used; a code generation, runner or database error as it is (the
  * batches recorded before it stay recorded; trials record what happened to
@@ -114,7 +116,8 @@ void dt_mtrials_free(dt_mtrial *trials, int n);
 /* The batches of trials[0..n): one per kernel, in the order the kernels
  * first appear, each with that kernel's trials in their order, split after
  * every max_trials trials (<= 0: DT_BATCH_MAX_TRIALS).  batch_of[i]
- * receives trial i's batch; returns the number of batches. */
+ * receives trial i's batch; returns the number of batches, or DT_EINVAL
+ * (a negative kernel index) / DT_ENOMEM. */
 int dt_measurer_plan(const dt_mtrial *trials, int n, int max_trials, int *batch_of);
 
 /* A worker's limit for a batch of ntrials default-timed trials: its build,
