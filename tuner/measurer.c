@@ -28,7 +28,6 @@ typedef struct {
     dt_batch *b;               /* [nb] */
     int nb;
     int *batch_of;             /* [n] trial -> batch */
-    int *slot;                 /* [n] trial -> index in its batch */
     int **trial_of;            /* [nb][ntrials] batch slot -> trial */
     int *left;                 /* [nb] results still to come */
     uid_ref *index;            /* [n] sorted by uid */
@@ -127,11 +126,9 @@ static void take_result(dt_measurer *m, run_state *st, const dt_trial_result *re
         t->res.status = DT_TRIAL_WRONG_ANSWER;
         t->res.min_ns = t->res.median_ns = NAN;
         t->res.error = strdup(msg);
-    } else if (res->error) {
-        t->res.error = strdup(res->error);
+    } else if (res->status != DT_TRIAL_OK) {
+        t->res.error = strdup(res->error && res->error[0] ? res->error : "no detail");
     }
-    if (res->status != DT_TRIAL_OK && !t->res.error)
-        t->res.error = strdup(res->error ? res->error : "no detail");
     st->done++;
     if (m->o.progress)
         m->o.progress(st->done, r->n, m->o.ud);
@@ -326,7 +323,6 @@ static void state_free(run_state *st)
         free(st->trial_of[b]);
     free(st->b);
     free(st->batch_of);
-    free(st->slot);
     free(st->trial_of);
     free(st->left);
     free(st->index);
@@ -381,9 +377,8 @@ static int make_batches(dt_measurer *m, run_state *st, char **src, dt_err *e)
     dt_mrun *r = st->r;
     int n = r->n;
     st->batch_of = malloc((size_t)n * sizeof *st->batch_of);
-    st->slot = malloc((size_t)n * sizeof *st->slot);
     st->index = malloc((size_t)n * sizeof *st->index);
-    if (!st->batch_of || !st->slot || !st->index)
+    if (!st->batch_of || !st->index)
         return dt_errf(e, DT_ENOMEM, "out of memory");
     st->nb = dt_measurer_plan(r->trials, n, DT_BATCH_MAX_TRIALS, st->batch_of);
     if (st->nb < 0) {
@@ -428,7 +423,7 @@ static int make_batches(dt_measurer *m, run_state *st, char **src, dt_err *e)
         memcpy(t->uid, tr->uid, sizeof t->uid);
         memcpy(t->text, tr->shape, sizeof t->text);
         st->trial_of[st->batch_of[i]][bt->ntrials] = i;
-        st->slot[i] = bt->ntrials++;
+        bt->ntrials++;
         st->index[i] = (uid_ref){t->uid, i};
     }
     qsort(st->index, (size_t)n, sizeof *st->index, cmp_ref);
