@@ -1,9 +1,10 @@
 /* dtune measure: kernels × shapes measured (locally, or on remote workers)
- * and recorded in the database, each trial exactly once. */
+ * and recorded in the database, each trial exactly once, through the
+ * measurement session (tuner/measurer.h) the tuner uses too; this file is
+ * the command line and the output. */
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,19 +12,14 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "common/file.h"
 #include "common/json_util.h"
 #include "common/log.h"
 #include "common/target.h"
 #include "db/db.h"
-#include "measure/pool.h"
-#include "measure/runner.h"
 #include "measure/trial.h"
-#include "measure/wire.h"
-#include "microkernel/build.h"
-#include "microkernel/codegen.h"
 #include "sketch/annotation.h"
 #include "sketch/workload.h"
+#include "tuner/measurer.h"
 
 /* A --workers run gives up when no worker has been usable for this long. */
 #define NO_WORKER_GRACE_S 30.0
@@ -125,66 +121,20 @@ static int parse_args(int argc, char **argv, measure_args *a, const char **key)
     return 0;
 }
 
-/* The shapes to run, as canonical shape text (dt_cli_shapes, formatted). */
-static int pick_shapes(const dt_workload *w, const char *text, char (**out)[128], int *n,
-                       dt_err *e)
-{
-    int64_t *vals;
-    int rc = dt_cli_shapes(w, text, DT_BATCH_MAX_TRIALS, &vals, n, e);
-    if (rc)
-        return rc;
-    *out = calloc((size_t)(*n ? *n : 1), sizeof **out);
-    if (!*out) {
-        free(vals);
-        return dt_errf(e, DT_ENOMEM, "out of memory");
-    }
-    for (int i = 0; i < *n; i++)
-        dt_shape_format(w, vals + i * w->nvars, (*out)[i], sizeof (*out)[i]);
-    free(vals);
-    return 0;
-}
-
 /* ---- the run ------------------------------------------------------------- */
 
-typedef struct {
-    int got;
-    dt_trial_status status;
-    double min_ns, median_ns;
-    int repeats;
-    char *error;
-} trial_out;
-
-typedef struct {
-    int kernel;  /* index */
-    int shape;   /* index */
-    const char *uid;
-} uid_ref;
-
 typedef struct run {
-    /* fixed */
     const measure_args *a;
     const dt_workload *w;
     char wkey[DT_KEY_MAX];
     char tkey[DT_TARGET_KEY_MAX];
     int nk, ns;
-    dt_annotation *kernels;
-    char (*shapes)[128];
-    dt_batch *batches;     /* one per kernel */
-    int64_t *kernel_ids;
-    char (*source_hash)[65];
-    int64_t target_id, workload_id;
-    uid_ref *index;        /* sorted by uid */
+    dt_mkernel *kernels;   /* [nk] */
+    dt_mtrial *trials;     /* [kernel * ns + shape] */
     int64_t total;
     dt_db *db;
     int tty;
-
-    /* results: under mu (the pool delivers on its own thread) */
-    pthread_mutex_t mu;
-    trial_out *out;        /* [kernel * ns + shape] */
-    int64_t done, recorded, already, duplicates;
-    int64_t counts[DT_TRIAL_N_STATUS];
-    dt_err db_err;         /* first database failure */
-    int db_failed;
+    int64_t done;          /* results so far (the session's progress) */
     double t0, last_progress;
 } run;
 
@@ -193,11 +143,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_ref(const void *x, const void *y)
-{
-    return strcmp(((const uid_ref *)x)->uid, ((const uid_ref *)y)->uid);
 }
 
 static void progress(run *r, int final)
@@ -215,159 +160,43 @@ static void progress(run *r, int final)
     fflush(stderr);
 }
 
-/* Records one result (any thread); duplicates are dropped. */
-static void take_result(run *r, const dt_trial_result *res)
-{
-    uid_ref key = {.uid = res->uid};
-    pthread_mutex_lock(&r->mu);
-    uid_ref *ref = bsearch(&key, r->index, (size_t)r->total, sizeof *r->index, cmp_ref);
-    if (!ref) {
-        dt_log_warn("measure: a result for unknown trial %s was dropped", res->uid);
-        pthread_mutex_unlock(&r->mu);
-        return;
-    }
-    trial_out *o = &r->out[ref->kernel * r->ns + ref->shape];
-    if (o->got) {
-        r->duplicates++;
-        dt_log_warn("measure: a second result for trial %s was dropped", res->uid);
-        pthread_mutex_unlock(&r->mu);
-        return;
-    }
-    o->got = 1;
-    o->status = res->status;
-    o->min_ns = res->min_ns;
-    o->median_ns = res->median_ns;
-    o->repeats = res->repeats;
-    o->error = res->error ? strdup(res->error) : NULL;
-    r->done++;
-    if ((int)res->status >= 0 && res->status < DT_TRIAL_N_STATUS)
-        r->counts[res->status]++;
-
-    const dt_trial *t = &r->batches[ref->kernel].trials[ref->shape];
-    dt_meas_status ms;
-    if (dt_meas_status_parse(dt_trial_status_name(res->status), &ms) != 0)
-        ms = DT_MEAS_WORKER_LOST;
-    int ok = res->status == DT_TRIAL_OK;
-    dt_db_measurement m = {
-        .kernel_id = r->kernel_ids[ref->kernel],
-        .target_id = r->target_id,
-        .workload_id = r->workload_id,
-        .shape = t->shape,
-        .threads = t->threads,
-        .status = ms,
-        .min_ns = ok ? res->min_ns : NAN,
-        .median_ns = ok ? res->median_ns : NAN,
-        .error = res->error,
-        .trial_uid = res->uid,
-    };
-    bool already = false;
-    dt_err e;
-    if (!r->db_failed) {
-        if (dt_db_measurement_insert(r->db, &m, NULL, &already, &e) != 0) {
-            r->db_failed = 1;
-            r->db_err = e;
-        } else if (already) {
-            r->already++;
-        } else {
-            r->recorded++;
-        }
-    }
-    progress(r, 0);
-    pthread_mutex_unlock(&r->mu);
-}
-
-static void pool_result(const dt_trial_result *res, void *ud) { take_result(ud, res); }
-
-static int measure_local(run *r, dt_err *e)
-{
-    dt_builder b;
-    dt_runner rn;
-    int rc;
-    if ((rc = dt_builder_init(&b, NULL, NULL, NULL, e)) ||
-        (rc = dt_runner_init(&rn, &b, NULL, e)))
-        return rc;
-    const dt_batch **bp = malloc((size_t)r->nk * sizeof *bp);
-    dt_trial_result *res = calloc((size_t)r->ns, sizeof *res);
-    if (!bp || !res) {
-        free(bp);
-        free(res);
-        return dt_errf(e, DT_ENOMEM, "out of memory");
-    }
-    for (int k = 0; k < r->nk; k++)
-        bp[k] = &r->batches[k];
-    rc = dt_runner_build_many(&rn, bp, r->nk, e);
-    for (int k = 0; !rc && k < r->nk; k++) {
-        memset(res, 0, (size_t)r->ns * sizeof *res);
-        if ((rc = dt_runner_run(&rn, &r->batches[k], res, e)))
-            break;
-        for (int s = 0; s < r->ns; s++) {
-            take_result(r, &res[s]);
-            dt_trial_result_free(&res[s]);
-        }
-        pthread_mutex_lock(&r->mu);
-        int failed = r->db_failed;
-        pthread_mutex_unlock(&r->mu);
-        if (failed)
-            break;
-    }
-    free(bp);
-    free(res);
-    return rc;
-}
-
-/* Between waits for the workers: progress; stop when the database failed. */
-static int drain_tick(void *ud)
+static void on_progress(int64_t done, int64_t total, void *ud)
 {
     run *r = ud;
-    pthread_mutex_lock(&r->mu);
+    (void)total;
+    r->done = done;
     progress(r, 0);
-    int failed = r->db_failed;
-    pthread_mutex_unlock(&r->mu);
-    return failed;
 }
 
-static int measure_remote(run *r, dt_err *e)
+/* Trials with a result, recorded new, found recorded, and per status. */
+typedef struct {
+    int64_t got, recorded, already;
+    int64_t counts[DT_TRIAL_N_STATUS];
+} tally;
+
+static tally count_trials(const run *r)
 {
-    char *token = NULL;
-    size_t token_len = 0;
-    int rc = dt_token_read(r->a->token_file, &token, &token_len, e);
-    if (rc)
-        return rc == DT_ENOTFOUND ? (e->code = DT_EINVAL) : rc;
-    /* the longest a worker may legitimately take for one batch: its build,
-     * then every trial up to its time limit */
-    double deadline = 300;
-    for (int k = 0; k < r->nk; k++) {
-        double d = DT_BUILD_DEFAULT_TIMEOUT + 60 +
-                   r->batches[k].ntrials * (r->batches[k].timing.run_timeout_s + 1);
-        if (d > deadline)
-            deadline = d;
+    tally c = {0};
+    for (int64_t i = 0; i < r->total; i++) {
+        const dt_mtrial *t = &r->trials[i];
+        if (!t->got)
+            continue;
+        c.got++;
+        if (t->recorded && t->already)
+            c.already++;
+        else if (t->recorded)
+            c.recorded++;
+        if ((unsigned)t->res.status < DT_TRIAL_N_STATUS)
+            c.counts[t->res.status]++;
     }
-    dt_pool_opts o = {.workers = r->a->workers,
-                      .token = token,
-                      .token_len = token_len,
-                      .target_key = r->tkey,
-                      .inflight = 1,
-                      .batch_deadline_s = deadline,
-                      .on_result = pool_result,
-                      .ud = r};
-    dt_pool *p = NULL;
-    rc = dt_pool_open(&o, &p, e);
-    memset(token, 0, token_len);
-    free(token);
-    if (rc)
-        return rc;
-    for (int k = 0; !rc && k < r->nk; k++)
-        rc = dt_pool_submit(p, &r->batches[k], e);
-    if (!rc)
-        rc = dt_pool_drain_patient(p, NO_WORKER_GRACE_S, drain_tick, r, e);
-    dt_pool_close(p);
-    return rc;
+    return c;
 }
 
 /* ---- output ---------------------------------------------------------------- */
 
 static int print_json(run *r, const char *mode, double wall)
 {
+    tally c = count_trials(r);
     json_t *root = json_object(), *ks = json_array(), *counts = json_object();
     json_object_set_new(root, "workload", json_string(r->wkey));
     json_object_set_new(root, "target", json_string(r->tkey));
@@ -376,35 +205,35 @@ static int print_json(run *r, const char *mode, double wall)
     if (r->a->workers)
         json_object_set_new(root, "workers", json_string(r->a->workers));
     json_object_set_new(root, "trials", json_integer(r->total));
-    json_object_set_new(root, "measured", json_integer(r->done));
-    json_object_set_new(root, "recorded", json_integer(r->recorded));
+    json_object_set_new(root, "measured", json_integer(c.got));
+    json_object_set_new(root, "recorded", json_integer(c.recorded));
     json_object_set_new(root, "wall_seconds", json_real(wall));
     json_object_set_new(root, "trials_per_minute",
-                        json_real(wall > 0 ? (double)r->done * 60.0 / wall : 0));
+                        json_real(wall > 0 ? (double)c.got * 60.0 / wall : 0));
     for (int s = 0; s < DT_TRIAL_N_STATUS; s++)
         json_object_set_new(counts, dt_trial_status_name((dt_trial_status)s),
-                            json_integer(r->counts[s]));
+                            json_integer(c.counts[s]));
     json_object_set_new(root, "status_counts", counts);
     for (int k = 0; k < r->nk; k++) {
         json_t *jk = json_object(), *jsh = json_array();
-        json_object_set_new(jk, "kernel_id", json_integer(r->kernel_ids[k]));
-        json_object_set_new(jk, "sketch", json_string(dt_sketch_name(r->kernels[k].sketch)));
-        json_object_set_new(jk, "annotation", dt_annotation_to_json(&r->kernels[k]));
-        json_object_set_new(jk, "source_hash", json_string(r->source_hash[k]));
+        json_object_set_new(jk, "kernel_id", json_integer(r->kernels[k].id));
+        json_object_set_new(jk, "sketch", json_string(dt_sketch_name(r->kernels[k].a.sketch)));
+        json_object_set_new(jk, "annotation", dt_annotation_to_json(&r->kernels[k].a));
+        json_object_set_new(jk, "source_hash", json_string(r->kernels[k].source_hash));
         for (int s = 0; s < r->ns; s++) {
-            const trial_out *o = &r->out[k * r->ns + s];
-            const dt_trial *t = &r->batches[k].trials[s];
+            const dt_mtrial *t = &r->trials[k * r->ns + s];
+            const dt_trial_result *o = &t->res;
             json_t *js = json_object();
-            json_object_set_new(js, "shape", json_string(t->shape));
+            json_object_set_new(js, "shape", json_string(t->text));
             json_object_set_new(js, "trial_uid", json_string(t->uid));
             json_object_set_new(js, "threads", json_integer(t->threads));
             json_object_set_new(js, "status",
-                                o->got ? json_string(dt_trial_status_name(o->status))
+                                t->got ? json_string(dt_trial_status_name(o->status))
                                        : json_null());
-            json_object_set_new(js, "min_ns", o->got ? dt_json_num_or_null(o->min_ns) : json_null());
-            json_object_set_new(js, "median_ns", o->got ? dt_json_num_or_null(o->median_ns) : json_null());
-            json_object_set_new(js, "repeats", json_integer(o->got ? o->repeats : 0));
-            if (o->error)
+            json_object_set_new(js, "min_ns", t->got ? dt_json_num_or_null(o->min_ns) : json_null());
+            json_object_set_new(js, "median_ns", t->got ? dt_json_num_or_null(o->median_ns) : json_null());
+            json_object_set_new(js, "repeats", json_integer(t->got ? o->repeats : 0));
+            if (t->got && o->error)
                 json_object_set_new(js, "error", json_string(o->error));
             json_array_append_new(jsh, js);
         }
@@ -422,136 +251,67 @@ static void print_table(run *r)
            "median us", "");
     for (int k = 0; k < r->nk; k++)
         for (int s = 0; s < r->ns; s++) {
-            const trial_out *o = &r->out[k * r->ns + s];
-            const char *shape = r->batches[k].trials[s].shape;
-            printf("%-4d %-8s %-16s %-14s", k, dt_sketch_name(r->kernels[k].sketch),
-                   shape[0] ? shape : "(static)",
-                   o->got ? dt_trial_status_name(o->status) : "(none)");
-            if (o->got && o->status == DT_TRIAL_OK)
+            const dt_mtrial *t = &r->trials[k * r->ns + s];
+            const dt_trial_result *o = &t->res;
+            printf("%-4d %-8s %-16s %-14s", k, dt_sketch_name(r->kernels[k].a.sketch),
+                   t->text[0] ? t->text : "(static)",
+                   t->got ? dt_trial_status_name(o->status) : "(none)");
+            if (t->got && o->status == DT_TRIAL_OK)
                 printf(" %12.2f %12.2f\n", o->min_ns * 1e-3, o->median_ns * 1e-3);
             else
-                printf(" %12s %12s  %.120s\n", "-", "-", o->error ? o->error : "");
+                printf(" %12s %12s  %.120s\n", "-", "-", t->got && o->error ? o->error : "");
         }
 }
 
 static void print_summary(run *r, FILE *f, const char *mode, double wall)
 {
+    tally c = count_trials(r);
     fprintf(f, "%lld of %lld trials measured %s in %.1f s (%.1f trials/min); recorded %lld "
                "new in %s",
-            (long long)r->done, (long long)r->total, mode, wall,
-            wall > 0 ? (double)r->done * 60.0 / wall : 0, (long long)r->recorded,
+            (long long)c.got, (long long)r->total, mode, wall,
+            wall > 0 ? (double)c.got * 60.0 / wall : 0, (long long)c.recorded,
             dt_db_path(r->db));
-    if (r->already)
-        fprintf(f, " (%lld already there)", (long long)r->already);
+    if (c.already)
+        fprintf(f, " (%lld already there)", (long long)c.already);
     fprintf(f, "\nstatus:");
     for (int s = 0; s < DT_TRIAL_N_STATUS; s++)
-        if (r->counts[s])
+        if (c.counts[s])
             fprintf(f, " %s %lld", dt_trial_status_name((dt_trial_status)s),
-                    (long long)r->counts[s]);
+                    (long long)c.counts[s]);
     fprintf(f, "\n");
 }
 
 /* ---- setup ------------------------------------------------------------------- */
 
-static void run_free(run *r)
+/* The kernels (dt_cli_kernels) and the trials: every kernel on every shape
+ * (values from dt_cli_shapes), kernel-major. */
+static int make_trials(run *r, dt_annotation *ann, const int64_t *vals, dt_err *e)
 {
-    if (r->batches)
-        for (int k = 0; k < r->nk; k++)
-            dt_batch_free(&r->batches[k]);
-    if (r->out)
-        for (int64_t i = 0; i < r->total; i++)
-            free(r->out[i].error);
-    free(r->batches);
-    free(r->out);
-    free(r->kernel_ids);
-    free(r->source_hash);
-    free(r->index);
-    free(r->kernels);
-    free(r->shapes);
-    dt_db_close(r->db);
-    pthread_mutex_destroy(&r->mu);
-}
-
-/* Sources, batches, uids. */
-static int make_batches(run *r, const dt_target *t, dt_err *e)
-{
-    dt_kernel_op kop = {.op = r->w->op};
-    memcpy(kop.attrs, r->w->attrs, sizeof kop.attrs);
     r->total = (int64_t)r->nk * r->ns;
-    r->batches = calloc((size_t)r->nk, sizeof *r->batches);
-    r->kernel_ids = calloc((size_t)r->nk, sizeof *r->kernel_ids);
-    r->source_hash = calloc((size_t)r->nk, sizeof *r->source_hash);
-    r->out = calloc((size_t)r->total, sizeof *r->out);
-    r->index = calloc((size_t)r->total, sizeof *r->index);
-    if (!r->batches || !r->kernel_ids || !r->source_hash || !r->out || !r->index)
+    r->kernels = calloc((size_t)r->nk, sizeof *r->kernels);
+    r->trials = calloc((size_t)(r->total ? r->total : 1), sizeof *r->trials);
+    if (!r->kernels || !r->trials)
         return dt_errf(e, DT_ENOMEM, "out of memory");
-    (void)t;
     for (int k = 0; k < r->nk; k++) {
-        dt_batch *b = &r->batches[k];
-        int rc = dt_codegen(&kop, &r->kernels[k], &b->source, e);
-        if (rc)
-            return dt_err_prefix(e, "kernel %d", k);
-        const char *src = b->source;
-        dt_hash_strings(&src, 1, r->source_hash[k]);
-        snprintf(b->workload, sizeof b->workload, "%s", r->wkey);
-        dt_timing_default(&b->timing);
-        if (r->a->min_time_ms > 0)
-            b->timing.min_time_s = r->a->min_time_ms * 1e-3;
-        b->timing.seed = r->a->seed;
-        b->timing.flush_cache = r->a->cold;
-        b->trials = calloc((size_t)r->ns, sizeof *b->trials);
-        if (!b->trials)
-            return dt_errf(e, DT_ENOMEM, "out of memory");
-        b->ntrials = r->ns;
-        int threads = r->a->threads > 0 ? r->a->threads : r->kernels[k].threads;
+        r->kernels[k].a = ann[k];
+        int threads = r->a->threads > 0 ? r->a->threads : ann[k].threads;
         for (int s = 0; s < r->ns; s++) {
-            if ((rc = dt_trial_init(&b->trials[s], r->w, r->shapes[s], threads, e)))
-                return dt_err_prefix(e, "shape %s", r->shapes[s]);
-            dt_trial_uid_new(b->trials[s].uid);
-            r->index[k * r->ns + s] = (uid_ref){k, s, b->trials[s].uid};
+            dt_mtrial *t = &r->trials[k * r->ns + s];
+            t->kernel = k;
+            t->threads = threads;
+            memcpy(t->shape, vals + (size_t)s * r->w->nvars,
+                   (size_t)r->w->nvars * sizeof *t->shape);
         }
     }
-    qsort(r->index, (size_t)r->total, sizeof *r->index, cmp_ref);
     return 0;
 }
 
-/* Target, workload and kernels in the database. */
-static int prepare_db(run *r, const dt_target *t, dt_err *e)
+static void run_free(run *r)
 {
-    int rc = dt_db_open(r->a->db ? r->a->db : dt_cli_default_db(), DT_DB_CREATE, &r->db, e);
-    if (rc)
-        return rc;
-    json_t *tj = dt_target_to_json(t);
-    char *tinfo = tj ? json_dumps(tj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    json_decref(tj);
-    char *sset = dt_workload_shape_set_json(r->w);
-    if (!tinfo || !sset) {
-        free(tinfo);
-        free(sset);
-        return dt_errf(e, DT_ENOMEM, "out of memory");
-    }
-    if ((rc = dt_db_begin(r->db, e)) == 0) {
-        rc = dt_db_target_upsert(r->db, r->tkey, dt_isa_name(t->isa), tinfo, &r->target_id, e);
-        if (!rc)
-            rc = dt_db_workload_upsert(r->db, r->wkey, r->w->op->name, sset, &r->workload_id, e);
-        for (int k = 0; !rc && k < r->nk; k++) {
-            char *ann = dt_annotation_to_string(&r->kernels[k]);
-            if (!ann) {
-                rc = dt_errf(e, DT_ENOMEM, "out of memory");
-                break;
-            }
-            rc = dt_db_kernel_intern(r->db, r->w->op->name, dt_sketch_name(r->kernels[k].sketch),
-                                     ann, r->source_hash[k], &r->kernel_ids[k], e);
-            free(ann);
-        }
-        if (rc)
-            dt_db_rollback(r->db, NULL);
-        else
-            rc = dt_db_commit(r->db, e);
-    }
-    free(tinfo);
-    free(sset);
-    return rc;
+    dt_mtrials_free(r->trials, (int)r->total);
+    free(r->trials);
+    free(r->kernels);
+    dt_db_close(r->db);
 }
 
 int dt_cmd_measure(int argc, char **argv)
@@ -565,8 +325,10 @@ int dt_cmd_measure(int argc, char **argv)
     dt_err_clear(&e);
     dt_workload *w = NULL;
     dt_target t;
+    dt_annotation *ann = NULL;
+    int64_t *vals = NULL;
+    dt_measurer *m = NULL;
     run r = {.a = &a};
-    pthread_mutex_init(&r.mu, NULL);
     r.tty = isatty(2);
     if ((rc = dt_workload_parse_key(key, &w, &e)) || (rc = dt_target_detect(&t, &e)))
         goto fail;
@@ -576,7 +338,7 @@ int dt_cmd_measure(int argc, char **argv)
         rc = dt_errf(&e, rc, "cannot form this machine's target key");
         goto fail;
     }
-    if ((rc = pick_shapes(w, a.shapes, &r.shapes, &r.ns, &e)))
+    if ((rc = dt_cli_shapes(w, a.shapes, DT_BATCH_MAX_TRIALS, &vals, &r.ns, &e)))
         goto fail;
     if (a.threads > t.logical_cpus) {
         rc = dt_errf(&e, DT_EINVAL, "--threads %d: this machine has %d CPUs", a.threads,
@@ -584,9 +346,24 @@ int dt_cmd_measure(int argc, char **argv)
         goto fail;
     }
     if ((rc = dt_cli_kernels(a.kernel_file, a.sample, a.seed, a.threads > 0 ? a.threads : 1, &t,
-                             &r.kernels, &r.nk, &e)))
+                             &ann, &r.nk, &e)) ||
+        (rc = make_trials(&r, ann, vals, &e)))
         goto fail;
-    if ((rc = make_batches(&r, &t, &e)) || (rc = prepare_db(&r, &t, &e)))
+    if ((rc = dt_db_open(a.db ? a.db : dt_cli_default_db(), DT_DB_CREATE, &r.db, &e)))
+        goto fail;
+    dt_timing timing;
+    dt_timing_default(&timing);
+    dt_measurer_opts mo = {.workers = a.workers,
+                           .token_file = a.token_file,
+                           .min_time_s = a.min_time_ms > 0 ? a.min_time_ms * 1e-3
+                                                           : timing.min_time_s,
+                           .seed = a.seed,
+                           .flush_cache = a.cold,
+                           .no_worker_grace_s = NO_WORKER_GRACE_S,
+                           .batch_deadline_s = dt_measurer_batch_deadline(r.ns),
+                           .progress = on_progress,
+                           .ud = &r};
+    if ((rc = dt_measurer_open(&mo, r.db, &t, r.tkey, &m, &e)))
         goto fail;
 
     const char *mode = a.workers ? "on workers" : "locally";
@@ -595,15 +372,13 @@ int dt_cmd_measure(int argc, char **argv)
                 r.nk == 1 ? "" : "s", r.ns, r.ns == 1 ? "" : "s", (long long)r.total, r.wkey,
                 a.workers ? a.workers : "this machine");
     r.t0 = now_s();
-    rc = a.workers ? measure_remote(&r, &e) : measure_local(&r, &e);
+    dt_mrun mr = {.w = w, .kernels = r.kernels, .nk = r.nk, .trials = r.trials,
+                  .n = (int)r.total};
+    rc = dt_measurer_measure(m, &mr, &e);
     double wall = now_s() - r.t0;
-    pthread_mutex_lock(&r.mu);
+    dt_measurer_close(m);
+    m = NULL;
     progress(&r, 1);
-    pthread_mutex_unlock(&r.mu);
-    if (!rc && r.db_failed) {
-        e = r.db_err;
-        rc = e.code ? e.code : DT_EDB;
-    }
     if (rc)
         goto fail;
     if (a.json) {
@@ -616,14 +391,22 @@ int dt_cmd_measure(int argc, char **argv)
         rc = DT_EXIT_OK;
     }
     run_free(&r);
+    free(ann);
+    free(vals);
     dt_workload_free(w);
     return rc;
 fail:
-    if (r.db && r.done)
-        fprintf(stderr, "measure: %lld of %lld trials were measured and recorded before the "
-                        "failure\n",
-                (long long)r.done, (long long)r.total);
+    dt_measurer_close(m);
+    if (r.db && r.trials) {
+        tally c = count_trials(&r);
+        if (c.recorded + c.already)
+            fprintf(stderr, "measure: %lld of %lld trials were measured and recorded before "
+                            "the failure\n",
+                    (long long)(c.recorded + c.already), (long long)r.total);
+    }
     run_free(&r);
+    free(ann);
+    free(vals);
     dt_workload_free(w);
     return dt_cli_fail(&e);
 }

@@ -54,9 +54,10 @@ static void usage_train(FILE *out)
             "record (kernel, shape) is one row: the kernel's features, log2 of the shape's\n"
             "dims, and the label throughput / f_adapt (the rows the tuner trains on). A\n"
             "seeded shuffle holds out a fraction of\n"
-            "the rows; the model trained on the rest predicts their times, and the Kendall\n"
-            "tau against the measured times and the top-k recall (k = max(1, n/10)) on\n"
-            "throughput are reported. The model is then retrained on every row and stored\n"
+            "the rows; the model trained on the rest predicts them, and the Kendall tau\n"
+            "of predicted against measured throughput and the top-k recall (k = max(1,\n"
+            "n/10)) are reported, as `dtune tune` reports them (n/a when the held-out rows\n"
+            "make fewer than 10 pairs). The model is then retrained on every row and stored\n"
             "in the database with these metrics. At least %d ok records are needed.\n"
             "\n"
             "Options:\n"
@@ -184,94 +185,14 @@ static int find_target(dt_db *db, dt_target *t, char *key, size_t keylen, int64_
 
 /* ---- train ------------------------------------------------------------------ */
 
-typedef struct {
-    int n, holdout, k;
-    double tau, recall; /* NAN without a holdout */
-} quality;
-
-/* Trains on the rows not held out and evaluates on the held-out ones. */
-static int evaluate(const dt_cm_row *rows, const int *perm, int n, int h, const dt_xgb_params *p,
-                    quality *q, dt_err *e)
+/* v with 3 decimals, or "n/a" when it could not be computed */
+static const char *fmt_metric(double v, char *buf, size_t n)
 {
-    q->n = n;
-    q->holdout = h;
-    q->k = h > 0 ? (h / 10 > 1 ? h / 10 : 1) : 0;
-    q->tau = q->recall = NAN;
-    if (h == 0)
-        return 0;
-    int nt = n - h;
-    float *X = malloc((size_t)n * DT_CM_NCOLS * sizeof *X), *y = malloc((size_t)n * sizeof *y);
-    float *pred = malloc((size_t)h * sizeof *pred);
-    double *pt = malloc((size_t)h * sizeof *pt), *mt = malloc((size_t)h * sizeof *mt);
-    double *pg = malloc((size_t)h * sizeof *pg), *mg = malloc((size_t)h * sizeof *mg);
-    int rc = 0;
-    dt_xgb *m = NULL;
-    if (!X || !y || !pred || !pt || !mt || !pg || !mg) {
-        rc = dt_errf(e, DT_ENOMEM, "out of memory");
-        goto out;
-    }
-    /* perm[0..h) is the holdout, perm[h..n) the training part */
-    for (int i = 0; i < nt; i++) {
-        memcpy(X + (size_t)i * DT_CM_NCOLS, rows[perm[h + i]].x, sizeof rows->x);
-        y[i] = rows[perm[h + i]].label;
-    }
-    if ((rc = dt_xgb_train(X, y, nt, DT_CM_NCOLS, p, &m, e)))
-        goto out;
-    for (int i = 0; i < h; i++)
-        memcpy(X + (size_t)i * DT_CM_NCOLS, rows[perm[i]].x, sizeof rows->x);
-    if ((rc = dt_xgb_predict(m, X, h, pred, e)))
-        goto out;
-    for (int i = 0; i < h; i++) {
-        const dt_cm_row *r = &rows[perm[i]];
-        double g = (double)pred[i] * r->adapt;
-        pg[i] = g;
-        pt[i] = g > 0 ? r->flops / g : HUGE_VAL;
-        mt[i] = r->min_ns;
-        mg[i] = r->flops / r->min_ns;
-    }
-    q->tau = dt_kendall_tau(pt, mt, h);
-    q->recall = dt_topk_recall(pg, mg, h, q->k);
-out:
-    dt_xgb_free(m);
-    free(X);
-    free(y);
-    free(pred);
-    free(pt);
-    free(mt);
-    free(pg);
-    free(mg);
-    return rc;
-}
-
-/* Trains on every row; *blob is malloc'ed. */
-static int train_all(const dt_cm_row *rows, int n, const dt_xgb_params *p, void **blob, size_t *len,
-                     dt_err *e)
-{
-    float *X = malloc((size_t)n * DT_CM_NCOLS * sizeof *X), *y = malloc((size_t)n * sizeof *y);
-    int rc = 0;
-    dt_xgb *m = NULL;
-    if (!X || !y) {
-        rc = dt_errf(e, DT_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (int i = 0; i < n; i++) {
-        memcpy(X + (size_t)i * DT_CM_NCOLS, rows[i].x, sizeof rows->x);
-        y[i] = rows[i].label;
-    }
-    if (!(rc = dt_xgb_train(X, y, n, DT_CM_NCOLS, p, &m, e)))
-        rc = dt_xgb_save(m, blob, len, e);
-out:
-    dt_xgb_free(m);
-    free(X);
-    free(y);
-    return rc;
-}
-
-static json_t *metrics_json(const quality *q)
-{
-    return json_pack("{s:o, s:o, s:i, s:i, s:i}", "kendall_tau", dt_json_num_or_null(q->tau),
-                     "topk_recall", dt_json_num_or_null(q->recall), "k", q->k, "holdout", q->holdout,
-                     "records", q->n);
+    if (isfinite(v))
+        snprintf(buf, n, "%.3f", v);
+    else
+        snprintf(buf, n, "n/a");
+    return buf;
 }
 
 static int cmd_train(int argc, char **argv)
@@ -288,7 +209,6 @@ static int cmd_train(int argc, char **argv)
     int64_t tid = 0;
     dt_predictor pr;
     int have_pr = 0;
-    int *perm = NULL;
     void *blob = NULL;
     size_t blen = 0;
     char *mtext = NULL;
@@ -300,7 +220,6 @@ static int cmd_train(int argc, char **argv)
     have_pr = 1;
     if ((rc = dt_predictor_load(&pr, db, &e)))
         goto fail;
-    const dt_cm_row *rows = pr.rows;
     n = pr.n;
     skipped = pr.skipped;
     if (n < MIN_RECORDS) {
@@ -311,36 +230,14 @@ static int cmd_train(int argc, char **argv)
         goto fail;
     }
 
-    /* seeded shuffle; the first h rows are held out */
-    perm = malloc((size_t)n * sizeof *perm);
-    if (!perm) {
-        rc = dt_errf(&e, DT_ENOMEM, "out of memory");
+    /* the held-out quality, as `dtune tune` reports it, then the model on every row */
+    pr.params.seed = (int)(a.seed & 0x7fffffff);
+    dt_quality q;
+    if ((rc = dt_predictor_evaluate(&pr, a.holdout, a.seed, &q, &e)) ||
+        (rc = dt_predictor_train(&pr, NULL, &e)) ||
+        (rc = dt_xgb_save(pr.model, &blob, &blen, &e)))
         goto fail;
-    }
-    for (int i = 0; i < n; i++)
-        perm[i] = i;
-    dt_rng rng;
-    dt_rng_seed(&rng, a.seed);
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)(dt_rng_next(&rng) % (uint64_t)(i + 1));
-        int tmp = perm[i];
-        perm[i] = perm[j];
-        perm[j] = tmp;
-    }
-    int h = (int)floor(a.holdout * n + 0.5);
-    if (a.holdout > 0 && h < 1 && n >= 5)
-        h = 1;
-    if (h > n - 1)
-        h = n - 1;
-
-    dt_xgb_params p;
-    dt_xgb_params_default(&p);
-    p.seed = (int)(a.seed & 0x7fffffff);
-    quality q;
-    if ((rc = evaluate(rows, perm, n, h, &p, &q, &e)) ||
-        (rc = train_all(rows, n, &p, &blob, &blen, &e)))
-        goto fail;
-    json_t *mj = metrics_json(&q);
+    json_t *mj = dt_quality_json(&q);
     mtext = mj ? json_dumps(mj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(mj);
     if (!mtext) {
@@ -365,9 +262,11 @@ static int cmd_train(int argc, char **argv)
     } else {
         printf("cost model for %s on %s\n", a.op, tkey);
         printf("records:      %d (%d skipped)\n", n, skipped);
+        char tb[16], rb[16];
         if (q.holdout > 0)
-            printf("holdout:      %d rows: Kendall tau %.3f, top-%d recall %.3f\n", q.holdout,
-                   q.tau, q.k, q.recall);
+            printf("holdout:      %d rows: Kendall tau %s, top-%d recall %s%s\n", q.holdout,
+                   fmt_metric(q.tau, tb, sizeof tb), q.k, fmt_metric(q.recall, rb, sizeof rb),
+                   isfinite(q.tau) ? "" : " (too few records to evaluate)");
         else
             printf("holdout:      none\n");
         printf("model:        %zu bytes, id %lld, trained on all %d records, in %s\n", blen,
@@ -380,7 +279,6 @@ fail:
 done:
     if (have_pr)
         dt_predictor_free(&pr);
-    free(perm);
     free(blob);
     free(mtext);
     dt_db_close(db);
@@ -444,12 +342,15 @@ static int cmd_stats(int argc, char **argv)
         printf("size:         %zu bytes\n", m.model_size);
         json_t *tau = json_object_get(metrics, "kendall_tau");
         json_t *rec_ = json_object_get(metrics, "topk_recall");
-        if (json_is_number(tau))
-            printf("holdout:      %lld rows: Kendall tau %.3f, top-%lld recall %.3f\n",
-                   (long long)json_integer_value(json_object_get(metrics, "holdout")),
-                   json_number_value(tau),
+        json_int_t hold = json_integer_value(json_object_get(metrics, "holdout"));
+        char tb[16], rb[16];
+        if (json_is_number(tau) || hold > 0)
+            printf("holdout:      %lld rows: Kendall tau %s, top-%lld recall %s\n",
+                   (long long)hold,
+                   fmt_metric(json_is_number(tau) ? json_number_value(tau) : NAN, tb, sizeof tb),
                    (long long)json_integer_value(json_object_get(metrics, "k")),
-                   json_number_value(rec_));
+                   fmt_metric(json_is_number(rec_) ? json_number_value(rec_) : NAN, rb,
+                              sizeof rb));
         else
             printf("holdout:      none\n");
         json_decref(metrics);

@@ -30,6 +30,7 @@
 #define DT_DB_H
 
 #include "common/error.h"
+#include "common/trial_status.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -186,21 +187,9 @@ void dt_db_kernel_free(dt_db_kernel *k);
 
 /* ---- measurements (trial records) --------------------------------------- */
 
-typedef enum {
-    DT_MEAS_OK = 0,
-    DT_MEAS_COMPILE_ERROR,
-    DT_MEAS_COMPILE_TIMEOUT,
-    DT_MEAS_RUN_CRASH,
-    DT_MEAS_RUN_TIMEOUT,
-    DT_MEAS_WRONG_ANSWER,
-    DT_MEAS_WORKER_LOST,
-    DT_MEAS_N_STATUS
-} dt_meas_status;
-
-/* "ok", "compile_error", ... as stored; NULL for an invalid value. */
-const char *dt_meas_status_name(dt_meas_status s);
-/* Parses a stored name; DT_EINVAL if unknown. */
-int dt_meas_status_parse(const char *name, dt_meas_status *out);
+/* measurements.status is a dt_trial_status (common/trial_status.h): the one
+ * status enum, shared with measure/; dt_trial_status_name gives the stored
+ * names. */
 
 typedef struct {
     int64_t id;           /* set by the database */
@@ -209,7 +198,7 @@ typedef struct {
     int64_t workload_id;
     const char *shape;    /* canonical shape text */
     int threads;
-    dt_meas_status status;
+    dt_trial_status status;
     double min_ns;        /* NAN when not measured (required when status is ok) */
     double median_ns;     /* NAN when not measured (required when status is ok) */
     const char *error;    /* failure detail, or NULL */

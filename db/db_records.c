@@ -6,34 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- measurement status names ------------------------------------------ */
-
-/* Must match the CHECK constraint on measurements.status (db_schema.c). */
-static const char *const status_names[DT_MEAS_N_STATUS] = {
-    [DT_MEAS_OK] = "ok",
-    [DT_MEAS_COMPILE_ERROR] = "compile_error",
-    [DT_MEAS_COMPILE_TIMEOUT] = "compile_timeout",
-    [DT_MEAS_RUN_CRASH] = "run_crash",
-    [DT_MEAS_RUN_TIMEOUT] = "run_timeout",
-    [DT_MEAS_WRONG_ANSWER] = "wrong_answer",
-    [DT_MEAS_WORKER_LOST] = "worker_lost",
-};
-
-const char *dt_meas_status_name(dt_meas_status s)
-{
-    return (unsigned)s < DT_MEAS_N_STATUS ? status_names[s] : NULL;
-}
-
-int dt_meas_status_parse(const char *name, dt_meas_status *out)
-{
-    for (int i = 0; name && i < DT_MEAS_N_STATUS; i++)
-        if (strcmp(name, status_names[i]) == 0) {
-            *out = (dt_meas_status)i;
-            return DT_OK;
-        }
-    return DT_EINVAL;
-}
-
 /* ---- measurements ------------------------------------------------------ */
 
 #define MEAS_COLS                                                                       \
@@ -53,10 +25,10 @@ static int check_measurement(const dt_db_measurement *m, dt_err *e)
         rc = dt_require_text(m->shape, "measurement shape", e);
     if (rc)
         return rc;
-    if (!dt_meas_status_name(m->status))
+    if (!dt_trial_status_name(m->status))
         return dt_errf(e, DT_EINVAL, "measurement %s: invalid status %d", m->trial_uid,
                        (int)m->status);
-    if (m->status == DT_MEAS_OK && (isnan(m->min_ns) || isnan(m->median_ns)))
+    if (m->status == DT_TRIAL_OK && (isnan(m->min_ns) || isnan(m->median_ns)))
         return dt_errf(e, DT_EINVAL, "measurement %s: status ok needs min_ns and median_ns",
                        m->trial_uid);
     return DT_OK;
@@ -92,7 +64,7 @@ static int insert_measurement(dt_db *db, const dt_db_measurement *m, int64_t *id
     DT_BIND(b, sqlite3_bind_int64(st, 3, m->workload_id));
     DT_BIND(b, dt_bind_text(st, 4, m->shape));
     DT_BIND(b, sqlite3_bind_int(st, 5, m->threads));
-    DT_BIND(b, dt_bind_text(st, 6, dt_meas_status_name(m->status)));
+    DT_BIND(b, dt_bind_text(st, 6, dt_trial_status_name(m->status)));
     DT_BIND(b, dt_bind_real(st, 7, m->min_ns));
     DT_BIND(b, dt_bind_real(st, 8, m->median_ns));
     DT_BIND(b, dt_bind_text(st, 9, m->error));
@@ -176,7 +148,7 @@ static int read_measurement(sqlite3_stmt *st, dt_db_measurement *m)
     m->error = dt_col_text(st, 9);
     m->trial_uid = dt_col_text(st, 10);
     m->created_at = sqlite3_column_int64(st, 11);
-    return dt_meas_status_parse(dt_col_text(st, 6), &m->status);
+    return dt_trial_status_parse(dt_col_text(st, 6), &m->status);
 }
 
 int dt_db_measurement_list(dt_db *db, const dt_db_measurement_filter *f,

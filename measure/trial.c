@@ -21,28 +21,6 @@
 #define MAX_RUN_TIMEOUT_S 86400.0
 #define MAX_ERROR_TEXT (64u << 10)
 
-static const char *const status_names[DT_TRIAL_N_STATUS] = {
-    "ok", "compile_error", "compile_timeout", "run_crash", "run_timeout", "wrong_answer",
-    "worker_lost",
-};
-
-const char *dt_trial_status_name(dt_trial_status s)
-{
-    if ((int)s < 0 || s >= DT_TRIAL_N_STATUS)
-        return NULL;
-    return status_names[s];
-}
-
-int dt_trial_status_parse(const char *name, dt_trial_status *out)
-{
-    for (int i = 0; name && i < DT_TRIAL_N_STATUS; i++)
-        if (!strcmp(name, status_names[i])) {
-            *out = (dt_trial_status)i;
-            return 0;
-        }
-    return DT_EINVAL;
-}
-
 void dt_timing_default(dt_timing *t)
 {
     memset(t, 0, sizeof *t);
@@ -93,26 +71,51 @@ static int uid_valid(const char *s)
     return n == DT_TRIAL_UID_LEN;
 }
 
-/* Parses shape text against w: canonical text into canon[128], dims. */
-static int parse_shape(const dt_workload *w, const char *shape, char canon[128], int64_t *dims,
-                       dt_err *e)
+/* The canonical text (canon[128]) and dims of the shape vals of w. */
+static int shape_of_values(const dt_workload *w, const int64_t *vals, char canon[128],
+                           int64_t *dims, dt_err *e)
 {
-    int64_t vals[DT_MAX_VARS] = {0};
-    int in_domain;
-    int rc = dt_shape_parse(w, shape, vals, &in_domain, e);
-    if (rc)
-        return rc;
     if (dt_shape_format(w, vals, canon, 128) >= 128)
-        return dt_errf(e, DT_EINVAL, "shape '%.100s' is too long (max 127 characters)", shape);
+        return dt_errf(e, DT_EINVAL, "shape '%.100s...' is too long (max 127 characters)", canon);
     for (int d = 0; d < DT_MAX_DIMS; d++)
         dims[d] = 0;
-    if ((rc = dt_workload_dims(w, vals, dims, e)))
+    int rc = dt_workload_dims(w, vals, dims, e);
+    if (rc)
         return rc;
     for (int d = 0; d < w->op->ndims; d++)
         if (dims[d] < 1)
             return dt_errf(e, DT_EINVAL, "shape '%s': dim %s is %lld; every dim must be >= 1",
                            canon, w->op->dims[d], (long long)dims[d]);
     return w->op->check(dims, w->attrs, e);
+}
+
+/* Parses shape text against w into vals, canonical text and dims. */
+static int parse_shape(const dt_workload *w, const char *shape, int64_t *vals, char canon[128],
+                       int64_t *dims, dt_err *e)
+{
+    int in_domain;
+    for (int v = 0; v < DT_MAX_VARS; v++)
+        vals[v] = 0;
+    int rc = dt_shape_parse(w, shape, vals, &in_domain, e);
+    if (rc)
+        return rc;
+    return shape_of_values(w, vals, canon, dims, e);
+}
+
+int dt_trial_init_values(dt_trial *t, const dt_workload *w, const int64_t *vals, int threads,
+                         dt_err *e)
+{
+    memset(t, 0, sizeof *t);
+    if (threads < 1 || threads > MAX_THREADS)
+        return dt_errf(e, DT_EINVAL, "threads must be 1..%d, not %d", MAX_THREADS, threads);
+    for (int v = 0; v < w->nvars; v++)
+        t->vals[v] = vals[v];
+    int rc = shape_of_values(w, t->vals, t->shape, t->dims, e);
+    if (rc)
+        return rc;
+    t->threads = threads;
+    dt_trial_uid_new(t->uid);
+    return 0;
 }
 
 int dt_trial_init(dt_trial *t, const dt_workload *w, const char *shape, int threads, dt_err *e)
@@ -123,12 +126,12 @@ int dt_trial_init(dt_trial *t, const dt_workload *w, const char *shape, int thre
     if (!shape || strlen(shape) >= sizeof t->shape)
         return dt_errf(e, DT_EINVAL, "shape text missing or longer than %zu characters",
                        sizeof t->shape - 1);
-    int rc = parse_shape(w, shape, t->shape, t->dims, e);
+    int64_t vals[DT_MAX_VARS] = {0};
+    int in_domain;
+    int rc = dt_shape_parse(w, shape, vals, &in_domain, e);
     if (rc)
         return rc;
-    t->threads = threads;
-    dt_trial_uid_new(t->uid);
-    return 0;
+    return dt_trial_init_values(t, w, vals, threads, e);
 }
 
 /* ---- JSON out ------------------------------------------------------------ */
@@ -369,7 +372,7 @@ static int trial_from_json(const json_t *j, const dt_workload *w, int index, dt_
                            w->op->dims[d]);
         given[d] = json_integer_value(v);
     }
-    if ((rc = parse_shape(w, shape, t->shape, t->dims, e)))
+    if ((rc = parse_shape(w, shape, t->vals, t->shape, t->dims, e)))
         return dt_err_prefix(e, "%s", where);
     for (int d = 0; d < nd; d++)
         if (given[d] != t->dims[d])

@@ -16,29 +16,23 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/trial_status.h"
 #include "sketch/op.h"
 #include "sketch/workload.h"
 
-/* The names are the values stored in the database (measurements.status). */
-typedef enum {
-    DT_TRIAL_OK = 0,
-    DT_TRIAL_COMPILE_ERROR,
-    DT_TRIAL_COMPILE_TIMEOUT,
-    DT_TRIAL_RUN_CRASH,
-    DT_TRIAL_RUN_TIMEOUT,
-    DT_TRIAL_WRONG_ANSWER,
-    DT_TRIAL_WORKER_LOST,
-    DT_TRIAL_N_STATUS
-} dt_trial_status;
-
-const char *dt_trial_status_name(dt_trial_status s);
-int dt_trial_status_parse(const char *name, dt_trial_status *out);
+/* A trial's outcome is a dt_trial_status (common/trial_status.h): the same
+ * enum the database stores in measurements.status. */
 
 #define DT_TRIAL_UID_LEN 32 /* hex characters */
 
+/* In process a shape is its values (one per workload variable, in the
+ * workload's variable order); the canonical text is derived from them and is
+ * what travels on the wire, appears in messages and is stored in the
+ * database. */
 typedef struct dt_trial {
     char uid[DT_TRIAL_UID_LEN + 1];
-    char shape[128];            /* canonical shape text of the workload, "M=37" */
+    int64_t vals[DT_MAX_VARS];  /* the shape's values */
+    char shape[128];            /* their canonical text, "M=37" (wire, messages, records) */
     int64_t dims[DT_MAX_DIMS];  /* the op's concrete dims for that shape */
     int threads;                /* >= 1 */
 } dt_trial;
@@ -77,7 +71,14 @@ void dt_trial_result_free(dt_trial_result *r);
 /* A fresh random uid (libsodium randombytes). */
 void dt_trial_uid_new(char out[DT_TRIAL_UID_LEN + 1]);
 
-/* Fills a trial for shape text of workload w (dims evaluated). */
+/* Fills a trial (fresh uid) for the shape vals[w->nvars] of workload w:
+ * the canonical text is formatted and the dims evaluated, never parsed.
+ * Values outside the domains are fine (any kernel runs any shape); dims
+ * below 1 or past the op's limits are DT_EINVAL. */
+int dt_trial_init_values(dt_trial *t, const dt_workload *w, const int64_t *vals, int threads,
+                         dt_err *e);
+/* The same from shape text ("M=37", any order of variables): parsed once,
+ * then as dt_trial_init_values.  For text from outside (tests, the wire). */
 int dt_trial_init(dt_trial *t, const dt_workload *w, const char *shape, int threads, dt_err *e);
 
 /* JSON forms, used on the wire and in logs.  from_json validates types,

@@ -1,6 +1,8 @@
 /* Tests of costmodel/: feature extraction on a hand-built annotation, f_adapt
  * on hand-computed cases (docs/cost-model.md), the XGBoost wrapper (learning
- * a synthetic throughput, save/load, errors) and the ranking measures.
+ * a synthetic throughput, save/load, errors) and the ranking measures; and
+ * the one held-out τ (tuner/quality.h) on hand-made rankings with known
+ * answers, with the held-out minimum of dt_predictor_evaluate.
  * Targets are built by hand, never detected, so results are deterministic. */
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +16,8 @@
 #include "sketch/annotation.h"
 #include "sketch/op.h"
 #include "tests/dt_test.h"
+#include "tuner/predictor.h"
+#include "tuner/quality.h"
 
 #define KiB(x) ((uint64_t)(x) << 10)
 #define MiB(x) ((uint64_t)(x) << 20)
@@ -264,6 +268,116 @@ static void test_ranking(void)
     NEAR(dt_topk_recall(rev, a, 5, 0), 0);
 }
 
+/* ---- the one held-out τ (tuner/quality.h) ------------------------------------- */
+
+static void test_quality_tau(void)
+{
+    /* 5 records: 10 pairs, one discordant */
+    double a[] = {1, 2, 3, 4, 5}, one_swap[] = {2, 1, 3, 4, 5};
+    NEAR(dt_quality_tau(a, one_swap, 5), 0.8);
+    /* 4 records make 6 pairs, 2 make 1 (τ would be ±1): no τ */
+    CU_ASSERT(isnan(dt_quality_tau(a, one_swap, 4)));
+    CU_ASSERT(isnan(dt_quality_tau(a, one_swap, 2)));
+    CU_ASSERT_EQUAL(DT_TAU_MIN_PAIRS, 10);
+
+    /* (workload, shape) groups: (1,0) four records, one pair swapped: τ = 4/6;
+     * (1,1) three in order: τ = 1; (2,0) two reversed: τ = -1; and one
+     * record of no shape.  Within: (6·4/6 + 3·1 + 1·(-1)) / 10 = 0.6. */
+    dt_quality_point p[10] = {
+        {1, 0, 100, 1, 1},    {1, 0, 100, 2, 2},    {1, 0, 100, 4, 3},   {1, 0, 100, 3, 4},
+        {1, 1, 1000, 10, 10}, {1, 1, 1000, 20, 20}, {1, 1, 1000, 30, 30},
+        {2, 0, 10, 2, 1},     {2, 0, 10, 1, 2},     {1, -1, 50, 5, 4},
+    };
+    dt_quality q = {.records = 99};
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_quality_of(p, 10, &q, &e), 0);
+    CU_ASSERT_EQUAL(q.records, 99);
+    CU_ASSERT_EQUAL(q.holdout, 10);
+    CU_ASSERT_EQUAL(q.pairs, 45);
+    CU_ASSERT_EQUAL(q.pairs_within, 10);
+    NEAR(q.tau_within, 0.6);
+    /* overall, on throughput (flops / ns): 38 concordant, 2 discordant, 2
+     * tied in the prediction only, 1 in the measurement only, 2 in both */
+    NEAR(q.tau, 36.0 / sqrt(42.0 * 41.0));
+    CU_ASSERT_EQUAL(q.k, 1);
+    NEAR(q.recall, 1); /* the fastest predicted, 100 flops in 1 ns, is the fastest measured */
+
+    /* throughput, not time: times in the right order across shapes (a bigger
+     * shape takes longer), throughputs in the reverse order: τ = -1 */
+    dt_quality_point g[5];
+    for (int i = 0; i < 5; i++) {
+        double f = 1000.0 * (1 << i);
+        g[i] = (dt_quality_point){3, i, f, 0.1 * f * (1 - 0.05 * i), 0.1 * f * (1 + 0.1 * i)};
+    }
+    CU_ASSERT_EQUAL(dt_quality_of(g, 5, &q, &e), 0);
+    NEAR(q.tau, -1);
+    CU_ASSERT(isnan(q.tau_within)); /* no two records on one shape */
+    NEAR(q.recall, 0);
+    /* too few pairs: nothing */
+    CU_ASSERT_EQUAL(dt_quality_of(g, 4, &q, &e), 0);
+    CU_ASSERT(isnan(q.tau) && isnan(q.tau_within) && isnan(q.recall));
+    CU_ASSERT_EQUAL(q.pairs, 6);
+    json_t *j = dt_quality_json(&q);
+    CU_ASSERT_TRUE(json_is_null(json_object_get(j, "kendall_tau")));
+    CU_ASSERT_TRUE(json_is_null(json_object_get(j, "kendall_tau_within_shape")));
+    CU_ASSERT_TRUE(json_is_null(json_object_get(j, "topk_recall")));
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "holdout")), 4);
+    json_decref(j);
+}
+
+/* A predictor with n hand-made rows of a learnable throughput. */
+static void fill_rows(dt_predictor *p, int n)
+{
+    p->rows = calloc((size_t)n, sizeof *p->rows);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p->rows);
+    p->n = p->cap = n;
+    for (int i = 0; i < n; i++) {
+        dt_cm_row *r = &p->rows[i];
+        r->x[0] = (float)(i % 7);
+        r->x[1] = (float)((i * 3) % 5);
+        r->label = 10 + r->x[0] + 2 * r->x[1];
+        r->flops = 1e6;
+        r->adapt = 1;
+        r->min_ns = r->flops / r->label;
+        r->workload_id = 1;
+        r->shape = i % 4;
+    }
+}
+
+static void test_evaluate_minimum(void)
+{
+    dt_target t = t_avx512();
+    dt_predictor p;
+    dt_quality q;
+    dt_err e;
+    /* 12 records: 2 held out, one pair: no τ (it used to print 1.000) */
+    dt_predictor_init(&p, "dense", &t, 1);
+    fill_rows(&p, 12);
+    CU_ASSERT_EQUAL(dt_predictor_evaluate(&p, 0.2, 1, &q, &e), 0);
+    CU_ASSERT_EQUAL(q.records, 12);
+    CU_ASSERT_EQUAL(q.holdout, 2);
+    CU_ASSERT(isnan(q.tau) && isnan(q.tau_within) && isnan(q.recall));
+    /* no holdout at all */
+    CU_ASSERT_EQUAL(dt_predictor_evaluate(&p, 0, 1, &q, &e), 0);
+    CU_ASSERT_EQUAL(q.holdout, 0);
+    CU_ASSERT_EQUAL(q.k, 0);
+    CU_ASSERT(isnan(q.tau));
+    dt_predictor_free(&p);
+    /* 60 records: 12 held out, 66 pairs: a τ, and a good one */
+    dt_predictor_init(&p, "dense", &t, 1);
+    fill_rows(&p, 60);
+    CU_ASSERT_EQUAL(dt_predictor_evaluate(&p, 0.2, 1, &q, &e), 0);
+    CU_ASSERT_EQUAL(q.holdout, 12);
+    CU_ASSERT_EQUAL(q.pairs, 66);
+    CU_ASSERT(isfinite(q.tau) && q.tau > 0.5);
+    CU_ASSERT(isfinite(q.recall));
+    /* the same seed, the same numbers */
+    dt_quality q2;
+    CU_ASSERT_EQUAL(dt_predictor_evaluate(&p, 0.2, 1, &q2, &e), 0);
+    NEAR(q2.tau, q.tau);
+    dt_predictor_free(&p);
+}
+
 /* ---- XGBoost ----------------------------------------------------------------- */
 
 /* A synthetic throughput: rises with the accumulator count until registers
@@ -408,6 +522,8 @@ int main(void)
         {"f_adapt: batch_matmul", test_adapt_bmm},
         {"f_adapt: errors", test_adapt_errors},
         {"ranking: kendall tau, top-k recall", test_ranking},
+        {"held-out tau: groups, throughput, the minimum of pairs", test_quality_tau},
+        {"held-out evaluation: none under the minimum", test_evaluate_minimum},
         {"xgb: learns, deterministic, save/load", test_xgb_learns},
         {"xgb: errors", test_xgb_errors},
         CU_TEST_INFO_NULL,

@@ -165,7 +165,7 @@ static fixture make_fixture(const char *name)
 }
 
 static dt_db_measurement meas(const fixture *f, int64_t kernel, const char *shape,
-                              dt_meas_status status, double ns, const char *uid)
+                              dt_trial_status status, double ns, const char *uid)
 {
     return (dt_db_measurement){
         .kernel_id = kernel,
@@ -174,9 +174,9 @@ static dt_db_measurement meas(const fixture *f, int64_t kernel, const char *shap
         .shape = shape,
         .threads = 8,
         .status = status,
-        .min_ns = status == DT_MEAS_OK ? ns : NAN,
-        .median_ns = status == DT_MEAS_OK ? ns * 1.1 : NAN,
-        .error = status == DT_MEAS_OK ? NULL : "boom",
+        .min_ns = status == DT_TRIAL_OK ? ns : NAN,
+        .median_ns = status == DT_TRIAL_OK ? ns * 1.1 : NAN,
+        .error = status == DT_TRIAL_OK ? NULL : "boom",
         .trial_uid = uid,
     };
 }
@@ -502,16 +502,16 @@ static void test_measurements(void)
     dt_err e;
     int64_t id1, id2, id3, again;
     bool dup = true;
-    dt_db_measurement m = meas(&f, f.k1, "M=37", DT_MEAS_OK, 1000.0, "trial-1");
+    dt_db_measurement m = meas(&f, f.k1, "M=37", DT_TRIAL_OK, 1000.0, "trial-1");
     CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, &id1, &dup, &e), DT_OK);
     CU_ASSERT_FALSE(dup);
-    m = meas(&f, f.k2, "M=37", DT_MEAS_RUN_CRASH, 0, "trial-2");
+    m = meas(&f, f.k2, "M=37", DT_TRIAL_RUN_CRASH, 0, "trial-2");
     CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, &id2, &dup, &e), DT_OK);
-    m = meas(&f, f.k2, "M=64", DT_MEAS_OK, 2000.0, "trial-3");
+    m = meas(&f, f.k2, "M=64", DT_TRIAL_OK, 2000.0, "trial-3");
     CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, &id3, NULL, &e), DT_OK);
 
     /* The same trial again (e.g. requeued after a lost worker): recorded once. */
-    m = meas(&f, f.k1, "M=37", DT_MEAS_OK, 999.0, "trial-1");
+    m = meas(&f, f.k1, "M=37", DT_TRIAL_OK, 999.0, "trial-1");
     CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, &again, &dup, &e), DT_OK);
     CU_ASSERT_TRUE(dup);
     CU_ASSERT_EQUAL(again, id1);
@@ -539,7 +539,7 @@ static void test_measurements(void)
     CU_ASSERT_EQUAL(c.ids[1], id2);
     CU_ASSERT_EQUAL(c.ids[2], id3);
     CU_ASSERT_EQUAL(c.first.kernel_id, f.k1);
-    CU_ASSERT_EQUAL(c.first.status, DT_MEAS_OK);
+    CU_ASSERT_EQUAL(c.first.status, DT_TRIAL_OK);
     CU_ASSERT_EQUAL(c.first.threads, 8);
     CU_ASSERT_DOUBLE_EQUAL(c.first.min_ns, 1000.0, 1e-9);  /* not the duplicate's 999 */
     CU_ASSERT_DOUBLE_EQUAL(c.first.median_ns, 1100.0, 1e-9);
@@ -551,7 +551,7 @@ static void test_measurements(void)
     dt_db_measurement_filter k2only = {.kernel_id = f.k2, .workload_id = f.wl1};
     CU_ASSERT_EQUAL(dt_db_measurement_list(f.db, &k2only, collect_cb, &crash, &e), DT_OK);
     CU_ASSERT_EQUAL(crash.n, 2);
-    CU_ASSERT_EQUAL(crash.first.status, DT_MEAS_RUN_CRASH);
+    CU_ASSERT_EQUAL(crash.first.status, DT_TRIAL_RUN_CRASH);
     CU_ASSERT_TRUE(isnan(crash.first.min_ns));
     CU_ASSERT_STRING_EQUAL(crash.first_error, "boom");
 
@@ -563,22 +563,22 @@ static void test_measurements(void)
     CU_ASSERT_EQUAL(calls, 1);
 
     /* Bad input never reaches the table. */
-    m = meas(&f, f.k1, "M=1", DT_MEAS_OK, 1.0, "trial-x");
+    m = meas(&f, f.k1, "M=1", DT_TRIAL_OK, 1.0, "trial-x");
     m.min_ns = NAN;
     CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, NULL, &e), DT_EINVAL);
-    m = meas(&f, f.k1, "M=1", (dt_meas_status)42, 1.0, "trial-y");
+    m = meas(&f, f.k1, "M=1", (dt_trial_status)42, 1.0, "trial-y");
     CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, NULL, &e), DT_EINVAL);
-    m = meas(&f, f.k1, "M=1", DT_MEAS_OK, 1.0, "");
+    m = meas(&f, f.k1, "M=1", DT_TRIAL_OK, 1.0, "");
     CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, NULL, &e), DT_EINVAL);
     CU_ASSERT_EQUAL(dt_db_measurement_count(f.db, NULL, &n, &e), DT_OK);
     CU_ASSERT_EQUAL(n, 3);
 
-    dt_meas_status s;
-    for (int i = 0; i < DT_MEAS_N_STATUS; i++) {
-        CU_ASSERT_EQUAL(dt_meas_status_parse(dt_meas_status_name((dt_meas_status)i), &s), DT_OK);
+    dt_trial_status s;
+    for (int i = 0; i < DT_TRIAL_N_STATUS; i++) {
+        CU_ASSERT_EQUAL(dt_trial_status_parse(dt_trial_status_name((dt_trial_status)i), &s), DT_OK);
         CU_ASSERT_EQUAL((int)s, i);
     }
-    CU_ASSERT_EQUAL(dt_meas_status_parse("fine", &s), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_trial_status_parse("fine", &s), DT_EINVAL);
     dt_db_close(f.db);
     CU_ASSERT_TRUE(integrity_ok(path_of("meas.db")));
 }
@@ -587,17 +587,17 @@ static void test_foreign_keys_enforced(void)
 {
     fixture f = make_fixture("fk.db");
     dt_err e;
-    dt_db_measurement m = meas(&f, 9999, "M=1", DT_MEAS_OK, 5.0, "fk-trial");
+    dt_db_measurement m = meas(&f, 9999, "M=1", DT_TRIAL_OK, 5.0, "fk-trial");
     CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, NULL, &e), DT_EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "FOREIGN KEY"));
-    m = meas(&f, f.k1, "M=1", DT_MEAS_OK, 5.0, "fk-trial");
+    m = meas(&f, f.k1, "M=1", DT_TRIAL_OK, 5.0, "fk-trial");
     m.target_id = 777;
     CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, NULL, &e), DT_EINVAL);
     int64_t n;
     CU_ASSERT_EQUAL(dt_db_measurement_count(f.db, NULL, &n, &e), DT_OK);
     CU_ASSERT_EQUAL(n, 0);
     /* The rejected trial uid was not taken: a valid record with it goes in. */
-    m = meas(&f, f.k1, "M=1", DT_MEAS_OK, 5.0, "fk-trial");
+    m = meas(&f, f.k1, "M=1", DT_TRIAL_OK, 5.0, "fk-trial");
     bool dup = true;
     CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, &dup, &e), DT_OK);
     CU_ASSERT_FALSE(dup);
@@ -884,7 +884,7 @@ static void test_stats(void)
 {
     fixture f = make_fixture("stats.db");
     dt_err e;
-    dt_db_measurement m = meas(&f, f.k1, "M=2", DT_MEAS_OK, 10.0, "s-1");
+    dt_db_measurement m = meas(&f, f.k1, "M=2", DT_TRIAL_OK, 10.0, "s-1");
     CU_ASSERT_EQUAL(dt_db_measurement_insert(f.db, &m, NULL, NULL, &e), DT_OK);
     dt_db_stats_info s;
     CU_ASSERT_EQUAL_FATAL(dt_db_stats(f.db, &s, &e), DT_OK);

@@ -3,6 +3,9 @@
  *   - fake workers in this process (a thread speaking the wire protocol)
  *     that answer twice, close on every batch or never answer: each trial
  *     still reaches on_result exactly once;
+ *   - the measurement session (tuner/measurer.h) on fake workers: batches
+ *     split by the pool and answered twice, each trial recorded once; an ok
+ *     without a time recorded as wrong_answer;
  *   - two real `dtune worker` processes: measure several batches, SIGKILL
  *     one worker while its batch is in flight, every trial delivered and
  *     recorded once; a job for another target and a wrong token refused
@@ -33,6 +36,7 @@
 #include "sketch/annotation.h"
 #include "sketch/workload.h"
 #include "tests/dt_test.h"
+#include "tuner/measurer.h"
 
 #define TOKEN "pool-test-token-0123456789abcdef"
 #define WORKLOAD "dense(M=1..64,N=48,K=40)"
@@ -110,15 +114,13 @@ static void on_result(const dt_trial_result *r, void *ud)
         t->status[k] = r->status;
         snprintf(t->error[k], sizeof t->error[k], "%s", r->error ? r->error : "");
         if (t->db) {
-            dt_meas_status ms;
-            dt_meas_status_parse(dt_trial_status_name(r->status), &ms);
             int ok = r->status == DT_TRIAL_OK;
             dt_db_measurement m = {.kernel_id = t->kernel_id[k],
                                    .target_id = t->target_id,
                                    .workload_id = t->workload_id,
                                    .shape = t->shape[k],
                                    .threads = 1,
-                                   .status = ms,
+                                   .status = r->status,
                                    .min_ns = ok ? r->min_ns : NAN,
                                    .median_ns = ok ? r->median_ns : NAN,
                                    .error = r->error,
@@ -202,7 +204,8 @@ static void fake_batch(const dt_workload *w, int n, dt_batch *b)
 
 /* ---- fake workers ------------------------------------------------------------ */
 
-enum { FAKE_DUP, FAKE_CLOSE, FAKE_SILENT };
+/* FAKE_ZERO answers like FAKE_DUP, but ok with min_ns 0: an ok without a time */
+enum { FAKE_DUP, FAKE_CLOSE, FAKE_SILENT, FAKE_ZERO };
 #define FAKE_MAX_BATCH 3 /* larger batches are split by the pool */
 
 typedef struct {
@@ -300,6 +303,8 @@ static void fake_serve(fake_worker *f, int fd)
             for (int i = 0; i < b.ntrials; i++) {
                 dt_trial_result r = {.status = DT_TRIAL_OK, .min_ns = 1000, .median_ns = 1100,
                                      .repeats = 3};
+                if (f->mode == FAKE_ZERO)
+                    r.min_ns = r.median_ns = 0;
                 memcpy(r.uid, b.trials[i].uid, sizeof r.uid);
                 json_array_append_new(res, dt_trial_result_to_json(&r));
             }
@@ -904,6 +909,82 @@ static void test_measure_errors(void)
     free(bad);
 }
 
+/* The measurement session on fake workers that answer every batch twice
+ * (and split it: at most 3 trials each): every trial recorded once; and on
+ * one that says ok without a time: recorded as wrong_answer. */
+static void test_session_on_fake_workers(void)
+{
+    dt_workload *w;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(WORKLOAD, &w, NULL), 0);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/session.db", g_dir);
+    dt_db *db = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_CREATE, &db, &e), 0);
+    dt_rng rng;
+    dt_rng_seed(&rng, 5);
+    dt_mkernel k[2];
+    memset(k, 0, sizeof k);
+    for (int i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &g_target, -1, 1, &k[i].a, &e), 0);
+    for (int mode = 0; mode < 2; mode++) {
+        fake_worker f;
+        fake_start(&f, mode ? FAKE_ZERO : FAKE_DUP);
+        char addr[64];
+        snprintf(addr, sizeof addr, "127.0.0.1:%d", f.port);
+        dt_measurer_opts o = {.workers = addr, .token_file = g_token_file,
+                              .no_worker_grace_s = 20};
+        dt_measurer *m = NULL;
+        int rc = dt_measurer_open(&o, db, &g_target, g_target_key, &m, &e);
+        if (rc)
+            fprintf(stderr, "\n  open: %s\n", e.msg);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        /* kernel 0 on M = 1..4, kernel 1 on M = 1..4, interleaved */
+        dt_mtrial t[8];
+        memset(t, 0, sizeof t);
+        for (int i = 0; i < 8; i++) {
+            t[i].kernel = i % 2;
+            t[i].shape[0] = i / 2 + 1;
+            t[i].threads = 1;
+        }
+        dt_mrun r = {.w = w, .kernels = k, .nk = 2, .trials = t, .n = 8};
+        rc = dt_measurer_measure(m, &r, &e);
+        if (rc)
+            fprintf(stderr, "\n  measure: %s\n", e.msg);
+        CU_ASSERT_EQUAL(rc, 0);
+        usleep(200 * 1000); /* the repeated answers arrive: dropped */
+        dt_measurer_close(m);
+        CU_ASSERT_EQUAL(fake_batches(&f), 4); /* 2 batches of 4, split as 3 + 1 */
+        CU_ASSERT_EQUAL(f.too_big, 0);
+        fake_stop(&f);
+        for (int i = 0; i < 8; i++) {
+            CU_ASSERT(t[i].got && t[i].recorded && !t[i].already);
+            if (mode == 0) {
+                CU_ASSERT_EQUAL(t[i].res.status, DT_TRIAL_OK);
+                CU_ASSERT_DOUBLE_EQUAL(t[i].res.min_ns, 1000, 1e-9);
+            } else {
+                CU_ASSERT_EQUAL(t[i].res.status, DT_TRIAL_WRONG_ANSWER);
+                CU_ASSERT(isnan(t[i].res.min_ns));
+                CU_ASSERT_TRUE(t[i].res.error &&
+                               strstr(t[i].res.error, "without a positive time"));
+            }
+        }
+        int64_t n = 0;
+        size_t distinct = 0;
+        dt_db_measurement_filter okf = {.workload_id = r.workload_id, .ok_only = true};
+        CU_ASSERT_EQUAL(dt_db_measurement_count(db, &okf, &n, &e), 0);
+        CU_ASSERT_EQUAL(n, 8); /* the first run's: the second adds none */
+        dt_mtrials_free(t, 8);
+        dt_db_close(db);
+        db_counts(path, &n, &distinct);
+        CU_ASSERT_EQUAL(n, 8 * (mode + 1));
+        CU_ASSERT_EQUAL(distinct, (size_t)(8 * (mode + 1)));
+        CU_ASSERT_EQUAL_FATAL(dt_db_open(path, 0, &db, &e), 0);
+    }
+    dt_db_close(db);
+    dt_workload_free(w);
+}
+
 int main(void)
 {
     dt_err e;
@@ -924,6 +1005,8 @@ int main(void)
         {"repeated and unknown RESULTs are dropped", test_fake_duplicates_dropped},
         {"a batch lost twice is worker_lost; requeued elsewhere it is ok", test_fake_lost_twice},
         {"deadline", test_fake_deadline},
+        {"measurement session: answered twice, recorded once; ok without a time",
+         test_session_on_fake_workers},
         CU_TEST_INFO_NULL,
     };
     CU_TestInfo real[] = {

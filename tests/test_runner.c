@@ -143,16 +143,19 @@ static void expect_status(const dt_trial_result *r, dt_trial_status st, const ch
 
 static void test_status_names(void)
 {
+    static const char *const stored[] = {"ok",          "compile_error", "compile_timeout",
+                                         "run_crash",   "run_timeout",   "wrong_answer",
+                                         "worker_lost"};
     for (int i = 0; i < DT_TRIAL_N_STATUS; i++) {
         const char *n = dt_trial_status_name((dt_trial_status)i);
         CU_ASSERT_PTR_NOT_NULL_FATAL(n);
-        /* the database stores the same names */
-        CU_ASSERT_STRING_EQUAL(n, dt_meas_status_name((dt_meas_status)i));
+        /* the names the database stores (the CHECK on measurements.status) */
+        CU_ASSERT_STRING_EQUAL(n, stored[i]);
         dt_trial_status back;
         CU_ASSERT_EQUAL(dt_trial_status_parse(n, &back), 0);
         CU_ASSERT_EQUAL((int)back, i);
     }
-    CU_ASSERT_EQUAL(DT_TRIAL_N_STATUS, (int)DT_MEAS_N_STATUS);
+    CU_ASSERT_EQUAL(DT_TRIAL_N_STATUS, (int)(sizeof stored / sizeof stored[0]));
     dt_trial_status s;
     CU_ASSERT_EQUAL(dt_trial_status_parse("crashed", &s), DT_EINVAL);
     CU_ASSERT_EQUAL(dt_trial_status_parse(NULL, &s), DT_EINVAL);
@@ -701,7 +704,7 @@ static void test_db_exactly_once(void)
                 .workload_id = workload_id,
                 .shape = b.trials[i].shape,
                 .threads = b.trials[i].threads,
-                .status = (dt_meas_status)res[i].status,
+                .status = res[i].status,
                 .min_ns = res[i].min_ns,
                 .median_ns = res[i].median_ns,
                 .error = res[i].error,

@@ -1,9 +1,12 @@
-/* The tuner: dispatch tables, a small real tune whose schedule covers every
- * shape with verified kernels, resuming, the per-shape strategy, the budget
- * split on hand-made cases (minimums, reserve, first rounds, selection
- * shares), and small multi-workload tunes: a tight budget schedules every
- * workload, one below the minimum is refused, and a workload left without
- * trials is skipped while the others are stored. */
+/* The tuner: dispatch tables, the measurement session (batches planned on
+ * hand-made trials; a local run that records every trial exactly once,
+ * interns its kernels once, keeps shapes as values, and records failed
+ * trials as data), a small real tune whose schedule covers every shape with
+ * verified kernels, resuming, the per-shape strategy, the budget split on
+ * hand-made cases (minimums, reserve, first rounds, selection shares), and
+ * small multi-workload tunes: a tight budget schedules every workload, one
+ * below the minimum is refused, and a workload left without trials is
+ * skipped while the others are stored. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -82,6 +85,170 @@ static void test_dispatch_lookup(void)
     int64_t m = 5;
     CU_ASSERT_EQUAL(dt_dispatch_find(d, &m, &hit), DT_ENOTFOUND);
     dt_dispatch_free(d);
+    dt_workload_free(w);
+}
+
+/* ---- the measurement session ------------------------------------------------------ */
+
+static void test_measurer_plan(void)
+{
+    /* kernels in trial order: 2 0 2 1 0 2 2 */
+    dt_mtrial t[7] = {{.kernel = 2}, {.kernel = 0}, {.kernel = 2}, {.kernel = 1},
+                      {.kernel = 0}, {.kernel = 2}, {.kernel = 2}};
+    int b[7];
+    /* one batch per kernel, in the order of first appearance */
+    CU_ASSERT_EQUAL(dt_measurer_plan(t, 7, 0, b), 3);
+    int want1[7] = {0, 1, 0, 2, 1, 0, 0};
+    for (int i = 0; i < 7; i++)
+        CU_ASSERT_EQUAL(b[i], want1[i]);
+    /* at most 2 trials a batch: kernel 2's four trials take batches 0 and 1 */
+    CU_ASSERT_EQUAL(dt_measurer_plan(t, 7, 2, b), 4);
+    int want2[7] = {0, 2, 0, 3, 2, 1, 1};
+    for (int i = 0; i < 7; i++)
+        CU_ASSERT_EQUAL(b[i], want2[i]);
+    /* one trial a batch: in order within each kernel */
+    CU_ASSERT_EQUAL(dt_measurer_plan(t, 7, 1, b), 7);
+    int want3[7] = {0, 4, 1, 6, 5, 2, 3};
+    for (int i = 0; i < 7; i++)
+        CU_ASSERT_EQUAL(b[i], want3[i]);
+    CU_ASSERT_EQUAL(dt_measurer_plan(t, 0, 0, b), 0);
+    t[3].kernel = -1;
+    CU_ASSERT_EQUAL(dt_measurer_plan(t, 7, 0, b), DT_EINVAL);
+}
+
+typedef struct {
+    int n;
+    char uid[16][DT_TRIAL_UID_LEN + 1];
+    char shape[16][128];
+    int64_t kernel[16];
+    int ok;
+} rec_list;
+
+static int collect_rec(const dt_db_measurement *m, void *ud)
+{
+    rec_list *l = ud;
+    if (l->n < 16) {
+        snprintf(l->uid[l->n], sizeof l->uid[0], "%s", m->trial_uid);
+        snprintf(l->shape[l->n], sizeof l->shape[0], "%s", m->shape);
+        l->kernel[l->n++] = m->kernel_id;
+    }
+    l->ok += m->status == DT_TRIAL_OK;
+    return 0;
+}
+
+/* A session of two kernels on interleaved shapes, run locally: every trial
+ * recorded once under its uid, each kernel interned once. */
+static void test_measurer_records_once(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/session.db", dir);
+    dt_err e;
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    dt_workload *w = NULL;
+    dt_db *db = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_target_detect(&tg, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_target_key(&tg, tkey, sizeof tkey), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key("dense(M=1..8,N=16,K=16)", &w, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_CREATE, &db, &e), 0);
+    dt_measurer_opts o = {.min_time_s = 0.0005, .runner_exe = DTUNE_BIN, .seed = 3};
+    dt_measurer *m = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_measurer_open(&o, db, &tg, tkey, &m, &e), 0);
+
+    dt_rng rng;
+    dt_rng_seed(&rng, 11);
+    dt_mkernel k[2];
+    memset(k, 0, sizeof k);
+    for (int i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &tg, -1, 1, &k[i].a, &e), 0);
+    /* (kernel, M): interleaved, and M = 40 outside the domain (any kernel
+     * runs any shape) */
+    static const int plan[5][2] = {{0, 1}, {1, 1}, {0, 3}, {1, 5}, {0, 40}};
+    dt_mtrial t[5];
+    memset(t, 0, sizeof t);
+    for (int i = 0; i < 5; i++) {
+        t[i].kernel = plan[i][0];
+        t[i].shape[0] = plan[i][1];
+        t[i].threads = 1;
+    }
+    dt_mrun r = {.w = w, .kernels = k, .nk = 2, .trials = t, .n = 5};
+    int rc = dt_measurer_measure(m, &r, &e);
+    if (rc)
+        fprintf(stderr, "\n  measure: %s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT(r.workload_id > 0);
+    CU_ASSERT(k[0].id > 0 && k[1].id > 0 && k[0].id != k[1].id);
+    CU_ASSERT_EQUAL(strlen(k[0].source_hash), 64);
+    CU_ASSERT_EQUAL(dt_measurer_trials(m), 5);
+    for (int i = 0; i < 5; i++) {
+        char want[16];
+        snprintf(want, sizeof want, "M=%d", plan[i][1]);
+        CU_ASSERT_STRING_EQUAL(t[i].text, want);
+        CU_ASSERT(t[i].got && t[i].recorded && !t[i].already);
+        CU_ASSERT_EQUAL(t[i].res.status, DT_TRIAL_OK);
+        CU_ASSERT(t[i].res.min_ns > 0);
+        CU_ASSERT_EQUAL(strlen(t[i].uid), DT_TRIAL_UID_LEN);
+        for (int j = 0; j < i; j++)
+            CU_ASSERT(strcmp(t[i].uid, t[j].uid) != 0);
+    }
+    rec_list l = {0};
+    dt_db_measurement_filter f = {.workload_id = r.workload_id};
+    CU_ASSERT_EQUAL(dt_db_measurement_list(db, &f, collect_rec, &l, &e), 0);
+    CU_ASSERT_EQUAL(l.n, 5);
+    CU_ASSERT_EQUAL(l.ok, 5);
+    /* each trial once, under its uid, with its shape and kernel */
+    for (int i = 0; i < 5; i++) {
+        int found = 0;
+        for (int j = 0; j < l.n; j++)
+            if (!strcmp(l.uid[j], t[i].uid)) {
+                found++;
+                CU_ASSERT_STRING_EQUAL(l.shape[j], t[i].text);
+                CU_ASSERT_EQUAL(l.kernel[j], k[t[i].kernel].id);
+            }
+        CU_ASSERT_EQUAL(found, 1);
+    }
+
+    /* the same run again: new trials (new uids), the same kernels */
+    int64_t k0 = k[0].id, k1 = k[1].id;
+    k[0].id = 0; /* interned again: the same row */
+    CU_ASSERT_EQUAL_FATAL(dt_measurer_measure(m, &r, &e), 0);
+    CU_ASSERT_EQUAL(k[0].id, k0);
+    CU_ASSERT_EQUAL(k[1].id, k1);
+    int64_t n = 0;
+    CU_ASSERT_EQUAL(dt_db_measurement_count(db, &f, &n, &e), 0);
+    CU_ASSERT_EQUAL(n, 10);
+    CU_ASSERT_EQUAL(dt_measurer_trials(m), 10);
+    dt_mtrials_free(t, 5);
+    dt_measurer_close(m);
+
+    /* a runner that runs nothing: every trial fails, and is a record all the same */
+    o.runner_exe = "/bin/false";
+    CU_ASSERT_EQUAL_FATAL(dt_measurer_open(&o, db, &tg, tkey, &m, &e), 0);
+    memset(t, 0, sizeof t);
+    for (int i = 0; i < 3; i++) {
+        t[i].kernel = i % 2;
+        t[i].shape[0] = i + 2;
+        t[i].threads = 1;
+    }
+    r.n = 3;
+    CU_ASSERT_EQUAL_FATAL(dt_measurer_measure(m, &r, &e), 0);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT(t[i].recorded);
+        CU_ASSERT(t[i].res.status != DT_TRIAL_OK);
+        CU_ASSERT(t[i].res.error && t[i].res.error[0]);
+        CU_ASSERT(isnan(t[i].res.min_ns));
+    }
+    CU_ASSERT_EQUAL(dt_db_measurement_count(db, &f, &n, &e), 0);
+    CU_ASSERT_EQUAL(n, 13);
+    f.ok_only = true;
+    CU_ASSERT_EQUAL(dt_db_measurement_count(db, &f, &n, &e), 0);
+    CU_ASSERT_EQUAL(n, 10);
+    /* a trial naming no kernel is refused before anything runs */
+    t[0].kernel = 5;
+    CU_ASSERT_EQUAL(dt_measurer_measure(m, &r, &e), DT_EINVAL);
+    dt_mtrials_free(t, 3);
+    dt_measurer_close(m);
+    dt_db_close(db);
     dt_workload_free(w);
 }
 
@@ -472,6 +639,9 @@ int main(void)
 {
     CU_TestInfo tests[] = {
         {"dispatch table lookup and extrapolation", test_dispatch_lookup},
+        {"measurement session: batches planned per kernel", test_measurer_plan},
+        {"measurement session: every trial recorded once, kernels interned once",
+         test_measurer_records_once},
         {"small joint tune: full cover, verified kernels, resume", test_small_tune_covers_and_verifies},
         {"per-shape and random strategies", test_per_shape_and_random},
         {"budget minimums and their refusal", test_budget_minimums},

@@ -1,6 +1,8 @@
-/* Measuring a task's trials and recording them (see measurer.h). */
+/* The measurement session: kernels and shapes to batches, batches to
+ * results, results to records (see measurer.h). */
 #include "tuner/measurer.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,18 +17,35 @@
 #include "microkernel/build.h"
 #include "microkernel/codegen.h"
 
+typedef struct {
+    const char *uid;
+    int trial;
+} uid_ref;
+
+/* One dt_measurer_measure call. */
+typedef struct {
+    dt_mrun *r;
+    dt_batch *b;               /* [nb] */
+    int nb;
+    int *batch_of;             /* [n] trial -> batch */
+    int **trial_of;            /* [nb][ntrials] batch slot -> trial */
+    int *left;                 /* [nb] results still to come */
+    uid_ref *index;            /* [n] sorted by uid */
+    int64_t done;
+    int db_failed;
+    dt_err db_err;             /* the first database failure */
+} run_state;
+
 struct dt_measurer {
     dt_measurer_opts o;
     dt_db *db;
+    int64_t target_id;
     dt_builder builder;
     dt_runner runner;
     dt_pool *pool;
-    /* results from the pool's thread, under mu */
-    pthread_mutex_t mu;
-    dt_batch *batches;
-    int nb;
-    dt_trial_result *slots; /* [sum of trials], in batch order */
-    int *base;              /* first slot of each batch */
+    pthread_mutex_t mu;        /* guards cur, the run's trials and the database while a
+                                * pool delivers */
+    run_state *cur;            /* the run pool results belong to */
     int64_t trials;
     double seconds;
 };
@@ -38,27 +57,148 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void pool_result(const dt_trial_result *r, void *ud)
+/* ---- registration ------------------------------------------------------------ */
+
+int dt_measurer_register(dt_db *db, const dt_target *tg, const char *target_key,
+                         const dt_workload *w, int64_t *target_id, int64_t *workload_id,
+                         dt_err *e)
+{
+    int rc = 0;
+    if (tg) {
+        json_t *tj = dt_target_to_json(tg);
+        char *tinfo = tj ? json_dumps(tj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        json_decref(tj);
+        int64_t id = 0;
+        rc = tinfo ? dt_db_target_upsert(db, target_key, dt_isa_name(tg->isa), tinfo, &id, e)
+                   : dt_errf(e, DT_ENOMEM, "out of memory");
+        free(tinfo);
+        if (!rc && target_id)
+            *target_id = id;
+    }
+    if (!rc && w) {
+        char key[DT_KEY_MAX], *sset = dt_workload_shape_set_json(w);
+        int64_t id = 0;
+        dt_workload_key(w, key, sizeof key);
+        rc = sset ? dt_db_workload_upsert(db, key, w->op->name, sset, &id, e)
+                  : dt_errf(e, DT_ENOMEM, "out of memory");
+        free(sset);
+        if (!rc && workload_id)
+            *workload_id = id;
+    }
+    return rc;
+}
+
+/* ---- the session -------------------------------------------------------------- */
+
+static int cmp_ref(const void *x, const void *y)
+{
+    return strcmp(((const uid_ref *)x)->uid, ((const uid_ref *)y)->uid);
+}
+
+static void record_batch(dt_measurer *m, run_state *st, int b);
+
+/* Takes one result (any thread, under m->mu): the first for its trial is
+ * kept, a repeated one dropped; a batch whose last result arrived is
+ * recorded. */
+static void take_result(dt_measurer *m, run_state *st, const dt_trial_result *res)
+{
+    dt_mrun *r = st->r;
+    uid_ref key = {.uid = res->uid};
+    uid_ref *ref = bsearch(&key, st->index, (size_t)r->n, sizeof *st->index, cmp_ref);
+    if (!ref) {
+        dt_log_warn("measure: a result for unknown trial %s was dropped", res->uid);
+        return;
+    }
+    dt_mtrial *t = &r->trials[ref->trial];
+    if (t->got) {
+        dt_log_warn("measure: a second result for trial %s was dropped", res->uid);
+        return;
+    }
+    t->got = 1;
+    t->res = *res;
+    t->res.error = NULL;
+    if (res->status == DT_TRIAL_OK &&
+        !(res->min_ns > 0 && isfinite(res->min_ns) && isfinite(res->median_ns))) {
+        /* an ok without a usable time: nothing may take it for a fast kernel */
+        char msg[128];
+        snprintf(msg, sizeof msg, "the trial reported ok without a positive time (min_ns %g)",
+                 res->min_ns);
+        t->res.status = DT_TRIAL_WRONG_ANSWER;
+        t->res.min_ns = t->res.median_ns = NAN;
+        t->res.error = strdup(msg);
+    } else if (res->status != DT_TRIAL_OK) {
+        t->res.error = strdup(res->error && res->error[0] ? res->error : "no detail");
+    }
+    st->done++;
+    if (m->o.progress)
+        m->o.progress(st->done, r->n, m->o.ud);
+    int b = st->batch_of[ref->trial];
+    if (--st->left[b] == 0)
+        record_batch(m, st, b);
+}
+
+/* Records the trials of batch b that have a result and no record yet, in
+ * one transaction (under m->mu).  The first failure stops all recording. */
+static void record_batch(dt_measurer *m, run_state *st, int b)
+{
+    if (st->db_failed)
+        return;
+    dt_mrun *r = st->r;
+    dt_err e;
+    int rc = dt_db_begin(m->db, &e);
+    int nrec = 0;
+    for (int i = 0; !rc && i < st->b[b].ntrials; i++) {
+        dt_mtrial *t = &r->trials[st->trial_of[b][i]];
+        if (!t->got || t->recorded)
+            continue;
+        int ok = t->res.status == DT_TRIAL_OK;
+        dt_db_measurement rec = {
+            .kernel_id = r->kernels[t->kernel].id,
+            .target_id = m->target_id,
+            .workload_id = r->workload_id,
+            .shape = t->text,
+            .threads = t->threads,
+            .status = t->res.status,
+            .min_ns = ok ? t->res.min_ns : NAN,
+            .median_ns = ok ? t->res.median_ns : NAN,
+            .error = ok ? NULL : t->res.error,
+            .trial_uid = t->uid,
+        };
+        bool already = false;
+        rc = dt_db_measurement_insert(m->db, &rec, NULL, &already, &e);
+        t->already = already;
+        nrec++;
+    }
+    if (!rc)
+        rc = dt_db_commit(m->db, &e);
+    else
+        dt_db_rollback(m->db, NULL);
+    if (rc) {
+        st->db_failed = 1;
+        st->db_err = e;
+        return;
+    }
+    for (int i = 0; i < st->b[b].ntrials; i++) {
+        dt_mtrial *t = &r->trials[st->trial_of[b][i]];
+        if (t->got)
+            t->recorded = 1;
+    }
+    m->trials += nrec;
+}
+
+static void pool_result(const dt_trial_result *res, void *ud)
 {
     dt_measurer *m = ud;
     pthread_mutex_lock(&m->mu);
-    for (int b = 0; b < m->nb; b++)
-        for (int i = 0; i < m->batches[b].ntrials; i++)
-            if (strcmp(m->batches[b].trials[i].uid, r->uid) == 0) {
-                dt_trial_result *slot = &m->slots[m->base[b] + i];
-                if (!slot->uid[0]) { /* exactly once: a late duplicate is dropped */
-                    *slot = *r;
-                    slot->error = r->error ? strdup(r->error) : NULL;
-                }
-                pthread_mutex_unlock(&m->mu);
-                return;
-            }
+    if (m->cur)
+        take_result(m, m->cur, res);
+    else
+        dt_log_warn("measure: a result for trial %s arrived after its run; dropped", res->uid);
     pthread_mutex_unlock(&m->mu);
-    dt_log_warn("tune: a result for unknown trial %s was dropped", r->uid);
 }
 
-int dt_measurer_open(const dt_measurer_opts *o, const char *target_key, dt_db *db,
-                     dt_measurer **out, dt_err *e)
+int dt_measurer_open(const dt_measurer_opts *o, dt_db *db, const dt_target *tg,
+                     const char *target_key, dt_measurer **out, dt_err *e)
 {
     *out = NULL;
     dt_measurer *m = calloc(1, sizeof *m);
@@ -69,9 +209,15 @@ int dt_measurer_open(const dt_measurer_opts *o, const char *target_key, dt_db *d
         m->o.min_time_s = 0.005;
     if (!(m->o.no_worker_grace_s > 0))
         m->o.no_worker_grace_s = 30;
+    if (!(m->o.batch_deadline_s > 0))
+        m->o.batch_deadline_s = 600;
     m->db = db;
     pthread_mutex_init(&m->mu, NULL);
-    int rc = 0;
+    int rc = dt_measurer_register(db, tg, target_key, NULL, &m->target_id, NULL, e);
+    if (rc) {
+        dt_measurer_close(m);
+        return rc;
+    }
     if (!o->workers) {
         if ((rc = dt_builder_init(&m->builder, NULL, NULL, NULL, e)) ||
             (rc = dt_runner_init(&m->runner, &m->builder, o->runner_exe, e))) {
@@ -90,7 +236,7 @@ int dt_measurer_open(const dt_measurer_opts *o, const char *target_key, dt_db *d
                            .token_len = token_len,
                            .target_key = target_key,
                            .inflight = 1,
-                           .batch_deadline_s = 600,
+                           .batch_deadline_s = m->o.batch_deadline_s,
                            .on_result = pool_result,
                            .ud = m};
         rc = dt_pool_open(&po, &m->pool, e);
@@ -117,194 +263,322 @@ void dt_measurer_close(dt_measurer *m)
 int64_t dt_measurer_trials(const dt_measurer *m) { return m->trials; }
 double dt_measurer_seconds(const dt_measurer *m) { return m->seconds; }
 
-/* ---- one run ------------------------------------------------------------------ */
-
-/* Interns kernel k in the database (once) and returns its generated source. */
-static int kernel_source(dt_measurer *m, dt_task *t, int k, char **src, dt_err *e)
+double dt_measurer_batch_deadline(int ntrials)
 {
-    dt_kernel_op kop = {.op = t->w->op};
-    memcpy(kop.attrs, t->w->attrs, sizeof kop.attrs);
-    int rc = dt_codegen(&kop, &t->k[k].a, src, e);
-    if (rc || t->k[k].id > 0)
-        return rc;
-    char hash[65], *ann = dt_annotation_to_string(&t->k[k].a);
-    if (!ann)
-        return dt_errf(e, DT_ENOMEM, "out of memory");
-    const char *s = *src;
-    dt_hash_strings(&s, 1, hash);
-    rc = dt_db_kernel_intern(m->db, t->w->op->name, dt_sketch_name(t->k[k].a.sketch), ann, hash,
-                             &t->k[k].id, e);
-    free(ann);
-    return rc;
+    dt_timing t;
+    dt_timing_default(&t);
+    double d = DT_BUILD_DEFAULT_TIMEOUT + 60 + ntrials * (t.run_timeout_s + 1);
+    return d > 300 ? d : 300;
 }
 
-/* Records the results of batch b (one transaction). */
-static int record_batch(dt_measurer *m, dt_task *t, const dt_batch *b, const int *req_of,
-                        dt_mreq *reqs, dt_trial_result *res, dt_err *e)
+void dt_mtrials_free(dt_mtrial *trials, int n)
 {
-    int rc = dt_db_begin(m->db, e);
-    for (int i = 0; !rc && i < b->ntrials; i++) {
-        dt_mreq *q = &reqs[req_of[i]];
-        dt_trial_result *r = &res[i];
-        if (!r->uid[0]) { /* never answered (a pool that gave up) */
-            r->status = DT_TRIAL_WORKER_LOST;
-            snprintf(r->uid, sizeof r->uid, "%s", b->trials[i].uid);
+    for (int i = 0; trials && i < n; i++)
+        dt_trial_result_free(&trials[i].res);
+}
+
+int dt_measurer_plan(const dt_mtrial *trials, int n, int max_trials, int *batch_of)
+{
+    if (max_trials <= 0 || max_trials > DT_BATCH_MAX_TRIALS)
+        max_trials = DT_BATCH_MAX_TRIALS;
+    int nk = 0;
+    for (int i = 0; i < n; i++)
+        if (trials[i].kernel < 0)
+            return DT_EINVAL;
+        else if (trials[i].kernel >= nk)
+            nk = trials[i].kernel + 1;
+    /* per kernel: its trials, then its first batch in order of first appearance */
+    int *cnt = calloc((size_t)nk + 1, sizeof *cnt), *base = malloc(((size_t)nk + 1) * sizeof *base);
+    if (!cnt || !base) {
+        free(cnt);
+        free(base);
+        return DT_ENOMEM;
+    }
+    for (int i = 0; i < n; i++)
+        cnt[trials[i].kernel]++;
+    for (int k = 0; k < nk; k++)
+        base[k] = -1;
+    int nb = 0;
+    for (int i = 0; i < n; i++) {
+        int k = trials[i].kernel;
+        if (base[k] < 0) {
+            base[k] = nb;
+            nb += (cnt[k] + max_trials - 1) / max_trials;
+            cnt[k] = 0; /* from here on: trials of k placed so far */
         }
-        int ok = r->status == DT_TRIAL_OK && r->min_ns > 0;
-        dt_meas_status ms;
-        if (dt_meas_status_parse(dt_trial_status_name(r->status), &ms) != 0)
-            ms = DT_MEAS_WORKER_LOST;
-        if (r->status == DT_TRIAL_OK && !ok)
-            ms = DT_MEAS_WRONG_ANSWER; /* an ok without a time cannot be used */
-        dt_db_measurement rec = {
-            .kernel_id = t->k[q->k].id,
-            .target_id = t->target_id,
-            .workload_id = t->workload_id,
-            .shape = b->trials[i].shape,
-            .threads = b->trials[i].threads,
-            .status = ms,
-            .min_ns = ok ? r->min_ns : NAN,
-            .median_ns = ok ? r->median_ns : NAN,
-            .error = ok ? NULL : (r->error ? r->error : "no time"),
-            .trial_uid = b->trials[i].uid,
-        };
-        rc = dt_db_measurement_insert(m->db, &rec, NULL, NULL, e);
-        q->status = r->status;
-        q->ns = ok ? r->min_ns : NAN;
+        batch_of[i] = base[k] + cnt[k]++ / max_trials;
+    }
+    free(cnt);
+    free(base);
+    return nb;
+}
+
+/* ---- one run -------------------------------------------------------------------- */
+
+static void state_free(run_state *st)
+{
+    for (int b = 0; st->b && b < st->nb; b++)
+        dt_batch_free(&st->b[b]);
+    for (int b = 0; st->trial_of && b < st->nb; b++)
+        free(st->trial_of[b]);
+    free(st->b);
+    free(st->batch_of);
+    free(st->trial_of);
+    free(st->left);
+    free(st->index);
+}
+
+/* The generated source src[k] and its hash for every kernel with a trial
+ * (src[k] stays NULL for the others); the ids of those not in the database
+ * yet, interned in one transaction. */
+static int prepare_kernels(dt_measurer *m, dt_mrun *r, char **src, dt_err *e)
+{
+    dt_kernel_op kop = {.op = r->w->op};
+    memcpy(kop.attrs, r->w->attrs, sizeof kop.attrs);
+    int rc = 0, intern = 0;
+    for (int i = 0; i < r->n; i++) {
+        int k = r->trials[i].kernel;
+        if (src[k])
+            continue;
+        if ((rc = dt_codegen(&kop, &r->kernels[k].a, &src[k], e))) {
+            dt_err_prefix(e, "kernel %d", k);
+            return rc;
+        }
+        const char *s = src[k];
+        dt_hash_strings(&s, 1, r->kernels[k].source_hash);
+        intern |= r->kernels[k].id <= 0;
+    }
+    if (!intern)
+        return 0;
+    if ((rc = dt_db_begin(m->db, e)))
+        return rc;
+    for (int k = 0; !rc && k < r->nk; k++) {
+        if (!src[k] || r->kernels[k].id > 0)
+            continue;
+        char *ann = dt_annotation_to_string(&r->kernels[k].a);
+        if (!ann) {
+            rc = dt_errf(e, DT_ENOMEM, "out of memory");
+            break;
+        }
+        rc = dt_db_kernel_intern(m->db, r->w->op->name, dt_sketch_name(r->kernels[k].a.sketch),
+                                 ann, r->kernels[k].source_hash, &r->kernels[k].id, e);
+        free(ann);
     }
     if (rc) {
         dt_db_rollback(m->db, NULL);
         return rc;
     }
-    if ((rc = dt_db_commit(m->db, e)))
-        return rc;
-    for (int i = 0; i < b->ntrials; i++) {
-        dt_mreq *q = &reqs[req_of[i]];
-        if (dt_task_record(t, q->k, q->s, q->status == DT_TRIAL_OK ? q->ns : INFINITY))
-            return dt_errf(e, DT_ENOMEM, "out of memory");
-        t->trials++;
-        m->trials++;
+    return dt_db_commit(m->db, e);
+}
+
+/* Batches, uids and the uid index of run r. */
+static int make_batches(dt_measurer *m, run_state *st, char **src, dt_err *e)
+{
+    dt_mrun *r = st->r;
+    int n = r->n;
+    st->batch_of = malloc((size_t)n * sizeof *st->batch_of);
+    st->index = malloc((size_t)n * sizeof *st->index);
+    if (!st->batch_of || !st->index)
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    st->nb = dt_measurer_plan(r->trials, n, DT_BATCH_MAX_TRIALS, st->batch_of);
+    if (st->nb < 0) {
+        int code = st->nb;
+        st->nb = 0;
+        return dt_errf(e, code, code == DT_ENOMEM ? "out of memory" : "a trial names no kernel");
     }
+    st->b = calloc((size_t)st->nb, sizeof *st->b);
+    st->trial_of = calloc((size_t)st->nb, sizeof *st->trial_of);
+    st->left = calloc((size_t)st->nb, sizeof *st->left);
+    if (!st->b || !st->trial_of || !st->left)
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++)
+        st->left[st->batch_of[i]]++;
+    char wkey[DT_KEY_MAX];
+    dt_workload_key(r->w, wkey, sizeof wkey);
+    for (int b = 0; b < st->nb; b++) {
+        dt_batch *bt = &st->b[b];
+        snprintf(bt->workload, sizeof bt->workload, "%s", wkey);
+        dt_timing_default(&bt->timing);
+        bt->timing.min_time_s = m->o.min_time_s;
+        bt->timing.seed = m->o.seed;
+        bt->timing.flush_cache = m->o.flush_cache;
+        bt->trials = calloc((size_t)st->left[b], sizeof *bt->trials);
+        st->trial_of[b] = malloc((size_t)st->left[b] * sizeof *st->trial_of[b]);
+        if (!bt->trials || !st->trial_of[b])
+            return dt_errf(e, DT_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        dt_mtrial *t = &r->trials[i];
+        dt_batch *bt = &st->b[st->batch_of[i]];
+        if (!bt->source && !(bt->source = strdup(src[t->kernel])))
+            return dt_errf(e, DT_ENOMEM, "out of memory");
+        dt_trial *tr = &bt->trials[bt->ntrials];
+        int rc = dt_trial_init_values(tr, r->w, t->shape, t->threads, e);
+        if (rc) {
+            char text[128];
+            dt_shape_format(r->w, t->shape, text, sizeof text);
+            dt_err_prefix(e, "shape %s", text);
+            return rc;
+        }
+        memcpy(t->uid, tr->uid, sizeof t->uid);
+        memcpy(t->text, tr->shape, sizeof t->text);
+        st->trial_of[st->batch_of[i]][bt->ntrials] = i;
+        bt->ntrials++;
+        st->index[i] = (uid_ref){t->uid, i};
+    }
+    qsort(st->index, (size_t)n, sizeof *st->index, cmp_ref);
     return 0;
 }
+
+static int run_local(dt_measurer *m, run_state *st, dt_err *e)
+{
+    const dt_batch **bp = malloc((size_t)st->nb * sizeof *bp);
+    if (!bp)
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    for (int b = 0; b < st->nb; b++)
+        bp[b] = &st->b[b];
+    int rc = dt_runner_build_many(&m->runner, bp, st->nb, e);
+    free(bp);
+    for (int b = 0; !rc && b < st->nb && !st->db_failed; b++) {
+        dt_trial_result *res = calloc((size_t)st->b[b].ntrials, sizeof *res);
+        if (!res)
+            return dt_errf(e, DT_ENOMEM, "out of memory");
+        rc = dt_runner_run(&m->runner, &st->b[b], res, e);
+        pthread_mutex_lock(&m->mu);
+        for (int i = 0; !rc && i < st->b[b].ntrials; i++)
+            take_result(m, st, &res[i]);
+        pthread_mutex_unlock(&m->mu);
+        for (int i = 0; i < st->b[b].ntrials; i++)
+            dt_trial_result_free(&res[i]);
+        free(res);
+    }
+    return rc;
+}
+
+/* Between waits for the workers: progress; stop when the database failed. */
+static int drain_tick(void *ud)
+{
+    dt_measurer *m = ud;
+    pthread_mutex_lock(&m->mu);
+    if (m->o.progress)
+        m->o.progress(m->cur->done, m->cur->r->n, m->o.ud);
+    int failed = m->cur->db_failed;
+    pthread_mutex_unlock(&m->mu);
+    return failed;
+}
+
+static int run_pool(dt_measurer *m, run_state *st, dt_err *e)
+{
+    pthread_mutex_lock(&m->mu);
+    m->cur = st;
+    pthread_mutex_unlock(&m->mu);
+    int rc = 0;
+    for (int b = 0; !rc && b < st->nb; b++)
+        rc = dt_pool_submit(m->pool, &st->b[b], e);
+    if (!rc)
+        rc = dt_pool_drain_patient(m->pool, m->o.no_worker_grace_s, drain_tick, m, e);
+    pthread_mutex_lock(&m->mu);
+    m->cur = NULL;
+    /* what arrived of batches left incomplete (the pool gave up) is recorded too */
+    for (int b = 0; b < st->nb; b++)
+        if (st->left[b] > 0 && st->left[b] < st->b[b].ntrials)
+            record_batch(m, st, b);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+int dt_measurer_measure(dt_measurer *m, dt_mrun *r, dt_err *e)
+{
+    if (r->n <= 0)
+        return 0;
+    double t0 = now_s();
+    for (int i = 0; i < r->n; i++) {
+        dt_mtrial *t = &r->trials[i];
+        if (t->kernel < 0 || t->kernel >= r->nk)
+            return dt_errf(e, DT_EINVAL, "trial %d names kernel %d of %d", i, t->kernel, r->nk);
+        t->got = t->recorded = t->already = 0;
+        t->uid[0] = t->text[0] = '\0';
+        dt_trial_result_free(&t->res);
+        memset(&t->res, 0, sizeof t->res);
+        t->res.status = DT_TRIAL_WORKER_LOST;
+        t->res.min_ns = t->res.median_ns = NAN;
+    }
+    run_state st = {.r = r};
+    char **src = calloc((size_t)r->nk, sizeof *src);
+    int rc = 0;
+    if (!src)
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+    if (!rc && r->workload_id <= 0)
+        rc = dt_measurer_register(m->db, NULL, NULL, r->w, NULL, &r->workload_id, e);
+    if (!rc)
+        rc = prepare_kernels(m, r, src, e);
+    if (!rc)
+        rc = make_batches(m, &st, src, e);
+    for (int k = 0; src && k < r->nk; k++)
+        free(src[k]);
+    free(src);
+    if (!rc)
+        rc = m->pool ? run_pool(m, &st, e) : run_local(m, &st, e);
+    if (!rc && st.db_failed) {
+        *e = st.db_err;
+        rc = e->code ? e->code : DT_EDB;
+    }
+    state_free(&st);
+    m->seconds += now_s() - t0;
+    return rc;
+}
+
+/* ---- the tuner's form ------------------------------------------------------------- */
 
 int dt_measurer_run(dt_measurer *m, dt_task *t, dt_mreq *reqs, int n, dt_err *e)
 {
     if (n <= 0)
         return 0;
-    double t0 = now_s();
-    int *kern = malloc((size_t)n * sizeof *kern), nb = 0;   /* distinct kernels */
-    int *req_of = malloc((size_t)n * sizeof *req_of);       /* slot -> request */
-    int *base = calloc((size_t)n + 1, sizeof *base);
-    dt_batch *batches = calloc((size_t)n, sizeof *batches);
-    dt_trial_result *slots = calloc((size_t)n, sizeof *slots);
-    int rc = 0;
-    if (!kern || !req_of || !base || !batches || !slots) {
+    int *kmap = malloc((size_t)t->nk * sizeof *kmap);
+    dt_mkernel *ks = calloc((size_t)n, sizeof *ks);
+    dt_mtrial *ts = calloc((size_t)n, sizeof *ts);
+    int nk = 0, rc = 0;
+    if (!kmap || !ks || !ts) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
         goto out;
     }
+    for (int k = 0; k < t->nk; k++)
+        kmap[k] = -1;
     for (int i = 0; i < n; i++) {
-        int j = 0;
-        while (j < nb && kern[j] != reqs[i].k)
-            j++;
-        if (j == nb)
-            kern[nb++] = reqs[i].k;
+        int k = reqs[i].k;
+        if (kmap[k] < 0) {
+            kmap[k] = nk;
+            ks[nk++] = (dt_mkernel){.a = t->k[k].a, .id = t->k[k].id};
+        }
+        ts[i].kernel = kmap[k];
+        dt_workload_shape_at(t->w, reqs[i].s, ts[i].shape, NULL);
+        ts[i].threads = t->threads;
         reqs[i].status = DT_TRIAL_WORKER_LOST;
         reqs[i].ns = NAN;
     }
-    /* batches: one per kernel, its requests in order */
-    int slot = 0;
-    for (int b = 0; b < nb && !rc; b++) {
-        dt_batch *bt = &batches[b];
-        base[b] = slot;
-        if ((rc = kernel_source(m, t, kern[b], &bt->source, e)))
+    dt_mrun run = {.w = t->w, .workload_id = t->workload_id, .kernels = ks, .nk = nk,
+                   .trials = ts, .n = n};
+    rc = dt_measurer_measure(m, &run, e);
+    for (int k = 0; k < t->nk; k++)
+        if (kmap[k] >= 0 && ks[kmap[k]].id > 0)
+            t->k[k].id = ks[kmap[k]].id;
+    for (int i = 0; i < n; i++) {
+        if (!ts[i].recorded)
+            continue;
+        int ok = ts[i].res.status == DT_TRIAL_OK;
+        reqs[i].status = ts[i].res.status;
+        reqs[i].ns = ok ? ts[i].res.min_ns : NAN;
+        if (dt_task_record(t, reqs[i].k, reqs[i].s, ok ? reqs[i].ns : INFINITY)) {
+            if (!rc)
+                rc = dt_errf(e, DT_ENOMEM, "out of memory");
             break;
-        snprintf(bt->workload, sizeof bt->workload, "%s", t->key);
-        dt_timing_default(&bt->timing);
-        bt->timing.min_time_s = m->o.min_time_s;
-        bt->timing.seed = m->o.seed;
-        int cnt = 0;
-        for (int i = 0; i < n; i++)
-            cnt += reqs[i].k == kern[b];
-        if (!(bt->trials = calloc((size_t)cnt, sizeof *bt->trials))) {
-            rc = dt_errf(e, DT_ENOMEM, "out of memory");
-            break;
         }
-        for (int i = 0; i < n && !rc; i++) {
-            if (reqs[i].k != kern[b])
-                continue;
-            char shape[128];
-            int64_t vals[DT_MAX_VARS];
-            dt_workload_shape_at(t->w, reqs[i].s, vals, NULL);
-            dt_shape_format(t->w, vals, shape, sizeof shape);
-            dt_trial *tr = &bt->trials[bt->ntrials];
-            if ((rc = dt_trial_init(tr, t->w, shape, t->threads, e)))
-                break;
-            dt_trial_uid_new(tr->uid);
-            req_of[slot++] = i;
-            bt->ntrials++;
-        }
-    }
-    base[nb] = slot;
-    if (rc)
-        goto out;
-
-    if (!m->pool) {
-        const dt_batch **bp = malloc((size_t)nb * sizeof *bp);
-        if (!bp) {
-            rc = dt_errf(e, DT_ENOMEM, "out of memory");
-            goto out;
-        }
-        for (int b = 0; b < nb; b++)
-            bp[b] = &batches[b];
-        rc = dt_runner_build_many(&m->runner, bp, nb, e);
-        free(bp);
-        for (int b = 0; b < nb && !rc; b++) {
-            if ((rc = dt_runner_run(&m->runner, &batches[b], slots + base[b], e)))
-                break;
-            rc = record_batch(m, t, &batches[b], req_of + base[b], reqs, slots + base[b], e);
-        }
-    } else {
-        pthread_mutex_lock(&m->mu);
-        m->batches = batches;
-        m->nb = nb;
-        m->slots = slots;
-        m->base = base;
-        pthread_mutex_unlock(&m->mu);
-        for (int b = 0; b < nb && !rc; b++)
-            rc = dt_pool_submit(m->pool, &batches[b], e);
-        if (!rc)
-            rc = dt_pool_drain_patient(m->pool, m->o.no_worker_grace_s, NULL, NULL, e);
-        pthread_mutex_lock(&m->mu);
-        m->batches = NULL;
-        m->nb = 0;
-        pthread_mutex_unlock(&m->mu);
-        /* what arrived is recorded even when the pool gave up */
-        for (int b = 0; b < nb; b++) {
-            int any = 0;
-            for (int i = base[b]; i < base[b + 1]; i++)
-                any |= slots[i].uid[0] != 0;
-            if (!any && rc)
-                continue;
-            dt_err e2;
-            int rc2 = record_batch(m, t, &batches[b], req_of + base[b], reqs, slots + base[b],
-                                   rc ? &e2 : e);
-            if (rc2 && !rc)
-                rc = rc2;
-        }
+        t->trials++;
     }
 out:
-    if (slots)
-        for (int i = 0; i < n; i++)
-            dt_trial_result_free(&slots[i]);
-    if (batches)
-        for (int b = 0; b < nb; b++)
-            dt_batch_free(&batches[b]);
-    free(kern);
-    free(req_of);
-    free(base);
-    free(batches);
-    free(slots);
-    m->seconds += now_s() - t0;
+    dt_mtrials_free(ts, n);
+    free(kmap);
+    free(ks);
+    free(ts);
     return rc;
 }

@@ -311,34 +311,22 @@ int dt_predictor_predict_kernel(dt_predictor *p, dt_task *t, int k, dt_err *e)
 
 /* ---- quality ----------------------------------------------------------------------- */
 
-typedef struct {
-    int64_t wid;
-    int32_t shape;
-    double pred, meas;
-} eval_pt;
-
-static int cmp_group(const void *a, const void *b)
+int dt_predictor_evaluate(const dt_predictor *p, double holdout, uint64_t seed, dt_quality *q,
+                          dt_err *e)
 {
-    const eval_pt *x = a, *y = b;
-    if (x->wid != y->wid)
-        return x->wid < y->wid ? -1 : 1;
-    return (x->shape > y->shape) - (x->shape < y->shape);
-}
-
-int dt_predictor_evaluate(const dt_predictor *p, double holdout, uint64_t seed, double *tau,
-                          double *tau_all, double *recall, dt_err *e)
-{
-    *tau = *tau_all = *recall = NAN;
-    int n = p->n, h = (int)(holdout * n);
-    if (h < 2 || n - h < DT_PREDICTOR_MIN_ROWS)
+    int n = p->n, h = holdout > 0 ? (int)floor(holdout * n + 0.5) : 0;
+    if (h > n - 1)
+        h = n > 0 ? n - 1 : 0;
+    dt_quality_none(q, n, h);
+    /* too few held-out pairs for any measure, or too few rows to train on */
+    if ((int64_t)h * (h - 1) / 2 < DT_TAU_MIN_PAIRS || n - h < DT_PREDICTOR_MIN_ROWS)
         return 0;
     int *perm = malloc((size_t)n * sizeof *perm);
     float *X = malloc((size_t)h * DT_CM_NCOLS * sizeof *X), *f = malloc((size_t)h * sizeof *f);
-    eval_pt *pts = malloc((size_t)h * sizeof *pts);
-    double *pa = malloc((size_t)h * sizeof *pa), *ma = malloc((size_t)h * sizeof *ma);
+    dt_quality_point *pts = malloc((size_t)h * sizeof *pts);
     dt_xgb *m = NULL;
     int rc = 0;
-    if (!perm || !X || !f || !pts || !pa || !ma) {
+    if (!perm || !X || !f || !pts) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
         goto out;
     }
@@ -361,46 +349,18 @@ int dt_predictor_evaluate(const dt_predictor *p, double holdout, uint64_t seed, 
         goto out;
     for (int i = 0; i < h; i++) {
         const dt_cm_row *r = &p->rows[perm[i]];
+        /* as dt_predictor_predict: a model extrapolating to <= 0 means "very slow" */
         double fm = f[i] > 1e-3f ? f[i] : 1e-3;
-        pts[i] = (eval_pt){r->workload_id, r->shape, r->flops / (fm * r->adapt), r->min_ns};
-        pa[i] = r->flops / pts[i].pred; /* throughput, for the recall */
-        ma[i] = r->flops / r->min_ns;
+        pts[i] = (dt_quality_point){r->workload_id, r->shape, r->flops,
+                                    r->flops / (fm * r->adapt), r->min_ns};
     }
-    *recall = dt_topk_recall(pa, ma, h, h / 10 > 1 ? h / 10 : 1);
-    for (int i = 0; i < h; i++) {
-        pa[i] = pts[i].pred;
-        ma[i] = pts[i].meas;
-    }
-    *tau_all = dt_kendall_tau(pa, ma, h);
-    /* τ within each (workload, shape) group, weighted by its pairs */
-    qsort(pts, (size_t)h, sizeof *pts, cmp_group);
-    double num = 0, den = 0;
-    for (int i = 0; i < h;) {
-        int j = i;
-        while (j < h && pts[j].wid == pts[i].wid && pts[j].shape == pts[i].shape)
-            j++;
-        int g = j - i;
-        if (g >= 3 && pts[i].shape >= 0) {
-            for (int q = 0; q < g; q++) {
-                pa[q] = pts[i + q].pred;
-                ma[q] = pts[i + q].meas;
-            }
-            double pairs = g * (g - 1) / 2.0;
-            num += pairs * dt_kendall_tau(pa, ma, g);
-            den += pairs;
-        }
-        i = j;
-    }
-    if (den > 0)
-        *tau = num / den;
+    rc = dt_quality_of(pts, h, q, e);
 out:
     dt_xgb_free(m);
     free(perm);
     free(X);
     free(f);
     free(pts);
-    free(pa);
-    free(ma);
     return rc;
 }
 

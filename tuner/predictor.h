@@ -16,6 +16,7 @@
 #include "costmodel/point.h"
 #include "costmodel/xgb.h"
 #include "db/db.h"
+#include "tuner/quality.h"
 #include "tuner/task.h"
 
 #define DT_PREDICTOR_MIN_ROWS 8
@@ -64,13 +65,15 @@ int dt_predictor_predict(dt_predictor *p, const dt_task *t, const dt_annotation 
 /* Fills t->k[k].pred for every shape of the set (allocating it). */
 int dt_predictor_predict_kernel(dt_predictor *p, dt_task *t, int k, dt_err *e);
 
-/* Held-out quality: trains on a seeded (1 - holdout) part of the rows and
- * predicts the rest; *tau is Kendall's τ between predicted and measured time
- * over pairs of the same workload and shape (the ranking a dispatch choice
- * needs), *tau_all over every pair, *recall the top-10% recall on
- * throughput.  NAN when too few rows. */
-int dt_predictor_evaluate(const dt_predictor *p, double holdout, uint64_t seed, double *tau,
-                          double *tau_all, double *recall, dt_err *e);
+/* Held-out quality, the one evaluation `dtune model train` and `dtune tune`
+ * report: a seeded shuffle holds out round(holdout · n) rows (at most
+ * n - 1), a model with p's parameters is trained on the rest and predicts
+ * them, and *q gets τ overall and within each (workload, shape) and the
+ * top-10% recall (tuner/quality.h).  Every measure is NAN when the held-out
+ * rows make fewer than DT_TAU_MIN_PAIRS pairs or fewer than
+ * DT_PREDICTOR_MIN_ROWS rows remain to train on. */
+int dt_predictor_evaluate(const dt_predictor *p, double holdout, uint64_t seed, dt_quality *q,
+                          dt_err *e);
 
 /* Stores the current model (when there is one trained here) in cost_models
  * with metrics_json (may be NULL). */

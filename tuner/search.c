@@ -397,8 +397,8 @@ int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search
             ma[np++] = t->flops[q->s] / q->ns;
         }
     }
-    if (p->model && np >= 4)
-        info->tau = dt_kendall_tau(pa, ma, np);
+    if (p->model) /* the one τ (tuner/quality.h): n/a under 10 pairs */
+        info->tau = dt_quality_tau(pa, ma, np);
     free(pa);
     free(ma);
     int trained = 0;

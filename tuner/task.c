@@ -1,11 +1,12 @@
 /* Tasks: the in-memory state of one workload's search (see task.h). */
 #include "tuner/task.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tuner/measurer.h"
 
 int dt_task_init(dt_task *t, const char *name, const dt_workload *w, double count, int threads,
                  dt_err *e)
@@ -248,7 +249,7 @@ static int load_one(const dt_db_measurement *m, void *ud)
     if (dt_shape_parse(l->t->w, m->shape ? m->shape : "", vals, &in_domain, &e2) != 0 ||
         !in_domain || !dt_workload_shape_index(l->t->w, vals, &s, NULL))
         return 0;
-    double ns = m->status == DT_MEAS_OK ? m->min_ns : INFINITY;
+    double ns = m->status == DT_TRIAL_OK ? m->min_ns : INFINITY;
     if (dt_task_record(l->t, k, s, ns)) {
         l->rc = DT_ENOMEM;
         return DT_ENOMEM;
@@ -261,19 +262,7 @@ static int load_one(const dt_db_measurement *m, void *ud)
 int dt_task_attach(dt_task *t, dt_db *db, const dt_target *tg, const char *target_key,
                    dt_err *e)
 {
-    json_t *tj = dt_target_to_json(tg);
-    char *tinfo = tj ? json_dumps(tj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    json_decref(tj);
-    char *sset = dt_workload_shape_set_json(t->w);
-    int rc = 0;
-    if (!tinfo || !sset)
-        rc = dt_errf(e, DT_ENOMEM, "out of memory");
-    if (!rc)
-        rc = dt_db_target_upsert(db, target_key, dt_isa_name(tg->isa), tinfo, &t->target_id, e);
-    if (!rc)
-        rc = dt_db_workload_upsert(db, t->key, t->w->op->name, sset, &t->workload_id, e);
-    free(tinfo);
-    free(sset);
+    int rc = dt_measurer_register(db, tg, target_key, t->w, &t->target_id, &t->workload_id, e);
     if (rc)
         return rc;
     loader l = {.t = t, .db = db, .e = e};

@@ -264,7 +264,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
         }
     }
     if (!rc)
-        rc = dt_measurer_open(&o->meas, target_key, db, &m, e);
+        rc = dt_measurer_open(&o->meas, db, tg, target_key, &m, e);
     if (rc)
         goto out;
 
@@ -428,15 +428,13 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
         dt_tune_model_quality *q = &r->model[r->nmodels++];
         snprintf(q->op, sizeof q->op, "%.31s", pred[j].op);
         q->records = pred[j].n;
-        if ((rc = dt_predictor_evaluate(&pred[j], 0.2, o->seed, &q->tau_within_shape, &q->tau_all,
-                                        &q->recall, e)))
+        dt_quality qa;
+        if ((rc = dt_predictor_evaluate(&pred[j], 0.2, o->seed, &qa, e)))
             break;
-        json_t *mj = json_object();
-        json_object_set_new(mj, "kendall_tau_within_shape", dt_json_num_or_null(q->tau_within_shape));
-        json_object_set_new(mj, "kendall_tau", dt_json_num_or_null(q->tau_all));
-        json_object_set_new(mj, "topk_recall", dt_json_num_or_null(q->recall));
-        json_object_set_new(mj, "records", json_integer(q->records));
-        json_object_set_new(mj, "holdout", json_real(0.2));
+        q->tau_within_shape = qa.tau_within;
+        q->tau_all = qa.tau;
+        q->recall = qa.recall;
+        json_t *mj = dt_quality_json(&qa);
         char *mt = mj ? json_dumps(mj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         json_decref(mj);
         rc = dt_predictor_save(&pred[j], db, mt, e);
