@@ -4,7 +4,7 @@
  * annotation).
  *
  * A kernels row keeps the op's name, the sketch and the annotation, not the
- * op's attribute values (dense's epilogue, batch_matmul's layout).  They are
+ * op's attribute values (an epilogue, a layout).  They are
  * recovered from source_hash, the hash of the source the tuner built
  * (dt_hash_strings of the source alone): every attribute combination of the
  * op is generated until one hashes to it.  A row without a hash, or whose

@@ -23,7 +23,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/bench_ref.h"
 #include "common/file.h"
 #include "common/mem.h"
 #include "common/target.h"
@@ -232,6 +231,9 @@ static void check_dense(void *h, const char *name, const dt_workload *w)
     int bias_on, act;
     dt_kernel_op_epilogue(&kop, &bias_on, &act);
     int64_t N = w->dims[1]->value, K = w->dims[2]->value;
+    dt_gemm g;
+    CU_ASSERT_EQUAL_FATAL(dt_op_gemm(w->op, w->attrs, NULL, &g, NULL), 0);
+    g.batch = 1, g.M = MAX_M, g.N = N, g.K = K;
     packed_size_fn psize = (packed_size_fn)sym(h, name, "_packed_size");
     pack_fn pack = (pack_fn)sym(h, name, "_pack");
     void *entry = sym(h, name, "");
@@ -240,16 +242,15 @@ static void check_dense(void *h, const char *name, const dt_workload *w)
     float *W = dt_alloc64((size_t)(N * K) * sizeof(float));
     float *bias = dt_alloc64((size_t)N * sizeof(float));
     float *Y = dt_alloc64((size_t)(MAX_M * N + GUARD_N) * sizeof(float));
-    float *Bt = dt_alloc64((size_t)(K * dt_bench_ref_ldb(N)) * sizeof(float));
     double *ref = dt_alloc64((size_t)(MAX_M * N) * sizeof(double));
     double *mag = dt_alloc64((size_t)(MAX_M * N) * sizeof(double));
     float *packed = dt_alloc64(psize());
-    CU_ASSERT_FATAL(X && W && bias && Y && Bt && ref && mag && packed);
+    CU_ASSERT_FATAL(X && W && bias && Y && ref && mag && packed);
+    CU_ASSERT(g.bias == bias_on && g.act == act);
     dt_fill_random(X, MAX_M * K, 11);
     dt_fill_random(W, N * K, 12);
     dt_fill_random(bias, N, 13);
-    dt_bench_ref_pack(N, K, W, 1, Bt);
-    dt_bench_ref_rows(MAX_M, N, K, X, Bt, bias_on ? bias : NULL, act, ref, mag, g_threads);
+    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, X, W, bias, ref, mag, NULL), 0);
     pack(W, packed);
     int failures = 0;
     for (int64_t M = 1; M <= MAX_M && failures < 3; M++) {
@@ -271,7 +272,6 @@ static void check_dense(void *h, const char *name, const dt_workload *w)
     free(W);
     free(bias);
     free(Y);
-    free(Bt);
     free(ref);
     free(mag);
     free(packed);
@@ -291,10 +291,9 @@ static void check_bmm(void *h, const char *name, int nt)
     float *A = dt_alloc64((size_t)(batch * S * a_cols) * sizeof(float));
     float *B = dt_alloc64((size_t)(batch * S * D) * sizeof(float));
     float *C = dt_alloc64((size_t)(batch * S * c_cols + GUARD_N) * sizeof(float));
-    float *Bt = dt_alloc64((size_t)(S * dt_bench_ref_ldb(S)) * sizeof(float));
     double *ref = dt_alloc64((size_t)(batch * S * c_cols) * sizeof(double));
     double *mag = dt_alloc64((size_t)(batch * S * c_cols) * sizeof(double));
-    CU_ASSERT_FATAL(Af && Bf && A && B && C && Bt && ref && mag);
+    CU_ASSERT_FATAL(Af && Bf && A && B && C && ref && mag);
     dt_fill_random(Af, batch * S * a_cols, 21);
     dt_fill_random(Bf, batch * S * D, 22);
     if (!nt)
@@ -302,13 +301,10 @@ static void check_bmm(void *h, const char *name, int nt)
             for (int64_t i = 0; i < S; i++)
                 for (int64_t k = i + 1; k < S; k++)
                     Af[(b * S + i) * S + k] = 0.0f;
-    for (int64_t b = 0; b < batch; b++) {
-        /* NT: C = A·Bᵀ, N = S, K = D; NN: C = A·B, N = D, K = S */
-        int64_t N = nt ? S : D, K = nt ? D : S;
-        dt_bench_ref_pack(N, K, Bf + b * S * D, nt, Bt);
-        dt_bench_ref_rows(S, N, K, Af + b * S * a_cols, Bt, NULL, DT_ACT_NONE,
-                          ref + b * S * c_cols, mag + b * S * c_cols, g_threads);
-    }
+    /* NT: C = A·Bᵀ, N = S, K = D; NN: C = A·B, N = D, K = S */
+    dt_gemm g = {.dim = {0, 1, 2, 3}, .batch = batch, .M = S, .N = nt ? S : D,
+                 .K = nt ? D : S, .b_trans = nt};
+    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, Af, Bf, NULL, ref, mag, NULL), 0);
     int failures = 0;
     for (int64_t s = 1; s <= S && failures < 3; s++) {
         int64_t ac = nt ? D : s, cc = nt ? s : D; /* columns of A and C at this seq */
@@ -342,7 +338,6 @@ static void check_bmm(void *h, const char *name, int nt)
     free(A);
     free(B);
     free(C);
-    free(Bt);
     free(ref);
     free(mag);
 }
@@ -551,7 +546,9 @@ static void test_tune_export_run(void)
     dt_fill_random(W, N * K, 32);
     dt_fill_random(bias, N, 33);
     pack(W, packed);
-    dt_ref_dense(MM, N, K, X, W, bias, DT_ACT_RELU, ref, mag);
+    dt_gemm g = {.dim = {-1, 0, 1, 2}, .batch = 1, .M = MM, .N = N, .K = K, .b_trans = 1,
+                 .b_const = 1, .bias = 1, .act = DT_ACT_RELU};
+    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, X, W, bias, ref, mag, NULL), 0);
     for (int64_t M = 1; M <= MM; M++) {
         poison(Y, M * N);
         f(M, X, packed, Y, bias);
