@@ -75,7 +75,7 @@ int dt_peer_check(const char *peer, const dt_peer_problem *p, dt_err *e)
     } /* dynamic B: bias and act are ignored (constant weights only) */
     /* every tensor's element count and byte size must fit */
     const int64_t pairs[3][2] = {{p->M, p->K}, {p->K, p->N}, {p->M, p->N}};
-    static const char *const names[3] = {"A", "B", "C"};
+    static const char *const names[3] = {"A[batch,M,K]", "B[batch,K,N]", "C[batch,M,N]"};
     for (int i = 0; i < 3; i++) {
         int64_t n, bytes;
         if (!mul_ok(pairs[i][0], pairs[i][1], &n) || !mul_ok(n, p->batch, &n) ||

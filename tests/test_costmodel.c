@@ -143,6 +143,12 @@ static dt_adapt adapt_ok(const char *op, const int64_t *dims, dt_annotation a)
     if (rc)
         fprintf(stderr, "f_adapt: %s\n", e.msg);
     NEAR(r.total, r.padding * r.balance * r.packing);
+    /* the same through the op's GEMM view (what cost-model points use) */
+    dt_gemm g;
+    dt_adapt r2;
+    CU_ASSERT_EQUAL_FATAL(dt_op_gemm(dt_op_find(op), NULL, dims, &g, &e), 0);
+    CU_ASSERT_EQUAL(dt_f_adapt_gemm(&g, &a, &t, &r2, &e), 0);
+    CU_ASSERT_EQUAL(memcmp(&r, &r2, sizeof r), 0);
     CU_ASSERT(r.total > 0 && r.total <= 1);
     return r;
 }

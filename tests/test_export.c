@@ -29,7 +29,9 @@
 #include "db/db.h"
 #include "dispatch/dispatch.h"
 #include "export/export.h"
+#include "export/export_internal.h"
 #include "microkernel/codegen.h"
+#include "microkernel/mk_op.h"
 #include "microkernel/reference.h"
 #include "sketch/annotation.h"
 #include "sketch/workload.h"
@@ -584,12 +586,47 @@ static void test_tune_export_run(void)
     dt_test_proc_free(&p);
 }
 
+/* Every op a kernel can be generated for can be exported: its export hooks
+ * exist, name their tensors, and write a parameter list, a doc paragraph
+ * and a call of kernel k's entry points. */
+static void test_export_hooks(void)
+{
+    for (int i = 0; i < dt_mk_op_count(); i++) {
+        const dt_mk_op *m = dt_mk_op_at(i);
+        const dt_export_op *x = dt_export_op_find(m->op, m->backend->dtype);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+        CU_ASSERT_PTR_NOT_NULL(x->params[0]);
+        CU_ASSERT(x->emit_params && x->emit_doc && x->emit_call);
+        /* the call uses the kernel's first entry point, renamed */
+        dt_export_plan p;
+        memset(&p, 0, sizeof p);
+        snprintf(p.name, sizeof p.name, "nm");
+        dt_export_pack pack = {0};
+        dt_export_kernel k = {0};
+        p.pack = &pack;
+        p.k = &k;
+        p.nk = 1;
+        CU_ASSERT_EQUAL_FATAL(dt_op_gemm(m->op, NULL, NULL, &p.g, NULL), 0);
+        dt_strbuf sb;
+        dt_sb_init(&sb);
+        x->emit_call(&sb, &p, 0);
+        char *text = dt_sb_take(&sb);
+        char want[96];
+        snprintf(want, sizeof want, "nm_k0_%s(", m->syms[0]);
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "nm_THREADS"));
+        free(text);
+    }
+    CU_ASSERT_PTR_NULL(dt_export_op_find(dt_mk_op_at(0)->op, DT_DTYPE_COUNT));
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
         {"export every BERT-base workload kind, M 1..512", test_export_workloads},
         {"export errors", test_export_errors},
         {"tune, export, compile, run", test_tune_export_run},
+        {"export hooks of every op with kernels", test_export_hooks},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"export", setup, teardown, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
