@@ -5,7 +5,7 @@
  * against the reference first (three small boundary cases); with
  * verify_shapes, every candidate (kernel and peer) is also checked on every
  * shape it runs, on that shape's real inputs, against a double-accumulation
- * reference (bench/bench_ref.h) plus a guard past the output — a candidate
+ * reference (microkernel/reference.h) plus a guard past the output — a candidate
  * that fails is not timed on that shape.  Then for each shape, R repeats, and in each
  * repeat every candidate runs one batch of calls lasting at least min_time
  * (in a rotating order, so that drift hits all alike); a candidate's time is
