@@ -58,19 +58,26 @@ static void item_at(const geom *g, int64_t i, int64_t per, int64_t *rows, int64_
     }
 }
 
+int dt_adapt_gemm_of(const dt_op_desc *op, const int *attrs, const int64_t *dims, dt_gemm *g,
+                     dt_err *e)
+{
+    for (int i = 0; i < op->ndims; i++)
+        if (dims[i] < 1)
+            return dt_errf(e, DT_EINVAL, "f_adapt: dim %s = %lld < 1", op->dims[i],
+                           (long long)dims[i]);
+    if (dt_op_gemm(op, attrs, dims, g, NULL) != 0)
+        return dt_errf(e, DT_EINVAL, "f_adapt: op %s has no GEMM view", op->name);
+    return 0;
+}
+
 int dt_f_adapt(const dt_op_desc *op, const int64_t *dims, const dt_annotation *a,
                const dt_target *t, dt_adapt *out, dt_err *e)
 {
     if (!op || !dims || !a || !out)
         return dt_errf(e, DT_EINVAL, "f_adapt: NULL argument");
-    for (int i = 0; i < op->ndims; i++)
-        if (dims[i] < 1)
-            return dt_errf(e, DT_EINVAL, "f_adapt: dim %s = %lld < 1", op->dims[i],
-                           (long long)dims[i]);
     dt_gemm g;
-    if (dt_op_gemm(op, NULL, dims, &g, NULL) != 0)
-        return dt_errf(e, DT_EINVAL, "f_adapt: op %s has no GEMM view", op->name);
-    return dt_f_adapt_gemm(&g, a, t, out, e);
+    int rc = dt_adapt_gemm_of(op, NULL, dims, &g, e);
+    return rc ? rc : dt_f_adapt_gemm(&g, a, t, out, e);
 }
 
 int dt_f_adapt_gemm(const dt_gemm *gv, const dt_annotation *a, const dt_target *t,

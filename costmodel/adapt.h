@@ -41,6 +41,12 @@ typedef struct dt_adapt {
 int dt_f_adapt_gemm(const dt_gemm *g, const dt_annotation *a, const dt_target *t,
                     dt_adapt *out, dt_err *e);
 
+/* The GEMM view of op with attribute values attrs (NULL: the defaults) and
+ * the sizes of its concrete dims (op->ndims values), for dt_f_adapt_gemm.
+ * DT_EINVAL for a dim < 1 or an op without a GEMM view. */
+int dt_adapt_gemm_of(const dt_op_desc *op, const int *attrs, const int64_t *dims, dt_gemm *g,
+                     dt_err *e);
+
 /* dt_f_adapt_gemm of op's GEMM view with its default attributes (no
  * attribute changes what f_adapt uses) on op's concrete dims (op->ndims
  * values, >= 1, in the op's order).  DT_EINVAL also for an op without a GEMM

@@ -21,15 +21,9 @@ int dt_cm_point_make(const dt_op_desc *op, const int *attrs, const int64_t *dims
     if (dt_features(a, t, op->name, p->x, DT_NFEATURES) != DT_NFEATURES)
         return dt_errf(e, DT_EINVAL, "cost-model point: no features for op %s (mr %d, nr %d)",
                        op->name, a->mr, a->nr);
-    for (int i = 0; i < op->ndims; i++)
-        if (dims[i] < 1)
-            return dt_errf(e, DT_EINVAL, "f_adapt: dim %s = %lld < 1", op->dims[i],
-                           (long long)dims[i]);
     dt_gemm g;
-    if (dt_op_gemm(op, attrs, dims, &g, NULL) != 0)
-        return dt_errf(e, DT_EINVAL, "cost-model point: op %s has no GEMM view", op->name);
-    int rc = dt_f_adapt_gemm(&g, a, t, &p->adapt, e);
-    if (rc)
+    int rc = dt_adapt_gemm_of(op, attrs, dims, &g, e);
+    if (rc || (rc = dt_f_adapt_gemm(&g, a, t, &p->adapt, e)))
         return rc;
     /* log2 of the sizes by role: 0 for a role without a dim (size 1) */
     const int64_t size[DT_NSHAPE_FEATURES] = {g.batch, g.M, g.N, g.K};

@@ -92,9 +92,12 @@ static uint64_t xorshift(uint64_t *s)
     return *s;
 }
 
-/* Every output for small problems; else the whole last row and last column
- * (of the last batch) plus SAMPLE_RANDOM seeded random outputs.  ref/mag
- * hold max(M, N) doubles each. */
+/* Rows of one reference block when every output is checked. */
+#define CHECK_ROWS 4
+
+/* Every output for small problems (CHECK_ROWS rows at a time); else the
+ * whole last row and last column (of the last batch) plus SAMPLE_RANDOM
+ * seeded random outputs.  ref/mag hold max(CHECK_ROWS·N, M) doubles each. */
 static int verify(const call_ctx *c, uint64_t seed, int64_t *checked, double *ref, double *mag,
                   dt_err *e)
 {
@@ -106,8 +109,9 @@ static int verify(const call_ctx *c, uint64_t seed, int64_t *checked, double *re
         dt_ref_pack_b(&c->g, c->B, b, c->bt + b * c->g.K * dt_ref_ldb(N));
     if (work <= FULL_CHECK_LIMIT) {
         for (int64_t b = 0; b < B; b++)
-            for (int64_t i = 0; i < M; i++)
-                if ((rc = check_block(c, b, i, i + 1, 0, N, ref, mag, e)))
+            for (int64_t i = 0; i < M; i += CHECK_ROWS)
+                if ((rc = check_block(c, b, i, i + CHECK_ROWS < M ? i + CHECK_ROWS : M, 0, N,
+                                      ref, mag, e)))
                     return rc;
         *checked = B * M * N;
         return 0;
@@ -205,7 +209,7 @@ static void run_trial(const dt_kernel *k, const dt_kernel_op *kop, const dt_tria
     const dt_gemm *g = &c.g;
     /* element counts fit in int64: the workload's op check passed */
     int64_t na = g->batch * g->M * g->K, nb = g->batch * g->N * g->K, nc = g->batch * g->M * g->N;
-    int64_t longest = g->M > g->N ? g->M : g->N;
+    int64_t longest = g->M > CHECK_ROWS * g->N ? g->M : CHECK_ROWS * g->N;
     c.A = alloc_floats(na);
     c.B = alloc_floats(nb);
     c.C = alloc_floats(nc);

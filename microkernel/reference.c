@@ -119,12 +119,28 @@ void dt_ref_block(const dt_gemm *g, const float *A, int64_t b, const float *bt,
 {
     const int64_t K = g->K, ldb = dt_ref_ldb(g->N);
     const float *a = A + b * g->M * K;
-    for (int64_t jt = j0 / TC * TC; jt < j1; jt += TC) {
-        int64_t lo = jt < j0 ? j0 - jt : 0, hi = j1 - jt < TC ? j1 - jt : TC;
-        for (int64_t i = i0; i < i1; i += TR)
-            ref_tile(i1 - i < TR ? i1 - i : TR, lo, hi, K, a + i * K, bt + jt, ldb,
-                     ref + (i - i0) * ldr + (jt + lo - j0), mag + (i - i0) * ldr + (jt + lo - j0),
-                     ldr);
+    if (j1 - j0 < TC / 2) {
+        /* a few columns (single outputs the runner samples): one output at
+         * a time, the same sums in the same order as a tile's lanes */
+        for (int64_t i = i0; i < i1; i++)
+            for (int64_t j = j0; j < j1; j++) {
+                double s = 0, m = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    double t = (double)bt[k * ldb + j] * (double)a[i * K + k];
+                    s += t;
+                    m += fabs(t);
+                }
+                ref[(i - i0) * ldr + (j - j0)] = s;
+                mag[(i - i0) * ldr + (j - j0)] = m;
+            }
+    } else {
+        for (int64_t jt = j0 / TC * TC; jt < j1; jt += TC) {
+            int64_t lo = jt < j0 ? j0 - jt : 0, hi = j1 - jt < TC ? j1 - jt : TC;
+            for (int64_t i = i0; i < i1; i += TR)
+                ref_tile(i1 - i < TR ? i1 - i : TR, lo, hi, K, a + i * K, bt + jt, ldb,
+                         ref + (i - i0) * ldr + (jt + lo - j0),
+                         mag + (i - i0) * ldr + (jt + lo - j0), ldr);
+        }
     }
     if (!g->bias && g->act == DT_ACT_NONE)
         return;

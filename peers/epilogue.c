@@ -7,7 +7,7 @@
  * Abramowitz–Stegun 7.1.26, |error| <= 1.5e-7; exp by range reduction and a
  * degree-6 polynomial) and there is one GELU polynomial.  act.h is written
  * over the vector types vf/vx/vi and defines dt_act (and dt_exp_neg) for
- * DT_ACT 1 (ReLU) or 2 (GELU); each inclusion below renames them.  Three
+ * DT_ACT 1 (ReLU) or 2 (GELU); peers/epilogue_variant.h renames them.  Three
  * variants, picked once for this CPU: AVX-512 (16-float vectors), AVX2
  * (two 8-float vectors per 16 floats), baseline x86-64 (four 4-float
  * vectors), each vector as wide as its instruction set, so no function
@@ -18,78 +18,37 @@
 
 #include "peers/peer_internal.h"
 
-/* act.h's functions: static, always inlined, compiled for the variant's ISA */
-#define DT_INLINE static inline __attribute__((always_inline)) DT_TARGET
-
-/* Per variant: relu_W and gelu_W on W-float vectors, compiled for its ISA. */
-#define DT_TARGET __attribute__((target("avx512f")))
+/* The three variants' relu_W / gelu_W on W-float vectors, each compiled
+ * for its ISA (peers/epilogue_variant.h). */
 typedef float vf16 __attribute__((vector_size(64)));
 typedef int32_t vi16 __attribute__((vector_size(64)));
-#define vf vf16
-#define vx vf16
-#define vi vi16
-#define DT_ACT 1
-#define dt_act relu_16
-#include "microkernel/template/act.h"
-#undef dt_act
-#undef DT_ACT
-#define DT_ACT 2
-#define dt_act gelu_16
-#define dt_exp_neg exp_neg_16
-#include "microkernel/template/act.h"
-#undef dt_act
-#undef dt_exp_neg
-#undef DT_ACT
-#undef vf
-#undef vx
-#undef vi
-#undef DT_TARGET
+#define EPI_VF vf16
+#define EPI_VI vi16
+#define EPI_TARGET __attribute__((target("avx512f")))
+#define EPI_RELU relu_16
+#define EPI_GELU gelu_16
+#define EPI_EXP exp_neg_16
+#include "peers/epilogue_variant.h"
 
-#define DT_TARGET __attribute__((target("avx2")))
 typedef float vf8 __attribute__((vector_size(32)));
 typedef int32_t vi8 __attribute__((vector_size(32)));
-#define vf vf8
-#define vx vf8
-#define vi vi8
-#define DT_ACT 1
-#define dt_act relu_8
-#include "microkernel/template/act.h"
-#undef dt_act
-#undef DT_ACT
-#define DT_ACT 2
-#define dt_act gelu_8
-#define dt_exp_neg exp_neg_8
-#include "microkernel/template/act.h"
-#undef dt_act
-#undef dt_exp_neg
-#undef DT_ACT
-#undef vf
-#undef vx
-#undef vi
-#undef DT_TARGET
+#define EPI_VF vf8
+#define EPI_VI vi8
+#define EPI_TARGET __attribute__((target("avx2")))
+#define EPI_RELU relu_8
+#define EPI_GELU gelu_8
+#define EPI_EXP exp_neg_8
+#include "peers/epilogue_variant.h"
 
-#define DT_TARGET
 typedef float vf4 __attribute__((vector_size(16)));
 typedef int32_t vi4 __attribute__((vector_size(16)));
-#define vf vf4
-#define vx vf4
-#define vi vi4
-#define DT_ACT 1
-#define dt_act relu_4
-#include "microkernel/template/act.h"
-#undef dt_act
-#undef DT_ACT
-#define DT_ACT 2
-#define dt_act gelu_4
-#define dt_exp_neg exp_neg_4
-#include "microkernel/template/act.h"
-#undef dt_act
-#undef dt_exp_neg
-#undef DT_ACT
-#undef vf
-#undef vx
-#undef vi
-#undef DT_TARGET
+#define EPI_VF vf4
+#define EPI_VI vi4
+#define EPI_TARGET
+#define EPI_RELU relu_4
+#define EPI_GELU gelu_4
+#define EPI_EXP exp_neg_4
+#include "peers/epilogue_variant.h"
 
 /* y[0..15] = act(y[0..15] + bias[0..15]) as n vectors of 16/n floats: a
  * macro, so each variant's vectors stay inside its own function. */

@@ -77,6 +77,11 @@ int dt_op_index(const dt_op_desc *op);
 int dt_op_gemm(const dt_op_desc *op, const int *attrs, const int64_t *dims, dt_gemm *g,
                dt_err *e);
 
+/* Advances attrs (op->nattrs value indices) to the next combination of
+ * op's attribute values, last attribute fastest; 0 (and all zeros) after
+ * the last one. */
+int dt_op_next_attrs(const dt_op_desc *op, int *attrs);
+
 /* Index of dim/attr `name` in op, or -1. */
 int dt_op_dim_index(const dt_op_desc *op, const char *name);
 int dt_op_attr_index(const dt_op_desc *op, const char *name);

@@ -53,6 +53,16 @@ int dt_op_gemm(const dt_op_desc *op, const int *attrs, const int64_t *dims, dt_g
     return 0;
 }
 
+int dt_op_next_attrs(const dt_op_desc *op, int *attrs)
+{
+    for (int i = op->nattrs - 1; i >= 0; i--) {
+        if (++attrs[i] < op->attrs[i].nvalues)
+            return 1;
+        attrs[i] = 0;
+    }
+    return 0;
+}
+
 int dt_op_dim_index(const dt_op_desc *op, const char *name)
 {
     for (int i = 0; i < op->ndims; i++)

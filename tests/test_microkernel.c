@@ -302,17 +302,6 @@ static dt_target fixed_target(void)
     return t;
 }
 
-/* Advances attrs to the next combination of op's attribute values; 0 after the last. */
-static int next_attrs(const dt_op_desc *op, int *attrs)
-{
-    for (int i = op->nattrs - 1; i >= 0; i--) {
-        if (++attrs[i] < op->attrs[i].nvalues)
-            return 1;
-        attrs[i] = 0;
-    }
-    return 0;
-}
-
 static void test_source_hashes(void)
 {
     static const struct {
@@ -366,7 +355,7 @@ static void test_source_hashes(void)
                     }
             }
             combo++;
-        } while (next_attrs(op, kop.attrs));
+        } while (dt_op_next_attrs(op, kop.attrs));
         const char **parts = malloc((size_t)n * sizeof *parts);
         CU_ASSERT_PTR_NOT_NULL_FATAL(parts);
         for (int i = 0; i < n; i++)
@@ -478,7 +467,7 @@ static void test_hook_codegen(void)
             CU_ASSERT_PTR_NOT_NULL(strstr(src, m->backend->epilogue));
             CU_ASSERT(strstr(src, m->backend->driver) < strstr(src, m->driver));
             free(src);
-        } while (next_attrs(m->op, kop.attrs));
+        } while (dt_op_next_attrs(m->op, kop.attrs));
     }
     /* an (op, dtype) without hooks is refused, not generated */
     dt_kernel_op none = {.op = dt_mk_op_at(0)->op, .dtype = DT_DTYPE_COUNT};
