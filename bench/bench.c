@@ -7,7 +7,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench/bench_ref.h"
 #include "microkernel/codegen.h"
 #include "microkernel/loader.h"
 #include "measure/omp_pin.h"
@@ -46,21 +45,21 @@ void dt_bench_result_free(dt_bench_result *r)
 /* Everything one timing loop needs, per candidate. */
 typedef struct {
     dt_kernel k;              /* kernels */
-    float *packed;            /* dense kernels: weights packed for this NR (shared) */
+    float *packed;            /* constant weights: packed for this kernel's NR (shared) */
     const dt_peer_desc *peer; /* peers */
     const dt_bench_extern *ext; /* the extern candidate */
     void *state;              /* peer state for the current shape, or NULL */
 } cand_rt;
 
-/* The problem of one shape, with buffers large enough for every shape. */
+/* The problem of one shape — the op's GEMM view (sketch/op.h) with the
+ * shape's sizes — with buffers large enough for every shape. */
 typedef struct {
-    int dense, nt, bias_on, act;
-    int64_t batch, M, N, K;
+    dt_gemm g;               /* sizes of the current shape */
     const int64_t *vals;     /* the shape's variable values (extern candidates) */
-    float *X, *W, *bias, *Y; /* dense: X[M,K] W[N,K] Y[M,N]; bmm: A, B, -, C */
+    float *X, *W, *bias, *Y; /* A[batch,M,K], B, bias[N], C[batch,M,N] */
     /* verify_shapes: the reference of the current shape and its scratch */
     double *ref, *mag;
-    float *Bt;               /* dense: Wᵀ packed once; bmm: one matrix's, per batch */
+    float *Bt;               /* B of one matrix packed for the reference */
 } problem;
 
 /* Floats after the largest output that no candidate may write. */
@@ -71,17 +70,18 @@ typedef struct {
 static int call_cand(const dt_bench_cand *c, cand_rt *rt, const problem *p, int threads,
                      dt_err *e)
 {
+    const dt_gemm *g = &p->g;
+    const float *bias = g->bias ? p->bias : NULL;
     if (c->kind == DT_CAND_EXTERN) {
-        rt->ext->run(rt->ext->ctx, p->vals, p->X, p->W, p->bias_on ? p->bias : NULL, p->Y);
+        rt->ext->run(rt->ext->ctx, p->vals, p->X, p->W, bias, p->Y);
     } else if (c->kind == DT_CAND_PEER) {
-        return rt->peer->run(rt->state, p->X, p->dense ? (p->bias_on ? p->bias : NULL) : p->W,
-                             p->Y, e);
-    } else if (p->dense) {
-        rt->k.dense(p->M, p->N, p->K, p->X, p->K, rt->packed, p->bias_on ? p->bias : NULL, p->Y,
-                    p->N, threads);
+        /* constant weights were packed: the bias takes B's place */
+        return rt->peer->run(rt->state, p->X, g->b_const ? bias : p->W, p->Y, e);
     } else {
-        rt->k.bmm(p->batch, p->M, p->N, p->K, p->X, p->K, p->M * p->K, p->W, p->nt ? p->K : p->N,
-                  p->N * p->K, p->Y, p->N, p->M * p->N, threads);
+        dt_gemm_args a =
+            dt_gemm_args_contiguous(g, p->X, g->b_const ? rt->packed : p->W, p->bias, p->Y,
+                                    threads);
+        dt_kernel_run(&rt->k, &a);
     }
     return 0;
 }
@@ -93,13 +93,17 @@ static void set_status(dt_bench_cand *c, const char *status, const char *msg)
     c->message = msg ? strdup(msg) : NULL;
 }
 
-/* Verification dims for a kernel: boundary cases at small sizes, and one
- * small-M call at the workload's real N and K. */
+/* Verification sizes for a kernel: boundary cases at small sizes, and one
+ * small-M call at the workload's real N and K (real: the first shape's
+ * dims). */
 static int verify_cand(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
                        const int64_t *real, int threads, dt_err *e)
 {
-    int dense = dt_kernel_op_is_dense(kop);
-    int64_t rn = dense ? real[1] : real[2], rk = dense ? real[2] : real[3];
+    dt_gemm g;
+    int rc = dt_op_gemm(kop->op, kop->attrs, real, &g, e);
+    if (rc)
+        return rc;
+    int64_t rn = g.N, rk = g.K;
     int64_t kc = a->kc > 0 ? a->kc : 64;
     int64_t cases[][4] = {
         /* batch, M, N, K */
@@ -107,13 +111,10 @@ static int verify_cand(const dt_kernel *k, const dt_kernel_op *kop, const dt_ann
         {2, a->mr > 1 ? a->mr - 1 : 1, a->nr + 3, 2 * kc + a->unroll + 1},
         {3, 37, 2 * a->nr + 5, 70},
     };
-    for (int i = 0; i < 3; i++) {
-        int rc = dt_verify_kernel(k, kop, cases[i][0], cases[i][1], cases[i][2], cases[i][3],
-                                  threads, 100 + (uint64_t)i, e);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    for (int i = 0; i < 3 && !rc; i++)
+        rc = dt_verify_kernel(k, kop, cases[i][0], cases[i][1], cases[i][2], cases[i][3],
+                              threads, 100 + (uint64_t)i, e);
+    return rc;
 }
 
 static int build_kernels(const dt_kernel_op *kop, const dt_annotation *kernels, int n,
@@ -169,7 +170,7 @@ static int build_kernels(const dt_kernel_op *kop, const dt_annotation *kernels, 
     return rc;
 }
 
-/* Dense kernels share packed weights by panel width: pack once per NR. */
+/* Kernels share packed constant weights by panel width: pack once per NR. */
 static int pack_weights(dt_bench_cand *cands, cand_rt *rts, int n, const problem *p, dt_err *e)
 {
     for (int i = 0; i < n; i++) {
@@ -183,12 +184,12 @@ static int pack_weights(dt_bench_cand *cands, cand_rt *rts, int n, const problem
             }
         if (rts[i].packed)
             continue;
-        size_t sz = rts[i].k.packed_size(p->N, p->K);
-        rts[i].packed = dt_alloc64(sz);
+        size_t sz = dt_kernel_packed_size(&rts[i].k, p->g.N, p->g.K);
+        rts[i].packed = dt_alloc64(sz ? sz : 64);
         if (!rts[i].packed)
             return dt_errf(e, DT_ENOMEM, "out of memory packing weights");
         double t0 = now_s();
-        rts[i].k.pack(p->N, p->K, p->W, rts[i].packed);
+        dt_kernel_pack(&rts[i].k, p->g.N, p->g.K, p->W, rts[i].packed);
         cands[i].pack_s = now_s() - t0;
     }
     return 0;
@@ -220,18 +221,33 @@ static int cand_runs(const dt_bench_result *r, const cand_rt *rts, int nkernels,
     return c >= nkernels || !o->shape_kernel || o->shape_kernel[s] == c;
 }
 
-/* The reference of the current shape into p->ref / p->mag. */
+/* Rows and columns of one item of the reference's parallel loop. */
+#define REF_ROWS 4
+#define REF_COLS 64
+
+/* The reference of the current shape into p->ref / p->mag
+ * (microkernel/reference.h), its blocks spread over the run's threads. */
 static void reference_shape(problem *p, int threads)
 {
-    if (p->dense) {
-        dt_bench_ref_rows(p->M, p->N, p->K, p->X, p->Bt, p->bias_on ? p->bias : NULL, p->act,
-                          p->ref, p->mag, threads);
-        return;
-    }
-    for (int64_t b = 0; b < p->batch; b++) {
-        dt_bench_ref_pack(p->N, p->K, p->W + b * p->N * p->K, p->nt, p->Bt);
-        dt_bench_ref_rows(p->M, p->N, p->K, p->X + b * p->M * p->K, p->Bt, NULL, DT_ACT_NONE,
-                          p->ref + b * p->M * p->N, p->mag + b * p->M * p->N, threads);
+    const dt_gemm *g = &p->g;
+    const int64_t M = g->M, N = g->N;
+    const int64_t mt = (M + REF_ROWS - 1) / REF_ROWS, nt = (N + REF_COLS - 1) / REF_COLS;
+    const int64_t items = mt * nt;
+    int team = threads < 1 ? 1 : threads;
+    if (items < 2 * team || (double)M * (double)N * (double)g->K < 1e6)
+        team = 1; /* a fork/join costs more than a small problem */
+    for (int64_t b = 0; b < g->batch; b++) {
+        dt_ref_pack_b(g, p->W, b, p->Bt);
+        double *ref = p->ref + b * M * N, *mag = p->mag + b * M * N;
+        /* item = column block outer, row block inner: neighbours share B */
+#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
+        for (int64_t it = 0; it < items; it++) {
+            int64_t i0 = (it % mt) * REF_ROWS, j0 = (it / mt) * REF_COLS;
+            int64_t i1 = i0 + REF_ROWS < M ? i0 + REF_ROWS : M;
+            int64_t j1 = j0 + REF_COLS < N ? j0 + REF_COLS : N;
+            dt_ref_block(g, p->X, b, p->Bt, p->bias, i0, i1, j0, j1, ref + i0 * N + j0,
+                         mag + i0 * N + j0, N);
+        }
     }
 }
 
@@ -240,7 +256,8 @@ static void reference_shape(problem *p, int threads)
 static int check_cand(const dt_bench_cand *c, cand_rt *rt, const problem *p, int threads,
                       dt_err *e)
 {
-    int64_t n = p->batch * p->M * p->N;
+    const dt_gemm *g = &p->g;
+    int64_t n = g->batch * g->M * g->N;
     for (int64_t i = 0; i < n; i++)
         p->Y[i] = NAN;
     for (int64_t i = n; i < n + GUARD_N; i++)
@@ -252,11 +269,11 @@ static int check_cand(const dt_bench_cand *c, cand_rt *rt, const problem *p, int
         if (p->Y[i] != GUARD_V)
             return dt_errf(e, DT_EINVAL, "wrote past the end of the output (element %lld)",
                            (long long)i);
-    for (int64_t b = 0; b < p->batch; b++) {
-        int64_t off = b * p->M * p->N;
-        rc = dt_check_close(p->Y + off, p->N, p->ref + off, p->mag + off, p->M, p->N, p->K, e);
+    for (int64_t b = 0; b < g->batch; b++) {
+        int64_t off = b * g->M * g->N;
+        rc = dt_check_close(p->Y + off, g->N, p->ref + off, p->mag + off, g->M, g->N, g->K, e);
         if (rc)
-            return p->batch > 1 ? dt_err_prefix(e, "batch %lld", (long long)b) : rc;
+            return g->batch > 1 ? dt_err_prefix(e, "batch %lld", (long long)b) : rc;
     }
     return 0;
 }
@@ -369,49 +386,43 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
         goto out;
     }
-    /* shapes, dims and the largest buffers any shape needs */
-    int64_t max_x = 1, max_w = 1, max_y = 1;
-    p.dense = dt_kernel_op_is_dense(&kop);
-    p.nt = dt_kernel_op_layout_nt(&kop);
-    dt_kernel_op_epilogue(&kop, &p.bias_on, &p.act);
+    /* shapes, dims, sizes by role and the largest buffers any shape needs */
+    int64_t max_x = 1, max_w = 1, max_y = 1, max_n = 1, max_k = 1;
+    dt_gemm first = {0};
     for (int s = 0; s < nshapes; s++) {
         memcpy(r->shapes + s * w->nvars, shapes + s * w->nvars, (size_t)w->nvars * sizeof *shapes);
         int64_t *d = r->dims + s * nd;
-        if ((rc = dt_workload_dims(w, shapes + s * w->nvars, d, e)))
+        if ((rc = dt_workload_dims(w, shapes + s * w->nvars, d, e)) ||
+            (rc = dt_op_gemm(w->op, w->attrs, d, &p.g, e)))
             goto out;
         r->gflop[s] = w->op->flops(d, w->attrs) * 1e-9;
-        int64_t bt = p.dense ? 1 : d[0], M = d[p.dense ? 0 : 1], N = d[p.dense ? 1 : 2],
-                K = d[p.dense ? 2 : 3];
-        if (bt * M * K > max_x)
-            max_x = bt * M * K;
-        if (bt * N * K > max_w)
-            max_w = bt * N * K;
-        if (bt * M * N > max_y)
-            max_y = bt * M * N;
-        if (p.dense && s > 0 && (N != p.N || K != p.K)) {
-            rc = dt_errf(e, DT_EUNSUPPORTED, "dense benchmarks need constant N and K");
+        const dt_gemm *g = &p.g;
+        if (g->batch * g->M * g->K > max_x)
+            max_x = g->batch * g->M * g->K;
+        if (g->batch * g->N * g->K > max_w)
+            max_w = g->batch * g->N * g->K;
+        if (g->batch * g->M * g->N > max_y)
+            max_y = g->batch * g->M * g->N;
+        max_n = g->N > max_n ? g->N : max_n;
+        max_k = g->K > max_k ? g->K : max_k;
+        if (s == 0)
+            first = *g;
+        if (g->b_const && (g->N != first.N || g->K != first.K)) {
+            rc = dt_errf(e, DT_EUNSUPPORTED, "%s benchmarks need constant N and K",
+                         w->op->name);
             goto out;
         }
-        p.N = N;
-        p.K = K;
     }
-    int64_t max_n = 1, max_k = 1; /* bmm: the largest N and K of any shape */
-    for (int s = 0; s < nshapes; s++) {
-        const int64_t *d = r->dims + s * nd;
-        if (d[p.dense ? 1 : 2] > max_n)
-            max_n = d[p.dense ? 1 : 2];
-        if (d[p.dense ? 2 : 3] > max_k)
-            max_k = d[p.dense ? 2 : 3];
-    }
+    p.g = first; /* the weights' N and K (constant weights) */
     p.X = alloc_floats(max_x);
     p.W = alloc_floats(max_w);
     p.Y = alloc_floats(max_y + GUARD_N);
-    p.bias = alloc_floats(p.N);
+    p.bias = alloc_floats(max_n);
     if (o->verify_shapes) {
         size_t cells = (size_t)max_y * sizeof(double);
         p.ref = dt_alloc64(cells);
         p.mag = dt_alloc64(cells);
-        p.Bt = alloc_floats(max_k * dt_bench_ref_ldb(max_n));
+        p.Bt = alloc_floats(max_k * dt_ref_ldb(max_n));
     }
     if (!p.X || !p.W || !p.Y || !p.bias ||
         (o->verify_shapes && (!p.ref || !p.mag || !p.Bt))) {
@@ -420,13 +431,11 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
     }
     dt_fill_random(p.X, max_x, o->seed);
     dt_fill_random(p.W, max_w, o->seed + 1);
-    dt_fill_random(p.bias, p.N, o->seed + 2);
-    if (o->verify_shapes && p.dense)
-        dt_bench_ref_pack(p.N, p.K, p.W, 1, p.Bt); /* the weights are constant */
+    dt_fill_random(p.bias, max_n, o->seed + 2);
 
     if ((rc = build_kernels(&kop, kernels, nkernels, t, b, o, r->dims, r->cands, rts, e)))
         goto out;
-    if (p.dense && (rc = pack_weights(r->cands, rts, nkernels, &p, e)))
+    if (p.g.b_const && (rc = pack_weights(r->cands, rts, nkernels, &p, e)))
         goto out;
     if (o->ext) {
         dt_bench_cand *xc = &r->cands[nkernels];
@@ -434,7 +443,7 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
         snprintf(xc->name, sizeof xc->name, "%s", o->ext->name);
         rts[nkernels].ext = o->ext;
         set_status(xc, "ok", NULL);
-        if (p.dense && o->ext->pack) {
+        if (p.g.b_const && o->ext->pack) {
             dt_err pe;
             double t0 = now_s();
             if (o->ext->pack(o->ext->ctx, p.W, &pe))
@@ -456,15 +465,12 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
     measure_peak(r, o->threads);
 
     for (int s = 0; s < nshapes; s++) {
-        const int64_t *d = r->dims + s * nd;
-        p.batch = p.dense ? 1 : d[0];
-        p.M = d[p.dense ? 0 : 1];
-        dt_peer_problem pp = {p.dense ? DT_PEER_DENSE : DT_PEER_BMM, p.batch, p.M, p.N, p.K, p.nt,
-                              p.bias_on, (dt_peer_act)p.act, o->threads};
-        if (!p.dense) {
-            pp.N = p.N = d[2];
-            pp.K = p.K = d[3];
-        }
+        dt_op_gemm(w->op, w->attrs, r->dims + s * nd, &p.g, NULL); /* checked above */
+        /* the peers' problem is the op's GEMM view */
+        dt_peer_problem pp = {.batch = p.g.batch, .M = p.g.M, .N = p.g.N, .K = p.g.K,
+                              .b_trans = p.g.b_trans, .b_const = p.g.b_const,
+                              .bias = p.g.bias, .act = (dt_peer_act)p.g.act,
+                              .threads = o->threads};
         p.vals = shapes + s * w->nvars;
         for (int c = nkernels + next; c < r->ncands; c++) {
             dt_err pe;

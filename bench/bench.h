@@ -5,7 +5,7 @@
  * against the reference first (three small boundary cases); with
  * verify_shapes, every candidate (kernel and peer) is also checked on every
  * shape it runs, on that shape's real inputs, against a double-accumulation
- * reference (bench/bench_ref.h) plus a guard past the output — a candidate
+ * reference (microkernel/reference.h) plus a guard past the output — a candidate
  * that fails is not timed on that shape.  Then for each shape, R repeats, and in each
  * repeat every candidate runs one batch of calls lasting at least min_time
  * (in a rotating order, so that drift hits all alike); a candidate's time is
@@ -32,10 +32,10 @@
 typedef struct dt_bench_extern {
     const char *name;   /* candidate name, e.g. "export" */
     void *ctx;
-    /* dense: packs the weights W (N×K) once before any call; NULL for none */
+    /* constant weights: packs W (N×K) once before any call; NULL for none */
     int (*pack)(void *ctx, const float *W, dt_err *e);
-    /* one call on the shape with variable values vals: dense Y = f(X, W
-     * packed, bias); batch_matmul C (Y) = f(A (X), B (W)) */
+    /* one call on the shape with variable values vals: Y = f(X, W, bias)
+     * (the op's GEMM view: A, B — packed when constant — bias, C) */
     void (*run)(void *ctx, const int64_t *vals, const float *X, const float *W,
                 const float *bias, float *Y);
 } dt_bench_extern;
@@ -65,7 +65,7 @@ typedef struct dt_bench_cand {
     dt_annotation ann;        /* kernels */
     char status[32];          /* "ok", "compile_error", "wrong_answer", "unsupported", ... */
     char *message;            /* why it is not "ok" (malloc'ed) or NULL */
-    double pack_s;            /* kernels, extern: weight packing time (dense), else 0 */
+    double pack_s;            /* kernels, extern: packing time of constant weights, else 0 */
 } dt_bench_cand;
 
 typedef struct dt_bench_result {

@@ -9,7 +9,7 @@
 
 #include "common/file.h"
 #include "common/mem.h"
-#include "microkernel/codegen.h"
+#include "sketch/op.h"
 
 /* The value of a "dtune-export-KEY: value" line of the file's comment. */
 static int header_field(const char *src, const char *field, char *out, size_t n)
@@ -39,8 +39,9 @@ static int pack(void *ctx, const float *W, dt_err *e)
     return 0;
 }
 
-/* The entry point's types: the shape's variables first, then the tensors;
- * a bias pointer last for a dense op with a bias. */
+/* The entry point's types: the shape's variables first, then the tensors
+ * (A, B — the packed weights when they are constant — and C), a bias
+ * pointer last for an op with a bias. */
 typedef void (*fn0)(const float *, const float *, float *);
 typedef void (*fn1)(int64_t, const float *, const float *, float *);
 typedef void (*fn2)(int64_t, int64_t, const float *, const float *, float *);
@@ -55,8 +56,8 @@ static void run(void *ctx, const int64_t *v, const float *X, const float *W, con
                 float *Y)
 {
     dt_bench_export *x = ctx;
-    const float *in2 = x->dense ? x->packed : W;
-    if (x->dense && x->bias) {
+    const float *in2 = x->wconst ? x->packed : W;
+    if (x->bias) {
         switch (x->nvars) {
         case 0: ((fb0)x->entry)(X, in2, Y, bias); break;
         case 1: ((fb1)x->entry)(v[0], X, in2, Y, bias); break;
@@ -120,11 +121,11 @@ int dt_bench_export_load(const char *c_path, const dt_workload *w, const dt_buil
     void *h = dlopen(x->so_path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!h)
         return dt_errf(e, DT_EINVAL, "cannot load the build of %s: %s", c_path, dlerror());
-    dt_kernel_op kop = {.op = w->op};
-    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
-    int act;
-    x->dense = dt_kernel_op_is_dense(&kop);
-    dt_kernel_op_epilogue(&kop, &x->bias, &act);
+    dt_gemm g;
+    if ((rc = dt_op_gemm(w->op, w->attrs, NULL, &g, e)))
+        return rc;
+    x->wconst = g.b_const;
+    x->bias = g.bias;
     x->nvars = w->nvars;
     char sym[128];
     x->entry = dlsym(h, x->name);
@@ -132,10 +133,10 @@ int dt_bench_export_load(const char *c_path, const dt_workload *w, const dt_buil
     *(void **)&x->packed_size = dlsym(h, sym);
     snprintf(sym, sizeof sym, "%s_pack", x->name);
     *(void **)&x->pack = dlsym(h, sym);
-    if (!x->entry || (x->dense && (!x->packed_size || !x->pack)))
+    if (!x->entry || (x->wconst && (!x->packed_size || !x->pack)))
         return dt_errf(e, DT_EINVAL, "%s does not define %s%s", c_path, x->name,
-                       x->dense ? ", its _pack and _packed_size" : "");
-    x->ext = (dt_bench_extern){.name = "export", .ctx = x, .pack = x->dense ? pack : NULL,
+                       x->wconst ? ", its _pack and _packed_size" : "");
+    x->ext = (dt_bench_extern){.name = "export", .ctx = x, .pack = x->wconst ? pack : NULL,
                                .run = run};
     return 0;
 }

@@ -1,7 +1,7 @@
 /* The exported C of a dispatch table (`dtune export`, docs/export.md) as a
  * `dtune bench` candidate: NAME.c is built with the kernels' compiler and
  * flags (microkernel/build.h, cached), loaded with dlopen, and its entry
- * point called per shape; dense weights go through NAME_pack once.
+ * point called per shape; constant weights go through NAME_pack once.
  *
  * Ownership: dt_bench_export_load fills a dt_bench_export that owns its
  * packed buffer and the loaded object (never unloaded: the OpenMP runtime it
@@ -22,11 +22,11 @@ typedef struct dt_bench_export {
     char name[72];         /* NAME: the basename of the file without .c */
     char so_path[4096];
     int threads;           /* the thread count the file was exported for */
-    int nvars, dense, bias;
+    int nvars, wconst, bias; /* the op's GEMM view: constant weights, a bias */
     void *entry;           /* NAME */
     size_t (*packed_size)(void);
     void (*pack)(const float *W, float *packed);
-    float *packed;         /* dense: NAME_pack's output */
+    float *packed;         /* constant weights: NAME_pack's output */
 } dt_bench_export;
 
 /* Reads c_path (…/NAME.c), checks that it exports workload w (its

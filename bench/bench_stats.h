@@ -15,7 +15,7 @@ double dt_bench_gflops(const dt_bench_result *r, int c, int s);
 int dt_bench_is_onednn(const char *peer_name);
 
 /* The highest GFLOP/s of a oneDNN peer on shape s (the "strongest oneDNN
- * peer": for batch_matmul the 3-D batched matmul primitive, the run-time
+ * peer": with a batched B, the 3-D batched matmul primitive, the run-time
  * dims primitive and the dnnl_sgemm batch loop); *which (may be NULL) gets
  * its candidate index.  NAN / -1 when no oneDNN peer ran. */
 double dt_bench_onednn_best(const dt_bench_result *r, int s, int *which);

@@ -44,10 +44,36 @@ static void usage_top(FILE *out)
             "Exit codes: 0 ok, 1 usage error, 2 bad input, 3 runtime failure.\n");
 }
 
+/* The ops a cost model can be trained for (those with a one-hot feature
+ * column: the first DT_CM_OPS of the registry), e.g. "dense|batch_matmul"
+ * with sep = last = "|", or "dense or batch_matmul" with sep ", " and last
+ * " or ". */
+static const char *model_ops(char *buf, size_t n, const char *sep, const char *last)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < DT_CM_OPS && dt_op_at(i) && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s",
+                                i == 0 ? "" : i + 1 == DT_CM_OPS ? last : sep,
+                                dt_op_at(i)->name);
+    return buf;
+}
+
+/* Whether name is one of model_ops. */
+static int model_op_ok(const char *name)
+{
+    const dt_op_desc *op = dt_op_find(name);
+    int i = op ? dt_op_index(op) : -1;
+    return i >= 0 && i < DT_CM_OPS;
+}
+
 static void usage_train(FILE *out)
 {
+    char bar[256], alts[256];
+    model_ops(bar, sizeof bar, "|", "|");
+    model_ops(alts, sizeof alts, ", ", " or ");
     fprintf(out,
-            "Usage: dtune model train [--db PATH] [--op dense|batch_matmul] [--holdout F]\n"
+            "Usage: dtune model train [--db PATH] [--op %s] [--holdout F]\n"
             "                         [--seed S] [--json]\n"
             "\n"
             "Trains f_MK on the ok measurements of this machine's target for one op. Each\n"
@@ -62,7 +88,7 @@ static void usage_train(FILE *out)
             "\n"
             "Options:\n"
             "  --db PATH      database (default $DTUNE_DB, else ./dtune.db)\n"
-            "  --op OP        dense or batch_matmul (default dense)\n"
+            "  --op OP        %s (default %s)\n"
             "  --holdout F    fraction held out for evaluation, 0..0.9 (default 0.2)\n"
             "  --seed S       seed of the shuffle and of training (default 1)\n"
             "  --json         print one JSON object instead of a summary\n"
@@ -70,13 +96,16 @@ static void usage_train(FILE *out)
             "\n"
             "Exit codes: 0 ok, 1 usage error, 2 bad input (e.g. too few records),\n"
             "3 runtime failure.\n",
-            MIN_RECORDS);
+            bar, MIN_RECORDS, alts, dt_op_at(0)->name);
 }
 
 static void usage_stats(FILE *out)
 {
+    char bar[256], alts[256];
+    model_ops(bar, sizeof bar, "|", "|");
+    model_ops(alts, sizeof alts, ", ", " or ");
     fprintf(out,
-            "Usage: dtune model stats [--db PATH] [--op dense|batch_matmul] [--json]\n"
+            "Usage: dtune model stats [--db PATH] [--op %s] [--json]\n"
             "\n"
             "Shows the latest cost model stored for this machine's target and the op:\n"
             "the records it was trained on, its held-out quality, when it was trained\n"
@@ -84,11 +113,12 @@ static void usage_stats(FILE *out)
             "\n"
             "Options:\n"
             "  --db PATH      database (default $DTUNE_DB, else ./dtune.db)\n"
-            "  --op OP        dense or batch_matmul (default dense)\n"
+            "  --op OP        %s (default %s)\n"
             "  --json         print one JSON object instead of text\n"
             "  -h, --help     show this help\n"
             "\n"
-            "Exit codes: 0 ok, 1 usage error, 2 bad input (e.g. no model), 3 runtime failure.\n");
+            "Exit codes: 0 ok, 1 usage error, 2 bad input (e.g. no model), 3 runtime failure.\n",
+            bar, alts, dt_op_at(0)->name);
 }
 
 typedef struct {
@@ -106,7 +136,7 @@ static int parse_args(const char *cmd, int argc, char **argv, int train, model_a
         {"holdout", required_argument, NULL, 'H'}, {"seed", required_argument, NULL, 's'},
         {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    *a = (model_args){.op = "dense", .holdout = 0.2, .seed = 1};
+    *a = (model_args){.op = dt_op_at(0)->name, .holdout = 0.2, .seed = 1};
     int c;
     optind = 1;
     opterr = 0;
@@ -116,9 +146,11 @@ static int parse_args(const char *cmd, int argc, char **argv, int train, model_a
         case 'd': a->db = optarg; break;
         case 'j': a->json = 1; break;
         case 'o':
-            if (strcmp(optarg, "dense") != 0 && strcmp(optarg, "batch_matmul") != 0)
-                return dt_cli_usage_error(cmd, "--op takes dense or batch_matmul, not '%s'",
-                                          optarg);
+            if (!model_op_ok(optarg)) {
+                char alts[256];
+                return dt_cli_usage_error(cmd, "--op takes %s, not '%s'",
+                                          model_ops(alts, sizeof alts, ", ", " or "), optarg);
+            }
             a->op = optarg;
             break;
         case 'H':

@@ -1,7 +1,8 @@
 /* f_adapt: padding efficiency, load balance, packing overhead; see adapt.h
  * and docs/cost-model.md.  The work split mirrors the generated driver
  * (microkernel/template/driver.c: dt_items_per_matrix, dt_item_at, the
- * contiguous deal of items to threads, dt_bmm_worker's packing of B). */
+ * contiguous deal of items to threads, the dynamic-B workers' packing of B:
+ * template/op_batch_matmul.c). */
 #include "costmodel/adapt.h"
 
 #include <string.h>
@@ -57,19 +58,38 @@ static void item_at(const geom *g, int64_t i, int64_t per, int64_t *rows, int64_
     }
 }
 
+int dt_adapt_gemm_of(const dt_op_desc *op, const int *attrs, const int64_t *dims, dt_gemm *g,
+                     dt_err *e)
+{
+    for (int i = 0; i < op->ndims; i++)
+        if (dims[i] < 1)
+            return dt_errf(e, DT_EINVAL, "f_adapt: dim %s = %lld < 1", op->dims[i],
+                           (long long)dims[i]);
+    if (dt_op_gemm(op, attrs, dims, g, NULL) != 0)
+        return dt_errf(e, DT_EINVAL, "f_adapt: op %s has no GEMM view", op->name);
+    return 0;
+}
+
 int dt_f_adapt(const dt_op_desc *op, const int64_t *dims, const dt_annotation *a,
                const dt_target *t, dt_adapt *out, dt_err *e)
 {
     if (!op || !dims || !a || !out)
         return dt_errf(e, DT_EINVAL, "f_adapt: NULL argument");
-    int im = dt_op_dim_index(op, "M"), in = dt_op_dim_index(op, "N"),
-        ik = dt_op_dim_index(op, "K"), ib = dt_op_dim_index(op, "B");
-    if (im < 0 || in < 0 || ik < 0)
-        return dt_errf(e, DT_EINVAL, "f_adapt: op %s has no M, N, K dims", op->name);
-    for (int i = 0; i < op->ndims; i++)
-        if (dims[i] < 1)
-            return dt_errf(e, DT_EINVAL, "f_adapt: dim %s = %lld < 1", op->dims[i],
-                           (long long)dims[i]);
+    dt_gemm g;
+    int rc = dt_adapt_gemm_of(op, NULL, dims, &g, e);
+    return rc ? rc : dt_f_adapt_gemm(&g, a, t, out, e);
+}
+
+int dt_f_adapt_gemm(const dt_gemm *gv, const dt_annotation *a, const dt_target *t,
+                    dt_adapt *out, dt_err *e)
+{
+    if (!gv || !a || !out)
+        return dt_errf(e, DT_EINVAL, "f_adapt: NULL argument");
+    if (gv->batch < 1 || gv->M < 1 || gv->N < 1 || gv->K < 1)
+        return dt_errf(e, DT_EINVAL, "f_adapt: sizes batch %lld, M %lld, N %lld, K %lld "
+                                     "must be >= 1",
+                       (long long)gv->batch, (long long)gv->M, (long long)gv->N,
+                       (long long)gv->K);
     int blocked = a->sketch == DT_SKETCH_BLOCKED;
     if (a->mr <= 0 || a->nr <= 0 || (blocked && (a->mc <= 0 || a->kc <= 0)) ||
         (a->par == DT_PAR_MN && a->nc <= 0) || a->par < 0 || a->par >= DT_PAR_COUNT)
@@ -78,10 +98,10 @@ int dt_f_adapt(const dt_op_desc *op, const int64_t *dims, const dt_annotation *a
                        a->mr, a->nr, a->mc, a->kc, a->nc);
     int nt = a->threads > 0 ? a->threads : (t && t->cores > 0 ? t->cores : 1);
 
-    geom g = {.M = dims[im], .N = dims[in], .K = dims[ik], .batch = ib >= 0 ? dims[ib] : 1,
+    geom g = {.M = gv->M, .N = gv->N, .K = gv->K, .batch = gv->batch,
               .mr = a->mr, .nr = a->nr, .nc = a->nc > 0 ? a->nc : a->nr,
               .mblk = blocked ? a->mc : a->mr, .par = a->par};
-    int is_bmm = ib >= 0;
+    int batched = gv->dim[DT_ROLE_BATCH] >= 0;
     memset(out, 0, sizeof *out);
     out->threads = nt;
 
@@ -90,10 +110,10 @@ int dt_f_adapt(const dt_op_desc *op, const int64_t *dims, const dt_annotation *a
     out->padding = (M * N) / ((double)(cdiv(g.M, g.mr) * g.mr) * (double)(cdiv(g.N, g.nr) * g.nr));
 
     /* balance: per matrix `per` items of at most ⌈u/per⌉ units; the driver
-     * deals batch·per items to nt threads in contiguous runs; for
-     * batch_matmul with batch >= threads whole matrices are the items. */
+     * deals batch·per items to nt threads in contiguous runs; for an op
+     * with a batch dim and batch >= threads whole matrices are the items. */
     int64_t u = units_per_matrix(&g);
-    int64_t per = items_per_matrix(&g, is_bmm && g.batch >= nt ? 1 : nt);
+    int64_t per = items_per_matrix(&g, batched && g.batch >= nt ? 1 : nt);
     int64_t items = g.batch * per;
     int64_t max_units = cdiv(items, nt) * cdiv(u, per);
     out->units = g.batch * u;
@@ -101,9 +121,9 @@ int dt_f_adapt(const dt_op_desc *op, const int64_t *dims, const dt_annotation *a
     out->balance = (double)out->units / ((double)max_units * nt);
 
     /* packing: A is packed MR-tall, zero padded, per NC block of an item's
-     * columns (blocked only); B is prepacked once for dense, and packed
-     * (all of N, NR-padded) by each thread for each matrix it touches in
-     * batch_matmul. */
+     * columns (blocked only); a constant B is prepacked once, outside the
+     * call; a dynamic B is packed (all of N, NR-padded) by each thread for
+     * each matrix it touches. */
     double copies = 0;
     if (blocked) {
         double per_matrix = 0;
@@ -120,7 +140,7 @@ int dt_f_adapt(const dt_op_desc *op, const int64_t *dims, const dt_annotation *a
         }
         copies += B * per_matrix;
     }
-    if (is_bmm) {
+    if (!gv->b_const) {
         int64_t pairs = 0; /* distinct (thread, matrix) pairs */
         for (int64_t tid = 0; tid < nt; tid++) {
             int64_t i0 = items * tid / nt, i1 = items * (tid + 1) / nt;

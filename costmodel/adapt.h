@@ -29,14 +29,28 @@ typedef struct dt_adapt {
     int threads;        /* threads the driver uses */
     int64_t units;      /* work units of the whole problem (strips, blocks, grid cells) */
     int64_t items;      /* parallel work items (batch · items per matrix) */
-    double copies;      /* floats written by packing (A in blocked, B in batch_matmul) */
+    double copies;      /* floats written by packing (A in blocked, a dynamic B) */
     double flops;       /* 2·batch·M·N·K */
 } dt_adapt;
 
-/* f_adapt of annotation a on op's concrete dims (op->ndims values, >= 1,
- * the op's dim order: dense M,N,K; batch_matmul B,M,N,K).  t supplies the
- * thread count when a->threads <= 0 (its cores).  DT_EINVAL for a NULL
- * argument, an op without M, N, K dims, a dim < 1 or a malformed tile. */
+/* f_adapt of annotation a on a GEMM view with sizes (sketch/op.h, dt_gemm:
+ * the sizes by role, whether B is constant — prepacked, no copies — and
+ * whether there is a batch dim, whose matrices the driver shares out).  t
+ * supplies the thread count when a->threads <= 0 (its cores).  DT_EINVAL for
+ * a NULL argument, a size < 1 or a malformed tile. */
+int dt_f_adapt_gemm(const dt_gemm *g, const dt_annotation *a, const dt_target *t,
+                    dt_adapt *out, dt_err *e);
+
+/* The GEMM view of op with attribute values attrs (NULL: the defaults) and
+ * the sizes of its concrete dims (op->ndims values), for dt_f_adapt_gemm.
+ * DT_EINVAL for a dim < 1 or an op without a GEMM view. */
+int dt_adapt_gemm_of(const dt_op_desc *op, const int *attrs, const int64_t *dims, dt_gemm *g,
+                     dt_err *e);
+
+/* dt_f_adapt_gemm of op's GEMM view with its default attributes (no
+ * attribute changes what f_adapt uses) on op's concrete dims (op->ndims
+ * values, >= 1, in the op's order).  DT_EINVAL also for an op without a GEMM
+ * view or a dim < 1. */
 int dt_f_adapt(const dt_op_desc *op, const int64_t *dims, const dt_annotation *a,
                const dt_target *t, dt_adapt *out, dt_err *e);
 

@@ -1,20 +1,39 @@
 /* Micro-kernel features; see features.h and docs/cost-model.md. */
 #include "costmodel/features.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
-static const char *const names[DT_NFEATURES] = {
+#include "sketch/op.h"
+
+static const char *const names[DT_CMF_OP_FIRST] = {
     "mr",          "nr",          "nr_vec",         "acc",           "reg_pressure",
     "kc",          "mc",          "nc",             "unroll",        "prefetch",
     "b_panel_l1",  "a_block_l2",  "b_block_l2",     "b_block_l3",    "ai_reg",
     "vec_floats",  "sketch_blocked", "sketch_stream", "par_n",       "par_m",
     "par_mn",      "order",       "store",          "threads",       "threads_frac",
-    "op_dense",    "op_batch_matmul",
 };
+
+/* "op_<name>" of the registry's ops, made once */
+static char op_names[DT_CM_OPS][40];
+static pthread_once_t op_names_once = PTHREAD_ONCE_INIT;
+
+static void make_op_names(void)
+{
+    for (int i = 0; i < DT_CM_OPS; i++) {
+        const dt_op_desc *op = dt_op_at(i);
+        snprintf(op_names[i], sizeof op_names[i], "op_%s", op ? op->name : "?");
+    }
+}
 
 const char *dt_cm_feature_name(int i)
 {
-    return i >= 0 && i < DT_NFEATURES ? names[i] : "?";
+    if (i >= DT_CMF_OP_FIRST && i < DT_NFEATURES) {
+        pthread_once(&op_names_once, make_op_names);
+        return op_names[i - DT_CMF_OP_FIRST];
+    }
+    return i >= 0 && i < DT_CMF_OP_FIRST ? names[i] : "?";
 }
 
 /* bytes / cache size, 0 for an absent level */
@@ -28,9 +47,9 @@ int dt_features(const dt_annotation *a, const dt_target *t, const char *op_name,
 {
     if (!a || !t || !op_name || !out || n < DT_NFEATURES || a->mr <= 0 || a->nr <= 0)
         return DT_EINVAL;
-    int is_dense = strcmp(op_name, "dense") == 0;
-    int is_bmm = strcmp(op_name, "batch_matmul") == 0;
-    if (!is_dense && !is_bmm)
+    const dt_op_desc *op = dt_op_find(op_name);
+    int column = op ? dt_op_index(op) : -1;
+    if (column < 0 || column >= DT_CM_OPS)
         return DT_EINVAL;
     int vl = dt_isa_vec_floats(a->isa);
     int regs = dt_isa_vec_regs(a->isa, t->arch);
@@ -66,7 +85,6 @@ int dt_features(const dt_annotation *a, const dt_target *t, const char *op_name,
     out[DT_CMF_STORE] = (float)a->store;
     out[DT_CMF_THREADS] = (float)a->threads;
     out[DT_CMF_THREADS_FRAC] = t->cores > 0 ? (float)a->threads / (float)t->cores : 0.0f;
-    out[DT_CMF_OP_DENSE] = (float)is_dense;
-    out[DT_CMF_OP_BATCH_MATMUL] = (float)is_bmm;
+    out[DT_CMF_OP_FIRST + column] = 1.0f;
     return DT_NFEATURES;
 }

@@ -34,20 +34,23 @@ enum {
     DT_CMF_STORE,         /* 0 = mask, 1 = scratch */
     DT_CMF_THREADS,
     DT_CMF_THREADS_FRAC,  /* threads / target cores */
-    DT_CMF_OP_DENSE,
-    DT_CMF_OP_BATCH_MATMUL,
-    DT_NFEATURES
+    DT_CMF_OP_FIRST,      /* one-hot of the op: column DT_CMF_OP_FIRST + its registry index */
+    DT_NFEATURES = DT_CMF_OP_FIRST + 2
 };
+/* Ops with a one-hot column: the first DT_CM_OPS of the op registry
+ * (sketch/op.h), named "op_<name>".  Another op needs its column (and
+ * models trained anew: a model's rows have DT_NFEATURES columns). */
+#define DT_CM_OPS (DT_NFEATURES - DT_CMF_OP_FIRST)
 
 /* Writes the DT_NFEATURES features of (a, t, op) to out[0..n).  Returns
  * DT_NFEATURES, or DT_EINVAL when an argument is NULL, n < DT_NFEATURES,
- * the op is not "dense" or "batch_matmul", or the tile is malformed
- * (mr, nr <= 0). */
+ * the op is not one of the first DT_CM_OPS of the registry, or the tile is
+ * malformed (mr, nr <= 0). */
 int dt_features(const dt_annotation *a, const dt_target *t, const char *op_name, float *out,
                 int n);
 
-/* Short stable name of feature i ("mr", "acc", "b_panel_l1", ...); "?" when
- * out of range.  (Not dt_feature_name: that one names CPU features in
+/* Short stable name of feature i ("mr", "acc", "b_panel_l1", ..., "op_<name>");
+ * "?" when out of range.  (Not dt_feature_name: that one names CPU features in
  * common/target.h.) */
 const char *dt_cm_feature_name(int i);
 

@@ -21,14 +21,14 @@ int dt_cm_point_make(const dt_op_desc *op, const int *attrs, const int64_t *dims
     if (dt_features(a, t, op->name, p->x, DT_NFEATURES) != DT_NFEATURES)
         return dt_errf(e, DT_EINVAL, "cost-model point: no features for op %s (mr %d, nr %d)",
                        op->name, a->mr, a->nr);
-    int rc = dt_f_adapt(op, dims, a, t, &p->adapt, e);
-    if (rc)
+    dt_gemm g;
+    int rc = dt_adapt_gemm_of(op, attrs, dims, &g, e);
+    if (rc || (rc = dt_f_adapt_gemm(&g, a, t, &p->adapt, e)))
         return rc;
-    static const char *const dim_names[DT_NSHAPE_FEATURES] = {"B", "M", "N", "K"};
-    for (int i = 0; i < DT_NSHAPE_FEATURES; i++) {
-        int d = dt_op_dim_index(op, dim_names[i]);
-        p->x[DT_NFEATURES + i] = d >= 0 ? (float)log2((double)dims[d]) : 0.0f;
-    }
+    /* log2 of the sizes by role: 0 for a role without a dim (size 1) */
+    const int64_t size[DT_NSHAPE_FEATURES] = {g.batch, g.M, g.N, g.K};
+    for (int i = 0; i < DT_NSHAPE_FEATURES; i++)
+        p->x[DT_NFEATURES + i] = (float)log2((double)size[i]);
     p->flops = op->flops(dims, attrs);
     if (!(p->flops > 0) || !(p->adapt.total > 0))
         return dt_errf(e, DT_EINVAL, "cost-model point: no work in this shape");

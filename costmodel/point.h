@@ -18,7 +18,7 @@
 #include "costmodel/features.h"
 
 enum {
-    DT_CMS_LOG_BATCH = 0, /* log2 of B (0 for dense) */
+    DT_CMS_LOG_BATCH = 0, /* log2 of the batch (0 for an op without a batch dim) */
     DT_CMS_LOG_M,
     DT_CMS_LOG_N,
     DT_CMS_LOG_K,

@@ -34,14 +34,14 @@ static json_t *info_json(const dt_export_plan *p, const char *c_path, const char
     json_object_set_new(j, "workload", json_string(p->d->key));
     json_object_set_new(j, "target", json_string(p->target_key));
     json_object_set_new(j, "threads", json_integer(p->d->threads));
-    json_object_set_new(j, "packed_bytes", p->dense ? json_integer(p->packed_floats * 4)
+    json_object_set_new(j, "packed_bytes", p->g.b_const ? json_integer(p->packed_floats * 4)
                                                     : json_null());
     for (int k = 0; k < p->nk; k++) {
         json_t *jk = json_object();
         json_object_set_new(jk, "index", json_integer(k));
         json_object_set_new(jk, "id", json_integer(p->k[k].id));
         json_object_set_new(jk, "annotation", dt_annotation_to_json(&p->k[k].ann));
-        if (p->dense)
+        if (p->g.b_const)
             json_object_set_new(jk, "pack_offset_floats",
                                 json_integer(p->pack[p->k[k].pack_group].offset));
         json_array_append_new(ks, jk);

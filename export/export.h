@@ -3,14 +3,14 @@
  * packing, and one entry point that dispatches any shape with nested ifs over
  * the shape ranges (the nearest range's kernel beyond them: extrapolation).
  * The output compiles with plain `cc -O3 -march=native -fopenmp` and needs no
- * dtune header or library.  ABI of a dense workload (NAME from the output
- * path):
+ * dtune header or library.  NAME (from the output path) is the entry point:
+ *   void NAME(<the workload's variables as int64_t>, <the op's tensors>);
+ * and, for an op with constant weights (B of its GEMM view),
  *   size_t NAME_packed_size(void);
  *   void   NAME_pack(const float *W, float *packed);
- *   void   NAME(int64_t M, const float *X, const float *packed, float *Y
- *               [, const float *bias]);
- * batch_matmul and the other ops: documented in docs/export.md and in the
- * generated header.
+ * Each op's tensors are its export hooks' (export/export_op.h,
+ * export/op_<name>.c), documented in docs/export.md and in the generated
+ * header.
  *
  * Ownership: every pointer argument is borrowed. */
 #ifndef DT_EXPORT_EXPORT_H
@@ -38,8 +38,8 @@ int dt_export_write(dt_db *db, const dt_export_opts *o, const char *out_c_path, 
 
 /* dt_export_write, and when info is not NULL, *info (the caller's reference)
  * says what was written: {"name", "c", "h", "workload", "target", "threads",
- * "packed_bytes" (dense; else null), "kernels": [{"index", "id",
- * "annotation", "pack_offset_floats" (dense)}], "ranges": [{"shape_lo",
+ * "packed_bytes" (constant weights; else null), "kernels": [{"index", "id",
+ * "annotation", "pack_offset_floats" (constant weights)}], "ranges": [{"shape_lo",
  * "shape_hi", "kernel_id", "kernel" (index)}]}. */
 int dt_export_write_info(dt_db *db, const dt_export_opts *o, const char *out_c_path,
                          json_t **info, dt_err *e);

@@ -1,5 +1,6 @@
 /* The text of NAME.c and NAME.h: the ABI comment, the kernels, the
- * dispatcher, packing and the entry point (docs/export.md). */
+ * dispatcher, packing and the entry point (docs/export.md).  What differs
+ * per op comes from its export hooks (export_op.h). */
 #include "export/export_internal.h"
 
 #include <stdio.h>
@@ -57,18 +58,14 @@ static void emit_shape_params(dt_strbuf *sb, const dt_export_plan *p)
 
 static void emit_prototypes(dt_strbuf *sb, const dt_export_plan *p)
 {
-    if (p->dense) {
+    if (p->g.b_const) {
         dt_sb_appendf(sb, "size_t %s_packed_size(void);\n", p->name);
         dt_sb_appendf(sb, "void %s_pack(const float *W, float *packed);\n", p->name);
-        dt_sb_appendf(sb, "void %s(", p->name);
-        emit_shape_params(sb, p);
-        dt_sb_appendf(sb, "const float *X, const float *packed, float *Y%s);\n",
-                      p->bias ? ", const float *bias" : "");
-    } else {
-        dt_sb_appendf(sb, "void %s(", p->name);
-        emit_shape_params(sb, p);
-        dt_sb_append(sb, "const float *A, const float *B, float *C);\n");
     }
+    dt_sb_appendf(sb, "void %s(", p->name);
+    emit_shape_params(sb, p);
+    p->xop->emit_params(sb, p);
+    dt_sb_append(sb, ");\n");
 }
 
 /* " *   M = batch*seq" lines: each dim of the op as a function of the variables. */
@@ -98,29 +95,7 @@ static void emit_abi_doc(dt_strbuf *sb, const dt_export_plan *p)
                   DTUNE_VERSION);
     dt_sb_append(sb, " * Dims:\n");
     emit_dims_doc(sb, p);
-    if (p->dense) {
-        dt_sb_appendf(sb,
-                      " *\n * Y[M,N] = X[M,K] * W[N,K]^T%s%s, all row-major and contiguous.\n"
-                      " * %s_packed_size(): bytes of the packed weights (%lld floats).\n"
-                      " * %s_pack(W, packed): packs W (N x K row-major) once into packed; "
-                      "every layout\n *   the dispatcher needs is in it (%d region%s, one per "
-                      "panel width NR).\n"
-                      " * %s(...): Y for any shape; packed as filled by %s_pack%s.\n"
-                      " * Pointers are borrowed; 64-byte alignment of packed is best, not "
-                      "required.\n",
-                      p->bias ? " + bias[N]" : "",
-                      p->act == DT_ACT_RELU ? ", then ReLU" : p->act == DT_ACT_GELU
-                                                                  ? ", then GELU (erf form)"
-                                                                  : "",
-                      p->name, (long long)p->packed_floats, p->name, p->npack,
-                      p->npack == 1 ? "" : "s", p->name, p->name,
-                      p->bias ? "; bias has N floats" : "");
-    } else {
-        dt_sb_appendf(sb,
-                      " *\n * C[b] = A[b] * %s for b < B; A is B x M x K, B is %s, C is B x M x N,\n"
-                      " * all row-major and contiguous.  Pointers are borrowed.\n",
-                      p->nt ? "B[b]^T" : "B[b]", p->nt ? "B x N x K" : "B x K x N");
-    }
+    p->xop->emit_doc(sb, p);
     dt_sb_appendf(sb, " * Threads: %s_THREADS OpenMP threads (default %d; -D%s_THREADS=T when "
                       "compiling\n * %s.c to change it).\n",
                   p->name, p->d->threads, p->name, p->name);
@@ -163,11 +138,8 @@ static void emit_entry(dt_strbuf *sb, const dt_export_plan *p)
     dt_sb_appendf(sb, "\n/* Any shape: the kernel its range selects (%s_select). */\nvoid %s(",
                   p->name, p->name);
     emit_shape_params(sb, p);
-    if (p->dense)
-        dt_sb_appendf(sb, "const float *X, const float *packed, float *Y%s)\n{\n",
-                      p->bias ? ", const float *bias" : "");
-    else
-        dt_sb_append(sb, "const float *A, const float *B, float *C)\n{\n");
+    p->xop->emit_params(sb, p);
+    dt_sb_append(sb, ")\n{\n");
     emit_dims(sb, p);
     dt_sb_appendf(sb, "    switch (%s_select(", p->name);
     for (int v = 0; v < p->w->nvars; v++)
@@ -178,15 +150,7 @@ static void emit_entry(dt_strbuf *sb, const dt_export_plan *p)
             dt_sb_append(sb, "    default:\n");
         else
             dt_sb_appendf(sb, "    case %d:\n", k);
-        if (p->dense)
-            dt_sb_appendf(sb, "        %s_k%d_dtk_dense(dt_M, dt_N, dt_K, X, dt_K, packed + %lld, "
-                              "%s, Y, dt_N, %s_THREADS);\n",
-                          p->name, k, (long long)p->pack[p->k[k].pack_group].offset,
-                          p->bias ? "bias" : "NULL", p->name);
-        else
-            dt_sb_appendf(sb, "        %s_k%d_dtk_bmm(dt_B, dt_M, dt_N, dt_K, A, dt_K, dt_M * dt_K, "
-                              "B, %s, dt_N * dt_K, C, dt_N, dt_M * dt_N, %s_THREADS);\n",
-                          p->name, k, p->nt ? "dt_K" : "dt_N", p->name);
+        p->xop->emit_call(sb, p, k);
         dt_sb_append(sb, "        break;\n");
     }
     dt_sb_append(sb, "    }\n}\n");
@@ -263,7 +227,7 @@ int dt_export_emit_c(const dt_export_plan *p, char **out, dt_err *e)
                            "q - 1 : q;\n}\n\n",
                       p->name);
     dt_export_emit_select(&sb, p);
-    if (p->dense)
+    if (p->g.b_const)
         emit_packing(&sb, p);
     emit_entry(&sb, p);
     if (!(*out = dt_sb_take(&sb)))

@@ -4,6 +4,8 @@
  *   export_plan.c      the dispatch table, its kernels (annotations, C
  *                      identifiers), the packing groups and the C names of
  *                      the workload's variables
+ *   export_op.h        the per-op hooks: the entry point's tensors, its
+ *                      documentation and a kernel's call (op_<name>.c)
  *   export_kernel.c    one kernel's translation unit, renamed so that several
  *                      fit in one file
  *   export_dispatch.c  the nested ifs over the shape ranges
@@ -21,6 +23,7 @@
 #include "common/strbuf.h"
 #include "dispatch/dispatch.h"
 #include "export/export.h"
+#include "export/export_op.h"
 #include "microkernel/codegen.h"
 
 #define DT_EXPORT_NAME_MAX 64
@@ -28,11 +31,11 @@
 typedef struct dt_export_kernel {
     int64_t id;          /* kernels.id */
     dt_annotation ann;   /* threads = the schedule's */
-    int pack_group;      /* dense: index into the plan's packing groups */
+    int pack_group;      /* constant weights: index into the plan's packing groups */
 } dt_export_kernel;
 
-/* Dense weights packed once per distinct panel width NR (the packed layout
- * [strip][K][NR] depends on nothing else): one region per group. */
+/* Constant weights packed once per distinct panel width NR (the packed
+ * layout [strip][K][NR] depends on nothing else): one region per group. */
 typedef struct dt_export_pack {
     int nr;
     int kernel;          /* the kernel whose pack function fills the region */
@@ -46,8 +49,9 @@ typedef struct dt_export_plan {
     dt_dispatch *d;      /* owned */
     const dt_workload *w;/* d->w */
     dt_kernel_op kop;
-    int dense, bias, act, nt;
-    int64_t N, K;        /* dense: the constant N and K */
+    const dt_export_op *xop; /* the op's export hooks */
+    dt_gemm g;           /* the op's GEMM view (flags; sizes 0) */
+    int64_t N, K;        /* constant weights (g.b_const): the constant N and K */
     int nk;
     dt_export_kernel *k; /* nk, in order of first use by the ranges */
     int *range_kernel;   /* d->n: index into k */

@@ -1,5 +1,6 @@
 /* The plan of an exported file: the dispatch table of (workload, target,
- * threads), its distinct kernels, the dense packing groups, and C names. */
+ * threads), its distinct kernels, the packing groups of constant weights,
+ * and C names. */
 #include "export/export_internal.h"
 
 #include <ctype.h>
@@ -48,31 +49,40 @@ void dt_export_plan_free(dt_export_plan *p)
     free(p);
 }
 
+/* Whether n is a tensor parameter name of any op's exported functions. */
+static int is_param(const char *n)
+{
+    for (int o = 0; o < dt_export_op_count(); o++)
+        for (int i = 0; i < DT_EXPORT_MAX_PARAMS && dt_export_op_at(o)->params[i]; i++)
+            if (strcmp(n, dt_export_op_at(o)->params[i]) == 0)
+                return 1;
+    return 0;
+}
+
 /* C parameter names of the variables: the variable's own name unless it
  * would clash with a keyword, a tensor parameter or the file's own names. */
 static void name_vars(dt_export_plan *p)
 {
-    static const char *const taken[] = {"X", "W", "Y", "packed", "bias", "A", "B", "C", NULL};
     for (int v = 0; v < p->w->nvars; v++) {
         const char *n = p->w->vars[v].name;
         int clash = is_keyword(n) || strncmp(n, "dt_", 3) == 0 ||
-                    strncmp(n, p->name, strlen(p->name)) == 0;
-        for (int i = 0; taken[i]; i++)
-            clash |= strcmp(n, taken[i]) == 0;
+                    strncmp(n, p->name, strlen(p->name)) == 0 || is_param(n);
         snprintf(p->var[v], sizeof p->var[v], clash ? "%s_var" : "%s", n);
     }
 }
 
 static int64_t round16(int64_t floats) { return (floats + 15) / 16 * 16; }
 
-/* Dense: N and K must be constants; one packing region per distinct NR. */
+/* Constant weights: N and K must be constants; one packing region per
+ * distinct NR. */
 static int plan_packing(dt_export_plan *p, dt_err *e)
 {
     const dt_workload *w = p->w;
-    int in = dt_op_dim_index(w->op, "N"), ik = dt_op_dim_index(w->op, "K");
-    if (w->dims[in]->kind != DT_EXPR_CONST || w->dims[ik]->kind != DT_EXPR_CONST)
-        return dt_errf(e, DT_EUNSUPPORTED, "%s: exported dense code needs constant N and K "
-                       "(the weights are packed once)", p->d->key);
+    int in = p->g.dim[DT_ROLE_N], ik = p->g.dim[DT_ROLE_K];
+    if (in < 0 || ik < 0 || w->dims[in]->kind != DT_EXPR_CONST ||
+        w->dims[ik]->kind != DT_EXPR_CONST)
+        return dt_errf(e, DT_EUNSUPPORTED, "%s: exported %s code needs constant N and K "
+                       "(the weights are packed once)", p->d->key, w->op->name);
     p->N = w->dims[in]->value;
     p->K = w->dims[ik]->value;
     p->pack = calloc((size_t)p->nk, sizeof *p->pack);
@@ -124,10 +134,8 @@ int dt_export_plan_load(dt_db *db, const dt_export_opts *o, const char *name,
     p->w = p->d->w;
     p->kop.op = p->w->op;
     memcpy(p->kop.attrs, p->w->attrs, sizeof p->kop.attrs);
-    p->dense = dt_kernel_op_is_dense(&p->kop);
-    p->nt = dt_kernel_op_layout_nt(&p->kop);
-    dt_kernel_op_epilogue(&p->kop, &p->bias, &p->act);
-    if (!p->dense && strcmp(p->w->op->name, "batch_matmul") != 0) {
+    p->xop = dt_export_op_find(p->w->op, p->kop.dtype);
+    if (!p->xop || dt_kernel_op_gemm(&p->kop, &p->g, NULL) != 0) {
         rc = dt_errf(e, DT_EUNSUPPORTED, "%s: no export for op %s", p->d->key, p->w->op->name);
         goto fail;
     }
@@ -154,7 +162,7 @@ int dt_export_plan_load(dt_db *db, const dt_export_opts *o, const char *name,
         }
         p->range_kernel[r] = k;
     }
-    if (p->dense && (rc = plan_packing(p, e)))
+    if (p->g.b_const && (rc = plan_packing(p, e)))
         goto fail;
     name_vars(p);
     *out = p;

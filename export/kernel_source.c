@@ -4,7 +4,7 @@
  * annotation).
  *
  * A kernels row keeps the op's name, the sketch and the annotation, not the
- * op's attribute values (dense's epilogue, batch_matmul's layout).  They are
+ * op's attribute values (an epilogue, a layout).  They are
  * recovered from source_hash, the hash of the source the tuner built
  * (dt_hash_strings of the source alone): every attribute combination of the
  * op is generated until one hashes to it.  A row without a hash, or whose
@@ -19,18 +19,6 @@
 #include "microkernel/codegen.h"
 #include "sketch/annotation.h"
 #include "sketch/op.h"
-
-/* Advances attrs to the next combination of op's attribute values; 0 after
- * the last one. */
-static int next_attrs(const dt_op_desc *op, int *attrs)
-{
-    for (int i = op->nattrs - 1; i >= 0; i--) {
-        if (++attrs[i] < op->attrs[i].nvalues)
-            return 1;
-        attrs[i] = 0;
-    }
-    return 0;
-}
 
 /* Regenerates the source of (op, annotation) whose hash is want (NULL: the
  * default attributes). */
@@ -52,7 +40,7 @@ static int regenerate(const dt_op_desc *op, const dt_annotation *a, const char *
                 return 0;
             }
             free(s);
-        } while (next_attrs(op, kop.attrs));
+        } while (dt_op_next_attrs(op, kop.attrs));
     }
     for (int i = 0; i < op->nattrs; i++)
         kop.attrs[i] = op->attrs[i].default_index;

@@ -24,7 +24,6 @@
 #include <unistd.h>
 
 #include "common/target.h"
-#include "microkernel/codegen.h"
 #include "microkernel/loader.h"
 #include "measure/omp_pin.h"
 #include "microkernel/reference.h"
@@ -41,70 +40,48 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- inputs, the call, verification --------------------------------------- */
+/* ---- inputs, the call, verification ---------------------------------------
+ * The trial's op is reached through its GEMM view (sketch/op.h): A, B, C
+ * of batch matrices, B packed once first when it is constant. */
 
 typedef struct {
     const dt_kernel *k;
-    int dense, nt, bias_on, act;
-    int64_t batch, M, N, K;
+    dt_gemm g;                /* with the trial's sizes */
     int threads;
-    float *X, *W, *bias, *packed, *Y; /* dense: X, W, bias, packed, Y; bmm: A=X, B=W, C=Y */
+    float *A, *B, *bias, *packed, *C;
+    float *bt;                /* the reference's packed B, every matrix (verify) */
 } call_ctx;
 
 static void call_once(const call_ctx *c)
 {
-    if (c->dense)
-        c->k->dense(c->M, c->N, c->K, c->X, c->K, c->packed, c->bias_on ? c->bias : NULL, c->Y,
-                    c->N, c->threads);
-    else
-        c->k->bmm(c->batch, c->M, c->N, c->K, c->X, c->K, c->M * c->K, c->W,
-                  c->nt ? c->K : c->N, c->N * c->K, c->Y, c->N, c->M * c->N, c->threads);
+    dt_gemm_args a = dt_gemm_args_contiguous(&c->g, c->A, c->g.b_const ? c->packed : c->B,
+                                             c->bias, c->C, c->threads);
+    dt_kernel_run(c->k, &a);
 }
 
-static double act_ref(double v, int act)
+/* Checks outputs (b, i, j0..j1) × (rows i0..i1) of matrix b against the
+ * reference (microkernel/reference.h), one at a time. */
+static int check_block(const call_ctx *c, int64_t b, int64_t i0, int64_t i1, int64_t j0,
+                       int64_t j1, double *ref, double *mag, dt_err *e)
 {
-    if (act == DT_ACT_RELU)
-        return v > 0 ? v : 0;
-    if (act == DT_ACT_GELU)
-        return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
-    return v;
-}
-
-/* Checks output (b, i, j) against a double-accumulation reference, with the
- * tolerance of microkernel/reference.h. */
-static int check_one(const call_ctx *c, int64_t b, int64_t i, int64_t j, dt_err *e)
-{
-    const int64_t M = c->M, N = c->N, K = c->K;
-    double s = 0, m = 0;
-    if (c->dense) {
-        const float *x = c->X + i * K, *w = c->W + j * K;
-        for (int64_t k = 0; k < K; k++) {
-            double t = (double)x[k] * (double)w[k];
-            s += t;
-            m += fabs(t);
+    const dt_gemm *g = &c->g;
+    const int64_t M = g->M, N = g->N, K = g->K, ld = j1 - j0;
+    dt_ref_block(g, c->A, b, c->bt + b * K * dt_ref_ldb(N), c->bias, i0, i1, j0, j1, ref, mag,
+                 ld);
+    for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = j0; j < j1; j++) {
+            const double s = ref[(i - i0) * ld + (j - j0)], m = mag[(i - i0) * ld + (j - j0)];
+            const float *got = c->C + (b * M + i) * N + j;
+            if (dt_check_close(got, 1, &s, &m, 1, 1, K, NULL) == 0)
+                continue;
+            if (g->dim[DT_ROLE_BATCH] < 0)
+                return dt_errf(e, DT_EINVAL, "wrong answer at [%lld,%lld]: got %.9g, expected %.9g",
+                               (long long)i, (long long)j, (double)*got, s);
+            return dt_errf(e, DT_EINVAL,
+                           "wrong answer at batch %lld [%lld,%lld]: got %.9g, expected %.9g",
+                           (long long)b, (long long)i, (long long)j, (double)*got, s);
         }
-        if (c->bias_on) {
-            s += c->bias[j];
-            m += fabs(c->bias[j]);
-        }
-        s = act_ref(s, c->act);
-    } else {
-        const float *a = c->X + b * M * K + i * K, *B = c->W + b * N * K;
-        for (int64_t k = 0; k < K; k++) {
-            double w = c->nt ? B[j * K + k] : B[k * N + j];
-            double t = (double)a[k] * w;
-            s += t;
-            m += fabs(t);
-        }
-    }
-    const float *got = c->Y + (b * M + i) * N + j;
-    if (dt_check_close(got, 1, &s, &m, 1, 1, K, NULL) == 0)
-        return 0;
-    if (c->dense)
-        return dt_errf(e, DT_EINVAL, "wrong answer at [%lld,%lld]: got %.9g, expected %.9g",
-                       (long long)i, (long long)j, (double)*got, s);
-    return dt_errf(e, DT_EINVAL, "wrong answer at batch %lld [%lld,%lld]: got %.9g, expected %.9g",
-                   (long long)b, (long long)i, (long long)j, (double)*got, s);
+    return 0;
 }
 
 static uint64_t xorshift(uint64_t *s)
@@ -115,35 +92,39 @@ static uint64_t xorshift(uint64_t *s)
     return *s;
 }
 
-/* Every output for small problems; else the whole last row and last column
- * (of the last batch) plus SAMPLE_RANDOM seeded random outputs. */
-static int verify(const call_ctx *c, uint64_t seed, int64_t *checked, dt_err *e)
+/* Rows of one reference block when every output is checked. */
+#define CHECK_ROWS 4
+
+/* Every output for small problems (CHECK_ROWS rows at a time); else the
+ * whole last row and last column (of the last batch) plus SAMPLE_RANDOM
+ * seeded random outputs.  ref/mag hold max(CHECK_ROWS·N, M) doubles each. */
+static int verify(const call_ctx *c, uint64_t seed, int64_t *checked, double *ref, double *mag,
+                  dt_err *e)
 {
-    const int64_t B = c->batch, M = c->M, N = c->N;
-    double work = (double)B * (double)M * (double)N * (double)c->K;
+    const int64_t B = c->g.batch, M = c->g.M, N = c->g.N;
+    double work = (double)B * (double)M * (double)N * (double)c->g.K;
     int rc = 0;
     *checked = 0;
+    for (int64_t b = 0; b < B; b++)
+        dt_ref_pack_b(&c->g, c->B, b, c->bt + b * c->g.K * dt_ref_ldb(N));
     if (work <= FULL_CHECK_LIMIT) {
         for (int64_t b = 0; b < B; b++)
-            for (int64_t i = 0; i < M; i++)
-                for (int64_t j = 0; j < N; j++)
-                    if ((rc = check_one(c, b, i, j, e)))
-                        return rc;
+            for (int64_t i = 0; i < M; i += CHECK_ROWS)
+                if ((rc = check_block(c, b, i, i + CHECK_ROWS < M ? i + CHECK_ROWS : M, 0, N,
+                                      ref, mag, e)))
+                    return rc;
         *checked = B * M * N;
         return 0;
     }
-    for (int64_t j = 0; j < N; j++)
-        if ((rc = check_one(c, B - 1, M - 1, j, e)))
-            return rc;
-    for (int64_t i = 0; i < M; i++)
-        if ((rc = check_one(c, B - 1, i, N - 1, e)))
-            return rc;
+    if ((rc = check_block(c, B - 1, M - 1, M, 0, N, ref, mag, e)) ||
+        (rc = check_block(c, B - 1, 0, M, N - 1, N, ref, mag, e)))
+        return rc;
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 0x5DEECE66Dull;
     for (int r = 0; r < SAMPLE_RANDOM; r++) {
         int64_t b = (int64_t)(xorshift(&s) % (uint64_t)B);
         int64_t i = (int64_t)(xorshift(&s) % (uint64_t)M);
         int64_t j = (int64_t)(xorshift(&s) % (uint64_t)N);
-        if ((rc = check_one(c, b, i, j, e)))
+        if ((rc = check_block(c, b, i, i + 1, j, j + 1, ref, mag, e)))
             return rc;
     }
     *checked = M + N + SAMPLE_RANDOM;
@@ -219,47 +200,49 @@ static void run_trial(const dt_kernel *k, const dt_kernel_op *kop, const dt_tria
     memcpy(r->uid, t->uid, sizeof r->uid);
     r->min_ns = r->median_ns = NAN;
     call_ctx c = {.k = k, .threads = t->threads};
-    c.dense = dt_kernel_op_is_dense(kop);
-    c.nt = dt_kernel_op_layout_nt(kop);
-    dt_kernel_op_epilogue(kop, &c.bias_on, &c.act);
-    if (c.dense) {
-        c.batch = 1, c.M = t->dims[0], c.N = t->dims[1], c.K = t->dims[2];
-    } else {
-        c.batch = t->dims[0], c.M = t->dims[1], c.N = t->dims[2], c.K = t->dims[3];
-    }
-    /* element counts fit in int64: the workload's op check passed */
-    int64_t nx = c.batch * c.M * c.K, nw = c.batch * c.N * c.K, ny = c.batch * c.M * c.N;
-    double *times = NULL;
+    double *times = NULL, *ref = NULL, *mag = NULL;
     dt_err e;
-    c.X = alloc_floats(nx);
-    c.W = alloc_floats(nw);
-    c.Y = alloc_floats(ny);
-    c.bias = alloc_floats(c.N);
-    if (c.dense && c.X && c.W) {
-        size_t psz = k->packed_size(c.N, c.K);
+    if (dt_op_gemm(kop->op, kop->attrs, t->dims, &c.g, &e)) { /* the loader checked the op */
+        set_error(r, DT_TRIAL_RUN_CRASH, e.msg);
+        return;
+    }
+    const dt_gemm *g = &c.g;
+    /* element counts fit in int64: the workload's op check passed */
+    int64_t na = g->batch * g->M * g->K, nb = g->batch * g->N * g->K, nc = g->batch * g->M * g->N;
+    int64_t longest = g->M > CHECK_ROWS * g->N ? g->M : CHECK_ROWS * g->N;
+    c.A = alloc_floats(na);
+    c.B = alloc_floats(nb);
+    c.C = alloc_floats(nc);
+    c.bias = alloc_floats(g->N);
+    c.bt = alloc_floats(g->batch * g->K * dt_ref_ldb(g->N));
+    ref = malloc((size_t)longest * sizeof *ref);
+    mag = malloc((size_t)longest * sizeof *mag);
+    if (g->b_const && c.A && c.B) {
+        size_t psz = dt_kernel_packed_size(k, g->N, g->K);
         c.packed = psz ? dt_alloc64(psz) : NULL;
     }
     times = malloc((size_t)tm->max_repeats * sizeof *times);
-    if (!c.X || !c.W || !c.Y || !c.bias || (c.dense && !c.packed) || !times) {
+    if (!c.A || !c.B || !c.C || !c.bias || !c.bt || !ref || !mag || (g->b_const && !c.packed) ||
+        !times) {
         char msg[256];
         snprintf(msg, sizeof msg,
                  "out of memory allocating the inputs and outputs (%lld + %lld + %lld floats)",
-                 (long long)nx, (long long)nw, (long long)ny);
+                 (long long)na, (long long)nb, (long long)nc);
         set_error(r, DT_TRIAL_RUN_CRASH, msg);
         goto out;
     }
-    dt_fill_random(c.X, nx, tm->seed);
-    dt_fill_random(c.W, nw, tm->seed + 1);
-    dt_fill_random(c.bias, c.N, tm->seed + 2);
-    for (int64_t i = 0; i < ny; i++)
-        c.Y[i] = NAN; /* an output the kernel does not write is a wrong answer */
-    if (c.dense)
-        k->pack(c.N, c.K, c.W, c.packed);
+    dt_fill_random(c.A, na, tm->seed);
+    dt_fill_random(c.B, nb, tm->seed + 1);
+    dt_fill_random(c.bias, g->N, tm->seed + 2);
+    for (int64_t i = 0; i < nc; i++)
+        c.C[i] = NAN; /* an output the kernel does not write is a wrong answer */
+    if (g->b_const)
+        dt_kernel_pack(k, g->N, g->K, c.B, c.packed);
 
     /* first call: checked */
     call_once(&c);
     int64_t checked;
-    if (verify(&c, tm->seed + 3, &checked, &e)) {
+    if (verify(&c, tm->seed + 3, &checked, ref, mag, &e)) {
         char msg[DT_ERR_MSG_MAX + 256];
         snprintf(msg, sizeof msg, "%s (shape %s, threads %d)", e.msg, t->shape, t->threads);
         set_error(r, DT_TRIAL_WRONG_ANSWER, msg);
@@ -285,10 +268,13 @@ static void run_trial(const dt_kernel *k, const dt_kernel_op *kop, const dt_tria
     r->median_ns = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
 out:
     free(times);
-    free(c.X);
-    free(c.W);
-    free(c.Y);
+    free(ref);
+    free(mag);
+    free(c.A);
+    free(c.B);
+    free(c.C);
     free(c.bias);
+    free(c.bt);
     free(c.packed);
 }
 
@@ -399,8 +385,7 @@ int dt_runner_child_main(int argc, char **argv)
     dt_kernel k;
     int load_rc = dt_kernel_load(argv[1], &k, &e);
     if (!load_rc) {
-        int has = dt_kernel_op_is_dense(&kop) ? (k.packed_size && k.pack && k.dense) : !!k.bmm;
-        if (!has) {
+        if (!dt_kernel_computes(&k, &kop)) {
             load_rc = dt_errf(&e, DT_EINVAL, "the kernel does not export the %s entry points",
                               kop.op->name);
             dt_kernel_unload(&k);

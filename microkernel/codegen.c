@@ -1,3 +1,6 @@
+/* dt_codegen (microkernel/codegen.h): the translation unit of a micro-kernel,
+ * assembled from its (op, dtype) hooks in the order microkernel/mk_op.h
+ * gives.  Nothing here knows an op or a dtype. */
 #include "microkernel/codegen.h"
 
 #include <stdio.h>
@@ -5,8 +8,7 @@
 #include <string.h>
 
 #include "common/strbuf.h"
-#include "dt_tpl_driver_c.h"
-#include "dt_tpl_prelude_h.h"
+#include "microkernel/mk_op.h"
 
 void dt_kernel_op_describe(const dt_kernel_op *kop, char *buf, size_t n)
 {
@@ -16,25 +18,35 @@ void dt_kernel_op_describe(const dt_kernel_op *kop, char *buf, size_t n)
         len += (size_t)snprintf(buf + len, n - len, " %s=%s", ad->name,
                                 ad->values[kop->attrs[i]]);
     }
+    if (kop->dtype != DT_DTYPE_F32 && len < n)
+        snprintf(buf + len, n - len, " dtype=%s", dt_dtype_name(kop->dtype));
+}
+
+int dt_kernel_op_gemm(const dt_kernel_op *kop, dt_gemm *g, dt_err *e)
+{
+    return dt_op_gemm(kop->op, kop->attrs, NULL, g, e);
 }
 
 void dt_kernel_op_epilogue(const dt_kernel_op *kop, int *bias, int *act)
 {
-    int ai = dt_op_attr_index(kop->op, "epilogue");
-    const char *v = ai >= 0 ? kop->op->attrs[ai].values[kop->attrs[ai]] : "none";
-    *bias = strncmp(v, "bias", 4) == 0;
-    *act = strstr(v, "relu") ? DT_ACT_RELU : strstr(v, "gelu") ? DT_ACT_GELU : DT_ACT_NONE;
+    dt_gemm g;
+    if (dt_kernel_op_gemm(kop, &g, NULL) != 0) {
+        *bias = 0;
+        *act = DT_ACT_NONE;
+        return;
+    }
+    *bias = g.bias;
+    *act = g.act;
 }
 
-int dt_kernel_op_is_dense(const dt_kernel_op *kop) { return strcmp(kop->op->name, "dense") == 0; }
-
-int dt_kernel_op_layout_nt(const dt_kernel_op *kop)
+/* Whether m's selector, macros and driver section go into kernels of mo. */
+static int in_source(const dt_mk_op *m, const dt_mk_op *mo)
 {
-    int li = dt_op_attr_index(kop->op, "layout");
-    return li >= 0 && strcmp(kop->op->attrs[li].values[kop->attrs[li]], "NT") == 0;
+    return m == mo || (mo->group > 0 && m->group == mo->group);
 }
 
-static void emit_defines(dt_strbuf *sb, const dt_kernel_op *kop, const dt_annotation *a)
+static void emit_defines(dt_strbuf *sb, const dt_kernel_op *kop, const dt_mk_op *mo,
+                         const dt_gemm *g, const dt_annotation *a)
 {
     int vl = dt_isa_vec_floats(a->isa);
     char *ann = dt_annotation_to_string(a);
@@ -55,12 +67,48 @@ static void emit_defines(dt_strbuf *sb, const dt_kernel_op *kop, const dt_annota
                   vl, a->mr, a->nr, a->nr / vl, a->kc, a->mc, a->nc, a->unroll, a->prefetch,
                   a->threads, a->sketch == DT_SKETCH_STREAM, a->order == DT_ORDER_N_INNER,
                   a->store == DT_STORE_SCRATCH);
-    int is_dense = dt_kernel_op_is_dense(kop);
-    int bias, act, nt = dt_kernel_op_layout_nt(kop);
-    dt_kernel_op_epilogue(kop, &bias, &act);
-    dt_sb_appendf(sb, "#define DT_OP_DENSE %d\n#define DT_OP_BMM %d\n#define DT_LAYOUT_NT %d\n"
-                      "#define DT_BIAS %d\n#define DT_ACT %d\n\n",
-                  is_dense, !is_dense, nt, bias, act);
+    /* the op block: the group's selectors, then their macros */
+    for (int i = 0; i < dt_mk_op_count(); i++) {
+        const dt_mk_op *m = dt_mk_op_at(i);
+        if (in_source(m, mo))
+            dt_sb_appendf(sb, "#define %s %d\n", m->selector, m == mo);
+    }
+    for (int i = 0; i < dt_mk_op_count(); i++) {
+        const dt_mk_op *m = dt_mk_op_at(i);
+        if (in_source(m, mo))
+            for (int j = 0; j < m->nmacros; j++)
+                dt_sb_appendf(sb, "#define %s %d\n", m->macros[j],
+                              m == mo ? m->macro_value(kop->attrs, j) : 0);
+    }
+    dt_sb_appendf(sb, "#define DT_BIAS %d\n#define DT_ACT %d\n\n", g->bias, g->act);
+}
+
+/* The prelude with "@OP_MACROS@" replaced by the op block's macro names:
+ * "SEL1 | SEL2, MACRO (0/1)". */
+static void emit_prelude(dt_strbuf *sb, const dt_mk_op *mo)
+{
+    static const char mark[] = "@OP_MACROS@";
+    const char *text = mo->backend->prelude, *at = strstr(text, mark);
+    if (!at) {
+        dt_sb_append(sb, text);
+        return;
+    }
+    dt_sb_appendn(sb, text, (size_t)(at - text));
+    int first = 1;
+    for (int i = 0; i < dt_mk_op_count(); i++) {
+        const dt_mk_op *m = dt_mk_op_at(i);
+        if (in_source(m, mo)) {
+            dt_sb_appendf(sb, "%s%s", first ? "" : " | ", m->selector);
+            first = 0;
+        }
+    }
+    for (int i = 0; i < dt_mk_op_count(); i++) {
+        const dt_mk_op *m = dt_mk_op_at(i);
+        if (in_source(m, mo))
+            for (int j = 0; j < m->nmacros; j++)
+                dt_sb_appendf(sb, ", %s (0/1)", m->macros[j]);
+    }
+    dt_sb_append(sb, at + sizeof mark - 1);
 }
 
 /* The kernel says what it is: dtk_info holds the op and annotation JSON. */
@@ -79,148 +127,32 @@ static void emit_info(dt_strbuf *sb, const dt_kernel_op *kop, const dt_annotatio
     free(ann);
 }
 
-/* ---- the register kernel ------------------------------------------------ */
-
-/* One K step u (0..UNROLL-1) of the MR×NR outer product. */
-static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream)
-{
-    int vl = dt_isa_vec_floats(a->isa);
-    if (a->prefetch > 0) {
-        int lines = (a->nr * 4 + 63) / 64;
-        for (int l = 0; l < lines; l++)
-            dt_sb_appendf(sb, "        VPREFETCH(b + (k + %d) * NR + %d);\n", u + a->prefetch,
-                          l * 16);
-    }
-    dt_sb_append(sb, "        {\n");
-    for (int v = 0; v < nv; v++)
-        dt_sb_appendf(sb, "            vf b%d = VLOAD(b + (k + %d) * NR + %d);\n", v, u, v * vl);
-    for (int i = 0; i < a->mr; i++) {
-        if (stream)
-            dt_sb_appendf(sb, "            vf av%d = VBCAST(a%d[k + %d]);\n", i, i, u);
-        else
-            dt_sb_appendf(sb, "            vf av%d = VBCAST(a[(k + %d) * MR + %d]);\n", i, u, i);
-        for (int v = 0; v < nv; v++)
-            dt_sb_appendf(sb, "            c%d_%d = VFMA(av%d, b%d, c%d_%d);\n", i, v, i, v, i, v);
-    }
-    dt_sb_append(sb, "        }\n");
-}
-
-/* Adds C's current values (accumulate), then bias and activation (last),
- * then stores; with the mask store method partial tiles use masked vectors. */
-static void emit_store(dt_strbuf *sb, const dt_annotation *a, int nv)
-{
-    int vl = dt_isa_vec_floats(a->isa);
-    int masked = a->store == DT_STORE_MASK;
-    /* accumulate */
-    dt_sb_append(sb, "    if (accumulate) {\n");
-    if (masked)
-        dt_sb_append(sb, "      if (m_valid == MR && n_valid == NR) {\n");
-    for (int i = 0; i < a->mr; i++)
-        for (int v = 0; v < nv; v++)
-            dt_sb_appendf(sb, "        c%d_%d = c%d_%d + VLOAD(c + %d * ldc + %d);\n", i, v, i, v,
-                          i, v * vl);
-    if (masked) {
-        dt_sb_append(sb, "      } else {\n");
-        for (int i = 0; i < a->mr; i++) {
-            dt_sb_appendf(sb, "        if (m_valid > %d) {\n", i);
-            for (int v = 0; v < nv; v++)
-                dt_sb_appendf(sb,
-                              "          { int n = n_valid - %d; if (n >= VL) c%d_%d = c%d_%d + "
-                              "VLOAD(c + %d * ldc + %d); else if (n > 0) c%d_%d = c%d_%d + "
-                              "VLOAD_N(c + %d * ldc + %d, n); }\n",
-                              v * vl, i, v, i, v, i, v * vl, i, v, i, v, i, v * vl);
-            dt_sb_append(sb, "        }\n");
-        }
-        dt_sb_append(sb, "      }\n");
-    }
-    dt_sb_append(sb, "    }\n");
-    /* epilogue */
-    dt_sb_append(sb, "#if DT_BIAS || DT_ACT\n    if (last) {\n");
-    dt_sb_append(sb, "#if DT_BIAS\n");
-    for (int v = 0; v < nv; v++)
-        dt_sb_appendf(sb, "        vf bias%d = VLOAD(bias + %d);\n", v, v * vl);
-    for (int i = 0; i < a->mr; i++)
-        for (int v = 0; v < nv; v++)
-            dt_sb_appendf(sb, "        c%d_%d = c%d_%d + bias%d;\n", i, v, i, v, v);
-    dt_sb_append(sb, "#endif\n");
-    for (int i = 0; i < a->mr; i++)
-        for (int v = 0; v < nv; v++)
-            dt_sb_appendf(sb, "        c%d_%d = dt_act(c%d_%d);\n", i, v, i, v);
-    dt_sb_append(sb, "    }\n#else\n    (void)last; (void)bias;\n#endif\n");
-    /* store */
-    if (masked)
-        dt_sb_append(sb, "    if (m_valid == MR && n_valid == NR) {\n");
-    for (int i = 0; i < a->mr; i++)
-        for (int v = 0; v < nv; v++)
-            dt_sb_appendf(sb, "        VSTORE(c + %d * ldc + %d, c%d_%d);\n", i, v * vl, i, v);
-    if (masked) {
-        dt_sb_append(sb, "    } else {\n");
-        for (int i = 0; i < a->mr; i++) {
-            dt_sb_appendf(sb, "        if (m_valid > %d) {\n", i);
-            for (int v = 0; v < nv; v++)
-                dt_sb_appendf(sb,
-                              "          { int n = n_valid - %d; if (n >= VL) VSTORE(c + %d * "
-                              "ldc + %d, c%d_%d); else if (n > 0) VSTORE_N(c + %d * ldc + %d, "
-                              "c%d_%d, n); }\n",
-                              v * vl, i, v * vl, i, v, i, v * vl, i, v);
-            dt_sb_append(sb, "        }\n");
-        }
-        dt_sb_append(sb, "    }\n");
-    } else {
-        dt_sb_append(sb, "    (void)m_valid; (void)n_valid;\n");
-    }
-}
-
-static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
-{
-    int nv = a->nr / dt_isa_vec_floats(a->isa);
-    int stream = a->sketch == DT_SKETCH_STREAM;
-    dt_sb_appendf(sb,
-                  "/* C tile (MR×NR at c, row stride ldc) = [C +] A·B, then bias and activation\n"
-                  " * when last.  A: %s.  b: a [kc][NR] panel. */\n",
-                  stream ? "rows of X read in place (row stride lda)" : "a packed [kc][MR] panel");
-    dt_sb_append(sb,
-                 "static __attribute__((noinline)) void dt_ukr(int64_t kc, const float *restrict a,"
-                 " int64_t lda,\n    int a_rows, const float *restrict b, float *restrict c,"
-                 " int64_t ldc, int m_valid,\n    int n_valid, int accumulate, const float "
-                 "*restrict bias, int last)\n{\n");
-    for (int i = 0; i < a->mr; i++)
-        for (int v = 0; v < nv; v++)
-            dt_sb_appendf(sb, "    vf c%d_%d = VZERO();\n", i, v);
-    if (stream) {
-        /* rows past a_rows re-read the last valid row: computed in full,
-         * never stored (local padding in registers) */
-        for (int i = 0; i < a->mr; i++)
-            dt_sb_appendf(sb, "    const float *a%d = a + (int64_t)(%d < a_rows ? %d : a_rows - 1)"
-                              " * lda;\n", i, i, i);
-    } else {
-        dt_sb_append(sb, "    (void)lda; (void)a_rows;\n");
-    }
-    dt_sb_append(sb, "    int64_t k = 0;\n    for (; k + UNROLL <= kc; k += UNROLL) {\n");
-    for (int u = 0; u < a->unroll; u++)
-        emit_k_step(sb, a, nv, u, stream);
-    dt_sb_append(sb, "    }\n    for (; k < kc; k++) {\n");
-    emit_k_step(sb, a, nv, 0, stream);
-    dt_sb_append(sb, "    }\n");
-    emit_store(sb, a, nv);
-    dt_sb_append(sb, "}\n\n");
-}
-
 int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, dt_err *e)
 {
     *source = NULL;
-    if (strcmp(kop->op->name, "dense") != 0 && strcmp(kop->op->name, "batch_matmul") != 0)
-        return dt_errf(e, DT_EUNSUPPORTED, "no micro-kernel generator for op %s", kop->op->name);
+    const dt_mk_op *mo = dt_mk_op_find(kop->op, kop->dtype);
+    if (!mo)
+        return dt_errf(e, DT_EUNSUPPORTED, "no micro-kernel generator for op %s%s%s",
+                       kop->op->name, kop->dtype ? " of dtype " : "",
+                       kop->dtype ? dt_dtype_name(kop->dtype) : "");
     if (a->nr % dt_isa_vec_floats(a->isa) != 0)
         return dt_errf(e, DT_EINVAL, "nr %d is not a multiple of the vector width %d", a->nr,
                        dt_isa_vec_floats(a->isa));
+    dt_gemm g;
+    int rc = dt_kernel_op_gemm(kop, &g, e);
+    if (rc)
+        return rc;
     dt_strbuf sb;
     dt_sb_init(&sb);
-    emit_defines(&sb, kop, a);
-    dt_sb_append(&sb, dt_tpl_prelude_h);
+    emit_defines(&sb, kop, mo, &g, a);
+    emit_prelude(&sb, mo);
+    dt_sb_append(&sb, mo->backend->epilogue);
     emit_info(&sb, kop, a);
-    emit_ukr(&sb, a);
-    dt_sb_append(&sb, dt_tpl_driver_c);
+    mo->backend->emit_ukr(&sb, a);
+    dt_sb_append(&sb, mo->backend->driver);
+    for (int i = 0; i < dt_mk_op_count(); i++)
+        if (in_source(dt_mk_op_at(i), mo))
+            dt_sb_append(&sb, dt_mk_op_at(i)->driver);
     char *src = dt_sb_take(&sb);
     if (!src)
         return dt_errf(e, DT_ENOMEM, "out of memory generating a kernel");

@@ -3,7 +3,30 @@
 #include <dlfcn.h>
 #include <string.h>
 
-#include "microkernel/codegen.h"
+#include "microkernel/mk_op.h"
+
+dt_gemm_args dt_gemm_args_contiguous(const dt_gemm *g, const float *A, const float *B,
+                                     const float *bias, float *C, int threads)
+{
+    return (dt_gemm_args){.batch = g->batch, .M = g->M, .N = g->N, .K = g->K,
+                          .a = A, .lda = g->K, .sa = g->M * g->K,
+                          .b = B, .ldb = g->b_trans ? g->K : g->N, .sb = g->N * g->K,
+                          .bias = g->bias ? bias : NULL,
+                          .c = C, .ldc = g->N, .sc = g->M * g->N, .threads = threads};
+}
+
+/* Resolves m's entry points in h; 1 when all are there. */
+static int bind(void *h, const dt_mk_op *m, dt_kernel *k)
+{
+    for (int i = 0; i < m->nsyms; i++) {
+        /* function pointers from dlsym: the POSIX-sanctioned conversion */
+        *(void **)&k->fn[i] = dlsym(h, m->syms[i]);
+        if (!k->fn[i])
+            return 0;
+    }
+    k->op = m;
+    return 1;
+}
 
 int dt_kernel_load(const char *so_path, dt_kernel *k, dt_err *e)
 {
@@ -23,13 +46,10 @@ int dt_kernel_load(const char *so_path, dt_kernel *k, dt_err *e)
     }
     k->handle = h;
     k->info = dlsym(h, "dtk_info");
-    /* function pointers from dlsym: the POSIX-sanctioned conversion */
-    *(void **)&k->packed_size = dlsym(h, "dtk_packed_size");
-    *(void **)&k->pack = dlsym(h, "dtk_pack");
-    *(void **)&k->dense = dlsym(h, "dtk_dense");
-    *(void **)&k->bmm = dlsym(h, "dtk_bmm");
-    int dense_ok = k->packed_size && k->pack && k->dense;
-    if (!dense_ok && !k->bmm) {
+    for (int i = 0; i < dt_mk_op_count() && !k->op; i++)
+        if (!bind(h, dt_mk_op_at(i), k))
+            memset(k->fn, 0, sizeof k->fn);
+    if (!k->op) {
         dt_kernel_unload(k);
         return dt_errf(e, DT_EINVAL, "%s exports no dtune entry point", so_path);
     }
@@ -42,4 +62,22 @@ void dt_kernel_unload(dt_kernel *k)
         dlclose(k->handle);
     if (k)
         memset(k, 0, sizeof *k);
+}
+
+int dt_kernel_computes(const dt_kernel *k, const dt_kernel_op *kop)
+{
+    return k->op && k->op == dt_mk_op_find(kop->op, kop->dtype);
+}
+
+void dt_kernel_run(const dt_kernel *k, const dt_gemm_args *a) { k->op->run(k, a); }
+
+size_t dt_kernel_packed_size(const dt_kernel *k, int64_t N, int64_t K)
+{
+    return k->op->packed_size ? k->op->packed_size(k, N, K) : 0;
+}
+
+void dt_kernel_pack(const dt_kernel *k, int64_t N, int64_t K, const float *B, float *packed)
+{
+    if (k->op->pack)
+        k->op->pack(k, N, K, B, packed);
 }

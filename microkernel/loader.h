@@ -1,6 +1,10 @@
-/* Loading a built micro-kernel (dlopen) and reaching its entry points.
+/* Loading a built micro-kernel (dlopen) and calling it through its op's
+ * hooks (microkernel/mk_op.h), so that no caller branches on the op: every
+ * kernel computes the batched GEMM of its op's view (sketch/op.h, dt_gemm).
+ *
  * Ownership: dt_kernel_load fills a dt_kernel that owns the dlopen handle;
- * dt_kernel_unload closes it (function pointers are invalid afterwards). */
+ * dt_kernel_unload closes it (function pointers are invalid afterwards).
+ * dt_gemm_args borrows every pointer for the call. */
 #ifndef DT_MICROKERNEL_LOADER_H
 #define DT_MICROKERNEL_LOADER_H
 
@@ -8,26 +12,57 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "microkernel/codegen.h"
 
-typedef size_t (*dtk_packed_size_fn)(int64_t N, int64_t K);
-typedef void (*dtk_pack_fn)(int64_t N, int64_t K, const float *W, float *packed);
-typedef void (*dtk_dense_fn)(int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx,
-                             const float *packed, const float *bias, float *Y, int64_t ldy,
-                             int nthreads);
-typedef void (*dtk_bmm_fn)(int64_t batch, int64_t M, int64_t N, int64_t K, const float *A,
-                           int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb,
-                           float *C, int64_t ldc, int64_t sc, int nthreads);
+#define DT_KERNEL_MAX_SYMS 4
+
+struct dt_mk_op;
 
 typedef struct dt_kernel {
     void *handle;
-    const char *info;                /* "dense epilogue=bias; {annotation}" */
-    dtk_packed_size_fn packed_size;  /* dense kernels */
-    dtk_pack_fn pack;
-    dtk_dense_fn dense;
-    dtk_bmm_fn bmm;                  /* batch_matmul kernels */
+    const char *info;                    /* dtk_info: "<op> <attrs>; {annotation}" */
+    const struct dt_mk_op *op;           /* the (op, dtype) whose entry points it exports */
+    void (*fn[DT_KERNEL_MAX_SYMS])(void); /* those entry points (op->syms) */
 } dt_kernel;
 
+/* One call: C[b] = act(A[b]·B[b] + bias) for b < batch (the op's GEMM view).
+ * ld* are row strides, s* batch strides.  For an op whose B is constant
+ * (dt_gemm.b_const), b is the packed B (dt_kernel_pack) and ldb/sb are
+ * unused. */
+typedef struct dt_gemm_args {
+    int64_t batch, M, N, K;
+    const float *a;
+    int64_t lda, sa;
+    const float *b;
+    int64_t ldb, sb;
+    const float *bias; /* NULL without the bias epilogue */
+    float *c;
+    int64_t ldc, sc;
+    int threads;       /* <= 0: the annotation's thread count */
+} dt_gemm_args;
+
+/* The arguments of g's sizes over contiguous tensors: A[batch][M][K],
+ * B[batch][K][N] (or [N][K] when g->b_trans; the packed B when
+ * g->b_const), bias[N] (passed only when g->bias), C[batch][M][N]. */
+dt_gemm_args dt_gemm_args_contiguous(const dt_gemm *g, const float *A, const float *B,
+                                     const float *bias, float *C, int threads);
+
+/* Loads a kernel: the first registered (op, dtype) whose entry points it
+ * all exports.  DT_EIO when it cannot be loaded, DT_EINVAL when it is not a
+ * dtune kernel of this ABI or exports no known entry points. */
 int dt_kernel_load(const char *so_path, dt_kernel *k, dt_err *e);
 void dt_kernel_unload(dt_kernel *k);
+
+/* 1 when k is a kernel of kop's op and dtype (it exports those entry points). */
+int dt_kernel_computes(const dt_kernel *k, const dt_kernel_op *kop);
+
+/* One call of k (a->b packed when the op's B is constant). */
+void dt_kernel_run(const dt_kernel *k, const dt_gemm_args *a);
+/* Bytes of B (N×K, the op's constant operand) packed for k; 0 when k's op
+ * does not prepack B. */
+size_t dt_kernel_packed_size(const dt_kernel *k, int64_t N, int64_t K);
+/* Packs the constant B (as stored by the op, N×K) into packed
+ * (dt_kernel_packed_size bytes); nothing for an op without packing. */
+void dt_kernel_pack(const dt_kernel *k, int64_t N, int64_t K, const float *B, float *packed);
 
 #endif

@@ -1,3 +1,5 @@
+/* The double-accumulation reference and the verification of a kernel
+ * (microkernel/reference.h). */
 #include "microkernel/reference.h"
 #include "common/mem.h"
 
@@ -17,7 +19,7 @@ void dt_fill_random(float *x, int64_t n, uint64_t seed)
     }
 }
 
-static double apply_act(double v, int act)
+double dt_ref_act(double v, int act)
 {
     if (act == DT_ACT_RELU)
         return v > 0 ? v : 0;
@@ -26,42 +28,146 @@ static double apply_act(double v, int act)
     return v;
 }
 
-void dt_ref_dense(int64_t M, int64_t N, int64_t K, const float *X, const float *W,
-                  const float *bias, int act, double *Y, double *mag)
+/* ---- the tiled double GEMM ---------------------------------------------- */
+
+#define TR 4  /* rows of a tile */
+#define TC 16 /* columns of a tile: two 8-double vectors */
+
+typedef double v8d __attribute__((vector_size(64)));
+typedef float v8f __attribute__((vector_size(32)));
+typedef int64_t v8l __attribute__((vector_size(64)));
+
+int64_t dt_ref_ldb(int64_t N) { return (N + TC - 1) / TC * TC; }
+
+void dt_ref_pack_b(const dt_gemm *g, const float *B, int64_t b, float *bt)
 {
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-            double s = 0, m = 0;
-            for (int64_t k = 0; k < K; k++) {
-                double t = (double)X[i * K + k] * (double)W[j * K + k];
-                s += t;
-                m += fabs(t);
-            }
-            if (bias) {
-                s += bias[j];
-                m += fabs(bias[j]);
-            }
-            Y[i * N + j] = apply_act(s, act);
-            mag[i * N + j] = m;
+    const int64_t N = g->N, K = g->K, ldb = dt_ref_ldb(N);
+    const float *src = B + b * N * K;
+    for (int64_t k = 0; k < K; k++) {
+        float *row = bt + k * ldb;
+        if (g->b_trans) {
+            for (int64_t j = 0; j < N; j++)
+                row[j] = src[j * K + k];
+        } else {
+            memcpy(row, src + k * N, (size_t)N * sizeof *row);
         }
+        for (int64_t j = N; j < ldb; j++)
+            row[j] = 0.0f;
+    }
 }
 
-void dt_ref_bmm(int64_t batch, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
-                int nt, double *C, double *mag)
+/* |v|: a macro, so no function takes or returns a vector */
+#define VABS(v) ((v8d)((v8l)(v) & (int64_t)0x7fffffffffffffffLL))
+
+/* One row of the tile at step k: s += x·w, m += |x·w| on both vectors. */
+#define ROW(r)                                                                   \
+    do {                                                                         \
+        double xv = x##r[k];                                                     \
+        v8d t0 = w0 * xv, t1 = w1 * xv;                                          \
+        s##r##0 += t0;                                                           \
+        s##r##1 += t1;                                                           \
+        m##r##0 += VABS(t0);                                                     \
+        m##r##1 += VABS(t1);                                                     \
+    } while (0)
+
+/* Columns [lo, hi) of row r of the tile out to ref/mag. */
+#define STORE(r)                                                                 \
+    do {                                                                         \
+        if (r < rows) {                                                          \
+            double sv[TC], mv[TC];                                               \
+            memcpy(sv, &s##r##0, sizeof s##r##0);                                \
+            memcpy(sv + 8, &s##r##1, sizeof s##r##1);                            \
+            memcpy(mv, &m##r##0, sizeof m##r##0);                                \
+            memcpy(mv + 8, &m##r##1, sizeof m##r##1);                            \
+            memcpy(ref + r * ldr, sv + lo, (size_t)(hi - lo) * sizeof *sv);      \
+            memcpy(mag + r * ldr, mv + lo, (size_t)(hi - lo) * sizeof *mv);      \
+        }                                                                        \
+    } while (0)
+
+/* One tile of rows <= TR rows (of X, row stride K) and the TC columns of bt
+ * from its column 0; columns [lo, hi) of it are stored.  Rows past the last
+ * one re-read it and are not stored.  16 named accumulators, so they live in
+ * registers; the vectors stay local to the function (no vector arguments or
+ * returns, whose ABI differs between the clones). */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+ref_tile(int64_t rows, int64_t lo, int64_t hi, int64_t K, const float *X, const float *bt,
+         int64_t ldb, double *ref, double *mag, int64_t ldr)
 {
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) {
+    const float *x0 = X, *x1 = X + (rows > 1 ? 1 : 0) * K, *x2 = X + (rows > 2 ? 2 : rows - 1) * K,
+                *x3 = X + (rows > 3 ? 3 : rows - 1) * K;
+    v8d s00 = {0}, s01 = {0}, s10 = {0}, s11 = {0}, s20 = {0}, s21 = {0}, s30 = {0}, s31 = {0};
+    v8d m00 = {0}, m01 = {0}, m10 = {0}, m11 = {0}, m20 = {0}, m21 = {0}, m30 = {0}, m31 = {0};
+    for (int64_t k = 0; k < K; k++) {
+        v8f wf0, wf1;
+        memcpy(&wf0, bt + k * ldb, sizeof wf0);
+        memcpy(&wf1, bt + k * ldb + 8, sizeof wf1);
+        v8d w0 = __builtin_convertvector(wf0, v8d), w1 = __builtin_convertvector(wf1, v8d);
+        ROW(0);
+        ROW(1);
+        ROW(2);
+        ROW(3);
+    }
+    STORE(0);
+    STORE(1);
+    STORE(2);
+    STORE(3);
+}
+
+void dt_ref_block(const dt_gemm *g, const float *A, int64_t b, const float *bt,
+                  const float *bias, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+                  double *ref, double *mag, int64_t ldr)
+{
+    const int64_t K = g->K, ldb = dt_ref_ldb(g->N);
+    const float *a = A + b * g->M * K;
+    if (j1 - j0 < TC / 2) {
+        /* a few columns (single outputs the runner samples): one output at
+         * a time, the same sums in the same order as a tile's lanes */
+        for (int64_t i = i0; i < i1; i++)
+            for (int64_t j = j0; j < j1; j++) {
                 double s = 0, m = 0;
                 for (int64_t k = 0; k < K; k++) {
-                    double w = nt ? B[b * N * K + j * K + k] : B[b * K * N + k * N + j];
-                    double t = (double)A[b * M * K + i * K + k] * w;
+                    double t = (double)bt[k * ldb + j] * (double)a[i * K + k];
                     s += t;
                     m += fabs(t);
                 }
-                C[(b * M + i) * N + j] = s;
-                mag[(b * M + i) * N + j] = m;
+                ref[(i - i0) * ldr + (j - j0)] = s;
+                mag[(i - i0) * ldr + (j - j0)] = m;
             }
+    } else {
+        for (int64_t jt = j0 / TC * TC; jt < j1; jt += TC) {
+            int64_t lo = jt < j0 ? j0 - jt : 0, hi = j1 - jt < TC ? j1 - jt : TC;
+            for (int64_t i = i0; i < i1; i += TR)
+                ref_tile(i1 - i < TR ? i1 - i : TR, lo, hi, K, a + i * K, bt + jt, ldb,
+                         ref + (i - i0) * ldr + (jt + lo - j0),
+                         mag + (i - i0) * ldr + (jt + lo - j0), ldr);
+        }
+    }
+    if (!g->bias && g->act == DT_ACT_NONE)
+        return;
+    for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = j0; j < j1; j++) {
+            double *s = &ref[(i - i0) * ldr + (j - j0)];
+            if (g->bias) {
+                *s += bias[j];
+                mag[(i - i0) * ldr + (j - j0)] += fabs((double)bias[j]);
+            }
+            *s = dt_ref_act(*s, g->act);
+        }
+}
+
+int dt_ref_gemm(const dt_gemm *g, const float *A, const float *B, const float *bias,
+                double *ref, double *mag, dt_err *e)
+{
+    float *bt = dt_alloc64((size_t)(g->K * dt_ref_ldb(g->N)) * sizeof *bt);
+    if (!bt)
+        return dt_errf(e, DT_ENOMEM, "out of memory for the reference");
+    for (int64_t b = 0; b < g->batch; b++) {
+        dt_ref_pack_b(g, B, b, bt);
+        int64_t off = b * g->M * g->N;
+        dt_ref_block(g, A, b, bt, bias, 0, g->M, 0, g->N, ref + off, mag + off, g->N);
+    }
+    free(bt);
+    return 0;
 }
 
 int dt_check_close(const float *got, int64_t ldg, const double *ref, const double *mag,
@@ -81,6 +187,8 @@ int dt_check_close(const float *got, int64_t ldg, const double *ref, const doubl
     return 0;
 }
 
+/* ---- verification of a kernel ----------------------------------------------- */
+
 #define GUARD 12345.0f
 
 /* Checks that the padding columns of a strided output kept their guard. */
@@ -94,101 +202,81 @@ static int check_guard(const float *y, int64_t rows, int64_t cols, int64_t ld, d
     return 0;
 }
 
-static int verify_dense(const dt_kernel *k, const dt_kernel_op *kop, int64_t M, int64_t N,
-                        int64_t K, int threads, uint64_t seed, dt_err *e)
+/* One run of k on g's sizes: A (row stride K + 3, NaN past K), B
+ * contiguous (packed first when constant), bias, C (row stride N + 5, guard
+ * values past N), checked against the reference per matrix. */
+static int verify_run(const dt_kernel *k, const dt_gemm *g, int threads, uint64_t seed,
+                      dt_err *e)
 {
-    int bias_on, act;
-    dt_kernel_op_epilogue(kop, &bias_on, &act);
-    int64_t ldx = K + 3, ldy = N + 5; /* strides wider than the rows */
-    float *X = malloc((size_t)(M * ldx) * sizeof *X), *Xd = malloc((size_t)(M * K) * sizeof *Xd);
-    float *W = malloc((size_t)(N * K) * sizeof *W), *bias = malloc((size_t)N * sizeof *bias);
-    float *Y = malloc((size_t)(M * ldy) * sizeof *Y);
-    double *ref = malloc((size_t)(M * N) * sizeof *ref), *mag = malloc((size_t)(M * N) * sizeof *mag);
-    size_t psz = k->packed_size(N, K);
-    float *packed = dt_alloc64(psz);
+    const int64_t bt = g->batch, M = g->M, N = g->N, K = g->K;
+    const int64_t lda = K + 3, ldc = N + 5; /* strides wider than the rows */
+    float *A = malloc((size_t)(bt * M * lda) * sizeof *A);
+    float *Ad = malloc((size_t)(bt * M * K) * sizeof *Ad);
+    float *B = malloc((size_t)(bt * N * K) * sizeof *B), *bias = malloc((size_t)N * sizeof *bias);
+    float *C = malloc((size_t)(bt * M * ldc) * sizeof *C);
+    double *ref = malloc((size_t)(bt * M * N) * sizeof *ref);
+    double *mag = malloc((size_t)(bt * M * N) * sizeof *mag);
+    size_t psz = g->b_const ? dt_kernel_packed_size(k, N, K) : 0;
+    float *packed = g->b_const ? dt_alloc64(psz ? psz : 64) : NULL;
     int rc = 0;
-    if (!X || !Xd || !W || !bias || !Y || !ref || !mag || !packed) {
+    if (!A || !Ad || !B || !bias || !C || !ref || !mag || (g->b_const && !packed)) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory verifying a kernel");
         goto out;
     }
-    dt_fill_random(Xd, M * K, seed);
-    dt_fill_random(W, N * K, seed + 1);
+    dt_fill_random(Ad, bt * M * K, seed);
+    dt_fill_random(B, bt * N * K, seed + 1);
     dt_fill_random(bias, N, seed + 2);
-    for (int64_t i = 0; i < M; i++) {
-        memcpy(X + i * ldx, Xd + i * K, (size_t)K * sizeof *X);
-        for (int64_t j = K; j < ldx; j++)
-            X[i * ldx + j] = NAN; /* must never be read */
+    for (int64_t i = 0; i < bt * M; i++) {
+        memcpy(A + i * lda, Ad + i * K, (size_t)K * sizeof *A);
+        for (int64_t j = K; j < lda; j++)
+            A[i * lda + j] = NAN; /* must never be read */
     }
-    for (int64_t i = 0; i < M * ldy; i++)
-        Y[i] = GUARD;
-    k->pack(N, K, W, packed);
-    k->dense(M, N, K, X, ldx, packed, bias_on ? bias : NULL, Y, ldy, threads);
-    dt_ref_dense(M, N, K, Xd, W, bias_on ? bias : NULL, act, ref, mag);
-    rc = dt_check_close(Y, ldy, ref, mag, M, N, K, e);
-    if (!rc)
-        rc = check_guard(Y, M, N, ldy, e);
+    for (int64_t i = 0; i < bt * M * ldc; i++)
+        C[i] = GUARD;
+    dt_gemm_args args = {.batch = bt, .M = M, .N = N, .K = K, .a = A, .lda = lda, .sa = M * lda,
+                         .b = B, .ldb = g->b_trans ? K : N, .sb = N * K,
+                         .bias = g->bias ? bias : NULL, .c = C, .ldc = ldc, .sc = M * ldc,
+                         .threads = threads};
+    if (g->b_const) {
+        dt_kernel_pack(k, N, K, B, packed);
+        args.b = packed;
+    }
+    dt_kernel_run(k, &args);
+    if ((rc = dt_ref_gemm(g, Ad, B, bias, ref, mag, e)))
+        goto out;
+    for (int64_t b = 0; b < bt && !rc; b++) {
+        rc = dt_check_close(C + b * M * ldc, ldc, ref + b * M * N, mag + b * M * N, M, N, K, e);
+        if (rc && g->dim[DT_ROLE_BATCH] >= 0)
+            dt_err_prefix(e, "batch %lld", (long long)b);
+        else if (!rc)
+            rc = check_guard(C + b * M * ldc, M, N, ldc, e);
+    }
 out:
-    free(X);
-    free(Xd);
-    free(W);
+    free(A);
+    free(Ad);
+    free(B);
     free(bias);
-    free(Y);
+    free(C);
     free(ref);
     free(mag);
     free(packed);
     return rc;
 }
 
-static int verify_bmm(const dt_kernel *k, const dt_kernel_op *kop, int64_t batch, int64_t M,
-                      int64_t N, int64_t K, int threads, uint64_t seed, dt_err *e)
-{
-    int nt = dt_kernel_op_layout_nt(kop);
-    int64_t ldc = N + 3, sc = M * ldc;
-    float *A = malloc((size_t)(batch * M * K) * sizeof *A);
-    float *B = malloc((size_t)(batch * N * K) * sizeof *B);
-    float *C = malloc((size_t)(batch * sc) * sizeof *C);
-    double *ref = malloc((size_t)(batch * M * N) * sizeof *ref);
-    double *mag = malloc((size_t)(batch * M * N) * sizeof *mag);
-    int rc = 0;
-    if (!A || !B || !C || !ref || !mag) {
-        rc = dt_errf(e, DT_ENOMEM, "out of memory verifying a kernel");
-        goto out;
-    }
-    dt_fill_random(A, batch * M * K, seed);
-    dt_fill_random(B, batch * N * K, seed + 1);
-    for (int64_t i = 0; i < batch * sc; i++)
-        C[i] = GUARD;
-    k->bmm(batch, M, N, K, A, K, M * K, B, nt ? K : N, N * K, C, ldc, sc, threads);
-    dt_ref_bmm(batch, M, N, K, A, B, nt, ref, mag);
-    for (int64_t b = 0; b < batch && !rc; b++) {
-        rc = dt_check_close(C + b * sc, ldc, ref + b * M * N, mag + b * M * N, M, N, K, e);
-        if (rc)
-            dt_err_prefix(e, "batch %lld", (long long)b);
-        else
-            rc = check_guard(C + b * sc, M, N, ldc, e);
-    }
-out:
-    free(A);
-    free(B);
-    free(C);
-    free(ref);
-    free(mag);
-    return rc;
-}
-
 int dt_verify_kernel(const dt_kernel *k, const dt_kernel_op *kop, int64_t batch, int64_t M,
                      int64_t N, int64_t K, int threads, uint64_t seed, dt_err *e)
 {
-    int rc;
-    if (dt_kernel_op_is_dense(kop)) {
-        if (!k->dense)
-            return dt_errf(e, DT_EINVAL, "kernel has no dense entry point");
-        rc = verify_dense(k, kop, M, N, K, threads, seed, e);
-    } else {
-        if (!k->bmm)
-            return dt_errf(e, DT_EINVAL, "kernel has no batch_matmul entry point");
-        rc = verify_bmm(k, kop, batch, M, N, K, threads, seed, e);
-    }
+    if (!dt_kernel_computes(k, kop))
+        return dt_errf(e, DT_EINVAL, "kernel has no %s entry point", kop->op->name);
+    dt_gemm g;
+    int rc = dt_kernel_op_gemm(kop, &g, e);
+    if (rc)
+        return rc;
+    g.batch = g.dim[DT_ROLE_BATCH] >= 0 ? batch : 1;
+    g.M = M;
+    g.N = N;
+    g.K = K;
+    rc = verify_run(k, &g, threads, seed, e);
     if (rc)
         dt_err_prefix(e, "M=%lld N=%lld K=%lld batch=%lld threads=%d", (long long)M,
                       (long long)N, (long long)K, (long long)batch, threads);

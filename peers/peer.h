@@ -16,19 +16,21 @@
 
 #include "common/error.h"
 
-typedef enum { DT_PEER_DENSE = 0, DT_PEER_BMM } dt_peer_op;
 typedef enum { DT_PEER_ACT_NONE = 0, DT_PEER_ACT_RELU, DT_PEER_ACT_GELU } dt_peer_act;
 
-/* One concrete problem, in dtune's layouts (all row-major, contiguous):
- *   dense: X[M,K], W[N,K] (Y = X·Wᵀ), bias[N] (if bias), Y[M,N]
- *   bmm:   A[B,M,K], Bm[B,K,N] (layout NN) or Bm[B,N,K] (layout NT), C[B,M,N]
+/* One concrete problem: a batched GEMM (an op's GEMM view, sketch/op.h,
+ * which `dtune bench` turns into this), all row-major and contiguous:
+ *   C[b] = A[b]·B[b] for b < batch, A[batch,M,K], C[batch,M,N],
+ *   B[batch,K,N], or B[batch,N,K] when b_trans;
+ * with constant weights (b_const: batch 1, B = W[N,K], so b_trans) the
+ * epilogue follows: + bias[N] (if bias), then the activation.
  * GELU is the erf form: 0.5·x·(1 + erf(x/√2)). */
 typedef struct dt_peer_problem {
-    dt_peer_op op;
-    int64_t batch, M, N, K; /* batch is 1 for dense */
-    int layout_nt;          /* bmm only */
-    int bias;               /* dense only */
-    dt_peer_act act;        /* dense only */
+    int64_t batch, M, N, K;
+    int b_trans;            /* B[b] stored N×K */
+    int b_const;            /* B is the constant W[N,K]: pack() takes it, once */
+    int bias;               /* b_const only */
+    dt_peer_act act;        /* b_const only */
     int threads;            /* >= 1 */
 } dt_peer_problem;
 
@@ -38,11 +40,12 @@ typedef struct dt_peer_desc {
     /* Prepares for p (primitive creation, dispatch).  DT_EUNSUPPORTED when the
      * peer does not handle this problem (the bench then reports "n/a"). */
     int (*create)(const dt_peer_problem *p, void **state, dt_err *e);
-    /* dense: prepares the constant weights W[N,K] (reorder / prepack), timed
-     * apart from run.  bmm: no-op.  May be called again with new weights. */
+    /* b_const: prepares the constant weights W[N,K] (reorder / prepack),
+     * timed apart from run.  Else a no-op.  May be called again with new
+     * weights. */
     int (*pack)(void *state, const float *W, dt_err *e);
-    /* One call: dense run(state, X, bias, Y); bmm run(state, A, Bm, C) —
-     * `b` is bias for dense, the second operand for bmm. */
+    /* One call: b_const run(state, A, bias, C); else run(state, A, B, C) —
+     * `b` is the bias with constant weights, else the second operand. */
     int (*run)(void *state, const float *x, const float *b, float *y, dt_err *e);
     void (*destroy)(void *state);
 } dt_peer_desc;

@@ -17,15 +17,15 @@ extern const dt_peer_desc dt_peer_dnnl_sgemm_desc;
 extern const dt_peer_desc dt_peer_openblas_desc;
 extern const dt_peer_desc dt_peer_libxsmm_desc;
 
-/* Checks the fields of p (op, dims >= 1, batch 1 for dense, activation,
- * threads >= 1, element counts fit in int64 and size_t).  DT_EINVAL or
+/* Checks the fields of p (dims >= 1; constant weights: batch 1, stored
+ * N x K, a known activation; threads >= 1; element counts fit in int64 and
+ * size_t).  DT_EINVAL or
  * DT_EOVERFLOW with a message that starts with `peer`. */
 int dt_peer_check(const char *peer, const dt_peer_problem *p, dt_err *e);
 
 /* The separate epilogue pass, for libraries that cannot fuse it: over the
  * row-major Y[M,N] (row stride ldy), Y += bias (if bias != NULL), then the
- * activation (GELU: erf by Abramowitz–Stegun, |error| <= 1.5e-7, as in
- * dtune's micro-kernels).  Parallel over rows with `threads` OpenMP threads
+ * activation: dtune's micro-kernels' own code for it (peers/epilogue.c).  Parallel over rows with `threads` OpenMP threads
  * (one thread below 16K elements). */
 void dt_peer_epilogue(float *y, int64_t M, int64_t N, int64_t ldy, const float *bias,
                       dt_peer_act act, int threads);

@@ -9,10 +9,11 @@
  *         kernel for a transposed A);
  *   "B" = X row-major M x K (= column-major K x M, ldb = K), used as is;
  *   "C" = Y (column-major N x M, ldc = N).
- * bmm NN uses Bm[b] (row-major K x N) as "A" directly; bmm NT transposes each
- * N-tile of Bm[b] ([N,K]) into a per-thread scratch first.  Threads: the
+ * A dynamic B[b] stored K x N (row-major) is "A" directly; one stored N x K
+ * has each N-tile transposed into a per-thread scratch first.  Threads: the
  * (batch, N-tile) work items are split statically over an OpenMP team.  The
- * dense epilogue is applied to each tile right after its kernel call. */
+ * epilogue (constant weights) is applied to each tile right after its
+ * kernel call. */
 #include "peers/peer_internal.h"
 
 #ifdef DTUNE_HAVE_LIBXSMM
@@ -34,8 +35,8 @@ typedef struct xs_state {
     int64_t ntiles_n, ntiles_m;
     libxsmm_blasint lda;        /* N, or nb for the transposed NT scratch */
     libxsmm_smmfunction kern[2][2]; /* [N-tile is the edge][M-tile is the edge] */
-    float *wt;                  /* dense: Wᵀ, row-major K x N */
-    float *scratch;             /* bmm NT: threads x (K x nb) */
+    float *wt;                  /* constant W: Wᵀ, row-major K x N */
+    float *scratch;             /* dynamic B stored N x K: threads x (K x nb) */
     int packed;
 } xs_state;
 
@@ -90,7 +91,7 @@ static int xs_create(const dt_peer_problem *p, void **state, dt_err *e)
     s->mb = p->M < XS_TILE ? p->M : XS_TILE;
     s->ntiles_n = (p->N + s->nb - 1) / s->nb;
     s->ntiles_m = (p->M + s->mb - 1) / s->mb;
-    int nt = p->op == DT_PEER_BMM && p->layout_nt;
+    int nt = !p->b_const && p->b_trans;
     s->lda = (libxsmm_blasint)(nt ? s->nb : p->N);
 
     const int64_t nsz[2] = {s->nb, p->N - (s->ntiles_n - 1) * s->nb};
@@ -109,7 +110,7 @@ static int xs_create(const dt_peer_problem *p, void **state, dt_err *e)
             }
         }
 
-    if (p->op == DT_PEER_DENSE) {
+    if (p->b_const) {
         if (!(s->wt = dt_peer_alloc_floats(p->N * p->K))) {
             xs_destroy(s);
             return dt_errf(e, DT_ENOMEM, "libxsmm: out of memory for packed W");
@@ -129,7 +130,7 @@ static int xs_pack(void *state, const float *W, dt_err *e)
     xs_state *s = state;
     if (!s)
         return dt_errf(e, DT_EINVAL, "libxsmm: pack: no state");
-    if (s->p.op != DT_PEER_DENSE)
+    if (!s->p.b_const)
         return 0;
     if (!W)
         return dt_errf(e, DT_EINVAL, "libxsmm: pack: no weights");
@@ -166,15 +167,15 @@ static int xs_run(void *state, const float *x, const float *b, float *y, dt_err 
     if (!s)
         return dt_errf(e, DT_EINVAL, "libxsmm: run: no state");
     const dt_peer_problem *p = &s->p;
-    int dense = p->op == DT_PEER_DENSE;
-    if (!x || !y || (!dense && !b) || (dense && p->bias && !b))
+    int wconst = p->b_const;
+    if (!x || !y || (!wconst && !b) || (wconst && p->bias && !b))
         return dt_errf(e, DT_EINVAL, "libxsmm: run: missing operand");
-    if (dense && !s->packed)
+    if (wconst && !s->packed)
         return dt_errf(e, DT_EINVAL, "libxsmm: run before pack");
-    const float *bias = dense && p->bias ? b : NULL;
+    const float *bias = wconst && p->bias ? b : NULL;
     const int64_t items = p->batch * s->ntiles_n;
     const int team = items < p->threads ? (int)items : p->threads;
-    const int nt = !dense && p->layout_nt;
+    const int nt = !wconst && p->b_trans;
 
 #pragma omp parallel num_threads(team) if (team > 1)
     {
@@ -186,7 +187,7 @@ static int xs_run(void *state, const float *x, const float *b, float *y, dt_err 
             const float *bx = x + bi * p->M * p->K;
             float *yb = y + bi * p->M * p->N;
             const float *a;
-            if (dense) {
+            if (wconst) {
                 a = s->wt + n0;
             } else if (!nt) {
                 a = b + bi * p->K * p->N + n0;

@@ -1,12 +1,12 @@
 /* The oneDNN peers (docs/peers.md):
- *   onednn      matmul primitive created for the exact shape; dense: weights
- *               in the layout the primitive picks (format_tag any),
- *               reordered once in pack(), bias and activation fused
- *               (post-op); batch_matmul: one 3-D batched matmul (src
- *               {B,M,K}, weights {B,K,N} in abc (NN) or acb (NT), dst
- *               {B,M,N}), both operands dynamic (brg:avx512_core here).
+ *   onednn      matmul primitive created for the exact shape; constant
+ *               weights: in the layout the primitive picks (format_tag
+ *               any), reordered once in pack(), bias and activation fused
+ *               (post-op); a dynamic B: one 3-D batched matmul (src
+ *               {B,M,K}, weights {B,K,N} in abc, or acb when B is stored
+ *               N×K, dst {B,M,N}) (brg:avx512_core here).
  *   onednn_rt   oneDNN's dynamic-shape mode: the matmul primitive is created
- *               with M (bmm: batch, M, N, K) = DNNL_RUNTIME_DIM_VAL and run
+ *               with M (dynamic B: batch, M, N, K) = DNNL_RUNTIME_DIM_VAL and run
  *               with memory objects of the real dims; oneDNN's primitive
  *               cache makes it one primitive per (N, K, epilogue, threads).
  *   dnnl_sgemm  the row-major dnnl_sgemm call; epilogue in a separate pass.
@@ -71,9 +71,9 @@ typedef struct od_mm {
     const char *peer;
     dt_peer_problem p;
     dnnl_primitive_t prim;
-    dnnl_primitive_t reorder;   /* dense: user W -> the primitive's weights layout */
+    dnnl_primitive_t reorder;   /* constant W: user W -> the primitive's weights layout */
     dnnl_memory_t src, wei, bias, dst;
-    dnnl_memory_t wuser;        /* dense: the user's W[N,K] seen as K x N, strides {1,K} */
+    dnnl_memory_t wuser;        /* constant W: the user's W[N,K] seen as K x N, strides {1,K} */
     int packed;
 } od_mm;
 
@@ -109,7 +109,7 @@ static int mm_attr(const char *peer, const dt_peer_problem *p, dnnl_primitive_at
                    dt_err *e)
 {
     *attr = NULL;
-    if (p->op != DT_PEER_DENSE || p->act == DT_PEER_ACT_NONE)
+    if (!p->b_const || p->act == DT_PEER_ACT_NONE)
         return 0;
     dnnl_post_ops_t po = NULL;
     dnnl_alg_kind_t alg = p->act == DT_PEER_ACT_RELU ? dnnl_eltwise_relu : dnnl_eltwise_gelu_erf;
@@ -132,8 +132,9 @@ static int mm_attr(const char *peer, const dt_peer_problem *p, dnnl_primitive_at
     return 0;
 }
 
-/* Creates the matmul primitive, its execution memory objects and (dense) the
- * weights reorder.  `runtime`: the primitive's M (bmm: every dim) is
+/* Creates the matmul primitive, its execution memory objects and (constant
+ * weights) the weights reorder.  `runtime`: the primitive's M (dynamic B:
+ * every dim) is
  * DNNL_RUNTIME_DIM_VAL; the memory objects always have the real dims. */
 static int mm_build(od_mm *s, int runtime, dt_err *e)
 {
@@ -142,10 +143,10 @@ static int mm_build(od_mm *s, int runtime, dt_err *e)
     const dnnl_dim_t RT = DNNL_RUNTIME_DIM_VAL;
     dnnl_memory_desc_t src_pd, wei_pd, bias_md, dst_pd; /* for the primitive */
     dnnl_memory_desc_t src_md, dst_md, wei_md;          /* for execution */
-    int dense = p->op == DT_PEER_DENSE;
+    int wconst = p->b_const;
     int rc;
 
-    if (dense) {
+    if (wconst) {
         dnnl_dim_t M = runtime ? RT : p->M;
         const dnnl_dim_t sd[2] = {M, p->K}, wd[2] = {p->K, p->N}, dd[2] = {M, p->N};
         const dnnl_dim_t bd[2] = {1, p->N};
@@ -158,9 +159,9 @@ static int mm_build(od_mm *s, int runtime, dt_err *e)
             (rc = md_tag(peer, &dst_md, 2, dx, dnnl_ab, e)))
             return rc;
     } else {
-        /* C[b] = A[b]·B[b] (NN) or A[b]·B[b]ᵀ (NT: B stored [B,N,K], i.e. the
+        /* C[b] = A[b]·B[b] or A[b]·B[b]ᵀ (B stored [B,N,K], i.e. the
          * B x K x N tensor with tag acb) */
-        dnnl_format_tag_t wtag = p->layout_nt ? dnnl_acb : dnnl_abc;
+        dnnl_format_tag_t wtag = p->b_trans ? dnnl_acb : dnnl_abc;
         const dnnl_dim_t sd[3] = {runtime ? RT : p->batch, runtime ? RT : p->M,
                                   runtime ? RT : p->K};
         const dnnl_dim_t wd[3] = {sd[0], sd[2], runtime ? RT : p->N};
@@ -175,7 +176,7 @@ static int mm_build(od_mm *s, int runtime, dt_err *e)
             (rc = md_tag(peer, &dst_md, 3, dx, dnnl_abc, e)))
             return rc;
     }
-    int with_bias = dense && p->bias;
+    int with_bias = wconst && p->bias;
 
     dnnl_matmul_desc_t mmd;
     OD_TRY(peer, dnnl_matmul_desc_init(&mmd, &src_pd, &wei_pd, with_bias ? &bias_md : NULL,
@@ -189,12 +190,13 @@ static int mm_build(od_mm *s, int runtime, dt_err *e)
         dnnl_primitive_attr_destroy(attr);
     if (st != dnnl_success)
         return dt_errf(e, od_code(st), "%s: oneDNN has no matmul for %s%s (batch=%lld "
-                       "M=%lld N=%lld K=%lld): %s", peer, dense ? "dense" : "bmm",
+                       "M=%lld N=%lld K=%lld): %s", peer,
+                       wconst ? "constant weights" : "a batched B",
                        runtime ? " with runtime dims" : "", (long long)p->batch,
                        (long long)p->M, (long long)p->N, (long long)p->K,
                        dnnl_status2str(st));
     st = dnnl_primitive_create(&s->prim, pd);
-    if (st == dnnl_success && dense) {
+    if (st == dnnl_success && wconst) {
         /* the weights layout the primitive chose (format any) */
         wei_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     }
@@ -203,7 +205,7 @@ static int mm_build(od_mm *s, int runtime, dt_err *e)
         return dt_errf(e, od_code(st), "%s: dnnl_primitive_create failed: %s", peer,
                        dnnl_status2str(st));
 
-    if (dense) {
+    if (wconst) {
         /* the user's W[N,K] row-major is the K x N matrix with strides {1, K} */
         dnnl_dims_t ud = {p->K, p->N}, us = {1, p->K};
         dnnl_memory_desc_t user_md;
@@ -284,8 +286,8 @@ static int mm_pack(void *state, const float *W, dt_err *e)
     od_mm *s = state;
     if (!s)
         return dt_errf(e, DT_EINVAL, "peer pack: no state");
-    if (s->p.op != DT_PEER_DENSE)
-        return 0; /* bmm: both operands are dynamic, nothing to prepack */
+    if (!s->p.b_const)
+        return 0; /* both operands are dynamic: nothing to prepack */
     if (!W)
         return dt_errf(e, DT_EINVAL, "%s: pack: no weights", s->peer);
     /* oneDNN takes a non-const handle; the reorder only reads it */
@@ -305,18 +307,18 @@ static int mm_run(void *state, const float *x, const float *b, float *y, dt_err 
     if (!s)
         return dt_errf(e, DT_EINVAL, "peer run: no state");
     const dt_peer_problem *p = &s->p;
-    int dense = p->op == DT_PEER_DENSE;
-    if (!x || !y || (!dense && !b) || (dense && p->bias && !b))
+    int wconst = p->b_const;
+    if (!x || !y || (!wconst && !b) || (wconst && p->bias && !b))
         return dt_errf(e, DT_EINVAL, "%s: run: missing %s", s->peer,
-                       !x ? "input" : !y ? "output" : dense ? "bias" : "second operand");
-    if (dense && !s->packed)
+                       !x ? "input" : !y ? "output" : wconst ? "bias" : "second operand");
+    if (wconst && !s->packed)
         return dt_errf(e, DT_EINVAL, "%s: run before pack", s->peer);
     OD_TRY(s->peer, dnnl_memory_set_data_handle(s->src, (void *)x), e);
     OD_TRY(s->peer, dnnl_memory_set_data_handle(s->dst, y), e);
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_WEIGHTS, s->wei},
                                {DNNL_ARG_DST, s->dst}, {DNNL_ARG_BIAS, s->bias}};
     int nargs = 3;
-    if (!dense) {
+    if (!wconst) {
         OD_TRY(s->peer, dnnl_memory_set_data_handle(s->wei, (void *)b), e);
     } else if (p->bias) {
         OD_TRY(s->peer, dnnl_memory_set_data_handle(s->bias, (void *)b), e);
@@ -327,8 +329,8 @@ static int mm_run(void *state, const float *x, const float *b, float *y, dt_err 
 
 const dt_peer_desc dt_peer_onednn_desc = {
     .name = "onednn",
-    .description = "oneDNN matmul primitive per exact shape: dense with blocked prepacked "
-                   "weights and fused bias/activation, batch_matmul as one 3-D batched matmul",
+    .description = "oneDNN matmul primitive per exact shape: constant weights blocked and "
+                   "prepacked with fused bias/activation, a dynamic B as one 3-D batched matmul",
     .create = onednn_create,
     .pack = mm_pack,
     .run = mm_run,
@@ -337,7 +339,7 @@ const dt_peer_desc dt_peer_onednn_desc = {
 
 const dt_peer_desc dt_peer_onednn_rt_desc = {
     .name = "onednn_rt",
-    .description = "oneDNN matmul with runtime dims (dense: M; batch_matmul: B, M, N, K), "
+    .description = "oneDNN matmul with runtime dims (constant weights: M; else B, M, N, K), "
                    "one primitive for every shape, fused bias/activation",
     .create = onednn_rt_create,
     .pack = mm_pack,
@@ -349,7 +351,7 @@ const dt_peer_desc dt_peer_onednn_rt_desc = {
 
 typedef struct od_sgemm_state {
     dt_peer_problem p;
-    float *w; /* dense: a copy of W[N,K] (dnnl_sgemm has no prepacked format) */
+    float *w; /* constant W: a copy of W[N,K] (dnnl_sgemm has no prepacked format) */
     int packed;
 } od_sgemm_state;
 
@@ -372,7 +374,7 @@ static int sgemm_create(const dt_peer_problem *p, void **state, dt_err *e)
     if (!s)
         return dt_errf(e, DT_ENOMEM, "dnnl_sgemm: out of memory");
     s->p = *p;
-    if (p->op == DT_PEER_DENSE && !(s->w = dt_peer_alloc_floats(p->N * p->K))) {
+    if (p->b_const && !(s->w = dt_peer_alloc_floats(p->N * p->K))) {
         free(s);
         return dt_errf(e, DT_ENOMEM, "dnnl_sgemm: out of memory for W");
     }
@@ -385,7 +387,7 @@ static int sgemm_pack(void *state, const float *W, dt_err *e)
     od_sgemm_state *s = state;
     if (!s)
         return dt_errf(e, DT_EINVAL, "dnnl_sgemm: pack: no state");
-    if (s->p.op != DT_PEER_DENSE)
+    if (!s->p.b_const)
         return 0;
     if (!W)
         return dt_errf(e, DT_EINVAL, "dnnl_sgemm: pack: no weights");
@@ -400,14 +402,14 @@ static int sgemm_run(void *state, const float *x, const float *b, float *y, dt_e
     if (!s)
         return dt_errf(e, DT_EINVAL, "dnnl_sgemm: run: no state");
     const dt_peer_problem *p = &s->p;
-    int dense = p->op == DT_PEER_DENSE;
-    if (!x || !y || (!dense && !b) || (dense && p->bias && !b))
+    int wconst = p->b_const;
+    if (!x || !y || (!wconst && !b) || (wconst && p->bias && !b))
         return dt_errf(e, DT_EINVAL, "dnnl_sgemm: run: missing operand");
-    if (dense && !s->packed)
+    if (wconst && !s->packed)
         return dt_errf(e, DT_EINVAL, "dnnl_sgemm: run before pack");
     int prev = dt_peer_omp_enter(p->threads);
     dnnl_status_t st = dnnl_success;
-    if (dense) {
+    if (wconst) {
         /* row-major: Y[M,N] = X[M,K] · (W[N,K])ᵀ */
         st = dnnl_sgemm('N', 'T', p->M, p->N, p->K, 1.0f, x, p->K, s->w, p->K, 0.0f, y, p->N);
         if (st == dnnl_success)
@@ -415,8 +417,8 @@ static int sgemm_run(void *state, const float *x, const float *b, float *y, dt_e
     } else {
         int64_t sa = p->M * p->K, sb = p->K * p->N, sc = p->M * p->N;
         for (int64_t i = 0; i < p->batch && st == dnnl_success; i++)
-            st = dnnl_sgemm('N', p->layout_nt ? 'T' : 'N', p->M, p->N, p->K, 1.0f, x + i * sa,
-                            p->K, b + i * sb, p->layout_nt ? p->K : p->N, 0.0f, y + i * sc,
+            st = dnnl_sgemm('N', p->b_trans ? 'T' : 'N', p->M, p->N, p->K, 1.0f, x + i * sa,
+                            p->K, b + i * sb, p->b_trans ? p->K : p->N, 0.0f, y + i * sc,
                             p->N);
     }
     dt_peer_omp_leave(prev);

@@ -1,5 +1,6 @@
-/* The OpenBLAS peer (docs/peers.md): cblas_sgemm, row-major; dense is
- * (NoTrans, Trans) on the user's W[N,K]; bmm loops over the batch; the
+/* The OpenBLAS peer (docs/peers.md): cblas_sgemm, row-major; constant
+ * weights are (NoTrans, Trans) on the user's W[N,K]; a dynamic B loops over
+ * the batch; the
  * epilogue is a separate pass.  Debian's default libopenblas is the pthreads
  * build: its thread count is set with openblas_set_num_threads before every
  * call (it is process-wide in OpenBLAS). */
@@ -13,7 +14,7 @@
 
 typedef struct openblas_state {
     dt_peer_problem p;
-    float *w; /* dense: a copy of W[N,K] (cblas has no prepacked format) */
+    float *w; /* constant W: a copy of W[N,K] (cblas has no prepacked format) */
     int packed;
 } openblas_state;
 
@@ -40,7 +41,7 @@ static int ob_create(const dt_peer_problem *p, void **state, dt_err *e)
     if (!s)
         return dt_errf(e, DT_ENOMEM, "openblas: out of memory");
     s->p = *p;
-    if (p->op == DT_PEER_DENSE && !(s->w = dt_peer_alloc_floats(p->N * p->K))) {
+    if (p->b_const && !(s->w = dt_peer_alloc_floats(p->N * p->K))) {
         free(s);
         return dt_errf(e, DT_ENOMEM, "openblas: out of memory for W");
     }
@@ -53,7 +54,7 @@ static int ob_pack(void *state, const float *W, dt_err *e)
     openblas_state *s = state;
     if (!s)
         return dt_errf(e, DT_EINVAL, "openblas: pack: no state");
-    if (s->p.op != DT_PEER_DENSE)
+    if (!s->p.b_const)
         return 0;
     if (!W)
         return dt_errf(e, DT_EINVAL, "openblas: pack: no weights");
@@ -68,14 +69,14 @@ static int ob_run(void *state, const float *x, const float *b, float *y, dt_err 
     if (!s)
         return dt_errf(e, DT_EINVAL, "openblas: run: no state");
     const dt_peer_problem *p = &s->p;
-    int dense = p->op == DT_PEER_DENSE;
-    if (!x || !y || (!dense && !b) || (dense && p->bias && !b))
+    int wconst = p->b_const;
+    if (!x || !y || (!wconst && !b) || (wconst && p->bias && !b))
         return dt_errf(e, DT_EINVAL, "openblas: run: missing operand");
-    if (dense && !s->packed)
+    if (wconst && !s->packed)
         return dt_errf(e, DT_EINVAL, "openblas: run before pack");
     const int M = (int)p->M, N = (int)p->N, K = (int)p->K;
     openblas_set_num_threads(p->threads);
-    if (dense) {
+    if (wconst) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, s->w, K,
                     0.0f, y, N);
         /* in the calling thread only: an OpenMP team here would spin on the
@@ -85,8 +86,8 @@ static int ob_run(void *state, const float *x, const float *b, float *y, dt_err 
     } else {
         int64_t sa = p->M * p->K, sb = p->K * p->N, sc = p->M * p->N;
         for (int64_t i = 0; i < p->batch; i++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, p->layout_nt ? CblasTrans : CblasNoTrans,
-                        M, N, K, 1.0f, x + i * sa, K, b + i * sb, p->layout_nt ? K : N, 0.0f,
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, p->b_trans ? CblasTrans : CblasNoTrans,
+                        M, N, K, 1.0f, x + i * sa, K, b + i * sb, p->b_trans ? K : N, 0.0f,
                         y + i * sc, N);
     }
     return 0;
@@ -94,7 +95,7 @@ static int ob_run(void *state, const float *x, const float *b, float *y, dt_err 
 
 const dt_peer_desc dt_peer_openblas_desc = {
     .name = "openblas",
-    .description = "OpenBLAS cblas_sgemm (row-major), batch loop for bmm, separate epilogue pass",
+    .description = "OpenBLAS cblas_sgemm (row-major), a batch loop, separate epilogue pass",
     .create = ob_create,
     .pack = ob_pack,
     .run = ob_run,

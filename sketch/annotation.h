@@ -8,7 +8,7 @@
  *   blocked  parallel (par): N's strips or M's MC blocks split evenly into one
  *            range per thread, or a grid of MC×NC blocks (mn); in a range,
  *            NC-wide column blocks; for each KC block of K: A packed MR-tall with zero padding (local
- *            padding), B prepacked once (dense) or packed here (batch_matmul);
+ *            padding), B prepacked once (constant) or packed here (dynamic);
  *            inner loops over NR strips and MR strips in `order`.
  *   stream   for small M: no K blocking, A read directly from X and broadcast
  *            (in a boundary M tile the rows past M re-read the last valid row:

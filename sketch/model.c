@@ -426,7 +426,8 @@ static int parse_op(spec_ctx *c, dt_model *m, json_t *ops, size_t i)
         return spec_fail(c, 0, 0, "an op must be an object, not %s", dt_json_type_name(obj));
     json_t *jop = json_object_get(obj, "op");
     if (!jop)
-        return spec_fail(c, 0, 0, "missing \"op\" (one of the op names, e.g. \"dense\")");
+        return spec_fail(c, 0, 0, "missing \"op\" (one of the op names, e.g. \"%s\")",
+                         dt_op_at(0)->name);
     push_key(c, "op");
     const dt_op_desc *op = json_is_string(jop) ? dt_op_find(json_string_value(jop)) : NULL;
     if (!op) {

@@ -1,13 +1,18 @@
-/* The op registry: each computation family (dense, batch_matmul, later
- * conv2d) is one dt_op_desc in its own file, listed once in op_registry.c.
- * Nothing outside an op's file knows its dims or attributes, so adding an op
- * touches no other op. */
+/* The op registry: each computation family is one dt_op_desc in its own
+ * file (sketch/op_<name>.c), listed once in op_registry.c.  Nothing outside
+ * an op's files knows its name, dims or attributes: the layers above reach
+ * an op through this description — above all its GEMM view (dims by role,
+ * B's layout, the epilogue) — and through their own per-op hook tables
+ * (microkernel/mk_op.h, export/export_op.h), so adding an op adds files and
+ * registry lines and touches no other op.  docs/architecture.md, "Ops and
+ * their hooks". */
 #ifndef DT_SKETCH_OP_H
 #define DT_SKETCH_OP_H
 
 #include <stdint.h>
 
 #include "common/error.h"
+#include "sketch/dtype.h"
 
 #define DT_MAX_DIMS 8
 #define DT_MAX_ATTRS 4
@@ -22,6 +27,26 @@ typedef struct dt_attr_desc {
     int always_print; /* printed in keys even when it has the default value */
 } dt_attr_desc;
 
+/* Activations of an epilogue. */
+enum { DT_ACT_NONE = 0, DT_ACT_RELU = 1, DT_ACT_GELU = 2 };
+
+/* Roles of an op's dims in its GEMM view. */
+typedef enum dt_role { DT_ROLE_BATCH = 0, DT_ROLE_M, DT_ROLE_N, DT_ROLE_K, DT_ROLE_COUNT } dt_role;
+
+/* The GEMM view of an op: how it maps onto the batched GEMM every
+ * micro-kernel computes,
+ *     C[b] = act(A[b]·B[b] + bias)   for b < batch,
+ * A[b] M×K, B[b] K×N (stored N×K when b_trans), C[b] M×N, bias[N], all
+ * row-major.  Plain values; copy freely. */
+typedef struct dt_gemm {
+    int dim[DT_ROLE_COUNT]; /* index of the op's dim in each role; -1: none (size 1) */
+    int64_t batch, M, N, K; /* sizes by role (dt_op_gemm with dims), else 0 */
+    int b_trans;            /* B[b] is stored N×K (K contiguous) */
+    int b_const;            /* B is constant across calls (weights): packed once; batch 1 */
+    int bias;               /* + bias[N] */
+    int act;                /* DT_ACT_* after the bias */
+} dt_gemm;
+
 typedef struct dt_op_desc {
     const char *name;
     const char *summary; /* one line for --help and docs */
@@ -34,11 +59,28 @@ typedef struct dt_op_desc {
     /* Checks that every tensor's element count and the flop count of these
      * dims fit in int64 (DT_EOVERFLOW with a message naming the product). */
     int (*check)(const int64_t *dims, const int *attrs, dt_err *e);
+    /* The GEMM view for these attribute values: dim roles and flags (not
+     * the sizes).  NULL for an op that is not a GEMM. */
+    void (*gemm)(const int *attrs, dt_gemm *g);
 } dt_op_desc;
 
 const dt_op_desc *dt_op_find(const char *name);
 int dt_op_count(void);
 const dt_op_desc *dt_op_at(int i);
+
+/* Index of op in the registry (its position in every per-op table), or -1. */
+int dt_op_index(const dt_op_desc *op);
+
+/* The GEMM view of op with attribute values attrs (NULL: the defaults) and,
+ * when dims is not NULL (op->ndims concrete values), the sizes by role (1
+ * for a role without a dim).  DT_EUNSUPPORTED for an op without one. */
+int dt_op_gemm(const dt_op_desc *op, const int *attrs, const int64_t *dims, dt_gemm *g,
+               dt_err *e);
+
+/* Advances attrs (op->nattrs value indices) to the next combination of
+ * op's attribute values, last attribute fastest; 0 (and all zeros) after
+ * the last one. */
+int dt_op_next_attrs(const dt_op_desc *op, int *attrs);
 
 /* Index of dim/attr `name` in op, or -1. */
 int dt_op_dim_index(const dt_op_desc *op, const char *name);

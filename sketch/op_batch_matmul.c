@@ -26,6 +26,19 @@ static int bmm_check(const int64_t *d, const int *attrs, dt_err *e)
     return 0;
 }
 
+/* Both operands dynamic; NT stores B[b] transposed.  No epilogue. */
+static void bmm_gemm(const int *attrs, dt_gemm *g)
+{
+    g->dim[DT_ROLE_BATCH] = BATCH;
+    g->dim[DT_ROLE_M] = M;
+    g->dim[DT_ROLE_N] = N;
+    g->dim[DT_ROLE_K] = K;
+    g->b_trans = attrs[0] == 1; /* layout NT */
+    g->b_const = 0;
+    g->bias = 0;
+    g->act = DT_ACT_NONE;
+}
+
 const dt_op_desc dt_op_batch_matmul = {
     .name = "batch_matmul",
     .summary = "C[b] = A[b]·B[b] (layout NN) or A[b]·B[b]^T (layout NT), both operands dynamic",
@@ -39,4 +52,5 @@ const dt_op_desc dt_op_batch_matmul = {
                .always_print = 1}},
     .flops = bmm_flops,
     .check = bmm_check,
+    .gemm = bmm_gemm,
 };

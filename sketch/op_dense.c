@@ -25,6 +25,24 @@ static int dense_check(const int64_t *d, const int *attrs, dt_err *e)
     return 0;
 }
 
+/* epilogue values: none, bias, relu, gelu, bias+relu, bias+gelu */
+static const int epi_bias[] = {0, 1, 0, 0, 1, 1};
+static const int epi_act[] = {DT_ACT_NONE, DT_ACT_NONE, DT_ACT_RELU,
+                              DT_ACT_GELU, DT_ACT_RELU, DT_ACT_GELU};
+
+/* X is A, W (N×K) is B transposed and constant. */
+static void dense_gemm(const int *attrs, dt_gemm *g)
+{
+    g->dim[DT_ROLE_BATCH] = -1;
+    g->dim[DT_ROLE_M] = M;
+    g->dim[DT_ROLE_N] = N;
+    g->dim[DT_ROLE_K] = K;
+    g->b_trans = 1;
+    g->b_const = 1;
+    g->bias = epi_bias[attrs[0]];
+    g->act = epi_act[attrs[0]];
+}
+
 const dt_op_desc dt_op_dense = {
     .name = "dense",
     .summary = "Y[M,N] = X[M,K]·W[N,K]^T with constant weights W, optional bias/relu/gelu",
@@ -38,4 +56,5 @@ const dt_op_desc dt_op_dense = {
                .always_print = 0}},
     .flops = dense_flops,
     .check = dense_check,
+    .gemm = dense_gemm,
 };

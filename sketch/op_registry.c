@@ -24,6 +24,45 @@ const dt_op_desc *dt_op_find(const char *name)
     return NULL;
 }
 
+int dt_op_index(const dt_op_desc *op)
+{
+    for (int i = 0; i < dt_op_count(); i++)
+        if (registry[i] == op)
+            return i;
+    return -1;
+}
+
+int dt_op_gemm(const dt_op_desc *op, const int *attrs, const int64_t *dims, dt_gemm *g,
+               dt_err *e)
+{
+    memset(g, 0, sizeof *g);
+    if (!op || !op->gemm)
+        return dt_errf(e, DT_EUNSUPPORTED, "op %s is not a GEMM", op ? op->name : "(none)");
+    int defaults[DT_MAX_ATTRS] = {0};
+    if (!attrs) {
+        for (int i = 0; i < op->nattrs; i++)
+            defaults[i] = op->attrs[i].default_index;
+        attrs = defaults;
+    }
+    op->gemm(attrs, g);
+    if (dims) {
+        int64_t *size[DT_ROLE_COUNT] = {&g->batch, &g->M, &g->N, &g->K};
+        for (int r = 0; r < DT_ROLE_COUNT; r++)
+            *size[r] = g->dim[r] >= 0 ? dims[g->dim[r]] : 1;
+    }
+    return 0;
+}
+
+int dt_op_next_attrs(const dt_op_desc *op, int *attrs)
+{
+    for (int i = op->nattrs - 1; i >= 0; i--) {
+        if (++attrs[i] < op->attrs[i].nvalues)
+            return 1;
+        attrs[i] = 0;
+    }
+    return 0;
+}
+
 int dt_op_dim_index(const dt_op_desc *op, const char *name)
 {
     for (int i = 0; i < op->ndims; i++)

@@ -1,7 +1,9 @@
-/* Tests of bench/ below the binary: the fast per-shape reference
- * (bench_ref.h) against microkernel/reference.c's plain loops on edge sizes,
- * every epilogue and layout, 1 and 2 threads; that the tolerance it feeds
- * catches a wrong element; and the ratio statistics (bench_stats.h).
+/* Tests of bench/ below the binary: the per-shape reference as the bench
+ * computes it (microkernel/reference.h: B packed per matrix, blocks spread
+ * over threads) against plain loops on edge sizes, every epilogue and
+ * layout, whole and in blocks that cut its tiles; the ops' GEMM views those
+ * stand for; that the tolerance it feeds catches a wrong element; and the
+ * ratio statistics (bench_stats.h).
  * `dtune bench` itself is tested end to end (test_e2e_bench*.c). */
 #include <math.h>
 #include <stdint.h>
@@ -9,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench_ref.h"
 #include "bench/bench_stats.h"
 #include "microkernel/codegen.h"
 #include "microkernel/reference.h"
@@ -27,6 +28,66 @@ static double max_rel(const double *a, const double *b, int64_t n)
     return worst;
 }
 
+/* The test's own oracle: the plain triple loop of g over contiguous
+ * tensors, in double. */
+static void plain_gemm(const dt_gemm *g, const float *A, const float *B, const float *bias,
+                       double *ref, double *mag)
+{
+    const int64_t M = g->M, N = g->N, K = g->K;
+    for (int64_t b = 0; b < g->batch; b++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double s = 0, m = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    double w = g->b_trans ? B[b * N * K + j * K + k] : B[b * K * N + k * N + j];
+                    double t = (double)A[b * M * K + i * K + k] * w;
+                    s += t;
+                    m += fabs(t);
+                }
+                if (g->bias) {
+                    s += bias[j];
+                    m += fabs(bias[j]);
+                }
+                if (g->act == DT_ACT_RELU)
+                    s = s > 0 ? s : 0;
+                else if (g->act == DT_ACT_GELU)
+                    s = 0.5 * s * (1.0 + erf(s / sqrt(2.0)));
+                ref[(b * M + i) * N + j] = s;
+                mag[(b * M + i) * N + j] = m;
+            }
+}
+
+/* The reference as `dtune bench` computes it on a shape: B packed per
+ * matrix, blocks of rows × cols (the bench's parallel items) — or, with
+ * rows = 0, dt_ref_gemm in one call. */
+static void ref_in_blocks(const dt_gemm *g, const float *A, const float *B, const float *bias,
+                          int64_t rows, int64_t cols, double *ref, double *mag)
+{
+    const int64_t M = g->M, N = g->N;
+    if (!rows) {
+        dt_err e;
+        CU_ASSERT_EQUAL(dt_ref_gemm(g, A, B, bias, ref, mag, &e), 0);
+        return;
+    }
+    float *bt = malloc((size_t)(g->K * dt_ref_ldb(N)) * sizeof *bt);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bt);
+    for (int64_t b = 0; b < g->batch; b++) {
+        dt_ref_pack_b(g, B, b, bt);
+        for (int64_t i0 = 0; i0 < M; i0 += rows)
+            for (int64_t j0 = 0; j0 < N; j0 += cols) {
+                int64_t i1 = i0 + rows < M ? i0 + rows : M, j1 = j0 + cols < N ? j0 + cols : N;
+                int64_t off = (b * M + i0) * N + j0;
+                dt_ref_block(g, A, b, bt, bias, i0, i1, j0, j1, ref + off, mag + off, N);
+            }
+    }
+    free(bt);
+}
+
+/* Block shapes: whole (dt_ref_gemm), the bench's 4 x 64, and odd ones that
+ * cut tiles (rows not a multiple of 4, columns not of 16). */
+static const int64_t g_blocks[][2] = {{0, 0}, {4, 64}, {3, 5}, {1, 1}, {7, 17}};
+#define N_BLOCKS ((int)(sizeof g_blocks / sizeof g_blocks[0]))
+
 static void test_ref_dense(void)
 {
     static const int64_t dims[][3] = {{1, 1, 1},   {1, 17, 5},  {3, 16, 64},  {4, 33, 70},
@@ -34,30 +95,31 @@ static void test_ref_dense(void)
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
         for (int act = DT_ACT_NONE; act <= DT_ACT_GELU; act++)
             for (int bias = 0; bias < 2; bias++)
-                for (int threads = 1; threads <= 2; threads++) {
+                for (int bl = 0; bl < N_BLOCKS; bl++) {
                     int64_t M = dims[i][0], N = dims[i][1], K = dims[i][2];
+                    /* constant weights W[N,K]: dense's GEMM view */
+                    dt_gemm g = {.dim = {-1, 0, 1, 2}, .batch = 1, .M = M, .N = N, .K = K,
+                                 .b_trans = 1, .b_const = 1, .bias = bias, .act = act};
                     float *X = malloc((size_t)(M * K) * sizeof *X);
                     float *W = malloc((size_t)(N * K) * sizeof *W);
                     float *b = malloc((size_t)N * sizeof *b);
-                    float *Bt = malloc((size_t)(K * dt_bench_ref_ldb(N)) * sizeof *Bt);
                     double *r1 = malloc((size_t)(M * N) * sizeof *r1);
                     double *m1 = malloc((size_t)(M * N) * sizeof *m1);
                     double *r2 = malloc((size_t)(M * N) * sizeof *r2);
                     double *m2 = malloc((size_t)(M * N) * sizeof *m2);
-                    CU_ASSERT_FATAL(X && W && b && Bt && r1 && m1 && r2 && m2);
+                    CU_ASSERT_FATAL(X && W && b && r1 && m1 && r2 && m2);
                     dt_fill_random(X, M * K, 1 + i);
                     dt_fill_random(W, N * K, 2 + i);
                     dt_fill_random(b, N, 3 + i);
-                    dt_bench_ref_pack(N, K, W, 1, Bt);
-                    dt_bench_ref_rows(M, N, K, X, Bt, bias ? b : NULL, act, r1, m1, threads);
-                    dt_ref_dense(M, N, K, X, W, bias ? b : NULL, act, r2, m2);
+                    ref_in_blocks(&g, X, W, b, g_blocks[bl][0], g_blocks[bl][1], r1, m1);
+                    plain_gemm(&g, X, W, b, r2, m2);
                     double dr = max_rel(r1, r2, M * N), dm = max_rel(m1, m2, M * N);
                     if (!(dr < 1e-12 && dm < 1e-12))
                         fprintf(stderr, "\n  dense %lldx%lldx%lld act=%d bias=%d: %g %g\n",
                                 (long long)M, (long long)N, (long long)K, act, bias, dr, dm);
                     CU_ASSERT_TRUE(dr < 1e-12);
                     CU_ASSERT_TRUE(dm < 1e-12);
-                    free(X), free(W), free(b), free(Bt), free(r1), free(m1), free(r2), free(m2);
+                    free(X), free(W), free(b), free(r1), free(m1), free(r2), free(m2);
                 }
 }
 
@@ -66,28 +128,55 @@ static void test_ref_bmm(void)
     static const int64_t dims[][4] = {{1, 1, 1, 1}, {3, 5, 17, 9}, {2, 70, 150, 40},
                                       {12, 13, 13, 64}, {12, 13, 64, 13}};
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
-        for (int nt = 0; nt < 2; nt++) {
-            int64_t B = dims[i][0], M = dims[i][1], N = dims[i][2], K = dims[i][3];
-            float *A = malloc((size_t)(B * M * K) * sizeof *A);
-            float *Bm = malloc((size_t)(B * N * K) * sizeof *Bm);
-            float *Bt = malloc((size_t)(K * dt_bench_ref_ldb(N)) * sizeof *Bt);
-            double *r1 = malloc((size_t)(B * M * N) * sizeof *r1);
-            double *m1 = malloc((size_t)(B * M * N) * sizeof *m1);
-            double *r2 = malloc((size_t)(B * M * N) * sizeof *r2);
-            double *m2 = malloc((size_t)(B * M * N) * sizeof *m2);
-            CU_ASSERT_FATAL(A && Bm && Bt && r1 && m1 && r2 && m2);
-            dt_fill_random(A, B * M * K, 5 + i);
-            dt_fill_random(Bm, B * N * K, 6 + i);
-            for (int64_t b = 0; b < B; b++) { /* as the bench does: one matrix at a time */
-                dt_bench_ref_pack(N, K, Bm + b * N * K, nt, Bt);
-                dt_bench_ref_rows(M, N, K, A + b * M * K, Bt, NULL, DT_ACT_NONE,
-                                  r1 + b * M * N, m1 + b * M * N, 2);
+        for (int nt = 0; nt < 2; nt++)
+            for (int bl = 0; bl < N_BLOCKS; bl++) {
+                int64_t B = dims[i][0], M = dims[i][1], N = dims[i][2], K = dims[i][3];
+                /* batch_matmul's GEMM view, NN or NT */
+                dt_gemm g = {.dim = {0, 1, 2, 3}, .batch = B, .M = M, .N = N, .K = K,
+                             .b_trans = nt};
+                float *A = malloc((size_t)(B * M * K) * sizeof *A);
+                float *Bm = malloc((size_t)(B * N * K) * sizeof *Bm);
+                double *r1 = malloc((size_t)(B * M * N) * sizeof *r1);
+                double *m1 = malloc((size_t)(B * M * N) * sizeof *m1);
+                double *r2 = malloc((size_t)(B * M * N) * sizeof *r2);
+                double *m2 = malloc((size_t)(B * M * N) * sizeof *m2);
+                CU_ASSERT_FATAL(A && Bm && r1 && m1 && r2 && m2);
+                dt_fill_random(A, B * M * K, 5 + i);
+                dt_fill_random(Bm, B * N * K, 6 + i);
+                ref_in_blocks(&g, A, Bm, NULL, g_blocks[bl][0], g_blocks[bl][1], r1, m1);
+                plain_gemm(&g, A, Bm, NULL, r2, m2);
+                CU_ASSERT_TRUE(max_rel(r1, r2, B * M * N) < 1e-12);
+                CU_ASSERT_TRUE(max_rel(m1, m2, B * M * N) < 1e-12);
+                free(A), free(Bm), free(r1), free(m1), free(r2), free(m2);
             }
-            dt_ref_bmm(B, M, N, K, A, Bm, nt, r2, m2);
-            CU_ASSERT_TRUE(max_rel(r1, r2, B * M * N) < 1e-12);
-            CU_ASSERT_TRUE(max_rel(m1, m2, B * M * N) < 1e-12);
-            free(A), free(Bm), free(Bt), free(r1), free(m1), free(r2), free(m2);
-        }
+}
+
+/* The op's own GEMM views are what the hand-written ones above say. */
+static void test_gemm_views(void)
+{
+    dt_gemm g;
+    dt_err e;
+    int attrs[DT_MAX_ATTRS] = {0};
+    const dt_op_desc *dense = dt_op_find("dense"), *bmm = dt_op_find("batch_matmul");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dense);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bmm);
+    attrs[0] = dt_attr_value_index(&dense->attrs[0], "bias+gelu");
+    int64_t dd[] = {37, 768, 3072};
+    CU_ASSERT_EQUAL_FATAL(dt_op_gemm(dense, attrs, dd, &g, &e), 0);
+    CU_ASSERT(g.dim[DT_ROLE_BATCH] == -1 && g.batch == 1 && g.M == 37 && g.N == 768 &&
+              g.K == 3072);
+    CU_ASSERT(g.b_trans && g.b_const && g.bias && g.act == DT_ACT_GELU);
+    attrs[0] = dt_attr_value_index(&dense->attrs[0], "relu");
+    CU_ASSERT_EQUAL_FATAL(dt_op_gemm(dense, attrs, NULL, &g, &e), 0);
+    CU_ASSERT(!g.bias && g.act == DT_ACT_RELU && g.M == 0);
+    int64_t bd[] = {12, 13, 64, 13};
+    for (int nt = 0; nt < 2; nt++) {
+        attrs[0] = dt_attr_value_index(&bmm->attrs[0], nt ? "NT" : "NN");
+        CU_ASSERT_EQUAL_FATAL(dt_op_gemm(bmm, attrs, bd, &g, &e), 0);
+        CU_ASSERT(g.dim[DT_ROLE_BATCH] == 0 && g.batch == 12 && g.M == 13 && g.N == 64 &&
+                  g.K == 13);
+        CU_ASSERT(g.b_trans == nt && !g.b_const && !g.bias && g.act == DT_ACT_NONE);
+    }
 }
 
 /* The reference and dt_check_close catch one wrong element of a float
@@ -96,14 +185,15 @@ static void test_ref_catches(void)
 {
     int64_t M = 9, N = 40, K = 300;
     float *X = malloc((size_t)(M * K) * sizeof *X), *W = malloc((size_t)(N * K) * sizeof *W);
-    float *Bt = malloc((size_t)(K * dt_bench_ref_ldb(N)) * sizeof *Bt);
     float *Y = malloc((size_t)(M * N) * sizeof *Y);
     double *ref = malloc((size_t)(M * N) * sizeof *ref), *mag = malloc((size_t)(M * N) * sizeof *mag);
-    CU_ASSERT_FATAL(X && W && Bt && Y && ref && mag);
+    CU_ASSERT_FATAL(X && W && Y && ref && mag);
     dt_fill_random(X, M * K, 11);
     dt_fill_random(W, N * K, 12);
-    dt_bench_ref_pack(N, K, W, 1, Bt);
-    dt_bench_ref_rows(M, N, K, X, Bt, NULL, DT_ACT_NONE, ref, mag, 1);
+    dt_gemm g = {.dim = {-1, 0, 1, 2}, .batch = 1, .M = M, .N = N, .K = K, .b_trans = 1,
+                 .b_const = 1};
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, X, W, NULL, ref, mag, &e), 0);
     for (int64_t i = 0; i < M; i++) /* a float computation in another order */
         for (int64_t j = 0; j < N; j++) {
             float s = 0;
@@ -111,7 +201,6 @@ static void test_ref_catches(void)
                 s += X[i * K + k] * W[j * K + k];
             Y[i * N + j] = s;
         }
-    dt_err e;
     CU_ASSERT_EQUAL(dt_check_close(Y, N, ref, mag, M, N, K, &e), 0);
     /* off by 0.05: ten times the tolerance (~(K+8)·2⁻²³·Σ|x·w| ~ 3e-3) */
     Y[5 * N + 33] += 0.05f;
@@ -119,7 +208,7 @@ static void test_ref_catches(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "[5,33]"));
     Y[5 * N + 33] = NAN;
     CU_ASSERT_EQUAL(dt_check_close(Y, N, ref, mag, M, N, K, &e), DT_EINVAL);
-    free(X), free(W), free(Bt), free(Y), free(ref), free(mag);
+    free(X), free(W), free(Y), free(ref), free(mag);
 }
 
 static void test_ratio_stats(void)
@@ -173,8 +262,9 @@ static void test_onednn_best(void)
 int main(void)
 {
     CU_TestInfo tests[] = {
-        {"fast reference: dense, every epilogue, edge sizes", test_ref_dense},
-        {"fast reference: batch_matmul NN and NT", test_ref_bmm},
+        {"reference: dense, every epilogue, edge sizes, blocks", test_ref_dense},
+        {"reference: batch_matmul NN and NT, blocks", test_ref_bmm},
+        {"the ops' GEMM views", test_gemm_views},
         {"the check catches one wrong element", test_ref_catches},
         {"ratio statistics", test_ratio_stats},
         {"strongest oneDNN peer per shape", test_onednn_best},

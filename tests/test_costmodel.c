@@ -61,6 +61,12 @@ static dt_annotation stream(int mr, int nr, int nc, dt_par_axis par, int threads
 
 /* ---- features -------------------------------------------------------------- */
 
+/* The one-hot column of an op: its place in the registry. */
+static int op_col(const char *name)
+{
+    return DT_CMF_OP_FIRST + dt_op_index(dt_op_find(name));
+}
+
 static void test_features(void)
 {
     dt_target t = t_avx512();
@@ -94,8 +100,8 @@ static void test_features(void)
     NEAR(f[DT_CMF_STORE], 0);
     NEAR(f[DT_CMF_THREADS], 2);
     NEAR(f[DT_CMF_THREADS_FRAC], 1);
-    NEAR(f[DT_CMF_OP_DENSE], 1);
-    NEAR(f[DT_CMF_OP_BATCH_MATMUL], 0);
+    NEAR(f[op_col("dense")], 1);
+    NEAR(f[op_col("batch_matmul")], 0);
 
     /* stream: no K block, so the cache ratios that use kc are 0 */
     dt_annotation s = stream(4, 64, 256, DT_PAR_M, 1);
@@ -108,8 +114,8 @@ static void test_features(void)
     NEAR(f[DT_CMF_SKETCH_STREAM], 1);
     NEAR(f[DT_CMF_PAR_M], 1);
     NEAR(f[DT_CMF_THREADS_FRAC], 0.5);
-    NEAR(f[DT_CMF_OP_DENSE], 0);
-    NEAR(f[DT_CMF_OP_BATCH_MATMUL], 1);
+    NEAR(f[op_col("dense")], 0);
+    NEAR(f[op_col("batch_matmul")], 1);
 
     /* errors and names */
     CU_ASSERT(dt_features(&a, &t, "dense", f, DT_NFEATURES - 1) < 0);
@@ -118,6 +124,10 @@ static void test_features(void)
     CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(0), "mr");
     CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_CMF_ACC), "acc");
     CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES - 1), "op_batch_matmul");
+    CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES - 2), "op_dense");
+    CU_ASSERT_EQUAL(DT_NFEATURES, 27); /* stored models have 27 + 4 columns */
+    CU_ASSERT_EQUAL(op_col("dense"), 25);
+    CU_ASSERT_EQUAL(op_col("batch_matmul"), 26);
     CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES), "?");
     for (int i = 0; i < DT_NFEATURES; i++)
         for (int j = i + 1; j < DT_NFEATURES; j++)
@@ -137,6 +147,12 @@ static dt_adapt adapt_ok(const char *op, const int64_t *dims, dt_annotation a)
     if (rc)
         fprintf(stderr, "f_adapt: %s\n", e.msg);
     NEAR(r.total, r.padding * r.balance * r.packing);
+    /* the same through the op's GEMM view (what cost-model points use) */
+    dt_gemm g;
+    dt_adapt r2;
+    CU_ASSERT_EQUAL_FATAL(dt_op_gemm(dt_op_find(op), NULL, dims, &g, &e), 0);
+    CU_ASSERT_EQUAL(dt_f_adapt_gemm(&g, &a, &t, &r2, &e), 0);
+    CU_ASSERT_EQUAL(memcmp(&r, &r2, sizeof r), 0);
     CU_ASSERT(r.total > 0 && r.total <= 1);
     return r;
 }

@@ -23,14 +23,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/bench_ref.h"
 #include "common/file.h"
 #include "common/mem.h"
 #include "common/target.h"
 #include "db/db.h"
 #include "dispatch/dispatch.h"
 #include "export/export.h"
+#include "export/export_internal.h"
 #include "microkernel/codegen.h"
+#include "microkernel/mk_op.h"
 #include "microkernel/reference.h"
 #include "sketch/annotation.h"
 #include "sketch/workload.h"
@@ -232,6 +233,9 @@ static void check_dense(void *h, const char *name, const dt_workload *w)
     int bias_on, act;
     dt_kernel_op_epilogue(&kop, &bias_on, &act);
     int64_t N = w->dims[1]->value, K = w->dims[2]->value;
+    dt_gemm g;
+    CU_ASSERT_EQUAL_FATAL(dt_op_gemm(w->op, w->attrs, NULL, &g, NULL), 0);
+    g.batch = 1, g.M = MAX_M, g.N = N, g.K = K;
     packed_size_fn psize = (packed_size_fn)sym(h, name, "_packed_size");
     pack_fn pack = (pack_fn)sym(h, name, "_pack");
     void *entry = sym(h, name, "");
@@ -240,16 +244,15 @@ static void check_dense(void *h, const char *name, const dt_workload *w)
     float *W = dt_alloc64((size_t)(N * K) * sizeof(float));
     float *bias = dt_alloc64((size_t)N * sizeof(float));
     float *Y = dt_alloc64((size_t)(MAX_M * N + GUARD_N) * sizeof(float));
-    float *Bt = dt_alloc64((size_t)(K * dt_bench_ref_ldb(N)) * sizeof(float));
     double *ref = dt_alloc64((size_t)(MAX_M * N) * sizeof(double));
     double *mag = dt_alloc64((size_t)(MAX_M * N) * sizeof(double));
     float *packed = dt_alloc64(psize());
-    CU_ASSERT_FATAL(X && W && bias && Y && Bt && ref && mag && packed);
+    CU_ASSERT_FATAL(X && W && bias && Y && ref && mag && packed);
+    CU_ASSERT(g.bias == bias_on && g.act == act);
     dt_fill_random(X, MAX_M * K, 11);
     dt_fill_random(W, N * K, 12);
     dt_fill_random(bias, N, 13);
-    dt_bench_ref_pack(N, K, W, 1, Bt);
-    dt_bench_ref_rows(MAX_M, N, K, X, Bt, bias_on ? bias : NULL, act, ref, mag, g_threads);
+    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, X, W, bias, ref, mag, NULL), 0);
     pack(W, packed);
     int failures = 0;
     for (int64_t M = 1; M <= MAX_M && failures < 3; M++) {
@@ -271,7 +274,6 @@ static void check_dense(void *h, const char *name, const dt_workload *w)
     free(W);
     free(bias);
     free(Y);
-    free(Bt);
     free(ref);
     free(mag);
     free(packed);
@@ -291,10 +293,9 @@ static void check_bmm(void *h, const char *name, int nt)
     float *A = dt_alloc64((size_t)(batch * S * a_cols) * sizeof(float));
     float *B = dt_alloc64((size_t)(batch * S * D) * sizeof(float));
     float *C = dt_alloc64((size_t)(batch * S * c_cols + GUARD_N) * sizeof(float));
-    float *Bt = dt_alloc64((size_t)(S * dt_bench_ref_ldb(S)) * sizeof(float));
     double *ref = dt_alloc64((size_t)(batch * S * c_cols) * sizeof(double));
     double *mag = dt_alloc64((size_t)(batch * S * c_cols) * sizeof(double));
-    CU_ASSERT_FATAL(Af && Bf && A && B && C && Bt && ref && mag);
+    CU_ASSERT_FATAL(Af && Bf && A && B && C && ref && mag);
     dt_fill_random(Af, batch * S * a_cols, 21);
     dt_fill_random(Bf, batch * S * D, 22);
     if (!nt)
@@ -302,13 +303,10 @@ static void check_bmm(void *h, const char *name, int nt)
             for (int64_t i = 0; i < S; i++)
                 for (int64_t k = i + 1; k < S; k++)
                     Af[(b * S + i) * S + k] = 0.0f;
-    for (int64_t b = 0; b < batch; b++) {
-        /* NT: C = A·Bᵀ, N = S, K = D; NN: C = A·B, N = D, K = S */
-        int64_t N = nt ? S : D, K = nt ? D : S;
-        dt_bench_ref_pack(N, K, Bf + b * S * D, nt, Bt);
-        dt_bench_ref_rows(S, N, K, Af + b * S * a_cols, Bt, NULL, DT_ACT_NONE,
-                          ref + b * S * c_cols, mag + b * S * c_cols, g_threads);
-    }
+    /* NT: C = A·Bᵀ, N = S, K = D; NN: C = A·B, N = D, K = S */
+    dt_gemm g = {.dim = {0, 1, 2, 3}, .batch = batch, .M = S, .N = nt ? S : D,
+                 .K = nt ? D : S, .b_trans = nt};
+    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, Af, Bf, NULL, ref, mag, NULL), 0);
     int failures = 0;
     for (int64_t s = 1; s <= S && failures < 3; s++) {
         int64_t ac = nt ? D : s, cc = nt ? s : D; /* columns of A and C at this seq */
@@ -342,7 +340,6 @@ static void check_bmm(void *h, const char *name, int nt)
     free(A);
     free(B);
     free(C);
-    free(Bt);
     free(ref);
     free(mag);
 }
@@ -551,7 +548,9 @@ static void test_tune_export_run(void)
     dt_fill_random(W, N * K, 32);
     dt_fill_random(bias, N, 33);
     pack(W, packed);
-    dt_ref_dense(MM, N, K, X, W, bias, DT_ACT_RELU, ref, mag);
+    dt_gemm g = {.dim = {-1, 0, 1, 2}, .batch = 1, .M = MM, .N = N, .K = K, .b_trans = 1,
+                 .b_const = 1, .bias = 1, .act = DT_ACT_RELU};
+    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, X, W, bias, ref, mag, NULL), 0);
     for (int64_t M = 1; M <= MM; M++) {
         poison(Y, M * N);
         f(M, X, packed, Y, bias);
@@ -587,12 +586,47 @@ static void test_tune_export_run(void)
     dt_test_proc_free(&p);
 }
 
+/* Every op a kernel can be generated for can be exported: its export hooks
+ * exist, name their tensors, and write a parameter list, a doc paragraph
+ * and a call of kernel k's entry points. */
+static void test_export_hooks(void)
+{
+    for (int i = 0; i < dt_mk_op_count(); i++) {
+        const dt_mk_op *m = dt_mk_op_at(i);
+        const dt_export_op *x = dt_export_op_find(m->op, m->backend->dtype);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+        CU_ASSERT_PTR_NOT_NULL(x->params[0]);
+        CU_ASSERT(x->emit_params && x->emit_doc && x->emit_call);
+        /* the call uses the kernel's first entry point, renamed */
+        dt_export_plan p;
+        memset(&p, 0, sizeof p);
+        snprintf(p.name, sizeof p.name, "nm");
+        dt_export_pack pack = {0};
+        dt_export_kernel k = {0};
+        p.pack = &pack;
+        p.k = &k;
+        p.nk = 1;
+        CU_ASSERT_EQUAL_FATAL(dt_op_gemm(m->op, NULL, NULL, &p.g, NULL), 0);
+        dt_strbuf sb;
+        dt_sb_init(&sb);
+        x->emit_call(&sb, &p, 0);
+        char *text = dt_sb_take(&sb);
+        char want[96];
+        snprintf(want, sizeof want, "nm_k0_%s(", m->syms[0]);
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "nm_THREADS"));
+        free(text);
+    }
+    CU_ASSERT_PTR_NULL(dt_export_op_find(dt_mk_op_at(0)->op, DT_DTYPE_COUNT));
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
         {"export every BERT-base workload kind, M 1..512", test_export_workloads},
         {"export errors", test_export_errors},
         {"tune, export, compile, run", test_tune_export_run},
+        {"export hooks of every op with kernels", test_export_hooks},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"export", setup, teardown, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

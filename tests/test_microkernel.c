@@ -1,6 +1,7 @@
 /* microkernel/: code generation for every sketch × back-end (random
  * annotations included), builds and their cache, compile errors and time
  * limits, verification on every boundary case and epilogue. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 #include "microkernel/build.h"
 #include "microkernel/codegen.h"
 #include "microkernel/loader.h"
+#include "microkernel/mk_op.h"
 #include "microkernel/reference.h"
 #include "sketch/workload.h"
 #include "tests/dt_test.h"
@@ -90,6 +92,7 @@ static void build_and_verify(const dt_kernel_op *kops, const dt_annotation *anns
         } else {
             dt_kernel k;
             CU_ASSERT_EQUAL_FATAL(dt_kernel_load(res[i].so_path, &k, &e), 0);
+            CU_ASSERT_TRUE(dt_kernel_computes(&k, &kops[i])); /* bound to its op's hooks */
             if (getenv("DT_TEST_TRACE")) fprintf(stderr, "\n  verifying %s %s %s\n", what, ann, res[i].so_path);
             int rc = verify_all(&k, &kops[i], &anns[i], &e);
             if (rc)
@@ -271,6 +274,249 @@ static void test_reference_catches_errors(void)
     CU_ASSERT_EQUAL(dt_check_close(got, 2, ref, mag, 1, 2, 4, &e), DT_EINVAL);
 }
 
+/* ---- generated source is stable ------------------------------------------
+ * The database stores each kernel's source hash (export recovers a kernel's
+ * attributes from it) and the build cache keys on the source, so the text
+ * dt_codegen writes for an (op, attributes, annotation) must not change
+ * when the generator is reorganised.  Annotations are sampled with a fixed
+ * seed on a fixed synthetic target (not this machine's) for every back-end
+ * and sketch; every attribute combination of every op generates each.  The
+ * digests below were taken before the per-op hooks existed (dtune 0.1.0;
+ * the version is in every kernel's header comment, so a version bump
+ * changes them too).  DT_TEST_DUMP_SOURCES=DIR writes every source there,
+ * for a diff when a digest moves. */
+
+static dt_target fixed_target(void)
+{
+    dt_target t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.arch, sizeof t.arch, "x86_64");
+    t.cores = 4;
+    t.logical_cpus = 4;
+    t.l1d.size = 48u << 10;
+    t.l2.size = 1280u << 10;
+    t.l3.size = 32u << 20;
+    t.line_size = 64;
+    t.isa_max = DT_ISA_AVX512;
+    dt_target_set_isa(&t, DT_ISA_AVX512);
+    return t;
+}
+
+static void test_source_hashes(void)
+{
+    static const struct {
+        const char *op;
+        const char *digest; /* over every attribute combination, in order */
+    } want[] = {
+        {"dense", "8289d1e9becd95b14c2b1756dae3d4e08f108c25b6217aa0840bbab650173131"},
+        {"batch_matmul", "5daafb64e094390cc531849359aa423f3ed80e658ff0c3ff1f36f1be3dceb72d"},
+    };
+    enum { PER = 10 };
+    const char *dump = getenv("DT_TEST_DUMP_SOURCES");
+    dt_target base = fixed_target();
+    for (size_t o = 0; o < sizeof want / sizeof want[0]; o++) {
+        const dt_op_desc *op = dt_op_find(want[o].op);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(op);
+        dt_kernel_op kop = {.op = op};
+        char (*hashes)[65] = NULL;
+        int n = 0, cap = 0, combo = 0;
+        do {
+            dt_rng rng;
+            dt_rng_seed(&rng, 424242);
+            for (int isa = 0; isa < DT_ISA_COUNT; isa++) {
+                dt_target t = base;
+                dt_target_set_isa(&t, (dt_isa)isa);
+                for (int sk = 0; sk < DT_SKETCH_COUNT; sk++)
+                    for (int i = 0; i < PER; i++) {
+                        dt_annotation a;
+                        dt_err e;
+                        CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, sk, 0, &a, &e), 0);
+                        char *src = NULL;
+                        CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, &a, &src, &e), 0);
+                        if (n == cap) {
+                            cap = cap ? 2 * cap : 256;
+                            hashes = realloc(hashes, (size_t)cap * sizeof *hashes);
+                            CU_ASSERT_PTR_NOT_NULL_FATAL(hashes);
+                        }
+                        const char *part = src;
+                        dt_hash_strings(&part, 1, hashes[n]);
+                        if (dump) {
+                            char path[4200];
+                            snprintf(path, sizeof path, "%s/%s-%d-%d-%d-%d.c", dump, op->name,
+                                     combo, isa, sk, i);
+                            FILE *f = fopen(path, "w");
+                            if (f) {
+                                fputs(src, f);
+                                fclose(f);
+                            }
+                        }
+                        n++;
+                        free(src);
+                    }
+            }
+            combo++;
+        } while (dt_op_next_attrs(op, kop.attrs));
+        const char **parts = malloc((size_t)n * sizeof *parts);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(parts);
+        for (int i = 0; i < n; i++)
+            parts[i] = hashes[i];
+        char digest[65];
+        dt_hash_strings(parts, n, digest);
+        if (strcmp(digest, want[o].digest) != 0)
+            fprintf(stderr, "\n  %s: %d sources over %d attribute combinations hash to %s, "
+                            "expected %s\n", op->name, n, combo, digest, want[o].digest);
+        CU_ASSERT_STRING_EQUAL(digest, want[o].digest);
+        free(parts);
+        free(hashes);
+    }
+}
+
+/* ---- the per-op hooks of code generation ----------------------------------- */
+
+/* Every op with a GEMM view has f32 micro-kernel hooks, and the registry's
+ * entries are consistent: distinct selectors and entry-point sets, a driver
+ * section compiled only under its own selector, packing exactly for the ops
+ * whose B is constant. */
+static void test_hook_registry(void)
+{
+    CU_ASSERT(dt_mk_op_count() >= 2);
+    for (int i = 0; i < dt_op_count(); i++) {
+        const dt_op_desc *op = dt_op_at(i);
+        dt_gemm g;
+        if (dt_op_gemm(op, NULL, NULL, &g, NULL) != 0)
+            continue;
+        const dt_mk_op *m = dt_mk_op_find(op, DT_DTYPE_F32);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT_PTR_EQUAL(m->op, op);
+        CU_ASSERT_EQUAL(m->backend->dtype, DT_DTYPE_F32);
+        CU_ASSERT_PTR_NULL(dt_mk_op_find(op, DT_DTYPE_COUNT)); /* no such dtype */
+        CU_ASSERT_EQUAL(!!m->pack, g.b_const);
+        CU_ASSERT_EQUAL(!!m->packed_size, g.b_const);
+        CU_ASSERT(m->run && m->nsyms >= 1 && m->nsyms <= DT_KERNEL_MAX_SYMS);
+        char head[64];
+        snprintf(head, sizeof head, "#if %s\n", m->selector);
+        CU_ASSERT_EQUAL(strncmp(m->driver, head, strlen(head)), 0);
+    }
+    for (int i = 0; i < dt_mk_op_count(); i++)
+        for (int j = i + 1; j < dt_mk_op_count(); j++) {
+            const dt_mk_op *a = dt_mk_op_at(i), *b = dt_mk_op_at(j);
+            CU_ASSERT_STRING_NOT_EQUAL(a->selector, b->selector);
+            CU_ASSERT_FALSE(a->op == b->op && a->backend == b->backend);
+            /* the loader tells kernels apart by their entry points */
+            int same = a->nsyms == b->nsyms;
+            for (int s = 0; same && s < a->nsyms; s++)
+                same = strcmp(a->syms[s], b->syms[s]) == 0;
+            CU_ASSERT_FALSE(same);
+        }
+    CU_ASSERT_PTR_NULL(dt_mk_op_at(-1));
+    CU_ASSERT_PTR_NULL(dt_mk_op_at(dt_mk_op_count()));
+}
+
+/* What each hook puts into a kernel's source, for every attribute
+ * combination of every op: its selector 1 and its group's others 0, its
+ * macros from the attributes, DT_BIAS / DT_ACT from the GEMM view, the
+ * prelude's op line filled in, dtk_info naming the op, the register kernel,
+ * and every group member's driver section, in registry order. */
+static void test_hook_codegen(void)
+{
+    dt_target t = g_target;
+    dt_rng rng;
+    dt_rng_seed(&rng, 99);
+    dt_annotation a;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, -1, 1, &a, &e), 0);
+    for (int o = 0; o < dt_mk_op_count(); o++) {
+        const dt_mk_op *m = dt_mk_op_at(o);
+        dt_kernel_op kop = {.op = m->op};
+        do {
+            char *src = NULL;
+            CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, &a, &src, &e), 0);
+            dt_gemm g;
+            CU_ASSERT_EQUAL_FATAL(dt_kernel_op_gemm(&kop, &g, &e), 0);
+            char line[160], what[128];
+            const char *prev_driver = src;
+            for (int i = 0; i < dt_mk_op_count(); i++) {
+                const dt_mk_op *x = dt_mk_op_at(i);
+                int member = x == m || (m->group > 0 && x->group == m->group);
+                snprintf(line, sizeof line, "#define %s %d\n", x->selector, x == m);
+                CU_ASSERT_EQUAL(strstr(src, line) != NULL, member);
+                for (int j = 0; member && j < x->nmacros; j++) {
+                    snprintf(line, sizeof line, "#define %s %d\n", x->macros[j],
+                             x == m ? x->macro_value(kop.attrs, j) : 0);
+                    CU_ASSERT_PTR_NOT_NULL(strstr(src, line));
+                }
+                /* driver sections of the group, in registry order, after the
+                 * common driver */
+                const char *d = strstr(src, x->driver);
+                CU_ASSERT_EQUAL(d != NULL, member);
+                if (d) {
+                    CU_ASSERT(d > prev_driver);
+                    prev_driver = d;
+                }
+            }
+            snprintf(line, sizeof line, "#define DT_BIAS %d\n#define DT_ACT %d\n\n", g.bias,
+                     g.act);
+            CU_ASSERT_PTR_NOT_NULL(strstr(src, line));
+            CU_ASSERT_PTR_NULL(strstr(src, "@OP_MACROS@"));
+            snprintf(line, sizeof line, " *   DT_STORE_SCRATCH (0/1), %s", m->selector);
+            CU_ASSERT(strstr(src, line) != NULL || m->group > 0);
+            dt_kernel_op_describe(&kop, what, sizeof what);
+            snprintf(line, sizeof line, "const char dtk_info[] = \"%s; ", what);
+            CU_ASSERT_PTR_NOT_NULL(strstr(src, line));
+            CU_ASSERT_PTR_NOT_NULL(strstr(src, "static __attribute__((noinline)) void dt_ukr("));
+            CU_ASSERT_PTR_NOT_NULL(strstr(src, m->backend->epilogue));
+            CU_ASSERT(strstr(src, m->backend->driver) < strstr(src, m->driver));
+            free(src);
+        } while (dt_op_next_attrs(m->op, kop.attrs));
+    }
+    /* an (op, dtype) without hooks is refused, not generated */
+    dt_kernel_op none = {.op = dt_mk_op_at(0)->op, .dtype = DT_DTYPE_COUNT};
+    char *src = NULL;
+    CU_ASSERT_EQUAL(dt_codegen(&none, &a, &src, &e), DT_EUNSUPPORTED);
+    CU_ASSERT_PTR_NULL(src);
+}
+
+/* The loader binds a kernel to the hooks of the op it was generated for
+ * and no other; verification refuses a kernel of another op. */
+static void test_hook_loader(void)
+{
+    dt_rng rng;
+    dt_rng_seed(&rng, 5);
+    dt_annotation a;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &g_target, -1, 1, &a, &e), 0);
+    int n = dt_mk_op_count();
+    char **src = calloc((size_t)n, sizeof *src);
+    dt_build_result *res = calloc((size_t)n, sizeof *res);
+    dt_kernel_op *kops = calloc((size_t)n, sizeof *kops);
+    CU_ASSERT_FATAL(src && res && kops);
+    for (int i = 0; i < n; i++) {
+        kops[i].op = dt_mk_op_at(i)->op;
+        CU_ASSERT_EQUAL_FATAL(dt_codegen(&kops[i], &a, &src[i], &e), 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(dt_build_many(&g_builder, (const char *const *)src, n, 0, res, &e), 0);
+    for (int i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL_FATAL(res[i].status, DT_BUILD_OK);
+        dt_kernel k;
+        CU_ASSERT_EQUAL_FATAL(dt_kernel_load(res[i].so_path, &k, &e), 0);
+        CU_ASSERT_PTR_EQUAL(k.op, dt_mk_op_at(i));
+        for (int j = 0; j < n; j++) {
+            CU_ASSERT_EQUAL(dt_kernel_computes(&k, &kops[j]), i == j);
+            if (j != i) {
+                CU_ASSERT_EQUAL(dt_verify_kernel(&k, &kops[j], 1, 3, 5, 7, 1, 1, &e), DT_EINVAL);
+                CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, kops[j].op->name));
+            }
+        }
+        CU_ASSERT_EQUAL(dt_kernel_packed_size(&k, 5, 7) > 0, k.op->packed_size != NULL);
+        dt_kernel_unload(&k);
+        free(src[i]);
+        dt_build_result_free(&res[i]);
+    }
+    free(src);
+    free(res);
+    free(kops);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -280,6 +526,10 @@ int main(void)
         {"compile errors and time limits come back as results", test_compile_error_and_timeout},
         {"codegen refuses an invalid tile", test_codegen_refuses},
         {"the reference check catches wrong answers", test_reference_catches_errors},
+        {"generated sources hash as they always did", test_source_hashes},
+        {"per-op hooks: the registry is consistent", test_hook_registry},
+        {"per-op hooks: what each puts into a kernel's source", test_hook_codegen},
+        {"per-op hooks: a kernel binds to its op's entry points", test_hook_loader},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"microkernel", setup, teardown, NULL, NULL, tests},

@@ -52,13 +52,13 @@ static double *reference(const dt_peer_problem *p, const float *x, const float *
                 double acc = 0;
                 for (int64_t k = 0; k < K; k++) {
                     double xv = x[b * M * K + i * K + k], wv;
-                    if (p->op == DT_PEER_DENSE || p->layout_nt)
+                    if (p->b_trans)
                         wv = w[b * N * K + j * K + k];   /* [N,K] */
                     else
                         wv = w[b * K * N + k * N + j];   /* [K,N] */
                     acc += xv * wv;
                 }
-                if (p->op == DT_PEER_DENSE) {
+                if (p->b_const) {
                     if (p->bias)
                         acc += bias[j];
                     acc = ref_act(acc, p->act);
@@ -95,13 +95,13 @@ static const char *act_name(dt_peer_act a)
 
 static void describe(char *buf, size_t n, const char *peer, const dt_peer_problem *p)
 {
-    if (p->op == DT_PEER_DENSE)
+    if (p->b_const)
         snprintf(buf, n, "%s dense M=%lld N=%lld K=%lld bias=%d act=%s threads=%d", peer,
                  (long long)p->M, (long long)p->N, (long long)p->K, p->bias,
                  act_name(p->act), p->threads);
     else
         snprintf(buf, n, "%s bmm %s B=%lld M=%lld N=%lld K=%lld threads=%d", peer,
-                 p->layout_nt ? "NT" : "NN", (long long)p->batch, (long long)p->M,
+                 p->b_trans ? "NT" : "NN", (long long)p->batch, (long long)p->M,
                  (long long)p->N, (long long)p->K, p->threads);
 }
 
@@ -121,7 +121,7 @@ static void check_problem(const dt_peer_desc *d, const dt_peer_problem *p, tally
 {
     char what[256];
     describe(what, sizeof what, d->name, p);
-    int dense = p->op == DT_PEER_DENSE;
+    int dense = p->b_const;
     float *x = rnd_floats(p->batch * p->M * p->K);
     float *w = rnd_floats(p->batch * p->N * p->K);
     float *bias = rnd_floats(p->N);
@@ -223,13 +223,13 @@ static void test_dense(void)
                     for (int act = 0; act < 3; act++)
                         for (int th = 1; th <= 2; th++) {
                             dt_peer_problem p = {
-                                .op = DT_PEER_DENSE, .batch = 1, .M = Ms[mi],
+                                .b_const = 1, .b_trans = 1, .batch = 1, .M = Ms[mi],
                                 .N = NKs[nk][0], .K = NKs[nk][1], .bias = bias,
                                 .act = (dt_peer_act)act, .threads = th};
                             check_problem(list[i], &p, &t);
                         }
         /* several tiles in M and N, edge tiles in both */
-        dt_peer_problem big = {.op = DT_PEER_DENSE, .batch = 1, .M = 130, .N = 200, .K = 33,
+        dt_peer_problem big = {.b_const = 1, .b_trans = 1, .batch = 1, .M = 130, .N = 200, .K = 33,
                                .bias = 1, .act = DT_PEER_ACT_GELU, .threads = 2};
         check_problem(list[i], &big, &t);
         report(list[i]->name, "dense", &t);
@@ -246,14 +246,14 @@ static void test_bmm(void)
         tally t = {0, 0, 0};
         for (int nt = 0; nt < 2; nt++)
             for (int th = 1; th <= 2; th++) {
-                dt_peer_problem p = {.op = DT_PEER_BMM, .batch = 3, .M = 5, .N = 17, .K = 9,
-                                     .layout_nt = nt, .threads = th};
+                dt_peer_problem p = {.batch = 3, .M = 5, .N = 17, .K = 9,
+                                     .b_trans = nt, .threads = th};
                 check_problem(list[i], &p, &t);
             }
         for (int nt = 0; nt < 2; nt++) {
             /* tiles and edge tiles; fewer batches than threads */
-            dt_peer_problem p = {.op = DT_PEER_BMM, .batch = 1, .M = 70, .N = 150, .K = 40,
-                                 .layout_nt = nt, .threads = 2};
+            dt_peer_problem p = {.batch = 1, .M = 70, .N = 150, .K = 40,
+                                 .b_trans = nt, .threads = 2};
             check_problem(list[i], &p, &t);
         }
         report(list[i]->name, "bmm", &t);
@@ -284,9 +284,9 @@ static void test_onednn_batched(void)
             for (int nt = 0; nt < 2; nt++)
                 for (int th = 1; th <= 2; th++) {
                     int64_t seq = seqs[si];
-                    dt_peer_problem p = {.op = DT_PEER_BMM, .batch = 12, .M = seq,
+                    dt_peer_problem p = {.batch = 12, .M = seq,
                                          .N = nt ? seq : 64, .K = nt ? 64 : seq,
-                                         .layout_nt = nt, .threads = th};
+                                         .b_trans = nt, .threads = th};
                     check_problem(d, &p, &t);
                 }
         report(d->name, "attn", &t);
@@ -295,8 +295,8 @@ static void test_onednn_batched(void)
 
         /* new A and B through the same state */
         for (int nt = 0; nt < 2; nt++) {
-            dt_peer_problem p = {.op = DT_PEER_BMM, .batch = 12, .M = 37, .N = nt ? 37 : 64,
-                                 .K = nt ? 64 : 37, .layout_nt = nt, .threads = 2};
+            dt_peer_problem p = {.batch = 12, .M = 37, .N = nt ? 37 : 64,
+                                 .K = nt ? 64 : 37, .b_trans = nt, .threads = 2};
             char what[256];
             describe(what, sizeof what, d->name, &p);
             int64_t na = p.batch * p.M * p.K, nb = p.batch * p.N * p.K, nc = p.batch * p.M * p.N;
@@ -332,7 +332,7 @@ static void test_repack(void)
     for (int i = 0; i < n; i++) {
         const dt_peer_desc *d = list[i];
         for (int th = 1; th <= 2; th++) {
-            dt_peer_problem p = {.op = DT_PEER_DENSE, .batch = 1, .M = 7, .N = 100, .K = 70,
+            dt_peer_problem p = {.b_const = 1, .b_trans = 1, .batch = 1, .M = 7, .N = 100, .K = 70,
                                  .bias = 1, .act = DT_PEER_ACT_RELU, .threads = th};
             char what[256];
             describe(what, sizeof what, d->name, &p);
@@ -372,7 +372,7 @@ static void test_invalid(void)
 {
     int n;
     const dt_peer_desc *const *list = dt_peers(&n);
-    const dt_peer_problem ok = {.op = DT_PEER_DENSE, .batch = 1, .M = 4, .N = 8, .K = 8,
+    const dt_peer_problem ok = {.b_const = 1, .b_trans = 1, .batch = 1, .M = 4, .N = 8, .K = 8,
                                 .threads = 1};
     for (int i = 0; i < n; i++) {
         const dt_peer_desc *d = list[i];

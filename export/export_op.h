@@ -1,0 +1,45 @@
+/* The export layer's per-op hooks: one dt_export_op per (op, dtype) in its
+ * own file (export/op_<name>.c), listed once in export/op_registry.c.  The
+ * rest of export/ is op-agnostic: the dims come from the op's description,
+ * the packing of constant weights from its GEMM view (dt_gemm.b_const), and
+ * what differs per op — the entry point's tensor parameters, the paragraph
+ * saying what it computes, and how it calls a kernel's entry points
+ * (microkernel/op_<name>.c) — from these hooks.
+ *
+ * Inside NAME's body the dims are `const int64_t dt_<dim>` (the op's dim
+ * names) and kernel k's entry points are NAME_k<k>_<entry point>.
+ *
+ * Static, immutable data. */
+#ifndef DT_EXPORT_EXPORT_OP_H
+#define DT_EXPORT_EXPORT_OP_H
+
+#include "common/strbuf.h"
+#include "sketch/dtype.h"
+#include "sketch/op.h"
+
+struct dt_export_plan;
+
+#define DT_EXPORT_MAX_PARAMS 8
+
+typedef struct dt_export_op {
+    const dt_op_desc *op;
+    dt_dtype dtype;
+    /* C names the op's exported functions take as tensor parameters (a
+     * variable of any workload with one of these names, of any op, gets
+     * "_var" appended, so a name never depends on the op) */
+    const char *params[DT_EXPORT_MAX_PARAMS];
+    /* The tensor parameters of NAME after the variables, without the ")". */
+    void (*emit_params)(dt_strbuf *sb, const struct dt_export_plan *p);
+    /* The comment's paragraph on what NAME computes, after the dims
+     * (" *\n * ..." lines). */
+    void (*emit_doc)(dt_strbuf *sb, const struct dt_export_plan *p);
+    /* Kernel k's call in NAME's switch (one statement and its newline). */
+    void (*emit_call)(dt_strbuf *sb, const struct dt_export_plan *p, int k);
+} dt_export_op;
+
+/* The hooks of (op, dtype), or NULL. */
+const dt_export_op *dt_export_op_find(const dt_op_desc *op, dt_dtype dtype);
+int dt_export_op_count(void);
+const dt_export_op *dt_export_op_at(int i);
+
+#endif

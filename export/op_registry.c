@@ -1,0 +1,26 @@
+/* The export layer's registry of (op, dtype) hooks (export_op.h): a new op
+ * or dtype is a new file plus one line here. */
+#include "export/export_op.h"
+
+extern const dt_export_op dt_export_op_dense_f32;
+extern const dt_export_op dt_export_op_batch_matmul_f32;
+
+static const dt_export_op *const registry[] = {
+    &dt_export_op_dense_f32,
+    &dt_export_op_batch_matmul_f32,
+};
+
+int dt_export_op_count(void) { return (int)(sizeof registry / sizeof registry[0]); }
+
+const dt_export_op *dt_export_op_at(int i)
+{
+    return i >= 0 && i < dt_export_op_count() ? registry[i] : NULL;
+}
+
+const dt_export_op *dt_export_op_find(const dt_op_desc *op, dt_dtype dtype)
+{
+    for (int i = 0; i < dt_export_op_count(); i++)
+        if (registry[i]->op == op && registry[i]->dtype == dtype)
+            return registry[i];
+    return NULL;
+}

@@ -1,0 +1,144 @@
+/* The f32 back-end of the micro-kernels (microkernel/mk_op.h, dt_mk_dtype):
+ * the prelude (vector macros per ISA), the vector epilogue, the driver
+ * template and the generated register kernel dt_ukr — an MR×NR tile of
+ * fp32 FMAs over a packed B panel.  Every f32 op's kernels share them. */
+#include "microkernel/mk_op.h"
+
+#include "dt_tpl_act_h.h"
+#include "dt_tpl_driver_c.h"
+#include "dt_tpl_prelude_h.h"
+
+/* ---- the register kernel ------------------------------------------------ */
+
+/* One K step u (0..UNROLL-1) of the MR×NR outer product. */
+static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream)
+{
+    int vl = dt_isa_vec_floats(a->isa);
+    if (a->prefetch > 0) {
+        int lines = (a->nr * 4 + 63) / 64;
+        for (int l = 0; l < lines; l++)
+            dt_sb_appendf(sb, "        VPREFETCH(b + (k + %d) * NR + %d);\n", u + a->prefetch,
+                          l * 16);
+    }
+    dt_sb_append(sb, "        {\n");
+    for (int v = 0; v < nv; v++)
+        dt_sb_appendf(sb, "            vf b%d = VLOAD(b + (k + %d) * NR + %d);\n", v, u, v * vl);
+    for (int i = 0; i < a->mr; i++) {
+        if (stream)
+            dt_sb_appendf(sb, "            vf av%d = VBCAST(a%d[k + %d]);\n", i, i, u);
+        else
+            dt_sb_appendf(sb, "            vf av%d = VBCAST(a[(k + %d) * MR + %d]);\n", i, u, i);
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "            c%d_%d = VFMA(av%d, b%d, c%d_%d);\n", i, v, i, v, i, v);
+    }
+    dt_sb_append(sb, "        }\n");
+}
+
+/* Adds C's current values (accumulate), then bias and activation (last),
+ * then stores; with the mask store method partial tiles use masked vectors. */
+static void emit_store(dt_strbuf *sb, const dt_annotation *a, int nv)
+{
+    int vl = dt_isa_vec_floats(a->isa);
+    int masked = a->store == DT_STORE_MASK;
+    /* accumulate */
+    dt_sb_append(sb, "    if (accumulate) {\n");
+    if (masked)
+        dt_sb_append(sb, "      if (m_valid == MR && n_valid == NR) {\n");
+    for (int i = 0; i < a->mr; i++)
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "        c%d_%d = c%d_%d + VLOAD(c + %d * ldc + %d);\n", i, v, i, v,
+                          i, v * vl);
+    if (masked) {
+        dt_sb_append(sb, "      } else {\n");
+        for (int i = 0; i < a->mr; i++) {
+            dt_sb_appendf(sb, "        if (m_valid > %d) {\n", i);
+            for (int v = 0; v < nv; v++)
+                dt_sb_appendf(sb,
+                              "          { int n = n_valid - %d; if (n >= VL) c%d_%d = c%d_%d + "
+                              "VLOAD(c + %d * ldc + %d); else if (n > 0) c%d_%d = c%d_%d + "
+                              "VLOAD_N(c + %d * ldc + %d, n); }\n",
+                              v * vl, i, v, i, v, i, v * vl, i, v, i, v, i, v * vl);
+            dt_sb_append(sb, "        }\n");
+        }
+        dt_sb_append(sb, "      }\n");
+    }
+    dt_sb_append(sb, "    }\n");
+    /* epilogue */
+    dt_sb_append(sb, "#if DT_BIAS || DT_ACT\n    if (last) {\n");
+    dt_sb_append(sb, "#if DT_BIAS\n");
+    for (int v = 0; v < nv; v++)
+        dt_sb_appendf(sb, "        vf bias%d = VLOAD(bias + %d);\n", v, v * vl);
+    for (int i = 0; i < a->mr; i++)
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "        c%d_%d = c%d_%d + bias%d;\n", i, v, i, v, v);
+    dt_sb_append(sb, "#endif\n");
+    for (int i = 0; i < a->mr; i++)
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "        c%d_%d = dt_act(c%d_%d);\n", i, v, i, v);
+    dt_sb_append(sb, "    }\n#else\n    (void)last; (void)bias;\n#endif\n");
+    /* store */
+    if (masked)
+        dt_sb_append(sb, "    if (m_valid == MR && n_valid == NR) {\n");
+    for (int i = 0; i < a->mr; i++)
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "        VSTORE(c + %d * ldc + %d, c%d_%d);\n", i, v * vl, i, v);
+    if (masked) {
+        dt_sb_append(sb, "    } else {\n");
+        for (int i = 0; i < a->mr; i++) {
+            dt_sb_appendf(sb, "        if (m_valid > %d) {\n", i);
+            for (int v = 0; v < nv; v++)
+                dt_sb_appendf(sb,
+                              "          { int n = n_valid - %d; if (n >= VL) VSTORE(c + %d * "
+                              "ldc + %d, c%d_%d); else if (n > 0) VSTORE_N(c + %d * ldc + %d, "
+                              "c%d_%d, n); }\n",
+                              v * vl, i, v * vl, i, v, i, v * vl, i, v);
+            dt_sb_append(sb, "        }\n");
+        }
+        dt_sb_append(sb, "    }\n");
+    } else {
+        dt_sb_append(sb, "    (void)m_valid; (void)n_valid;\n");
+    }
+}
+
+static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
+{
+    int nv = a->nr / dt_isa_vec_floats(a->isa);
+    int stream = a->sketch == DT_SKETCH_STREAM;
+    dt_sb_appendf(sb,
+                  "/* C tile (MR×NR at c, row stride ldc) = [C +] A·B, then bias and activation\n"
+                  " * when last.  A: %s.  b: a [kc][NR] panel. */\n",
+                  stream ? "rows of X read in place (row stride lda)" : "a packed [kc][MR] panel");
+    dt_sb_append(sb,
+                 "static __attribute__((noinline)) void dt_ukr(int64_t kc, const float *restrict a,"
+                 " int64_t lda,\n    int a_rows, const float *restrict b, float *restrict c,"
+                 " int64_t ldc, int m_valid,\n    int n_valid, int accumulate, const float "
+                 "*restrict bias, int last)\n{\n");
+    for (int i = 0; i < a->mr; i++)
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "    vf c%d_%d = VZERO();\n", i, v);
+    if (stream) {
+        /* rows past a_rows re-read the last valid row: computed in full,
+         * never stored (local padding in registers) */
+        for (int i = 0; i < a->mr; i++)
+            dt_sb_appendf(sb, "    const float *a%d = a + (int64_t)(%d < a_rows ? %d : a_rows - 1)"
+                              " * lda;\n", i, i, i);
+    } else {
+        dt_sb_append(sb, "    (void)lda; (void)a_rows;\n");
+    }
+    dt_sb_append(sb, "    int64_t k = 0;\n    for (; k + UNROLL <= kc; k += UNROLL) {\n");
+    for (int u = 0; u < a->unroll; u++)
+        emit_k_step(sb, a, nv, u, stream);
+    dt_sb_append(sb, "    }\n    for (; k < kc; k++) {\n");
+    emit_k_step(sb, a, nv, 0, stream);
+    dt_sb_append(sb, "    }\n");
+    emit_store(sb, a, nv);
+    dt_sb_append(sb, "}\n\n");
+}
+
+const dt_mk_dtype dt_mk_dtype_f32 = {
+    .dtype = DT_DTYPE_F32,
+    .prelude = dt_tpl_prelude_h,
+    .epilogue = dt_tpl_act_h,
+    .driver = dt_tpl_driver_c,
+    .emit_ukr = emit_ukr,
+};

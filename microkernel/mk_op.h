@@ -1,0 +1,70 @@
+/* The micro-kernel layer's per-op hooks: one dt_mk_op per (op, dtype) in
+ * its own file (microkernel/op_<name>.c), listed once in op_registry.c, and
+ * one dt_mk_dtype per element type (microkernel/dtype_<name>.c).  Code
+ * generation, the loader and the callers of a kernel reach an op only
+ * through these, so a new op or dtype adds files and registry lines, not
+ * branches (docs/architecture.md, "Ops and their hooks").
+ *
+ * A kernel's source (dt_codegen) is, in order:
+ *   the annotation's #defines; the op block — for every op of the kernel's
+ *   source group, `#define <selector> <1 for this op>` and its macros (0/1),
+ *   then DT_BIAS and DT_ACT from the GEMM view; the dtype's prelude (its
+ *   "@OP_MACROS@" replaced by the group's selectors and macros) and
+ *   epilogue; dtk_info; the dtype's register kernel (emit_ukr); the dtype's
+ *   driver; the driver section of every op of the group.
+ * Ops of one source group (group > 0) carry each other's selectors and
+ * driver sections, each compiled only under its selector: that is how the
+ * f32 ops' kernels have always been written, and their source hashes are
+ * stored (the database, the build cache), so the group stays as it is.  A
+ * new op or dtype takes group 0: its kernels hold only its own.
+ *
+ * Static, immutable data. */
+#ifndef DT_MICROKERNEL_MK_OP_H
+#define DT_MICROKERNEL_MK_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/strbuf.h"
+#include "microkernel/loader.h"
+#include "sketch/annotation.h"
+#include "sketch/dtype.h"
+#include "sketch/op.h"
+
+#define DT_MK_MAX_MACROS 4
+
+/* What every op of one dtype shares in its kernels. */
+typedef struct dt_mk_dtype {
+    dt_dtype dtype;
+    const char *prelude;  /* back-end macros; "@OP_MACROS@" is filled in */
+    const char *epilogue; /* the vector activation dt_act, selected by DT_ACT */
+    const char *driver;   /* packing, cache blocking, work items (template/driver.c) */
+    /* The register kernel dt_ukr for annotation a. */
+    void (*emit_ukr)(dt_strbuf *sb, const dt_annotation *a);
+} dt_mk_dtype;
+
+typedef struct dt_mk_op {
+    const dt_op_desc *op;
+    const dt_mk_dtype *backend; /* its dtype's back-end */
+    int group;                  /* source group (see above), 0 for none */
+    /* ---- code generation ---- */
+    const char *selector;       /* macro compiling its driver section: "DT_OP_<NAME>" */
+    int nmacros;                /* further 0/1 macros of the op block, from the attributes */
+    const char *macros[DT_MK_MAX_MACROS];
+    int (*macro_value)(const int *attrs, int i);
+    const char *driver;         /* its driver section: the entry points, under the selector */
+    /* ---- ABI ---- */
+    int nsyms;                  /* entry points of its kernels; all exported = a kernel of it */
+    const char *syms[DT_KERNEL_MAX_SYMS];
+    void (*run)(const dt_kernel *k, const dt_gemm_args *a);
+    /* The constant B's packing (ops with dt_gemm.b_const), else NULL. */
+    size_t (*packed_size)(const dt_kernel *k, int64_t N, int64_t K);
+    void (*pack)(const dt_kernel *k, int64_t N, int64_t K, const float *B, float *packed);
+} dt_mk_op;
+
+/* The hooks of (op, dtype), or NULL. */
+const dt_mk_op *dt_mk_op_find(const dt_op_desc *op, dt_dtype dtype);
+int dt_mk_op_count(void);
+const dt_mk_op *dt_mk_op_at(int i);
+
+#endif
