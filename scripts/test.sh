@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh
+echo "== op names only in the ops' own files"
+scripts/check_op_names.sh
 echo "== tests (build/)"
 (cd build && ctest --output-on-failure -j2)
 
