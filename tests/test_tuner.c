@@ -1053,6 +1053,54 @@ static void test_search_round_bookkeeping(void)
     dt_db_close(db);
 }
 
+/* Per-shape and random rounds: per-shape measures its picks on its one
+ * focus shape only; neither grounds predicted bests (joint only). */
+static void test_search_round_strategies(void)
+{
+    dt_err e;
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    for (int st = DT_STRATEGY_PER_SHAPE; st <= DT_STRATEGY_RANDOM; st++) {
+        dt_task t;
+        dt_db *db = NULL;
+        char name[32];
+        snprintf(name, sizeof name, "round_st%d", st);
+        CU_ASSERT_EQUAL_FATAL(pred_task(name, &t, &db, &tg, tkey), 0);
+        dt_measurer *m = failing_measurer(db, &tg, tkey);
+        CU_ASSERT_FATAL(m != NULL);
+        dt_predictor p;
+        dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+        dt_search_opts o;
+        search_opts(&o);
+        o.strategy = (dt_strategy)st;
+        const int64_t one[] = {2}, all[] = {0, 1, 2};
+        int per = st == DT_STRATEGY_PER_SHAPE;
+        dt_rng r;
+        dt_rng_seed(&r, 3);
+        dt_round_info info;
+        CU_ASSERT_EQUAL_FATAL(dt_search_round(&t, &p, m, &o, per ? one : all, per ? 1 : 3, 100,
+                                              &r, &tg, &info, &e), 0);
+        CU_ASSERT_EQUAL(t.nk, 2 + 4);      /* kernels_per_round new kernels */
+        CU_ASSERT_EQUAL(info.kernels, 4);
+        CU_ASSERT_EQUAL(t.k[1].nm, 0);     /* no grounding */
+        int64_t n = 0;
+        for (int k = 2; k < t.nk; k++) {
+            n += t.k[k].nm;
+            if (per) { /* one shape per kernel: the focus */
+                CU_ASSERT_EQUAL(t.k[k].nm, 1);
+                CU_ASSERT_EQUAL(t.k[k].m[0].shape, 2);
+            } else {
+                CU_ASSERT(t.k[k].nm >= 1 && t.k[k].nm <= 2);
+            }
+        }
+        CU_ASSERT_EQUAL(n, info.trials);
+        dt_measurer_close(m);
+        dt_predictor_free(&p);
+        dt_task_free(&t);
+        dt_db_close(db);
+    }
+}
+
 static void test_strategy_names(void)
 {
     dt_strategy st;
@@ -1083,6 +1131,7 @@ int main(void)
         {"selection: fastest, tie slack, ranges, unmeasured, failed", test_select_ranges},
         {"selection under a budget: heaviest shape's top kernel first", test_select_budget_order},
         {"search round: trial cap, dropped picks, seed, grounding", test_search_round_bookkeeping},
+        {"search round: per-shape and random strategies", test_search_round_strategies},
         {"strategy names and search defaults", test_strategy_names},
         {"budget minimums and their refusal", test_budget_minimums},
         {"budget split: reserve, first rounds, selection shares", test_budget_split},
