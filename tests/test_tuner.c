@@ -6,7 +6,13 @@
  * hand-made cases (minimums, reserve, first rounds, selection shares), and
  * small multi-workload tunes: a tight budget schedules every workload, one
  * below the minimum is refused, and a workload left without trials is
- * skipped while the others are stored. */
+ * skipped while the others are stored.  On hand-made cases with known
+ * answers: the objective Σ w_s · min_k time and a kernel's marginal gain
+ * (3 shapes x 3 kernels), the selection (fastest measured, tie slack,
+ * ranges, unmeasured and failed kernels, the order of its budget) and the
+ * bookkeeping of a search round (trial cap, dropped picks, seed,
+ * grounding, per-shape and random strategies) against a session whose
+ * every trial fails, so the requests made show in the failure records. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
