@@ -262,6 +262,141 @@ static void test_adapt_errors(void)
     NEAR(r.padding, 1.0 / 8);
 }
 
+/* M=17 on MR=8 tiles: 17 useful rows of 24; N=64 on NR=32: none padded; one
+ * thread, stream (dense B is prepacked): total = padding = 17/24 exactly.
+ * Over M = 1..64 the padding is M / (8·⌈M/8⌉): 1 at every multiple of 8,
+ * rising between them, dropping just past one. */
+static void test_adapt_padding_exact(void)
+{
+    int64_t d[] = {17, 64, 32};
+    dt_adapt r = adapt_ok("dense", d, stream(8, 32, 32, DT_PAR_N, 1));
+    NEAR(r.padding, 17.0 / 24);
+    NEAR(r.balance, 1);
+    NEAR(r.packing, 1);
+    NEAR(r.total, 17.0 / 24);
+    double prev = 0;
+    for (int64_t m = 1; m <= 64; m++) {
+        int64_t dm[] = {m, 64, 32};
+        r = adapt_ok("dense", dm, stream(8, 32, 32, DT_PAR_N, 1));
+        NEAR(r.padding, (double)m / (double)(8 * ((m + 7) / 8)));
+        if (m % 8 == 1 && m > 1) {
+            CU_ASSERT(r.padding < prev);
+        } else {
+            CU_ASSERT(r.padding > prev);
+        }
+        prev = r.padding;
+    }
+    /* the same in N: N=33 on NR=32 -> 33/64 */
+    int64_t dn[] = {8, 33, 32};
+    r = adapt_ok("dense", dn, stream(8, 32, 32, DT_PAR_N, 1));
+    NEAR(r.padding, 33.0 / 64);
+}
+
+/* threads <= 0 in the annotation: the target's cores (2), or 1 without a
+ * target.  par m, M=37 MR=6: 7 blocks -> 7/8 on 2 threads, 1 on one. */
+static void test_adapt_threads_default(void)
+{
+    dt_target t = t_avx512();
+    int64_t d[] = {37, 256, 64};
+    dt_annotation a = stream(6, 32, 256, DT_PAR_M, 0);
+    dt_adapt r;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_f_adapt(dt_op_find("dense"), d, &a, &t, &r, &e), 0);
+    CU_ASSERT_EQUAL(r.threads, 2);
+    NEAR(r.balance, 7.0 / 8);
+    CU_ASSERT_EQUAL_FATAL(dt_f_adapt(dt_op_find("dense"), d, &a, NULL, &r, &e), 0);
+    CU_ASSERT_EQUAL(r.threads, 1);
+    NEAR(r.balance, 1);
+    /* more threads never raise the balance above 1; 7 blocks on 7 threads: 1 */
+    a.threads = 7;
+    CU_ASSERT_EQUAL_FATAL(dt_f_adapt(dt_op_find("dense"), d, &a, &t, &r, &e), 0);
+    NEAR(r.balance, 1);
+    /* 7 blocks on 4 threads: 2 + 2 + 2 + 1 -> 7 / 8 ; on 3: 3 + 2 + 2 -> 7/9 */
+    a.threads = 4;
+    CU_ASSERT_EQUAL_FATAL(dt_f_adapt(dt_op_find("dense"), d, &a, &t, &r, &e), 0);
+    NEAR(r.balance, 7.0 / 8);
+    a.threads = 3;
+    CU_ASSERT_EQUAL_FATAL(dt_f_adapt(dt_op_find("dense"), d, &a, &t, &r, &e), 0);
+    NEAR(r.balance, 7.0 / 9);
+}
+
+/* dt_f_adapt_gemm on hand-made GEMM views: the packing of a dynamic B. */
+static void test_adapt_gemm_packing(void)
+{
+    dt_target t = t_avx512();
+    dt_err e;
+    dt_adapt r;
+    dt_gemm g;
+    memset(&g, 0, sizeof g);
+    for (int i = 0; i < DT_ROLE_COUNT; i++)
+        g.dim[i] = -1;
+    g.batch = 1;
+    g.M = 16;
+    g.N = 64;
+    g.K = 32;
+    /* par n, 2 threads: 2 strips, one each (balance 1); each thread packs all
+     * of B (64 x 32): 4096 copies; flops 2·16·64·32 = 65536 -> 65536 / 81920 */
+    dt_annotation a = stream(8, 32, 32, DT_PAR_N, 2);
+    CU_ASSERT_EQUAL_FATAL(dt_f_adapt_gemm(&g, &a, &t, &r, &e), 0);
+    CU_ASSERT_EQUAL(r.units, 2);
+    CU_ASSERT_EQUAL(r.items, 2);
+    NEAR(r.balance, 1);
+    NEAR(r.copies, 2.0 * 64 * 32);
+    NEAR(r.flops, 65536);
+    NEAR(r.packing, 0.8);
+    NEAR(r.total, 0.8);
+    /* a constant B: prepacked once, outside the call: nothing copied */
+    g.b_const = 1;
+    CU_ASSERT_EQUAL_FATAL(dt_f_adapt_gemm(&g, &a, &t, &r, &e), 0);
+    NEAR(r.copies, 0);
+    NEAR(r.packing, 1);
+    /* a batch dim of 4 on 2 threads: whole matrices, 2 each (8 strips, at
+     * most 4 on a thread: balance 1); 4 (thread, matrix) pairs pack B:
+     * 8192 copies; flops 262144 -> 8/9 */
+    g.b_const = 0;
+    g.dim[DT_ROLE_BATCH] = 0;
+    g.batch = 4;
+    CU_ASSERT_EQUAL_FATAL(dt_f_adapt_gemm(&g, &a, &t, &r, &e), 0);
+    CU_ASSERT_EQUAL(r.items, 4);
+    CU_ASSERT_EQUAL(r.units, 8);
+    NEAR(r.balance, 1);
+    NEAR(r.copies, 4.0 * 64 * 32);
+    NEAR(r.packing, 8.0 / 9);
+    /* blocked, 1 thread, M=20, MC=16, MR=8: A packed as 16 + 8 (4 rows padded)
+     * = 24 rows x K=32 per NC=64 block (one): 768 copies, B dynamic adds
+     * 64 x 32 = 2048; flops 2·20·64·32 = 81920; padding 20/24 */
+    g.dim[DT_ROLE_BATCH] = -1;
+    g.batch = 1;
+    g.M = 20;
+    a = blocked(8, 32, 32, 16, 64, DT_PAR_N, 1);
+    CU_ASSERT_EQUAL_FATAL(dt_f_adapt_gemm(&g, &a, &t, &r, &e), 0);
+    NEAR(r.padding, 20.0 / 24);
+    NEAR(r.copies, 24.0 * 32 + 64.0 * 32);
+    NEAR(r.packing, 81920.0 / (81920.0 + DT_ADAPT_COPY_FLOPS * (768 + 2048)));
+    NEAR(r.total, r.padding * r.balance * r.packing);
+
+    /* malformed views and tiles */
+    CU_ASSERT_EQUAL(dt_f_adapt_gemm(NULL, &a, &t, &r, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_f_adapt_gemm(&g, NULL, &t, &r, &e), DT_EINVAL);
+    dt_gemm bad = g;
+    bad.K = 0;
+    CU_ASSERT_EQUAL(dt_f_adapt_gemm(&bad, &a, &t, &r, &e), DT_EINVAL);
+    bad = g;
+    bad.batch = 0;
+    CU_ASSERT_EQUAL(dt_f_adapt_gemm(&bad, &a, &t, &r, &e), DT_EINVAL);
+    dt_annotation z = a;
+    z.mc = 0; /* blocked needs MC and KC */
+    CU_ASSERT_EQUAL(dt_f_adapt_gemm(&g, &z, &t, &r, &e), DT_EINVAL);
+    z = a;
+    z.par = DT_PAR_MN;
+    z.nc = 0; /* par mn needs NC */
+    CU_ASSERT_EQUAL(dt_f_adapt_gemm(&g, &z, &t, &r, &e), DT_EINVAL);
+    z = a;
+    z.nr = -1;
+    CU_ASSERT_EQUAL(dt_f_adapt_gemm(&g, &z, &t, &r, &e), DT_EINVAL);
+    CU_ASSERT(strstr(e.msg, "malformed") != NULL);
+}
+
 /* ---- ranking measures ------------------------------------------------------ */
 
 static void test_ranking(void)
@@ -537,6 +672,9 @@ int main(void)
         {"f_adapt: load balance", test_adapt_balance},
         {"f_adapt: batch_matmul", test_adapt_bmm},
         {"f_adapt: errors", test_adapt_errors},
+        {"f_adapt: M=17 on MR=8 is 17/24; padding over M=1..64", test_adapt_padding_exact},
+        {"f_adapt: thread count from the target; balance by hand", test_adapt_threads_default},
+        {"f_adapt: GEMM views, dynamic B packing, blocked A", test_adapt_gemm_packing},
         {"ranking: kendall tau, top-k recall", test_ranking},
         {"held-out tau: groups, throughput, the minimum of pairs", test_quality_tau},
         {"held-out evaluation: none under the minimum", test_evaluate_minimum},

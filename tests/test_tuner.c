@@ -6,7 +6,13 @@
  * hand-made cases (minimums, reserve, first rounds, selection shares), and
  * small multi-workload tunes: a tight budget schedules every workload, one
  * below the minimum is refused, and a workload left without trials is
- * skipped while the others are stored. */
+ * skipped while the others are stored.  On hand-made cases with known
+ * answers: the objective Σ w_s · min_k time and a kernel's marginal gain
+ * (3 shapes x 3 kernels), the selection (fastest measured, tie slack,
+ * ranges, unmeasured and failed kernels, the order of its budget) and the
+ * bookkeeping of a search round (trial cap, dropped picks, seed,
+ * grounding, per-shape and random strategies) against a session whose
+ * every trial fails, so the requests made show in the failure records. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -635,6 +641,489 @@ static void test_task_without_trials_skipped(void)
         dt_task_free(&t[i]);
 }
 
+/* ---- objective, selection and the search round on hand-made cases --------- */
+
+/* Task on workload key (shapes uniform unless w3 gives 3 weights), attached
+ * to the database at path (db may be NULL: not attached). */
+static int hand_task(const char *key, const double *w3, dt_task *t, const char *path,
+                     dt_db **db, dt_target *tg, char *tkey)
+{
+    dt_err e;
+    dt_workload *w = NULL;
+    if (dt_target_detect(tg, &e) || dt_target_key(tg, tkey, DT_TARGET_KEY_MAX) ||
+        dt_workload_parse_key(key, &w, &e) || dt_task_init(t, "t", w, 1, 1, &e)) {
+        dt_workload_free(w);
+        return -1;
+    }
+    dt_workload_free(w);
+    if (w3)
+        for (int s = 0; s < 3; s++)
+            t->weight[s] = w3[s];
+    if (!path)
+        return 0;
+    if (dt_db_open(path, DT_DB_CREATE, db, &e) || dt_task_attach(t, *db, tg, tkey, &e)) {
+        fprintf(stderr, "hand_task: %s\n", e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* n distinct valid stream kernels added to t (interned in db when not NULL). */
+static int hand_kernels(dt_task *t, dt_db *db, const dt_target *tg, int n, uint64_t seed)
+{
+    dt_rng r;
+    dt_rng_seed(&r, seed);
+    dt_err e;
+    for (int tries = 0; n > 0 && tries < 1000; tries++) {
+        dt_annotation a;
+        if (dt_annotation_sample(&r, tg, DT_SKETCH_STREAM, t->threads, &a, &e) ||
+            dt_task_find(t, &a) >= 0)
+            continue;
+        int64_t id = 0;
+        if (db) {
+            char *js = dt_annotation_to_string(&a);
+            int rc = dt_db_kernel_intern(db, t->w->op->name, dt_sketch_name(a.sketch), js, NULL,
+                                         &id, &e);
+            free(js);
+            if (rc)
+                return -1;
+        }
+        if (dt_task_add(t, &a, id, &e) < 0)
+            return -1;
+        n--;
+    }
+    return n == 0 ? 0 : -1;
+}
+
+/* Hand-set predictions (ns, every shape) of kernel k. */
+static void hand_pred(dt_task *t, int k, const float *ns)
+{
+    free(t->k[k].pred);
+    t->k[k].pred = malloc((size_t)t->ns * sizeof *t->k[k].pred);
+    for (int64_t s = 0; s < t->ns; s++)
+        t->k[k].pred[s] = ns[s];
+}
+
+static void test_objective_bookkeeping(void)
+{
+    /* 3 shapes weighted 0.5 / 0.3 / 0.2, kernels measured by hand:
+     *        s0   s1   s2
+     *   K0  100  300  400
+     *   K1  200  100  400
+     *   K2  300  200  100   (added last) */
+    const double w3[] = {0.5, 0.3, 0.2};
+    dt_task t;
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    CU_ASSERT_EQUAL_FATAL(hand_task("dense(M={8,16,24},N=32,K=32)", w3, &t, NULL, NULL, &tg,
+                                    tkey), 0);
+    CU_ASSERT_EQUAL_FATAL(t.ns, 3);
+    double best[3];
+    int arg[3];
+    /* nothing known: +inf everywhere, no winner */
+    CU_ASSERT(isinf(dt_task_best(&t, best, arg)));
+    CU_ASSERT_EQUAL(arg[0], -1);
+    CU_ASSERT_EQUAL_FATAL(hand_kernels(&t, NULL, &tg, 5, 11), 0);
+    const double tm[3][3] = {{100, 300, 400}, {200, 100, 400}, {300, 200, 100}};
+    for (int k = 0; k < 2; k++)
+        for (int s = 0; s < 3; s++)
+            CU_ASSERT_EQUAL(dt_task_record(&t, k, s, tm[k][s]), 0);
+    /* best set {K0, K1}: min per shape 100, 100, 400 -> 50 + 30 + 80 = 160 */
+    double before = dt_task_best(&t, best, arg);
+    CU_ASSERT_DOUBLE_EQUAL(before, 160, 1e-9);
+    CU_ASSERT_EQUAL(arg[0], 0);
+    CU_ASSERT_EQUAL(arg[1], 1);
+    CU_ASSERT_DOUBLE_EQUAL(best[2], 400, 1e-9);
+    /* K2 lowers only s2: its value is 0.2 · (400 − 100) = 60 -> 100 */
+    for (int s = 0; s < 3; s++)
+        dt_task_record(&t, 2, s, tm[2][s]);
+    double after = dt_task_best(&t, best, arg);
+    CU_ASSERT_DOUBLE_EQUAL(before - after, 0.2 * (400 - 100), 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(after, 100, 1e-9);
+    CU_ASSERT_EQUAL(arg[2], 2);
+    /* ranking on s2: K2 (100), then the 400s in index order (a tie keeps order) */
+    int top[4];
+    double val[4];
+    CU_ASSERT_EQUAL(dt_task_topk(&t, 2, 4, top, val), 3);
+    CU_ASSERT_EQUAL(top[0], 2);
+    CU_ASSERT_EQUAL(top[1], 0);
+    CU_ASSERT_EQUAL(top[2], 1);
+    CU_ASSERT_DOUBLE_EQUAL(val[1], 400, 1e-9);
+    CU_ASSERT_EQUAL(dt_task_topk(&t, 0, 2, top, val), 2); /* capped at k */
+    CU_ASSERT_EQUAL(top[0], 0);
+    CU_ASSERT_EQUAL(top[1], 1);
+
+    /* K3, only predicted (50, 500, 500): counts where it is not measured */
+    const float p3[] = {50, 500, 500};
+    hand_pred(&t, 3, p3);
+    CU_ASSERT_DOUBLE_EQUAL(dt_task_best(&t, best, arg), 100 - 0.5 * (100 - 50), 1e-9);
+    CU_ASSERT_EQUAL(arg[0], 3);
+    CU_ASSERT_DOUBLE_EQUAL(dt_task_known(&t, 3, 1), 500, 1e-9);
+    /* a measurement replaces its prediction: 80 on s0 -> 0.5 · 80 + 30 + 20 */
+    dt_task_record(&t, 3, 0, 80);
+    CU_ASSERT_DOUBLE_EQUAL(dt_task_best(&t, best, arg), 90, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(dt_task_known(&t, 3, 0), 80, 1e-9);
+    CU_ASSERT(isnan(dt_task_measured(&t, 3, 1)));
+    /* a kernel with a failed trial is never the best, however fast elsewhere */
+    dt_task_record(&t, 4, 0, 1);
+    dt_task_record(&t, 4, 1, INFINITY);
+    CU_ASSERT(t.k[4].failed);
+    CU_ASSERT(isinf(dt_task_known(&t, 4, 0)));
+    CU_ASSERT_DOUBLE_EQUAL(dt_task_best(&t, best, arg), 90, 1e-9);
+    CU_ASSERT_EQUAL(arg[0], 3);
+    CU_ASSERT_EQUAL(dt_task_topk(&t, 0, 16, top, NULL), 4); /* K4 excluded */
+    /* a first time of 0 is a failure too (it cannot be the fastest) */
+    dt_task_record(&t, 3, 2, 0);
+    CU_ASSERT(t.k[3].failed);
+    CU_ASSERT(isinf(dt_task_measured(&t, 3, 2)));
+    /* a repeat on a shape keeps the better time */
+    dt_task_record(&t, 0, 1, 250);
+    CU_ASSERT_DOUBLE_EQUAL(dt_task_measured(&t, 0, 1), 250, 1e-9);
+    dt_task_record(&t, 0, 1, 260);
+    CU_ASSERT_DOUBLE_EQUAL(dt_task_measured(&t, 0, 1), 250, 1e-9);
+    CU_ASSERT_EQUAL(t.k[0].nm, 3);
+    dt_task_free(&t);
+}
+
+static void test_select_ranges(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/select.db", dir);
+    dt_task t;
+    dt_db *db = NULL;
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(
+        hand_task("dense(M={8,16,24,32,40,48},N=32,K=32)", NULL, &t, path, &db, &tg, tkey), 0);
+    CU_ASSERT_EQUAL_FATAL(t.ns, 6);
+    CU_ASSERT_EQUAL_FATAL(hand_kernels(&t, db, &tg, 4, 21), 0);
+    enum { A, B, C, F };
+    /*       s0   s1   s2   s3   s4   s5
+     *   A  100  100  101  200    .    .
+     *   B  150  120  100  100    .    .
+     *   C    .    .    .    .    .   50
+     *   F  inf    .    .    .    .   10   (failed: never chosen)
+     * s2: B is fastest but A is within DT_SELECT_TIE (101 <= 102): A stays;
+     * s3: A is 2x slower: B; s4: nothing measured: the nearest shape's
+     * winner, the left one first at equal distance (s3: B); s5: C. */
+    const double nan_ = NAN;
+    const double tm[4][6] = {{100, 100, 101, 200, nan_, nan_},
+                             {150, 120, 100, 100, nan_, nan_},
+                             {nan_, nan_, nan_, nan_, nan_, 50},
+                             {INFINITY, nan_, nan_, nan_, nan_, 10}};
+    for (int k = 0; k < 4; k++)
+        for (int s = 0; s < 6; s++)
+            if (!isnan(tm[k][s]))
+                CU_ASSERT_EQUAL(dt_task_record(&t, k, s, tm[k][s]), 0);
+    dt_predictor p;
+    dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+    dt_select_info info;
+    CU_ASSERT_EQUAL_FATAL(dt_select_final(&t, &p, NULL, 0, 0, db, &info, &e), 0);
+    CU_ASSERT_EQUAL(info.trials, 0);
+    CU_ASSERT_EQUAL(info.ranges, 3);
+    CU_ASSERT_EQUAL(info.kernels, 3);
+    CU_ASSERT_EQUAL(info.unmeasured, 1);
+    CU_ASSERT(isnan(info.objective)); /* s4's time is unknown */
+    dt_db_schedule *rows = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(db, t.workload_id, t.target_id, 1, &rows, &n, &e),
+                          0);
+    CU_ASSERT_EQUAL_FATAL(n, 3);
+    const char *lo[] = {"M=8", "M=32", "M=48"}, *hi[] = {"M=24", "M=40", "M=48"};
+    const int kw[] = {A, B, C};
+    for (size_t i = 0; i < 3; i++) {
+        CU_ASSERT_STRING_EQUAL(rows[i].shape_lo, lo[i]);
+        CU_ASSERT_STRING_EQUAL(rows[i].shape_hi, hi[i]);
+        CU_ASSERT_EQUAL(rows[i].kernel_id, t.k[kw[i]].id);
+    }
+    CU_ASSERT_DOUBLE_EQUAL(rows[0].measured_ns, (100 + 100 + 101) / 3.0, 1e-9);
+    CU_ASSERT(isnan(rows[1].measured_ns)); /* includes s4 */
+    CU_ASSERT_DOUBLE_EQUAL(rows[2].measured_ns, 50, 1e-9);
+    CU_ASSERT(rows[0].predicted_ns > 0); /* f_adapt-only predictions of the winners */
+    dt_db_schedules_free(rows, n);
+
+    /* B measured on s4 (90): every time known; the objective is the
+     * weighted sum of the winners' times, (100+100+101+100+90+50) / 6 */
+    dt_task_record(&t, B, 4, 90);
+    CU_ASSERT_EQUAL_FATAL(dt_select_final(&t, &p, NULL, 0, 0, db, &info, &e), 0);
+    CU_ASSERT_EQUAL(info.unmeasured, 0);
+    CU_ASSERT_EQUAL(info.ranges, 3);
+    CU_ASSERT_DOUBLE_EQUAL(info.objective, 541.0 / 6, 1e-9);
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(db, t.workload_id, t.target_id, 1, &rows, &n, &e),
+                          0);
+    CU_ASSERT_EQUAL_FATAL(n, 3); /* replaced, not appended */
+    CU_ASSERT_DOUBLE_EQUAL(rows[1].measured_ns, (100 + 90) / 2.0, 1e-9);
+    dt_db_schedules_free(rows, n);
+
+    /* A measured at 1 ns on s4 and s5: winners A A A B A A, the same
+     * kernel in two ranges (2 distinct kernels, 3 ranges) */
+    dt_task_record(&t, A, 4, 1);
+    dt_task_record(&t, A, 5, 1);
+    CU_ASSERT_EQUAL_FATAL(dt_select_final(&t, &p, NULL, 0, 0, db, &info, &e), 0);
+    CU_ASSERT_EQUAL(info.ranges, 3);
+    CU_ASSERT_EQUAL(info.kernels, 2);
+    CU_ASSERT_DOUBLE_EQUAL(info.objective, (100 + 100 + 101 + 100 + 1 + 1) / 6.0, 1e-9);
+    dt_predictor_free(&p);
+    dt_task_free(&t);
+
+    /* no kernel ever ran: DT_ENOTFOUND, nothing stored */
+    snprintf(path, sizeof path, "%s/select0.db", dir);
+    dt_db *db2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(hand_task("dense(M={8,16},N=32,K=32)", NULL, &t, path, &db2, &tg, tkey),
+                          0);
+    CU_ASSERT_EQUAL_FATAL(hand_kernels(&t, db2, &tg, 1, 3), 0);
+    dt_task_record(&t, 0, 0, INFINITY);
+    dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+    CU_ASSERT_EQUAL(dt_select_final(&t, &p, NULL, 0, 0, db2, &info, &e), DT_ENOTFOUND);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "no kernel ran"));
+    CU_ASSERT_EQUAL(dt_db_schedule_list(db2, t.workload_id, t.target_id, 1, &rows, &n, &e), 0);
+    CU_ASSERT_EQUAL(n, 0);
+    dt_db_schedules_free(rows, n);
+    CU_ASSERT_EQUAL(dt_select_reserve(&t, 3), 6);
+    CU_ASSERT_EQUAL(dt_select_reserve(&t, 0), 0);
+    dt_predictor_free(&p);
+    dt_task_free(&t);
+    dt_db_close(db2);
+    dt_db_close(db);
+}
+
+/* A session whose every trial fails at once (a runner that runs nothing):
+ * which requests were made shows in the failure records. */
+static dt_measurer *failing_measurer(dt_db *db, const dt_target *tg, const char *tkey)
+{
+    dt_measurer_opts o;
+    memset(&o, 0, sizeof o);
+    o.min_time_s = 0.0005;
+    o.runner_exe = "/bin/false";
+    dt_measurer *m = NULL;
+    dt_err e;
+    if (dt_measurer_open(&o, db, tg, tkey, &m, &e)) {
+        fprintf(stderr, "measurer: %s\n", e.msg);
+        return NULL;
+    }
+    return m;
+}
+
+/* K0 measured at 1000 ns on the 3 shapes (weights 0.2 / 0.5 / 0.3); K1 never
+ * measured, predicted at 10 ns everywhere: the top kernel of every shape. */
+static int pred_task(const char *name, dt_task *t, dt_db **db, dt_target *tg, char *tkey)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.db", dir, name);
+    const double w3[] = {0.2, 0.5, 0.3};
+    if (hand_task("dense(M={8,16,24},N=32,K=32)", w3, t, path, db, tg, tkey) ||
+        hand_kernels(t, *db, tg, 1, 5) || hand_kernels(t, NULL, tg, 1, 6))
+        return -1;
+    for (int s = 0; s < 3; s++)
+        dt_task_record(t, 0, s, 1000);
+    const float p1[] = {10, 10, 10};
+    hand_pred(t, 1, p1);
+    return 0;
+}
+
+static void test_select_budget_order(void)
+{
+    dt_task t;
+    dt_db *db = NULL;
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(pred_task("selbudget", &t, &db, &tg, tkey), 0);
+    dt_measurer *m = failing_measurer(db, &tg, tkey);
+    CU_ASSERT_FATAL(m != NULL);
+    dt_predictor p;
+    dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+    dt_select_info info;
+    /* top 2, one trial: K1 (the top kernel) on the heaviest shape (s1, weight
+     * 0.5 · 10 ns) before any other shape; K0 is measured everywhere already */
+    CU_ASSERT_EQUAL_FATAL(dt_select_final(&t, &p, m, 2, 1, db, &info, &e), 0);
+    CU_ASSERT_EQUAL(info.trials, 1);
+    CU_ASSERT(isinf(dt_task_measured(&t, 1, 1)));
+    CU_ASSERT(isnan(dt_task_measured(&t, 1, 0)));
+    CU_ASSERT(isnan(dt_task_measured(&t, 1, 2)));
+    /* K1 failed: K0 wins everywhere, one range */
+    CU_ASSERT_EQUAL(info.ranges, 1);
+    CU_ASSERT_EQUAL(info.kernels, 1);
+    CU_ASSERT_DOUBLE_EQUAL(info.objective, 1000, 1e-6);
+    dt_measurer_close(m);
+    dt_predictor_free(&p);
+    dt_task_free(&t);
+    dt_db_close(db);
+
+    /* a budget for all: one request per shape for the top kernel, then none
+     * for the second (K0 is measured): 3 trials */
+    CU_ASSERT_EQUAL_FATAL(pred_task("selbudget2", &t, &db, &tg, tkey), 0);
+    m = failing_measurer(db, &tg, tkey);
+    CU_ASSERT_FATAL(m != NULL);
+    dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+    CU_ASSERT_EQUAL_FATAL(dt_select_final(&t, &p, m, 2, 100, db, &info, &e), 0);
+    CU_ASSERT_EQUAL(info.trials, 3);
+    for (int s = 0; s < 3; s++)
+        CU_ASSERT(isinf(dt_task_measured(&t, 1, s)));
+    dt_measurer_close(m);
+    dt_predictor_free(&p);
+    dt_task_free(&t);
+    dt_db_close(db);
+}
+
+static void search_opts(dt_search_opts *o)
+{
+    dt_search_opts_default(o);
+    o->kernels_per_round = 4;
+    o->shapes_per_kernel = 2;
+    o->epsilon = 0.25; /* 1 random pick of 4 */
+    o->candidates = 32;
+}
+
+static void test_search_round_bookkeeping(void)
+{
+    dt_task t;
+    dt_db *db = NULL;
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    dt_err e;
+    dt_search_opts o;
+    search_opts(&o);
+    const int64_t focus[] = {0, 1, 2};
+    dt_round_info info;
+    dt_rng r;
+
+    /* a cap of one trial: one new kernel measured, the picks left without
+     * a trial dropped from the task */
+    dt_annotation first;
+    for (int run = 0; run < 2; run++) {
+        char name[32];
+        snprintf(name, sizeof name, "round_cap%d", run);
+        CU_ASSERT_EQUAL_FATAL(pred_task(name, &t, &db, &tg, tkey), 0);
+        dt_measurer *m = failing_measurer(db, &tg, tkey);
+        CU_ASSERT_FATAL(m != NULL);
+        dt_predictor p;
+        dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+        dt_rng_seed(&r, 42);
+        CU_ASSERT_EQUAL_FATAL(
+            dt_search_round(&t, &p, m, &o, focus, 3, 1, &r, &tg, &info, &e), 0);
+        CU_ASSERT_EQUAL(info.trials, 1);
+        CU_ASSERT_EQUAL(info.failed, 1);
+        CU_ASSERT_EQUAL(info.kernels, 1);
+        CU_ASSERT_EQUAL_FATAL(t.nk, 3);
+        CU_ASSERT_EQUAL(t.k[2].nm, 1);
+        CU_ASSERT(t.k[2].failed);
+        /* the objective after the round: the task's, on the refreshed
+         * predictions (K1, an elite, is predicted again by the model) */
+        double best[3];
+        CU_ASSERT_DOUBLE_EQUAL(info.objective, dt_task_best(&t, best, NULL), 1e-9);
+        CU_ASSERT(isfinite(info.objective) && info.objective <= 1000);
+        /* same seed, same state: the same kernel */
+        if (run == 0)
+            first = t.k[2].a;
+        else
+            CU_ASSERT(dt_annotation_equal(&first, &t.k[2].a));
+        dt_measurer_close(m);
+        dt_predictor_free(&p);
+        dt_task_free(&t);
+        dt_db_close(db);
+    }
+
+    /* a budget for all: 3 greedy + 1 random kernels on <= 2 shapes each, and
+     * grounding: K1's predicted bests measured on the kpr/2 = 2 heaviest
+     * shapes by weight · best (s1: 0.5, s2: 0.3), not on s0 (0.2) */
+    CU_ASSERT_EQUAL_FATAL(pred_task("round_all", &t, &db, &tg, tkey), 0);
+    dt_measurer *m = failing_measurer(db, &tg, tkey);
+    CU_ASSERT_FATAL(m != NULL);
+    dt_predictor p;
+    dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+    dt_rng_seed(&r, 7);
+    CU_ASSERT_EQUAL_FATAL(dt_search_round(&t, &p, m, &o, focus, 3, 100, &r, &tg, &info, &e), 0);
+    CU_ASSERT(isinf(dt_task_measured(&t, 1, 1)));
+    CU_ASSERT(isinf(dt_task_measured(&t, 1, 2)));
+    CU_ASSERT(isnan(dt_task_measured(&t, 1, 0)));
+    CU_ASSERT_EQUAL(t.nk, 2 + 4);
+    CU_ASSERT_EQUAL(info.kernels, 4 + 1); /* the 4 picks and K1, never measured before */
+    CU_ASSERT(info.trials >= 4 + 2 && info.trials <= 4 * 2 + 2);
+    CU_ASSERT_EQUAL(info.failed, info.trials);
+    int64_t per = 0;
+    for (int k = 2; k < t.nk; k++) {
+        CU_ASSERT(t.k[k].nm >= 1 && t.k[k].nm <= 2); /* shapes_per_kernel */
+        per += t.k[k].nm;
+    }
+    CU_ASSERT_EQUAL(per + 2, info.trials);
+    CU_ASSERT_EQUAL(t.trials, info.trials);
+    /* a kernel's requests are on distinct shapes */
+    for (int k = 2; k < t.nk; k++)
+        if (t.k[k].nm == 2)
+            CU_ASSERT(t.k[k].m[0].shape != t.k[k].m[1].shape);
+    dt_measurer_close(m);
+    dt_predictor_free(&p);
+    dt_task_free(&t);
+    dt_db_close(db);
+}
+
+/* Per-shape and random rounds: per-shape measures its picks on its one
+ * focus shape only; neither grounds predicted bests (joint only). */
+static void test_search_round_strategies(void)
+{
+    dt_err e;
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    for (int st = DT_STRATEGY_PER_SHAPE; st <= DT_STRATEGY_RANDOM; st++) {
+        dt_task t;
+        dt_db *db = NULL;
+        char name[32];
+        snprintf(name, sizeof name, "round_st%d", st);
+        CU_ASSERT_EQUAL_FATAL(pred_task(name, &t, &db, &tg, tkey), 0);
+        dt_measurer *m = failing_measurer(db, &tg, tkey);
+        CU_ASSERT_FATAL(m != NULL);
+        dt_predictor p;
+        dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+        dt_search_opts o;
+        search_opts(&o);
+        o.strategy = (dt_strategy)st;
+        const int64_t one[] = {2}, all[] = {0, 1, 2};
+        int per = st == DT_STRATEGY_PER_SHAPE;
+        dt_rng r;
+        dt_rng_seed(&r, 3);
+        dt_round_info info;
+        CU_ASSERT_EQUAL_FATAL(dt_search_round(&t, &p, m, &o, per ? one : all, per ? 1 : 3, 100,
+                                              &r, &tg, &info, &e), 0);
+        CU_ASSERT_EQUAL(t.nk, 2 + 4);      /* kernels_per_round new kernels */
+        CU_ASSERT_EQUAL(info.kernels, 4);
+        CU_ASSERT_EQUAL(t.k[1].nm, 0);     /* no grounding */
+        int64_t n = 0;
+        for (int k = 2; k < t.nk; k++) {
+            n += t.k[k].nm;
+            if (per) { /* one shape per kernel: the focus */
+                CU_ASSERT_EQUAL(t.k[k].nm, 1);
+                CU_ASSERT_EQUAL(t.k[k].m[0].shape, 2);
+            } else {
+                CU_ASSERT(t.k[k].nm >= 1 && t.k[k].nm <= 2);
+            }
+        }
+        CU_ASSERT_EQUAL(n, info.trials);
+        dt_measurer_close(m);
+        dt_predictor_free(&p);
+        dt_task_free(&t);
+        dt_db_close(db);
+    }
+}
+
+static void test_strategy_names(void)
+{
+    dt_strategy st;
+    const char *names[] = {"joint", "per-shape", "random"};
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(dt_strategy_parse(names[i], &st), 0);
+        CU_ASSERT_EQUAL((int)st, i);
+        CU_ASSERT_STRING_EQUAL(dt_strategy_name(st), names[i]);
+    }
+    CU_ASSERT_EQUAL(dt_strategy_parse("greedy", &st), DT_EINVAL);
+    CU_ASSERT_STRING_EQUAL(dt_strategy_name((dt_strategy)7), "?");
+    dt_search_opts o;
+    dt_search_opts_default(&o);
+    CU_ASSERT_EQUAL(o.kernels_per_round, 8);
+    CU_ASSERT_DOUBLE_EQUAL(o.epsilon, 0.2, 1e-12);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -644,6 +1133,12 @@ int main(void)
          test_measurer_records_once},
         {"small joint tune: full cover, verified kernels, resume", test_small_tune_covers_and_verifies},
         {"per-shape and random strategies", test_per_shape_and_random},
+        {"objective and marginal gain on 3 shapes x 3 kernels", test_objective_bookkeeping},
+        {"selection: fastest, tie slack, ranges, unmeasured, failed", test_select_ranges},
+        {"selection under a budget: heaviest shape's top kernel first", test_select_budget_order},
+        {"search round: trial cap, dropped picks, seed, grounding", test_search_round_bookkeeping},
+        {"search round: per-shape and random strategies", test_search_round_strategies},
+        {"strategy names and search defaults", test_strategy_names},
         {"budget minimums and their refusal", test_budget_minimums},
         {"budget split: reserve, first rounds, selection shares", test_budget_split},
         {"tight budget: every workload scheduled; below it refused",
