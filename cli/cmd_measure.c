@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/clock.h"
 #include "common/json_util.h"
 #include "common/log.h"
 #include "common/target.h"
@@ -138,18 +139,11 @@ typedef struct run {
     double t0, last_progress;
 } run;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void progress(run *r, int final)
 {
     if (dt_log_get_level() < DT_LOG_WARN)
         return;
-    double t = now_s(), el = t - r->t0;
+    double t = dt_now_s(), el = t - r->t0;
     if (!final && t - r->last_progress < (r->tty ? 0.5 : 5.0))
         return;
     r->last_progress = t;
@@ -371,11 +365,11 @@ int dt_cmd_measure(int argc, char **argv)
         fprintf(stderr, "measure: %d kernel%s x %d shape%s = %lld trials of %s on %s\n", r.nk,
                 r.nk == 1 ? "" : "s", r.ns, r.ns == 1 ? "" : "s", (long long)r.total, r.wkey,
                 a.workers ? a.workers : "this machine");
-    r.t0 = now_s();
+    r.t0 = dt_now_s();
     dt_mrun mr = {.w = w, .kernels = r.kernels, .nk = r.nk, .trials = r.trials,
                   .n = (int)r.total};
     rc = dt_measurer_measure(m, &mr, &e);
-    double wall = now_s() - r.t0;
+    double wall = dt_now_s() - r.t0;
     dt_measurer_close(m);
     m = NULL;
     progress(&r, 1);

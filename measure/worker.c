@@ -47,6 +47,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/target.h"
 #include "measure/trial.h"
@@ -113,13 +114,6 @@ struct dt_job {
     double seconds;
     dt_job *next;
 };
-
-static double dt_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint64_t dt_ms(double s) { return (uint64_t)ceil(s * 1000.0); }
 

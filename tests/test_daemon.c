@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/target.h"
 #include "daemon/api.h"
 #include "daemon/api_util.h"
@@ -456,11 +457,9 @@ static int setup(void)
         return 1;
     }
     g_metrics = dt_metrics_new();
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     g_api = (dt_api){.db = g_apidb, .cache = g_cache, .target_key = g_tkey, .cores = 4,
                      .default_threads = 1, .metrics = g_metrics, .kernel_source = fake_source,
-                     .started_s = (double)ts.tv_sec};
+                     .started_s = dt_now_s()};
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "measure/pool.h"
 #include "measure/runner.h"
@@ -49,13 +50,6 @@ struct dt_measurer {
     int64_t trials;
     double seconds;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- registration ------------------------------------------------------------ */
 
@@ -491,7 +485,7 @@ int dt_measurer_measure(dt_measurer *m, dt_mrun *r, dt_err *e)
 {
     if (r->n <= 0)
         return 0;
-    double t0 = now_s();
+    double t0 = dt_now_s();
     for (int i = 0; i < r->n; i++) {
         dt_mtrial *t = &r->trials[i];
         if (t->kernel < 0 || t->kernel >= r->nk)
@@ -524,7 +518,7 @@ int dt_measurer_measure(dt_measurer *m, dt_mrun *r, dt_err *e)
         rc = e->code ? e->code : DT_EDB;
     }
     state_free(&st);
-    m->seconds += now_s() - t0;
+    m->seconds += dt_now_s() - t0;
     return rc;
 }
 

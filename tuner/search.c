@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "costmodel/xgb.h"
 
 static const char *const strategy_names[] = {"joint", "per-shape", "random"};
@@ -33,13 +34,6 @@ void dt_search_opts_default(dt_search_opts *o)
                           .epsilon = 0.2,
                           .candidates = 256,
                           .elite_per_shape = 3};
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static double uniform(dt_rng *r) { return (double)(dt_rng_next(r) >> 11) * 0x1.0p-53; }
@@ -219,7 +213,7 @@ int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search
                     const int64_t *focus, int nfocus, int64_t max_trials, dt_rng *rng,
                     const dt_target *tg, dt_round_info *info, dt_err *e)
 {
-    double t0 = now_s();
+    double t0 = dt_now_s();
     memset(info, 0, sizeof *info);
     info->tau = NAN;
     int kpr = o->kernels_per_round > 0 ? o->kernels_per_round : 8;
@@ -419,6 +413,6 @@ out:
     free(cur);
     free(rl.q);
     free(rl.pred);
-    info->seconds = now_s() - t0;
+    info->seconds = dt_now_s() - t0;
     return rc;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/json_util.h"
 
 void dt_tune_opts_default(dt_tune_opts *o)
@@ -20,13 +21,6 @@ void dt_tune_opts_default(dt_tune_opts *o)
     o->min_improvement = 0.002;
     dt_search_opts_default(&o->search);
     o->meas.min_time_s = 0.005;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static double model_latency(const dt_task *t, int n)
@@ -182,7 +176,7 @@ static void emit(const dt_tune_opts *o, dt_tune_event *ev, const dt_task *tasks,
     ev->ntasks = n;
     ev->trials_used = used;
     ev->trials_budget = o->trials;
-    ev->elapsed_s = now_s() - t0;
+    ev->elapsed_s = dt_now_s() - t0;
     ev->time_budget_s = o->time_s;
     ev->trials_per_min = ev->elapsed_s > 0 ? (double)run_trials * 60.0 / ev->elapsed_s : 0;
     ev->model_latency_ns = model_latency(tasks, n);
@@ -221,7 +215,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
     memset(r, 0, sizeof *r);
     if (n < 1 || n > DT_TUNE_MAX_TASKS)
         return dt_errf(e, DT_EINVAL, "a tune takes 1..%d workloads, not %d", DT_TUNE_MAX_TASKS, n);
-    double t0 = now_s();
+    double t0 = dt_now_s();
     dt_predictor pred[2];
     int np = 0, rc = 0;
     dt_measurer *m = NULL;
@@ -298,7 +292,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
         dt_task *t = &tasks[i];
         int unmeasured = !task_measured(t);
         int64_t cap = INT64_MAX;
-        double el = now_s() - t0, per = seconds_per_trial(m);
+        double el = dt_now_s() - t0, per = seconds_per_trial(m);
         double treserve = time_reserve(o->time_s, per, need);
         if (is_first) {
             /* every task's first round comes before the reserve is held
@@ -382,7 +376,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
             allow = dt_tune_select_share(o->trials - used, n - i);
         if (o->time_s > 0) {
             /* a selection trial reuses a built kernel: about half a search trial */
-            double tl = (o->time_s - (now_s() - t0)) / (0.5 * seconds_per_trial(m));
+            double tl = (o->time_s - (dt_now_s() - t0)) / (0.5 * seconds_per_trial(m));
             int64_t at = dt_tune_select_share(tl > 0 ? (int64_t)tl : 0, n - i);
             allow = at < allow ? at : allow;
         }
@@ -443,7 +437,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
 out:
     r->trials_new = m ? dt_measurer_trials(m) : 0;
     r->trials_total = used;
-    r->seconds = now_s() - t0;
+    r->seconds = dt_now_s() - t0;
     dt_measurer_close(m);
     for (int j = 0; j < np; j++)
         dt_predictor_free(&pred[j]);
