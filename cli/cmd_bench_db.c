@@ -64,11 +64,10 @@ static int prepare(const dt_bench_args *a, const char *key, const dt_builder *b,
                    dt_err *e)
 {
     int rc;
-    if ((rc = dt_workload_parse_key(key, &x->w, e)) || (rc = dt_target_detect(&x->t, e)) ||
+    if ((rc = dt_workload_parse_key(key, &x->w, e)) ||
+        (rc = dt_target_detect_key(&x->t, x->tkey, sizeof x->tkey, e)) ||
         (rc = dt_cli_shapes(x->w, a->shapes, 4096, &x->shapes, &x->ns, e)))
         return rc;
-    if (dt_target_key(&x->t, x->tkey, sizeof x->tkey))
-        return dt_errf(e, DT_EINVAL, "this machine's target has no valid key");
     if (a->threads_set && a->threads > x->t.logical_cpus)
         return dt_errf(e, DT_EINVAL, "--threads %d: this machine has %d CPUs", a->threads,
                        x->t.logical_cpus);

@@ -324,14 +324,11 @@ int dt_cmd_measure(int argc, char **argv)
     dt_measurer *m = NULL;
     run r = {.a = &a};
     r.tty = isatty(2);
-    if ((rc = dt_workload_parse_key(key, &w, &e)) || (rc = dt_target_detect(&t, &e)))
+    if ((rc = dt_workload_parse_key(key, &w, &e)) ||
+        (rc = dt_target_detect_key(&t, r.tkey, sizeof r.tkey, &e)))
         goto fail;
     r.w = w;
     dt_workload_key(w, r.wkey, sizeof r.wkey);
-    if ((rc = dt_target_key(&t, r.tkey, sizeof r.tkey))) {
-        rc = dt_errf(&e, rc, "cannot form this machine's target key");
-        goto fail;
-    }
     if ((rc = dt_cli_shapes(w, a.shapes, DT_BATCH_MAX_TRIALS, &vals, &r.ns, &e)))
         goto fail;
     if (a.threads > t.logical_cpus) {

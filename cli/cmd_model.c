@@ -197,11 +197,9 @@ static int open_db(const model_args *a, unsigned flags, dt_db **db, dt_err *e)
 static int find_target(dt_db *db, dt_target *t, char *key, size_t keylen, int64_t *id,
                        dt_err *e)
 {
-    int rc = dt_target_detect(t, e);
+    int rc = dt_target_detect_key(t, key, keylen, e);
     if (rc)
         return rc;
-    if ((rc = dt_target_key(t, key, keylen)))
-        return dt_errf(e, rc, "cannot form this machine's target key");
     dt_db_target trow;
     rc = dt_db_target_get(db, key, &trow, e);
     if (rc == DT_ENOTFOUND)

@@ -373,12 +373,8 @@ int dt_cmd_tune(int argc, char **argv)
         rc = dt_errf(&e, DT_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = dt_target_detect(&tg, &e)))
+    if ((rc = dt_target_detect_key(&tg, tkey, sizeof tkey, &e)))
         goto fail;
-    if ((rc = dt_target_key(&tg, tkey, sizeof tkey))) {
-        rc = dt_errf(&e, rc, "cannot form this machine's target key");
-        goto fail;
-    }
     int threads = a.threads > 0 ? a.threads : tg.cores;
     if (threads > tg.cores) {
         rc = dt_errf(&e, DT_EINVAL, "--threads %d: this machine has %d cores", threads, tg.cores);

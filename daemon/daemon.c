@@ -173,10 +173,8 @@ int dt_daemon_run(const dt_daemon_opts *o, dt_err *e)
                        listen);
     dt_target tg;
     char tkey[DT_TARGET_KEY_MAX];
-    if ((rc = dt_target_detect(&tg, e)))
+    if ((rc = dt_target_detect_key(&tg, tkey, sizeof tkey, e)))
         return rc;
-    if ((rc = dt_target_key(&tg, tkey, sizeof tkey)))
-        return dt_errf(e, rc, "cannot form this machine's target key");
     int threads = o->threads > 0 ? o->threads : tg.cores;
     if (threads > tg.cores)
         return dt_errf(e, DT_EINVAL, "--threads %d: this machine has %d cores", threads,

@@ -880,10 +880,7 @@ int dt_worker_run(const dt_worker_opts *o, dt_err *e)
     else if (gethostname(w->name, sizeof w->name - 1) != 0)
         snprintf(w->name, sizeof w->name, "worker");
     dt_target t;
-    if ((rc = dt_target_detect(&t, e)) || (rc = dt_target_key(&t, w->target_key,
-                                                              sizeof w->target_key))) {
-        if (rc != DT_OK && e && !e->msg[0])
-            dt_errf(e, rc, "cannot form the target key");
+    if ((rc = dt_target_detect_key(&t, w->target_key, sizeof w->target_key, e))) {
         free(w);
         return rc;
     }

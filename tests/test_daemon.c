@@ -242,7 +242,7 @@ static int make_db(dt_err *e)
     dt_db *db = NULL;
     int64_t wid, tid;
     int rc;
-    if ((rc = dt_target_detect(&tg, e)) || (rc = dt_target_key(&tg, g_tkey, sizeof g_tkey)) ||
+    if ((rc = dt_target_detect_key(&tg, g_tkey, sizeof g_tkey, e)) ||
         (rc = dt_workload_parse_key(KEY, &w, e)) ||
         (rc = dt_db_open(g_db, DT_DB_CREATE, &db, e)))
         goto out;

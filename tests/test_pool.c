@@ -982,8 +982,7 @@ static void test_session_on_fake_workers(void)
 int main(void)
 {
     dt_err e;
-    if (dt_target_detect(&g_target, &e) || dt_target_key(&g_target, g_target_key,
-                                                         sizeof g_target_key)) {
+    if (dt_target_detect_key(&g_target, g_target_key, sizeof g_target_key, &e)) {
         fprintf(stderr, "no target: %s\n", e.msg);
         return 1;
     }
