@@ -352,8 +352,7 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
                  const dt_builder *b, const dt_bench_opts *o, dt_bench_result *r, dt_err *e)
 {
     memset(r, 0, sizeof *r);
-    dt_kernel_op kop = {.op = w->op};
-    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
+    dt_kernel_op kop = dt_kernel_op_of_workload(w);
     int npeers_all = 0;
     const dt_peer_desc *const *peers = dt_peers(&npeers_all);
     int npeers = 0;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/target.h"
+#include "microkernel/codegen.h"
 #include "microkernel/loader.h"
 #include "measure/omp_pin.h"
 #include "microkernel/reference.h"
@@ -372,8 +373,7 @@ int dt_runner_child_main(int argc, char **argv)
         fclose(out);
         return 2;
     }
-    dt_kernel_op kop = {.op = w->op};
-    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
+    dt_kernel_op kop = dt_kernel_op_of_workload(w);
     dt_workload_free(w);
 
     dt_kernel k;

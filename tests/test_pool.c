@@ -163,8 +163,7 @@ static void make_batch(const dt_workload *w, dt_rng *rng, const int *ms, int n, 
     dt_err e;
     memset(b, 0, sizeof *b);
     CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(rng, &g_target, -1, 1, ann, &e), 0);
-    dt_kernel_op kop = {.op = w->op};
-    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
+    dt_kernel_op kop = dt_kernel_op_of_workload(w);
     CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, ann, &b->source, &e), 0);
     dt_workload_key(w, b->workload, sizeof b->workload);
     dt_timing_default(&b->timing);

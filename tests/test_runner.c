@@ -462,8 +462,7 @@ static char *gen_source(const char *key, uint64_t seed)
     dt_err e;
     if (dt_workload_parse_key(key, &w, &e))
         return NULL;
-    dt_kernel_op kop = {.op = w->op};
-    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
+    dt_kernel_op kop = dt_kernel_op_of_workload(w);
     dt_workload_free(w);
     dt_rng rng;
     dt_rng_seed(&rng, seed);

@@ -286,8 +286,7 @@ static void gen_source(void)
     dt_rng rng;
     dt_rng_seed(&rng, 7);
     dt_annotation a;
-    dt_kernel_op kop = {.op = w->op};
-    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
+    dt_kernel_op kop = dt_kernel_op_of_workload(w);
     if (dt_annotation_sample(&rng, &t, -1, 1, &a, &e) == 0)
         dt_codegen(&kop, &a, &g_source, &e);
     dt_workload_free(w);

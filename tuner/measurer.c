@@ -327,8 +327,7 @@ static void state_free(run_state *st)
  * yet, interned in one transaction. */
 static int prepare_kernels(dt_measurer *m, dt_mrun *r, char **src, dt_err *e)
 {
-    dt_kernel_op kop = {.op = r->w->op};
-    memcpy(kop.attrs, r->w->attrs, sizeof kop.attrs);
+    dt_kernel_op kop = dt_kernel_op_of_workload(r->w);
     int rc = 0, intern = 0;
     for (int i = 0; i < r->n; i++) {
         int k = r->trials[i].kernel;
