@@ -236,7 +236,7 @@ static double task_gflops(const dt_task *t)
 {
     /* weighted mean throughput of the objective: Σ w·flops / Σ w·ns */
     double f = 0;
-    for (int64_t s = 0; s < t->ns; s++)
+    for (int64_t s = 0; s < t->nshapes; s++)
         f += t->weight[s] * t->flops[s];
     return isfinite(t->objective) && t->objective > 0 ? f / t->objective : NAN;
 }
@@ -262,7 +262,7 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
         json_object_set_new(w, "name", json_string(t[i].name));
         json_object_set_new(w, "workload", json_string(t[i].key));
         json_object_set_new(w, "count", json_real(t[i].count));
-        json_object_set_new(w, "shapes", json_integer(t[i].ns));
+        json_object_set_new(w, "shapes", json_integer(t[i].nshapes));
         json_object_set_new(w, "kernels", json_integer(t[i].nk));
         json_object_set_new(w, "trials", json_integer(t[i].trials));
         json_object_set_new(w, "resumed_trials", json_integer(t[i].resumed));
@@ -320,7 +320,7 @@ static void print_table(const char *db, const dt_task *t, int n, const dt_tune_r
         if (isfinite(task_gflops(&t[i])))
             snprintf(gf, sizeof gf, "%.1f", task_gflops(&t[i]));
         printf("%-14.14s %6lld %7d %7lld %7d %6d %8d %12s %8s  %s\n", t[i].name,
-               (long long)t[i].ns, t[i].nk, (long long)t[i].trials, t[i].rounds, r->sel[i].ranges,
+               (long long)t[i].nshapes, t[i].nk, (long long)t[i].trials, t[i].rounds, r->sel[i].ranges,
                r->sel[i].kernels, obj, gf, dt_tune_outcome_name(r->outcome[i]));
         if (sched)
             lat += t[i].count * r->sel[i].objective;

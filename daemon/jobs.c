@@ -78,7 +78,7 @@ static json_t *progress_json(const run_ctx *c)
         json_object_set_new(w, "name", json_string(t->name));
         json_object_set_new(w, "workload", json_string(t->key));
         json_object_set_new(w, "count", json_real(t->count));
-        json_object_set_new(w, "shapes", json_integer(t->ns));
+        json_object_set_new(w, "shapes", json_integer(t->nshapes));
         json_object_set_new(w, "kernels", json_integer(t->nk));
         json_object_set_new(w, "trials", json_integer(t->trials));
         json_object_set_new(w, "rounds", json_integer(t->rounds));

@@ -297,14 +297,14 @@ out:
 int dt_predictor_predict_kernel(dt_predictor *p, dt_task *t, int k, dt_err *e)
 {
     dt_tkernel *kk = &t->k[k];
-    if (!kk->pred && !(kk->pred = malloc((size_t)t->ns * sizeof *kk->pred)))
+    if (!kk->pred && !(kk->pred = malloc((size_t)t->nshapes * sizeof *kk->pred)))
         return dt_errf(e, DT_ENOMEM, "out of memory");
-    int64_t *idx = malloc((size_t)t->ns * sizeof *idx);
+    int64_t *idx = malloc((size_t)t->nshapes * sizeof *idx);
     if (!idx)
         return dt_errf(e, DT_ENOMEM, "out of memory");
-    for (int64_t s = 0; s < t->ns; s++)
+    for (int64_t s = 0; s < t->nshapes; s++)
         idx[s] = s;
-    int rc = dt_predictor_predict(p, t, &kk->a, idx, (int)t->ns, kk->pred, e);
+    int rc = dt_predictor_predict(p, t, &kk->a, idx, (int)t->nshapes, kk->pred, e);
     free(idx);
     return rc;
 }

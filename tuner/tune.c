@@ -156,7 +156,7 @@ static int pick_task(const dt_task *t, int n, const char *first, int *is_first)
 static int64_t least_tuned_shape(const dt_task *t)
 {
     int64_t best = 0, bc = INT64_MAX;
-    for (int64_t s = 0; s < t->ns; s++) {
+    for (int64_t s = 0; s < t->nshapes; s++) {
         int64_t c = 0;
         for (int k = 0; k < t->nk; k++)
             c += !isnan(dt_task_measured(t, k, s));
@@ -245,7 +245,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
             break;
         if ((rc = dt_search_refresh(&tasks[i], p, e)))
             break;
-        double *best = malloc((size_t)tasks[i].ns * sizeof *best);
+        double *best = malloc((size_t)tasks[i].nshapes * sizeof *best);
         if (!best) {
             rc = dt_errf(e, DT_ENOMEM, "out of memory");
             break;
@@ -272,11 +272,11 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
     dt_rng rng;
     dt_rng_seed(&rng, o->seed * 0x9e3779b97f4a7c15ULL + (uint64_t)used);
     int64_t *focus = NULL;
-    int64_t maxns = 0;
+    int64_t max_nshapes = 0;
     char first[DT_TUNE_MAX_TASKS] = {0};
     for (int i = 0; i < n; i++)
-        maxns = tasks[i].ns > maxns ? tasks[i].ns : maxns;
-    if (!(focus = malloc((size_t)maxns * sizeof *focus))) {
+        max_nshapes = tasks[i].nshapes > max_nshapes ? tasks[i].nshapes : max_nshapes;
+    if (!(focus = malloc((size_t)max_nshapes * sizeof *focus))) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
         goto out;
     }
@@ -328,7 +328,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
         if (o->strategy == DT_STRATEGY_PER_SHAPE)
             focus[nf++] = least_tuned_shape(t);
         else
-            for (int64_t s = 0; s < t->ns; s++)
+            for (int64_t s = 0; s < t->nshapes; s++)
                 focus[nf++] = s;
         dt_search_opts so = o->search;
         so.strategy = o->strategy;
@@ -408,7 +408,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
             break;
         r->outcome[i] = DT_TUNE_SCHEDULED;
         r->nscheduled++;
-        double *best = malloc((size_t)t->ns * sizeof *best);
+        double *best = malloc((size_t)t->nshapes * sizeof *best);
         if (best) {
             t->objective = dt_task_best(t, best, NULL);
             free(best);
