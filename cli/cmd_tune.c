@@ -286,13 +286,13 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
     json_object_set_new(root, "model_latency_ns",
                         dt_json_num_or_null(r->nscheduled > 0 ? lat : NAN));
     json_object_set_new(root, "workloads", ws);
-    for (int j = 0; j < r->nmodels; j++)
-        json_array_append_new(ms, json_pack("{s:s, s:I, s:o, s:o, s:o}", "op", r->model[j].op,
-                                            "records", (json_int_t)r->model[j].records,
+    for (int j = 0; j < r->ncms; j++)
+        json_array_append_new(ms, json_pack("{s:s, s:I, s:o, s:o, s:o}", "op", r->cm[j].op,
+                                            "records", (json_int_t)r->cm[j].records,
                                             "kendall_tau_within_shape",
-                                            dt_json_num_or_null(r->model[j].tau_within_shape),
-                                            "kendall_tau", dt_json_num_or_null(r->model[j].tau_all),
-                                            "topk_recall", dt_json_num_or_null(r->model[j].recall)));
+                                            dt_json_num_or_null(r->cm[j].tau_within_shape),
+                                            "kendall_tau", dt_json_num_or_null(r->cm[j].tau_all),
+                                            "topk_recall", dt_json_num_or_null(r->cm[j].recall)));
     json_object_set_new(root, "cost_models", ms);
     return dt_cli_print_json(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) ? DT_EXIT_RUNTIME
                                                                           : DT_EXIT_OK;
@@ -338,15 +338,15 @@ static void print_table(const char *db, const dt_task *t, int n, const dt_tune_r
            r->nskipped ? ", scheduled workloads only" : "", l, threads, threads == 1 ? "" : "s");
     printf("%lld trials measured in %.1f s (%lld recorded in total) into %s\n",
            (long long)r->trials_new, r->seconds, (long long)r->trials_total, db);
-    for (int j = 0; j < r->nmodels; j++) {
+    for (int j = 0; j < r->ncms; j++) {
         char tw[16], ta[16], rc[16];
-        fmt_metric(r->model[j].tau_within_shape, 3, tw, sizeof tw);
-        fmt_metric(r->model[j].tau_all, 3, ta, sizeof ta);
-        fmt_metric(r->model[j].recall, 2, rc, sizeof rc);
+        fmt_metric(r->cm[j].tau_within_shape, 3, tw, sizeof tw);
+        fmt_metric(r->cm[j].tau_all, 3, ta, sizeof ta);
+        fmt_metric(r->cm[j].recall, 2, rc, sizeof rc);
         printf("cost model %s: %lld records, held-out Kendall tau %s within shapes, %s "
                "overall, top-10%% recall %s%s\n",
-               r->model[j].op, (long long)r->model[j].records, tw, ta, rc,
-               isfinite(r->model[j].tau_all) ? "" : " (too few records to evaluate)");
+               r->cm[j].op, (long long)r->cm[j].records, tw, ta, rc,
+               isfinite(r->cm[j].tau_all) ? "" : " (too few records to evaluate)");
     }
     if (r->stopped)
         printf("stopped by a signal: schedules hold what was measured\n");

@@ -243,7 +243,7 @@ int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search
     memcpy(cur, best, (size_t)t->nshapes * sizeof *cur);
 
     /* a cold start (no model at all) or the random strategy: fresh samples */
-    int fresh = o->strategy == DT_STRATEGY_RANDOM || (!p->model && t->nk == 0);
+    int fresh = o->strategy == DT_STRATEGY_RANDOM || (!p->costmodel && t->nk == 0);
     int npar = 0;
     if (!fresh) {
         elites(t, focus, nfocus, o->elite_per_shape > 0 ? o->elite_per_shape : 3, mark);
@@ -391,7 +391,7 @@ int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search
             ma[np++] = t->flops[q->s] / q->ns;
         }
     }
-    if (p->model) /* the one τ (tuner/quality.h): n/a under 10 pairs */
+    if (p->costmodel) /* the one τ (tuner/quality.h): n/a under 10 pairs */
         info->tau = dt_quality_tau(pa, ma, np);
     free(pa);
     free(ma);

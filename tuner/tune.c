@@ -241,7 +241,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
     }
     for (int i = 0; i < n && !rc; i++) {
         dt_predictor *p = &pred[op_index(pred, np, tasks[i].w->op->name)];
-        if (!p->model && (rc = dt_predictor_train(p, NULL, e)))
+        if (!p->costmodel && (rc = dt_predictor_train(p, NULL, e)))
             break;
         if ((rc = dt_search_refresh(&tasks[i], p, e)))
             break;
@@ -419,7 +419,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
     }
     /* the cost models, with their held-out quality */
     for (int j = 0; j < np && !rc; j++) {
-        dt_tune_model_quality *q = &r->model[r->nmodels++];
+        dt_tune_cm_quality *q = &r->cm[r->ncms++];
         snprintf(q->op, sizeof q->op, "%.31s", pred[j].op);
         q->records = pred[j].n;
         dt_quality qa;
