@@ -1,4 +1,5 @@
 #include "bench/bench.h"
+#include "common/clock.h"
 #include "common/mem.h"
 
 #include <math.h>
@@ -12,13 +13,6 @@
 #include "measure/omp_pin.h"
 #include "microkernel/reference.h"
 #include "peers/peer.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static float *alloc_floats(int64_t n) { return dt_alloc64((size_t)n * sizeof(float)); }
 
@@ -141,10 +135,10 @@ static int build_kernels(const dt_kernel_op *kop, const dt_annotation *kernels, 
     if (!rc) {
         if (o->progress)
             fprintf(stderr, "bench: building %d kernels...\n", nsrc);
-        double t0 = now_s();
+        double t0 = dt_now_s();
         rc = dt_build_many(b, (const char *const *)src, nsrc, 0, br, e);
         if (o->progress && !rc)
-            fprintf(stderr, "bench: built in %.1f s; verifying...\n", now_s() - t0);
+            fprintf(stderr, "bench: built in %.1f s; verifying...\n", dt_now_s() - t0);
     }
     for (int j = 0; !rc && j < nsrc; j++) {
         int i = which[j];
@@ -188,9 +182,9 @@ static int pack_weights(dt_bench_cand *cands, cand_rt *rts, int n, const problem
         rts[i].packed = dt_alloc64(sz ? sz : 64);
         if (!rts[i].packed)
             return dt_errf(e, DT_ENOMEM, "out of memory packing weights");
-        double t0 = now_s();
+        double t0 = dt_now_s();
         dt_kernel_pack(&rts[i].k, p->g.N, p->g.K, p->W, rts[i].packed);
-        cands[i].pack_s = now_s() - t0;
+        cands[i].pack_s = dt_now_s() - t0;
     }
     return 0;
 }
@@ -316,9 +310,9 @@ static void time_shape(dt_bench_result *r, cand_rt *rts, int nkernels, const pro
         if (!calls || !cand_runs(r, rts, nkernels, c, s, o) || r->verified[c * r->nshapes + s] < 0)
             continue;
         call_cand(&r->cands[c], &rts[c], p, o->threads, NULL); /* warm-up */
-        double t0 = now_s();
+        double t0 = dt_now_s();
         call_cand(&r->cands[c], &rts[c], p, o->threads, NULL);
-        double t1 = now_s() - t0;
+        double t1 = dt_now_s() - t0;
         calls[c] = t1 > 0 ? (int64_t)(o->min_time_s / t1) + 1 : 1000;
         if (calls[c] > 100000)
             calls[c] = 100000;
@@ -329,10 +323,10 @@ static void time_shape(dt_bench_result *r, cand_rt *rts, int nkernels, const pro
             int c = (q + rep * 7) % n; /* rotate the order between repeats */
             if (!calls[c])
                 continue;
-            double t0 = now_s();
+            double t0 = dt_now_s();
             for (int64_t i = 0; i < calls[c]; i++)
                 call_cand(&r->cands[c], &rts[c], p, o->threads, NULL);
-            double per = (now_s() - t0) / (double)calls[c];
+            double per = (dt_now_s() - t0) / (double)calls[c];
             double *best = &r->seconds[c * r->nshapes + s];
             if (per < *best)
                 *best = per;
@@ -358,8 +352,7 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
                  const dt_builder *b, const dt_bench_opts *o, dt_bench_result *r, dt_err *e)
 {
     memset(r, 0, sizeof *r);
-    dt_kernel_op kop = {.op = w->op};
-    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
+    dt_kernel_op kop = dt_kernel_op_of_workload(w);
     int npeers_all = 0;
     const dt_peer_desc *const *peers = dt_peers(&npeers_all);
     int npeers = 0;
@@ -445,10 +438,10 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
         set_status(xc, "ok", NULL);
         if (p.g.b_const && o->ext->pack) {
             dt_err pe;
-            double t0 = now_s();
+            double t0 = dt_now_s();
             if (o->ext->pack(o->ext->ctx, p.W, &pe))
                 set_status(xc, "pack_error", pe.msg);
-            xc->pack_s = now_s() - t0;
+            xc->pack_s = dt_now_s() - t0;
         }
     }
     for (int i = 0, c = nkernels + next; i < npeers_all; i++) {
@@ -483,7 +476,7 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
                     r->cands[c].message = strdup(pe.msg);
                 continue;
             }
-            double t0 = now_s();
+            double t0 = dt_now_s();
             if (rts[c].peer->pack(rts[c].state, p.W, &pe)) {
                 rts[c].peer->destroy(rts[c].state);
                 rts[c].state = NULL;
@@ -491,7 +484,7 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
                     r->cands[c].message = strdup(pe.msg);
                 continue;
             }
-            r->peer_pack_s[c * nshapes + s] = now_s() - t0;
+            r->peer_pack_s[c * nshapes + s] = dt_now_s() - t0;
         }
         if (!o->verify_shapes || !(rc = verify_shape(r, rts, nkernels, &p, s, o, e)))
             time_shape(r, rts, nkernels, &p, s, o);

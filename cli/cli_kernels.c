@@ -107,16 +107,16 @@ int dt_cli_shapes(const dt_workload *w, const char *text, int max, int64_t **out
         dt_domain_free(&d);
         return *out ? 0 : dt_errf(e, DT_ENOMEM, "out of memory");
     }
-    int64_t ns = dt_workload_nshapes(w);
-    if (ns > max)
+    int64_t nshapes = dt_workload_nshapes(w);
+    if (nshapes > max)
         return dt_errf(e, DT_EINVAL, "the workload has %lld shapes (at most %d here); pick "
                                      "fewer with --shapes",
-                       (long long)ns, max);
-    *out = malloc((size_t)(ns * nv) * sizeof **out);
+                       (long long)nshapes, max);
+    *out = malloc((size_t)(nshapes * nv) * sizeof **out);
     if (!*out)
         return dt_errf(e, DT_ENOMEM, "out of memory");
-    for (int64_t i = 0; i < ns; i++)
+    for (int64_t i = 0; i < nshapes; i++)
         dt_workload_shape_at(w, i, *out + i * w->nvars, NULL);
-    *n = (int)ns;
+    *n = (int)nshapes;
     return 0;
 }

@@ -359,9 +359,9 @@ int dt_cmd_bench(int argc, char **argv)
     dt_builder b;
     dt_annotation *kernels = NULL;
     int64_t *shapes = NULL;
-    int nk = 0, ns = 0;
+    int nk = 0, nshapes = 0;
     if ((rc = dt_workload_parse_key(key, &w, &e)) || (rc = dt_target_detect(&t, &e)) ||
-        (rc = dt_cli_shapes(w, a.shapes, 4096, &shapes, &ns, &e)))
+        (rc = dt_cli_shapes(w, a.shapes, 4096, &shapes, &nshapes, &e)))
         goto fail;
     if (a.threads > t.logical_cpus) {
         rc = dt_errf(&e, DT_EINVAL, "--threads %d: this machine has %d CPUs", a.threads,
@@ -376,7 +376,7 @@ int dt_cmd_bench(int argc, char **argv)
                        .min_time_s = a.min_time_ms * 1e-3, .peers = a.peers,
                        .progress = !a.json, .seed = a.seed, .verify_shapes = a.verify};
     dt_bench_result r;
-    if ((rc = dt_bench_run(w, shapes, ns, kernels, nk, &t, &b, &o, &r, &e)))
+    if ((rc = dt_bench_run(w, shapes, nshapes, kernels, nk, &t, &b, &o, &r, &e)))
         goto fail;
     rc = a.json ? print_json(w, &r, &a) : (print_text(w, &r, &a), DT_EXIT_OK);
     dt_bench_result_free(&r);

@@ -29,14 +29,14 @@ typedef struct {
     char tkey[DT_TARGET_KEY_MAX];
     dt_db *db;
     dt_dispatch *d;
-    int64_t *shapes;                  /* ns × nvars */
-    int ns;
+    int64_t *shapes;                  /* nshapes × nvars */
+    int nshapes;
     int64_t *kid;                     /* the distinct kernel ids, nk */
     dt_annotation *anns;              /* their annotations, threads = T */
     int nk;
-    int *shape_kernel;                /* ns: index into kid */
-    int *extrap;                      /* ns: 1 when the shape is extrapolated */
-    const dt_dispatch_range **range;  /* ns: borrowed from d */
+    int *shape_kernel;                /* nshapes: index into kid */
+    int *extrap;                      /* nshapes: 1 when the shape is extrapolated */
+    const dt_dispatch_range **range;  /* nshapes: borrowed from d */
     int has_ex;                       /* --export: the exported file is the candidate */
     dt_bench_export ex;
 } dispatched;
@@ -64,11 +64,10 @@ static int prepare(const dt_bench_args *a, const char *key, const dt_builder *b,
                    dt_err *e)
 {
     int rc;
-    if ((rc = dt_workload_parse_key(key, &x->w, e)) || (rc = dt_target_detect(&x->t, e)) ||
-        (rc = dt_cli_shapes(x->w, a->shapes, 4096, &x->shapes, &x->ns, e)))
+    if ((rc = dt_workload_parse_key(key, &x->w, e)) ||
+        (rc = dt_target_detect_key(&x->t, x->tkey, sizeof x->tkey, e)) ||
+        (rc = dt_cli_shapes(x->w, a->shapes, 4096, &x->shapes, &x->nshapes, e)))
         return rc;
-    if (dt_target_key(&x->t, x->tkey, sizeof x->tkey))
-        return dt_errf(e, DT_EINVAL, "this machine's target has no valid key");
     if (a->threads_set && a->threads > x->t.logical_cpus)
         return dt_errf(e, DT_EINVAL, "--threads %d: this machine has %d CPUs", a->threads,
                        x->t.logical_cpus);
@@ -93,12 +92,12 @@ static int prepare(const dt_bench_args *a, const char *key, const dt_builder *b,
         return dt_errf(e, DT_EINVAL, "the schedule is for %d threads; this machine has %d CPUs",
                        threads, x->t.logical_cpus);
     x->kid = malloc((size_t)x->d->n * sizeof *x->kid);
-    x->shape_kernel = malloc((size_t)x->ns * sizeof *x->shape_kernel);
-    x->extrap = malloc((size_t)x->ns * sizeof *x->extrap);
-    x->range = malloc((size_t)x->ns * sizeof *x->range);
+    x->shape_kernel = malloc((size_t)x->nshapes * sizeof *x->shape_kernel);
+    x->extrap = malloc((size_t)x->nshapes * sizeof *x->extrap);
+    x->range = malloc((size_t)x->nshapes * sizeof *x->range);
     if (!x->kid || !x->shape_kernel || !x->extrap || !x->range)
         return dt_errf(e, DT_ENOMEM, "out of memory");
-    for (int s = 0; s < x->ns; s++) {
+    for (int s = 0; s < x->nshapes; s++) {
         dt_dispatch_hit hit;
         if (dt_dispatch_find(x->d, x->shapes + s * x->w->nvars, &hit))
             return dt_errf(e, DT_ENOTFOUND, "the schedule of %s has no range", x->d->key);
@@ -168,7 +167,7 @@ static int group_fill(const dispatched *x, const dt_bench_result *r, int which, 
         return DT_ENOMEM;
     for (int c = 0; c < r->ncands; c++)
         dt_ratio_stats_init(&g->peer[c], LOW_RATIO);
-    for (int s = 0; s < x->ns; s++) {
+    for (int s = 0; s < x->nshapes; s++) {
         if (which >= 0 && x->extrap[s] != which)
             continue;
         shape_fig f = figures(x, r, s);
@@ -253,7 +252,7 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
     for (int c = first_peer(x); c < r->ncands; c++)
         printf(" %10s", r->cands[c].name);
     printf(" %9s %6s  %s\n", "vs oneDNN", "%peak", "verified");
-    for (int s = 0; s < x->ns; s++) {
+    for (int s = 0; s < x->nshapes; s++) {
         shape_fig f = figures(x, r, s);
         char label[128], kid[32];
         label_of(x, s, label, sizeof label - 1);
@@ -285,7 +284,7 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
     printf("\n");
     print_group_text(x, r, "tuned", tuned);
     print_group_text(x, r, "extrapolated", extra);
-    for (int s = 0, shown = 0; s < x->ns && shown < 10; s++) {
+    for (int s = 0, shown = 0; s < x->nshapes && shown < 10; s++) {
         shape_fig f = figures(x, r, s);
         if (f.verified)
             continue;
@@ -297,7 +296,7 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
     }
     for (int c = first_peer(x); c < r->ncands; c++) {
         int wrong = 0, first = -1;
-        for (int s = 0; s < x->ns; s++)
+        for (int s = 0; s < x->nshapes; s++)
             if (r->verified[c * r->nshapes + s] < 0 && wrong++ == 0)
                 first = s;
         if (wrong) {
@@ -420,7 +419,7 @@ static int print_json(const dispatched *x, const dt_bench_result *r, const dt_be
     for (int k = 0; k < x->nk; k++) {
         json_t *jk = json_object();
         int used = 0;
-        for (int s = 0; s < x->ns; s++)
+        for (int s = 0; s < x->nshapes; s++)
             used += x->shape_kernel[s] == k;
         json_object_set_new(jk, "id", json_integer(x->kid[k]));
         /* with --export the kernels run inside the exported file */
@@ -441,7 +440,7 @@ static int print_json(const dispatched *x, const dt_bench_result *r, const dt_be
             json_object_set_new(jp, "message", json_string(r->cands[c].message));
         json_array_append_new(peers, jp);
     }
-    for (int s = 0; s < x->ns; s++)
+    for (int s = 0; s < x->nshapes; s++)
         json_array_append_new(shapes, shape_json(x, r, s));
     json_object_set_new(summary, "tuned", group_json(x, r, tuned));
     json_object_set_new(summary, "extrapolated", group_json(x, r, extra));
@@ -486,7 +485,7 @@ int dt_cmd_bench_db(const dt_bench_args *a, const char *key)
         o.shape_kernel = NULL;
         o.ext = &x.ex.ext;
     }
-    if ((rc = dt_bench_run(x.w, x.shapes, x.ns, x.anns, x.has_ex ? 0 : x.nk, &tt, &b, &o, &r,
+    if ((rc = dt_bench_run(x.w, x.shapes, x.nshapes, x.anns, x.has_ex ? 0 : x.nk, &tt, &b, &o, &r,
                            &e))) {
         dispatched_free(&x);
         return dt_cli_fail(&e);
@@ -507,7 +506,7 @@ int dt_cmd_bench_db(const dt_bench_args *a, const char *key)
     }
     if (exit_code == DT_EXIT_OK && g[2].verified < g[2].shapes) {
         int first = 0;
-        while (first < x.ns && figures(&x, &r, first).verified)
+        while (first < x.nshapes && figures(&x, &r, first).verified)
             first++;
         char label[128];
         label_of(&x, first, label, sizeof label);

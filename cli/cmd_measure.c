@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/clock.h"
 #include "common/json_util.h"
 #include "common/log.h"
 #include "common/target.h"
@@ -128,9 +129,9 @@ typedef struct run {
     const dt_workload *w;
     char wkey[DT_KEY_MAX];
     char tkey[DT_TARGET_KEY_MAX];
-    int nk, ns;
+    int nk, nshapes;
     dt_mkernel *kernels;   /* [nk] */
-    dt_mtrial *trials;     /* [kernel * ns + shape] */
+    dt_mtrial *trials;     /* [kernel * nshapes + shape] */
     int64_t total;
     dt_db *db;
     int tty;
@@ -138,18 +139,11 @@ typedef struct run {
     double t0, last_progress;
 } run;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void progress(run *r, int final)
 {
     if (dt_log_get_level() < DT_LOG_WARN)
         return;
-    double t = now_s(), el = t - r->t0;
+    double t = dt_now_s(), el = t - r->t0;
     if (!final && t - r->last_progress < (r->tty ? 0.5 : 5.0))
         return;
     r->last_progress = t;
@@ -220,8 +214,8 @@ static int print_json(run *r, const char *mode, double wall)
         json_object_set_new(jk, "sketch", json_string(dt_sketch_name(r->kernels[k].a.sketch)));
         json_object_set_new(jk, "annotation", dt_annotation_to_json(&r->kernels[k].a));
         json_object_set_new(jk, "source_hash", json_string(r->kernels[k].source_hash));
-        for (int s = 0; s < r->ns; s++) {
-            const dt_mtrial *t = &r->trials[k * r->ns + s];
+        for (int s = 0; s < r->nshapes; s++) {
+            const dt_mtrial *t = &r->trials[k * r->nshapes + s];
             const dt_trial_result *o = &t->res;
             json_t *js = json_object();
             json_object_set_new(js, "shape", json_string(t->text));
@@ -250,8 +244,8 @@ static void print_table(run *r)
     printf("%-4s %-8s %-16s %-14s %12s %12s  %s\n", "k", "sketch", "shape", "status", "min us",
            "median us", "");
     for (int k = 0; k < r->nk; k++)
-        for (int s = 0; s < r->ns; s++) {
-            const dt_mtrial *t = &r->trials[k * r->ns + s];
+        for (int s = 0; s < r->nshapes; s++) {
+            const dt_mtrial *t = &r->trials[k * r->nshapes + s];
             const dt_trial_result *o = &t->res;
             printf("%-4d %-8s %-16s %-14s", k, dt_sketch_name(r->kernels[k].a.sketch),
                    t->text[0] ? t->text : "(static)",
@@ -287,7 +281,7 @@ static void print_summary(run *r, FILE *f, const char *mode, double wall)
  * (values from dt_cli_shapes), kernel-major. */
 static int make_trials(run *r, dt_annotation *ann, const int64_t *vals, dt_err *e)
 {
-    r->total = (int64_t)r->nk * r->ns;
+    r->total = (int64_t)r->nk * r->nshapes;
     r->kernels = calloc((size_t)r->nk, sizeof *r->kernels);
     r->trials = calloc((size_t)(r->total ? r->total : 1), sizeof *r->trials);
     if (!r->kernels || !r->trials)
@@ -295,8 +289,8 @@ static int make_trials(run *r, dt_annotation *ann, const int64_t *vals, dt_err *
     for (int k = 0; k < r->nk; k++) {
         r->kernels[k].a = ann[k];
         int threads = r->a->threads > 0 ? r->a->threads : ann[k].threads;
-        for (int s = 0; s < r->ns; s++) {
-            dt_mtrial *t = &r->trials[k * r->ns + s];
+        for (int s = 0; s < r->nshapes; s++) {
+            dt_mtrial *t = &r->trials[k * r->nshapes + s];
             t->kernel = k;
             t->threads = threads;
             memcpy(t->shape, vals + (size_t)s * r->w->nvars,
@@ -330,15 +324,12 @@ int dt_cmd_measure(int argc, char **argv)
     dt_measurer *m = NULL;
     run r = {.a = &a};
     r.tty = isatty(2);
-    if ((rc = dt_workload_parse_key(key, &w, &e)) || (rc = dt_target_detect(&t, &e)))
+    if ((rc = dt_workload_parse_key(key, &w, &e)) ||
+        (rc = dt_target_detect_key(&t, r.tkey, sizeof r.tkey, &e)))
         goto fail;
     r.w = w;
     dt_workload_key(w, r.wkey, sizeof r.wkey);
-    if ((rc = dt_target_key(&t, r.tkey, sizeof r.tkey))) {
-        rc = dt_errf(&e, rc, "cannot form this machine's target key");
-        goto fail;
-    }
-    if ((rc = dt_cli_shapes(w, a.shapes, DT_BATCH_MAX_TRIALS, &vals, &r.ns, &e)))
+    if ((rc = dt_cli_shapes(w, a.shapes, DT_BATCH_MAX_TRIALS, &vals, &r.nshapes, &e)))
         goto fail;
     if (a.threads > t.logical_cpus) {
         rc = dt_errf(&e, DT_EINVAL, "--threads %d: this machine has %d CPUs", a.threads,
@@ -360,7 +351,7 @@ int dt_cmd_measure(int argc, char **argv)
                            .seed = a.seed,
                            .flush_cache = a.cold,
                            .no_worker_grace_s = NO_WORKER_GRACE_S,
-                           .batch_deadline_s = dt_measurer_batch_deadline(r.ns),
+                           .batch_deadline_s = dt_measurer_batch_deadline(r.nshapes),
                            .progress = on_progress,
                            .ud = &r};
     if ((rc = dt_measurer_open(&mo, r.db, &t, r.tkey, &m, &e)))
@@ -369,13 +360,13 @@ int dt_cmd_measure(int argc, char **argv)
     const char *mode = a.workers ? "on workers" : "locally";
     if (dt_log_get_level() >= DT_LOG_WARN)
         fprintf(stderr, "measure: %d kernel%s x %d shape%s = %lld trials of %s on %s\n", r.nk,
-                r.nk == 1 ? "" : "s", r.ns, r.ns == 1 ? "" : "s", (long long)r.total, r.wkey,
+                r.nk == 1 ? "" : "s", r.nshapes, r.nshapes == 1 ? "" : "s", (long long)r.total, r.wkey,
                 a.workers ? a.workers : "this machine");
-    r.t0 = now_s();
+    r.t0 = dt_now_s();
     dt_mrun mr = {.w = w, .kernels = r.kernels, .nk = r.nk, .trials = r.trials,
                   .n = (int)r.total};
     rc = dt_measurer_measure(m, &mr, &e);
-    double wall = now_s() - r.t0;
+    double wall = dt_now_s() - r.t0;
     dt_measurer_close(m);
     m = NULL;
     progress(&r, 1);

@@ -48,7 +48,7 @@ static void usage_top(FILE *out)
  * column: the first DT_CM_OPS of the registry), e.g. "dense|batch_matmul"
  * with sep = last = "|", or "dense or batch_matmul" with sep ", " and last
  * " or ". */
-static const char *model_ops(char *buf, size_t n, const char *sep, const char *last)
+static const char *cm_ops(char *buf, size_t n, const char *sep, const char *last)
 {
     size_t len = 0;
     buf[0] = '\0';
@@ -59,8 +59,8 @@ static const char *model_ops(char *buf, size_t n, const char *sep, const char *l
     return buf;
 }
 
-/* Whether name is one of model_ops. */
-static int model_op_ok(const char *name)
+/* Whether name is one of cm_ops. */
+static int cm_op_ok(const char *name)
 {
     const dt_op_desc *op = dt_op_find(name);
     int i = op ? dt_op_index(op) : -1;
@@ -70,8 +70,8 @@ static int model_op_ok(const char *name)
 static void usage_train(FILE *out)
 {
     char bar[256], alts[256];
-    model_ops(bar, sizeof bar, "|", "|");
-    model_ops(alts, sizeof alts, ", ", " or ");
+    cm_ops(bar, sizeof bar, "|", "|");
+    cm_ops(alts, sizeof alts, ", ", " or ");
     fprintf(out,
             "Usage: dtune model train [--db PATH] [--op %s] [--holdout F]\n"
             "                         [--seed S] [--json]\n"
@@ -102,8 +102,8 @@ static void usage_train(FILE *out)
 static void usage_stats(FILE *out)
 {
     char bar[256], alts[256];
-    model_ops(bar, sizeof bar, "|", "|");
-    model_ops(alts, sizeof alts, ", ", " or ");
+    cm_ops(bar, sizeof bar, "|", "|");
+    cm_ops(alts, sizeof alts, ", ", " or ");
     fprintf(out,
             "Usage: dtune model stats [--db PATH] [--op %s] [--json]\n"
             "\n"
@@ -126,17 +126,17 @@ typedef struct {
     double holdout;
     uint64_t seed;
     int json;
-} model_args;
+} cm_args;
 
 /* Returns 0, -1 after --help, or an exit code. */
-static int parse_args(const char *cmd, int argc, char **argv, int train, model_args *a)
+static int parse_args(const char *cmd, int argc, char **argv, int train, cm_args *a)
 {
     static const struct option opts[] = {
         {"db", required_argument, NULL, 'd'},      {"op", required_argument, NULL, 'o'},
         {"holdout", required_argument, NULL, 'H'}, {"seed", required_argument, NULL, 's'},
         {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    *a = (model_args){.op = dt_op_at(0)->name, .holdout = 0.2, .seed = 1};
+    *a = (cm_args){.op = dt_op_at(0)->name, .holdout = 0.2, .seed = 1};
     int c;
     optind = 1;
     opterr = 0;
@@ -146,10 +146,10 @@ static int parse_args(const char *cmd, int argc, char **argv, int train, model_a
         case 'd': a->db = optarg; break;
         case 'j': a->json = 1; break;
         case 'o':
-            if (!model_op_ok(optarg)) {
+            if (!cm_op_ok(optarg)) {
                 char alts[256];
                 return dt_cli_usage_error(cmd, "--op takes %s, not '%s'",
-                                          model_ops(alts, sizeof alts, ", ", " or "), optarg);
+                                          cm_ops(alts, sizeof alts, ", ", " or "), optarg);
             }
             a->op = optarg;
             break;
@@ -185,7 +185,7 @@ static int parse_args(const char *cmd, int argc, char **argv, int train, model_a
 }
 
 /* Opens an existing database; DT_ENOTFOUND when the file is missing. */
-static int open_db(const model_args *a, unsigned flags, dt_db **db, dt_err *e)
+static int open_db(const cm_args *a, unsigned flags, dt_db **db, dt_err *e)
 {
     const char *path = a->db ? a->db : dt_cli_default_db();
     if (access(path, F_OK) != 0)
@@ -197,11 +197,9 @@ static int open_db(const model_args *a, unsigned flags, dt_db **db, dt_err *e)
 static int find_target(dt_db *db, dt_target *t, char *key, size_t keylen, int64_t *id,
                        dt_err *e)
 {
-    int rc = dt_target_detect(t, e);
+    int rc = dt_target_detect_key(t, key, keylen, e);
     if (rc)
         return rc;
-    if ((rc = dt_target_key(t, key, keylen)))
-        return dt_errf(e, rc, "cannot form this machine's target key");
     dt_db_target trow;
     rc = dt_db_target_get(db, key, &trow, e);
     if (rc == DT_ENOTFOUND)
@@ -229,7 +227,7 @@ static const char *fmt_metric(double v, char *buf, size_t n)
 
 static int cmd_train(int argc, char **argv)
 {
-    model_args a;
+    cm_args a;
     int rc = parse_args("model train", argc, argv, 1, &a);
     if (rc)
         return rc < 0 ? DT_EXIT_OK : rc;
@@ -267,7 +265,7 @@ static int cmd_train(int argc, char **argv)
     dt_quality q;
     if ((rc = dt_predictor_evaluate(&pr, a.holdout, a.seed, &q, &e)) ||
         (rc = dt_predictor_train(&pr, NULL, &e)) ||
-        (rc = dt_xgb_save(pr.model, &blob, &blen, &e)))
+        (rc = dt_xgb_save(pr.costmodel, &blob, &blen, &e)))
         goto fail;
     json_t *mj = dt_quality_json(&q);
     mtext = mj ? json_dumps(mj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -321,7 +319,7 @@ done:
 
 static int cmd_stats(int argc, char **argv)
 {
-    model_args a;
+    cm_args a;
     int rc = parse_args("model stats", argc, argv, 0, &a);
     if (rc)
         return rc < 0 ? DT_EXIT_OK : rc;

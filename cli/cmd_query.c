@@ -159,12 +159,8 @@ int dt_cmd_query(int argc, char **argv)
         snprintf(tkey, sizeof tkey, "%s", a.target);
     } else {
         dt_target tg;
-        if ((rc = dt_target_detect(&tg, &e)))
+        if ((rc = dt_target_detect_key(&tg, tkey, sizeof tkey, &e)))
             goto fail;
-        if ((rc = dt_target_key(&tg, tkey, sizeof tkey))) {
-            rc = dt_errf(&e, rc, "cannot form this machine's target key");
-            goto fail;
-        }
     }
     if (access(path, F_OK) != 0) {
         rc = dt_errf(&e, DT_ENOTFOUND, "no database at %s; run dtune tune first", path);

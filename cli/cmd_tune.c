@@ -236,7 +236,7 @@ static double task_gflops(const dt_task *t)
 {
     /* weighted mean throughput of the objective: Σ w·flops / Σ w·ns */
     double f = 0;
-    for (int64_t s = 0; s < t->ns; s++)
+    for (int64_t s = 0; s < t->nshapes; s++)
         f += t->weight[s] * t->flops[s];
     return isfinite(t->objective) && t->objective > 0 ? f / t->objective : NAN;
 }
@@ -262,7 +262,7 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
         json_object_set_new(w, "name", json_string(t[i].name));
         json_object_set_new(w, "workload", json_string(t[i].key));
         json_object_set_new(w, "count", json_real(t[i].count));
-        json_object_set_new(w, "shapes", json_integer(t[i].ns));
+        json_object_set_new(w, "shapes", json_integer(t[i].nshapes));
         json_object_set_new(w, "kernels", json_integer(t[i].nk));
         json_object_set_new(w, "trials", json_integer(t[i].trials));
         json_object_set_new(w, "resumed_trials", json_integer(t[i].resumed));
@@ -286,13 +286,13 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
     json_object_set_new(root, "model_latency_ns",
                         dt_json_num_or_null(r->nscheduled > 0 ? lat : NAN));
     json_object_set_new(root, "workloads", ws);
-    for (int j = 0; j < r->nmodels; j++)
-        json_array_append_new(ms, json_pack("{s:s, s:I, s:o, s:o, s:o}", "op", r->model[j].op,
-                                            "records", (json_int_t)r->model[j].records,
+    for (int j = 0; j < r->ncms; j++)
+        json_array_append_new(ms, json_pack("{s:s, s:I, s:o, s:o, s:o}", "op", r->cm[j].op,
+                                            "records", (json_int_t)r->cm[j].records,
                                             "kendall_tau_within_shape",
-                                            dt_json_num_or_null(r->model[j].tau_within_shape),
-                                            "kendall_tau", dt_json_num_or_null(r->model[j].tau_all),
-                                            "topk_recall", dt_json_num_or_null(r->model[j].recall)));
+                                            dt_json_num_or_null(r->cm[j].tau_within_shape),
+                                            "kendall_tau", dt_json_num_or_null(r->cm[j].tau_all),
+                                            "topk_recall", dt_json_num_or_null(r->cm[j].recall)));
     json_object_set_new(root, "cost_models", ms);
     return dt_cli_print_json(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) ? DT_EXIT_RUNTIME
                                                                           : DT_EXIT_OK;
@@ -320,7 +320,7 @@ static void print_table(const char *db, const dt_task *t, int n, const dt_tune_r
         if (isfinite(task_gflops(&t[i])))
             snprintf(gf, sizeof gf, "%.1f", task_gflops(&t[i]));
         printf("%-14.14s %6lld %7d %7lld %7d %6d %8d %12s %8s  %s\n", t[i].name,
-               (long long)t[i].ns, t[i].nk, (long long)t[i].trials, t[i].rounds, r->sel[i].ranges,
+               (long long)t[i].nshapes, t[i].nk, (long long)t[i].trials, t[i].rounds, r->sel[i].ranges,
                r->sel[i].kernels, obj, gf, dt_tune_outcome_name(r->outcome[i]));
         if (sched)
             lat += t[i].count * r->sel[i].objective;
@@ -338,15 +338,15 @@ static void print_table(const char *db, const dt_task *t, int n, const dt_tune_r
            r->nskipped ? ", scheduled workloads only" : "", l, threads, threads == 1 ? "" : "s");
     printf("%lld trials measured in %.1f s (%lld recorded in total) into %s\n",
            (long long)r->trials_new, r->seconds, (long long)r->trials_total, db);
-    for (int j = 0; j < r->nmodels; j++) {
+    for (int j = 0; j < r->ncms; j++) {
         char tw[16], ta[16], rc[16];
-        fmt_metric(r->model[j].tau_within_shape, 3, tw, sizeof tw);
-        fmt_metric(r->model[j].tau_all, 3, ta, sizeof ta);
-        fmt_metric(r->model[j].recall, 2, rc, sizeof rc);
+        fmt_metric(r->cm[j].tau_within_shape, 3, tw, sizeof tw);
+        fmt_metric(r->cm[j].tau_all, 3, ta, sizeof ta);
+        fmt_metric(r->cm[j].recall, 2, rc, sizeof rc);
         printf("cost model %s: %lld records, held-out Kendall tau %s within shapes, %s "
                "overall, top-10%% recall %s%s\n",
-               r->model[j].op, (long long)r->model[j].records, tw, ta, rc,
-               isfinite(r->model[j].tau_all) ? "" : " (too few records to evaluate)");
+               r->cm[j].op, (long long)r->cm[j].records, tw, ta, rc,
+               isfinite(r->cm[j].tau_all) ? "" : " (too few records to evaluate)");
     }
     if (r->stopped)
         printf("stopped by a signal: schedules hold what was measured\n");
@@ -373,12 +373,8 @@ int dt_cmd_tune(int argc, char **argv)
         rc = dt_errf(&e, DT_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = dt_target_detect(&tg, &e)))
+    if ((rc = dt_target_detect_key(&tg, tkey, sizeof tkey, &e)))
         goto fail;
-    if ((rc = dt_target_key(&tg, tkey, sizeof tkey))) {
-        rc = dt_errf(&e, rc, "cannot form this machine's target key");
-        goto fail;
-    }
     int threads = a.threads > 0 ? a.threads : tg.cores;
     if (threads > tg.cores) {
         rc = dt_errf(&e, DT_EINVAL, "--threads %d: this machine has %d cores", threads, tg.cores);

@@ -128,9 +128,7 @@ int dt_cmd_worker(int argc, char **argv)
     dt_target t;
     dt_builder builder;
     dt_runner runner;
-    int rc = dt_target_detect(&t, &e);
-    if (!rc && dt_target_key(&t, cli.target_key, sizeof cli.target_key))
-        rc = dt_errf(&e, DT_EUNSUPPORTED, "cannot form a target key for arch '%s'", t.arch);
+    int rc = dt_target_detect_key(&t, cli.target_key, sizeof cli.target_key, &e);
     if (!rc)
         rc = dt_builder_init(&builder, NULL, NULL, NULL, &e);
     if (!rc)

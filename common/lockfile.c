@@ -1,5 +1,6 @@
 /* Process-lifetime exclusive locks on a file (common/lockfile.h). */
 #include "common/lockfile.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,12 +56,6 @@ static int read_holder(int fd, dt_lock_holder *h)
     return h->pid > 0;
 }
 
-static void nap_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static int write_holder(int fd)
 {
     char host[256] = "";
@@ -104,7 +99,7 @@ int dt_lockfile_acquire(const char *path, dt_lockfile **out, dt_lock_holder *hol
             /* the holder writes its lines right after it takes the lock */
             dt_lock_holder h;
             for (int i = 0; i < 50 && !read_holder(fd, &h); i++)
-                nap_ms(10);
+                dt_sleep_ms(10);
             close(fd);
             if (holder)
                 *holder = h;

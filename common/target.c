@@ -371,6 +371,16 @@ int dt_target_detect(dt_target *t, dt_err *e)
     return rc;
 }
 
+int dt_target_detect_key(dt_target *t, char *key, size_t n, dt_err *e)
+{
+    int rc = dt_target_detect(t, e);
+    if (rc)
+        return rc;
+    if ((rc = dt_target_key(t, key, n)))
+        return dt_errf(e, rc, "cannot form this machine's target key (arch '%s')", t->arch);
+    return 0;
+}
+
 /* ---- overrides ------------------------------------------------------------- */
 
 static int dt_parse_isa_override(const dt_target *t, const char *s, dt_isa *out, dt_err *e)

@@ -145,6 +145,12 @@ uint32_t dt_target_usable_features(uint32_t cpu_features, uint64_t xcr0);
  * (malformed override), DT_EUNSUPPORTED (override beyond the hardware). */
 int dt_target_detect(dt_target *t, dt_err *e);
 
+/* dt_target_detect, then this target's key into key (size n; DT_TARGET_KEY_MAX
+ * always fits): the one way a command, the daemon, a worker or the dispatch
+ * cache learns "this machine" and its key.  A key that cannot be formed is
+ * DT_EINVAL "cannot form this machine's target key". */
+int dt_target_detect_key(dt_target *t, char *key, size_t n, dt_err *e);
+
 /* Detection with another sysfs CPU directory and cpuinfo file (tests point
  * them at fake trees or at nothing); no environment overrides.  NULL means
  * the real /sys/devices/system/cpu and /proc/cpuinfo. */

@@ -3,16 +3,6 @@
 
 #include <math.h>
 
-static const char *const shape_names[DT_NSHAPE_FEATURES] = {"log_batch", "log_m", "log_n",
-                                                            "log_k"};
-
-const char *dt_cm_column_name(int i)
-{
-    if (i >= DT_NFEATURES && i < DT_CM_NCOLS)
-        return shape_names[i - DT_NFEATURES];
-    return dt_cm_feature_name(i);
-}
-
 int dt_cm_point_make(const dt_op_desc *op, const int *attrs, const int64_t *dims,
                      const dt_annotation *a, const dt_target *t, dt_cm_point *p, dt_err *e)
 {

@@ -45,7 +45,4 @@ double dt_cm_label(const dt_cm_point *p, double min_ns);
 /* Predicted ns from a predicted label f_mk; HUGE_VAL when f_mk <= 0. */
 double dt_cm_time_ns(const dt_cm_point *p, double f_mk);
 
-/* Name of column i: a feature name, then "log_batch", "log_m", "log_n", "log_k". */
-const char *dt_cm_column_name(int i);
-
 #endif

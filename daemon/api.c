@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "common/clock.h"
 #include "daemon/api_routes.h"
 #include "daemon/api_util.h"
 
@@ -103,8 +104,8 @@ static dt_route route(dt_api *a, const dt_http_request *req, dt_http_response *r
 void dt_api_handle(const dt_http_request *req, dt_http_response *res, void *ud)
 {
     dt_api *a = ud;
-    double t0 = dt_api_mono_s();
+    double t0 = dt_now_s();
     dt_route r = route(a, req, res);
     dt_metrics_request(a->metrics, r, req->method, res->status ? res->status : 200,
-                       dt_api_mono_s() - t0);
+                       dt_now_s() - t0);
 }

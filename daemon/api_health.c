@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/strbuf.h"
 #include "daemon/api_routes.h"
 #include "daemon/api_util.h"
@@ -18,13 +19,13 @@ void dt_api_healthz(dt_api *a, dt_http_response *res)
     dt_api_json(res, 200,
                 json_pack("{s:s, s:s, s:s, s:s, s:i, s:f, s:o}", "status", "ok", "version",
                           DTUNE_VERSION, "target", a->target_key, "db", dt_db_path(a->db),
-                          "schema_version", v, "uptime_s", dt_api_mono_s() - a->started_s,
+                          "schema_version", v, "uptime_s", dt_now_s() - a->started_s,
                           "running_job", running ? json_integer(running) : json_null()));
 }
 
 void dt_api_metrics(dt_api *a, dt_http_response *res)
 {
-    dt_metrics_gauges g = {.uptime_s = dt_api_mono_s() - a->started_s,
+    dt_metrics_gauges g = {.uptime_s = dt_now_s() - a->started_s,
                            .schedule_tables_loaded = -1};
     dt_db_job *jobs = NULL;
     size_t n = 0;

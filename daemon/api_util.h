@@ -33,7 +33,4 @@ int dt_api_decode(const char *s, size_t len, char *buf, size_t n);
  * found, 0 when absent, -1 when malformed or too long. */
 int dt_api_query_param(const char *query, const char *name, char *buf, size_t n);
 
-/* CLOCK_MONOTONIC seconds (uptimes, request durations). */
-double dt_api_mono_s(void);
-
 #endif

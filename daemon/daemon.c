@@ -11,6 +11,7 @@
 #include <time.h>
 #include <uv.h>
 
+#include "common/clock.h"
 #include "common/lockfile.h"
 #include "common/log.h"
 #include "common/target.h"
@@ -158,13 +159,6 @@ static void runner_exit(void *ud)
     uv_async_send(&d->runner_done);
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int dt_daemon_run(const dt_daemon_opts *o, dt_err *e)
 {
     const char *listen = o->listen ? o->listen : DT_DAEMON_DEFAULT_LISTEN;
@@ -179,10 +173,8 @@ int dt_daemon_run(const dt_daemon_opts *o, dt_err *e)
                        listen);
     dt_target tg;
     char tkey[DT_TARGET_KEY_MAX];
-    if ((rc = dt_target_detect(&tg, e)))
+    if ((rc = dt_target_detect_key(&tg, tkey, sizeof tkey, e)))
         return rc;
-    if ((rc = dt_target_key(&tg, tkey, sizeof tkey)))
-        return dt_errf(e, rc, "cannot form this machine's target key");
     int threads = o->threads > 0 ? o->threads : tg.cores;
     if (threads > tg.cores)
         return dt_errf(e, DT_EINVAL, "--threads %d: this machine has %d cores", threads,
@@ -219,7 +211,7 @@ int dt_daemon_run(const dt_daemon_opts *o, dt_err *e)
     dt_api api = {.db = db, .cache = cache, .target_key = tkey, .cores = tg.cores,
                   .default_threads = threads, .metrics = metrics,
                   .kernel_source = dt_export_kernel_source, .http_stats = http_stats,
-                  .http_stats_ud = d, .started_s = mono_s()};
+                  .http_stats_ud = d, .started_s = dt_now_s()};
     dt_http_server_opts so = {.listen = listen, .token = o->api_token, .handler = dt_api_handle,
                               .ud = &api};
     so.limits.request_timeout_s = o->request_timeout_s;

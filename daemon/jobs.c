@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/json_util.h"
 #include "common/log.h"
 #include "daemon/job_spec.h"
@@ -32,13 +33,6 @@ struct dt_jobs {
     int cancel;                     /* the current job is being cancelled */
     volatile sig_atomic_t stop_flag; /* the tuner's stop: cancel or shutdown */
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- one job ------------------------------------------------------------------ */
 
@@ -84,7 +78,7 @@ static json_t *progress_json(const run_ctx *c)
         json_object_set_new(w, "name", json_string(t->name));
         json_object_set_new(w, "workload", json_string(t->key));
         json_object_set_new(w, "count", json_real(t->count));
-        json_object_set_new(w, "shapes", json_integer(t->ns));
+        json_object_set_new(w, "shapes", json_integer(t->nshapes));
         json_object_set_new(w, "kernels", json_integer(t->nk));
         json_object_set_new(w, "trials", json_integer(t->trials));
         json_object_set_new(w, "rounds", json_integer(t->rounds));
@@ -128,7 +122,7 @@ static void write_progress(run_ctx *c, const dt_db_job_update *extra)
     free(cs);
     json_decref(p);
     json_decref(cp);
-    c->last_write = now_s();
+    c->last_write = dt_now_s();
 }
 
 static void on_event(const dt_tune_event *ev, void *ud)
@@ -157,7 +151,7 @@ static void on_event(const dt_tune_event *ev, void *ud)
                     (long long)c->id, ev->task->name, ev->task->key, ev->reason);
         force = 1;
     }
-    if (force || now_s() - c->last_write >= c->j->interval_s)
+    if (force || dt_now_s() - c->last_write >= c->j->interval_s)
         write_progress(c, NULL);
 }
 

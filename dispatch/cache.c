@@ -363,12 +363,8 @@ int dt_dispatch_cache_open(const char *db_path, dt_dispatch_cache **out, dt_err 
     int rc = dt_db_open(db_path, DT_DB_READONLY, &c->db, e);
     if (rc)
         goto fail;
-    if ((rc = dt_target_detect(&tg, e)))
+    if ((rc = dt_target_detect_key(&tg, c->local, sizeof c->local, e)))
         goto fail;
-    if (dt_target_key(&tg, c->local, sizeof c->local) != 0) {
-        rc = dt_errf(e, DT_EINVAL, "cannot form this machine's target key");
-        goto fail;
-    }
     if ((rc = probe_version(c, &c->data_version, e)))
         goto fail;
     *out = c;

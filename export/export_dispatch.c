@@ -154,11 +154,3 @@ void dt_export_emit_select(dt_strbuf *sb, const dt_export_plan *p)
     dt_sb_append(sb, "}\n");
     free(s);
 }
-
-int dt_export_plan_kernel_for(const dt_export_plan *p, const int64_t *vals)
-{
-    dt_dispatch_hit hit;
-    if (dt_dispatch_find(p->d, vals, &hit))
-        return -1;
-    return p->range_kernel[hit.range - p->d->r];
-}

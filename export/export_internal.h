@@ -76,9 +76,6 @@ int dt_export_emit_kernel(dt_strbuf *sb, const dt_export_plan *p, int k, dt_err 
 /* Appends `static int NAME_select(<vars>)`: nested ifs over the ranges that
  * return the kernel index dt_dispatch_find would pick for the shape. */
 void dt_export_emit_select(dt_strbuf *sb, const dt_export_plan *p);
-/* The kernel index NAME_select returns for the shape vals (for tests and
- * the CLI; the same as dt_dispatch_find's range's kernel). */
-int dt_export_plan_kernel_for(const dt_export_plan *p, const int64_t *vals);
 
 /* The whole C file and the header (malloc'ed). */
 int dt_export_emit_c(const dt_export_plan *p, char **out, dt_err *e);

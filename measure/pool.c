@@ -28,6 +28,7 @@
 #include <time.h>
 #include <uv.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/target.h"
 #include "measure/wire.h"
@@ -179,13 +180,6 @@ static void list_remove(pblist *l, pbatch *b)
     else
         l->tail = b->prev;
     b->prev = b->next = NULL;
-}
-
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void pbatch_free(pbatch *pb)
@@ -1106,7 +1100,7 @@ static void reasons(dt_pool *p, char *buf, size_t n)
 
 int dt_pool_drain(dt_pool *p, double timeout_s, dt_err *e)
 {
-    double end = mono_now() + (timeout_s > 0 ? timeout_s : 0);
+    double end = dt_now_s() + (timeout_s > 0 ? timeout_s : 0);
     struct timespec ts;
     double whole;
     ts.tv_nsec = (long)(modf(end, &whole) * 1e9);
@@ -1146,9 +1140,9 @@ int dt_pool_drain(dt_pool *p, double timeout_s, dt_err *e)
 int dt_pool_drain_patient(dt_pool *p, double grace_s, int (*tick)(void *ud), void *ud,
                           dt_err *e)
 {
-    double unusable_since = mono_now();
+    double unusable_since = dt_now_s();
     for (;;) {
-        double t = mono_now(), slice = 5.0;
+        double t = dt_now_s(), slice = 5.0;
         if (dt_pool_live_workers(p) == 0) {
             slice = grace_s - (t - unusable_since);
             if (slice < 0.5)
@@ -1158,9 +1152,9 @@ int dt_pool_drain_patient(dt_pool *p, double grace_s, int (*tick)(void *ud), voi
         if (rc == 0)
             return 0;
         if (rc == DT_EBUSY) {
-            unusable_since = mono_now(); /* a worker was live: the grace period starts again */
-        } else if (!(rc == DT_EIO && mono_now() - t >= slice - 0.05 &&
-                     mono_now() - unusable_since < grace_s - 0.05)) {
+            unusable_since = dt_now_s(); /* a worker was live: the grace period starts again */
+        } else if (!(rc == DT_EIO && dt_now_s() - t >= slice - 0.05 &&
+                     dt_now_s() - unusable_since < grace_s - 0.05)) {
             return rc; /* every worker refused, or none usable for the grace period */
         }
         /* else none usable in this slice, but the grace period is not over */

@@ -2,7 +2,7 @@
  * (libuv, on its own thread) that batches are submitted to.
  *
  * - Connects to every "HOST:PORT", checks the HELLO target against the
- *   job's target key (a mismatch refuses that worker with a clear message),
+ *   pool's target key (a mismatch refuses that worker with a clear message),
  *   authenticates both ways (measure/wire.h).
  * - At most `inflight` batches per worker; a batch not answered within its
  *   deadline counts as a lost worker for that batch.

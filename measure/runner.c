@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/strbuf.h"
 
 extern char **environ;
@@ -30,13 +31,6 @@ extern char **environ;
 #define STARTUP_LIMIT_S 30.0       /* exec + reading the batch + loading the kernel */
 #define KILL_DRAIN_S 5.0           /* after SIGKILL, wait this long for the pipes to close */
 #define COMPILE_LOG_KEEP 16384     /* bytes of compiler output in a compile_error */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int dt_runner_init(dt_runner *r, const dt_builder *b, const char *exe, dt_err *e)
 {
@@ -292,7 +286,7 @@ static int run_child(const dt_runner *r, const dt_batch *b, const char *so_path,
     }
     run_state s = {.batch = b, .results = results, .cur = *next};
     double t_run = b->timing.run_timeout_s;
-    double deadline = now_s() + (t_run > STARTUP_LIMIT_S ? t_run : STARTUP_LIMIT_S);
+    double deadline = dt_now_s() + (t_run > STARTUP_LIMIT_S ? t_run : STARTUP_LIMIT_S);
     int last_cur = -1, killed = 0, timed_out = 0, exited = 0;
     siginfo_t info;
     memset(&info, 0, sizeof info);
@@ -303,9 +297,9 @@ static int run_child(const dt_runner *r, const dt_batch *b, const char *so_path,
          * with every result */
         if (s.ready && s.cur != last_cur) {
             last_cur = s.cur;
-            deadline = now_s() + t_run;
+            deadline = dt_now_s() + t_run;
         }
-        double t = now_s();
+        double t = dt_now_s();
         if (!killed && (t >= deadline || s.protocol_err[0])) {
             kill(-c.pid, SIGKILL);
             killed = 1;

@@ -9,6 +9,7 @@
  * The protocol stream is a private duplicate of the original stdout; fd 1 is
  * pointed at stderr, so a kernel that prints cannot corrupt the protocol. */
 #include "measure/runner.h"
+#include "common/clock.h"
 #include "common/mem.h"
 
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/target.h"
+#include "microkernel/codegen.h"
 #include "microkernel/loader.h"
 #include "measure/omp_pin.h"
 #include "microkernel/reference.h"
@@ -32,13 +34,6 @@
 #define FULL_CHECK_LIMIT (1 << 24) /* M·N·K·batch up to this: every output checked */
 #define SAMPLE_RANDOM 4096         /* random outputs checked above it */
 #define ERROR_MAX 4096
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- inputs, the call, verification ---------------------------------------
  * The trial's op is reached through its GEMM view (sketch/op.h): A, B, C
@@ -255,9 +250,9 @@ static void run_trial(const dt_kernel *k, const dt_kernel_op *kop, const dt_tria
     while (n < tm->max_repeats && (n < tm->min_repeats || total < tm->min_time_s)) {
         if (fl->buf)
             flush_caches(fl);
-        double t0 = now_s();
+        double t0 = dt_now_s();
         call_once(&c);
-        double dt = now_s() - t0;
+        double dt = dt_now_s() - t0;
         times[n++] = dt * 1e9;
         total += dt;
     }
@@ -378,8 +373,7 @@ int dt_runner_child_main(int argc, char **argv)
         fclose(out);
         return 2;
     }
-    dt_kernel_op kop = {.op = w->op};
-    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
+    dt_kernel_op kop = dt_kernel_op_of_workload(w);
     dt_workload_free(w);
 
     dt_kernel k;

@@ -47,6 +47,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/target.h"
 #include "measure/trial.h"
@@ -58,7 +59,7 @@
 #define DT_WORKER_EVICT_AFTER_S 1.0     /* unauthenticated this long: evictable at the limit */
 #define DT_WORKER_PREAUTH_MAX 4096      /* largest frame before AUTH (AUTH is ~170 B) */
 #define DT_WORKER_READ_CHUNK 65536      /* bytes per read */
-#define DT_WORKER_MAX_JOBS 16           /* batches queued or running per connection */
+#define DT_WORKER_MAX_BATCHES 16           /* batches queued or running per connection */
 #define DT_WORKER_MAX_UNSENT (64u << 20) /* bytes written but not taken by the peer */
 #define DT_WORKER_FRAME_TIMEOUT_S 120.0 /* a started frame must complete in this time */
 #define DT_WORKER_LINGER_S 5.0          /* time to flush the last frames before closing */
@@ -67,7 +68,7 @@
 #define DT_WORKER_DEFAULT_AUTH_TIMEOUT 10.0
 
 typedef struct dt_conn dt_conn;
-typedef struct dt_job dt_job;
+typedef struct dt_wbatch dt_wbatch;
 
 typedef struct dt_wk {
     uv_loop_t loop;
@@ -81,8 +82,8 @@ typedef struct dt_wk {
     int max_batch;
     double auth_timeout_s;
     dt_net_set conns; /* a closing connection stays until its handles close */
-    dt_job *queue_head, *queue_tail; /* batches waiting for the runner */
-    dt_job *running;                 /* the batch on the work thread, or NULL */
+    dt_wbatch *queue_head, *queue_tail; /* batches waiting for the runner */
+    dt_wbatch *running;                 /* the batch on the work thread, or NULL */
     int stopping;                    /* a signal arrived */
     int finishing;                   /* the last batch is done: closing everything */
 } dt_wk;
@@ -96,12 +97,12 @@ struct dt_conn {
     char nonce[65]; /* the worker's nonce sent in HELLO */
     dt_wire_decoder dec;
     int authed;
-    int jobs;         /* this connection's batches queued or running */
+    int batches;      /* this connection's batches queued or running */
     char rbuf[DT_WORKER_READ_CHUNK];
 };
 
-struct dt_job {
-    uv_work_t req; /* first: the request is the job */
+struct dt_wbatch {
+    uv_work_t req; /* first: the request is the batch */
     dt_wk *w;
     dt_conn *c;       /* NULL once the connection is gone */
     uint64_t conn_id; /* for the log when it is gone */
@@ -111,15 +112,8 @@ struct dt_job {
     int rc;
     dt_err err;
     double seconds;
-    dt_job *next;
+    dt_wbatch *next;
 };
-
-static double dt_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint64_t dt_ms(double s) { return (uint64_t)ceil(s * 1000.0); }
 
@@ -128,9 +122,9 @@ static uint32_t dt_be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
-/* ---- jobs ----------------------------------------------------------------- */
+/* ---- batches held (queued or running) ------------------------------------ */
 
-static void dt_job_free(dt_job *j)
+static void dt_wbatch_free(dt_wbatch *j)
 {
     if (!j)
         return;
@@ -144,18 +138,18 @@ static void dt_job_free(dt_job *j)
 
 /* Forgets every batch of c: queued ones are dropped, the running one will
  * have its result dropped. */
-static void dt_conn_detach_jobs(dt_conn *c)
+static void dt_conn_detach_batches(dt_conn *c)
 {
     dt_wk *w = c->w;
-    dt_job **pp = &w->queue_head;
+    dt_wbatch **pp = &w->queue_head;
     w->queue_tail = NULL;
     while (*pp) {
-        dt_job *j = *pp;
+        dt_wbatch *j = *pp;
         if (j->c == c) {
             *pp = j->next;
             dt_log_info("connection #%llu closed: its queued batch %lld is dropped",
                         (unsigned long long)c->nc.id, (long long)j->id);
-            dt_job_free(j);
+            dt_wbatch_free(j);
         } else {
             w->queue_tail = j;
             pp = &j->next;
@@ -163,7 +157,7 @@ static void dt_conn_detach_jobs(dt_conn *c)
     }
     if (w->running && w->running->c == c)
         w->running->c = NULL;
-    c->jobs = 0;
+    c->batches = 0;
 }
 
 /* ---- connections: closing ------------------------------------------------- */
@@ -175,7 +169,7 @@ static void dt_conn_close(dt_conn *c)
 {
     if (c->nc.closing)
         return;
-    dt_conn_detach_jobs(c);
+    dt_conn_detach_batches(c);
     dt_net_conn_close(&c->nc);
 }
 
@@ -299,9 +293,9 @@ static void dt_conn_fail(dt_conn *c, const json_int_t *id, const char *fmt, ...)
 static void dt_start_next(dt_wk *w);
 static void dt_stop_finish(dt_wk *w);
 
-static void dt_job_work(uv_work_t *req)
+static void dt_wbatch_work(uv_work_t *req)
 {
-    dt_job *j = (dt_job *)req;
+    dt_wbatch *j = (dt_wbatch *)req;
     /* SIGTERM/SIGINT belong to the loop thread (uv_signal): blocked here,
      * they cannot interrupt the runner's system calls while it measures. */
     sigset_t block, old;
@@ -342,7 +336,7 @@ static void dt_ascii_only(char *s)
             *s = '?';
 }
 
-static json_t *dt_result_payload(dt_job *j)
+static json_t *dt_result_payload(dt_wbatch *j)
 {
     int n = j->batch.ntrials;
     size_t per = n > 0 ? (DT_WIRE_MAX_FRAME / 2) / (size_t)n : DT_WORKER_ERROR_TEXT_MAX;
@@ -377,15 +371,15 @@ static json_t *dt_result_payload(dt_job *j)
     return p;
 }
 
-static void dt_job_done(uv_work_t *req, int status)
+static void dt_wbatch_done(uv_work_t *req, int status)
 {
-    dt_job *j = (dt_job *)req;
+    dt_wbatch *j = (dt_wbatch *)req;
     dt_wk *w = j->w;
     dt_conn *c = j->c;
     (void)status; /* work is never cancelled */
     w->running = NULL;
     if (c)
-        c->jobs--;
+        c->batches--;
     if (j->rc) {
         dt_log_error("batch %lld (%d trials) from connection #%llu could not be measured: %s",
                      (long long)j->id, j->batch.ntrials, (unsigned long long)j->conn_id,
@@ -413,7 +407,7 @@ static void dt_job_done(uv_work_t *req, int status)
                 dt_conn_send(c, DT_MSG_RESULT, p);
         }
     }
-    dt_job_free(j);
+    dt_wbatch_free(j);
     if (w->stopping)
         dt_stop_finish(w);
     else
@@ -424,16 +418,16 @@ static void dt_start_next(dt_wk *w)
 {
     if (w->running || !w->queue_head || w->stopping)
         return;
-    dt_job *j = w->queue_head;
+    dt_wbatch *j = w->queue_head;
     w->queue_head = j->next;
     if (!w->queue_head)
         w->queue_tail = NULL;
     j->next = NULL;
     w->running = j;
-    int r = uv_queue_work(&w->loop, &j->req, dt_job_work, dt_job_done);
+    int r = uv_queue_work(&w->loop, &j->req, dt_wbatch_work, dt_wbatch_done);
     if (r) { /* cannot happen with a valid work callback; answer anyway */
         j->rc = dt_errf(&j->err, DT_EIO, "cannot start a work thread: %s", uv_strerror(r));
-        dt_job_done(&j->req, r);
+        dt_wbatch_done(&j->req, r);
     }
 }
 
@@ -495,9 +489,9 @@ static void dt_handle_batch(dt_conn *c, json_t *p)
         dt_conn_fail(c, &id, "the worker is shutting down; batch %lld is not taken", (long long)id);
         return;
     }
-    if (c->jobs >= DT_WORKER_MAX_JOBS) {
+    if (c->batches >= DT_WORKER_MAX_BATCHES) {
         dt_conn_fail(c, &id, "batch %lld: already %d batches in flight on this connection",
-                     (long long)id, c->jobs);
+                     (long long)id, c->batches);
         return;
     }
     /* cheap check before parsing thousands of trials */
@@ -507,7 +501,7 @@ static void dt_handle_batch(dt_conn *c, json_t *p)
                      (long long)id, json_array_size(jt), w->max_batch);
         return;
     }
-    dt_job *j = calloc(1, sizeof *j);
+    dt_wbatch *j = calloc(1, sizeof *j);
     if (!j) {
         dt_conn_fail(c, &id, "out of memory queueing batch %lld", (long long)id);
         return;
@@ -522,7 +516,7 @@ static void dt_handle_batch(dt_conn *c, json_t *p)
     if (j->batch.ntrials > w->max_batch) {
         dt_conn_fail(c, &id, "batch %lld has %d trials; this worker takes at most %d (max_batch)",
                      (long long)id, j->batch.ntrials, w->max_batch);
-        dt_job_free(j);
+        dt_wbatch_free(j);
         return;
     }
     j->w = w;
@@ -536,7 +530,7 @@ static void dt_handle_batch(dt_conn *c, json_t *p)
             json_object_set_new(r, "results", json_array());
         }
         dt_conn_send(c, DT_MSG_RESULT, r);
-        dt_job_free(j);
+        dt_wbatch_free(j);
         return;
     }
     if (w->queue_tail)
@@ -544,7 +538,7 @@ static void dt_handle_batch(dt_conn *c, json_t *p)
     else
         w->queue_head = j;
     w->queue_tail = j;
-    c->jobs++;
+    c->batches++;
     dt_log_info("connection #%llu: batch %lld (%d trials of %s) queued",
                 (unsigned long long)c->nc.id, (long long)id, j->batch.ntrials, j->batch.workload);
     dt_start_next(w);
@@ -760,13 +754,13 @@ static void dt_on_signal(uv_signal_t *s, int signum)
     }
     /* queued batches are dropped: their clients requeue them elsewhere */
     while (w->queue_head) {
-        dt_job *j = w->queue_head;
+        dt_wbatch *j = w->queue_head;
         w->queue_head = j->next;
         if (j->c)
-            j->c->jobs--;
+            j->c->batches--;
         dt_log_info("stopping: batch %lld from connection #%llu is not run",
                     (long long)j->id, (unsigned long long)j->conn_id);
-        dt_job_free(j);
+        dt_wbatch_free(j);
     }
     w->queue_tail = NULL;
     for (dt_net_conn *nc = w->conns.head; nc; nc = nc->next) {
@@ -886,10 +880,7 @@ int dt_worker_run(const dt_worker_opts *o, dt_err *e)
     else if (gethostname(w->name, sizeof w->name - 1) != 0)
         snprintf(w->name, sizeof w->name, "worker");
     dt_target t;
-    if ((rc = dt_target_detect(&t, e)) || (rc = dt_target_key(&t, w->target_key,
-                                                              sizeof w->target_key))) {
-        if (rc != DT_OK && e && !e->msg[0])
-            dt_errf(e, rc, "cannot form the target key");
+    if ((rc = dt_target_detect_key(&t, w->target_key, sizeof w->target_key, e))) {
         free(w);
         return rc;
     }

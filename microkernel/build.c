@@ -1,4 +1,5 @@
 #include "microkernel/build.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,13 +15,6 @@
 #include <unistd.h>
 
 extern char **environ;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void dt_hash_strings(const char *const *parts, int n, char out[65])
 {
@@ -258,13 +252,13 @@ static void start_job(const dt_builder *b, const char *source, job *j, dt_build_
         unlink(j->src);
         return;
     }
-    j->started = now_s();
+    j->started = dt_now_s();
 }
 
 /* Turns a finished compiler process into a result and cleans up. */
 static void finish_job(const dt_builder *b, job *j, int wstatus, int timed_out, dt_build_result *r)
 {
-    r->seconds = now_s() - j->started;
+    r->seconds = dt_now_s() - j->started;
     if (timed_out) {
         r->status = DT_BUILD_TIMEOUT;
         char msg[128];
@@ -323,7 +317,7 @@ int dt_build_many(const dt_builder *b, const char *const *sources, int n, int jo
             int st = 0;
             pid_t w = waitpid(j->pid, &st, WNOHANG);
             int timed_out = 0;
-            if (w == 0 && now_s() - j->started > b->timeout_s) {
+            if (w == 0 && dt_now_s() - j->started > b->timeout_s) {
                 kill(-j->pid, SIGKILL);
                 waitpid(j->pid, &st, 0);
                 timed_out = 1;
@@ -337,8 +331,7 @@ int dt_build_many(const dt_builder *b, const char *const *sources, int n, int jo
             }
         }
         if (!progressed && active > 0) {
-            struct timespec ts = {0, 2000000}; /* 2 ms */
-            nanosleep(&ts, NULL);
+            dt_sleep_ms(2);
         }
     }
     free(running);

@@ -10,6 +10,13 @@
 #include "common/strbuf.h"
 #include "microkernel/mk_op.h"
 
+dt_kernel_op dt_kernel_op_of_workload(const dt_workload *w)
+{
+    dt_kernel_op kop = {.op = w->op};
+    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
+    return kop;
+}
+
 void dt_kernel_op_describe(const dt_kernel_op *kop, char *buf, size_t n)
 {
     size_t len = (size_t)snprintf(buf, n, "%s", kop->op->name);

@@ -21,6 +21,7 @@
 #include "sketch/annotation.h"
 #include "sketch/dtype.h"
 #include "sketch/op.h"
+#include "sketch/workload.h"
 
 #define DT_KERNEL_ABI 1
 
@@ -32,6 +33,11 @@ typedef struct dt_kernel_op {
     int attrs[DT_MAX_ATTRS];
     dt_dtype dtype;
 } dt_kernel_op;
+
+/* What the kernels of workload w compute: its op and attribute values (the
+ * workload has no dtype yet: f32).  The one way to describe a workload's
+ * kernels; nothing else fills a dt_kernel_op from a workload by hand. */
+dt_kernel_op dt_kernel_op_of_workload(const dt_workload *w);
 
 /* Generates the C source (malloc'ed, caller frees) of the micro-kernel.
  * The annotation must be valid (dt_annotation_validate); DT_EUNSUPPORTED for

@@ -15,19 +15,13 @@
 #include <time.h>
 
 #include "peers/peer.h"
+#include "common/clock.h"
 
 #define FMA_CHAINS 16
 #define FMA_BLOCK 2048 /* iterations between clock reads (~16 µs at AVX-512 rates) */
 
 static volatile float fma_sink;
 static volatile float fma_mul = 0.999999f, fma_add = 1e-6f, fma_seed = 0.5f;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Each kernel runs blocks of FMA_BLOCK iterations until `seconds` passed;
  * returns the vector FMAs done and the time taken in *elapsed. */
@@ -40,7 +34,7 @@ __attribute__((target("avx512f"), noinline)) static uint64_t fma_avx512(double s
     for (int i = 0; i < FMA_CHAINS; i++)
         c[i] = _mm512_set1_ps(fma_seed + 0.01f * (float)i);
     uint64_t blocks = 0;
-    double t0 = now_s(), t;
+    double t0 = dt_now_s(), t;
     do {
         for (int it = 0; it < FMA_BLOCK; it++) {
             c[0] = _mm512_fmadd_ps(c[0], a, b);
@@ -61,7 +55,7 @@ __attribute__((target("avx512f"), noinline)) static uint64_t fma_avx512(double s
             c[15] = _mm512_fmadd_ps(c[15], a, b);
         }
         blocks++;
-        t = now_s();
+        t = dt_now_s();
     } while (t - t0 < seconds);
     *elapsed = t - t0;
     __m512 s = c[0];
@@ -79,7 +73,7 @@ __attribute__((target("avx2,fma"), noinline)) static uint64_t fma_avx2(double se
     for (int i = 0; i < FMA_CHAINS; i++)
         c[i] = _mm256_set1_ps(fma_seed + 0.01f * (float)i);
     uint64_t blocks = 0;
-    double t0 = now_s(), t;
+    double t0 = dt_now_s(), t;
     do {
         for (int it = 0; it < FMA_BLOCK; it++) {
             c[0] = _mm256_fmadd_ps(c[0], a, b);
@@ -100,7 +94,7 @@ __attribute__((target("avx2,fma"), noinline)) static uint64_t fma_avx2(double se
             c[15] = _mm256_fmadd_ps(c[15], a, b);
         }
         blocks++;
-        t = now_s();
+        t = dt_now_s();
     } while (t - t0 < seconds);
     *elapsed = t - t0;
     __m256 s = c[0];
@@ -121,13 +115,13 @@ __attribute__((noinline)) static uint64_t fma_scalar(double seconds, double *ela
     for (int i = 0; i < FMA_CHAINS; i++)
         c[i] = fma_seed + 0.01f * (float)i;
     uint64_t blocks = 0;
-    double t0 = now_s(), t;
+    double t0 = dt_now_s(), t;
     do {
         for (int it = 0; it < FMA_BLOCK; it++)
             for (int i = 0; i < FMA_CHAINS; i++)
                 c[i] = c[i] * a + b;
         blocks++;
-        t = now_s();
+        t = dt_now_s();
     } while (t - t0 < seconds);
     *elapsed = t - t0;
     float sum = 0.0f;

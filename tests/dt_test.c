@@ -1,5 +1,6 @@
 #include "tests/dt_test.h"
 
+#include "common/clock.h"
 #include "db/db.h"
 
 #include <dirent.h>
@@ -208,8 +209,7 @@ int dt_test_start_worker(const dt_test_worker_opts *o, pid_t *pid, char *target_
     }
     close(fd);
     static const char ready[] = "dtune worker listening on 127.0.0.1:";
-    struct timespec t0, now, nap = {0, 50 * 1000 * 1000};
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = dt_now_s();
     for (;;) {
         char *log = dt_test_slurp(o->log_path);
         const char *at = strstr(log, ready);
@@ -229,10 +229,8 @@ int dt_test_start_worker(const dt_test_worker_opts *o, pid_t *pid, char *target_
             *pid = 0;
             return -1;
         }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9 >
-            o->timeout_s)
+        if (dt_now_s() - t0 > o->timeout_s)
             return -1;
-        nanosleep(&nap, NULL);
+        dt_sleep_ms(50);
     }
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/target.h"
 #include "daemon/api.h"
 #include "daemon/api_util.h"
@@ -241,7 +242,7 @@ static int make_db(dt_err *e)
     dt_db *db = NULL;
     int64_t wid, tid;
     int rc;
-    if ((rc = dt_target_detect(&tg, e)) || (rc = dt_target_key(&tg, g_tkey, sizeof g_tkey)) ||
+    if ((rc = dt_target_detect_key(&tg, g_tkey, sizeof g_tkey, e)) ||
         (rc = dt_workload_parse_key(KEY, &w, e)) ||
         (rc = dt_db_open(g_db, DT_DB_CREATE, &db, e)))
         goto out;
@@ -456,11 +457,9 @@ static int setup(void)
         return 1;
     }
     g_metrics = dt_metrics_new();
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     g_api = (dt_api){.db = g_apidb, .cache = g_cache, .target_key = g_tkey, .cores = 4,
                      .default_threads = 1, .metrics = g_metrics, .kernel_source = fake_source,
-                     .started_s = (double)ts.tv_sec};
+                     .started_s = dt_now_s()};
     return 0;
 }
 

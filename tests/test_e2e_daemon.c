@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "db/db.h"
+#include "common/clock.h"
 #include "tests/dt_test.h"
 
 #define KEY "dense(M=1..32,N=128,K=128)"
@@ -45,19 +46,6 @@ static int teardown(void)
     dt_test_rmtree(g_dir);
     free(g_dir);
     return 0;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void nap_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
 }
 
 /* ---- the daemon as a child process -------------------------------------------------- */
@@ -96,8 +84,8 @@ static int start_daemon(daemon_proc *d, const char *db, const char *tag)
     if (d->pid < 0)
         return -1;
     static const char ready[] = "dtune daemon listening on 127.0.0.1:";
-    double t0 = now_s();
-    while (now_s() - t0 < 20) {
+    double t0 = dt_now_s();
+    while (dt_now_s() - t0 < 20) {
         char *text = dt_test_slurp(out);
         const char *at = strstr(text, ready);
         if (at)
@@ -109,7 +97,7 @@ static int start_daemon(daemon_proc *d, const char *db, const char *tag)
             d->pid = 0;
             return -1;
         }
-        nap_ms(50);
+        dt_sleep_ms(50);
     }
     return -1;
 }
@@ -135,19 +123,19 @@ static int run_daemon_to_exit(const char *db, const char *tag, double timeout_s,
     }
     close(fl);
     int st = 0, code = -1;
-    double t0 = now_s();
+    double t0 = dt_now_s();
     for (;;) {
         pid_t r = waitpid(pid, &st, WNOHANG);
         if (r == pid) {
             code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
             break;
         }
-        if (now_s() - t0 > timeout_s) {
+        if (dt_now_s() - t0 > timeout_s) {
             kill(-pid, SIGKILL);
             waitpid(pid, NULL, 0);
             break;
         }
-        nap_ms(20);
+        dt_sleep_ms(20);
     }
     *err = dt_test_slurp(log);
     return code;
@@ -261,15 +249,15 @@ static json_t *wait_job(int port, int64_t id, double timeout_s)
 {
     char path[64];
     snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
-    double t0 = now_s();
-    while (now_s() - t0 < timeout_s) {
+    double t0 = dt_now_s();
+    while (dt_now_s() - t0 < timeout_s) {
         int st;
         json_t *j = http_json(port, "GET", path, NULL, &st);
         const char *s = json_string_value(json_object_get(j, "state"));
         if (st == 200 && s && (!strcmp(s, "done") || !strcmp(s, "failed") || !strcmp(s, "cancelled")))
             return j;
         json_decref(j);
-        nap_ms(200);
+        dt_sleep_ms(200);
     }
     return NULL;
 }
@@ -429,11 +417,11 @@ static void test_idle_connections(void)
         }
     }
     CU_ASSERT_EQUAL_FATAL(opened, N);
-    nap_ms(1300); /* past the 1 s an idle connection is spared for */
-    double t0 = now_s();
+    dt_sleep_ms(1300); /* past the 1 s an idle connection is spared for */
+    double t0 = dt_now_s();
     char *m = NULL;
     CU_ASSERT_EQUAL(http(g_d.port, "GET", "/metrics", NULL, &m), 200);
-    CU_ASSERT(now_s() - t0 < 5.0);
+    CU_ASSERT(dt_now_s() - t0 < 5.0);
     /* the daemon was full when it answered */
     const char *open_line = m ? strstr(m, "\ndtune_http_connections_open ") : NULL;
     CU_ASSERT_PTR_NOT_NULL(open_line);
@@ -444,7 +432,7 @@ static void test_idle_connections(void)
     CU_ASSERT_EQUAL(http(g_d.port, "GET", "/healthz", NULL, NULL), 200);
     for (int i = 0; i < N; i++)
         close(fds[i]);
-    nap_ms(200);
+    dt_sleep_ms(200);
     CU_ASSERT_EQUAL(http(g_d.port, "GET", "/healthz", NULL, NULL), 200);
 }
 
@@ -501,11 +489,11 @@ static void test_cancel_running(void)
     char path[64];
     snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
     int64_t trials = 0;
-    for (double t0 = now_s(); now_s() - t0 < 60 && trials < 10;) {
+    for (double t0 = dt_now_s(); dt_now_s() - t0 < 60 && trials < 10;) {
         json_t *j = http_json(g_d.port, "GET", path, NULL, &st);
         trials = json_integer_value(json_object_get(json_object_get(j, "progress"), "trials"));
         json_decref(j);
-        nap_ms(100);
+        dt_sleep_ms(100);
     }
     CU_ASSERT(trials >= 10);
     json_t *c = http_json(g_d.port, "DELETE", path, NULL, &st);
@@ -603,7 +591,7 @@ static void test_slow_client(void)
     int fd = connect_port(g_d.port);
     CU_ASSERT_FATAL(fd >= 0);
     const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
-    double t0 = now_s();
+    double t0 = dt_now_s();
     int ended = 0, status = 0;
     for (size_t i = 0; i < strlen(req) && !ended; i++) {
         if (send(fd, req + i, 1, MSG_NOSIGNAL) != 1) {
@@ -612,8 +600,8 @@ static void test_slow_client(void)
         }
         /* meanwhile a normal client is served */
         CU_ASSERT_EQUAL(http(g_d.port, "GET", "/healthz", NULL, NULL), 200);
-        double t1 = now_s();
-        while (now_s() - t1 < 1.0 && !ended) {
+        double t1 = dt_now_s();
+        while (dt_now_s() - t1 < 1.0 && !ended) {
             char buf[512];
             ssize_t r = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
             if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
@@ -624,11 +612,11 @@ static void test_slow_client(void)
                     status = atoi(buf + 9);
                 ended = 1;
             } else {
-                nap_ms(50);
+                dt_sleep_ms(50);
             }
         }
     }
-    double took = now_s() - t0;
+    double took = dt_now_s() - t0;
     close(fd);
     CU_ASSERT_TRUE(ended);
     CU_ASSERT(took < 8);
@@ -669,7 +657,7 @@ static void test_kill9_resume(void)
     json_decref(r);
     int64_t n = 0;
     for (int i = 0; i < 1200 && n < 12; i++) {
-        nap_ms(50);
+        dt_sleep_ms(50);
         n = dt_test_count_records(db);
     }
     CU_ASSERT_EQUAL(stop_daemon(&d, SIGKILL), 128 + SIGKILL);
@@ -720,7 +708,7 @@ static void test_one_daemon_per_db(void)
     json_decref(r);
     int64_t n = 0;
     for (int i = 0; i < 1200 && n < 4; i++) {
-        nap_ms(50);
+        dt_sleep_ms(50);
         n = dt_test_count_records(db);
     }
     CU_ASSERT(n >= 4);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "db/db.h"
 #include "tests/dt_test.h"
 
@@ -151,8 +152,7 @@ static void test_resume_after_sigkill(void)
     /* kill it once some trials are recorded, well before the end */
     int64_t n = 0;
     for (int i = 0; i < 600 && n < 12; i++) {
-        struct timespec ts = {0, 50 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+        dt_sleep_ms(50);
         n = dt_test_count_records(path);
     }
     kill(pid, SIGKILL);
@@ -390,8 +390,7 @@ static void test_sigint_keeps_and_exits_130(void)
     }
     int64_t n = 0;
     for (int i = 0; i < 1200 && n < 12; i++) {
-        struct timespec ts = {0, 50 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+        dt_sleep_ms(50);
         n = dt_test_count_records(path);
     }
     CU_ASSERT(n >= 12);
@@ -399,8 +398,7 @@ static void test_sigint_keeps_and_exits_130(void)
     int st = 0;
     pid_t w = 0;
     for (int i = 0; i < 1200 && w == 0; i++) {
-        struct timespec ts = {0, 100 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+        dt_sleep_ms(100);
         w = waitpid(pid, &st, WNOHANG);
     }
     if (w == 0) {

@@ -18,23 +18,11 @@
 #include <unistd.h>
 
 #include "daemon/http.h"
+#include "common/clock.h"
 #include "daemon/http_auth.h"
 #include "daemon/http_conn.h"
 #include "daemon/http_msg.h"
 #include "tests/dt_test.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
 
 /* ---- the pure parser ------------------------------------------------------ */
 
@@ -466,7 +454,7 @@ static resp cl_read_ex(client *c, double timeout_s, int head_only)
     resp r;
     memset(&r, 0, sizeof r);
     r.status = -1;
-    double end = now_s() + timeout_s;
+    double end = dt_now_s() + timeout_s;
     for (;;) {
         c->buf[c->len] = '\0';
         char *eoh = strstr(c->buf, "\r\n\r\n");
@@ -490,7 +478,7 @@ static resp cl_read_ex(client *c, double timeout_s, int head_only)
                 return r;
             }
         }
-        double left = end - now_s();
+        double left = end - dt_now_s();
         if (left <= 0 || cl_fill(c, left) <= 0)
             return r;
     }
@@ -503,16 +491,16 @@ static void resp_free(resp *r) { free(r->body); }
 /* Waits for the server to close: 1 when EOF (or reset) came within timeout_s. */
 static int cl_eof(client *c, double timeout_s)
 {
-    double end = now_s() + timeout_s;
+    double end = dt_now_s() + timeout_s;
     for (;;) {
-        double left = end - now_s();
+        double left = end - dt_now_s();
         if (left <= 0)
             return 0;
         c->len = 0;
         int r = cl_fill(c, left);
         if (r == 0)
             return 1;
-        if (r < 0 && now_s() >= end)
+        if (r < 0 && dt_now_s() >= end)
             return 0;
     }
 }
@@ -778,9 +766,9 @@ static void test_server_timeouts(void)
     /* a slow client: one byte every 0.3 s → 408 about 1 s after the first */
     client *c = cl_open(t->port);
     const char *req = "GET /slow HTTP/1.1\r\nHost: x\r\nX-Long: aaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
-    double t0 = now_s();
+    double t0 = dt_now_s();
     int got408 = 0;
-    for (size_t i = 0; i < strlen(req) && now_s() - t0 < 5; i++) {
+    for (size_t i = 0; i < strlen(req) && dt_now_s() - t0 < 5; i++) {
         if (cl_send(c, req + i, 1))
             break;
         struct pollfd p = {.fd = c->fd, .events = POLLIN};
@@ -791,7 +779,7 @@ static void test_server_timeouts(void)
             break;
         }
     }
-    double took = now_s() - t0;
+    double took = dt_now_s() - t0;
     CU_ASSERT_TRUE(got408);
     CU_ASSERT(took > 0.9 && took < 3.0);
     CU_ASSERT_TRUE(cl_eof(c, 3.0));
@@ -803,20 +791,20 @@ static void test_server_timeouts(void)
     resp r = cl_read(c);
     CU_ASSERT_EQUAL(r.status, 200);
     resp_free(&r);
-    t0 = now_s();
+    t0 = dt_now_s();
     CU_ASSERT_TRUE(cl_eof(c, 3.0));
-    took = now_s() - t0;
+    took = dt_now_s() - t0;
     CU_ASSERT(took > 0.4 && took < 2.5);
     cl_close(c);
     c = cl_open(t->port);
-    t0 = now_s();
+    t0 = dt_now_s();
     CU_ASSERT_TRUE(cl_eof(c, 3.0));
-    CU_ASSERT(now_s() - t0 < 2.5);
+    CU_ASSERT(dt_now_s() - t0 < 2.5);
     cl_close(c);
 
     /* blank lines between requests do not keep an idle connection open */
     c = cl_open(t->port);
-    t0 = now_s();
+    t0 = dt_now_s();
     int closed = 0;
     for (int i = 0; i < 12 && !closed; i++) {
         if (cl_sends(c, "\r\n"))
@@ -825,7 +813,7 @@ static void test_server_timeouts(void)
             closed = cl_eof(c, 0.2);
     }
     CU_ASSERT_TRUE(closed);
-    CU_ASSERT(now_s() - t0 < 2.0);
+    CU_ASSERT(dt_now_s() - t0 < 2.0);
     cl_close(c);
 
     CU_ASSERT_EQUAL(quick_get(t->port), 200);
@@ -884,11 +872,11 @@ static void test_server_max_connections(void)
     client *extra = cl_open(t->port);
     CU_ASSERT_PTR_NOT_NULL_FATAL(extra);
     cl_sends(extra, "GET /refused HTTP/1.1\r\n\r\n");
-    double t0 = now_s();
+    double t0 = dt_now_s();
     resp rr = cl_read(extra); /* no response: closed at accept */
     CU_ASSERT_EQUAL(rr.status, -1);
     CU_ASSERT_EQUAL(extra->len, 0);
-    CU_ASSERT(now_s() - t0 < 4.0);
+    CU_ASSERT(dt_now_s() - t0 < 4.0);
     resp_free(&rr);
     cl_close(extra);
     /* one held connection goes away: there is room again */
@@ -897,7 +885,7 @@ static void test_server_max_connections(void)
     for (int i = 0; i < 50 && !ok; i++) {
         ok = quick_get(t->port) == 200;
         if (!ok)
-            sleep_s(0.05);
+            dt_sleep_s(0.05);
     }
     CU_ASSERT_TRUE(ok);
     cl_sends(cs[1], "GET /stats HTTP/1.1\r\n\r\n");
@@ -936,18 +924,18 @@ static void test_server_idle_eviction(void)
             CU_ASSERT_EQUAL(r.status, 200);
             resp_free(&r);
         }
-        sleep_s(0.005); /* distinct idle times, in order */
+        dt_sleep_s(0.005); /* distinct idle times, in order */
     }
-    sleep_s(0.5); /* every idle connection is now past evict_idle_s */
+    dt_sleep_s(0.5); /* every idle connection is now past evict_idle_s */
 
     /* a new client is served promptly: #1 (idle longest) makes room */
     client *n1 = cl_open(t->port), *n2 = NULL;
     CU_ASSERT_PTR_NOT_NULL_FATAL(n1);
-    double t0 = now_s();
+    double t0 = dt_now_s();
     cl_sends(n1, "GET /new1 HTTP/1.1\r\n\r\n");
     resp r = cl_read(n1);
     CU_ASSERT_EQUAL(r.status, 200);
-    CU_ASSERT(now_s() - t0 < 2.0);
+    CU_ASSERT(dt_now_s() - t0 < 2.0);
     resp_free(&r);
     CU_ASSERT_TRUE(cl_eof(cs[1], 3.0));
     /* and the next one (n1 stays open): #2, which never sent a byte, goes */
@@ -991,7 +979,7 @@ static void test_server_close_with_clients(void)
     CU_ASSERT_EQUAL(r.status, 200);
     resp_free(&r);
     cl_sends(b, "GET /partial HTTP/1.1\r\nHost:");
-    sleep_s(0.1);
+    dt_sleep_s(0.1);
     srv_stop(t);
     CU_ASSERT_TRUE(cl_eof(a, 3.0));
     CU_ASSERT_TRUE(cl_eof(b, 3.0));

@@ -41,8 +41,7 @@ static dt_kernel_op op_of(const char *key)
     dt_err e;
     dt_kernel_op k = {0};
     if (dt_workload_parse_key(key, &w, &e) == 0) {
-        k.op = w->op;
-        memcpy(k.attrs, w->attrs, sizeof k.attrs);
+        k = dt_kernel_op_of_workload(w);
     }
     dt_workload_free(w);
     return k;

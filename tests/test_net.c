@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "net/addr.h"
+#include "common/clock.h"
 #include "net/conn.h"
 #include "tests/dt_test.h"
 
@@ -134,18 +135,11 @@ static tsrv *srv_start(void)
     return t;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Turns the loop until *flag reaches want or timeout_s passes; 1 when it did. */
 static int spin_until(tsrv *t, const int *flag, int want, double timeout_s)
 {
-    double end = now_s() + timeout_s;
-    while (*flag < want && now_s() < end) {
+    double end = dt_now_s() + timeout_s;
+    while (*flag < want && dt_now_s() < end) {
         uv_run(&t->loop, UV_RUN_NOWAIT);
         if (*flag < want)
             usleep(2000);
@@ -155,8 +149,8 @@ static int spin_until(tsrv *t, const int *flag, int want, double timeout_s)
 
 static void spin_for(tsrv *t, double s)
 {
-    double end = now_s() + s;
-    while (now_s() < end) {
+    double end = dt_now_s() + s;
+    while (dt_now_s() < end) {
         uv_run(&t->loop, UV_RUN_NOWAIT);
         usleep(2000);
     }
@@ -209,8 +203,8 @@ static ssize_t cl_read(int fd, char *buf, size_t n)
  * appended to buf.  1 on EOF. */
 static int cl_wait_eof(tsrv *t, int fd, char *buf, size_t n, size_t *len, double timeout_s)
 {
-    double end = now_s() + timeout_s;
-    while (now_s() < end) {
+    double end = dt_now_s() + timeout_s;
+    while (dt_now_s() < end) {
         uv_run(&t->loop, UV_RUN_NOWAIT);
         for (;;) {
             char tmp[65536];
@@ -295,8 +289,8 @@ static void test_write(void)
     CU_ASSERT_TRUE(spin_until(t, &t->writes_ok, 2, 5));
     char buf[64] = "";
     size_t len = 0;
-    double end = now_s() + 5;
-    while (len < 11 && now_s() < end) {
+    double end = dt_now_s() + 5;
+    while (len < 11 && dt_now_s() < end) {
         ssize_t k = cl_read(fd, buf + len, sizeof buf - 1 - len);
         if (k > 0)
             len += (size_t)k;

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common/target.h"
+#include "common/clock.h"
 #include "db/db.h"
 #include "measure/pool.h"
 #include "measure/trial.h"
@@ -45,13 +46,6 @@ static char *g_dir;        /* private temporary directory */
 static char *g_token_file; /* holds TOKEN, mode 600 */
 static char g_target_key[DT_TARGET_KEY_MAX];
 static dt_target g_target;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- result bookkeeping ---------------------------------------------------- */
 
@@ -169,8 +163,7 @@ static void make_batch(const dt_workload *w, dt_rng *rng, const int *ms, int n, 
     dt_err e;
     memset(b, 0, sizeof *b);
     CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(rng, &g_target, -1, 1, ann, &e), 0);
-    dt_kernel_op kop = {.op = w->op};
-    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
+    dt_kernel_op kop = dt_kernel_op_of_workload(w);
     CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, ann, &b->source, &e), 0);
     dt_workload_key(w, b->workload, sizeof b->workload);
     dt_timing_default(&b->timing);
@@ -515,9 +508,9 @@ static void test_fake_deadline(void)
     tally_add(&t, &b, 0);
     CU_ASSERT_EQUAL(dt_pool_submit(p, &b, &e), 0);
     dt_batch_free(&b);
-    double t0 = now_s();
+    double t0 = dt_now_s();
     CU_ASSERT_EQUAL(dt_pool_drain(p, 20, &e), 0);
-    CU_ASSERT_TRUE(now_s() - t0 < 10);
+    CU_ASSERT_TRUE(dt_now_s() - t0 < 10);
     dt_pool_close(p);
     check_exactly_once(&t);
     CU_ASSERT_EQUAL(count_status(&t, DT_TRIAL_WORKER_LOST), 2);
@@ -628,9 +621,9 @@ static void test_other_target_refused(void)
     dt_err e;
     CU_ASSERT_EQUAL(dt_pool_submit(p, &b, &e), 0);
     dt_batch_free(&b);
-    double t0 = now_s();
+    double t0 = dt_now_s();
     CU_ASSERT_EQUAL(dt_pool_drain(p, 30, &e), DT_EIO);
-    CU_ASSERT_TRUE(now_s() - t0 < 15);
+    CU_ASSERT_TRUE(dt_now_s() - t0 < 15);
     char want[256];
     snprintf(want, sizeof want, "worker 127.0.0.1:%d has target %s but the job is for %s",
              g_workers[0].port, g_target_key, other);
@@ -658,9 +651,9 @@ static void test_wrong_token_refused(void)
     dt_err e;
     CU_ASSERT_EQUAL(dt_pool_submit(p, &b, &e), 0);
     dt_batch_free(&b);
-    double t0 = now_s();
+    double t0 = dt_now_s();
     CU_ASSERT_EQUAL(dt_pool_drain(p, 30, &e), DT_EIO);
-    CU_ASSERT_TRUE(now_s() - t0 < 15);
+    CU_ASSERT_TRUE(dt_now_s() - t0 < 15);
     if (!strstr(e.msg, "authentication"))
         fprintf(stderr, "\n  message: %s\n", e.msg);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "authentication"));
@@ -688,9 +681,9 @@ static void test_unreachable(void)
     dt_err e;
     CU_ASSERT_EQUAL(dt_pool_submit(p, &b, &e), 0);
     dt_batch_free(&b);
-    double t0 = now_s();
+    double t0 = dt_now_s();
     CU_ASSERT_EQUAL(dt_pool_drain(p, 2.0, &e), DT_EIO);
-    double el = now_s() - t0;
+    double el = dt_now_s() - t0;
     CU_ASSERT_TRUE(el >= 1.9 && el < 5);
     if (!strstr(e.msg, "connection refused"))
         fprintf(stderr, "\n  message: %s\n", e.msg);
@@ -745,8 +738,8 @@ static void test_kill_one_worker(void)
     }
     /* wait for the first answer: both workers then hold a batch */
     pthread_mutex_lock(&t.mu);
-    double t0 = now_s();
-    while (t.callbacks == 0 && now_s() - t0 < 180) {
+    double t0 = dt_now_s();
+    while (t.callbacks == 0 && dt_now_s() - t0 < 180) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += 1;
@@ -988,8 +981,7 @@ static void test_session_on_fake_workers(void)
 int main(void)
 {
     dt_err e;
-    if (dt_target_detect(&g_target, &e) || dt_target_key(&g_target, g_target_key,
-                                                         sizeof g_target_key)) {
+    if (dt_target_detect_key(&g_target, g_target_key, sizeof g_target_key, &e)) {
         fprintf(stderr, "no target: %s\n", e.msg);
         return 1;
     }

@@ -420,6 +420,23 @@ static void test_key_detected_round_trip(void)
     fprintf(stderr, "\n    key: %s ", key);
 }
 
+/* dt_target_detect_key: the detected target and its key, or an error. */
+static void test_detect_key(void)
+{
+    dt_target t, again;
+    char key[DT_TARGET_KEY_MAX], want[DT_TARGET_KEY_MAX];
+    dt_err e;
+    dt_err_clear(&e);
+    CU_ASSERT_EQUAL_FATAL(dt_target_detect_key(&t, key, sizeof key, &e), 0);
+    detect_or_fail(&again);
+    CU_ASSERT_EQUAL_FATAL(dt_target_key(&again, want, sizeof want), 0);
+    CU_ASSERT_STRING_EQUAL(key, want);
+    CU_ASSERT_EQUAL(t.cores, again.cores);
+    char small[8];
+    CU_ASSERT_EQUAL(dt_target_detect_key(&t, small, sizeof small, &e), DT_EINVAL);
+    CU_ASSERT(strstr(e.msg, "target key") != NULL);
+}
+
 static void test_key_hand_built(void)
 {
     dt_target t = hand_target("aarch64", DT_ISA_GENERIC, 4, 4, 64u << 10, 1536u << 10, 0);
@@ -733,6 +750,7 @@ int main(void)
     CU_TestInfo key_tests[] = {
         {"size format", test_size_format},
         {"detected key round-trips", test_key_detected_round_trip},
+        {"detect and key in one call", test_detect_key},
         {"hand-built keys round-trip", test_key_hand_built},
         {"format rejects bad fields", test_key_format_rejects},
         {"malformed keys rejected", test_key_malformed},

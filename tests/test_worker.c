@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/target.h"
+#include "common/clock.h"
 #include "measure/trial.h"
 #include "measure/wire.h"
 #include "microkernel/codegen.h"
@@ -49,32 +50,19 @@ static char g_target_key[DT_TARGET_KEY_MAX];
 static char *g_source; /* a generated kernel */
 static long g_next_id = 1;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
-
 /* Waits up to timeout_s for text to appear in the log at path. */
 static int log_has_in(const char *path, const char *text, double timeout_s)
 {
-    double end = now_s() + timeout_s;
+    double end = dt_now_s() + timeout_s;
     for (;;) {
         char *log = dt_test_slurp(path);
         int found = strstr(log, text) != NULL;
         free(log);
         if (found)
             return 1;
-        if (now_s() > end)
+        if (dt_now_s() > end)
             return 0;
-        sleep_s(0.02);
+        dt_sleep_s(0.02);
     }
 }
 
@@ -182,14 +170,14 @@ static int cl_send(client *c, dt_msg_type t, json_t *payload)
  * or a protocol error from the worker's side. */
 static int cl_recv(client *c, dt_msg_type *t, json_t **p, double timeout_s)
 {
-    double end = now_s() + timeout_s;
+    double end = dt_now_s() + timeout_s;
     for (;;) {
         int r = dt_wire_next(&c->d, t, p, NULL);
         if (r != 0)
             return r > 0 ? 1 : -1;
         if (c->eof)
             return 0;
-        double left = end - now_s();
+        double left = end - dt_now_s();
         if (left <= 0)
             return -1;
         struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
@@ -217,11 +205,11 @@ static int cl_wait_closed(client *c, double timeout_s, char *errmsg, size_t n)
 {
     if (errmsg)
         errmsg[0] = '\0';
-    double end = now_s() + timeout_s;
+    double end = dt_now_s() + timeout_s;
     for (;;) {
         dt_msg_type t;
         json_t *p = NULL;
-        double left = end - now_s();
+        double left = end - dt_now_s();
         int r = cl_recv(c, &t, &p, left > 0 ? left : 0.001);
         if (r == 0)
             return 1;
@@ -298,8 +286,7 @@ static void gen_source(void)
     dt_rng rng;
     dt_rng_seed(&rng, 7);
     dt_annotation a;
-    dt_kernel_op kop = {.op = w->op};
-    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
+    dt_kernel_op kop = dt_kernel_op_of_workload(w);
     if (dt_annotation_sample(&rng, &t, -1, 1, &a, &e) == 0)
         dt_codegen(&kop, &a, &g_source, &e);
     dt_workload_free(w);
@@ -416,7 +403,7 @@ static void check_serving(void)
         }
         cl_close(&c);
         if (rc != 0)
-            sleep_s(0.05);
+            dt_sleep_s(0.05);
     }
     CU_ASSERT_EQUAL(rc, 0);
 }
@@ -614,9 +601,9 @@ static void test_random_bytes(void)
         if (round == 1) /* a plausible small header, garbage body */
             memcpy(buf, "\x00\x00\x00\x40\x01\x04", 6);
         cl_send_raw(&c, buf, sizeof buf);
-        double t0 = now_s();
+        double t0 = dt_now_s();
         CU_ASSERT_TRUE(cl_wait_closed(&c, AUTH_TIMEOUT_S + 3, NULL, 0));
-        CU_ASSERT_TRUE(now_s() - t0 < 2.0);
+        CU_ASSERT_TRUE(dt_now_s() - t0 < 2.0);
         cl_close(&c);
     }
     check_serving();
@@ -654,10 +641,10 @@ static void test_gib_prefix(void)
             json_decref(cl_hello(&c));
         }
         static const uint8_t gib[] = {0x40, 0x00, 0x00, 0x00, DT_WIRE_VERSION, DT_MSG_BATCH};
-        double t0 = now_s();
+        double t0 = dt_now_s();
         CU_ASSERT_EQUAL(cl_send_raw(&c, gib, sizeof gib), 0);
         CU_ASSERT_TRUE(cl_wait_closed(&c, 5, NULL, 0));
-        CU_ASSERT_TRUE(now_s() - t0 < 1.0);
+        CU_ASSERT_TRUE(dt_now_s() - t0 < 1.0);
         cl_close(&c);
     }
     CU_ASSERT_TRUE(log_has("frame length 1073741824", 5));
@@ -671,10 +658,10 @@ static void test_oversized_before_auth(void)
     json_decref(cl_hello(&c));
     /* 1 MiB is under the frame limit, but far over what AUTH needs */
     static const uint8_t big[] = {0x00, 0x10, 0x00, 0x00, DT_WIRE_VERSION, DT_MSG_AUTH, '{'};
-    double t0 = now_s();
+    double t0 = dt_now_s();
     CU_ASSERT_EQUAL(cl_send_raw(&c, big, sizeof big), 0);
     CU_ASSERT_TRUE(cl_wait_closed(&c, 5, NULL, 0));
-    CU_ASSERT_TRUE(now_s() - t0 < 1.0);
+    CU_ASSERT_TRUE(dt_now_s() - t0 < 1.0);
     cl_close(&c);
     CU_ASSERT_TRUE(log_has("announced a frame of 1048576 bytes", 5));
     check_serving();
@@ -685,9 +672,9 @@ static void test_auth_timeout(void)
     client c;
     CU_ASSERT_EQUAL_FATAL(cl_open(&c), 0);
     json_decref(cl_hello(&c));
-    double t0 = now_s();
+    double t0 = dt_now_s();
     CU_ASSERT_TRUE(cl_wait_closed(&c, AUTH_TIMEOUT_S + 5, NULL, 0));
-    double dt = now_s() - t0;
+    double dt = dt_now_s() - t0;
     CU_ASSERT_TRUE(dt > AUTH_TIMEOUT_S - 0.5 && dt < AUTH_TIMEOUT_S + 2);
     cl_close(&c);
     CU_ASSERT_TRUE(log_has("no authentication within", 5));
@@ -744,7 +731,7 @@ static void test_connection_limit(void)
 {
     enum { N = 64 };
     static client cs[N];
-    sleep_s(0.3); /* earlier connections finish closing */
+    dt_sleep_s(0.3); /* earlier connections finish closing */
     int opened = 0;
     for (int i = 0; i < N; i++) {
         if (cl_open(&cs[i]) != 0)
@@ -806,13 +793,13 @@ static void test_unauthenticated_evicted(void)
             json_decref(h);
         }
         opened++;
-        sleep_s(0.002); /* distinct ages, in order */
+        dt_sleep_s(0.002); /* distinct ages, in order */
     }
     CU_ASSERT_EQUAL(opened, N);
-    sleep_s(1.3); /* past the 1 s a fresh connection is spared for */
+    dt_sleep_s(1.3); /* past the 1 s a fresh connection is spared for */
 
     /* a real client: in, authenticated and answered promptly */
-    double t0 = now_s();
+    double t0 = dt_now_s();
     client c;
     CU_ASSERT_EQUAL(cl_open(&c), 0);
     CU_ASSERT_EQUAL(cl_handshake(&c), 0);
@@ -822,7 +809,7 @@ static void test_unauthenticated_evicted(void)
     CU_ASSERT_EQUAL(cl_recv(&c, &t, &p, 5), 1);
     CU_ASSERT_EQUAL(t, DT_MSG_PONG);
     json_decref(p);
-    CU_ASSERT(now_s() - t0 < 3.0);
+    CU_ASSERT(dt_now_s() - t0 < 3.0);
     /* the victim was #1, the oldest unauthenticated connection */
     CU_ASSERT_TRUE(cl_wait_closed(&cs[1], 5, NULL, 0));
     CU_ASSERT_TRUE(log_has_in(log, "not authenticated after", 5));
@@ -881,7 +868,7 @@ static void test_sigterm_during_batch(void)
     char queued[64];
     snprintf(queued, sizeof queued, "batch %ld (2 trials", id);
     CU_ASSERT_TRUE(log_has(queued, 10));
-    double t0 = now_s();
+    double t0 = dt_now_s();
     CU_ASSERT_EQUAL(kill(g_pid, SIGTERM), 0);
     /* the idle connection is closed, new ones are not accepted */
     CU_ASSERT_TRUE(cl_wait_closed(&idle, 10, NULL, 0));
@@ -889,13 +876,13 @@ static void test_sigterm_during_batch(void)
     /* the running batch still answers, and it was running when the signal came */
     CU_ASSERT_EQUAL(expect_result(&c, id, 2, uids, 120), 2);
     CU_ASSERT_TRUE(log_has("stopping after the running batch", 1));
-    CU_ASSERT_TRUE(now_s() - t0 > 0.3);
+    CU_ASSERT_TRUE(dt_now_s() - t0 > 0.3);
     CU_ASSERT_TRUE(cl_wait_closed(&c, 10, NULL, 0));
     cl_close(&c);
     int st = 0;
     pid_t r = 0;
-    while ((r = waitpid(g_pid, &st, WNOHANG)) == 0 && now_s() - t0 < 60)
-        sleep_s(0.02);
+    while ((r = waitpid(g_pid, &st, WNOHANG)) == 0 && dt_now_s() - t0 < 60)
+        dt_sleep_s(0.02);
     CU_ASSERT_EQUAL(r, g_pid);
     CU_ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     if (r == g_pid)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "measure/pool.h"
 #include "measure/runner.h"
@@ -49,13 +50,6 @@ struct dt_measurer {
     int64_t trials;
     double seconds;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- registration ------------------------------------------------------------ */
 
@@ -333,8 +327,7 @@ static void state_free(run_state *st)
  * yet, interned in one transaction. */
 static int prepare_kernels(dt_measurer *m, dt_mrun *r, char **src, dt_err *e)
 {
-    dt_kernel_op kop = {.op = r->w->op};
-    memcpy(kop.attrs, r->w->attrs, sizeof kop.attrs);
+    dt_kernel_op kop = dt_kernel_op_of_workload(r->w);
     int rc = 0, intern = 0;
     for (int i = 0; i < r->n; i++) {
         int k = r->trials[i].kernel;
@@ -491,7 +484,7 @@ int dt_measurer_measure(dt_measurer *m, dt_mrun *r, dt_err *e)
 {
     if (r->n <= 0)
         return 0;
-    double t0 = now_s();
+    double t0 = dt_now_s();
     for (int i = 0; i < r->n; i++) {
         dt_mtrial *t = &r->trials[i];
         if (t->kernel < 0 || t->kernel >= r->nk)
@@ -524,7 +517,7 @@ int dt_measurer_measure(dt_measurer *m, dt_mrun *r, dt_err *e)
         rc = e->code ? e->code : DT_EDB;
     }
     state_free(&st);
-    m->seconds += now_s() - t0;
+    m->seconds += dt_now_s() - t0;
     return rc;
 }
 

@@ -22,7 +22,7 @@ void dt_predictor_init(dt_predictor *p, const char *op, const dt_target *tg, int
 
 void dt_predictor_free(dt_predictor *p)
 {
-    dt_xgb_free(p->model);
+    dt_xgb_free(p->costmodel);
     free(p->rows);
     memset(p, 0, sizeof *p);
 }
@@ -208,15 +208,16 @@ int dt_predictor_load(dt_predictor *p, dt_db *db, dt_err *e)
     if (rc)
         return rc;
     /* the latest stored model: a warm start until this run trains its own */
-    dt_db_cost_model cm;
+    dt_db_cost_model stored;
     dt_err e2;
-    if (dt_db_cost_model_load_latest(db, p->target_id, p->op, &cm, &e2) == 0) {
+    if (dt_db_cost_model_load_latest(db, p->target_id, p->op, &stored, &e2) == 0) {
         dt_xgb *m = NULL;
-        if (dt_xgb_load(cm.model, cm.model_size, &m, &e2) == 0 && dt_xgb_ncols(m) == DT_CM_NCOLS)
-            p->model = m;
+        if (dt_xgb_load(stored.model, stored.model_size, &m, &e2) == 0 &&
+            dt_xgb_ncols(m) == DT_CM_NCOLS)
+            p->costmodel = m;
         else
             dt_xgb_free(m);
-        dt_db_cost_model_free(&cm);
+        dt_db_cost_model_free(&stored);
     }
     return 0;
 }
@@ -252,8 +253,8 @@ int dt_predictor_train(dt_predictor *p, int *trained, dt_err *e)
     int rc = train_rows(p, NULL, p->n, &m, e);
     if (rc)
         return rc;
-    dt_xgb_free(p->model);
-    p->model = m;
+    dt_xgb_free(p->costmodel);
+    p->costmodel = m;
     p->trained_rows = p->n;
     if (trained)
         *trained = 1;
@@ -280,7 +281,7 @@ int dt_predictor_predict(dt_predictor *p, const dt_task *t, const dt_annotation 
         memcpy(X + (size_t)i * DT_CM_NCOLS, pts[i].x, sizeof pts[i].x);
         f[i] = 1.0f;
     }
-    if (p->model && (rc = dt_xgb_predict(p->model, X, n, f, e)))
+    if (p->costmodel && (rc = dt_xgb_predict(p->costmodel, X, n, f, e)))
         goto out;
     for (int i = 0; i < n; i++) {
         /* a model extrapolating to <= 0 means "very slow", not "free" */
@@ -297,14 +298,14 @@ out:
 int dt_predictor_predict_kernel(dt_predictor *p, dt_task *t, int k, dt_err *e)
 {
     dt_tkernel *kk = &t->k[k];
-    if (!kk->pred && !(kk->pred = malloc((size_t)t->ns * sizeof *kk->pred)))
+    if (!kk->pred && !(kk->pred = malloc((size_t)t->nshapes * sizeof *kk->pred)))
         return dt_errf(e, DT_ENOMEM, "out of memory");
-    int64_t *idx = malloc((size_t)t->ns * sizeof *idx);
+    int64_t *idx = malloc((size_t)t->nshapes * sizeof *idx);
     if (!idx)
         return dt_errf(e, DT_ENOMEM, "out of memory");
-    for (int64_t s = 0; s < t->ns; s++)
+    for (int64_t s = 0; s < t->nshapes; s++)
         idx[s] = s;
-    int rc = dt_predictor_predict(p, t, &kk->a, idx, (int)t->ns, kk->pred, e);
+    int rc = dt_predictor_predict(p, t, &kk->a, idx, (int)t->nshapes, kk->pred, e);
     free(idx);
     return rc;
 }
@@ -366,11 +367,11 @@ out:
 
 int dt_predictor_save(const dt_predictor *p, dt_db *db, const char *metrics_json, dt_err *e)
 {
-    if (!p->model || p->trained_rows == 0)
+    if (!p->costmodel || p->trained_rows == 0)
         return 0;
     void *blob = NULL;
     size_t len = 0;
-    int rc = dt_xgb_save(p->model, &blob, &len, e);
+    int rc = dt_xgb_save(p->costmodel, &blob, &len, e);
     if (!rc)
         rc = dt_db_cost_model_save(db, p->target_id, p->op, blob, len, p->trained_rows,
                                    metrics_json, NULL, e);

@@ -7,7 +7,7 @@
  * stored) predictions fall back to f_adapt alone (f_MK = 1): the analytic
  * part of the cost still ranks padding and load balance.
  *
- * Ownership: a dt_predictor owns its rows and model (dt_predictor_free).
+ * Ownership: a dt_predictor owns its rows and cost model (dt_predictor_free).
  * Not thread-safe. */
 #ifndef DT_TUNER_PREDICTOR_H
 #define DT_TUNER_PREDICTOR_H
@@ -36,8 +36,8 @@ typedef struct dt_predictor {
     dt_cm_row *rows;
     int n, cap;
     int skipped;            /* records of the op that could not be used (dt_predictor_load) */
-    dt_xgb *model;          /* NULL: f_adapt only */
-    int trained_rows;       /* rows the model was trained on (0: loaded or none) */
+    dt_xgb *costmodel;      /* NULL: f_adapt only */
+    int trained_rows;       /* rows the cost model was trained on (0: loaded or none) */
     dt_xgb_params params;
 } dt_predictor;
 

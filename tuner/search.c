@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "costmodel/xgb.h"
 
 static const char *const strategy_names[] = {"joint", "per-shape", "random"};
@@ -35,13 +36,6 @@ void dt_search_opts_default(dt_search_opts *o)
                           .elite_per_shape = 3};
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static double uniform(dt_rng *r) { return (double)(dt_rng_next(r) >> 11) * 0x1.0p-53; }
 
 /* Marks in `mark` (nk entries) the best `per` kernels (known time) of every
@@ -68,16 +62,16 @@ int dt_search_refresh(dt_task *t, dt_predictor *p, dt_err *e)
     if (t->nk == 0)
         return 0;
     char *mark = malloc((size_t)t->nk);
-    int64_t *all = malloc((size_t)t->ns * sizeof *all);
+    int64_t *all = malloc((size_t)t->nshapes * sizeof *all);
     int rc = 0;
     if (!mark || !all) {
         free(mark);
         free(all);
         return dt_errf(e, DT_ENOMEM, "out of memory");
     }
-    for (int64_t s = 0; s < t->ns; s++)
+    for (int64_t s = 0; s < t->nshapes; s++)
         all[s] = s;
-    elites(t, all, (int)t->ns, 4, mark);
+    elites(t, all, (int)t->nshapes, 4, mark);
     for (int k = 0; k < t->nk && !rc; k++)
         if (!t->k[k].failed && (mark[k] || !t->k[k].pred))
             rc = dt_predictor_predict_kernel(p, t, k, e);
@@ -219,7 +213,7 @@ int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search
                     const int64_t *focus, int nfocus, int64_t max_trials, dt_rng *rng,
                     const dt_target *tg, dt_round_info *info, dt_err *e)
 {
-    double t0 = now_s();
+    double t0 = dt_now_s();
     memset(info, 0, sizeof *info);
     info->tau = NAN;
     int kpr = o->kernels_per_round > 0 ? o->kernels_per_round : 8;
@@ -228,15 +222,15 @@ int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search
         spk = 1;
     int ncand = o->candidates > kpr ? o->candidates : kpr * 4;
     int cap = kpr * spk + kpr + 8;
-    double *best = malloc((size_t)t->ns * sizeof *best);
-    int *arg = malloc((size_t)t->ns * sizeof *arg);
+    double *best = malloc((size_t)t->nshapes * sizeof *best);
+    int *arg = malloc((size_t)t->nshapes * sizeof *arg);
     char *mark = malloc((size_t)(t->nk + 1));
     int *par = calloc((size_t)(t->nk + 1), sizeof *par);
     cand *c = calloc((size_t)ncand, sizeof *c);
     float *preds = malloc((size_t)ncand * (size_t)nfocus * sizeof *preds);
     shape_score *tmp = malloc((size_t)nfocus * sizeof *tmp);
     int64_t *shp = malloc((size_t)nfocus * sizeof *shp);
-    double *cur = malloc((size_t)t->ns * sizeof *cur);
+    double *cur = malloc((size_t)t->nshapes * sizeof *cur);
     reqlist rl = {malloc((size_t)cap * sizeof *rl.q), malloc((size_t)cap * sizeof *rl.pred), 0,
                   cap};
     int rc = 0;
@@ -246,10 +240,10 @@ int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search
         goto out;
     }
     dt_task_best(t, best, arg);
-    memcpy(cur, best, (size_t)t->ns * sizeof *cur);
+    memcpy(cur, best, (size_t)t->nshapes * sizeof *cur);
 
     /* a cold start (no model at all) or the random strategy: fresh samples */
-    int fresh = o->strategy == DT_STRATEGY_RANDOM || (!p->model && t->nk == 0);
+    int fresh = o->strategy == DT_STRATEGY_RANDOM || (!p->costmodel && t->nk == 0);
     int npar = 0;
     if (!fresh) {
         elites(t, focus, nfocus, o->elite_per_shape > 0 ? o->elite_per_shape : 3, mark);
@@ -297,13 +291,13 @@ int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search
         if (bi < 0)
             break;
         c[bi].picked = 1;
-        int ns = pick_shapes(t, focus, nfocus, cur, c[bi].pred, spk, shp, tmp);
+        int npicked = pick_shapes(t, focus, nfocus, cur, c[bi].pred, spk, shp, tmp);
         int k = dt_task_add(t, &c[bi].a, 0, e);
         if (k < 0) {
             rc = k;
             goto out;
         }
-        for (int j = 0; j < ns; j++)
+        for (int j = 0; j < npicked; j++)
             add_req(&rl, k, shp[j], c[bi].pred[tmp[j].f]);
         for (int f = 0; f < nfocus; f++)
             if (c[bi].pred[f] < cur[focus[f]])
@@ -397,7 +391,7 @@ int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search
             ma[np++] = t->flops[q->s] / q->ns;
         }
     }
-    if (p->model) /* the one τ (tuner/quality.h): n/a under 10 pairs */
+    if (p->costmodel) /* the one τ (tuner/quality.h): n/a under 10 pairs */
         info->tau = dt_quality_tau(pa, ma, np);
     free(pa);
     free(ma);
@@ -419,6 +413,6 @@ out:
     free(cur);
     free(rl.q);
     free(rl.pred);
-    info->seconds = now_s() - t0;
+    info->seconds = dt_now_s() - t0;
     return rc;
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int64_t dt_select_reserve(const dt_task *t, int topk) { return t->ns * (topk > 0 ? topk : 0); }
+int64_t dt_select_reserve(const dt_task *t, int topk) { return t->nshapes * (topk > 0 ? topk : 0); }
 
 typedef struct {
     int64_t s;
@@ -33,12 +33,12 @@ int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64
             rc = dt_predictor_predict_kernel(p, t, k, e);
     if (rc)
         return rc;
-    int64_t cap = t->ns * (topk > 0 ? topk : 1);
+    int64_t cap = t->nshapes * (topk > 0 ? topk : 1);
     dt_mreq *q = malloc((size_t)cap * sizeof *q);
-    int *win = malloc((size_t)t->ns * sizeof *win);
-    double *wns = malloc((size_t)t->ns * sizeof *wns);
-    dt_db_schedule *rows = calloc((size_t)t->ns, sizeof *rows);
-    char (*text)[2][128] = calloc((size_t)t->ns, sizeof *text);
+    int *win = malloc((size_t)t->nshapes * sizeof *win);
+    double *wns = malloc((size_t)t->nshapes * sizeof *wns);
+    dt_db_schedule *rows = calloc((size_t)t->nshapes, sizeof *rows);
+    char (*text)[2][128] = calloc((size_t)t->nshapes, sizeof *text);
     if (!q || !win || !wns || !rows || !text) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
         goto out;
@@ -48,9 +48,9 @@ int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64
      * heaviest shapes, by weight · known ns, first), then the second, ... */
     int n = 0;
     if (topk > 0 && max_trials > 0) {
-        int (*top)[16] = malloc((size_t)t->ns * sizeof *top);
-        int *cnt = malloc((size_t)t->ns * sizeof *cnt);
-        shape_key *order = malloc((size_t)t->ns * sizeof *order);
+        int (*top)[16] = malloc((size_t)t->nshapes * sizeof *top);
+        int *cnt = malloc((size_t)t->nshapes * sizeof *cnt);
+        shape_key *order = malloc((size_t)t->nshapes * sizeof *order);
         if (!top || !cnt || !order) {
             free(top);
             free(cnt);
@@ -58,14 +58,14 @@ int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64
             rc = dt_errf(e, DT_ENOMEM, "out of memory");
             goto out;
         }
-        for (int64_t s = 0; s < t->ns; s++) {
+        for (int64_t s = 0; s < t->nshapes; s++) {
             double val[16];
             cnt[s] = dt_task_topk(t, s, topk, top[s], val);
             order[s] = (shape_key){s, cnt[s] > 0 ? t->weight[s] * val[0] : -1};
         }
-        qsort(order, (size_t)t->ns, sizeof *order, cmp_shape_key);
+        qsort(order, (size_t)t->nshapes, sizeof *order, cmp_shape_key);
         for (int rank = 0; rank < topk && n < max_trials; rank++)
-            for (int64_t j = 0; j < t->ns && n < max_trials; j++) {
+            for (int64_t j = 0; j < t->nshapes && n < max_trials; j++) {
                 int64_t s = order[j].s;
                 if (rank < cnt[s] && isnan(dt_task_measured(t, top[s][rank], s)))
                     q[n++] = (dt_mreq){.k = top[s][rank], .s = s};
@@ -83,7 +83,7 @@ int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64
 
     /* winners: the fastest measured kernel of each shape */
     int any = 0;
-    for (int64_t s = 0; s < t->ns; s++) {
+    for (int64_t s = 0; s < t->nshapes; s++) {
         win[s] = -1;
         wns[s] = INFINITY;
         for (int k = 0; k < t->nk; k++) {
@@ -105,7 +105,7 @@ int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64
     /* fewer, longer ranges: a shape keeps its left neighbour's winner when
      * that kernel was measured within DT_SELECT_TIE of the best on it (the
      * difference is noise-level, and a range boundary costs a dispatch) */
-    for (int64_t s = 1; s < t->ns; s++) {
+    for (int64_t s = 1; s < t->nshapes; s++) {
         int k = win[s - 1];
         if (k < 0 || k == win[s] || win[s] < 0)
             continue;
@@ -116,7 +116,7 @@ int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64
         }
     }
     /* shapes without a measured winner: the nearest shape's (by index) */
-    for (int64_t s = 0; s < t->ns; s++) {
+    for (int64_t s = 0; s < t->nshapes; s++) {
         if (win[s] >= 0)
             continue;
         info->unmeasured++;
@@ -125,7 +125,7 @@ int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64
                 win[s] = win[s - d];
                 break;
             }
-            if (s + d < t->ns && win[s + d] >= 0 && isfinite(wns[s + d])) {
+            if (s + d < t->nshapes && win[s + d] >= 0 && isfinite(wns[s + d])) {
                 win[s] = win[s + d];
                 break;
             }
@@ -135,9 +135,9 @@ int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64
     /* ranges */
     int nr = 0;
     double obj = 0;
-    for (int64_t s = 0; s < t->ns;) {
+    for (int64_t s = 0; s < t->nshapes;) {
         int64_t e2 = s;
-        while (e2 + 1 < t->ns && win[e2 + 1] == win[s])
+        while (e2 + 1 < t->nshapes && win[e2 + 1] == win[s])
             e2++;
         int k = win[s];
         double ps = 0, ms = 0, ws = 0;

@@ -17,19 +17,19 @@ int dt_task_init(dt_task *t, const char *name, const dt_workload *w, double coun
     t->count = count > 0 ? count : 1;
     t->threads = threads;
     t->objective = t->best_objective = INFINITY;
-    t->ns = dt_workload_nshapes(w);
-    if (t->ns < 1 || t->ns > INT32_MAX)
-        return dt_errf(e, DT_EINVAL, "%s: %lld shapes", t->key, (long long)t->ns);
+    t->nshapes = dt_workload_nshapes(w);
+    if (t->nshapes < 1 || t->nshapes > INT32_MAX)
+        return dt_errf(e, DT_EINVAL, "%s: %lld shapes", t->key, (long long)t->nshapes);
     t->w = dt_workload_clone(w);
-    t->weight = calloc((size_t)t->ns, sizeof *t->weight);
-    t->flops = calloc((size_t)t->ns, sizeof *t->flops);
-    t->dims = calloc((size_t)t->ns * DT_MAX_DIMS, sizeof *t->dims);
+    t->weight = calloc((size_t)t->nshapes, sizeof *t->weight);
+    t->flops = calloc((size_t)t->nshapes, sizeof *t->flops);
+    t->dims = calloc((size_t)t->nshapes * DT_MAX_DIMS, sizeof *t->dims);
     if (!t->w || !t->weight || !t->flops || !t->dims) {
         dt_task_free(t);
         return dt_errf(e, DT_ENOMEM, "out of memory");
     }
     double sum = 0;
-    for (int64_t s = 0; s < t->ns; s++) {
+    for (int64_t s = 0; s < t->nshapes; s++) {
         int64_t vals[DT_MAX_VARS];
         dt_workload_shape_at(t->w, s, vals, &t->weight[s]);
         int rc = dt_workload_dims(t->w, vals, t->dims + s * DT_MAX_DIMS, e);
@@ -40,8 +40,8 @@ int dt_task_init(dt_task *t, const char *name, const dt_workload *w, double coun
         t->flops[s] = t->w->op->flops(t->dims + s * DT_MAX_DIMS, t->w->attrs);
         sum += t->weight[s];
     }
-    for (int64_t s = 0; s < t->ns; s++)
-        t->weight[s] = sum > 0 ? t->weight[s] / sum : 1.0 / (double)t->ns;
+    for (int64_t s = 0; s < t->nshapes; s++)
+        t->weight[s] = sum > 0 ? t->weight[s] / sum : 1.0 / (double)t->nshapes;
     return 0;
 }
 
@@ -152,7 +152,7 @@ int dt_task_topk(const dt_task *t, int64_t s, int k, int *out, double *val)
 
 double dt_task_best(const dt_task *t, double *best, int *arg)
 {
-    for (int64_t s = 0; s < t->ns; s++) {
+    for (int64_t s = 0; s < t->nshapes; s++) {
         best[s] = INFINITY;
         if (arg)
             arg[s] = -1;
@@ -162,7 +162,7 @@ double dt_task_best(const dt_task *t, double *best, int *arg)
         if (kk->failed)
             continue;
         if (kk->pred)
-            for (int64_t s = 0; s < t->ns; s++)
+            for (int64_t s = 0; s < t->nshapes; s++)
                 if (kk->pred[s] < best[s] && isnan(dt_task_measured(t, k, s))) {
                     best[s] = kk->pred[s];
                     if (arg)
@@ -178,7 +178,7 @@ double dt_task_best(const dt_task *t, double *best, int *arg)
         }
     }
     double obj = 0;
-    for (int64_t s = 0; s < t->ns; s++)
+    for (int64_t s = 0; s < t->nshapes; s++)
         obj += t->weight[s] * best[s];
     return obj;
 }

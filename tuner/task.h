@@ -29,7 +29,7 @@ typedef struct dt_tkernel {
     int64_t id;           /* kernels.id */
     int nm, cap;
     dt_tmeas *m;          /* measured shapes, in measuring order */
-    float *pred;          /* [task->ns] predicted ns (NULL until predicted) */
+    float *pred;          /* [task->nshapes] predicted ns (NULL until predicted) */
     int failed;           /* a trial of it failed: never chosen */
 } dt_tkernel;
 
@@ -40,10 +40,10 @@ typedef struct dt_task {
     double count;         /* occurrences per model run: its weight in the model */
     int threads;
     int64_t workload_id, target_id;
-    int64_t ns;           /* shapes in the set */
-    double *weight;       /* [ns], summing to 1 */
-    int64_t *dims;        /* [ns * DT_MAX_DIMS] concrete dims */
-    double *flops;        /* [ns] */
+    int64_t nshapes;      /* shapes in the set */
+    double *weight;       /* [nshapes], summing to 1 */
+    int64_t *dims;        /* [nshapes * DT_MAX_DIMS] concrete dims */
+    double *flops;        /* [nshapes] */
     int nk, kcap;
     dt_tkernel *k;
     /* search progress */
@@ -84,7 +84,7 @@ double dt_task_known(const dt_task *t, int k, int64_t s);
  * how many. */
 int dt_task_topk(const dt_task *t, int64_t s, int k, int *out, double *val);
 
-/* Best known ns per shape into best[ns] (and its kernel into arg, may be
+/* Best known ns per shape into best[nshapes] (and its kernel into arg, may be
  * NULL; -1 when none) and returns the objective Σ w_s · best[s]. */
 double dt_task_best(const dt_task *t, double *best, int *arg);
 

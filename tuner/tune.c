@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/json_util.h"
 
 void dt_tune_opts_default(dt_tune_opts *o)
@@ -20,13 +21,6 @@ void dt_tune_opts_default(dt_tune_opts *o)
     o->min_improvement = 0.002;
     dt_search_opts_default(&o->search);
     o->meas.min_time_s = 0.005;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static double model_latency(const dt_task *t, int n)
@@ -162,7 +156,7 @@ static int pick_task(const dt_task *t, int n, const char *first, int *is_first)
 static int64_t least_tuned_shape(const dt_task *t)
 {
     int64_t best = 0, bc = INT64_MAX;
-    for (int64_t s = 0; s < t->ns; s++) {
+    for (int64_t s = 0; s < t->nshapes; s++) {
         int64_t c = 0;
         for (int k = 0; k < t->nk; k++)
             c += !isnan(dt_task_measured(t, k, s));
@@ -182,7 +176,7 @@ static void emit(const dt_tune_opts *o, dt_tune_event *ev, const dt_task *tasks,
     ev->ntasks = n;
     ev->trials_used = used;
     ev->trials_budget = o->trials;
-    ev->elapsed_s = now_s() - t0;
+    ev->elapsed_s = dt_now_s() - t0;
     ev->time_budget_s = o->time_s;
     ev->trials_per_min = ev->elapsed_s > 0 ? (double)run_trials * 60.0 / ev->elapsed_s : 0;
     ev->model_latency_ns = model_latency(tasks, n);
@@ -221,7 +215,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
     memset(r, 0, sizeof *r);
     if (n < 1 || n > DT_TUNE_MAX_TASKS)
         return dt_errf(e, DT_EINVAL, "a tune takes 1..%d workloads, not %d", DT_TUNE_MAX_TASKS, n);
-    double t0 = now_s();
+    double t0 = dt_now_s();
     dt_predictor pred[2];
     int np = 0, rc = 0;
     dt_measurer *m = NULL;
@@ -247,11 +241,11 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
     }
     for (int i = 0; i < n && !rc; i++) {
         dt_predictor *p = &pred[op_index(pred, np, tasks[i].w->op->name)];
-        if (!p->model && (rc = dt_predictor_train(p, NULL, e)))
+        if (!p->costmodel && (rc = dt_predictor_train(p, NULL, e)))
             break;
         if ((rc = dt_search_refresh(&tasks[i], p, e)))
             break;
-        double *best = malloc((size_t)tasks[i].ns * sizeof *best);
+        double *best = malloc((size_t)tasks[i].nshapes * sizeof *best);
         if (!best) {
             rc = dt_errf(e, DT_ENOMEM, "out of memory");
             break;
@@ -278,11 +272,11 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
     dt_rng rng;
     dt_rng_seed(&rng, o->seed * 0x9e3779b97f4a7c15ULL + (uint64_t)used);
     int64_t *focus = NULL;
-    int64_t maxns = 0;
+    int64_t max_nshapes = 0;
     char first[DT_TUNE_MAX_TASKS] = {0};
     for (int i = 0; i < n; i++)
-        maxns = tasks[i].ns > maxns ? tasks[i].ns : maxns;
-    if (!(focus = malloc((size_t)maxns * sizeof *focus))) {
+        max_nshapes = tasks[i].nshapes > max_nshapes ? tasks[i].nshapes : max_nshapes;
+    if (!(focus = malloc((size_t)max_nshapes * sizeof *focus))) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
         goto out;
     }
@@ -298,7 +292,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
         dt_task *t = &tasks[i];
         int unmeasured = !task_measured(t);
         int64_t cap = INT64_MAX;
-        double el = now_s() - t0, per = seconds_per_trial(m);
+        double el = dt_now_s() - t0, per = seconds_per_trial(m);
         double treserve = time_reserve(o->time_s, per, need);
         if (is_first) {
             /* every task's first round comes before the reserve is held
@@ -334,7 +328,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
         if (o->strategy == DT_STRATEGY_PER_SHAPE)
             focus[nf++] = least_tuned_shape(t);
         else
-            for (int64_t s = 0; s < t->ns; s++)
+            for (int64_t s = 0; s < t->nshapes; s++)
                 focus[nf++] = s;
         dt_search_opts so = o->search;
         so.strategy = o->strategy;
@@ -382,7 +376,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
             allow = dt_tune_select_share(o->trials - used, n - i);
         if (o->time_s > 0) {
             /* a selection trial reuses a built kernel: about half a search trial */
-            double tl = (o->time_s - (now_s() - t0)) / (0.5 * seconds_per_trial(m));
+            double tl = (o->time_s - (dt_now_s() - t0)) / (0.5 * seconds_per_trial(m));
             int64_t at = dt_tune_select_share(tl > 0 ? (int64_t)tl : 0, n - i);
             allow = at < allow ? at : allow;
         }
@@ -414,7 +408,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
             break;
         r->outcome[i] = DT_TUNE_SCHEDULED;
         r->nscheduled++;
-        double *best = malloc((size_t)t->ns * sizeof *best);
+        double *best = malloc((size_t)t->nshapes * sizeof *best);
         if (best) {
             t->objective = dt_task_best(t, best, NULL);
             free(best);
@@ -425,7 +419,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
     }
     /* the cost models, with their held-out quality */
     for (int j = 0; j < np && !rc; j++) {
-        dt_tune_model_quality *q = &r->model[r->nmodels++];
+        dt_tune_cm_quality *q = &r->cm[r->ncms++];
         snprintf(q->op, sizeof q->op, "%.31s", pred[j].op);
         q->records = pred[j].n;
         dt_quality qa;
@@ -443,7 +437,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
 out:
     r->trials_new = m ? dt_measurer_trials(m) : 0;
     r->trials_total = used;
-    r->seconds = now_s() - t0;
+    r->seconds = dt_now_s() - t0;
     dt_measurer_close(m);
     for (int j = 0; j < np; j++)
         dt_predictor_free(&pred[j]);

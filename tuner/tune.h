@@ -82,11 +82,11 @@ typedef struct dt_tune_opts {
 } dt_tune_opts;
 void dt_tune_opts_default(dt_tune_opts *o);
 
-typedef struct dt_tune_model_quality {
+typedef struct dt_tune_cm_quality {
     char op[32];
     int64_t records;
     double tau_within_shape, tau_all, recall; /* held-out (20%), NAN when too few */
-} dt_tune_model_quality;
+} dt_tune_cm_quality;
 
 typedef enum { DT_TUNE_SCHEDULED = 0, DT_TUNE_SKIPPED } dt_tune_outcome;
 const char *dt_tune_outcome_name(dt_tune_outcome o);
@@ -100,8 +100,8 @@ typedef struct dt_tune_result {
     int64_t trials_total;         /* recorded for the tasks, resumed ones included */
     double seconds;
     int stopped;                  /* the stop flag ended the search (or the selection) */
-    int nmodels;
-    dt_tune_model_quality model[2];
+    int ncms;
+    dt_tune_cm_quality cm[2];     /* per op: the cost models trained and their quality */
 } dt_tune_result;
 
 #define DT_TUNE_MAX_TASKS 64
