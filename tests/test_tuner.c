@@ -271,8 +271,7 @@ static int verify_db_kernel(dt_db *db, int64_t kid, const dt_workload *w, int64_
     dt_db_kernel_free(&row);
     if (rc)
         return -1;
-    dt_kernel_op kop = {.op = w->op};
-    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
+    dt_kernel_op kop = dt_kernel_op_of_workload(w);
     char *src = NULL;
     dt_builder b;
     dt_build_result br = {0};
@@ -699,8 +698,8 @@ static int hand_kernels(dt_task *t, dt_db *db, const dt_target *tg, int n, uint6
 static void hand_pred(dt_task *t, int k, const float *ns)
 {
     free(t->k[k].pred);
-    t->k[k].pred = malloc((size_t)t->ns * sizeof *t->k[k].pred);
-    for (int64_t s = 0; s < t->ns; s++)
+    t->k[k].pred = malloc((size_t)t->nshapes * sizeof *t->k[k].pred);
+    for (int64_t s = 0; s < t->nshapes; s++)
         t->k[k].pred[s] = ns[s];
 }
 
@@ -717,7 +716,7 @@ static void test_objective_bookkeeping(void)
     char tkey[DT_TARGET_KEY_MAX];
     CU_ASSERT_EQUAL_FATAL(hand_task("dense(M={8,16,24},N=32,K=32)", w3, &t, NULL, NULL, &tg,
                                     tkey), 0);
-    CU_ASSERT_EQUAL_FATAL(t.ns, 3);
+    CU_ASSERT_EQUAL_FATAL(t.nshapes, 3);
     double best[3];
     int arg[3];
     /* nothing known: +inf everywhere, no winner */
@@ -796,7 +795,7 @@ static void test_select_ranges(void)
     dt_err e;
     CU_ASSERT_EQUAL_FATAL(
         hand_task("dense(M={8,16,24,32,40,48},N=32,K=32)", NULL, &t, path, &db, &tg, tkey), 0);
-    CU_ASSERT_EQUAL_FATAL(t.ns, 6);
+    CU_ASSERT_EQUAL_FATAL(t.nshapes, 6);
     CU_ASSERT_EQUAL_FATAL(hand_kernels(&t, db, &tg, 4, 21), 0);
     enum { A, B, C, F };
     /*       s0   s1   s2   s3   s4   s5
