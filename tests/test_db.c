@@ -1448,7 +1448,7 @@ static void test_cli_init_and_stats(void)
 
     CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db stats --db '%s'", p), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "measurements"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "schema    1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "schema    2"));
     dt_test_proc_free(&r);
 
     /* DTUNE_DB is the default path. */
@@ -1504,7 +1504,7 @@ static void test_cli_errors(void)
     dt_db_close(open_new("cli-future.db"));
     raw_exec(future, "PRAGMA user_version = 3;");
     CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", future), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "schema version 3, this dtune supports up to 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "schema version 3, this dtune supports up to 2"));
     dt_test_proc_free(&r);
 
     /* I/O failure: the directory does not exist. */
