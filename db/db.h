@@ -39,7 +39,7 @@
 /* PRAGMA application_id of every dtune database: "dtun" in ASCII. */
 #define DT_DB_APPLICATION_ID 0x6474756e
 /* PRAGMA user_version this build creates and understands. */
-#define DT_DB_SCHEMA_VERSION 1
+#define DT_DB_SCHEMA_VERSION 2
 /* Default wait for another connection's lock before DT_EBUSY. */
 #define DT_DB_BUSY_TIMEOUT_MS 5000
 
@@ -164,20 +164,34 @@ void dt_db_workload_free(dt_db_workload *w);
 int dt_db_workload_list(dt_db *db, dt_db_workload **out, size_t *n, dt_err *e);
 void dt_db_workloads_free(dt_db_workload *ws, size_t n);
 
-/* ---- kernels (micro-kernels: sketch + annotation) ------------------------ */
+/* ---- kernels (micro-kernels: op + dtype + attributes + sketch + annotation) */
 
+/* A kernel's identity is (op, dtype, attrs, sketch, annotation): the row
+ * alone decides its generated source (docs/database.md, "kernels").  One
+ * sketch and annotation generated for two attribute sets (dense with two
+ * epilogues) are two rows. */
 typedef struct {
     int64_t id;
     const char *op;
+    const char *dtype;        /* element type name: "f32" */
+    const char *attrs;        /* canonical JSON object: the op's attribute values by name */
     const char *sketch;       /* sketch name */
     const char *annotation;   /* canonical JSON: MR, NR, KC, ... */
     const char *source_hash;  /* hash of the generated C source; may be NULL */
     int64_t created_at;
 } dt_db_kernel;
 
-/* Returns the id of the kernel (op, sketch, annotation), inserting it if
- * new.  The annotation is canonicalised first, so key order and whitespace
- * do not matter.  source_hash (may be NULL) is only stored on insert. */
+/* Returns the id of the kernel (op, dtype, attrs, sketch, annotation),
+ * inserting it if new.  attrs and the annotation are canonicalised first, so
+ * key order and whitespace do not matter; attrs must be a JSON object (NULL:
+ * "{}", the op's default attribute values); dtype NULL is "f32".
+ * source_hash (may be NULL) is only stored on insert. */
+int dt_db_kernel_intern_attrs(dt_db *db, const char *op, const char *dtype, const char *attrs_json,
+                              const char *sketch, const char *annotation_json,
+                              const char *source_hash, int64_t *id, dt_err *e);
+/* dt_db_kernel_intern_attrs with dtype f32 and attrs "{}" (the op's
+ * defaults): for hand-made kernels and tests.  The tuner stores the
+ * attributes it generated with. */
 int dt_db_kernel_intern(dt_db *db, const char *op, const char *sketch,
                         const char *annotation_json, const char *source_hash, int64_t *id,
                         dt_err *e);

@@ -225,21 +225,20 @@ void dt_db_workloads_free(dt_db_workload *ws, size_t n)
 
 /* SELECT-then-INSERT under the write lock: an upsert would rewrite the
  * existing row just to return its id. */
-static int find_or_insert_kernel(dt_db *db, const char *op, const char *sketch,
-                                 const char *annotation, const char *source_hash, int64_t *id,
-                                 dt_err *e)
+static int find_or_insert_kernel(dt_db *db, const char *const key[5], const char *source_hash,
+                                 int64_t *id, dt_err *e)
 {
     static const char what[] = "saving kernel";
     sqlite3_stmt *st;
     int rc = dt_db_prepare(db,
-                           "SELECT id FROM kernels WHERE op = ?1 AND sketch = ?2"
-                           " AND annotation = ?3",
+                           "SELECT id FROM kernels WHERE op = ?1 AND dtype = ?2 AND attrs = ?3"
+                           " AND sketch = ?4 AND annotation = ?5",
                            &st, e, what);
     if (rc)
         return rc;
-    int b = dt_bind_text(st, 1, op);
-    DT_BIND(b, dt_bind_text(st, 2, sketch));
-    DT_BIND(b, dt_bind_text(st, 3, annotation));
+    int b = SQLITE_OK;
+    for (int i = 0; i < 5; i++)
+        DT_BIND(b, dt_bind_text(st, i + 1, key[i]));
     rc = dt_db_step_row(db, st, b, e, what);
     if (rc == DT_OK)
         *id = sqlite3_column_int64(st, 0);
@@ -248,41 +247,59 @@ static int find_or_insert_kernel(dt_db *db, const char *op, const char *sketch,
         return rc;
 
     rc = dt_db_prepare(db,
-                       "INSERT INTO kernels (op, sketch, annotation, source_hash, created_at)"
-                       " VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+                       "INSERT INTO kernels (op, dtype, attrs, sketch, annotation, source_hash,"
+                       " created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
                        &st, e, what);
     if (rc)
         return rc;
-    b = dt_bind_text(st, 1, op);
-    DT_BIND(b, dt_bind_text(st, 2, sketch));
-    DT_BIND(b, dt_bind_text(st, 3, annotation));
-    DT_BIND(b, dt_bind_text(st, 4, source_hash));
-    DT_BIND(b, sqlite3_bind_int64(st, 5, dt_db_now()));
+    b = SQLITE_OK;
+    for (int i = 0; i < 5; i++)
+        DT_BIND(b, dt_bind_text(st, i + 1, key[i]));
+    DT_BIND(b, dt_bind_text(st, 6, source_hash));
+    DT_BIND(b, sqlite3_bind_int64(st, 7, dt_db_now()));
     return dt_db_step_id(db, st, b, id, e, what);
+}
+
+int dt_db_kernel_intern_attrs(dt_db *db, const char *op, const char *dtype, const char *attrs_json,
+                              const char *sketch, const char *annotation_json,
+                              const char *source_hash, int64_t *id, dt_err *e)
+{
+    if (!dtype)
+        dtype = "f32";
+    int rc = dt_require_text(op, "kernel op", e);
+    if (rc == DT_OK)
+        rc = dt_require_text(dtype, "kernel dtype", e);
+    if (rc == DT_OK)
+        rc = dt_require_text(sketch, "kernel sketch", e);
+    char *annotation = NULL, *attrs = NULL;
+    if (rc == DT_OK)
+        rc = dt_json_canonical(annotation_json, "kernel annotation", &annotation, e);
+    if (rc == DT_OK)
+        rc = dt_json_canonical(attrs_json ? attrs_json : "{}", "kernel attributes", &attrs, e);
+    if (rc == DT_OK && attrs[0] != '{')
+        rc = dt_errf(e, DT_EINVAL, "kernel attributes must be a JSON object, not %s", attrs);
+    int64_t kid = 0;
+    if (rc == DT_OK) {
+        const char *key[5] = {op, dtype, attrs, sketch, annotation};
+        dt_tx tx;
+        rc = dt_tx_begin(db, &tx, e, "saving kernel");
+        if (rc == DT_OK)
+            rc = find_or_insert_kernel(db, key, source_hash, &kid, e);
+        rc = dt_tx_end(db, &tx, rc, e);
+    }
+    free(annotation);
+    free(attrs);
+    if (rc == DT_OK && id)
+        *id = kid;
+    return rc;
 }
 
 int dt_db_kernel_intern(dt_db *db, const char *op, const char *sketch,
                         const char *annotation_json, const char *source_hash, int64_t *id,
                         dt_err *e)
 {
-    int rc = dt_require_text(op, "kernel op", e);
-    if (rc == DT_OK)
-        rc = dt_require_text(sketch, "kernel sketch", e);
-    char *annotation = NULL;
-    if (rc == DT_OK)
-        rc = dt_json_canonical(annotation_json, "kernel annotation", &annotation, e);
-    if (rc)
-        return rc;
-    int64_t kid = 0;
-    dt_tx tx;
-    rc = dt_tx_begin(db, &tx, e, "saving kernel");
-    if (rc == DT_OK)
-        rc = find_or_insert_kernel(db, op, sketch, annotation, source_hash, &kid, e);
-    rc = dt_tx_end(db, &tx, rc, e);
-    free(annotation);
-    if (rc == DT_OK && id)
-        *id = kid;
-    return rc;
+    return dt_db_kernel_intern_attrs(db, op, NULL, NULL, sketch, annotation_json, source_hash,
+                                     id, e);
 }
 
 int dt_db_kernel_get(dt_db *db, int64_t id, dt_db_kernel *out, dt_err *e)
@@ -291,7 +308,7 @@ int dt_db_kernel_get(dt_db *db, int64_t id, dt_db_kernel *out, dt_err *e)
     *out = (dt_db_kernel){0};
     sqlite3_stmt *st;
     int rc = dt_db_prepare(db,
-                           "SELECT id, op, sketch, annotation, source_hash, created_at"
+                           "SELECT id, op, sketch, annotation, source_hash, created_at, dtype, attrs"
                            " FROM kernels WHERE id = ?1",
                            &st, e, what);
     if (rc)
@@ -308,6 +325,10 @@ int dt_db_kernel_get(dt_db *db, int64_t id, dt_db_kernel *out, dt_err *e)
             m = dt_col_dup(st, 3, &out->annotation);
         if (m == DT_OK)
             m = dt_col_dup(st, 4, &out->source_hash);
+        if (m == DT_OK)
+            m = dt_col_dup(st, 6, &out->dtype);
+        if (m == DT_OK)
+            m = dt_col_dup(st, 7, &out->attrs);
         if (m)
             rc = dt_errf(e, m, "out of memory reading kernel %lld", (long long)id);
     } else if (rc == DT_ENOTFOUND) {
@@ -327,5 +348,7 @@ void dt_db_kernel_free(dt_db_kernel *k)
     free((void *)k->sketch);
     free((void *)k->annotation);
     free((void *)k->source_hash);
+    free((void *)k->dtype);
+    free((void *)k->attrs);
     *k = (dt_db_kernel){0};
 }

@@ -189,7 +189,7 @@ static const struct {
     const char *table, *column;
 } json_columns[] = {
     {"targets", "info"},        {"workloads", "shape_set"}, {"kernels", "annotation"},
-    {"cost_models", "metrics"}, {"jobs", "spec"},           {"jobs", "options"},
+    {"kernels", "attrs"},       {"cost_models", "metrics"}, {"jobs", "spec"},           {"jobs", "options"},
     {"jobs", "checkpoint"},     {"jobs", "progress"},
 };
 

@@ -11,6 +11,10 @@
 typedef struct {
     const char *what;  /* for messages */
     const char *sql;
+    /* The step rebuilds a table others reference: foreign keys are off
+     * while it runs (set before its BEGIN, as SQLite's table-rebuild recipe
+     * asks) and PRAGMA foreign_key_check must find nothing before COMMIT. */
+    int rebuild;
 } dt_migration;
 
 /* Version 0 -> 1: the tables of the design.
@@ -99,8 +103,92 @@ static const char schema_v1[] =
     "  updated_at INTEGER NOT NULL);"
     "CREATE INDEX jobs_by_state ON jobs (state, id);";
 
+/* Version 1 -> 2: a kernel's identity is its op, dtype, attribute values,
+ * sketch and annotation (docs/database.md, "Schema version 2").
+ *
+ * A v1 kernels row kept only (op, sketch, annotation); the attribute values
+ * it was generated with are recovered from the workloads that measured it or
+ * schedule it: a v1 tuner generates a kernel with its workload's op and
+ * attributes.  v1 knew two ops, whose attributes its workload keys name
+ * (sketch/op_*.c of v1): dense's epilogue (printed when not "none") and
+ * batch_matmul's layout (always printed).  mig_wattrs is each workload's
+ * attribute object, as the writers of v2 store it (canonical JSON, every
+ * attribute of the op).
+ *
+ * A v1 row used with one attribute set gets it.  A row used with several
+ * (one kernel, two epilogues) keeps its id and source_hash for the set of
+ * its first use (the lowest measurement id, then schedule id: the tuner
+ * interns a kernel for the run that measures it first) and gets one new row
+ * per other set; the measurements and schedules of those workloads move to
+ * the new rows, whose source_hash is NULL (never computed).  A row nothing
+ * uses gets the op's default attributes. */
+static const char schema_v2[] =
+    "CREATE TEMP TABLE mig_witems AS SELECT id, op,"
+    "  ',' || substr(key, instr(key, '(') + 1,"
+    "    CASE WHEN instr(key, ';') > 0 THEN instr(key, ';') ELSE length(key) END"
+    "    - instr(key, '(') - 1) || ',' AS items"
+    "  FROM workloads;"
+    "CREATE TEMP TABLE mig_wattrs AS SELECT id,"
+    "  CASE op"
+    "    WHEN 'dense' THEN json_object('epilogue', CASE WHEN instr(items, ',epilogue=') > 0"
+    "      THEN substr(substr(items, instr(items, ',epilogue=') + 10), 1,"
+    "        instr(substr(items, instr(items, ',epilogue=') + 10), ',') - 1)"
+    "      ELSE 'none' END)"
+    "    WHEN 'batch_matmul' THEN json_object('layout', CASE WHEN instr(items, ',layout=') > 0"
+    "      THEN substr(substr(items, instr(items, ',layout=') + 8), 1,"
+    "        instr(substr(items, instr(items, ',layout=') + 8), ',') - 1)"
+    "      ELSE 'NN' END)"
+    "    ELSE '{}' END AS attrs"
+    "  FROM mig_witems;"
+    "CREATE TEMP TABLE mig_uses AS SELECT kernel_id, attrs, min(ord) AS ord FROM ("
+    "    SELECT m.kernel_id, w.attrs, m.id AS ord"
+    "      FROM measurements m JOIN mig_wattrs w ON w.id = m.workload_id"
+    "    UNION ALL SELECT s.kernel_id, w.attrs, 4611686018427387904 + s.id"
+    "      FROM schedules s JOIN mig_wattrs w ON w.id = s.workload_id)"
+    "  GROUP BY kernel_id, attrs;"
+
+    "CREATE TABLE kernels_v2 ("
+    "  id INTEGER PRIMARY KEY,"
+    "  op TEXT NOT NULL,"
+    "  dtype TEXT NOT NULL DEFAULT 'f32',"
+    "  attrs TEXT NOT NULL DEFAULT '{}',"
+    "  sketch TEXT NOT NULL,"
+    "  annotation TEXT NOT NULL,"
+    "  source_hash TEXT,"
+    "  created_at INTEGER NOT NULL,"
+    "  UNIQUE (op, dtype, attrs, sketch, annotation));"
+    "INSERT INTO kernels_v2 (id, op, dtype, attrs, sketch, annotation, source_hash, created_at)"
+    "  SELECT k.id, k.op, 'f32', coalesce("
+    "      (SELECT u.attrs FROM mig_uses u WHERE u.kernel_id = k.id ORDER BY u.ord LIMIT 1),"
+    "      CASE k.op WHEN 'dense' THEN '{\"epilogue\":\"none\"}'"
+    "        WHEN 'batch_matmul' THEN '{\"layout\":\"NN\"}' ELSE '{}' END),"
+    "    k.sketch, k.annotation, k.source_hash, k.created_at"
+    "  FROM kernels k ORDER BY k.id;"
+    "INSERT INTO kernels_v2 (op, dtype, attrs, sketch, annotation, source_hash, created_at)"
+    "  SELECT k.op, 'f32', u.attrs, k.sketch, k.annotation, NULL, k.created_at"
+    "  FROM mig_uses u JOIN kernels k ON k.id = u.kernel_id JOIN kernels_v2 n ON n.id = k.id"
+    "  WHERE u.attrs <> n.attrs ORDER BY u.ord;"
+    "UPDATE measurements SET kernel_id = coalesce((SELECT n.id FROM kernels k"
+    "    JOIN kernels_v2 n ON n.op = k.op AND n.sketch = k.sketch AND n.annotation = k.annotation"
+    "    JOIN mig_wattrs w ON w.id = measurements.workload_id AND n.attrs = w.attrs"
+    "    WHERE k.id = measurements.kernel_id), kernel_id)"
+    "  WHERE kernel_id IN (SELECT kernel_id FROM mig_uses GROUP BY kernel_id"
+    "    HAVING count(*) > 1);"
+    "UPDATE schedules SET kernel_id = coalesce((SELECT n.id FROM kernels k"
+    "    JOIN kernels_v2 n ON n.op = k.op AND n.sketch = k.sketch AND n.annotation = k.annotation"
+    "    JOIN mig_wattrs w ON w.id = schedules.workload_id AND n.attrs = w.attrs"
+    "    WHERE k.id = schedules.kernel_id), kernel_id)"
+    "  WHERE kernel_id IN (SELECT kernel_id FROM mig_uses GROUP BY kernel_id"
+    "    HAVING count(*) > 1);"
+    "DROP TABLE kernels;"
+    "ALTER TABLE kernels_v2 RENAME TO kernels;"
+    "DROP TABLE mig_uses;"
+    "DROP TABLE mig_wattrs;"
+    "DROP TABLE mig_witems;";
+
 static const dt_migration migrations[] = {
-    {"creating the tables", schema_v1},
+    {"creating the tables", schema_v1, 0},
+    {"kernels keep their op's dtype and attributes", schema_v2, 1},
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == DT_DB_SCHEMA_VERSION,
@@ -115,6 +203,26 @@ static int current_version(dt_db *db, int *v, dt_err *e)
     return rc;
 }
 
+/* DT_EDB when a rebuild left a row referencing a missing one. */
+static int check_foreign_keys(dt_db *db, const char *what, dt_err *e)
+{
+    sqlite3_stmt *st;
+    int rc = dt_db_prepare(db, "PRAGMA foreign_key_check", &st, e, what);
+    if (rc)
+        return rc;
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW)
+        rc = dt_errf(e, DT_EDB, "%s in %s: table %s row %lld references a missing %s row", what,
+                     db->path, (const char *)sqlite3_column_text(st, 0),
+                     (long long)sqlite3_column_int64(st, 1),
+                     (const char *)sqlite3_column_text(st, 2));
+    else if (s != SQLITE_DONE)
+        rc = dt_errf(e, dt_db_code(s) ? dt_db_code(s) : DT_EDB, "%s in %s: %s", what, db->path,
+                     sqlite3_errmsg(db->sql));
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* Applies step `from` -> from+1 in one BEGIN IMMEDIATE transaction.  The
  * version is re-read under the write lock: another process may have
  * migrated the file since we opened it, and then there is nothing to do. */
@@ -123,9 +231,15 @@ static int apply_step(dt_db *db, int from, int *found, dt_err *e)
     char what[128];
     snprintf(what, sizeof what, "migrating from schema %d to %d (%s)", from, from + 1,
              migrations[from].what);
-    int rc = dt_db_exec(db, "BEGIN IMMEDIATE", e, what);
-    if (rc)
+    int rebuild = migrations[from].rebuild;
+    int rc = rebuild ? dt_db_exec(db, "PRAGMA foreign_keys = OFF", e, what) : DT_OK;
+    if (rc == DT_OK)
+        rc = dt_db_exec(db, "BEGIN IMMEDIATE", e, what);
+    if (rc) {
+        if (rebuild)
+            sqlite3_exec(db->sql, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
         return rc;
+    }
     int v;
     rc = current_version(db, &v, e);
     if (rc == DT_OK && found)
@@ -135,6 +249,8 @@ static int apply_step(dt_db *db, int from, int *found, dt_err *e)
         snprintf(stamp, sizeof stamp, "PRAGMA user_version = %d; PRAGMA application_id = %d;",
                  from + 1, DT_DB_APPLICATION_ID);
         rc = dt_db_exec(db, migrations[from].sql, e, what);
+        if (rc == DT_OK && rebuild)
+            rc = check_foreign_keys(db, what, e);
         if (rc == DT_OK)
             rc = dt_db_exec(db, stamp, e, what);
     } else if (rc == DT_OK && v < from) {
@@ -144,6 +260,11 @@ static int apply_step(dt_db *db, int from, int *found, dt_err *e)
         rc = dt_db_exec(db, "COMMIT", e, what);
     if (rc && !sqlite3_get_autocommit(db->sql))
         sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+    if (rebuild) {
+        int r2 = dt_db_exec(db, "PRAGMA foreign_keys = ON", rc ? NULL : e, what);
+        if (rc == DT_OK)
+            rc = r2;
+    }
     return rc;
 }
 

@@ -1,28 +1,45 @@
-/* dtune_kernel_source: the stored kernel regenerated as C
- * (export/kernel_source.c), or, for a named workload, generated with that
- * workload's op attributes. */
+/* dtune_kernel_source: the stored kernel regenerated as C from its kernels
+ * row (export/kernel_source.c).  A workload, when given, must be the one the
+ * kernel was generated for (its op and attribute values): the row decides
+ * the source, and a workload that disagrees is an error, not a second
+ * source (docs/libdtune.md). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "dispatch/dispatch.h"
 #include "export/export.h"
 #include "libdtune/internal.h"
 #include "microkernel/codegen.h"
 #include "sketch/workload.h"
 
-/* The source of kernel id for workload key (its op must be the kernel's). */
-static int source_for(dt_db *db, int64_t id, const char *key, char **src, dt_err *e)
+/* DT_EINVAL unless workload key is the op and attributes of kernel id. */
+static int check_workload(dt_db *db, int64_t id, const char *key, dt_err *e)
 {
     dt_workload *w = NULL;
     int rc = dt_workload_parse_key(key, &w, e);
     if (rc)
         return rc;
-    dt_annotation a;
-    if (!(rc = dt_dispatch_kernel_annotation(db, id, w, &a, e))) {
-        dt_kernel_op kop = {.op = w->op};
-        memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
-        rc = dt_codegen(&kop, &a, src, e);
+    dt_db_kernel row;
+    if ((rc = dt_db_kernel_get(db, id, &row, e))) {
+        if (rc == DT_ENOTFOUND)
+            dt_errf(e, rc, "no kernel %lld in %s", (long long)id, dt_db_path(db));
+        dt_workload_free(w);
+        return rc;
     }
+    dt_kernel_op kop, wop = {.op = w->op};
+    memcpy(wop.attrs, w->attrs, sizeof wop.attrs);
+    if ((rc = dt_kernel_op_from_row(row.op, row.dtype, row.attrs, &kop, e))) {
+        dt_err_prefix(e, "kernel %lld", (long long)id);
+    } else if (kop.op != wop.op || kop.dtype != wop.dtype ||
+               memcmp(kop.attrs, wop.attrs, (size_t)kop.op->nattrs * sizeof kop.attrs[0])) {
+        char k[160], x[160];
+        dt_kernel_op_describe(&kop, k, sizeof k);
+        dt_kernel_op_describe(&wop, x, sizeof x);
+        rc = dt_errf(e, DT_EINVAL,
+                     "kernel %lld is a '%s' kernel, workload %s is '%s'; look the kernel up "
+                     "for this workload (dtune_lookup) or pass no workload",
+                     (long long)id, k, key, x);
+    }
+    dt_db_kernel_free(&row);
     dt_workload_free(w);
     return rc;
 }
@@ -35,8 +52,9 @@ DTUNE_API int dtune_kernel_source(dtune *db, int64_t kernel_id, const char *work
     *src = NULL;
     dt_err e;
     pthread_mutex_lock(&db->mu);
-    int rc = workload ? source_for(db->db, kernel_id, workload, src, &e)
-                      : dt_export_kernel_source(db->db, kernel_id, src, &e);
+    int rc = workload ? check_workload(db->db, kernel_id, workload, &e) : 0;
+    if (rc == 0)
+        rc = dt_export_kernel_source(db->db, kernel_id, src, &e);
     pthread_mutex_unlock(&db->mu);
     return dt_lib_status(rc, &e);
 }

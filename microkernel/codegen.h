@@ -54,4 +54,15 @@ void dt_kernel_op_epilogue(const dt_kernel_op *kop, int *bias, int *act);
  * logs, JSON and the kernels' dtk_info. */
 void dt_kernel_op_describe(const dt_kernel_op *kop, char *buf, size_t n);
 
+/* The identity kop is stored with (db/db.h, dt_db_kernel.attrs): a canonical
+ * JSON object naming every attribute of the op with its value, e.g.
+ * {"epilogue":"bias+gelu"}.  malloc'ed; NULL when out of memory. */
+char *dt_kernel_op_attrs_json(const dt_kernel_op *kop);
+/* The dt_kernel_op of a kernels row: op and dtype by name (dtype NULL is
+ * f32), attrs a JSON object (an attribute it leaves out has its default
+ * value; NULL is "{}").  DT_EUNSUPPORTED for an unknown op or dtype,
+ * DT_EINVAL for an attribute or value the op does not have. */
+int dt_kernel_op_from_row(const char *op, const char *dtype, const char *attrs_json,
+                          dt_kernel_op *kop, dt_err *e);
+
 #endif

@@ -314,6 +314,102 @@ static void test_newer_version_refused(void)
 
 /* ---- migrations ------------------------------------------------------------- */
 
+/* Schema 1 -> 2 on hand-made v1 rows: attributes come from the workloads
+ * that use each kernel; a kernel two epilogues used is split, its second
+ * workload's rows move; an unused kernel gets the op's defaults. */
+static void test_migrate_kernel_identity(void)
+{
+    const char *p = path_of("v1-identity.db");
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, DT_DB_CREATE | DT_DB_NOMIGRATE, &db, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(dt_db_migrate_to(db, 1, &e), DT_OK);
+    dt_db_close(db);
+    raw_exec(p,
+             "INSERT INTO targets VALUES (1, 't', 'avx2', '{}', 0);"
+             "INSERT INTO workloads VALUES"
+             " (1, 'dense(M={1,2,4},N=8,K=8,epilogue=bias+relu)', 'dense', '{}', 0),"
+             " (2, 'dense(M={1,2,4},N=8,K=8)', 'dense', '{}', 0),"
+             " (3, 'batch_matmul(B=2,M=seq,N=seq,K=16,layout=NT;seq=1..8)', 'batch_matmul',"
+             "  '{}', 0),"
+             " (4, 'dense(M=epilogue,N=8,K=8;epilogue=1..4)', 'dense', '{}', 0);"
+             "INSERT INTO kernels VALUES"
+             " (1, 'dense', 'blocked', '{\"mr\":4}', 'h1', 0),"       /* wl 1 then wl 2 */
+             " (2, 'dense', 'blocked', '{\"mr\":8}', 'h2', 0),"       /* wl 2 only */
+             " (3, 'batch_matmul', 'blocked', '{\"mr\":4}', 'h3', 0),"/* wl 3 */
+             " (4, 'batch_matmul', 'stream', '{\"mr\":4}', NULL, 0)," /* unused */
+             " (5, 'dense', 'stream', '{\"mr\":2}', NULL, 0);"       /* wl 4 (a var named epilogue) */
+             "INSERT INTO measurements (id, kernel_id, target_id, workload_id, shape, threads,"
+             " status, min_ns, median_ns, trial_uid, created_at) VALUES"
+             " (1, 1, 1, 1, 'M=1', 1, 'ok', 1, 1, 'u1', 0),"
+             " (2, 1, 1, 2, 'M=1', 1, 'ok', 1, 1, 'u2', 0),"
+             " (3, 2, 1, 2, 'M=2', 1, 'ok', 1, 1, 'u3', 0),"
+             " (4, 3, 1, 3, 'seq=2', 1, 'ok', 1, 1, 'u4', 0),"
+             " (5, 1, 1, 1, 'M=2', 1, 'ok', 1, 1, 'u5', 0);"
+             "INSERT INTO schedules (workload_id, target_id, shape_lo, shape_hi, kernel_id,"
+             " threads, created_at) VALUES (1, 1, 'M=1', 'M=4', 1, 1, 0),"
+             " (2, 1, 'M=1', 'M=1', 1, 1, 0), (2, 1, 'M=2', 'M=4', 2, 1, 0),"
+             " (4, 1, 'M=1', 'M=4', 5, 1, 0);");
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, 0, &db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_opened_version(db), 1);
+    CU_ASSERT_EQUAL(dt_db_schema_version(db), 2);
+    CU_ASSERT_EQUAL(dt_db_check(db, &e), DT_OK);
+    static const struct {
+        const char *op, *attrs, *annotation, *hash;
+    } want[] = {
+        {"dense", "{\"epilogue\":\"bias+relu\"}", "{\"mr\":4}", "h1"},
+        {"dense", "{\"epilogue\":\"none\"}", "{\"mr\":8}", "h2"},
+        {"batch_matmul", "{\"layout\":\"NT\"}", "{\"mr\":4}", "h3"},
+        {"batch_matmul", "{\"layout\":\"NN\"}", "{\"mr\":4}", NULL},
+        {"dense", "{\"epilogue\":\"none\"}", "{\"mr\":2}", NULL},
+        {"dense", "{\"epilogue\":\"none\"}", "{\"mr\":4}", NULL}, /* split from 1 for wl 2 */
+    };
+    for (int i = 0; i < 6; i++) {
+        dt_db_kernel k;
+        CU_ASSERT_EQUAL_FATAL(dt_db_kernel_get(db, i + 1, &k, &e), DT_OK);
+        CU_ASSERT_STRING_EQUAL(k.op, want[i].op);
+        CU_ASSERT_STRING_EQUAL(k.dtype, "f32");
+        CU_ASSERT_STRING_EQUAL(k.attrs, want[i].attrs);
+        CU_ASSERT_STRING_EQUAL(k.annotation, want[i].annotation);
+        if (want[i].hash) {
+            CU_ASSERT_STRING_EQUAL(k.source_hash, want[i].hash);
+        } else {
+            CU_ASSERT_PTR_NULL(k.source_hash);
+        }
+        dt_db_kernel_free(&k);
+    }
+    dt_db_kernel k;
+    CU_ASSERT_EQUAL(dt_db_kernel_get(db, 7, &k, &e), DT_ENOTFOUND);
+    /* the interned identity finds the split row; another epilogue is new */
+    int64_t id = 0;
+    CU_ASSERT_EQUAL(dt_db_kernel_intern_attrs(db, "dense", NULL, "{ \"epilogue\": \"none\" }",
+                                              "blocked", "{\"mr\": 4}", NULL, &id, &e), DT_OK);
+    CU_ASSERT_EQUAL(id, 6);
+    CU_ASSERT_EQUAL(dt_db_kernel_intern_attrs(db, "dense", "f32", "{\"epilogue\":\"gelu\"}",
+                                              "blocked", "{\"mr\":4}", NULL, &id, &e), DT_OK);
+    CU_ASSERT_EQUAL(id, 7);
+    CU_ASSERT_EQUAL(dt_db_kernel_intern_attrs(db, "dense", "f32", "[1]", "blocked", "{}", NULL,
+                                              &id, &e), DT_EINVAL);
+    dt_db_close(db);
+    /* wl 2's measurement and schedule of kernel 1 moved to 6; wl 1's stayed */
+    CU_ASSERT_EQUAL(raw_int(p, "SELECT kernel_id FROM measurements WHERE id = 2"), 6);
+    CU_ASSERT_EQUAL(raw_int(p, "SELECT count(*) FROM measurements WHERE kernel_id = 1"), 2);
+    CU_ASSERT_EQUAL(raw_int(p, "SELECT kernel_id FROM schedules WHERE workload_id = 2"
+                               " AND shape_lo = 'M=1'"), 6);
+    CU_ASSERT_EQUAL(raw_int(p, "SELECT kernel_id FROM schedules WHERE workload_id = 1"), 1);
+    CU_ASSERT_EQUAL(raw_int(p, "PRAGMA foreign_keys"), 0); /* a fresh connection's default */
+    CU_ASSERT_EQUAL(raw_int(p, "SELECT count(*) FROM sqlite_temp_master"), 0);
+    CU_ASSERT_TRUE(integrity_ok(p));
+    /* the handle left foreign keys on after the rebuild */
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, 0, &db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(db, 1, 1, 1,
+                                           &(dt_db_schedule){.kernel_id = 99, .shape_lo = "M=1",
+                                                             .shape_hi = "M=4", .threads = 1},
+                                           1, &e),
+                    DT_EINVAL);
+    dt_db_close(db);
+}
+
 static void test_migrate_from_version_0(void)
 {
     const char *p = path_of("v0.db");
@@ -1448,7 +1544,7 @@ static void test_cli_init_and_stats(void)
 
     CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db stats --db '%s'", p), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "measurements"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "schema    1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "schema    2"));
     dt_test_proc_free(&r);
 
     /* DTUNE_DB is the default path. */
@@ -1504,7 +1600,7 @@ static void test_cli_errors(void)
     dt_db_close(open_new("cli-future.db"));
     raw_exec(future, "PRAGMA user_version = 3;");
     CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", future), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "schema version 3, this dtune supports up to 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "schema version 3, this dtune supports up to 2"));
     dt_test_proc_free(&r);
 
     /* I/O failure: the directory does not exist. */
@@ -1661,6 +1757,8 @@ int main(void)
         {"foreign SQLite database refused and unchanged", test_foreign_sqlite_refused},
         {"newer schema refused and unchanged", test_newer_version_refused},
         {"version-0 database migrated to current", test_migrate_from_version_0},
+        {"schema 1 -> 2: kernels get their attributes, shared ones split",
+         test_migrate_kernel_identity},
         {"several processes create one new file at once", test_concurrent_create},
         CU_TEST_INFO_NULL,
     };

@@ -17,6 +17,7 @@
 
 #include "common/target.h"
 #include "db/db.h"
+#include "microkernel/build.h"
 #include "sketch/annotation.h"
 #include "sketch/workload.h"
 #include "tests/dt_test.h"
@@ -274,6 +275,110 @@ static void test_query_damaged(void)
     free(dir);
 }
 
+/* ---- a schema-1 file of the previous dtune (tests/data/v1/README.md) ------- */
+
+#define V1_TARGET "x86_64-avx512-2c-32K.1M.32M"
+#define V1_GELU "dense(M=1..8,N=32,K=32,epilogue=bias+gelu)"
+
+/* dt_hash_strings of text with "dtune kernel <id> ====" as "dtune kernel  ====":
+ * a kernel's id is the one thing the migration may change in an export. */
+static void export_hash(char *text, char out[65])
+{
+    char *p = text, *q = text;
+    while (*p) {
+        if (!strncmp(p, "dtune kernel ", 13)) {
+            memmove(q, p, 13);
+            q += 13;
+            p += 13;
+            char *d = p;
+            while (*d >= '0' && *d <= '9')
+                d++;
+            if (d > p && !strncmp(d, " ====", 5))
+                p = d;
+            continue;
+        }
+        *q++ = *p++;
+    }
+    *q = 0;
+    const char *t = text;
+    dt_hash_strings(&t, 1, out);
+}
+
+static void test_v1_migration(void)
+{
+    char *dir = dt_test_tmpdir();
+    char db[4096], cmd[8192 + 256];
+    snprintf(db, sizeof db, "%s/v1.db", dir);
+    snprintf(cmd, sizeof cmd, "cp '%s/tests/data/v1/v1.db' '%s'", DTUNE_SOURCE_DIR, db);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    dt_test_proc p;
+    /* read-only commands refuse it and say how to migrate */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '" V1_GELU "' --db '%s' --shape M=1 --target "
+                                          V1_TARGET, db), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "dtune db init"));
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db init --db '%s'", db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "from schema 1 to 2"));
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db init --db '%s'", db), 0); /* and it checks out */
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "up to date (schema 2)"));
+    dt_test_proc_free(&p);
+
+    /* export writes what v1 wrote (kernel ids aside) */
+    char path[4096], line[512];
+    snprintf(path, sizeof path, "%s/tests/data/v1/exports.txt", DTUNE_SOURCE_DIR);
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char *ext = strchr(line, ' '), *want;
+        CU_ASSERT_FATAL(ext != NULL);
+        *ext++ = 0;
+        want = strchr(ext, ' ');
+        CU_ASSERT_FATAL(want != NULL);
+        *want++ = 0;
+        char c_file[4096 + 16];
+        snprintf(c_file, sizeof c_file, "%s/ex%d.c", dir, n / 2 + 1);
+        if (*ext == 'c') {
+            CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "export '%s' -o '%s' --db '%s' --target "
+                                                  V1_TARGET, line, c_file, db), 0);
+            dt_test_proc_free(&p);
+        } else {
+            c_file[strlen(c_file) - 1] = 'h';
+        }
+        char *text = dt_test_slurp(c_file), hash[65];
+        export_hash(text, hash);
+        CU_ASSERT_STRING_EQUAL(hash, want);
+        free(text);
+        n++;
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL(n, 6);
+
+    /* query: v1's kernel 8 served both epilogues at M=1; the gelu workload
+     * now has its own row (32), with kernel 8's sketch and annotation */
+    json_t *k8 = NULL;
+    const char *keys[] = {"dense(M=1..8,N=32,K=32)", V1_GELU};
+    for (int i = 0; i < 2; i++) {
+        int code;
+        snprintf(cmd, sizeof cmd, "query '%s' --db '%s' --shape M=1 --json --target " V1_TARGET,
+                 keys[i], db);
+        json_t *q = dt_test_run_dtune_json(&code, cmd);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+        json_t *r = json_array_get(q, 0);
+        CU_ASSERT_EQUAL(json_integer_value(json_object_get(r, "kernel_id")), i ? 32 : 8);
+        if (i == 0)
+            k8 = json_incref(json_object_get(r, "annotation"));
+        else
+            CU_ASSERT(json_equal(k8, json_object_get(r, "annotation")));
+        json_decref(q);
+    }
+    json_decref(k8);
+    dt_test_rmtree(dir);
+    free(dir);
+}
+
 /* Runs `dtune ARGS...` as uid with stdout/stderr into out/err (written by
  * this process, before the switch); returns the exit code. */
 static int run_dtune_as(uid_t uid, const char *out, const char *err, const char *const *args)
@@ -382,6 +487,7 @@ int main(void)
         {"query: a range not measured says so", test_query_not_measured},
         {"query: a damaged kernels table exits 2 naming the kernel", test_query_damaged},
         {"query and export as another uid without write access", test_query_export_other_uid},
+        {"a schema-1 file of the previous dtune: db init, export, query", test_v1_migration},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"e2e cli", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

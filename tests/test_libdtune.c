@@ -724,13 +724,19 @@ static void test_kernel_source(void)
     snprintf(cmd, sizeof cmd, "cc -fsyntax-only -O2 -march=native -fopenmp '%s'", c);
     CU_ASSERT_EQUAL(sh(cmd), 0);
     free(c);
-    /* for a workload with an epilogue: that op's source */
+    /* the row decides: its own workload gives the same source, another
+     * epilogue is refused (that would be another kernel) */
+    char *same = NULL;
+    CU_ASSERT_EQUAL_FATAL(dtune_kernel_source(db, g_kid[0], KEY_SPELLED, &same), DTUNE_OK);
+    CU_ASSERT_STRING_EQUAL(src, same);
+    dtune_free(same);
     char *bias = NULL;
-    CU_ASSERT_EQUAL_FATAL(dtune_kernel_source(db, g_kid[0],
-                                              "dense(M=1..64,N=64,K=32,epilogue=bias+relu)",
-                                              &bias), DTUNE_OK);
-    CU_ASSERT_STRING_NOT_EQUAL(src, bias);
-    dtune_free(bias);
+    CU_ASSERT_EQUAL(dtune_kernel_source(db, g_kid[0],
+                                        "dense(M=1..64,N=64,K=32,epilogue=bias+relu)", &bias),
+                    DTUNE_EINVAL);
+    CU_ASSERT_PTR_NULL(bias);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "epilogue=none"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "epilogue=bias+relu"));
     dtune_free(src);
     CU_ASSERT_EQUAL(dtune_kernel_source(db, 999999, NULL, &src), DTUNE_ENOTFOUND);
     CU_ASSERT_PTR_NULL(src);
@@ -739,9 +745,9 @@ static void test_kernel_source(void)
                                         &src), DTUNE_EINVAL);
     dtune_close(db);
 
-    /* dt_export_kernel_source recovers the attributes from the stored hash */
+    /* one sketch and annotation with two epilogues: two rows, each its source */
     char path[4096];
-    snprintf(path, sizeof path, "%s/hash.db", g_dir);
+    snprintf(path, sizeof path, "%s/two.db", g_dir);
     dt_db *h = NULL;
     dt_target tg;
     dt_rng r;
@@ -750,22 +756,170 @@ static void test_kernel_source(void)
     CU_ASSERT_EQUAL_FATAL(dt_target_detect(&tg, &e), 0);
     dt_rng_seed(&r, 5);
     CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&r, &tg, -1, 1, &a, &e), 0);
-    dt_kernel_op kop = {.op = dt_op_find("dense")};
-    kop.attrs[0] = dt_attr_value_index(&kop.op->attrs[0], "bias+gelu");
-    char *want = NULL, hash[65], *ann = dt_annotation_to_string(&a);
-    CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, &a, &want, &e), 0);
-    const char *parts = want;
-    dt_hash_strings(&parts, 1, hash);
-    int64_t kid;
-    CU_ASSERT_EQUAL_FATAL(dt_db_kernel_intern(h, "dense", dt_sketch_name(a.sketch), ann, hash,
-                                              &kid, &e), 0);
-    CU_ASSERT_EQUAL_FATAL(dt_export_kernel_source(h, kid, &src, &e), 0);
-    CU_ASSERT_STRING_EQUAL(src, want);
-    free(src);
-    CU_ASSERT_EQUAL(dt_export_kernel_source(h, kid + 1, &src, &e), DT_ENOTFOUND);
-    free(want);
+    char *ann = dt_annotation_to_string(&a);
+    int64_t kid[2];
+    const char *epi[2] = {"none", "bias+gelu"};
+    char *want[2];
+    for (int i = 0; i < 2; i++) {
+        dt_kernel_op kop = {.op = dt_op_find("dense")};
+        kop.attrs[0] = dt_attr_value_index(&kop.op->attrs[0], epi[i]);
+        char *attrs = dt_kernel_op_attrs_json(&kop);
+        CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, &a, &want[i], &e), 0);
+        CU_ASSERT_EQUAL_FATAL(dt_db_kernel_intern_attrs(h, "dense", "f32", attrs,
+                                                        dt_sketch_name(a.sketch), ann, NULL,
+                                                        &kid[i], &e), 0);
+        free(attrs);
+    }
+    CU_ASSERT_NOT_EQUAL(kid[0], kid[1]);
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL_FATAL(dt_export_kernel_source(h, kid[i], &src, &e), 0);
+        CU_ASSERT_STRING_EQUAL(src, want[i]);
+        free(src);
+        free(want[i]);
+    }
+    CU_ASSERT_STRING_NOT_EQUAL(epi[0], epi[1]);
+    CU_ASSERT_EQUAL(dt_export_kernel_source(h, kid[1] + 1, &src, &e), DT_ENOTFOUND);
     free(ann);
     dt_db_close(h);
+}
+
+/* ---- a schema-1 database made by the previous dtune (tests/data/v1) ---------- */
+
+#define V1_TARGET "x86_64-avx512-2c-32K.1M.32M"
+
+static char *v1_copy(const char *name)
+{
+    char src[4096], *dst = malloc(4096), cmd[8192 + 64];
+    snprintf(src, sizeof src, "%s/tests/data/v1/v1.db", DTUNE_SOURCE_DIR);
+    snprintf(dst, 4096, "%s/%s", g_dir, name);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", src, dst);
+    CU_ASSERT_EQUAL(sh(cmd), 0);
+    return dst;
+}
+
+/* The hash sources.txt gives for (v1 kernel id, workload key or "-"), or NULL. */
+static const char *v1_hash(char lines[][3][256], int n, int64_t id, const char *key)
+{
+    char ids[32];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(lines[i][0], ids) && !strcmp(lines[i][1], key))
+            return lines[i][2];
+    return NULL;
+}
+
+static void test_v1_migration(void)
+{
+    static char lines[128][3][256];
+    int n = 0;
+    char path[4096], buf[1024];
+    snprintf(path, sizeof path, "%s/tests/data/v1/sources.txt", DTUNE_SOURCE_DIR);
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char line[256];
+    while (n < 128 && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char *a = line, *c = strrchr(line, ' '), *b = strchr(line, ' ');
+        CU_ASSERT_FATAL(b != NULL && c != NULL && b != c);
+        *b++ = 0;
+        *c++ = 0;
+        snprintf(lines[n][0], 256, "%s", a);
+        snprintf(lines[n][1], 256, "%s", b);
+        snprintf(lines[n][2], 256, "%s", c);
+        n++;
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(n, 60);
+
+    /* a read-only open cannot migrate: it refuses, and says what to run */
+    char *db1 = v1_copy("v1.db");
+    dtune *db = NULL;
+    CU_ASSERT_EQUAL(dtune_open(db1, &db), DTUNE_EVERSION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "schema version 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "dtune db init"));
+
+    /* a writer's open migrates it in place */
+    dt_err e;
+    dt_db *w = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(db1, 0, &w, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_opened_version(w), 1);
+    CU_ASSERT_EQUAL(dt_db_schema_version(w), DT_DB_SCHEMA_VERSION);
+    /* every row has its op's attributes; v1's 24 rows keep their ids, the 12
+     * dense kernels both epilogues used get a second row (25..36) */
+    int64_t nk = 0;
+    for (int64_t id = 1;; id++) {
+        dt_db_kernel k;
+        int rc = dt_db_kernel_get(w, id, &k, &e);
+        if (rc == DT_ENOTFOUND)
+            break;
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        nk = id;
+        CU_ASSERT_STRING_EQUAL(k.dtype, "f32");
+        dt_kernel_op kop;
+        CU_ASSERT_EQUAL(dt_kernel_op_from_row(k.op, k.dtype, k.attrs, &kop, &e), 0);
+        CU_ASSERT(strstr(k.attrs, !strcmp(k.op, "dense") ? "\"epilogue\":" : "\"layout\":") !=
+                  NULL);
+        CU_ASSERT((id <= 24) == (k.source_hash != NULL));
+        if (id <= 24) {
+            /* v1's rows: the source v1 gave without a workload, and the hash
+             * v1 stored is that source's */
+            char *src = NULL, hash[65];
+            CU_ASSERT_EQUAL_FATAL(dt_export_kernel_source(w, id, &src, &e), 0);
+            const char *p = src;
+            dt_hash_strings(&p, 1, hash);
+            const char *want = v1_hash(lines, n, id, "-");
+            CU_ASSERT(want != NULL && !strcmp(hash, want));
+            CU_ASSERT_STRING_EQUAL(hash, k.source_hash);
+            free(src);
+        }
+        dt_db_kernel_free(&k);
+    }
+    CU_ASSERT_EQUAL(nk, 36);
+    dt_db_close(w);
+
+    /* read-only now: every (kernel, workload) v1 paired has a v2 kernel whose
+     * source alone is what v1 gave for the pair; lookups give it */
+    CU_ASSERT_EQUAL_FATAL(dtune_open(db1, &db), DTUNE_OK);
+    snprintf(path, sizeof path, "%s/tests/data/v1/lookups.txt", DTUNE_SOURCE_DIR);
+    f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    int nl = 0, two = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        buf[strcspn(buf, "\n")] = 0;
+        char *key = buf, *shape = strchr(buf, '\t'), *v1id;
+        *shape++ = 0;
+        v1id = strchr(shape, '\t');
+        *v1id++ = 0;
+        dtune_schedule s;
+        CU_ASSERT_EQUAL_FATAL(dtune_lookup(db, key, shape, V1_TARGET, 0, &s), DTUNE_OK);
+        char *src = NULL, hash[65];
+        CU_ASSERT_EQUAL_FATAL(dtune_kernel_source(db, s.kernel_id, NULL, &src), DTUNE_OK);
+        const char *p = src;
+        dt_hash_strings(&p, 1, hash);
+        const char *want = v1_hash(lines, n, atoll(v1id), key);
+        CU_ASSERT(want != NULL && !strcmp(hash, want));
+        dtune_free(src);
+        /* the workload it was looked up for agrees with the row */
+        CU_ASSERT_EQUAL(dtune_kernel_source(db, s.kernel_id, key, &src), DTUNE_OK);
+        dtune_free(src);
+        /* v1 kernel 8 serves both epilogues at M=1: now two kernels, two sources */
+        if (!strcmp(shape, "M=1") && atoll(v1id) == 8) {
+            two++;
+            CU_ASSERT_EQUAL(s.kernel_id, strstr(key, "epilogue") ? 32 : 8);
+        }
+        nl++;
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL(nl, 27);
+    CU_ASSERT_EQUAL(two, 2);
+    CU_ASSERT_STRING_NOT_EQUAL(v1_hash(lines, n, 8, "dense(M=1..8,N=32,K=32)"),
+                               v1_hash(lines, n, 8, "dense(M=1..8,N=32,K=32,epilogue=bias+gelu)"));
+    /* kernel 8 is the epilogue-free one: the gelu workload no longer fits it */
+    char *src = NULL;
+    CU_ASSERT_EQUAL(dtune_kernel_source(db, 8, "dense(M=1..8,N=32,K=32,epilogue=bias+gelu)",
+                                        &src), DTUNE_EINVAL);
+    dtune_close(db);
+    free(db1);
 }
 
 static void test_export(void)
@@ -847,6 +1001,7 @@ int main(void)
         {"another uid: permission denied is DTUNE_EIO", test_open_errors_other_uid},
         {"dtune_kernel_source: ABI symbols, compiles, attributes", test_kernel_source},
         {"dtune_export: C file and header that compile; errors", test_export},
+        {"a schema-1 file of the previous dtune: migrated, same sources", test_v1_migration},
         {"cmake --install + pkg-config build of examples/query.c", test_install_and_pkg_config},
         CU_TEST_INFO_NULL,
     };

@@ -349,13 +349,18 @@ static int prepare_kernels(dt_measurer *m, dt_mrun *r, char **src, dt_err *e)
         if (!src[k] || r->kernels[k].id > 0)
             continue;
         char *ann = dt_annotation_to_string(&r->kernels[k].a);
-        if (!ann) {
+        char *attrs = dt_kernel_op_attrs_json(&kop); /* the kernel's identity: op + attrs */
+        if (!ann || !attrs) {
+            free(ann);
+            free(attrs);
             rc = dt_errf(e, DT_ENOMEM, "out of memory");
             break;
         }
-        rc = dt_db_kernel_intern(m->db, r->w->op->name, dt_sketch_name(r->kernels[k].a.sketch),
-                                 ann, r->kernels[k].source_hash, &r->kernels[k].id, e);
+        rc = dt_db_kernel_intern_attrs(m->db, r->w->op->name, dt_dtype_name(kop.dtype), attrs,
+                                       dt_sketch_name(r->kernels[k].a.sketch), ann,
+                                       r->kernels[k].source_hash, &r->kernels[k].id, e);
         free(ann);
+        free(attrs);
     }
     if (rc) {
         dt_db_rollback(m->db, NULL);

@@ -166,11 +166,13 @@ DTUNE_API int dtune_lookup_values(dtune *db, const char *workload, const int64_t
 
 /* The C source of kernel kernel_id (a translation unit exporting the kernel
  * ABI of docs/microkernels.md: dtk_abi_version, dtk_packed_size, dtk_pack,
- * dtk_dense or dtk_bmm), regenerated from the database.  workload (may be
- * NULL) names the workload it is used for: the kernel is generated for that
- * workload's op attributes (e.g. epilogue=bias+gelu); without it, for the
- * attributes it was first tuned with.  *src is malloc'ed; release it with
- * dtune_free.  DTUNE_ENOTFOUND when there is no such kernel. */
+ * dtk_dense or dtk_bmm), regenerated from its database row, which holds the
+ * op, dtype and attribute values (e.g. epilogue=bias+gelu) it was generated
+ * with: a kernel id names one source.  workload should be NULL.  When it is
+ * not, it is only checked: a workload whose op or attribute values are not
+ * the kernel's is DTUNE_EINVAL (a kernel id dtune_lookup gave for that
+ * workload always passes).  *src is malloc'ed; release it with dtune_free.
+ * DTUNE_ENOTFOUND when there is no such kernel. */
 DTUNE_API int dtune_kernel_source(dtune *db, int64_t kernel_id, const char *workload,
                                   char **src);
 
