@@ -25,6 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+
 /* The first 16 bytes of every SQLite 3 database file. */
 static const char sqlite_magic[16] = "SQLite format 3";
 /* Bytes of the header dt_db_open reads: the magic and the file format
@@ -459,35 +461,21 @@ static int open_once(dt_db *db, dt_err *e)
     return rc;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_us(int64_t us)
-{
-    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
 /* open_once until it succeeds, fails for good, or the busy timeout has
  * passed: SQLite's busy handler does not cover every step of creating a
  * file (switching it to WAL, another process's recovery), so a busy open
  * is closed and started again after a randomised, doubling pause. */
 static int open_with_retries(dt_db *db, dt_err *e)
 {
-    int64_t deadline = now_ms() + DT_DB_BUSY_TIMEOUT_MS;
-    unsigned seed = (unsigned)getpid() ^ (unsigned)now_ms();
+    double deadline = dt_now_s() + DT_DB_BUSY_TIMEOUT_MS / 1000.0;
+    unsigned seed = (unsigned)getpid() ^ (unsigned)(dt_now_s() * 1000);
     int64_t pause_us = 1000;
     for (;;) {
         int rc = open_once(db, e);
-        if (rc != DT_EBUSY || now_ms() >= deadline)
+        if (rc != DT_EBUSY || dt_now_s() >= deadline)
             return rc;
         close_sqlite(db);
-        sleep_us(pause_us / 2 + rand_r(&seed) % (pause_us / 2 + 1));
+        dt_sleep_s((double)(pause_us / 2 + rand_r(&seed) % (pause_us / 2 + 1)) / 1e6);
         if (pause_us < 64000)
             pause_us *= 2;
     }

@@ -226,12 +226,18 @@ static int check_foreign_keys(dt_db *db, const char *what, dt_err *e)
 /* Applies step `from` -> from+1 in one BEGIN IMMEDIATE transaction.  The
  * version is re-read under the write lock: another process may have
  * migrated the file since we opened it, and then there is nothing to do. */
-static int apply_step(dt_db *db, int from, int *found, dt_err *e)
+/* Applies the step from -> from+1 in one transaction.  A file found empty
+ * (version 0) under the write lock is instead brought to `to` in that one
+ * transaction, so that no other process ever sees a half-created file (one
+ * at version 1 of a new file would otherwise migrate it too). */
+static int apply_step(dt_db *db, int from, int to, int *found, dt_err *e)
 {
     char what[128];
     snprintf(what, sizeof what, "migrating from schema %d to %d (%s)", from, from + 1,
              migrations[from].what);
-    int rebuild = migrations[from].rebuild;
+    int rebuild = 0;
+    for (int i = from; i < (from == 0 ? to : from + 1); i++)
+        rebuild |= migrations[i].rebuild;
     int rc = rebuild ? dt_db_exec(db, "PRAGMA foreign_keys = OFF", e, what) : DT_OK;
     if (rc == DT_OK)
         rc = dt_db_exec(db, "BEGIN IMMEDIATE", e, what);
@@ -245,10 +251,12 @@ static int apply_step(dt_db *db, int from, int *found, dt_err *e)
     if (rc == DT_OK && found)
         *found = v;
     if (rc == DT_OK && v == from) {
+        int upto = from == 0 ? to : from + 1;
         char stamp[128];
         snprintf(stamp, sizeof stamp, "PRAGMA user_version = %d; PRAGMA application_id = %d;",
-                 from + 1, DT_DB_APPLICATION_ID);
-        rc = dt_db_exec(db, migrations[from].sql, e, what);
+                 upto, DT_DB_APPLICATION_ID);
+        for (int i = from; rc == DT_OK && i < upto; i++)
+            rc = dt_db_exec(db, migrations[i].sql, e, what);
         if (rc == DT_OK && rebuild)
             rc = check_foreign_keys(db, what, e);
         if (rc == DT_OK)
@@ -273,9 +281,15 @@ int dt_db_migrate(dt_db *db, int from, int to, int *found, dt_err *e)
     if (found)
         *found = from;
     for (int v = from; v < to; v++) {
-        int rc = apply_step(db, v, v == from ? found : NULL, e);
+        int rc = apply_step(db, v, to, v == from ? found : NULL, e);
         if (rc)
             return rc;
+        if (v == 0) { /* an empty file is brought to `to` in one step; go on from where it is */
+            int cur;
+            if ((rc = current_version(db, &cur, e)))
+                return rc;
+            v = cur - 1;
+        }
     }
     return DT_OK;
 }

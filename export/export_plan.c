@@ -122,18 +122,13 @@ int dt_export_plan_load(dt_db *db, const dt_export_opts *o, const char *name,
         snprintf(p->target_key, sizeof p->target_key, "%s", o->target_key);
     } else {
         dt_target t;
-        if ((rc = dt_target_detect(&t, e)))
+        if ((rc = dt_target_detect_key(&t, p->target_key, sizeof p->target_key, e)))
             goto fail;
-        if (dt_target_key(&t, p->target_key, sizeof p->target_key)) {
-            rc = dt_errf(e, DT_EINVAL, "this machine's target has no valid key");
-            goto fail;
-        }
     }
     if ((rc = dt_dispatch_load(db, o->workload_key, p->target_key, o->threads, &p->d, e)))
         goto fail;
     p->w = p->d->w;
-    p->kop.op = p->w->op;
-    memcpy(p->kop.attrs, p->w->attrs, sizeof p->kop.attrs);
+    p->kop = dt_kernel_op_of_workload(p->w);
     p->xop = dt_export_op_find(p->w->op, p->kop.dtype);
     if (!p->xop || dt_kernel_op_gemm(&p->kop, &p->g, NULL) != 0) {
         rc = dt_errf(e, DT_EUNSUPPORTED, "%s: no export for op %s", p->d->key, p->w->op->name);

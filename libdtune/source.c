@@ -25,8 +25,7 @@ static int check_workload(dt_db *db, int64_t id, const char *key, dt_err *e)
         dt_workload_free(w);
         return rc;
     }
-    dt_kernel_op kop, wop = {.op = w->op};
-    memcpy(wop.attrs, w->attrs, sizeof wop.attrs);
+    dt_kernel_op kop, wop = dt_kernel_op_of_workload(w);
     if ((rc = dt_kernel_op_from_row(row.op, row.dtype, row.attrs, &kop, e))) {
         dt_err_prefix(e, "kernel %lld", (long long)id);
     } else if (kop.op != wop.op || kop.dtype != wop.dtype ||

@@ -228,8 +228,7 @@ static int guard_ok(const float *y, int64_t n)
 /* Every M in 1..MAX_M of an exported dense workload against the reference. */
 static void check_dense(void *h, const char *name, const dt_workload *w)
 {
-    dt_kernel_op kop = {.op = w->op};
-    memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
+    dt_kernel_op kop = dt_kernel_op_of_workload(w);
     int bias_on, act;
     dt_kernel_op_epilogue(&kop, &bias_on, &act);
     int64_t N = w->dims[1]->value, K = w->dims[2]->value;
