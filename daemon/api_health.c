@@ -27,17 +27,8 @@ void dt_api_metrics(dt_api *a, dt_http_response *res)
 {
     dt_metrics_gauges g = {.uptime_s = dt_now_s() - a->started_s,
                            .schedule_tables_loaded = -1};
-    dt_db_job *jobs = NULL;
-    size_t n = 0;
-    if (dt_db_job_list(a->db, DT_JOB_MASK_ALL, &jobs, &n, NULL) == 0) {
-        for (size_t i = 0; i < n; i++)
-            if (jobs[i].state >= 0 && jobs[i].state < DT_JOB_N_STATES)
-                g.jobs[jobs[i].state]++;
-        dt_db_jobs_free(jobs, n);
-    } else {
-        for (int s = 0; s < DT_JOB_N_STATES; s++)
-            g.jobs[s] = -1;
-    }
+    /* One GROUP BY query; on failure every count is -1 and left out. */
+    (void)dt_db_job_counts(a->db, g.jobs, NULL);
     g.running_job = a->jobs ? dt_jobs_running(a->jobs) : 0;
     if (a->http_stats) {
         dt_http_stats st = {0};
@@ -46,6 +37,7 @@ void dt_api_metrics(dt_api *a, dt_http_response *res)
         g.connections_open = st.connections_open;
         g.requests_total = st.requests_total;
         g.rejected_total = st.rejected_total;
+        g.evicted_total = st.evicted_total;
     }
     if (a->cache) {
         uint64_t loads = 0;

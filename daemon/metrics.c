@@ -139,6 +139,9 @@ void dt_metrics_render(const dt_metrics *m, const dt_metrics_gauges *g, dt_strbu
     head(o, "dtune_http_rejected_total", "counter",
          "requests answered by the server layer itself (limits, time-outs, auth, bad HTTP)");
     dt_sb_appendf(o, "dtune_http_rejected_total %llu\n", (unsigned long long)g->rejected_total);
+    head(o, "dtune_http_evicted_total", "counter",
+         "idle connections closed to admit a new one at the connection limit");
+    dt_sb_appendf(o, "dtune_http_evicted_total %llu\n", (unsigned long long)g->evicted_total);
 
     head(o, "dtune_http_requests_total", "counter", "requests answered by the API, by status");
     for (int r = 0; r < DT_ROUTE_N; r++)

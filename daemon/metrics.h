@@ -58,6 +58,7 @@ typedef struct dt_metrics_gauges {
     int64_t jobs[DT_JOB_N_STATES];  /* jobs in the database by state; -1: unknown */
     int64_t running_job;            /* id of the job being tuned, 0 when none */
     uint64_t connections_total, connections_open, requests_total, rejected_total;
+    uint64_t evicted_total;         /* idle connections closed to admit a new one */
     int64_t schedule_tables_loaded; /* dispatch cache loads, -1: unknown */
     double uptime_s;
 } dt_metrics_gauges;

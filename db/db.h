@@ -338,6 +338,11 @@ void dt_db_job_free(dt_db_job *j);
 /* Jobs whose state is in mask (DT_JOB_MASK bits; 0 means all), by id;
  * *out is malloc'ed (NULL when *n is 0), freed with dt_db_jobs_free. */
 int dt_db_job_list(dt_db *db, unsigned state_mask, dt_db_job **out, size_t *n, dt_err *e);
+/* Counts the jobs in each state in one query (SELECT state, count(*) ...
+ * GROUP BY state): counts[s] is the number of jobs in state s, 0 for a state
+ * with none.  counts must have DT_JOB_N_STATES elements; on failure they are
+ * all set to -1. */
+int dt_db_job_counts(dt_db *db, int64_t counts[DT_JOB_N_STATES], dt_err *e);
 /* Queued and running jobs: what a restarted daemon resumes. */
 int dt_db_job_list_unfinished(dt_db *db, dt_db_job **out, size_t *n, dt_err *e);
 void dt_db_jobs_free(dt_db_job *jobs, size_t n);

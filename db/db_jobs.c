@@ -183,6 +183,31 @@ int dt_db_job_list(dt_db *db, unsigned state_mask, dt_db_job **out, size_t *n, d
     return rc;
 }
 
+int dt_db_job_counts(dt_db *db, int64_t counts[DT_JOB_N_STATES], dt_err *e)
+{
+    static const char what[] = "counting jobs";
+    for (int s = 0; s < DT_JOB_N_STATES; s++)
+        counts[s] = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = dt_db_prepare(db, "SELECT state, count(*) FROM jobs GROUP BY state", &st, e, what);
+    while (rc == DT_OK && (rc = dt_db_step_row(db, st, SQLITE_OK, e, what)) == DT_OK) {
+        dt_job_state s;
+        if (dt_job_state_parse(dt_col_text(st, 0), &s) != DT_OK) {
+            rc = dt_errf(e, DT_EDB, "%s in %s: unknown state '%s'", what, db->path,
+                         dt_col_text(st, 0) ? dt_col_text(st, 0) : "(null)");
+            break;
+        }
+        counts[s] = sqlite3_column_int64(st, 1);
+    }
+    if (st)
+        sqlite3_finalize(st);
+    if (rc == DT_ENOTFOUND)
+        return DT_OK;
+    for (int s = 0; s < DT_JOB_N_STATES; s++)
+        counts[s] = -1;
+    return rc;
+}
+
 int dt_db_job_list_unfinished(dt_db *db, dt_db_job **out, size_t *n, dt_err *e)
 {
     return dt_db_job_list(db, DT_JOB_MASK_UNFINISHED, out, n, e);

@@ -183,6 +183,7 @@ static void test_metrics_text(void)
     dt_metrics_job_submitted(m);
     dt_metrics_job_finished(m, DT_JOB_DONE);
     dt_metrics_gauges g = {.jobs = {1, 0, 2, 0, 3}, .running_job = 4, .connections_open = 2,
+                           .evicted_total = 5,
                            .schedule_tables_loaded = -1, .uptime_s = 1.5};
     dt_strbuf sb;
     dt_sb_init(&sb);
@@ -199,6 +200,8 @@ static void test_metrics_text(void)
         "dtune_jobs_finished_total{state=\"done\"} 1\n",
         "dtune_schedule_queries_total{result=\"hit\"} 2\n",
         "dtune_http_connections_open 2\n",
+        "# TYPE dtune_http_evicted_total counter\n",
+        "dtune_http_evicted_total 5\n",
         "dtune_http_requests_total{route=\"/v1/schedules\",method=\"GET\",code=\"200\"} 2\n",
         "dtune_http_requests_total{route=\"/v1/schedules\",method=\"GET\",code=\"404\"} 1\n",
         "dtune_http_requests_total{route=\"/v1/jobs\",method=\"POST\",code=\"202\"} 1\n",

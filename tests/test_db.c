@@ -820,6 +820,10 @@ static void test_jobs(void)
 {
     dt_db *db = open_new("jobs.db");
     dt_err e;
+    int64_t none[DT_JOB_N_STATES] = {7, 7, 7, 7, 7};
+    CU_ASSERT_EQUAL(dt_db_job_counts(db, none, &e), DT_OK);
+    for (int k = 0; k < DT_JOB_N_STATES; k++)
+        CU_ASSERT_EQUAL(none[k], 0);
     int64_t j1, j2, j3;
     CU_ASSERT_EQUAL(dt_db_job_create(db, "{\"model\":\"bert\"}", NULL, &j1, &e), DT_OK);
     CU_ASSERT_EQUAL(dt_db_job_create(db, "{\"model\":\"gpt2\"}", "{\"trials\":64}", &j2, &e),
@@ -870,6 +874,15 @@ static void test_jobs(void)
     CU_ASSERT_EQUAL(dt_db_job_list(db, 0, &list, &n, &e), DT_OK);
     CU_ASSERT_EQUAL(n, 3);
     dt_db_jobs_free(list, n);
+
+    /* Counts by state in one query: a state with no job counts 0. */
+    int64_t counts[DT_JOB_N_STATES];
+    CU_ASSERT_EQUAL_FATAL(dt_db_job_counts(db, counts, &e), DT_OK);
+    CU_ASSERT_EQUAL(counts[DT_JOB_QUEUED], 1);
+    CU_ASSERT_EQUAL(counts[DT_JOB_RUNNING], 1);
+    CU_ASSERT_EQUAL(counts[DT_JOB_DONE], 0);
+    CU_ASSERT_EQUAL(counts[DT_JOB_FAILED], 1);
+    CU_ASSERT_EQUAL(counts[DT_JOB_CANCELLED], 0);
 
     /* Requeueing clears the error with "". */
     dt_db_job_update requeue = {.set_state = true, .state = DT_JOB_QUEUED, .error = ""};
