@@ -50,7 +50,8 @@ static void usage(FILE *out)
             "When ready it prints 'dtune daemon listening on HOST:PORT (target KEY, db\n"
             "PATH)' on stdout. SIGTERM or SIGINT: the server closes, the running tune\n"
             "stops at its next round boundary (its job resumes at the next start) and\n"
-            "the daemon exits 0.\n"
+            "the daemon exits 0. A second SIGTERM or SIGINT meanwhile exits at once\n"
+            "with 143 (SIGTERM) or 130 (SIGINT); the job resumes at the next start.\n"
             "\n"
             "One daemon per database: it holds DB.lock (beside the database) while it\n"
             "runs; a second daemon on the same database is refused (exit 3) and told\n"
@@ -58,7 +59,8 @@ static void usage(FILE *out)
             "\n"
             "Exit codes: 0 ok, 1 usage error, 2 bad input (a bad --listen address, a\n"
             "non-loopback address without --api-token-file), 3 runtime failure (the\n"
-            "database is held by another daemon, cannot bind, database I/O).\n",
+            "database is held by another daemon, cannot bind, database I/O), 143 or 130\n"
+            "after a second SIGTERM or SIGINT.\n",
             DT_DAEMON_DEFAULT_LISTEN);
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "common/clock.h"
@@ -121,6 +122,21 @@ static void http_stats(void *ud, dt_http_stats *st)
         dt_http_server_stats_get(d->srv, st);
 }
 
+/* A second SIGTERM or SIGINT exits at once with 128 + signum, doing nothing
+ * else: no job is requeued, no file is tidied.  Every database write is a
+ * transaction in WAL mode, so an abrupt exit leaves the database as it was
+ * after its last commit (as after kill -9) and the next start resumes the
+ * job that was running.  _exit and write are async-signal-safe. */
+static void exit_at_once(int signum)
+{
+    static const char term[] = "dtune: daemon: second SIGTERM: exiting at once (exit 143)\n";
+    static const char intr[] = "dtune: daemon: second SIGINT: exiting at once (exit 130)\n";
+    ssize_t w = signum == SIGINT ? write(STDERR_FILENO, intr, sizeof intr - 1)
+                                 : write(STDERR_FILENO, term, sizeof term - 1);
+    (void)w;
+    _exit(128 + signum);
+}
+
 static void begin_stop(daemon_state *d)
 {
     if (d->stopping)
@@ -129,16 +145,33 @@ static void begin_stop(daemon_state *d)
     dt_http_server_close(d->srv);
     d->srv = NULL;
     dt_jobs_stop(d->jobs);
-    uv_close((uv_handle_t *)&d->sig_term, NULL);
-    uv_close((uv_handle_t *)&d->sig_int, NULL);
+    /* the signal handles stay open until the runner has ended, so that a
+     * second signal meanwhile reaches on_signal */
 }
 
 static void on_signal(uv_signal_t *s, int signum)
 {
     daemon_state *d = s->data;
-    dt_log_warn("daemon: %s: stopping (the running job goes on at the next start)",
+    if (d->stopping)
+        exit_at_once(signum);
+    dt_log_warn("daemon: %s: stopping (the running job goes on at the next start; "
+                "a second signal exits at once)",
                 signum == SIGTERM ? "SIGTERM" : "SIGINT");
     begin_stop(d);
+}
+
+/* Closes the loop's signal handles (libuv restores the default actions as
+ * it does) and installs exit_at_once for what is left of the shutdown. */
+static void close_signals(daemon_state *d)
+{
+    uv_close((uv_handle_t *)&d->sig_term, NULL);
+    uv_close((uv_handle_t *)&d->sig_int, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = exit_at_once;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
 }
 
 /* The runner thread ended: after a stop, or because it could not run. */
@@ -150,6 +183,7 @@ static void on_runner_done(uv_async_t *a)
         dt_log_error("daemon: the job runner stopped; shutting down");
         begin_stop(d);
     }
+    close_signals(d);
     uv_close((uv_handle_t *)a, NULL);
 }
 

@@ -54,7 +54,11 @@ char *dt_daemon_lock_path(const char *db_path);
  * non-loopback one without a token (checked in that order); DT_EBUSY when
  * another process holds the database's lock file (the message names its
  * pid); other codes when the database, the target or the socket fail at
- * start, or the job runner cannot run. */
+ * start, or the job runner cannot run.  A second SIGTERM or SIGINT while
+ * it stops calls _exit(128 + signum) (the database stays consistent: every
+ * write is a WAL transaction); once the runner has ended, the process keeps
+ * that handler for both signals, so dt_daemon_run is meant to be the last
+ * thing a process does. */
 int dt_daemon_run(const dt_daemon_opts *o, dt_err *e);
 
 #endif

@@ -5,7 +5,8 @@
  * lives on; 256 idle connections do not lock a client out; kill -9 in the
  * middle of a job, a restart, and the job completes with an intact database
  * and no record lost; a second daemon on the same database is refused and
- * names the first one's pid; SIGTERM exits 0; a model job on a tight budget
+ * names the first one's pid; SIGTERM exits 0, a second SIGTERM during the
+ * stop exits at once with 143 and a restart resumes the job; a model job on a tight budget
  * reports which workloads got schedules, and one below the minimum budget
  * fails saying so. */
 #include <arpa/inet.h>
@@ -682,6 +683,87 @@ static void test_kill9_resume(void)
     CU_ASSERT_TRUE(integrity_ok(db));
 }
 
+/* A second SIGTERM while the first is stopping the running job exits at
+ * once with 128 + SIGTERM (an exit, not death by the signal); the database
+ * is intact and a restarted daemon resumes the job. */
+static void test_second_sigterm(void)
+{
+    char db[4096], log[4200];
+    snprintf(db, sizeof db, "%s/s2.db", g_dir);
+    snprintf(log, sizeof log, "%s/s2a.log", g_dir);
+    daemon_proc d;
+    CU_ASSERT_EQUAL_FATAL(start_daemon(&d, db, "s2a"), 0);
+    int st;
+    json_t *r = http_json(d.port, "POST", "/v1/jobs",
+                          "{\"workload\": \"dense(M=1..24,N=96,K=64)\", \"trials\": 100000, "
+                          "\"threads\": 1, \"min_time_ms\": 0.5}",
+                          &st);
+    CU_ASSERT_EQUAL_FATAL(st, 202);
+    int64_t id = json_integer_value(json_object_get(r, "id"));
+    json_decref(r);
+    int64_t n = 0;
+    for (int i = 0; i < 1200 && n < 8; i++) {
+        dt_sleep_ms(50);
+        n = dt_test_count_records(db);
+    }
+    CU_ASSERT_FATAL(n >= 8); /* running, measuring */
+
+    /* the first SIGTERM: wait until the daemon has taken it (two signals
+     * sent back to back may merge into one) */
+    CU_ASSERT_EQUAL_FATAL(kill(d.pid, SIGTERM), 0);
+    int seen = 0;
+    for (int i = 0; i < 200 && !seen; i++) {
+        char *text = dt_test_slurp(log);
+        seen = text && strstr(text, "SIGTERM: stopping") != NULL;
+        free(text);
+        if (!seen)
+            dt_sleep_ms(10);
+    }
+    CU_ASSERT_FATAL(seen);
+    double t0 = dt_now_s();
+    CU_ASSERT_EQUAL(kill(d.pid, SIGTERM), 0);
+    int ws = 0;
+    pid_t w = 0;
+    while ((w = waitpid(d.pid, &ws, WNOHANG)) == 0 && dt_now_s() - t0 < 10)
+        dt_sleep_ms(10);
+    double took = dt_now_s() - t0;
+    if (w == 0) {
+        kill(-d.pid, SIGKILL);
+        waitpid(d.pid, &ws, 0);
+    }
+    d.pid = 0;
+    CU_ASSERT_EQUAL(w > 0, 1);
+    CU_ASSERT(took < 2.0);
+    CU_ASSERT(WIFEXITED(ws));
+    CU_ASSERT_EQUAL(WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, 128 + SIGTERM);
+    char *text = dt_test_slurp(log);
+    CU_ASSERT(text && strstr(text, "second SIGTERM: exiting at once") != NULL);
+    free(text);
+    int64_t before = dt_test_count_records(db);
+    CU_ASSERT(before >= n);
+    CU_ASSERT_TRUE(integrity_ok(db));
+
+    /* a restarted daemon takes the job up again as its second run */
+    CU_ASSERT_EQUAL_FATAL(start_daemon(&d, db, "s2b"), 0);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    int resumed = 0;
+    for (double t1 = dt_now_s(); dt_now_s() - t1 < 60 && !resumed;) {
+        json_t *j = http_json(d.port, "GET", path, NULL, &st);
+        const char *state = json_string_value(json_object_get(j, "state"));
+        resumed = st == 200 && state && !strcmp(state, "running") &&
+                  json_is_true(json_object_get(j, "active")) &&
+                  json_integer_value(json_object_get(json_object_get(j, "progress"), "runs")) == 2;
+        json_decref(j);
+        if (!resumed)
+            dt_sleep_ms(100);
+    }
+    CU_ASSERT(resumed);
+    CU_ASSERT(dt_test_count_records(db) >= before);
+    CU_ASSERT_EQUAL(stop_daemon(&d, SIGKILL), 128 + SIGKILL);
+    CU_ASSERT_TRUE(integrity_ok(db));
+}
+
 /* One daemon per database: a second one is refused (exit 3) naming the
  * first one's pid, and touches no job; after kill -9 of the first, a new
  * daemon starts and finishes the job within its budget. */
@@ -822,6 +904,7 @@ int main(void)
         {"a model job on a tight budget reports its workloads", test_model_job_report},
         {"a one-byte-a-second client; SIGTERM exits 0", test_slow_client},
         {"kill -9 mid-job, restart, the job completes", test_kill9_resume},
+        {"a second SIGTERM exits at once (143); restart resumes the job", test_second_sigterm},
         {"CLI refusals", test_cli_refusals},
         {"one daemon per database; a restart after kill -9", test_one_daemon_per_db},
         {"a bad --listen is a bad address", test_bad_listen},
