@@ -17,7 +17,7 @@ int dt_read_file(const char *path, size_t max, char **out, size_t *len, dt_err *
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);
-        return dt_errf(e, DT_EIO, "%s is not a regular file", path);
+        return dt_errf(e, DT_EINVAL, "%s is not a regular file", path); /* bad input: exit 2 */
     }
     if ((size_t)st.st_size > max) {
         fclose(f);

@@ -125,6 +125,13 @@ static void test_workloads_bad_input(void)
     CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "workloads '%s'", garbage), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "malformed JSON"));
     dt_test_proc_free(&p);
+    /* a directory where a model file belongs is bad input (2), not a runtime failure */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "workloads '%s'", dir), 2);
+    CU_ASSERT(strstr(p.err, "is not a regular file") != NULL);
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "tune '%s' --db '%s/t.db' --trials 5", dir, dir), 2);
+    CU_ASSERT(strstr(p.err, "is not a regular file") != NULL);
+    dt_test_proc_free(&p);
     free(bad);
     free(garbage);
     dt_test_rmtree(dir);
