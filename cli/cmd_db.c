@@ -15,6 +15,7 @@ static const char db_usage[] =
     "Commands:\n"
     "  init     create the database, or migrate it to the current schema\n"
     "  stats    show the schema version, size and row count of each table\n"
+    "  backup   copy the database to a new file, safely beside a running daemon\n"
     "\n"
     "Run 'dtune db COMMAND --help' for the options of a command.\n";
 
@@ -41,15 +42,32 @@ static const char stats_usage[] =
     "  --json       print one JSON object instead of a table\n"
     "  -h, --help   show this help\n";
 
+static const char backup_usage[] =
+    "Usage: dtune db backup DEST [--db PATH] [--json]\n"
+    "\n"
+    "Copy the database to the new file DEST with SQLite's online backup: one\n"
+    "consistent state of the database, taken in a single read transaction, so\n"
+    "it is safe while a daemon or a tune writes (they are not blocked).  DEST\n"
+    "is written beside its final name and appears only when complete; it is\n"
+    "then opened and checked for damage (as 'dtune db init' does).  An\n"
+    "existing DEST is never overwritten (exit 2).\n"
+    "\n"
+    "Options:\n"
+    "  --db PATH    database file (default: $DTUNE_DB, else ./dtune.db)\n"
+    "  --json       print one JSON object instead of a line\n"
+    "  -h, --help   show this help\n";
+
 typedef struct {
     const char *db;
+    const char *arg; /* the positional argument, where the command takes one */
     bool json;
     bool help;
 } db_opts;
 
 /* Parses the options of `dtune db <sub>`; allow_json says whether --json
  * is accepted.  Returns 0 or the usage-error exit code. */
-static int parse_opts(const char *cmd, int argc, char **argv, bool allow_json, db_opts *o)
+static int parse_opts_arg(const char *cmd, int argc, char **argv, bool allow_json,
+                          bool allow_arg, db_opts *o)
 {
     *o = (db_opts){.db = dt_cli_default_db()};
     for (int i = 1; i < argc; i++) {
@@ -66,6 +84,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, bool allow_json, d
             o->json = true;
         } else if (a[0] == '-') {
             return dt_cli_usage_error(cmd, "unknown option '%s'", a);
+        } else if (allow_arg && !o->arg) {
+            o->arg = a;
         } else {
             return dt_cli_usage_error(cmd, "unexpected argument '%s'", a);
         }
@@ -73,6 +93,11 @@ static int parse_opts(const char *cmd, int argc, char **argv, bool allow_json, d
     if (!*o->db)
         return dt_cli_usage_error(cmd, "the database path is empty");
     return 0;
+}
+
+static int parse_opts(const char *cmd, int argc, char **argv, bool allow_json, db_opts *o)
+{
+    return parse_opts_arg(cmd, argc, argv, allow_json, false, o);
 }
 
 static int db_init(int argc, char **argv)
@@ -169,10 +194,56 @@ static int db_stats(int argc, char **argv)
     return rc;
 }
 
+static int db_backup(int argc, char **argv)
+{
+    db_opts o;
+    int rc = parse_opts_arg("db backup", argc, argv, true, true, &o);
+    if (rc || o.help) {
+        if (o.help && !rc)
+            fputs(backup_usage, stdout);
+        return rc;
+    }
+    if (!o.arg || !*o.arg)
+        return dt_cli_usage_error("db backup", "missing DEST, the file to write");
+    dt_err e;
+    dt_db *db, *copy;
+    if (dt_db_open(o.db, DT_DB_READONLY, &db, &e) != DT_OK)
+        return dt_cli_fail(&e);
+    dt_db_backup_info info = {0};
+    rc = dt_db_backup(db, o.arg, &info, &e);
+    dt_db_close(db);
+    if (rc != DT_OK)
+        return dt_cli_fail(&e);
+    /* the copy must open as a dtune database and pass the damage check */
+    if (dt_db_open(o.arg, DT_DB_READONLY, &copy, &e) != DT_OK)
+        return dt_cli_fail(&e);
+    rc = dt_db_check(copy, &e);
+    int version = dt_db_schema_version(copy);
+    dt_db_close(copy);
+    if (rc != DT_OK)
+        return dt_cli_fail(&e);
+    if (o.json) {
+        json_t *j = json_pack("{s:s, s:s, s:i, s:I, s:i, s:b}", "source", o.db, "backup", o.arg,
+                              "pages", info.pages, "bytes", (json_int_t)info.bytes,
+                              "schema_version", version, "checked", 1);
+        if (!j || json_dumpf(j, stdout, JSON_INDENT(2)) != 0) {
+            json_decref(j);
+            dt_errf(&e, DT_ENOMEM, "cannot format the result as JSON");
+            return dt_cli_fail(&e);
+        }
+        json_decref(j);
+        putchar('\n');
+    } else {
+        printf("backed up %s to %s: %d pages, %lld bytes, schema %d, checked\n", o.db, o.arg,
+               info.pages, (long long)info.bytes, version);
+    }
+    return DT_EXIT_OK;
+}
+
 int dt_cmd_db(int argc, char **argv)
 {
     if (argc < 2)
-        return dt_cli_usage_error("db", "missing command (init or stats)");
+        return dt_cli_usage_error("db", "missing command (init, stats or backup)");
     const char *sub = argv[1];
     if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
         fputs(db_usage, stdout);
@@ -182,5 +253,7 @@ int dt_cmd_db(int argc, char **argv)
         return db_init(argc - 1, argv + 1);
     if (!strcmp(sub, "stats"))
         return db_stats(argc - 1, argv + 1);
+    if (!strcmp(sub, "backup"))
+        return db_backup(argc - 1, argv + 1);
     return dt_cli_usage_error("db", "unknown command '%s'", sub);
 }

@@ -97,6 +97,20 @@ int dt_db_schema_version(dt_db *db);
  * DT_EINVAL; so is calling it on a read-only handle or inside dt_db_begin. */
 int dt_db_migrate_to(dt_db *db, int version, dt_err *e);
 
+/* What dt_db_backup copied. */
+typedef struct {
+    int pages;     /* database pages copied */
+    int64_t bytes; /* size of the copy */
+} dt_db_backup_info;
+
+/* Writes a consistent copy of db to the new file dest with SQLite's online
+ * backup (one read transaction: safe beside a running daemon or tune, which
+ * it does not block).  The copy is written beside dest and linked into place
+ * only when complete, so dest is never partial; an existing dest is
+ * DT_EINVAL (never overwritten).  Works on read-only handles.  out may be
+ * NULL. */
+int dt_db_backup(dt_db *db, const char *dest, dt_db_backup_info *out, dt_err *e);
+
 /* Looks for damage: SQLite's quick_check (reads the whole file), every
  * table of the file's schema version (columns, foreign keys, indexes)
  * against what the migrations create, then rows no writer stores: a

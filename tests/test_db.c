@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "db/db.h"
 #include "tests/dt_test.h"
 
@@ -1521,6 +1522,72 @@ static void test_concurrent_create(void)
 
 /* ---- end to end through the dtune binary ------------------------------------ */
 
+/* dtune db backup while another process commits jobs as fast as it can: the
+ * copy is a consistent state (integrity ok, a job count the writer really
+ * had), DEST is never overwritten, and the writer was never blocked. */
+static void test_cli_backup_beside_writer(void)
+{
+    const char *src = path_of("bk-src.db");
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(src, DT_DB_CREATE, &db, &e), DT_OK);
+    int64_t id;
+    for (int i = 0; i < 50; i++)
+        CU_ASSERT_EQUAL(dt_db_job_create(db, "{}", "{}", &id, &e), DT_OK);
+    dt_db_close(db);
+    int go[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(go), 0);
+    fflush(NULL);
+    pid_t w = fork();
+    if (w == 0) { /* the writer: one committed job at a time for ~1.5 s */
+        close(go[0]);
+        dt_db *d = NULL;
+        dt_err we;
+        if (dt_db_open(src, DT_DB_CREATE, &d, &we) != DT_OK)
+            _exit(3);
+        (void)!write(go[1], "x", 1);
+        close(go[1]);
+        double t0 = dt_now_s();
+        int fails = 0;
+        while (dt_now_s() - t0 < 1.5)
+            fails += dt_db_job_create(d, "{}", "{}", &id, &we) != DT_OK;
+        dt_db_close(d);
+        _exit(fails ? 4 : 0);
+    }
+    close(go[1]);
+    char c;
+    CU_ASSERT_EQUAL(read(go[0], &c, 1), 1);
+    close(go[0]);
+    dt_sleep_ms(200);
+    const char *dest = path_of("bk-copy.db");
+    dt_test_proc r;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db backup '%s' --db '%s' --json", dest, src), 0);
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    CU_ASSERT(j && json_is_true(json_object_get(j, "checked")) &&
+              json_integer_value(json_object_get(j, "bytes")) > 0);
+    json_decref(j);
+    dt_test_proc_free(&r);
+    int st = 0;
+    waitpid(w, &st, 0);
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0); /* the writer never failed */
+    CU_ASSERT_TRUE(integrity_ok(dest));
+    long long copied = raw_int(dest, "SELECT count(*) FROM jobs");
+    long long final = raw_int(src, "SELECT count(*) FROM jobs");
+    CU_ASSERT(copied >= 50 && copied <= final);
+    /* never overwrites; missing DEST is a usage error; a missing source is bad input */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db backup '%s' --db '%s'", dest, src), 2);
+    CU_ASSERT(strstr(r.err, "already exists") != NULL);
+    dt_test_proc_free(&r);
+    CU_ASSERT_EQUAL(raw_int(dest, "SELECT count(*) FROM jobs"), copied);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db backup --db '%s'", src), 1);
+    dt_test_proc_free(&r);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db backup '%s' --db '%s'", path_of("bk-none.db"),
+                                      path_of("no-such.db")), 2);
+    dt_test_proc_free(&r);
+    CU_ASSERT_EQUAL(access(path_of("bk-none.db"), F_OK), -1);
+}
+
 static void test_cli_init_and_stats(void)
 {
     const char *p = path_of("cli.db");
@@ -1801,6 +1868,7 @@ int main(void)
     };
     CU_TestInfo cli_tests[] = {
         {"dtune db init and stats", test_cli_init_and_stats},
+        {"dtune db backup beside a writer", test_cli_backup_beside_writer},
         {"dtune db init migrates a version-0 file", test_cli_migrates_version_0},
         {"dtune db errors and help", test_cli_errors},
         {"dtune db init from three processes at once", test_cli_concurrent_init},

@@ -1,0 +1,71 @@
+/* dtune db backup: a consistent copy of a database taken with SQLite's
+ * online backup API.  The source may be open in a running daemon or tune:
+ * the copy is one read transaction (WAL: writers are not blocked), written
+ * to DEST.tmp.PID and renamed into place only once complete and checked, so
+ * DEST is never a partial file. */
+#include "db/db_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int dt_db_backup(dt_db *db, const char *dest, dt_db_backup_info *out, dt_err *e)
+{
+    if (!dest || !*dest)
+        return dt_errf(e, DT_EINVAL, "the backup destination is empty");
+    struct stat st;
+    if (stat(dest, &st) == 0)
+        return dt_errf(e, DT_EINVAL, "%s already exists; a backup never overwrites a file", dest);
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dest, (long)getpid()) >= sizeof tmp)
+        return dt_errf(e, DT_EINVAL, "backup path %s is too long", dest);
+    unlink(tmp);
+    sqlite3 *to = NULL;
+    int src = sqlite3_open_v2(tmp, &to, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (src != SQLITE_OK) {
+        int code = dt_db_code(src);
+        dt_errf(e, code ? code : DT_EIO, "cannot create %s: %s", dest,
+                to ? sqlite3_errmsg(to) : sqlite3_errstr(src));
+        sqlite3_close(to);
+        unlink(tmp);
+        return code ? code : DT_EIO;
+    }
+    sqlite3_busy_timeout(to, DT_DB_BUSY_TIMEOUT_MS);
+    sqlite3_backup *b = sqlite3_backup_init(to, "main", db->sql, "main");
+    int rc = DT_OK;
+    if (!b) {
+        rc = dt_errf(e, DT_EDB, "backing up %s: %s", db->path, sqlite3_errmsg(to));
+    } else {
+        /* all pages in one step: one read transaction, so the copy is one
+         * consistent state of the source even while a writer commits */
+        int step = sqlite3_backup_step(b, -1);
+        int pages = sqlite3_backup_pagecount(b);
+        int fin = sqlite3_backup_finish(b);
+        if (step != SQLITE_DONE || fin != SQLITE_OK) {
+            int r = step != SQLITE_DONE ? step : fin;
+            int code = dt_db_code(r);
+            rc = dt_errf(e, code ? code : DT_EDB, "backing up %s to %s: %s", db->path, dest,
+                         sqlite3_errstr(r));
+        } else if (out) {
+            out->pages = pages;
+        }
+    }
+    if (sqlite3_close(to) != SQLITE_OK && rc == DT_OK)
+        rc = dt_errf(e, DT_EIO, "closing the backup %s", dest);
+    if (rc == DT_OK && stat(tmp, &st) == 0 && out)
+        out->bytes = (int64_t)st.st_size;
+    if (rc == DT_OK && link(tmp, dest) != 0) /* link: never replaces a DEST made meanwhile */
+        rc = dt_errf(e, errno == EEXIST ? DT_EINVAL : DT_EIO, "cannot put the backup at %s: %s",
+                     dest, strerror(errno));
+    unlink(tmp);
+    char side[4200];
+    snprintf(side, sizeof side, "%s-wal", tmp);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", tmp);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-journal", tmp);
+    unlink(side);
+    return rc;
+}
