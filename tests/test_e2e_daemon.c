@@ -642,25 +642,37 @@ static int integrity_ok(const char *path)
     return ok;
 }
 
+/* POSTs a job body to the daemon on port (202 expected, else -1) and waits up
+ * to 60 s until the database has at least `records` records; *n gets the
+ * count reached.  Returns the job id. */
+static int64_t submit_and_wait_records(int port, const char *db, const char *body,
+                                       int64_t records, int64_t *n)
+{
+    int st;
+    json_t *r = http_json(port, "POST", "/v1/jobs", body, &st);
+    int64_t id = st == 202 ? json_integer_value(json_object_get(r, "id")) : -1;
+    json_decref(r);
+    *n = 0;
+    for (int i = 0; id >= 0 && i < 1200 && *n < records; i++) {
+        dt_sleep_ms(50);
+        *n = dt_test_count_records(db);
+    }
+    return id;
+}
+
 static void test_kill9_resume(void)
 {
     char db[4096];
     snprintf(db, sizeof db, "%s/k.db", g_dir);
     daemon_proc d;
     CU_ASSERT_EQUAL_FATAL(start_daemon(&d, db, "k1"), 0);
-    int st;
-    json_t *r = http_json(d.port, "POST", "/v1/jobs",
-                          "{\"workload\": \"dense(M=1..24,N=64,K=96)\", \"trials\": 110, "
-                          "\"threads\": 1, \"min_time_ms\": 0.5}",
-                          &st);
-    CU_ASSERT_EQUAL_FATAL(st, 202);
-    int64_t id = json_integer_value(json_object_get(r, "id"));
-    json_decref(r);
-    int64_t n = 0;
-    for (int i = 0; i < 1200 && n < 12; i++) {
-        dt_sleep_ms(50);
-        n = dt_test_count_records(db);
-    }
+    int64_t n;
+    int64_t id = submit_and_wait_records(
+        d.port, db,
+        "{\"workload\": \"dense(M=1..24,N=64,K=96)\", \"trials\": 110, "
+        "\"threads\": 1, \"min_time_ms\": 0.5}",
+        12, &n);
+    CU_ASSERT_FATAL(id >= 0);
     CU_ASSERT_EQUAL(stop_daemon(&d, SIGKILL), 128 + SIGKILL);
     int64_t before = dt_test_count_records(db);
     CU_ASSERT(before >= 12);
@@ -693,19 +705,13 @@ static void test_second_sigterm(void)
     snprintf(log, sizeof log, "%s/s2a.log", g_dir);
     daemon_proc d;
     CU_ASSERT_EQUAL_FATAL(start_daemon(&d, db, "s2a"), 0);
-    int st;
-    json_t *r = http_json(d.port, "POST", "/v1/jobs",
-                          "{\"workload\": \"dense(M=1..24,N=96,K=64)\", \"trials\": 100000, "
-                          "\"threads\": 1, \"min_time_ms\": 0.5}",
-                          &st);
-    CU_ASSERT_EQUAL_FATAL(st, 202);
-    int64_t id = json_integer_value(json_object_get(r, "id"));
-    json_decref(r);
-    int64_t n = 0;
-    for (int i = 0; i < 1200 && n < 8; i++) {
-        dt_sleep_ms(50);
-        n = dt_test_count_records(db);
-    }
+    int64_t n;
+    int64_t id = submit_and_wait_records(
+        d.port, db,
+        "{\"workload\": \"dense(M=1..24,N=96,K=64)\", \"trials\": 100000, "
+        "\"threads\": 1, \"min_time_ms\": 0.5}",
+        8, &n);
+    CU_ASSERT_FATAL(id >= 0);
     CU_ASSERT_FATAL(n >= 8); /* running, measuring */
 
     /* the first SIGTERM: wait until the daemon has taken it (two signals
@@ -747,7 +753,7 @@ static void test_second_sigterm(void)
     CU_ASSERT_EQUAL_FATAL(start_daemon(&d, db, "s2b"), 0);
     char path[64];
     snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
-    int resumed = 0;
+    int resumed = 0, st;
     for (double t1 = dt_now_s(); dt_now_s() - t1 < 60 && !resumed;) {
         json_t *j = http_json(d.port, "GET", path, NULL, &st);
         const char *state = json_string_value(json_object_get(j, "state"));
@@ -780,19 +786,13 @@ static void test_one_daemon_per_db(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
     free(text);
 
-    int st;
-    json_t *r = http_json(a.port, "POST", "/v1/jobs",
-                          "{\"workload\": \"dense(M=1..16,N=64,K=64)\", \"trials\": 40, "
-                          "\"threads\": 1, \"min_time_ms\": 0.5}",
-                          &st);
-    CU_ASSERT_EQUAL_FATAL(st, 202);
-    int64_t id = json_integer_value(json_object_get(r, "id"));
-    json_decref(r);
-    int64_t n = 0;
-    for (int i = 0; i < 1200 && n < 4; i++) {
-        dt_sleep_ms(50);
-        n = dt_test_count_records(db);
-    }
+    int64_t n;
+    int64_t id = submit_and_wait_records(
+        a.port, db,
+        "{\"workload\": \"dense(M=1..16,N=64,K=64)\", \"trials\": 40, "
+        "\"threads\": 1, \"min_time_ms\": 0.5}",
+        4, &n);
+    CU_ASSERT_FATAL(id >= 0);
     CU_ASSERT(n >= 4);
 
     /* the second daemon: refused at once, naming the holder */
@@ -812,6 +812,7 @@ static void test_one_daemon_per_db(void)
     /* the first one still runs the job, alone */
     char path[64];
     snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    int st;
     json_t *j = http_json(a.port, "GET", path, NULL, &st);
     CU_ASSERT_EQUAL(st, 200);
     const char *state = json_string_value(json_object_get(j, "state"));
