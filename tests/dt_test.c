@@ -2,9 +2,11 @@
 
 #include "common/clock.h"
 #include "db/db.h"
+#include "sketch/annotation.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -233,4 +235,33 @@ int dt_test_start_worker(const dt_test_worker_opts *o, pid_t *pid, char *target_
             return -1;
         dt_sleep_ms(50);
     }
+}
+
+void dt_test_signal_fd(int fd)
+{
+    char c = 1;
+    if (write(fd, &c, 1) != 1)
+        perror("dt_test_signal_fd");
+}
+
+bool dt_test_await_fd(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c;
+    return poll(&p, 1, 20000) == 1 && read(fd, &c, 1) == 1;
+}
+
+int dt_test_add_sampled_kernel(dt_db *db, const dt_target *tg, int sketch, uint64_t seed,
+                               int64_t *id, dt_err *e)
+{
+    dt_rng r;
+    dt_rng_seed(&r, seed);
+    dt_annotation a;
+    int rc = dt_annotation_sample(&r, tg, sketch, 1, &a, e);
+    if (rc)
+        return rc;
+    char *ann = dt_annotation_to_string(&a);
+    rc = dt_db_kernel_intern(db, "dense", dt_sketch_name(a.sketch), ann, NULL, id, e);
+    free(ann);
+    return rc;
 }

@@ -6,9 +6,13 @@
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "common/target.h"
+#include "db/db.h"
 
 /* Registers the NULL-terminated suites, runs them verbosely and returns the
  * process exit code (0 only when every test passed and at least one ran). */
@@ -67,5 +71,16 @@ typedef struct {
 } dt_test_worker_opts;
 int dt_test_start_worker(const dt_test_worker_opts *o, pid_t *pid, char *target_key,
                          size_t key_size);
+
+/* Takes turns with a forked child: one byte over a pipe end.  await returns
+ * false when none came within 20 s. */
+void dt_test_signal_fd(int fd);
+bool dt_test_await_fd(int fd);
+
+/* Interns a kernel of op dense with an annotation sampled (seed) for target
+ * tg in the given sketch; *id gets its id.  For fixtures of hand-made
+ * schedules. */
+int dt_test_add_sampled_kernel(dt_db *db, const dt_target *tg, int sketch, uint64_t seed,
+                               int64_t *id, dt_err *e);
 
 #endif

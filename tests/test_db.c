@@ -1069,21 +1069,6 @@ static int run_as(uid_t uid, int (*fn)(void *), void *ud)
     return wait_child(start_as(uid, fn, ud));
 }
 
-/* One byte over a pipe, to take turns with a child; false after 20 s. */
-static void signal_fd(int fd)
-{
-    char c = 1;
-    if (write(fd, &c, 1) != 1)
-        perror("signal_fd");
-}
-
-static bool await_fd(int fd)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    char c;
-    return poll(&p, 1, 20000) == 1 && read(fd, &c, 1) == 1;
-}
-
 /* Entries of dir (not . and ..) owned by uid. */
 static int files_owned_by(const char *dir, uid_t uid)
 {
@@ -1219,13 +1204,13 @@ static int child_live(void *ud)
     CHILD_CHECK(newest_is(db, c->last));
     int64_t v1, v2;
     CHILD_CHECK(dt_db_data_version(db, &v1, &e) == DT_OK);
-    signal_fd(c->to_parent[1]);
-    CHILD_CHECK(await_fd(c->to_child[0]));  /* the parent committed c->next */
+    dt_test_signal_fd(c->to_parent[1]);
+    CHILD_CHECK(dt_test_await_fd(c->to_child[0]));  /* the parent committed c->next */
     CHILD_CHECK(dt_db_data_version(db, &v2, &e) == DT_OK);
     CHILD_CHECK(v2 != v1);
     CHILD_CHECK(newest_is(db, c->next));
-    signal_fd(c->to_parent[1]);
-    CHILD_CHECK(await_fd(c->to_child[0]));  /* the parent closed its writer */
+    dt_test_signal_fd(c->to_parent[1]);
+    CHILD_CHECK(dt_test_await_fd(c->to_child[0]));  /* the parent closed its writer */
     CHILD_CHECK(newest_is(db, c->next));
     dt_db_close(db);
     return 0;
@@ -1247,17 +1232,17 @@ static int live_round(uid_t uid, ro_ctx *c, bool writer_first)
     close(c->to_child[0]);  /* the child's ends: a child that died reads as EOF */
     close(c->to_parent[1]);
     int rc = 0;
-    if (!await_fd(c->to_parent[0]))
+    if (!dt_test_await_fd(c->to_parent[0]))
         rc = -2;
     if (!rc && !w && dt_db_open(c->path, 0, &w, &e))
         rc = -3;
     if (!rc && dt_db_workload_upsert(w, c->next, "dense", "{}", NULL, &e))
         rc = -4;
-    signal_fd(c->to_child[1]);
-    if (!rc && !await_fd(c->to_parent[0]))
+    dt_test_signal_fd(c->to_child[1]);
+    if (!rc && !dt_test_await_fd(c->to_parent[0]))
         rc = -5;
     dt_db_close(w);
-    signal_fd(c->to_child[1]);
+    dt_test_signal_fd(c->to_child[1]);
     int st = wait_child(pid);
     close(c->to_child[1]);
     close(c->to_parent[0]);

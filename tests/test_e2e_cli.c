@@ -145,21 +145,6 @@ static void test_workloads_bad_input(void)
 
 static char g_tkey[DT_TARGET_KEY_MAX];
 
-static int add_kernel(dt_db *db, const dt_target *tg, int sketch, uint64_t seed, int64_t *id,
-                      dt_err *e)
-{
-    dt_rng r;
-    dt_rng_seed(&r, seed);
-    dt_annotation a;
-    int rc = dt_annotation_sample(&r, tg, sketch, 1, &a, e);
-    if (rc)
-        return rc;
-    char *ann = dt_annotation_to_string(&a);
-    rc = dt_db_kernel_intern(db, "dense", dt_sketch_name(a.sketch), ann, NULL, id, e);
-    free(ann);
-    return rc;
-}
-
 /* dir/name: a database with this machine's 1-thread schedule of QKEY:
  * M=1..16 -> kernel 1 (measured), M=17..64 -> kernel 2 (not measured).
  * Returns the malloc'ed path, NULL on failure. */
@@ -182,8 +167,8 @@ static char *make_tuned_db(const char *dir, const char *name)
     rc = dt_db_workload_upsert(db, QKEY, "dense", ss, &wid, &e);
     free(ss);
     if (rc || (rc = dt_db_target_upsert(db, g_tkey, dt_isa_name(tg.isa), NULL, &tid, &e)) ||
-        (rc = add_kernel(db, &tg, DT_SKETCH_STREAM, 1, &k1, &e)) ||
-        (rc = add_kernel(db, &tg, DT_SKETCH_BLOCKED, 2, &k2, &e)))
+        (rc = dt_test_add_sampled_kernel(db, &tg, DT_SKETCH_STREAM, 1, &k1, &e)) ||
+        (rc = dt_test_add_sampled_kernel(db, &tg, DT_SKETCH_BLOCKED, 2, &k2, &e)))
         goto out;
     dt_db_schedule rows[] = {
         {.shape_lo = "M=1", .shape_hi = "M=16", .kernel_id = k1, .predicted_ns = 100,

@@ -38,21 +38,6 @@ static int64_t g_kid[2];
 
 /* ---- fixture: a database with a schedule for this machine ------------------- */
 
-static int add_kernel(dt_db *db, const dt_target *tg, int sketch, uint64_t seed, int64_t *id,
-                      dt_err *e)
-{
-    dt_rng r;
-    dt_rng_seed(&r, seed);
-    dt_annotation a;
-    int rc = dt_annotation_sample(&r, tg, sketch, 1, &a, e);
-    if (rc)
-        return rc;
-    char *ann = dt_annotation_to_string(&a);
-    rc = dt_db_kernel_intern(db, "dense", dt_sketch_name(a.sketch), ann, NULL, id, e);
-    free(ann);
-    return rc;
-}
-
 /* Replaces the 1-thread schedule of KEY on target tid by (lo..hi -> kernel). */
 static int put_schedule(dt_db *db, int64_t wid, int64_t tid, int threads,
                         const dt_db_schedule *rows, size_t n, dt_err *e)
@@ -73,8 +58,8 @@ static int make_db(const char *path, int64_t *wid, int64_t *tid, dt_err *e)
     rc = dt_db_workload_upsert(db, KEY, "dense", ss, wid, e);
     free(ss);
     if (rc || (rc = dt_db_target_upsert(db, g_tkey, dt_isa_name(tg.isa), NULL, tid, e)) ||
-        (rc = add_kernel(db, &tg, DT_SKETCH_STREAM, 1, &g_kid[0], e)) ||
-        (rc = add_kernel(db, &tg, DT_SKETCH_BLOCKED, 2, &g_kid[1], e)))
+        (rc = dt_test_add_sampled_kernel(db, &tg, DT_SKETCH_STREAM, 1, &g_kid[0], e)) ||
+        (rc = dt_test_add_sampled_kernel(db, &tg, DT_SKETCH_BLOCKED, 2, &g_kid[1], e)))
         goto out;
     dt_db_schedule rows[] = {
         {.shape_lo = "M=1", .shape_hi = "M=16", .kernel_id = g_kid[0], .predicted_ns = 100,
@@ -530,20 +515,6 @@ typedef struct {
     int to_child[2], to_parent[2];
 } other_ctx;
 
-static void signal_fd(int fd)
-{
-    char c = 1;
-    if (write(fd, &c, 1) != 1)
-        perror("signal_fd");
-}
-
-static bool await_fd(int fd)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    char c;
-    return poll(&p, 1, 20000) == 1 && read(fd, &c, 1) == 1;
-}
-
 static bool side_file(const char *path, const char *suffix)
 {
     char p[8192];
@@ -587,8 +558,8 @@ static int child_lookups(other_ctx *c)
     dtune_free(src);
     CHILD_CHECK(had_wal || !side_file(c->path, "-wal"));  /* created nothing */
     CHILD_CHECK(had_wal || !side_file(c->path, "-shm"));
-    signal_fd(c->to_parent[1]);
-    CHILD_CHECK(await_fd(c->to_child[0]));  /* the schedule changed */
+    dt_test_signal_fd(c->to_parent[1]);
+    CHILD_CHECK(dt_test_await_fd(c->to_child[0]));  /* the schedule changed */
     sleep_ms(DT_DISPATCH_CACHE_CHECK_MS + 50);
     CHILD_CHECK(dtune_lookup(db, KEY, "M=40", NULL, 1, &s) == DTUNE_OK);
     CHILD_CHECK(s.kernel_id == c->after);
@@ -617,13 +588,13 @@ static int other_round(other_ctx *c, bool writer_first, const dt_db_schedule *ro
     close(c->to_child[0]);
     close(c->to_parent[1]);
     int rc = 0;
-    if (!await_fd(c->to_parent[0]))
+    if (!dt_test_await_fd(c->to_parent[0]))
         rc = -3;
     if (!rc && !w && dt_db_open(c->path, 0, &w, &e))
         rc = -4;
     if (!rc && put_schedule(w, 1, 1, 1, rows, n, &e))
         rc = -5;
-    signal_fd(c->to_child[1]);
+    dt_test_signal_fd(c->to_child[1]);
     int st = -1;
     waitpid(pid, &st, 0);
     dt_db_close(w);
