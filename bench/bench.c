@@ -10,6 +10,8 @@
 
 #include "microkernel/codegen.h"
 #include "microkernel/loader.h"
+#include "microkernel/mk_op.h"
+#include "microkernel/operands.h"
 #include "measure/omp_pin.h"
 #include "microkernel/reference.h"
 #include "peers/peer.h"
@@ -39,7 +41,7 @@ void dt_bench_result_free(dt_bench_result *r)
 /* Everything one timing loop needs, per candidate. */
 typedef struct {
     dt_kernel k;              /* kernels */
-    float *packed;            /* constant weights: packed for this kernel's NR (shared) */
+    void *packed;             /* constant weights: packed for this kernel's layout (shared) */
     const dt_peer_desc *peer; /* peers */
     const dt_bench_extern *ext; /* the extern candidate */
     void *state;              /* peer state for the current shape, or NULL */
@@ -50,7 +52,10 @@ typedef struct {
 typedef struct {
     dt_gemm g;               /* sizes of the current shape */
     const int64_t *vals;     /* the shape's variable values (extern candidates) */
-    float *X, *W, *bias, *Y; /* A[batch,M,K], B, bias[N], C[batch,M,N] */
+    dt_dtype dtype;
+    dt_operands o;           /* A[batch,M,K], B, bias[N] (and scales) in the dtype; real values */
+    float *W32;              /* w8a32: the dequantized weights, what the f32 peers take */
+    float *Y;                /* C[batch,M,N] */
     /* verify_shapes: the reference of the current shape and its scratch */
     double *ref, *mag;
     float *Bt;               /* B of one matrix packed for the reference */
@@ -65,16 +70,18 @@ static int call_cand(const dt_bench_cand *c, cand_rt *rt, const problem *p, int 
                      dt_err *e)
 {
     const dt_gemm *g = &p->g;
-    const float *bias = g->bias ? p->bias : NULL;
+    const float *bias = g->bias ? p->o.bias : NULL;
     if (c->kind == DT_CAND_EXTERN) {
-        rt->ext->run(rt->ext->ctx, p->vals, p->X, p->W, bias, p->Y);
+        rt->ext->run(rt->ext->ctx, p->vals, p->o.A, p->o.B, bias, p->o.scale_a, p->o.zp_a,
+                     p->Y);
     } else if (c->kind == DT_CAND_PEER) {
         /* constant weights were packed: the bias takes B's place */
-        return rt->peer->run(rt->state, p->X, g->b_const ? bias : p->W, p->Y, e);
+        return rt->peer->run(rt->state, p->o.A, g->b_const ? bias : p->o.B, p->Y, e);
     } else {
-        dt_gemm_args a =
-            dt_gemm_args_contiguous(g, p->X, g->b_const ? rt->packed : p->W, p->bias, p->Y,
-                                    threads);
+        dt_gemm_args a = dt_gemm_args_contiguous(g, p->o.A, g->b_const ? rt->packed : p->o.B,
+                                                 p->o.bias, p->Y, threads);
+        a.scale_a = p->o.scale_a;
+        a.zp_a = p->o.zp_a;
         dt_kernel_run(&rt->k, &a);
     }
     return 0;
@@ -164,14 +171,18 @@ static int build_kernels(const dt_kernel_op *kop, const dt_annotation *kernels, 
     return rc;
 }
 
-/* Kernels share packed constant weights by panel width: pack once per NR. */
+
+/* Kernels share packed constant weights by layout: pack once per panel
+ * width NR and K group. */
 static int pack_weights(dt_bench_cand *cands, cand_rt *rts, int n, const problem *p, dt_err *e)
 {
     for (int i = 0; i < n; i++) {
         if (strcmp(cands[i].status, "ok") != 0)
             continue;
         for (int j = 0; j < i; j++)
-            if (rts[j].packed && cands[j].ann.nr == cands[i].ann.nr) {
+            if (rts[j].packed && cands[j].ann.nr == cands[i].ann.nr &&
+                dt_mk_packed_kg(rts[j].k.op, &cands[j].ann) ==
+                    dt_mk_packed_kg(rts[i].k.op, &cands[i].ann)) {
                 rts[i].packed = rts[j].packed;
                 cands[i].pack_s = cands[j].pack_s;
                 break;
@@ -183,7 +194,7 @@ static int pack_weights(dt_bench_cand *cands, cand_rt *rts, int n, const problem
         if (!rts[i].packed)
             return dt_errf(e, DT_ENOMEM, "out of memory packing weights");
         double t0 = dt_now_s();
-        dt_kernel_pack(&rts[i].k, p->g.N, p->g.K, p->W, rts[i].packed);
+        dt_kernel_pack(&rts[i].k, p->g.N, p->g.K, p->o.B, p->o.scale_b, rts[i].packed);
         cands[i].pack_s = dt_now_s() - t0;
     }
     return 0;
@@ -231,7 +242,7 @@ static void reference_shape(problem *p, int threads)
     if (items < 2 * team || (double)M * (double)N * (double)g->K < 1e6)
         team = 1; /* a fork/join costs more than a small problem */
     for (int64_t b = 0; b < g->batch; b++) {
-        dt_ref_pack_b(g, p->W, b, p->Bt);
+        dt_ref_pack_b(g, p->o.Bref, b, p->Bt);
         double *ref = p->ref + b * M * N, *mag = p->mag + b * M * N;
         /* item = column block outer, row block inner: neighbours share B */
 #pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
@@ -239,8 +250,8 @@ static void reference_shape(problem *p, int threads)
             int64_t i0 = (it % mt) * REF_ROWS, j0 = (it / mt) * REF_COLS;
             int64_t i1 = i0 + REF_ROWS < M ? i0 + REF_ROWS : M;
             int64_t j1 = j0 + REF_COLS < N ? j0 + REF_COLS : N;
-            dt_ref_block(g, p->X, b, p->Bt, p->bias, i0, i1, j0, j1, ref + i0 * N + j0,
-                         mag + i0 * N + j0, N);
+            dt_ref_block(g, p->o.Aref, b, p->Bt, p->o.bias, p->o.colscale, i0, i1, j0, j1,
+                         ref + i0 * N + j0, mag + i0 * N + j0, N);
         }
     }
 }
@@ -265,7 +276,8 @@ static int check_cand(const dt_bench_cand *c, cand_rt *rt, const problem *p, int
                            (long long)i);
     for (int64_t b = 0; b < g->batch; b++) {
         int64_t off = b * g->M * g->N;
-        rc = dt_check_close(p->Y + off, g->N, p->ref + off, p->mag + off, g->M, g->N, g->K, e);
+        rc = dt_check_close_tol(p->Y + off, g->N, p->ref + off, p->mag + off, g->M, g->N,
+                                dt_ref_tol_k(p->dtype, g->K), e);
         if (rc)
             return g->batch > 1 ? dt_err_prefix(e, "batch %lld", (long long)b) : rc;
     }
@@ -335,16 +347,47 @@ static void time_shape(dt_bench_result *r, cand_rt *rts, int nkernels, const pro
     free(calls);
 }
 
-/* The FMA peak, probed before and again after the shapes: clock boost
- * drifts during a long run, and the higher reading is the ceiling. */
+/* The ceiling of the dtype's kernels (peers/peer.h): vdpbf16ps for bf16 and
+ * vpdpbusd for int8 where the CPU has them, else (their portable back-ends,
+ * f32, w8a32) the FMA. */
+static dt_peak_kind peak_kind_of(dt_dtype d, const dt_target *t)
+{
+    if (dt_dtype_native(d, t, NULL) && d == DT_DTYPE_BF16)
+        return DT_PEAK_BF16_DP;
+    if (dt_dtype_native(d, t, NULL) && d == DT_DTYPE_INT8)
+        return DT_PEAK_INT8_DP;
+    return DT_PEAK_F32_FMA;
+}
+
+/* The peak, probed before and again after the shapes: clock boost drifts
+ * during a long run, and the higher reading is the ceiling. */
 static void measure_peak(dt_bench_result *r, int threads)
 {
-    double one = dt_fma_peak_gflops(1, 0.2);
-    double all = threads > 1 ? dt_fma_peak_gflops(threads, 0.2) : one;
-    if (one > r->fma_peak1_gflops)
-        r->fma_peak1_gflops = one;
-    if (all > r->fma_peak_gflops)
-        r->fma_peak_gflops = all;
+    double one = dt_peak_gops(r->peak_kind, 1, 0.2);
+    double all = threads > 1 ? dt_peak_gops(r->peak_kind, threads, 0.2) : one;
+    if (one > r->peak1_gops)
+        r->peak1_gops = one;
+    if (all > r->peak_gops)
+        r->peak_gops = all;
+}
+
+/* The peers' problem for the GEMM view g in dtype d: the same dtype, but
+ * w8a32's peers are f32 (dequantized weights; oneDNN has no weight-only
+ * int8 matmul). */
+static dt_peer_problem peer_problem(const dt_gemm *g, const problem *p, int threads)
+{
+    dt_peer_problem pp = {.batch = g->batch, .M = g->M, .N = g->N, .K = g->K,
+                          .b_trans = g->b_trans, .b_const = g->b_const, .bias = g->bias,
+                          .act = (dt_peer_act)g->act, .threads = threads};
+    if (p->dtype == DT_DTYPE_BF16)
+        pp.dtype = DT_PEER_BF16;
+    if (p->dtype == DT_DTYPE_INT8) {
+        pp.dtype = DT_PEER_INT8;
+        pp.scale_a = p->o.scale_a;
+        pp.zp_a = p->o.zp_a;
+        pp.scale_b = p->o.scale_b;
+    }
+    return pp;
 }
 
 int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
@@ -407,24 +450,24 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
         }
     }
     p.g = first; /* the weights' N and K (constant weights) */
-    p.X = alloc_floats(max_x);
-    p.W = alloc_floats(max_w);
+    p.dtype = w->dtype;
+    if ((rc = dt_operands_make_flat(&p.o, w->dtype, max_x, max_w, max_n, o->seed, e)))
+        goto out;
     p.Y = alloc_floats(max_y + GUARD_N);
-    p.bias = alloc_floats(max_n);
+    if (w->dtype == DT_DTYPE_W8A32 && (p.W32 = alloc_floats(max_w)))
+        for (int64_t i = 0; i < max_w; i++) /* W[n][k] of the constant N×K weights */
+            p.W32[i] = (float)p.o.colscale[i / first.K] * p.o.Bref[i];
     if (o->verify_shapes) {
         size_t cells = (size_t)max_y * sizeof(double);
         p.ref = dt_alloc64(cells);
         p.mag = dt_alloc64(cells);
         p.Bt = alloc_floats(max_k * dt_ref_ldb(max_n));
     }
-    if (!p.X || !p.W || !p.Y || !p.bias ||
+    if (!p.Y || (w->dtype == DT_DTYPE_W8A32 && !p.W32) ||
         (o->verify_shapes && (!p.ref || !p.mag || !p.Bt))) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory for the benchmark's tensors");
         goto out;
     }
-    dt_fill_random(p.X, max_x, o->seed);
-    dt_fill_random(p.W, max_w, o->seed + 1);
-    dt_fill_random(p.bias, max_n, o->seed + 2);
 
     if ((rc = build_kernels(&kop, kernels, nkernels, t, b, o, r->dims, r->cands, rts, e)))
         goto out;
@@ -439,7 +482,7 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
         if (p.g.b_const && o->ext->pack) {
             dt_err pe;
             double t0 = dt_now_s();
-            if (o->ext->pack(o->ext->ctx, p.W, &pe))
+            if (o->ext->pack(o->ext->ctx, p.o.B, p.o.scale_b, &pe))
                 set_status(xc, "pack_error", pe.msg);
             xc->pack_s = dt_now_s() - t0;
         }
@@ -452,18 +495,16 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
         set_status(&r->cands[c], "ok", NULL);
         rts[c++].peer = peers[i];
     }
+    r->peak_kind = peak_kind_of(w->dtype, t);
     if (o->progress)
-        fprintf(stderr, "bench: measuring the FMA peak...\n");
+        fprintf(stderr, "bench: measuring the %s peak...\n", dt_peak_kind_name(r->peak_kind));
     dt_omp_pin_threads(o->threads); /* kernels and peers alike (omp_pin.h) */
     measure_peak(r, o->threads);
 
     for (int s = 0; s < nshapes; s++) {
         dt_op_gemm(w->op, w->attrs, r->dims + s * nd, &p.g, NULL); /* checked above */
         /* the peers' problem is the op's GEMM view */
-        dt_peer_problem pp = {.batch = p.g.batch, .M = p.g.M, .N = p.g.N, .K = p.g.K,
-                              .b_trans = p.g.b_trans, .b_const = p.g.b_const,
-                              .bias = p.g.bias, .act = (dt_peer_act)p.g.act,
-                              .threads = o->threads};
+        dt_peer_problem pp = peer_problem(&p.g, &p, o->threads);
         p.vals = shapes + s * w->nvars;
         for (int c = nkernels + next; c < r->ncands; c++) {
             dt_err pe;
@@ -477,7 +518,7 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
                 continue;
             }
             double t0 = dt_now_s();
-            if (rts[c].peer->pack(rts[c].state, p.W, &pe)) {
+            if (rts[c].peer->pack(rts[c].state, p.W32 ? (const void *)p.W32 : p.o.B, &pe)) {
                 rts[c].peer->destroy(rts[c].state);
                 rts[c].state = NULL;
                 if (!r->cands[c].message)
@@ -519,10 +560,9 @@ out:
         }
         free(rts);
     }
-    free(p.X);
-    free(p.W);
+    dt_operands_free(&p.o);
+    free(p.W32);
     free(p.Y);
-    free(p.bias);
     free(p.ref);
     free(p.mag);
     free(p.Bt);

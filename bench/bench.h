@@ -10,8 +10,8 @@
  * repeat every candidate runs one batch of calls lasting at least min_time
  * (in a rotating order, so that drift hits all alike); a candidate's time is
  * the minimum over repeats of batch time / calls.  Weight packing is timed
- * apart from the call (once per kernel's panel width, once per peer and
- * shape).
+ * apart from the call (once per packed layout of the kernels — panel width
+ * and K group —, once per peer and shape).
  *
  * Ownership: dt_bench_run fills a dt_bench_result that owns its arrays;
  * free with dt_bench_result_free. */
@@ -24,20 +24,26 @@
 #include "common/target.h"
 #include "microkernel/build.h"
 #include "sketch/annotation.h"
+#include "peers/peer.h"
 #include "sketch/workload.h"
 
 /* A candidate that is not one dtune micro-kernel but is timed and verified
  * like one, e.g. the exported C of a whole dispatch table
- * (bench/bench_export.h).  Borrowed for the run. */
+ * (bench/bench_export.h).  Its tensors are in the workload's dtype, as the
+ * kernels get them (microkernel/operands.h): A and B in the dtype's element
+ * types, bias and C float.  Borrowed for the run. */
 typedef struct dt_bench_extern {
     const char *name;   /* candidate name, e.g. "export" */
     void *ctx;
-    /* constant weights: packs W (N×K) once before any call; NULL for none */
-    int (*pack)(void *ctx, const float *W, dt_err *e);
+    /* constant weights: packs W (N×K, the dtype's B type) once before any
+     * call, scale_b[N] the per-column weight scales of a quantized dtype
+     * (int8, w8a32; else NULL); NULL for none */
+    int (*pack)(void *ctx, const void *W, const float *scale_b, dt_err *e);
     /* one call on the shape with variable values vals: Y = f(X, W, bias)
-     * (the op's GEMM view: A, B — packed when constant — bias, C) */
-    void (*run)(void *ctx, const int64_t *vals, const float *X, const float *W,
-                const float *bias, float *Y);
+     * (the op's GEMM view: A, B — packed when constant — bias, C); scale_a
+     * and zp_a are A's quantization (int8; else 1 and 0) */
+    void (*run)(void *ctx, const int64_t *vals, const void *X, const void *W,
+                const float *bias, float scale_a, int32_t zp_a, float *Y);
 } dt_bench_extern;
 
 typedef struct dt_bench_opts {
@@ -82,9 +88,13 @@ typedef struct dt_bench_result {
      * on this shape, or verify_shapes off) */
     signed char *verified;
     char **verify_msg;        /* ncands × nshapes: why verified is -1 (malloc'ed), or NULL */
-    double fma_peak_gflops;   /* with opts.threads threads: the higher of probes before
-                                 and after the shapes, in this run */
-    double fma_peak1_gflops;  /* with 1 thread */
+    /* The ceiling of the workload's dtype (peers/peer.h): vdpbf16ps for
+     * bf16 and vpdpbusd for int8 where the CPU has them, else the FMA; with
+     * opts.threads threads, the higher of probes before and after the
+     * shapes, in this run; GFLOP/s (GOP/s for int8). */
+    dt_peak_kind peak_kind;
+    double peak_gops;
+    double peak1_gops;        /* with 1 thread */
 } dt_bench_result;
 
 /* shapes: nshapes × w->nvars values.  kernels: n annotations; one that is

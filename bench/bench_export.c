@@ -28,50 +28,64 @@ static int header_field(const char *src, const char *field, char *out, size_t n)
     return 1;
 }
 
-static int pack(void *ctx, const float *W, dt_err *e)
+/* NAME_pack: (W, packed), or (W, scale_b, packed) for a quantized dtype. */
+typedef void (*pack_fn)(const void *W, void *packed);
+typedef void (*qpack_fn)(const void *W, const float *scale_b, void *packed);
+
+static int pack(void *ctx, const void *W, const float *scale_b, dt_err *e)
 {
     dt_bench_export *x = ctx;
     size_t bytes = x->packed_size();
     free(x->packed);
     if (!(x->packed = dt_alloc64(bytes ? bytes : 64)))
         return dt_errf(e, DT_ENOMEM, "out of memory for %zu bytes of packed weights", bytes);
-    x->pack(W, x->packed);
+    if (x->qb)
+        ((qpack_fn)x->pack)(W, scale_b, x->packed);
+    else
+        ((pack_fn)x->pack)(W, x->packed);
     return 0;
 }
 
-/* The entry point's types: the shape's variables first, then the tensors
- * (A, B — the packed weights when they are constant — and C), a bias
- * pointer last for an op with a bias. */
-typedef void (*fn0)(const float *, const float *, float *);
-typedef void (*fn1)(int64_t, const float *, const float *, float *);
-typedef void (*fn2)(int64_t, int64_t, const float *, const float *, float *);
-typedef void (*fn3)(int64_t, int64_t, int64_t, const float *, const float *, float *);
-typedef void (*fb0)(const float *, const float *, float *, const float *);
-typedef void (*fb1)(int64_t, const float *, const float *, float *, const float *);
-typedef void (*fb2)(int64_t, int64_t, const float *, const float *, float *, const float *);
-typedef void (*fb3)(int64_t, int64_t, int64_t, const float *, const float *, float *,
-                    const float *);
+/* The entry point's types (docs/export.md, "ABI"): the shape's variables
+ * first, then the tensors — A, for int8 A's scale and zero point, B (the
+ * packed weights when they are constant), C — and a bias pointer last for
+ * an op with a bias.  Tensors are passed as const void * / float *: every
+ * dtype's element pointers are object pointers, passed alike. */
+#define T_PLAIN const void *, const void *, float *
+#define A_PLAIN X, in2, Y
+#define T_BIAS const void *, const void *, float *, const float *
+#define A_BIAS X, in2, Y, bias
+#define T_Q const void *, float, int32_t, const void *, float *
+#define A_Q X, scale_a, zp_a, in2, Y
+#define T_QBIAS const void *, float, int32_t, const void *, float *, const float *
+#define A_QBIAS X, scale_a, zp_a, in2, Y, bias
+/* TYPES and ARGS are the names above: expanded before substitution, so
+ * their commas do not split the arguments */
+#define CALL(TYPES, ARGS)                                                                    \
+    do {                                                                                     \
+        switch (x->nvars) {                                                                  \
+        case 0: ((void (*)(TYPES))x->entry)(ARGS); break;                                    \
+        case 1: ((void (*)(int64_t, TYPES))x->entry)(v[0], ARGS); break;                     \
+        case 2: ((void (*)(int64_t, int64_t, TYPES))x->entry)(v[0], v[1], ARGS); break;      \
+        default:                                                                             \
+            ((void (*)(int64_t, int64_t, int64_t, TYPES))x->entry)(v[0], v[1], v[2], ARGS);  \
+            break;                                                                           \
+        }                                                                                    \
+    } while (0)
 
-static void run(void *ctx, const int64_t *v, const float *X, const float *W, const float *bias,
-                float *Y)
+static void run(void *ctx, const int64_t *v, const void *X, const void *W, const float *bias,
+                float scale_a, int32_t zp_a, float *Y)
 {
     dt_bench_export *x = ctx;
-    const float *in2 = x->wconst ? x->packed : W;
-    if (x->bias) {
-        switch (x->nvars) {
-        case 0: ((fb0)x->entry)(X, in2, Y, bias); break;
-        case 1: ((fb1)x->entry)(v[0], X, in2, Y, bias); break;
-        case 2: ((fb2)x->entry)(v[0], v[1], X, in2, Y, bias); break;
-        default: ((fb3)x->entry)(v[0], v[1], v[2], X, in2, Y, bias); break;
-        }
-        return;
-    }
-    switch (x->nvars) {
-    case 0: ((fn0)x->entry)(X, in2, Y); break;
-    case 1: ((fn1)x->entry)(v[0], X, in2, Y); break;
-    case 2: ((fn2)x->entry)(v[0], v[1], X, in2, Y); break;
-    default: ((fn3)x->entry)(v[0], v[1], v[2], X, in2, Y); break;
-    }
+    const void *in2 = x->wconst ? x->packed : W;
+    if (x->qa && x->bias)
+        CALL(T_QBIAS, A_QBIAS);
+    else if (x->qa)
+        CALL(T_Q, A_Q);
+    else if (x->bias)
+        CALL(T_BIAS, A_BIAS);
+    else
+        CALL(T_PLAIN, A_PLAIN);
 }
 
 int dt_bench_export_load(const char *c_path, const dt_workload *w, const dt_builder *b,
@@ -126,6 +140,10 @@ int dt_bench_export_load(const char *c_path, const dt_workload *w, const dt_buil
         return rc;
     x->wconst = g.b_const;
     x->bias = g.bias;
+    /* the exported ABI: int8 passes A's scale and zero point; a quantized
+     * dtype packs its weights with their scales */
+    x->qa = dt_dtype_a_quantized(w->dtype);
+    x->qb = dt_dtype_quantized(w->dtype);
     x->nvars = w->nvars;
     char sym[128];
     x->entry = dlsym(h, x->name);

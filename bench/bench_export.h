@@ -1,7 +1,9 @@
 /* The exported C of a dispatch table (`dtune export`, docs/export.md) as a
  * `dtune bench` candidate: NAME.c is built with the kernels' compiler and
  * flags (microkernel/build.h, cached), loaded with dlopen, and its entry
- * point called per shape; constant weights go through NAME_pack once.
+ * point called per shape with the dtype's tensors and, for int8, A's scale
+ * and zero point; constant weights go through NAME_pack once (with the
+ * weight scales of a quantized dtype).
  *
  * Ownership: dt_bench_export_load fills a dt_bench_export that owns its
  * packed buffer and the loaded object (never unloaded: the OpenMP runtime it
@@ -23,10 +25,12 @@ typedef struct dt_bench_export {
     char so_path[4096];
     int threads;           /* the thread count the file was exported for */
     int nvars, wconst, bias; /* the op's GEMM view: constant weights, a bias */
+    int qa, qb;            /* the dtype's ABI: NAME takes scale_a, zp_a (int8);
+                              NAME_pack takes scale_b (int8, w8a32) */
     void *entry;           /* NAME */
     size_t (*packed_size)(void);
-    void (*pack)(const float *W, float *packed);
-    float *packed;         /* constant weights: NAME_pack's output */
+    void (*pack)(void);    /* NAME_pack, called as the dtype's signature (docs/export.md) */
+    void *packed;          /* constant weights: NAME_pack's output */
 } dt_bench_export;
 
 /* Reads c_path (…/NAME.c), checks that it exports workload w (its

@@ -60,6 +60,12 @@ int dt_cli_shapes(const dt_workload *w, const char *text, int max, int64_t **out
                   dt_err *e);
 
 /* Command entry points: argv[0] is the command name; they return an exit code. */
+/* Warns once per dtype when w's dtype does not run natively on target t
+ * ("dtype bf16 is not native on this CPU (portable (no avx512_bf16)): its
+ * portable back-end is used"); returns the target as w's kernels see it
+ * (sketch/dtype.h, dt_dtype_target). */
+dt_target dt_cli_dtype_target(const dt_workload *w, const dt_target *t);
+
 int dt_cmd_info(int argc, char **argv);
 int dt_cmd_workloads(int argc, char **argv);
 int dt_cmd_db(int argc, char **argv);

@@ -1,4 +1,5 @@
 #include "cli/cli.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -103,4 +104,13 @@ int dt_cli_print_json(json_t *root, size_t flags)
     puts(text);
     free(text);
     return 0;
+}
+
+dt_target dt_cli_dtype_target(const dt_workload *w, const dt_target *t)
+{
+    const char *how = NULL;
+    if (!dt_dtype_native(w->dtype, t, &how))
+        dt_log_warn("dtype %s is not native on this CPU (%s): its portable back-end is used, "
+                    "correct but slower", dt_dtype_name(w->dtype), how);
+    return dt_dtype_target(w->dtype, t);
 }

@@ -31,7 +31,8 @@ static void usage(FILE *out)
             "kernel is verified against a double-precision reference before it is\n"
             "timed (--verify: every candidate, on every shape). Reports GFLOP/s,\n"
             "the best/median/worst kernel per shape, ratios against the peers and the\n"
-            "fraction of the machine's FMA peak, measured in the same run.\n"
+            "fraction of the machine's peak for the workload's dtype (FMA; vdpbf16ps for\n"
+            "bf16, vpdpbusd for int8 where the CPU has them), measured in the same run.\n"
             "\n"
             "With --db, the dispatched mode: for every shape, the micro-kernel the tuned\n"
             "schedule in the database picks for it (this machine's target, T threads;\n"
@@ -187,8 +188,9 @@ static void print_text(const dt_workload *w, const dt_bench_result *r, const ben
                 printf("kernel %s: %s: %.300s\n", r->cands[c].name, r->cands[c].status,
                        r->cands[c].message ? r->cands[c].message : "");
         }
-    printf("%s, %d thread%s; FMA peak %.1f GFLOP/s (1 thread %.1f); %d kernels ok\n", key,
-           a->threads, a->threads == 1 ? "" : "s", r->fma_peak_gflops, r->fma_peak1_gflops, ok);
+    printf("%s, %d thread%s; %s peak %.1f %s (1 thread %.1f); %d kernels ok\n", key,
+           a->threads, a->threads == 1 ? "" : "s", dt_peak_kind_name(r->peak_kind), r->peak_gops,
+           dt_peak_unit(r->peak_kind), r->peak1_gops, ok);
     printf("GFLOP/s (min time of %d interleaved repeats)\n\n%-16s %8s %8s %8s %-5s", a->repeats,
            "shape", "best", "median", "worst", "k");
     for (int c = 0; c < r->ncands; c++)
@@ -224,7 +226,7 @@ static void print_text(const dt_workload *w, const dt_bench_result *r, const ben
         } else {
             printf(" %9s", "n/a");
         }
-        printf(" %5.1f%%\n", 100.0 * ss.best / r->fma_peak_gflops);
+        printf(" %5.1f%%\n", 100.0 * ss.best / r->peak_gops);
     }
     if (nratio) {
         char label[128];
@@ -278,8 +280,9 @@ static int print_json(const dt_workload *w, const dt_bench_result *r, const benc
     json_object_set_new(root, "workload", json_string(key));
     json_object_set_new(root, "threads", json_integer(a->threads));
     json_object_set_new(root, "repeats", json_integer(a->repeats));
-    json_object_set_new(root, "fma_peak_gflops", json_real(r->fma_peak_gflops));
-    json_object_set_new(root, "fma_peak_1thread_gflops", json_real(r->fma_peak1_gflops));
+    json_object_set_new(root, "peak_kind", json_string(dt_peak_kind_name(r->peak_kind)));
+    json_object_set_new(root, "peak_gops", json_real(r->peak_gops));
+    json_object_set_new(root, "peak_1thread_gops", json_real(r->peak1_gops));
     for (int c = 0; c < r->ncands; c++) {
         const dt_bench_cand *bc = &r->cands[c];
         json_t *jc = json_object();
@@ -323,7 +326,7 @@ static int print_json(const dt_workload *w, const dt_bench_result *r, const benc
                             ss.best_idx >= 0 ? json_string(r->cands[ss.best_idx].name) : json_null());
         json_object_set_new(js, "onednn_best", ss.onednn_best > 0 ? json_real(ss.onednn_best) : json_null());
         json_object_set_new(js, "ratio_vs_onednn", ss.onednn_best > 0 && ss.best > 0 ? json_real(ss.best / ss.onednn_best) : json_null());
-        json_object_set_new(js, "fraction_of_peak", ss.best > 0 ? json_real(ss.best / r->fma_peak_gflops) : json_null());
+        json_object_set_new(js, "fraction_of_peak", ss.best > 0 ? json_real(ss.best / r->peak_gops) : json_null());
         if (a->verify) { /* true / false per candidate checked on this shape */
             json_t *jv = json_object(), *jm = json_object();
             for (int c = 0; c < r->ncands; c++) {
@@ -368,6 +371,7 @@ int dt_cmd_bench(int argc, char **argv)
                      t.logical_cpus);
         goto fail;
     }
+    t = dt_cli_dtype_target(w, &t);
     if ((rc = dt_cli_kernels(a.kernel_file, a.sample, a.seed, a.threads, &t, &kernels, &nk, &e)))
         goto fail;
     if ((rc = dt_builder_init(&b, NULL, NULL, NULL, &e)))

@@ -220,11 +220,11 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
                x->ex.name, x->ex.threads, dt_db_path(x->db));
     else
         printf("%s: dispatched kernels of %s\n", x->d->key, dt_db_path(x->db));
-    printf("target %s, %d thread%s, %d range%s, %d kernel%s on these shapes; FMA peak %.1f "
-           "GFLOP/s (1 thread "
-           "%.1f)\n", x->tkey, x->d->threads, x->d->threads == 1 ? "" : "s", x->d->n,
-           x->d->n == 1 ? "" : "s", x->nk, x->nk == 1 ? "" : "s", r->fma_peak_gflops,
-           r->fma_peak1_gflops);
+    printf("target %s, %d thread%s, %d range%s, %d kernel%s on these shapes; %s peak %.1f "
+           "%s (1 thread %.1f)\n", x->tkey, x->d->threads, x->d->threads == 1 ? "" : "s",
+           x->d->n, x->d->n == 1 ? "" : "s", x->nk, x->nk == 1 ? "" : "s",
+           dt_peak_kind_name(r->peak_kind), r->peak_gops, dt_peak_unit(r->peak_kind),
+           r->peak1_gops);
     for (int i = 0; i < x->d->n; i++) {
         const dt_dispatch_range *rg = &x->d->r[i];
         int k = 0;
@@ -276,7 +276,7 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
         else
             printf(" %9s", "n/a");
         if (f.gflops > 0)
-            printf(" %5.1f%%", 100.0 * f.gflops / r->fma_peak_gflops);
+            printf(" %5.1f%%", 100.0 * f.gflops / r->peak_gops);
         else
             printf(" %6s", "n/a");
         printf("  %s\n", f.verified ? "yes" : "NO");
@@ -369,7 +369,7 @@ static json_t *shape_json(const dispatched *x, const dt_bench_result *r, int s)
     if (f.error)
         json_object_set_new(js, "error", json_string(f.error));
     json_object_set_new(js, "gflops", dt_json_num_or_null(f.gflops));
-    json_object_set_new(js, "fraction_of_peak", dt_json_num_or_null(f.gflops / r->fma_peak_gflops));
+    json_object_set_new(js, "fraction_of_peak", dt_json_num_or_null(f.gflops / r->peak_gops));
     json_object_set_new(js, "onednn_best", dt_json_num_or_null(f.onednn));
     json_object_set_new(js, "onednn_best_peer",
                         f.onednn_at >= 0 ? json_string(r->cands[f.onednn_at].name) : json_null());
@@ -404,8 +404,9 @@ static int print_json(const dispatched *x, const dt_bench_result *r, const dt_be
     json_object_set_new(root, "threads", json_integer(x->d->threads));
     json_object_set_new(root, "repeats", json_integer(a->repeats));
     json_object_set_new(root, "min_time_ms", json_real(a->min_time_ms));
-    json_object_set_new(root, "fma_peak_gflops", dt_json_num_or_null(r->fma_peak_gflops));
-    json_object_set_new(root, "fma_peak_1thread_gflops", dt_json_num_or_null(r->fma_peak1_gflops));
+    json_object_set_new(root, "peak_kind", json_string(dt_peak_kind_name(r->peak_kind)));
+    json_object_set_new(root, "peak_gops", dt_json_num_or_null(r->peak_gops));
+    json_object_set_new(root, "peak_1thread_gops", dt_json_num_or_null(r->peak1_gops));
     for (int i = 0; i < x->d->n; i++) {
         const dt_dispatch_range *rg = &x->d->r[i];
         json_t *jr = json_object();

@@ -1,23 +1,38 @@
-/* `dtune info [--json]`: the detected target and its key. */
+/* `dtune info [--json] [--peaks]`: the detected target and its key, how each
+ * dtype runs here, and (--peaks) the measured ceilings per dtype and the
+ * read bandwidth (peers/peer.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "common/target.h"
+#include "peers/peer.h"
+#include "sketch/dtype.h"
+
+/* Seconds each probe runs (best of its repeats); --peaks takes about
+ * (3 kinds + bandwidth) × thread counts × this, plus the buffer's first touch. */
+#define DT_INFO_PROBE_S 0.25
+#define DT_INFO_MAX_COUNTS 32
 
 static void dt_info_usage(FILE *out)
 {
     fprintf(out,
-            "Usage: dtune info [--json]\n"
+            "Usage: dtune info [--json] [--peaks]\n"
             "\n"
             "Show the target detected on this machine: CPU model, architecture, the\n"
             "vector ISA chosen for micro-kernels and the CPU features behind it,\n"
-            "physical and logical cores, cache sizes and sharing, and the target key\n"
-            "under which schedules for this machine are stored (docs/targets.md).\n"
+            "whether AMX is present (dtune has no AMX kernels), how each dtype runs\n"
+            "(f32, bf16, int8, w8a32: its native back-end, or portable), physical\n"
+            "and logical cores, cache sizes and sharing, and the target key under\n"
+            "which schedules for this machine are stored (docs/targets.md).\n"
             "\n"
             "Options:\n"
             "  --json       print one JSON object instead of text\n"
+            "  --peaks      also measure (a few seconds) the compute peak of each dtype's\n"
+            "               instruction (f32 FMA, bf16 vdpbf16ps, int8 vpdpbusd) and the\n"
+            "               memory read bandwidth, at 1, 2, 4, ... up to the cores\n"
             "  -h, --help   show this help\n"
             "\n"
             "Environment:\n"
@@ -68,6 +83,33 @@ static void dt_print_cache(const char *label, const dt_cache_level *c)
     printf("%s\n", dt_src_note(c->src, note, sizeof note));
 }
 
+/* "f32 avx512, bf16 avx512_bf16, int8 avx512_vnni, w8a32 avx512" */
+static void dt_print_dtypes(const dt_target *t)
+{
+    printf("%-12s", "dtypes:");
+    for (int d = 0; d < DT_DTYPE_COUNT; d++) {
+        const char *how;
+        dt_dtype_native((dt_dtype)d, t, &how);
+        printf("%s %s %s", d ? "," : "", dt_dtype_name((dt_dtype)d), how);
+    }
+    printf("\n");
+}
+
+/* AMX is named even when absent: dtune has no AMX kernels, and a reader
+ * comparing with a library that uses AMX should see that at once. */
+static void dt_print_amx(const dt_target *t)
+{
+    uint32_t amx = DT_FEAT_BIT(DT_FEAT_AMX_TILE) | DT_FEAT_BIT(DT_FEAT_AMX_INT8) |
+                   DT_FEAT_BIT(DT_FEAT_AMX_BF16);
+    printf("%-12s", "amx:");
+    if (t->features & amx)
+        printf(" present, not used (dtune has no AMX kernels)\n");
+    else if (t->cpu_features & amx)
+        printf(" in the CPU but disabled by the OS\n");
+    else
+        printf(" not present\n");
+}
+
 static void dt_print_target(const dt_target *t, const char *key)
 {
     char note[32];
@@ -81,6 +123,8 @@ static void dt_print_target(const dt_target *t, const char *key)
     dt_print_features("features:", t->features);
     if (t->cpu_features & ~t->features)
         dt_print_features("os-disabled:", t->cpu_features & ~t->features);
+    dt_print_amx(t);
+    dt_print_dtypes(t);
     printf("%-12s %d physical, %d logical%s", "cores:", t->physical_cores, t->logical_cpus,
            dt_src_note(t->cores_src, note, sizeof note));
     if (t->overrides & DT_TARGET_OVR_CORES)
@@ -94,9 +138,136 @@ static void dt_print_target(const dt_target *t, const char *key)
     printf("%-12s %s\n", "key:", key);
 }
 
-static int dt_print_json(const dt_target *t)
+/* ---- --peaks ---------------------------------------------------------------- */
+
+/* What --peaks measured: each kind's peak and the read bandwidth at each
+ * thread count (NAN where a kind has no instruction here). */
+typedef struct dt_info_peaks {
+    int ncounts;
+    int threads[DT_INFO_MAX_COUNTS];
+    double peak[DT_PEAK_COUNT][DT_INFO_MAX_COUNTS];
+    double read_gbps[DT_INFO_MAX_COUNTS];
+} dt_info_peaks;
+
+/* 1, 2, 4, ... and the core count itself (every count up to the cores would
+ * take minutes on a big machine). */
+static void dt_info_measure(const dt_target *t, dt_info_peaks *m)
 {
-    if (dt_cli_print_json(dt_target_to_json(t), JSON_INDENT(2))) {
+    int cores = t->cores > 0 ? t->cores : 1;
+    m->ncounts = 0;
+    for (int n = 1; n < cores && m->ncounts < DT_INFO_MAX_COUNTS - 1; n *= 2)
+        m->threads[m->ncounts++] = n;
+    m->threads[m->ncounts++] = cores;
+    for (int i = 0; i < m->ncounts; i++) {
+        for (int k = 0; k < DT_PEAK_COUNT; k++)
+            m->peak[k][i] = dt_peak_gops((dt_peak_kind)k, m->threads[i], DT_INFO_PROBE_S);
+        m->read_gbps[i] = dt_stream_read_gbps(m->threads[i], DT_INFO_PROBE_S);
+    }
+}
+
+static void dt_print_values(const double *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (isfinite(v[i]))
+            printf(" %8.1f", v[i]);
+        else
+            printf(" %8s", "n/a");
+    }
+}
+
+/*  peaks:       threads        1        2
+ *    f32        GFLOP/s    116.3    232.9   avx512 vfmadd231ps zmm
+ *  bandwidth:   GB/s        32.6     36.1   read, 256 MiB buffer */
+static void dt_print_peaks(const dt_info_peaks *m)
+{
+    printf("%-12s %-8s", "peaks:", "threads");
+    for (int i = 0; i < m->ncounts; i++)
+        printf(" %8d", m->threads[i]);
+    printf("\n");
+    for (int k = 0; k < DT_PEAK_COUNT; k++) {
+        const char *ins = dt_peak_instruction((dt_peak_kind)k);
+        printf("  %-10s %-8s", dt_peak_kind_name((dt_peak_kind)k),
+               dt_peak_unit((dt_peak_kind)k));
+        dt_print_values(m->peak[k], m->ncounts);
+        printf("   %s\n", ins ? ins : "no instruction on this CPU");
+    }
+    printf("%-12s %-8s", "bandwidth:", "GB/s");
+    dt_print_values(m->read_gbps, m->ncounts);
+    printf("   read, %llu MiB buffer\n", (unsigned long long)(dt_stream_buffer_bytes() >> 20));
+}
+
+/* ---- JSON ------------------------------------------------------------------- */
+
+/* A number to one decimal, or null when not measured. */
+static json_t *dt_json_measured(double v)
+{
+    return isfinite(v) ? json_real(round(v * 10.0) / 10.0) : json_null();
+}
+
+static json_t *dt_json_values(const double *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++)
+        json_array_append_new(a, dt_json_measured(v[i]));
+    return a;
+}
+
+static json_t *dt_json_threads(const dt_info_peaks *m)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < m->ncounts; i++)
+        json_array_append_new(a, json_integer(m->threads[i]));
+    return a;
+}
+
+/* {"f32": {"native": true, "backend": "avx512"}, ...} */
+static json_t *dt_json_dtypes(const dt_target *t)
+{
+    json_t *o = json_object();
+    for (int d = 0; o && d < DT_DTYPE_COUNT; d++) {
+        const char *how;
+        int native = dt_dtype_native((dt_dtype)d, t, &how);
+        json_object_set_new(o, dt_dtype_name((dt_dtype)d),
+                            json_pack("{s:b, s:s}", "native", native, "backend", how));
+    }
+    return o;
+}
+
+/* "peaks": {"threads": [1, 2], "f32": {"unit", "instruction", "values"}, ...} */
+static json_t *dt_json_peaks(const dt_info_peaks *m)
+{
+    json_t *o = json_pack("{s:o, s:f}", "threads", dt_json_threads(m), "seconds_per_probe",
+                          DT_INFO_PROBE_S);
+    for (int k = 0; o && k < DT_PEAK_COUNT; k++) {
+        const char *ins = dt_peak_instruction((dt_peak_kind)k);
+        json_object_set_new(o, dt_peak_kind_name((dt_peak_kind)k),
+                            json_pack("{s:s, s:o, s:o}", "unit", dt_peak_unit((dt_peak_kind)k),
+                                      "instruction", ins ? json_string(ins) : json_null(),
+                                      "values", dt_json_values(m->peak[k], m->ncounts)));
+    }
+    return o;
+}
+
+/* "bandwidth": {"kind": "read", "unit": "GB/s", "buffer_bytes", "threads", "values"} */
+static json_t *dt_json_bandwidth(const dt_info_peaks *m)
+{
+    return json_pack("{s:s, s:s, s:I, s:o, s:o}", "kind", "read", "unit", "GB/s",
+                     "buffer_bytes", (json_int_t)dt_stream_buffer_bytes(), "threads",
+                     dt_json_threads(m), "values", dt_json_values(m->read_gbps, m->ncounts));
+}
+
+static int dt_print_json(const dt_target *t, const dt_info_peaks *m)
+{
+    json_t *root = dt_target_to_json(t);
+    int ok = root && !json_object_set_new(root, "dtypes", dt_json_dtypes(t));
+    if (ok && m)
+        ok = !json_object_set_new(root, "peaks", dt_json_peaks(m)) &&
+             !json_object_set_new(root, "bandwidth", dt_json_bandwidth(m));
+    if (!ok) {
+        json_decref(root);
+        root = NULL; /* dt_cli_print_json reports it */
+    }
+    if (dt_cli_print_json(root, JSON_INDENT(2))) {
         dt_err e;
         dt_errf(&e, DT_ENOMEM, "out of memory while writing JSON");
         return dt_cli_fail(&e);
@@ -106,7 +277,7 @@ static int dt_print_json(const dt_target *t)
 
 int dt_cmd_info(int argc, char **argv)
 {
-    int json = 0;
+    int json = 0, peaks = 0;
     if (dt_cli_wants_help(argc, argv)) {
         dt_info_usage(stdout);
         return DT_EXIT_OK;
@@ -114,6 +285,8 @@ int dt_cmd_info(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             json = 1;
+        else if (!strcmp(argv[i], "--peaks"))
+            peaks = 1;
         else if (!strcmp(argv[i], "--") && i + 1 == argc)
             break;
         else if (!strcmp(argv[i], "--"))
@@ -129,13 +302,18 @@ int dt_cmd_info(int argc, char **argv)
     dt_err_clear(&e);
     if (dt_target_detect(&t, &e))
         return dt_cli_fail(&e);
+    dt_info_peaks m;
+    if (peaks)
+        dt_info_measure(&t, &m);
     if (json)
-        return dt_print_json(&t);
+        return dt_print_json(&t, peaks ? &m : NULL);
     char key[DT_TARGET_KEY_MAX];
     if (dt_target_key(&t, key, sizeof key)) {
         dt_errf(&e, DT_EUNSUPPORTED, "cannot form a target key for arch '%s'", t.arch);
         return dt_cli_fail(&e);
     }
     dt_print_target(&t, key);
+    if (peaks)
+        dt_print_peaks(&m);
     return DT_EXIT_OK;
 }

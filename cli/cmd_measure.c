@@ -336,7 +336,8 @@ int dt_cmd_measure(int argc, char **argv)
                      t.logical_cpus);
         goto fail;
     }
-    if ((rc = dt_cli_kernels(a.kernel_file, a.sample, a.seed, a.threads > 0 ? a.threads : 1, &t,
+    dt_target kt = dt_cli_dtype_target(w, &t);
+    if ((rc = dt_cli_kernels(a.kernel_file, a.sample, a.seed, a.threads > 0 ? a.threads : 1, &kt,
                              &ann, &r.nk, &e)) ||
         (rc = make_trials(&r, ann, vals, &e)))
         goto fail;

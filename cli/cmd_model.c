@@ -89,6 +89,8 @@ static void usage_train(FILE *out)
             "Options:\n"
             "  --db PATH      database (default $DTUNE_DB, else ./dtune.db)\n"
             "  --op OP        %s (default %s)\n"
+            "  --dtype D      the op's dtype: f32 (default), bf16, int8, w8a32 (one cost model\n"
+            "                 per op and dtype, stored as OP or OP:D)\n"
             "  --holdout F    fraction held out for evaluation, 0..0.9 (default 0.2)\n"
             "  --seed S       seed of the shuffle and of training (default 1)\n"
             "  --json         print one JSON object instead of a summary\n"
@@ -114,6 +116,8 @@ static void usage_stats(FILE *out)
             "Options:\n"
             "  --db PATH      database (default $DTUNE_DB, else ./dtune.db)\n"
             "  --op OP        %s (default %s)\n"
+            "  --dtype D      the op's dtype: f32 (default), bf16, int8, w8a32 (one cost model\n"
+            "                 per op and dtype, stored as OP or OP:D)\n"
             "  --json         print one JSON object instead of text\n"
             "  -h, --help     show this help\n"
             "\n"
@@ -123,6 +127,8 @@ static void usage_stats(FILE *out)
 
 typedef struct {
     const char *db, *op;
+    dt_dtype dtype;
+    char name[48]; /* the cost model's name: op, or op:dtype beyond f32 */
     double holdout;
     uint64_t seed;
     int json;
@@ -135,7 +141,7 @@ static int parse_args(const char *cmd, int argc, char **argv, int train, cm_args
         {"db", required_argument, NULL, 'd'},      {"op", required_argument, NULL, 'o'},
         {"holdout", required_argument, NULL, 'H'}, {"seed", required_argument, NULL, 's'},
         {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"dtype", required_argument, NULL, 'D'},   {NULL, 0, NULL, 0}};
     *a = (cm_args){.op = dt_op_at(0)->name, .holdout = 0.2, .seed = 1};
     int c;
     optind = 1;
@@ -152,6 +158,11 @@ static int parse_args(const char *cmd, int argc, char **argv, int train, cm_args
                                           cm_ops(alts, sizeof alts, ", ", " or "), optarg);
             }
             a->op = optarg;
+            break;
+        case 'D':
+            if (dt_dtype_from_name(optarg, &a->dtype))
+                return dt_cli_usage_error(cmd, "--dtype takes %s, not '%s'", dt_dtype_names(),
+                                          optarg);
             break;
         case 'H':
             if (!train)
@@ -181,6 +192,9 @@ static int parse_args(const char *cmd, int argc, char **argv, int train, cm_args
     }
     if (optind != argc)
         return dt_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (dt_op_check_dtype(dt_op_find(a->op), a->dtype, NULL))
+        return dt_cli_usage_error(cmd, "--op %s has no dtype %s", a->op, dt_dtype_name(a->dtype));
+    dt_costmodel_name(a->op, a->dtype, a->name, sizeof a->name);
     return 0;
 }
 
@@ -246,7 +260,8 @@ static int cmd_train(int argc, char **argv)
     if ((rc = open_db(&a, 0, &db, &e)) || (rc = find_target(db, &t, tkey, sizeof tkey, &tid, &e)))
         goto fail;
     /* every ok record of the op on this target, as the tuner's cost model sees it */
-    dt_predictor_init(&pr, a.op, &t, tid);
+    dt_target dtg = dt_dtype_target(a.dtype, &t);
+    dt_predictor_init(&pr, a.op, a.dtype, &dtg, tid);
     have_pr = 1;
     if ((rc = dt_predictor_load(&pr, db, &e)))
         goto fail;
@@ -256,7 +271,7 @@ static int cmd_train(int argc, char **argv)
         rc = dt_errf(&e, DT_EINVAL,
                      "%d ok %s record%s for target %s in %s; at least %d are needed to train "
                      "(run dtune measure on more kernels or shapes)",
-                     n, a.op, n == 1 ? "" : "s", tkey, dt_db_path(db), MIN_RECORDS);
+                     n, a.name, n == 1 ? "" : "s", tkey, dt_db_path(db), MIN_RECORDS);
         goto fail;
     }
 
@@ -275,12 +290,12 @@ static int cmd_train(int argc, char **argv)
         goto fail;
     }
     int64_t mid = 0;
-    if ((rc = dt_db_cost_model_save(db, tid, a.op, blob, blen, n, mtext, &mid, &e)))
+    if ((rc = dt_db_cost_model_save(db, tid, a.name, blob, blen, n, mtext, &mid, &e)))
         goto fail;
 
     if (a.json) {
         json_t *root = json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:o, s:o, s:i, s:I}",
-                                 "target", tkey, "op", a.op, "db", dt_db_path(db), "model_id",
+                                 "target", tkey, "op", a.name, "db", dt_db_path(db), "model_id",
                                  (json_int_t)mid, "records", n, "skipped", skipped, "holdout",
                                  q.holdout, "kendall_tau", dt_json_num_or_null(q.tau), "topk_recall",
                                  dt_json_num_or_null(q.recall), "k", q.k, "model_bytes",
@@ -290,7 +305,7 @@ static int cmd_train(int argc, char **argv)
             goto fail;
         }
     } else {
-        printf("cost model for %s on %s\n", a.op, tkey);
+        printf("cost model for %s on %s\n", a.name, tkey);
         printf("records:      %d (%d skipped)\n", n, skipped);
         char tb[16], rb[16];
         if (q.holdout > 0)
@@ -335,13 +350,13 @@ static int cmd_stats(int argc, char **argv)
         goto fail;
     rc = find_target(db, &t, tkey, sizeof tkey, &tid, &e);
     if (!rc) {
-        rc = dt_db_cost_model_load_latest(db, tid, a.op, &m, &e);
+        rc = dt_db_cost_model_load_latest(db, tid, a.name, &m, &e);
         have = rc == 0;
     }
     if (rc == DT_ENOTFOUND) {
         rc = dt_errf(&e, DT_ENOTFOUND, "no cost model for %s on target %s in %s; run dtune model "
                                        "train",
-                     a.op, tkey, dt_db_path(db));
+                     a.name, tkey, dt_db_path(db));
         goto fail;
     }
     if (rc)
@@ -350,7 +365,7 @@ static int cmd_stats(int argc, char **argv)
     json_t *metrics = m.metrics ? json_loads(m.metrics, 0, &jerr) : NULL;
     if (a.json) {
         json_t *root = json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:I, s:I}", "target", tkey, "op",
-                                 a.op, "db", dt_db_path(db), "model_id", (json_int_t)m.id,
+                                 a.name, "db", dt_db_path(db), "model_id", (json_int_t)m.id,
                                  "records", (json_int_t)m.n_records, "metrics",
                                  metrics ? metrics : json_null(), "created_at",
                                  (json_int_t)m.created_at, "model_bytes",
@@ -365,7 +380,7 @@ static int cmd_stats(int argc, char **argv)
         struct tm tmv;
         if (gmtime_r(&ts, &tmv))
             strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tmv);
-        printf("cost model for %s on %s\n", a.op, tkey);
+        printf("cost model for %s on %s\n", a.name, tkey);
         printf("model id:     %lld\n", (long long)m.id);
         printf("records:      %lld\n", (long long)m.n_records);
         printf("trained at:   %s\n", when);

@@ -382,6 +382,13 @@ int dt_cmd_tune(int argc, char **argv)
     }
     if ((rc = dt_model_tasks_from_arg(what, threads, tasks, &n, &e)))
         goto fail;
+    for (int i = 0; i < n; i++) { /* one warning per dtype that is not native here */
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= tasks[j].w->dtype == tasks[i].w->dtype;
+        if (!seen)
+            (void)dt_cli_dtype_target(tasks[i].w, &tg);
+    }
     const char *path = a.db ? a.db : dt_cli_default_db();
     if ((rc = dt_db_open(path, DT_DB_CREATE, &db, &e)))
         goto fail;

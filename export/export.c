@@ -32,18 +32,22 @@ static json_t *info_json(const dt_export_plan *p, const char *c_path, const char
     json_object_set_new(j, "c", json_string(c_path));
     json_object_set_new(j, "h", json_string(h_path));
     json_object_set_new(j, "workload", json_string(p->d->key));
+    json_object_set_new(j, "dtype", json_string(dt_dtype_name(p->kop.dtype)));
     json_object_set_new(j, "target", json_string(p->target_key));
     json_object_set_new(j, "threads", json_integer(p->d->threads));
-    json_object_set_new(j, "packed_bytes", p->g.b_const ? json_integer(p->packed_floats * 4)
+    json_object_set_new(j, "packed_bytes", p->g.b_const ? json_integer(p->packed_bytes)
                                                     : json_null());
     for (int k = 0; k < p->nk; k++) {
         json_t *jk = json_object();
         json_object_set_new(jk, "index", json_integer(k));
         json_object_set_new(jk, "id", json_integer(p->k[k].id));
         json_object_set_new(jk, "annotation", dt_annotation_to_json(&p->k[k].ann));
-        if (p->g.b_const)
-            json_object_set_new(jk, "pack_offset_floats",
-                                json_integer(p->pack[p->k[k].pack_group].offset));
+        if (p->g.b_const) {
+            int64_t off = p->pack[p->k[k].pack_group].offset;
+            json_object_set_new(jk, "pack_offset_bytes", json_integer(off));
+            if (p->xop->offset_unit == 4) /* f32: as before the other dtypes */
+                json_object_set_new(jk, "pack_offset_floats", json_integer(off / 4));
+        }
         json_array_append_new(ks, jk);
     }
     for (int r = 0; r < p->d->n; r++) {

@@ -7,10 +7,11 @@
  *   void NAME(<the workload's variables as int64_t>, <the op's tensors>);
  * and, for an op with constant weights (B of its GEMM view),
  *   size_t NAME_packed_size(void);
- *   void   NAME_pack(const float *W, float *packed);
- * Each op's tensors are its export hooks' (export/export_op.h,
- * export/op_<name>.c), documented in docs/export.md and in the generated
- * header.
+ *   void   NAME_pack(<the weights in the dtype's B type>[, scale_b], packed);
+ * (f32: NAME_pack(const float *W, float *packed)).  Each (op, dtype)'s
+ * tensors and their C types are its export hooks' (export/export_op.h,
+ * export/op_<name>*.c), documented in docs/export.md ("ABI", a table per
+ * dtype) and in the generated header.
  *
  * Ownership: every pointer argument is borrowed. */
 #ifndef DT_EXPORT_EXPORT_H
@@ -37,9 +38,10 @@ typedef struct dt_export_opts {
 int dt_export_write(dt_db *db, const dt_export_opts *o, const char *out_c_path, dt_err *e);
 
 /* dt_export_write, and when info is not NULL, *info (the caller's reference)
- * says what was written: {"name", "c", "h", "workload", "target", "threads",
- * "packed_bytes" (constant weights; else null), "kernels": [{"index", "id",
- * "annotation", "pack_offset_floats" (constant weights)}], "ranges": [{"shape_lo",
+ * says what was written: {"name", "c", "h", "workload", "dtype", "target",
+ * "threads", "packed_bytes" (constant weights; else null), "kernels":
+ * [{"index", "id", "annotation", "pack_offset_bytes" (constant weights),
+ * "pack_offset_floats" (constant f32 weights only)}], "ranges": [{"shape_lo",
  * "shape_hi", "kernel_id", "kernel" (index)}]}. */
 int dt_export_write_info(dt_db *db, const dt_export_opts *o, const char *out_c_path,
                          json_t **info, dt_err *e);

@@ -50,6 +50,13 @@ static int uses_div(const dt_expr *x)
 
 /* ---- the ABI, shared by the header and the C file ------------------------- */
 
+const char *dt_export_act_text(const dt_export_plan *p)
+{
+    return p->g.act == DT_ACT_RELU ? ", then ReLU"
+           : p->g.act == DT_ACT_GELU ? ", then GELU (erf form)"
+                                     : "";
+}
+
 static void emit_shape_params(dt_strbuf *sb, const dt_export_plan *p)
 {
     for (int v = 0; v < p->w->nvars; v++)
@@ -60,7 +67,7 @@ static void emit_prototypes(dt_strbuf *sb, const dt_export_plan *p)
 {
     if (p->g.b_const) {
         dt_sb_appendf(sb, "size_t %s_packed_size(void);\n", p->name);
-        dt_sb_appendf(sb, "void %s_pack(const float *W, float *packed);\n", p->name);
+        dt_sb_appendf(sb, "void %s_pack(%s);\n", p->name, p->xop->pack_params);
     }
     dt_sb_appendf(sb, "void %s(", p->name);
     emit_shape_params(sb, p);
@@ -158,25 +165,42 @@ static void emit_entry(dt_strbuf *sb, const dt_export_plan *p)
 
 static void emit_packing(dt_strbuf *sb, const dt_export_plan *p)
 {
-    dt_sb_appendf(sb, "\n/* Packed weights: %d region%s, one per panel width, each [strip][K][NR]"
-                      " with the\n * last strip zero-padded, at 64-byte aligned offsets:\n",
-                  p->npack, p->npack == 1 ? "" : "s");
+    /* f32 writes floats (its text predates the other dtypes), the rest bytes */
+    const int unit = p->xop->offset_unit > 1 ? p->xop->offset_unit : 1;
+    if (unit > 1)
+        dt_sb_appendf(sb, "\n/* Packed weights: %d region%s, one per panel width, each "
+                          "[strip][K][NR] with the\n * last strip zero-padded, at 64-byte "
+                          "aligned offsets:\n",
+                      p->npack, p->npack == 1 ? "" : "s");
+    else
+        dt_sb_appendf(sb, "\n/* Packed weights: %d region%s, one per panel layout (width NR, "
+                          "K group KG), each\n * [strip][K/KG][NR][KG] with K padded to whole "
+                          "groups and the last strip\n * zero-padded%s%s%s at 64-byte aligned "
+                          "byte offsets:\n",
+                      p->npack, p->npack == 1 ? "" : "s", p->xop->pack_tail ? ", then\n * " : "",
+                      p->xop->pack_tail ? p->xop->pack_tail : "",
+                      p->xop->pack_tail ? ";\n *" : ",");
     for (int g = 0; g < p->npack; g++) {
-        dt_sb_appendf(sb, " *   NR %d: floats %lld..%lld, for", p->pack[g].nr,
-                      (long long)p->pack[g].offset,
-                      (long long)(p->pack[g].offset + p->pack[g].floats - 1));
+        if (unit > 1)
+            dt_sb_appendf(sb, " *   NR %d: floats", p->pack[g].nr);
+        else
+            dt_sb_appendf(sb, " *   NR %d, KG %d: bytes", p->pack[g].nr, p->pack[g].kg);
+        dt_sb_appendf(sb, " %lld..%lld, for", (long long)(p->pack[g].offset / unit),
+                      (long long)((p->pack[g].offset + p->pack[g].bytes) / unit - 1));
         for (int k = 0; k < p->nk; k++)
             if (p->k[k].pack_group == g)
                 dt_sb_appendf(sb, " %s_k%d", p->name, k);
         dt_sb_append(sb, "\n");
     }
-    dt_sb_appendf(sb, " */\nsize_t %s_packed_size(void)\n{\n    return (size_t)%lld * sizeof(float);"
-                      "\n}\n\nvoid %s_pack(const float *W, float *packed)\n{\n",
-                  p->name, (long long)p->packed_floats, p->name);
+    dt_sb_appendf(sb, " */\nsize_t %s_packed_size(void)\n{\n", p->name);
+    if (unit > 1)
+        dt_sb_appendf(sb, "    return (size_t)%lld * sizeof(float);\n",
+                      (long long)(p->packed_bytes / unit));
+    else
+        dt_sb_appendf(sb, "    return (size_t)%lld;\n", (long long)p->packed_bytes);
+    dt_sb_appendf(sb, "}\n\nvoid %s_pack(%s)\n{\n", p->name, p->xop->pack_params);
     for (int g = 0; g < p->npack; g++)
-        dt_sb_appendf(sb, "    %s_k%d_dtk_pack(%lld, %lld, W, packed + %lld);\n", p->name,
-                      p->pack[g].kernel, (long long)p->N, (long long)p->K,
-                      (long long)p->pack[g].offset);
+        p->xop->emit_pack(sb, p, g);
     dt_sb_append(sb, "}\n");
 }
 

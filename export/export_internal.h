@@ -4,8 +4,9 @@
  *   export_plan.c      the dispatch table, its kernels (annotations, C
  *                      identifiers), the packing groups and the C names of
  *                      the workload's variables
- *   export_op.h        the per-op hooks: the entry point's tensors, its
- *                      documentation and a kernel's call (op_<name>.c)
+ *   export_op.h        the per-(op, dtype) hooks: the entry point's tensors,
+ *                      NAME_pack's parameters and a region's fill, its
+ *                      documentation and a kernel's call (op_<name>*.c)
  *   export_kernel.c    one kernel's translation unit, renamed so that several
  *                      fit in one file
  *   export_dispatch.c  the nested ifs over the shape ranges
@@ -34,13 +35,15 @@ typedef struct dt_export_kernel {
     int pack_group;      /* constant weights: index into the plan's packing groups */
 } dt_export_kernel;
 
-/* Constant weights packed once per distinct panel width NR (the packed
- * layout [strip][K][NR] depends on nothing else): one region per group. */
+/* Constant weights packed once per distinct layout: the packed layout
+ * [strip][K/KG][NR][KG] (then, for a quantized dtype, per-column data)
+ * depends on nothing but the panel width NR and the K group KG (1; bf16 2
+ * and int8 4 on AVX-512): one region per (NR, KG). */
 typedef struct dt_export_pack {
-    int nr;
+    int nr, kg;
     int kernel;          /* the kernel whose pack function fills the region */
-    int64_t offset;      /* floats from the start of the buffer (64-byte aligned) */
-    int64_t floats;      /* size of the region */
+    int64_t offset;      /* bytes from the start of the buffer (a multiple of 64) */
+    int64_t bytes;       /* size of the region (dt_mk_packed_bytes) */
 } dt_export_pack;
 
 typedef struct dt_export_plan {
@@ -57,7 +60,7 @@ typedef struct dt_export_plan {
     int *range_kernel;   /* d->n: index into k */
     int npack;
     dt_export_pack *pack;
-    int64_t packed_floats;
+    int64_t packed_bytes; /* the sum of the regions, each rounded up to 64 bytes */
     char (*var)[48];     /* w->nvars C parameter names of the variables */
 } dt_export_plan;
 
@@ -76,6 +79,10 @@ int dt_export_emit_kernel(dt_strbuf *sb, const dt_export_plan *p, int k, dt_err 
 /* Appends `static int NAME_select(<vars>)`: nested ifs over the ranges that
  * return the kernel index dt_dispatch_find would pick for the shape. */
 void dt_export_emit_select(dt_strbuf *sb, const dt_export_plan *p);
+
+/* The activation of p's GEMM view as words for a doc comment: ", then
+ * ReLU", ", then GELU (erf form)" or "". */
+const char *dt_export_act_text(const dt_export_plan *p);
 
 /* The whole C file and the header (malloc'ed). */
 int dt_export_emit_c(const dt_export_plan *p, char **out, dt_err *e);

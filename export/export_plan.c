@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/target.h"
+#include "microkernel/mk_op.h"
 
 static const char *const c_keywords[] = {
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
@@ -71,10 +72,12 @@ static void name_vars(dt_export_plan *p)
     }
 }
 
-static int64_t round16(int64_t floats) { return (floats + 15) / 16 * 16; }
+static int64_t round64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
 
 /* Constant weights: N and K must be constants; one packing region per
- * distinct NR. */
+ * distinct layout (NR, KG), its size what the kernel's packed_size entry
+ * point returns (dt_mk_packed_bytes), at 64-byte aligned byte offsets. */
 static int plan_packing(dt_export_plan *p, dt_err *e)
 {
     const dt_workload *w = p->w;
@@ -85,23 +88,31 @@ static int plan_packing(dt_export_plan *p, dt_err *e)
                        "(the weights are packed once)", p->d->key, w->op->name);
     p->N = w->dims[in]->value;
     p->K = w->dims[ik]->value;
+    const dt_mk_op *m = dt_mk_op_find(w->op, p->kop.dtype);
+    if (!m || !m->packed_size)
+        return dt_errf(e, DT_EUNSUPPORTED, "%s: no packing for op %s, dtype %s", p->d->key,
+                       w->op->name, dt_dtype_name(p->kop.dtype));
     p->pack = calloc((size_t)p->nk, sizeof *p->pack);
     if (!p->pack)
         return dt_errf(e, DT_ENOMEM, "out of memory");
     for (int k = 0; k < p->nk; k++) {
-        int g = 0;
-        while (g < p->npack && p->pack[g].nr != p->k[k].ann.nr)
+        const dt_annotation *a = &p->k[k].ann;
+        int kg = dt_mk_packed_kg(m, a), g = 0;
+        while (g < p->npack && (p->pack[g].nr != a->nr || p->pack[g].kg != kg))
             g++;
         if (g == p->npack) {
-            int64_t nr = p->k[k].ann.nr, strips = (p->N + nr - 1) / nr;
-            if (strips > INT64_MAX / nr / p->K - 16 ||
-                p->packed_floats > INT64_MAX / 8 - round16(strips * nr * p->K))
+            /* N, K >= 1 and NR >= 1: strips·NR·KP·4 + tail below 2^62 */
+            int64_t nr = a->nr, strips = (p->N + nr - 1) / nr, kp = (p->K + kg - 1) / kg * kg;
+            if (strips > INT64_MAX / 16 / nr / kp)
                 return dt_errf(e, DT_EOVERFLOW, "%s: the packed weights do not fit in memory",
                                p->d->key);
-            p->pack[g] = (dt_export_pack){.nr = (int)nr, .kernel = k,
-                                          .offset = p->packed_floats,
-                                          .floats = strips * nr * p->K};
-            p->packed_floats += round16(p->pack[g].floats);
+            int64_t bytes = (int64_t)dt_mk_packed_bytes(m, a, p->N, p->K);
+            if (p->packed_bytes > INT64_MAX / 4 - round64(bytes))
+                return dt_errf(e, DT_EOVERFLOW, "%s: the packed weights do not fit in memory",
+                               p->d->key);
+            p->pack[g] = (dt_export_pack){.nr = (int)nr, .kg = kg, .kernel = k,
+                                          .offset = p->packed_bytes, .bytes = bytes};
+            p->packed_bytes += round64(bytes);
             p->npack++;
         }
         p->k[k].pack_group = g;
@@ -131,7 +142,8 @@ int dt_export_plan_load(dt_db *db, const dt_export_opts *o, const char *name,
     p->kop = dt_kernel_op_of_workload(p->w);
     p->xop = dt_export_op_find(p->w->op, p->kop.dtype);
     if (!p->xop || dt_kernel_op_gemm(&p->kop, &p->g, NULL) != 0) {
-        rc = dt_errf(e, DT_EUNSUPPORTED, "%s: no export for op %s", p->d->key, p->w->op->name);
+        rc = dt_errf(e, DT_EUNSUPPORTED, "%s: no export for op %s, dtype %s", p->d->key,
+                     p->w->op->name, dt_dtype_name(p->kop.dtype));
         goto fail;
     }
     int n = p->d->n;

@@ -28,6 +28,7 @@
 #include "microkernel/codegen.h"
 #include "microkernel/loader.h"
 #include "measure/omp_pin.h"
+#include "microkernel/operands.h"
 #include "microkernel/reference.h"
 
 #define MAX_STDIN ((size_t)DT_BATCH_MAX_SOURCE + (64u << 20))
@@ -41,16 +42,21 @@
 
 typedef struct {
     const dt_kernel *k;
+    dt_dtype dtype;
     dt_gemm g;                /* with the trial's sizes */
     int threads;
-    float *A, *B, *bias, *packed, *C;
+    dt_operands o;            /* A, B, bias (and scales) in the dtype, and their real values */
+    void *packed;
+    float *C;
     float *bt;                /* the reference's packed B, every matrix (verify) */
 } call_ctx;
 
 static void call_once(const call_ctx *c)
 {
-    dt_gemm_args a = dt_gemm_args_contiguous(&c->g, c->A, c->g.b_const ? c->packed : c->B,
-                                             c->bias, c->C, c->threads);
+    dt_gemm_args a = dt_gemm_args_contiguous(&c->g, c->o.A, c->g.b_const ? c->packed : c->o.B,
+                                             c->o.bias, c->C, c->threads);
+    a.scale_a = c->o.scale_a;
+    a.zp_a = c->o.zp_a;
     dt_kernel_run(c->k, &a);
 }
 
@@ -61,13 +67,14 @@ static int check_block(const call_ctx *c, int64_t b, int64_t i0, int64_t i1, int
 {
     const dt_gemm *g = &c->g;
     const int64_t M = g->M, N = g->N, K = g->K, ld = j1 - j0;
-    dt_ref_block(g, c->A, b, c->bt + b * K * dt_ref_ldb(N), c->bias, i0, i1, j0, j1, ref, mag,
-                 ld);
+    dt_ref_block(g, c->o.Aref, b, c->bt + b * K * dt_ref_ldb(N), c->o.bias, c->o.colscale, i0, i1,
+                 j0, j1, ref, mag, ld);
+    const double tol_k = dt_ref_tol_k(c->dtype, K);
     for (int64_t i = i0; i < i1; i++)
         for (int64_t j = j0; j < j1; j++) {
             const double s = ref[(i - i0) * ld + (j - j0)], m = mag[(i - i0) * ld + (j - j0)];
             const float *got = c->C + (b * M + i) * N + j;
-            if (dt_check_close(got, 1, &s, &m, 1, 1, K, NULL) == 0)
+            if (dt_check_close_tol(got, 1, &s, &m, 1, 1, tol_k, NULL) == 0)
                 continue;
             if (g->dim[DT_ROLE_BATCH] < 0)
                 return dt_errf(e, DT_EINVAL, "wrong answer at [%lld,%lld]: got %.9g, expected %.9g",
@@ -101,7 +108,7 @@ static int verify(const call_ctx *c, uint64_t seed, int64_t *checked, double *re
     int rc = 0;
     *checked = 0;
     for (int64_t b = 0; b < B; b++)
-        dt_ref_pack_b(&c->g, c->B, b, c->bt + b * c->g.K * dt_ref_ldb(N));
+        dt_ref_pack_b(&c->g, c->o.Bref, b, c->bt + b * c->g.K * dt_ref_ldb(N));
     if (work <= FULL_CHECK_LIMIT) {
         for (int64_t b = 0; b < B; b++)
             for (int64_t i = 0; i < M; i += CHECK_ROWS)
@@ -194,7 +201,7 @@ static void run_trial(const dt_kernel *k, const dt_kernel_op *kop, const dt_tria
     memset(r, 0, sizeof *r);
     memcpy(r->uid, t->uid, sizeof r->uid);
     r->min_ns = r->median_ns = NAN;
-    call_ctx c = {.k = k, .threads = t->threads};
+    call_ctx c = {.k = k, .dtype = kop->dtype, .threads = t->threads};
     double *times = NULL, *ref = NULL, *mag = NULL;
     dt_err e;
     if (dt_op_gemm(kop->op, kop->attrs, t->dims, &c.g, &e)) { /* the loader checked the op */
@@ -205,34 +212,28 @@ static void run_trial(const dt_kernel *k, const dt_kernel_op *kop, const dt_tria
     /* element counts fit in int64: the workload's op check passed */
     int64_t na = g->batch * g->M * g->K, nb = g->batch * g->N * g->K, nc = g->batch * g->M * g->N;
     int64_t longest = g->M > CHECK_ROWS * g->N ? g->M : CHECK_ROWS * g->N;
-    c.A = alloc_floats(na);
-    c.B = alloc_floats(nb);
+    int made = dt_operands_make(&c.o, kop->dtype, g, g->K, tm->seed, &e) == 0;
     c.C = alloc_floats(nc);
-    c.bias = alloc_floats(g->N);
     c.bt = alloc_floats(g->batch * g->K * dt_ref_ldb(g->N));
     ref = malloc((size_t)longest * sizeof *ref);
     mag = malloc((size_t)longest * sizeof *mag);
-    if (g->b_const && c.A && c.B) {
+    if (g->b_const && made) {
         size_t psz = dt_kernel_packed_size(k, g->N, g->K);
         c.packed = psz ? dt_alloc64(psz) : NULL;
     }
     times = malloc((size_t)tm->max_repeats * sizeof *times);
-    if (!c.A || !c.B || !c.C || !c.bias || !c.bt || !ref || !mag || (g->b_const && !c.packed) ||
-        !times) {
+    if (!made || !c.C || !c.bt || !ref || !mag || (g->b_const && !c.packed) || !times) {
         char msg[256];
         snprintf(msg, sizeof msg,
-                 "out of memory allocating the inputs and outputs (%lld + %lld + %lld floats)",
+                 "out of memory allocating the inputs and outputs (%lld + %lld + %lld elements)",
                  (long long)na, (long long)nb, (long long)nc);
         set_error(r, DT_TRIAL_RUN_CRASH, msg);
         goto out;
     }
-    dt_fill_random(c.A, na, tm->seed);
-    dt_fill_random(c.B, nb, tm->seed + 1);
-    dt_fill_random(c.bias, g->N, tm->seed + 2);
     for (int64_t i = 0; i < nc; i++)
         c.C[i] = NAN; /* an output the kernel does not write is a wrong answer */
     if (g->b_const)
-        dt_kernel_pack(k, g->N, g->K, c.B, c.packed);
+        dt_kernel_pack(k, g->N, g->K, c.o.B, c.o.scale_b, c.packed);
 
     /* first call: checked */
     call_once(&c);
@@ -265,10 +266,8 @@ out:
     free(times);
     free(ref);
     free(mag);
-    free(c.A);
-    free(c.B);
+    dt_operands_free(&c.o);
     free(c.C);
-    free(c.bias);
     free(c.bt);
     free(c.packed);
 }

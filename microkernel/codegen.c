@@ -12,7 +12,7 @@
 
 dt_kernel_op dt_kernel_op_of_workload(const dt_workload *w)
 {
-    dt_kernel_op kop = {.op = w->op};
+    dt_kernel_op kop = {.op = w->op, .dtype = w->dtype};
     memcpy(kop.attrs, w->attrs, sizeof kop.attrs);
     return kop;
 }
@@ -153,6 +153,7 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
     dt_sb_init(&sb);
     emit_defines(&sb, kop, mo, &g, a);
     emit_prelude(&sb, mo);
+    dt_sb_append(&sb, mo->backend->types);
     dt_sb_append(&sb, mo->backend->epilogue);
     emit_info(&sb, kop, a);
     mo->backend->emit_ukr(&sb, a);

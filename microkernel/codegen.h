@@ -34,8 +34,8 @@ typedef struct dt_kernel_op {
     dt_dtype dtype;
 } dt_kernel_op;
 
-/* What the kernels of workload w compute: its op and attribute values (the
- * workload has no dtype yet: f32).  The one way to describe a workload's
+/* What the kernels of workload w compute: its op, attribute values and
+ * dtype.  The one way to describe a workload's
  * kernels; nothing else fills a dt_kernel_op from a workload by hand. */
 dt_kernel_op dt_kernel_op_of_workload(const dt_workload *w);
 

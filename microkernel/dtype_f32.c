@@ -2,11 +2,13 @@
  * the prelude (vector macros per ISA), the vector epilogue, the driver
  * template and the generated register kernel dt_ukr — an MR×NR tile of
  * fp32 FMAs over a packed B panel.  Every f32 op's kernels share them. */
+#include "microkernel/emit.h"
 #include "microkernel/mk_op.h"
 
 #include "dt_tpl_act_h.h"
 #include "dt_tpl_driver_c.h"
 #include "dt_tpl_prelude_h.h"
+#include "dt_tpl_types_f32_h.h"
 
 /* ---- the register kernel ------------------------------------------------ */
 
@@ -35,8 +37,12 @@ static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, in
 }
 
 /* Adds C's current values (accumulate), then bias and activation (last),
- * then stores; with the mask store method partial tiles use masked vectors. */
-static void emit_store(dt_strbuf *sb, const dt_annotation *a, int nv)
+ * then stores; with the mask store method partial tiles use masked vectors.
+ * Shared by the dtypes whose accumulators are f32 vectors c<i>_<v>
+ * (microkernel/emit.h); pre (may be NULL) emits what such a dtype does to
+ * the accumulators first when last (w8a32: the per-column scales). */
+void dt_emit_store_f32(dt_strbuf *sb, const dt_annotation *a, int nv,
+                       void (*pre)(dt_strbuf *sb, const dt_annotation *a, int nv))
 {
     int vl = dt_isa_vec_floats(a->isa);
     int masked = a->store == DT_STORE_MASK;
@@ -64,7 +70,12 @@ static void emit_store(dt_strbuf *sb, const dt_annotation *a, int nv)
     }
     dt_sb_append(sb, "    }\n");
     /* epilogue */
-    dt_sb_append(sb, "#if DT_BIAS || DT_ACT\n    if (last) {\n");
+    if (pre) {
+        dt_sb_append(sb, "    (void)bias;\n    if (last) {\n");
+        pre(sb, a, nv);
+    } else {
+        dt_sb_append(sb, "#if DT_BIAS || DT_ACT\n    if (last) {\n");
+    }
     dt_sb_append(sb, "#if DT_BIAS\n");
     for (int v = 0; v < nv; v++)
         dt_sb_appendf(sb, "        vf bias%d = VLOAD(bias + %d);\n", v, v * vl);
@@ -75,7 +86,10 @@ static void emit_store(dt_strbuf *sb, const dt_annotation *a, int nv)
     for (int i = 0; i < a->mr; i++)
         for (int v = 0; v < nv; v++)
             dt_sb_appendf(sb, "        c%d_%d = dt_act(c%d_%d);\n", i, v, i, v);
-    dt_sb_append(sb, "    }\n#else\n    (void)last; (void)bias;\n#endif\n");
+    if (pre)
+        dt_sb_append(sb, "    }\n");
+    else
+        dt_sb_append(sb, "    }\n#else\n    (void)last; (void)bias;\n#endif\n");
     /* store */
     if (masked)
         dt_sb_append(sb, "    if (m_valid == MR && n_valid == NR) {\n");
@@ -112,7 +126,8 @@ static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
                  "static __attribute__((noinline)) void dt_ukr(int64_t kc, const float *restrict a,"
                  " int64_t lda,\n    int a_rows, const float *restrict b, float *restrict c,"
                  " int64_t ldc, int m_valid,\n    int n_valid, int accumulate, const float "
-                 "*restrict bias, int last)\n{\n");
+                 "*restrict bias, int last,\n    const dt_qctx *q, int64_t col)\n{\n"
+                 "    (void)q; (void)col;\n");
     for (int i = 0; i < a->mr; i++)
         for (int v = 0; v < nv; v++)
             dt_sb_appendf(sb, "    vf c%d_%d = VZERO();\n", i, v);
@@ -131,14 +146,17 @@ static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
     dt_sb_append(sb, "    }\n    for (; k < kc; k++) {\n");
     emit_k_step(sb, a, nv, 0, stream);
     dt_sb_append(sb, "    }\n");
-    emit_store(sb, a, nv);
+    dt_emit_store_f32(sb, a, nv, NULL);
     dt_sb_append(sb, "}\n\n");
 }
 
 const dt_mk_dtype dt_mk_dtype_f32 = {
     .dtype = DT_DTYPE_F32,
     .prelude = dt_tpl_prelude_h,
+    .types = dt_tpl_types_f32_h,
     .epilogue = dt_tpl_act_h,
     .driver = dt_tpl_driver_c,
     .emit_ukr = emit_ukr,
+    .kg_avx512 = 1,
+    .qtail_col_bytes = 0,
 };

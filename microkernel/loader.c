@@ -1,12 +1,13 @@
 #include "microkernel/loader.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <string.h>
 
 #include "microkernel/mk_op.h"
 
-dt_gemm_args dt_gemm_args_contiguous(const dt_gemm *g, const float *A, const float *B,
-                                     const float *bias, float *C, int threads)
+dt_gemm_args dt_gemm_args_contiguous(const dt_gemm *g, const void *A, const void *B,
+                                     const float *bias, void *C, int threads)
 {
     return (dt_gemm_args){.batch = g->batch, .M = g->M, .N = g->N, .K = g->K,
                           .a = A, .lda = g->K, .sa = g->M * g->K,
@@ -76,8 +77,26 @@ size_t dt_kernel_packed_size(const dt_kernel *k, int64_t N, int64_t K)
     return k->op->packed_size ? k->op->packed_size(k, N, K) : 0;
 }
 
-void dt_kernel_pack(const dt_kernel *k, int64_t N, int64_t K, const float *B, float *packed)
+void dt_kernel_pack(const dt_kernel *k, int64_t N, int64_t K, const void *B,
+                    const float *scale_b, void *packed)
 {
     if (k->op->pack)
-        k->op->pack(k, N, K, B, packed);
+        k->op->pack(k, N, K, B, scale_b, packed);
+}
+
+int dt_kernel_pack_checked(const dt_kernel *k, int64_t N, int64_t K, const void *B,
+                           const float *scale_b, void *packed, dt_err *e)
+{
+    if (k->op->pack && dt_dtype_quantized(k->op->backend->dtype)) {
+        if (!scale_b)
+            return dt_errf(e, DT_EINVAL, "scale_b is NULL: dtype %s needs one finite non-zero "
+                           "weight scale per output channel",
+                           dt_dtype_name(k->op->backend->dtype));
+        for (int64_t n = 0; n < N; n++)
+            if (!isfinite(scale_b[n]) || scale_b[n] == 0.0f)
+                return dt_errf(e, DT_EINVAL, "scale_b[%lld] = %g is not a finite non-zero number",
+                               (long long)n, (double)scale_b[n]);
+    }
+    dt_kernel_pack(k, N, K, B, scale_b, packed);
+    return 0;
 }

@@ -26,26 +26,31 @@ typedef struct dt_kernel {
 } dt_kernel;
 
 /* One call: C[b] = act(A[b]·B[b] + bias) for b < batch (the op's GEMM view).
- * ld* are row strides, s* batch strides.  For an op whose B is constant
- * (dt_gemm.b_const), b is the packed B (dt_kernel_pack) and ldb/sb are
- * unused. */
+ * ld* are row strides, s* batch strides, in elements of each tensor's type
+ * (sketch/dtype.h: f32 float; bf16 uint16_t A and B; int8 uint8_t A and
+ * int8_t B; w8a32 float A and int8_t B; C float for all).  For an op whose B
+ * is constant (dt_gemm.b_const), b is the packed B (dt_kernel_pack) and
+ * ldb/sb are unused. */
 typedef struct dt_gemm_args {
     int64_t batch, M, N, K;
-    const float *a;
+    const void *a;
     int64_t lda, sa;
-    const float *b;
+    const void *b;
     int64_t ldb, sb;
     const float *bias; /* NULL without the bias epilogue */
-    float *c;
+    void *c;
     int64_t ldc, sc;
     int threads;       /* <= 0: the annotation's thread count */
+    /* int8: A's quantization, real = scale_a·(a − zp_a); ignored otherwise */
+    float scale_a;
+    int32_t zp_a;
 } dt_gemm_args;
 
 /* The arguments of g's sizes over contiguous tensors: A[batch][M][K],
  * B[batch][K][N] (or [N][K] when g->b_trans; the packed B when
  * g->b_const), bias[N] (passed only when g->bias), C[batch][M][N]. */
-dt_gemm_args dt_gemm_args_contiguous(const dt_gemm *g, const float *A, const float *B,
-                                     const float *bias, float *C, int threads);
+dt_gemm_args dt_gemm_args_contiguous(const dt_gemm *g, const void *A, const void *B,
+                                     const float *bias, void *C, int threads);
 
 /* Loads a kernel: the first registered (op, dtype) whose entry points it
  * all exports.  DT_EIO when it cannot be loaded, DT_EINVAL when it is not a
@@ -61,8 +66,18 @@ void dt_kernel_run(const dt_kernel *k, const dt_gemm_args *a);
 /* Bytes of B (N×K, the op's constant operand) packed for k; 0 when k's op
  * does not prepack B. */
 size_t dt_kernel_packed_size(const dt_kernel *k, int64_t N, int64_t K);
-/* Packs the constant B (as stored by the op, N×K) into packed
- * (dt_kernel_packed_size bytes); nothing for an op without packing. */
-void dt_kernel_pack(const dt_kernel *k, int64_t N, int64_t K, const float *B, float *packed);
+/* Packs the constant B (as stored by the op, N×K, in the dtype's B type)
+ * into packed (dt_kernel_packed_size bytes); scale_b[N] are the per-column
+ * weight scales of a quantized dtype (int8, w8a32), ignored (may be NULL)
+ * otherwise.  Nothing for an op without packing. */
+void dt_kernel_pack(const dt_kernel *k, int64_t N, int64_t K, const void *B,
+                    const float *scale_b, void *packed);
+/* dt_kernel_pack for data from a user (libdtune, an export's caller): for a
+ * quantized dtype (int8, w8a32) it first refuses a NULL scale_b or any
+ * scale_b[n] (n < N) that is zero, NaN or infinite — DT_EINVAL "scale_b[n]
+ * = … is not a finite non-zero number" — and packs nothing then.  Other
+ * dtypes ignore scale_b, as dt_kernel_pack does. */
+int dt_kernel_pack_checked(const dt_kernel *k, int64_t N, int64_t K, const void *B,
+                           const float *scale_b, void *packed, dt_err *e);
 
 #endif

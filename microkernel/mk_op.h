@@ -9,7 +9,7 @@
  *   the annotation's #defines; the op block — for every op of the kernel's
  *   source group, `#define <selector> <1 for this op>` and its macros (0/1),
  *   then DT_BIAS and DT_ACT from the GEMM view; the dtype's prelude (its
- *   "@OP_MACROS@" replaced by the group's selectors and macros) and
+ *   "@OP_MACROS@" replaced by the group's selectors and macros), types and
  *   epilogue; dtk_info; the dtype's register kernel (emit_ukr); the dtype's
  *   driver; the driver section of every op of the group.
  * Ops of one source group (group > 0) carry each other's selectors and
@@ -37,10 +37,17 @@
 typedef struct dt_mk_dtype {
     dt_dtype dtype;
     const char *prelude;  /* back-end macros; "@OP_MACROS@" is filled in */
+    const char *types;    /* element types, K group, entry-point names (template/types_*.h) */
     const char *epilogue; /* the vector activation dt_act, selected by DT_ACT */
     const char *driver;   /* packing, cache blocking, work items (template/driver.c) */
     /* The register kernel dt_ukr for annotation a. */
     void (*emit_ukr)(dt_strbuf *sb, const dt_annotation *a);
+    /* The packed B's layout as its types block defines it (for sizes known
+     * without a built kernel: export): KG on AVX-512 (1 on the other
+     * back-ends; 0 means 1), and the bytes per padded column after the
+     * panels (DT_QTAIL_BYTES: int8 8, w8a32 4). */
+    int kg_avx512;
+    int qtail_col_bytes;
 } dt_mk_dtype;
 
 typedef struct dt_mk_op {
@@ -59,8 +66,17 @@ typedef struct dt_mk_op {
     void (*run)(const dt_kernel *k, const dt_gemm_args *a);
     /* The constant B's packing (ops with dt_gemm.b_const), else NULL. */
     size_t (*packed_size)(const dt_kernel *k, int64_t N, int64_t K);
-    void (*pack)(const dt_kernel *k, int64_t N, int64_t K, const float *B, float *packed);
+    void (*pack)(const dt_kernel *k, int64_t N, int64_t K, const void *B, const float *scale_b,
+                 void *packed);
 } dt_mk_op;
+
+/* The K group of the packed layout of m's kernels with annotation a: the
+ * dtype's KG on AVX-512 (bf16 2, int8 4), else 1.  Two kernels share a
+ * packing of constant weights exactly when their NR and K group agree. */
+int dt_mk_packed_kg(const dt_mk_op *m, const dt_annotation *a);
+/* Bytes of the constant B (N×K) packed by a kernel of m with annotation a:
+ * what its packed_size entry point returns, computed without building it. */
+size_t dt_mk_packed_bytes(const dt_mk_op *m, const dt_annotation *a, int64_t N, int64_t K);
 
 /* The hooks of (op, dtype), or NULL. */
 const dt_mk_op *dt_mk_op_find(const dt_op_desc *op, dt_dtype dtype);

@@ -13,9 +13,9 @@
 extern const dt_op_desc dt_op_batch_matmul;
 extern const dt_mk_dtype dt_mk_dtype_f32;
 
-typedef void (*bmm_fn)(int64_t batch, int64_t M, int64_t N, int64_t K, const float *A,
-                       int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb,
-                       float *C, int64_t ldc, int64_t sc, int nthreads);
+typedef void (*bmm_fn)(int64_t batch, int64_t M, int64_t N, int64_t K, const void *A,
+                       int64_t lda, int64_t sa, const void *B, int64_t ldb, int64_t sb,
+                       void *C, int64_t ldc, int64_t sc, int nthreads);
 
 static void bmm_run(const dt_kernel *k, const dt_gemm_args *a)
 {

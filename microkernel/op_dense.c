@@ -17,9 +17,9 @@ extern const dt_mk_dtype dt_mk_dtype_f32;
 enum { SYM_DENSE, SYM_PACK, SYM_PACKED_SIZE };
 
 typedef size_t (*packed_size_fn)(int64_t N, int64_t K);
-typedef void (*pack_fn)(int64_t N, int64_t K, const float *W, float *packed);
-typedef void (*dense_fn)(int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx,
-                         const float *packed, const float *bias, float *Y, int64_t ldy,
+typedef void (*pack_fn)(int64_t N, int64_t K, const void *W, void *packed);
+typedef void (*dense_fn)(int64_t M, int64_t N, int64_t K, const void *X, int64_t ldx,
+                         const void *packed, const float *bias, void *Y, int64_t ldy,
                          int nthreads);
 
 static void dense_run(const dt_kernel *k, const dt_gemm_args *a)
@@ -33,8 +33,10 @@ static size_t dense_packed_size(const dt_kernel *k, int64_t N, int64_t K)
     return ((packed_size_fn)k->fn[SYM_PACKED_SIZE])(N, K);
 }
 
-static void dense_pack(const dt_kernel *k, int64_t N, int64_t K, const float *W, float *packed)
+static void dense_pack(const dt_kernel *k, int64_t N, int64_t K, const void *W,
+                       const float *scale_b, void *packed)
 {
+    (void)scale_b;
     ((pack_fn)k->fn[SYM_PACK])(N, K, W, packed);
 }
 

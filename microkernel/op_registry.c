@@ -6,10 +6,18 @@
 
 extern const dt_mk_op dt_mk_op_dense_f32;
 extern const dt_mk_op dt_mk_op_batch_matmul_f32;
+extern const dt_mk_op dt_mk_op_dense_bf16;
+extern const dt_mk_op dt_mk_op_batch_matmul_bf16;
+extern const dt_mk_op dt_mk_op_dense_w8a32;
+extern const dt_mk_op dt_mk_op_dense_int8;
 
 static const dt_mk_op *const registry[] = {
     &dt_mk_op_dense_f32,
     &dt_mk_op_batch_matmul_f32,
+    &dt_mk_op_dense_bf16,
+    &dt_mk_op_batch_matmul_bf16,
+    &dt_mk_op_dense_w8a32,
+    &dt_mk_op_dense_int8,
 };
 
 int dt_mk_op_count(void) { return (int)(sizeof registry / sizeof registry[0]); }
@@ -22,4 +30,18 @@ const dt_mk_op *dt_mk_op_find(const dt_op_desc *op, dt_dtype dtype)
         if (registry[i]->op == op && registry[i]->backend->dtype == dtype)
             return registry[i];
     return NULL;
+}
+
+int dt_mk_packed_kg(const dt_mk_op *m, const dt_annotation *a)
+{
+    return a->isa == DT_ISA_AVX512 && m->backend->kg_avx512 > 1 ? m->backend->kg_avx512 : 1;
+}
+
+size_t dt_mk_packed_bytes(const dt_mk_op *m, const dt_annotation *a, int64_t N, int64_t K)
+{
+    int kg = dt_mk_packed_kg(m, a);
+    size_t cols = (size_t)((N + a->nr - 1) / a->nr) * (size_t)a->nr;
+    size_t kp = (size_t)((K + kg - 1) / kg * kg);
+    return cols * kp * (size_t)dt_dtype_b_size(m->backend->dtype) +
+           cols * (size_t)m->backend->qtail_col_bytes;
 }

@@ -2,6 +2,7 @@
  * (microkernel/reference.h). */
 #include "microkernel/reference.h"
 #include "common/mem.h"
+#include "microkernel/operands.h"
 
 #include <float.h>
 #include <math.h>
@@ -114,8 +115,8 @@ ref_tile(int64_t rows, int64_t lo, int64_t hi, int64_t K, const float *X, const 
 }
 
 void dt_ref_block(const dt_gemm *g, const float *A, int64_t b, const float *bt,
-                  const float *bias, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                  double *ref, double *mag, int64_t ldr)
+                  const float *bias, const double *colscale, int64_t i0, int64_t i1, int64_t j0,
+                  int64_t j1, double *ref, double *mag, int64_t ldr)
 {
     const int64_t K = g->K, ldb = dt_ref_ldb(g->N);
     const float *a = A + b * g->M * K;
@@ -142,11 +143,15 @@ void dt_ref_block(const dt_gemm *g, const float *A, int64_t b, const float *bt,
                          mag + (i - i0) * ldr + (jt + lo - j0), ldr);
         }
     }
-    if (!g->bias && g->act == DT_ACT_NONE)
+    if (!g->bias && g->act == DT_ACT_NONE && !colscale)
         return;
     for (int64_t i = i0; i < i1; i++)
         for (int64_t j = j0; j < j1; j++) {
             double *s = &ref[(i - i0) * ldr + (j - j0)];
+            if (colscale) { /* a quantized dtype's dequantization */
+                *s *= colscale[j];
+                mag[(i - i0) * ldr + (j - j0)] *= fabs(colscale[j]);
+            }
             if (g->bias) {
                 *s += bias[j];
                 mag[(i - i0) * ldr + (j - j0)] += fabs((double)bias[j]);
@@ -156,7 +161,7 @@ void dt_ref_block(const dt_gemm *g, const float *A, int64_t b, const float *bt,
 }
 
 int dt_ref_gemm(const dt_gemm *g, const float *A, const float *B, const float *bias,
-                double *ref, double *mag, dt_err *e)
+                const double *colscale, double *ref, double *mag, dt_err *e)
 {
     float *bt = dt_alloc64((size_t)(g->K * dt_ref_ldb(g->N)) * sizeof *bt);
     if (!bt)
@@ -164,20 +169,32 @@ int dt_ref_gemm(const dt_gemm *g, const float *A, const float *B, const float *b
     for (int64_t b = 0; b < g->batch; b++) {
         dt_ref_pack_b(g, B, b, bt);
         int64_t off = b * g->M * g->N;
-        dt_ref_block(g, A, b, bt, bias, 0, g->M, 0, g->N, ref + off, mag + off, g->N);
+        dt_ref_block(g, A, b, bt, bias, colscale, 0, g->M, 0, g->N, ref + off, mag + off, g->N);
     }
     free(bt);
     return 0;
 }
 
-int dt_check_close(const float *got, int64_t ldg, const double *ref, const double *mag,
-                   int64_t rows, int64_t cols, int64_t K, dt_err *e)
+double dt_ref_tol_k(dt_dtype d, int64_t K)
+{
+    switch (d) {
+    case DT_DTYPE_INT8:
+        return 8; /* the s32 sum is exact: only the dequantization rounds */
+    case DT_DTYPE_BF16:
+        return 2.0 * ((double)K + 8); /* vdpbf16ps rounds after each of a pair's products */
+    default:
+        return (double)K + 8;
+    }
+}
+
+int dt_check_close_tol(const float *got, int64_t ldg, const double *ref, const double *mag,
+                       int64_t rows, int64_t cols, double tol_k, dt_err *e)
 {
     const double eps = FLT_EPSILON; /* 2^-23 */
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++) {
             double g = got[i * ldg + j], r = ref[i * cols + j], m = mag[i * cols + j];
-            double tol = ((double)K + 8) * eps * m + 1e-6 * m + 1e-30;
+            double tol = tol_k * eps * m + 1e-6 * m + 1e-30;
             if (!(fabs(g - r) <= tol)) /* also catches NaN */
                 return dt_errf(e, DT_EINVAL,
                                "wrong answer at [%lld,%lld]: got %.9g, expected %.9g "
@@ -185,6 +202,12 @@ int dt_check_close(const float *got, int64_t ldg, const double *ref, const doubl
                                (long long)i, (long long)j, g, r, tol);
         }
     return 0;
+}
+
+int dt_check_close(const float *got, int64_t ldg, const double *ref, const double *mag,
+                   int64_t rows, int64_t cols, int64_t K, dt_err *e)
+{
+    return dt_check_close_tol(got, ldg, ref, mag, rows, cols, dt_ref_tol_k(DT_DTYPE_F32, K), e);
 }
 
 /* ---- verification of a kernel ----------------------------------------------- */
@@ -202,60 +225,50 @@ static int check_guard(const float *y, int64_t rows, int64_t cols, int64_t ld, d
     return 0;
 }
 
-/* One run of k on g's sizes: A (row stride K + 3, NaN past K), B
- * contiguous (packed first when constant), bias, C (row stride N + 5, guard
- * values past N), checked against the reference per matrix. */
-static int verify_run(const dt_kernel *k, const dt_gemm *g, int threads, uint64_t seed,
-                      dt_err *e)
+/* One run of k on g's sizes in dtype d: A (row stride K + 3, poison past
+ * K), B contiguous (packed first when constant), bias, C (row stride N + 5,
+ * guard values past N), checked against the reference per matrix. */
+static int verify_run(const dt_kernel *k, const dt_gemm *g, dt_dtype d, int threads,
+                      uint64_t seed, dt_err *e)
 {
     const int64_t bt = g->batch, M = g->M, N = g->N, K = g->K;
     const int64_t lda = K + 3, ldc = N + 5; /* strides wider than the rows */
-    float *A = malloc((size_t)(bt * M * lda) * sizeof *A);
-    float *Ad = malloc((size_t)(bt * M * K) * sizeof *Ad);
-    float *B = malloc((size_t)(bt * N * K) * sizeof *B), *bias = malloc((size_t)N * sizeof *bias);
+    dt_operands o;
+    int rc = dt_operands_make(&o, d, g, lda, seed, e);
+    if (rc)
+        return rc;
     float *C = malloc((size_t)(bt * M * ldc) * sizeof *C);
     double *ref = malloc((size_t)(bt * M * N) * sizeof *ref);
     double *mag = malloc((size_t)(bt * M * N) * sizeof *mag);
     size_t psz = g->b_const ? dt_kernel_packed_size(k, N, K) : 0;
-    float *packed = g->b_const ? dt_alloc64(psz ? psz : 64) : NULL;
-    int rc = 0;
-    if (!A || !Ad || !B || !bias || !C || !ref || !mag || (g->b_const && !packed)) {
+    void *packed = g->b_const ? dt_alloc64(psz ? psz : 64) : NULL;
+    if (!C || !ref || !mag || (g->b_const && !packed)) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory verifying a kernel");
         goto out;
     }
-    dt_fill_random(Ad, bt * M * K, seed);
-    dt_fill_random(B, bt * N * K, seed + 1);
-    dt_fill_random(bias, N, seed + 2);
-    for (int64_t i = 0; i < bt * M; i++) {
-        memcpy(A + i * lda, Ad + i * K, (size_t)K * sizeof *A);
-        for (int64_t j = K; j < lda; j++)
-            A[i * lda + j] = NAN; /* must never be read */
-    }
     for (int64_t i = 0; i < bt * M * ldc; i++)
         C[i] = GUARD;
-    dt_gemm_args args = {.batch = bt, .M = M, .N = N, .K = K, .a = A, .lda = lda, .sa = M * lda,
-                         .b = B, .ldb = g->b_trans ? K : N, .sb = N * K,
-                         .bias = g->bias ? bias : NULL, .c = C, .ldc = ldc, .sc = M * ldc,
-                         .threads = threads};
+    dt_gemm_args args = {.batch = bt, .M = M, .N = N, .K = K, .a = o.A, .lda = lda,
+                         .sa = M * lda, .b = o.B, .ldb = g->b_trans ? K : N, .sb = N * K,
+                         .bias = g->bias ? o.bias : NULL, .c = C, .ldc = ldc, .sc = M * ldc,
+                         .threads = threads, .scale_a = o.scale_a, .zp_a = o.zp_a};
     if (g->b_const) {
-        dt_kernel_pack(k, N, K, B, packed);
+        dt_kernel_pack(k, N, K, o.B, o.scale_b, packed);
         args.b = packed;
     }
     dt_kernel_run(k, &args);
-    if ((rc = dt_ref_gemm(g, Ad, B, bias, ref, mag, e)))
+    if ((rc = dt_ref_gemm(g, o.Aref, o.Bref, o.bias, o.colscale, ref, mag, e)))
         goto out;
     for (int64_t b = 0; b < bt && !rc; b++) {
-        rc = dt_check_close(C + b * M * ldc, ldc, ref + b * M * N, mag + b * M * N, M, N, K, e);
+        rc = dt_check_close_tol(C + b * M * ldc, ldc, ref + b * M * N, mag + b * M * N, M, N,
+                                dt_ref_tol_k(d, K), e);
         if (rc && g->dim[DT_ROLE_BATCH] >= 0)
             dt_err_prefix(e, "batch %lld", (long long)b);
         else if (!rc)
             rc = check_guard(C + b * M * ldc, M, N, ldc, e);
     }
 out:
-    free(A);
-    free(Ad);
-    free(B);
-    free(bias);
+    dt_operands_free(&o);
     free(C);
     free(ref);
     free(mag);
@@ -276,7 +289,7 @@ int dt_verify_kernel(const dt_kernel *k, const dt_kernel_op *kop, int64_t batch,
     g.M = M;
     g.N = N;
     g.K = K;
-    rc = verify_run(k, &g, threads, seed, e);
+    rc = verify_run(k, &g, kop->dtype, threads, seed, e);
     if (rc)
         dt_err_prefix(e, "M=%lld N=%lld K=%lld batch=%lld threads=%d", (long long)M,
                       (long long)N, (long long)K, (long long)batch, threads);

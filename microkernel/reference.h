@@ -12,7 +12,10 @@
  *
  * Tolerance: |got - ref| <= (K + 8)·2⁻²³·mag + 1e-6·mag + 1e-30: a rigorous
  * bound on float summation error in any order, plus the activation's
- * approximation.
+ * approximation.  Other dtypes (microkernel/operands.h: the reference sums
+ * their exact real values, times a per-column dequantization factor) scale
+ * the first term by dt_ref_tol_k: bf16 2(K + 8), int8 8 (its s32 sum is
+ * exact), w8a32 K + 8.
  *
  * Ownership: every pointer is borrowed for the call; outputs are
  * caller-allocated. */
@@ -39,22 +42,29 @@ void dt_ref_pack_b(const dt_gemm *g, const float *B, int64_t b, float *bt);
  * batch, contiguous [batch][M][K]; bt matrix b's packed B; bias[N] read only
  * when g->bias. */
 void dt_ref_block(const dt_gemm *g, const float *A, int64_t b, const float *bt,
-                  const float *bias, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                  double *ref, double *mag, int64_t ldr);
+                  const float *bias, const double *colscale, int64_t i0, int64_t i1, int64_t j0,
+                  int64_t j1, double *ref, double *mag, int64_t ldr);
 /* The whole result, ref/mag[batch][M][N], over contiguous tensors.
+ * colscale[N] (NULL: none) multiplies each column's sum before the bias
+ * (a quantized dtype's dequantization; dt_ref_block likewise).
  * DT_ENOMEM when its scratch cannot be allocated. */
 int dt_ref_gemm(const dt_gemm *g, const float *A, const float *B, const float *bias,
-                double *ref, double *mag, dt_err *e);
+                const double *colscale, double *ref, double *mag, dt_err *e);
 
-/* Compares rows×cols of got (row stride ldg) with ref/mag (row stride cols);
- * DT_EINVAL "wrong answer at [i,j]: ..." on the first miss. */
+/* Compares rows×cols of got (row stride ldg) with ref/mag (row stride cols)
+ * at the f32 tolerance for K; DT_EINVAL "wrong answer at [i,j]: ..." on the
+ * first miss.  _tol: with the first term's factor tol_k (dt_ref_tol_k). */
 int dt_check_close(const float *got, int64_t ldg, const double *ref, const double *mag,
                    int64_t rows, int64_t cols, int64_t K, dt_err *e);
+int dt_check_close_tol(const float *got, int64_t ldg, const double *ref, const double *mag,
+                       int64_t rows, int64_t cols, double tol_k, dt_err *e);
+/* The tolerance factor of dtype d's results for K (see above). */
+double dt_ref_tol_k(dt_dtype d, int64_t K);
 
-/* Runs kernel k (built for kop) on seeded random data of these sizes by
- * role (batch is ignored by an op without a batch dim) with padded strides,
- * NaN past A's rows and guard values past C's, and checks it against the
- * reference.  "kernel has no <op> entry point" when k is not kop's. */
+/* Runs kernel k (built for kop, any dtype) on seeded random operands of
+ * these sizes by role (microkernel/operands.h; batch is ignored by an op
+ * without a batch dim) with padded strides, poison past A's rows and guard
+ * values past C's, and checks it against the reference.  "kernel has no <op> entry point" when k is not kop's. */
 int dt_verify_kernel(const dt_kernel *k, const dt_kernel_op *kop, int64_t batch, int64_t M,
                      int64_t N, int64_t K, int threads, uint64_t seed, dt_err *e);
 

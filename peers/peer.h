@@ -18,13 +18,25 @@
 
 typedef enum { DT_PEER_ACT_NONE = 0, DT_PEER_ACT_RELU, DT_PEER_ACT_GELU } dt_peer_act;
 
+/* The element types of a problem (the peers' copy of sketch/dtype.h's
+ * recipes; peers/ may not include sketch/).  0 is f32, so a problem built
+ * before dtypes existed keeps its meaning.
+ *   DT_PEER_F32   A, B float; C float.
+ *   DT_PEER_BF16  A, B bf16 (uint16_t, the upper half of a float); f32
+ *                 accumulation; C, bias float.
+ *   DT_PEER_INT8  constant weights only: A u8, W s8, s32 accumulation;
+ *                 C[m,n] = scale_a·scale_b[n]·Σ_k (A[m,k] − zp_a)·W[n,k]
+ *                 + bias[n], then the activation; C, bias float. */
+typedef enum { DT_PEER_F32 = 0, DT_PEER_BF16, DT_PEER_INT8 } dt_peer_dtype;
+
 /* One concrete problem: a batched GEMM (an op's GEMM view, sketch/op.h,
  * which `dtune bench` turns into this), all row-major and contiguous:
  *   C[b] = A[b]·B[b] for b < batch, A[batch,M,K], C[batch,M,N],
  *   B[batch,K,N], or B[batch,N,K] when b_trans;
  * with constant weights (b_const: batch 1, B = W[N,K], so b_trans) the
  * epilogue follows: + bias[N] (if bias), then the activation.
- * GELU is the erf form: 0.5·x·(1 + erf(x/√2)). */
+ * GELU is the erf form: 0.5·x·(1 + erf(x/√2)).
+ * A and B have the dtype's element type; C and bias are always float. */
 typedef struct dt_peer_problem {
     int64_t batch, M, N, K;
     int b_trans;            /* B[b] stored N×K */
@@ -32,21 +44,33 @@ typedef struct dt_peer_problem {
     int bias;               /* b_const only */
     dt_peer_act act;        /* b_const only */
     int threads;            /* >= 1 */
+    dt_peer_dtype dtype;    /* 0 = f32 */
+    /* DT_PEER_INT8 only (ignored otherwise): A's scale (finite, > 0) and
+     * zero point (0..255), and W's per-output-channel scales scale_b[N]
+     * (finite, > 0).  create() copies scale_b; the caller keeps ownership
+     * and may free it once create() returned. */
+    float scale_a;
+    int32_t zp_a;
+    const float *scale_b;
 } dt_peer_problem;
 
 typedef struct dt_peer_desc {
     const char *name;        /* "onednn", "onednn_rt", "dnnl_sgemm", "openblas", "libxsmm" */
     const char *description; /* one line for tables and --help */
     /* Prepares for p (primitive creation, dispatch).  DT_EUNSUPPORTED when the
-     * peer does not handle this problem (the bench then reports "n/a"). */
+     * peer does not handle this problem, its dtype included (the bench then
+     * reports "n/a"). */
     int (*create)(const dt_peer_problem *p, void **state, dt_err *e);
     /* b_const: prepares the constant weights W[N,K] (reorder / prepack),
      * timed apart from run.  Else a no-op.  May be called again with new
-     * weights. */
-    int (*pack)(void *state, const float *W, dt_err *e);
+     * weights.  W's elements have the dtype's B type (float, bf16 as
+     * uint16_t, int8_t). */
+    int (*pack)(void *state, const void *W, dt_err *e);
     /* One call: b_const run(state, A, bias, C); else run(state, A, B, C) —
-     * `b` is the bias with constant weights, else the second operand. */
-    int (*run)(void *state, const float *x, const float *b, float *y, dt_err *e);
+     * `b` is the bias (float[N]) with constant weights, else the second
+     * operand.  x and a second operand have the dtype's element types; y is
+     * always float. */
+    int (*run)(void *state, const void *x, const void *b, void *y, dt_err *e);
     void (*destroy)(void *state);
 } dt_peer_desc;
 
@@ -55,10 +79,45 @@ typedef struct dt_peer_desc {
 const dt_peer_desc *const *dt_peers(int *n);
 const dt_peer_desc *dt_peer_find(const char *name);
 
-/* Measured single-precision FMA throughput of this machine with `threads`
- * threads, in GFLOP/s (2 flops per FMA lane): an unrolled loop of independent
- * FMA chains on the widest vectors the target supports, run for about
- * `seconds`, best of a few repeats. */
+/* ---- machine ceilings (peers/peak.c, peers/stream.c) ---------------------- */
+
+/* What a peak probe runs: independent chains of one instruction per dtype,
+ * on the widest vectors the CPU and OS support (docs/peers.md). */
+typedef enum {
+    DT_PEAK_F32_FMA = 0, /* vfmadd231ps: 2 flops per lane */
+    DT_PEAK_BF16_DP,     /* vdpbf16ps (avx512_bf16): 32 bf16 multiply-adds per zmm, 2 flops each */
+    DT_PEAK_INT8_DP,     /* vpdpbusd (avx512_vnni zmm: 64, avx_vnni ymm: 32 u8·s8
+                          * multiply-adds), 2 ops each */
+    DT_PEAK_COUNT
+} dt_peak_kind;
+
+/* "f32", "bf16", "int8"; "?" for an out-of-range value. */
+const char *dt_peak_kind_name(dt_peak_kind k);
+/* "GFLOP/s" (f32, bf16) or "GOP/s" (int8). */
+const char *dt_peak_unit(dt_peak_kind k);
+/* The instruction the probe of k runs on this machine, e.g. "avx512_bf16
+ * vdpbf16ps zmm"; NULL when the CPU (or OS) lacks every instruction for k. */
+const char *dt_peak_instruction(dt_peak_kind k);
+
+/* Measured peak of k with `threads` threads (OpenMP, each running its own
+ * chains), in GFLOP/s or GOP/s (2 per multiply-add), summed over threads:
+ * run for about `seconds`, best of 3 repeats.  NAN when the CPU lacks the
+ * instruction (dt_peak_instruction is NULL) or k is out of range.
+ * f32 always has a probe (AVX-512, AVX2+FMA, or scalar). */
+double dt_peak_gops(dt_peak_kind k, int threads, double seconds);
+
+/* dt_peak_gops(DT_PEAK_F32_FMA, threads, seconds): the single-precision FMA
+ * ceiling (kept for callers of the f32-only probe). */
 double dt_fma_peak_gflops(int threads, double seconds);
+
+/* Measured read bandwidth from memory with `threads` threads, in GB/s
+ * (10^9 bytes/s): vectorized sums over a buffer of dt_stream_buffer_bytes()
+ * (several times the L3, so it streams from DRAM), each thread its own
+ * contiguous part, passes repeated for about `seconds`, the best pass
+ * counted.  The roof of weight streaming (small-M layers with big weights).
+ * NAN when the buffer cannot be allocated. */
+double dt_stream_read_gbps(int threads, double seconds);
+/* The buffer size the bandwidth probe uses here: max(4 × L3, 256 MiB). */
+uint64_t dt_stream_buffer_bytes(void);
 
 #endif

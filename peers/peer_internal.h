@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/target.h"
 #include "peers/peer.h"
 
 /* Defined only when the library was found (DTUNE_HAVE_<NAME>). */
@@ -18,10 +19,20 @@ extern const dt_peer_desc dt_peer_openblas_desc;
 extern const dt_peer_desc dt_peer_libxsmm_desc;
 
 /* Checks the fields of p (dims >= 1; constant weights: batch 1, stored
- * N x K, a known activation; threads >= 1; element counts fit in int64 and
- * size_t).  DT_EINVAL or
- * DT_EOVERFLOW with a message that starts with `peer`. */
+ * N x K, a known activation; threads >= 1; a known dtype; byte sizes fit in
+ * int64 and size_t; int8: constant weights (else DT_EUNSUPPORTED), scales
+ * finite and > 0, zp_a in 0..255, scale_b given).  DT_EINVAL,
+ * DT_EOVERFLOW or DT_EUNSUPPORTED with a message that starts with `peer`. */
 int dt_peer_check(const char *peer, const dt_peer_problem *p, dt_err *e);
+/* dt_peer_check, then DT_EUNSUPPORTED for any dtype but f32 (the peers
+ * whose library has no bf16 / int8 GEMM here). */
+int dt_peer_f32_only(const char *peer, const dt_peer_problem *p, dt_err *e);
+/* "f32", "bf16", "int8"; "?" for an out-of-range value. */
+const char *dt_peer_dtype_name(dt_peer_dtype d);
+
+/* This machine, detected once (no DTUNE_TARGET_* overrides: the probes
+ * measure the hardware).  Zeroed (no features) if detection failed. */
+const dt_target *dt_peer_machine(void);
 
 /* The separate epilogue pass, for libraries that cannot fuse it: over the
  * row-major Y[M,N] (row stride ldy), Y += bias (if bias != NULL), then the

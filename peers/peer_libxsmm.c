@@ -63,7 +63,7 @@ static int xs_create(const dt_peer_problem *p, void **state, dt_err *e)
 {
     int rc;
     *state = NULL;
-    if ((rc = dt_peer_check("libxsmm", p, e)))
+    if ((rc = dt_peer_f32_only("libxsmm", p, e)))
         return rc;
     /* libxsmm_blasint is int (LP64 build) and descriptors hold 32-bit dims
      * and leading dimensions: keep every matrix of one batch below 2^31
@@ -125,7 +125,7 @@ static int xs_create(const dt_peer_problem *p, void **state, dt_err *e)
     return 0;
 }
 
-static int xs_pack(void *state, const float *W, dt_err *e)
+static int xs_pack(void *state, const void *W, dt_err *e)
 {
     xs_state *s = state;
     if (!s)
@@ -161,8 +161,10 @@ static void xs_item(const xs_state *s, const float *a, const float *bx, float *y
     }
 }
 
-static int xs_run(void *state, const float *x, const float *b, float *y, dt_err *e)
+static int xs_run(void *state, const void *xv, const void *bv, void *yv, dt_err *e)
 {
+    const float *x = xv, *b = bv;
+    float *y = yv;
     xs_state *s = state;
     if (!s)
         return dt_errf(e, DT_EINVAL, "libxsmm: run: no state");

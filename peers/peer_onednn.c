@@ -10,6 +10,10 @@
  *               with memory objects of the real dims; oneDNN's primitive
  *               cache makes it one primitive per (N, K, epilogue, threads).
  *   dnnl_sgemm  the row-major dnnl_sgemm call; epilogue in a separate pass.
+ * onednn and onednn_rt take every dtype: f32, bf16 (bf16 src and weights,
+ * f32 dst and bias, dense and batched) and int8 (dense only: u8 src with a
+ * zero point, s8 weights, f32 dst; the scales are oneDNN 2.x output scales,
+ * per output channel).  dnnl_sgemm is f32 only.
  * oneDNN in Debian is built with the OpenMP runtime: the thread count is the
  * calling thread's OpenMP ICV, set around every create / pack / run. */
 #include "peers/peer_internal.h"
@@ -18,6 +22,7 @@
 
 #include <dnnl.h>
 #include <dnnl_debug.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +79,8 @@ typedef struct od_mm {
     dnnl_primitive_t reorder;   /* constant W: user W -> the primitive's weights layout */
     dnnl_memory_t src, wei, bias, dst;
     dnnl_memory_t wuser;        /* constant W: the user's W[N,K] seen as K x N, strides {1,K} */
+    float *oscale;              /* int8: scale_a·scale_b[n], the output scales [N] */
+    float *qbias;               /* int8 with bias: bias[n] / oscale[n], set per run */
     int packed;
 } od_mm;
 
@@ -90,43 +97,81 @@ static void mm_destroy(void *state)
         dnnl_primitive_destroy(s->prim);
     if (s->reorder)
         dnnl_primitive_destroy(s->reorder);
+    free(s->oscale);
+    free(s->qbias);
     free(s);
 }
 
-/* Plain row-major descriptor with dims d[0..n-1] (some may be runtime). */
+/* oneDNN's element type of A (src) and of B (weights) for a dtype; C and
+ * bias are f32 in every dtype. */
+static dnnl_data_type_t od_a_type(dt_peer_dtype d)
+{
+    return d == DT_PEER_BF16 ? dnnl_bf16 : d == DT_PEER_INT8 ? dnnl_u8 : dnnl_f32;
+}
+
+static dnnl_data_type_t od_b_type(dt_peer_dtype d)
+{
+    return d == DT_PEER_BF16 ? dnnl_bf16 : d == DT_PEER_INT8 ? dnnl_s8 : dnnl_f32;
+}
+
+/* Descriptor of type dt with dims d[0..n-1] (some may be runtime) in tag. */
 static int md_tag(const char *peer, dnnl_memory_desc_t *md, int n, const dnnl_dim_t *d,
-                  dnnl_format_tag_t tag, dt_err *e)
+                  dnnl_data_type_t dt, dnnl_format_tag_t tag, dt_err *e)
 {
     dnnl_dims_t dims;
     memset(dims, 0, sizeof dims);
     memcpy(dims, d, (size_t)n * sizeof(dnnl_dim_t));
-    OD_TRY(peer, dnnl_memory_desc_init_by_tag(md, n, dims, dnnl_f32, tag), e);
+    OD_TRY(peer, dnnl_memory_desc_init_by_tag(md, n, dims, dt, tag), e);
     return 0;
 }
 
-/* The post-op attribute for the activation (NULL attr when none). */
-static int mm_attr(const char *peer, const dt_peer_problem *p, dnnl_primitive_attr_t *attr,
-                   dt_err *e)
+/* Appends the activation as an eltwise post-op. */
+static dnnl_status_t attr_eltwise(dnnl_primitive_attr_t attr, dt_peer_act act)
 {
-    *attr = NULL;
-    if (!p->b_const || p->act == DT_PEER_ACT_NONE)
-        return 0;
     dnnl_post_ops_t po = NULL;
-    dnnl_alg_kind_t alg = p->act == DT_PEER_ACT_RELU ? dnnl_eltwise_relu : dnnl_eltwise_gelu_erf;
+    dnnl_alg_kind_t alg = act == DT_PEER_ACT_RELU ? dnnl_eltwise_relu : dnnl_eltwise_gelu_erf;
     dnnl_status_t st = dnnl_post_ops_create(&po);
     if (st == dnnl_success)
         st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, 0.0f, 0.0f);
     if (st == dnnl_success)
-        st = dnnl_primitive_attr_create(attr);
-    if (st == dnnl_success)
-        st = dnnl_primitive_attr_set_post_ops(*attr, po);
+        st = dnnl_primitive_attr_set_post_ops(attr, po);
     if (po)
         dnnl_post_ops_destroy(po);
+    return st;
+}
+
+/* int8: the output scales scale_a·scale_b[n] along dst's dim 1 (N), and A's
+ * zero point (a common one, mask 0; none when 0). */
+static dnnl_status_t attr_quant(dnnl_primitive_attr_t attr, const od_mm *s)
+{
+    dnnl_status_t st = dnnl_primitive_attr_set_output_scales(attr, s->p.N, 1 << 1, s->oscale);
+    if (st == dnnl_success && s->p.zp_a != 0)
+        st = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &s->p.zp_a);
+    return st;
+}
+
+/* The primitive attribute: the activation post-op and int8's quantization
+ * (NULL attr when there is neither). */
+static int mm_attr(const od_mm *s, dnnl_primitive_attr_t *attr, dt_err *e)
+{
+    const dt_peer_problem *p = &s->p;
+    int eltwise = p->b_const && p->act != DT_PEER_ACT_NONE;
+    int quant = p->dtype == DT_PEER_INT8;
+    *attr = NULL;
+    if (!eltwise && !quant)
+        return 0;
+    dnnl_status_t st = dnnl_primitive_attr_create(attr);
+    if (st == dnnl_success && eltwise)
+        st = attr_eltwise(*attr, p->act);
+    if (st == dnnl_success && quant)
+        st = attr_quant(*attr, s);
     if (st != dnnl_success) {
         if (*attr)
             dnnl_primitive_attr_destroy(*attr);
         *attr = NULL;
-        return dt_errf(e, od_code(st), "%s: cannot build the eltwise post-op: %s", peer,
+        return dt_errf(e, od_code(st), "%s: cannot build the primitive attributes (%s%s): %s",
+                       s->peer, eltwise ? "eltwise post-op" : "",
+                       quant ? (eltwise ? ", int8 scales" : "int8 scales") : "",
                        dnnl_status2str(st));
     }
     return 0;
@@ -144,6 +189,7 @@ static int mm_build(od_mm *s, int runtime, dt_err *e)
     dnnl_memory_desc_t src_pd, wei_pd, bias_md, dst_pd; /* for the primitive */
     dnnl_memory_desc_t src_md, dst_md, wei_md;          /* for execution */
     int wconst = p->b_const;
+    const dnnl_data_type_t at = od_a_type(p->dtype), bt = od_b_type(p->dtype), ct = dnnl_f32;
     int rc;
 
     if (wconst) {
@@ -151,12 +197,12 @@ static int mm_build(od_mm *s, int runtime, dt_err *e)
         const dnnl_dim_t sd[2] = {M, p->K}, wd[2] = {p->K, p->N}, dd[2] = {M, p->N};
         const dnnl_dim_t bd[2] = {1, p->N};
         const dnnl_dim_t sx[2] = {p->M, p->K}, dx[2] = {p->M, p->N};
-        if ((rc = md_tag(peer, &src_pd, 2, sd, dnnl_ab, e)) ||
-            (rc = md_tag(peer, &wei_pd, 2, wd, dnnl_format_tag_any, e)) ||
-            (rc = md_tag(peer, &bias_md, 2, bd, dnnl_ab, e)) ||
-            (rc = md_tag(peer, &dst_pd, 2, dd, dnnl_ab, e)) ||
-            (rc = md_tag(peer, &src_md, 2, sx, dnnl_ab, e)) ||
-            (rc = md_tag(peer, &dst_md, 2, dx, dnnl_ab, e)))
+        if ((rc = md_tag(peer, &src_pd, 2, sd, at, dnnl_ab, e)) ||
+            (rc = md_tag(peer, &wei_pd, 2, wd, bt, dnnl_format_tag_any, e)) ||
+            (rc = md_tag(peer, &bias_md, 2, bd, dnnl_f32, dnnl_ab, e)) ||
+            (rc = md_tag(peer, &dst_pd, 2, dd, ct, dnnl_ab, e)) ||
+            (rc = md_tag(peer, &src_md, 2, sx, at, dnnl_ab, e)) ||
+            (rc = md_tag(peer, &dst_md, 2, dx, ct, dnnl_ab, e)))
             return rc;
     } else {
         /* C[b] = A[b]·B[b] or A[b]·B[b]ᵀ (B stored [B,N,K], i.e. the
@@ -168,12 +214,12 @@ static int mm_build(od_mm *s, int runtime, dt_err *e)
         const dnnl_dim_t dd[3] = {sd[0], sd[1], wd[2]};
         const dnnl_dim_t sx[3] = {p->batch, p->M, p->K}, wx[3] = {p->batch, p->K, p->N};
         const dnnl_dim_t dx[3] = {p->batch, p->M, p->N};
-        if ((rc = md_tag(peer, &src_pd, 3, sd, dnnl_abc, e)) ||
-            (rc = md_tag(peer, &wei_pd, 3, wd, wtag, e)) ||
-            (rc = md_tag(peer, &dst_pd, 3, dd, dnnl_abc, e)) ||
-            (rc = md_tag(peer, &src_md, 3, sx, dnnl_abc, e)) ||
-            (rc = md_tag(peer, &wei_md, 3, wx, wtag, e)) ||
-            (rc = md_tag(peer, &dst_md, 3, dx, dnnl_abc, e)))
+        if ((rc = md_tag(peer, &src_pd, 3, sd, at, dnnl_abc, e)) ||
+            (rc = md_tag(peer, &wei_pd, 3, wd, bt, wtag, e)) ||
+            (rc = md_tag(peer, &dst_pd, 3, dd, ct, dnnl_abc, e)) ||
+            (rc = md_tag(peer, &src_md, 3, sx, at, dnnl_abc, e)) ||
+            (rc = md_tag(peer, &wei_md, 3, wx, bt, wtag, e)) ||
+            (rc = md_tag(peer, &dst_md, 3, dx, ct, dnnl_abc, e)))
             return rc;
     }
     int with_bias = wconst && p->bias;
@@ -182,15 +228,15 @@ static int mm_build(od_mm *s, int runtime, dt_err *e)
     OD_TRY(peer, dnnl_matmul_desc_init(&mmd, &src_pd, &wei_pd, with_bias ? &bias_md : NULL,
                                        &dst_pd), e);
     dnnl_primitive_attr_t attr;
-    if ((rc = mm_attr(peer, p, &attr, e)))
+    if ((rc = mm_attr(s, &attr, e)))
         return rc;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t st = dnnl_primitive_desc_create(&pd, &mmd, attr, od_eng, NULL);
     if (attr)
         dnnl_primitive_attr_destroy(attr);
     if (st != dnnl_success)
-        return dt_errf(e, od_code(st), "%s: oneDNN has no matmul for %s%s (batch=%lld "
-                       "M=%lld N=%lld K=%lld): %s", peer,
+        return dt_errf(e, od_code(st), "%s: oneDNN has no %s matmul for %s%s (batch=%lld "
+                       "M=%lld N=%lld K=%lld): %s", peer, dt_peer_dtype_name(p->dtype),
                        wconst ? "constant weights" : "a batched B",
                        runtime ? " with runtime dims" : "", (long long)p->batch,
                        (long long)p->M, (long long)p->N, (long long)p->K,
@@ -209,7 +255,7 @@ static int mm_build(od_mm *s, int runtime, dt_err *e)
         /* the user's W[N,K] row-major is the K x N matrix with strides {1, K} */
         dnnl_dims_t ud = {p->K, p->N}, us = {1, p->K};
         dnnl_memory_desc_t user_md;
-        OD_TRY(peer, dnnl_memory_desc_init_by_strides(&user_md, 2, ud, dnnl_f32, us), e);
+        OD_TRY(peer, dnnl_memory_desc_init_by_strides(&user_md, 2, ud, bt, us), e);
         OD_TRY(peer, dnnl_memory_create(&s->wuser, &user_md, od_eng, DNNL_MEMORY_NONE), e);
         OD_TRY(peer, dnnl_memory_create(&s->wei, &wei_md, od_eng, DNNL_MEMORY_ALLOCATE), e);
         void *wbuf = NULL; /* touched here, so pack() times the reorder, not page faults */
@@ -234,6 +280,22 @@ static int mm_build(od_mm *s, int runtime, dt_err *e)
     return 0;
 }
 
+/* int8: the output scales scale_a·scale_b[n] (and, with a bias, the buffer
+ * of the bias scaled for oneDNN 2.x, see mm_bias). */
+static int mm_scales(od_mm *s, const dt_peer_problem *p, dt_err *e)
+{
+    if (!(s->oscale = dt_peer_alloc_floats(p->N)) ||
+        (p->bias && !(s->qbias = dt_peer_alloc_floats(p->N))))
+        return dt_errf(e, DT_ENOMEM, "%s: out of memory for the int8 scales", s->peer);
+    for (int64_t n = 0; n < p->N; n++) {
+        s->oscale[n] = p->scale_a * p->scale_b[n];
+        if (!isnormal(s->oscale[n])) /* the bias is divided by it (mm_bias) */
+            return dt_errf(e, DT_EINVAL, "%s: scale_a·scale_b[%lld] = %g is not a normal "
+                           "float", s->peer, (long long)n, (double)s->oscale[n]);
+    }
+    return 0;
+}
+
 static int mm_create(const char *peer, int runtime, const dt_peer_problem *p, void **state,
                      dt_err *e)
 {
@@ -246,6 +308,11 @@ static int mm_create(const char *peer, int runtime, const dt_peer_problem *p, vo
         return dt_errf(e, DT_ENOMEM, "%s: out of memory", peer);
     s->peer = peer;
     s->p = *p;
+    s->p.scale_b = NULL; /* borrowed for create only: the scales live in oscale */
+    if (p->dtype == DT_PEER_INT8 && (rc = mm_scales(s, p, e))) {
+        mm_destroy(s);
+        return rc;
+    }
     int prev = dt_peer_omp_enter(p->threads);
     rc = mm_build(s, runtime, e);
     dt_peer_omp_leave(prev);
@@ -281,7 +348,7 @@ static int mm_exec(od_mm *s, dnnl_primitive_t prim, int nargs, const dnnl_exec_a
     return 0;
 }
 
-static int mm_pack(void *state, const float *W, dt_err *e)
+static int mm_pack(void *state, const void *W, dt_err *e)
 {
     od_mm *s = state;
     if (!s)
@@ -301,7 +368,26 @@ static int mm_pack(void *state, const float *W, dt_err *e)
     return 0;
 }
 
-static int mm_run(void *state, const float *x, const float *b, float *y, dt_err *e)
+/* The bias handle to give oneDNN.  oneDNN 2.x applies the output scales
+ * after the bias, dst = oscale·(acc + bias) (checked on a small case, and by
+ * the tests), while dtune adds the bias after dequantizing; so int8 passes
+ * bias[n] / oscale[n], the usual pre-scaled bias of oneDNN 2.x (3.x changed
+ * the order).  The bias is a run() argument, so the N divisions are part of
+ * every call: vectorized, a fraction of a microsecond at N = 3072. */
+static void *mm_bias(od_mm *s, const void *b)
+{
+    if (s->p.dtype != DT_PEER_INT8)
+        return (void *)b; /* oneDNN takes a non-const handle; it only reads it */
+    const float *bias = b, *oscale = s->oscale;
+    float *q = s->qbias;
+    const int64_t N = s->p.N;
+#pragma omp simd
+    for (int64_t n = 0; n < N; n++)
+        q[n] = bias[n] / oscale[n];
+    return q;
+}
+
+static int mm_run(void *state, const void *x, const void *b, void *y, dt_err *e)
 {
     od_mm *s = state;
     if (!s)
@@ -321,7 +407,7 @@ static int mm_run(void *state, const float *x, const float *b, float *y, dt_err 
     if (!wconst) {
         OD_TRY(s->peer, dnnl_memory_set_data_handle(s->wei, (void *)b), e);
     } else if (p->bias) {
-        OD_TRY(s->peer, dnnl_memory_set_data_handle(s->bias, (void *)b), e);
+        OD_TRY(s->peer, dnnl_memory_set_data_handle(s->bias, mm_bias(s, b)), e);
         nargs = 4;
     }
     return mm_exec(s, s->prim, nargs, args, e);
@@ -329,8 +415,9 @@ static int mm_run(void *state, const float *x, const float *b, float *y, dt_err 
 
 const dt_peer_desc dt_peer_onednn_desc = {
     .name = "onednn",
-    .description = "oneDNN matmul primitive per exact shape: constant weights blocked and "
-                   "prepacked with fused bias/activation, a dynamic B as one 3-D batched matmul",
+    .description = "oneDNN matmul primitive per exact shape (f32, bf16, int8): constant weights "
+                   "blocked and prepacked with fused bias/activation, a dynamic B as one 3-D "
+                   "batched matmul",
     .create = onednn_create,
     .pack = mm_pack,
     .run = mm_run,
@@ -340,7 +427,7 @@ const dt_peer_desc dt_peer_onednn_desc = {
 const dt_peer_desc dt_peer_onednn_rt_desc = {
     .name = "onednn_rt",
     .description = "oneDNN matmul with runtime dims (constant weights: M; else B, M, N, K), "
-                   "one primitive for every shape, fused bias/activation",
+                   "one primitive for every shape, fused bias/activation (f32, bf16, int8)",
     .create = onednn_rt_create,
     .pack = mm_pack,
     .run = mm_run,
@@ -368,7 +455,7 @@ static int sgemm_create(const dt_peer_problem *p, void **state, dt_err *e)
 {
     int rc;
     *state = NULL;
-    if ((rc = dt_peer_check("dnnl_sgemm", p, e)))
+    if ((rc = dt_peer_f32_only("dnnl_sgemm", p, e)))
         return rc;
     od_sgemm_state *s = calloc(1, sizeof *s);
     if (!s)
@@ -382,7 +469,7 @@ static int sgemm_create(const dt_peer_problem *p, void **state, dt_err *e)
     return 0;
 }
 
-static int sgemm_pack(void *state, const float *W, dt_err *e)
+static int sgemm_pack(void *state, const void *W, dt_err *e)
 {
     od_sgemm_state *s = state;
     if (!s)
@@ -396,8 +483,10 @@ static int sgemm_pack(void *state, const float *W, dt_err *e)
     return 0;
 }
 
-static int sgemm_run(void *state, const float *x, const float *b, float *y, dt_err *e)
+static int sgemm_run(void *state, const void *xv, const void *bv, void *yv, dt_err *e)
 {
+    const float *x = xv, *b = bv;
+    float *y = yv;
     od_sgemm_state *s = state;
     if (!s)
         return dt_errf(e, DT_EINVAL, "dnnl_sgemm: run: no state");
@@ -429,7 +518,7 @@ static int sgemm_run(void *state, const float *x, const float *b, float *y, dt_e
 
 const dt_peer_desc dt_peer_dnnl_sgemm_desc = {
     .name = "dnnl_sgemm",
-    .description = "oneDNN dnnl_sgemm (row-major BLAS-like call), separate epilogue pass",
+    .description = "oneDNN dnnl_sgemm (row-major BLAS-like call), separate epilogue pass; f32 only",
     .create = sgemm_create,
     .pack = sgemm_pack,
     .run = sgemm_run,

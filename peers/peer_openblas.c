@@ -31,7 +31,9 @@ static int ob_create(const dt_peer_problem *p, void **state, dt_err *e)
 {
     int rc;
     *state = NULL;
-    if ((rc = dt_peer_check("openblas", p, e)))
+    /* Debian's OpenBLAS 0.3.21 declares cblas_sbgemm in cblas.h but is built
+     * without BUILD_BFLOAT16: the library has no sbgemm symbol */
+    if ((rc = dt_peer_f32_only("openblas", p, e)))
         return rc;
     /* cblas takes blasint (int in Debian's 32-bit-index build) dims and ld's */
     if (p->M > 0x7fffffff || p->N > 0x7fffffff || p->K > 0x7fffffff)
@@ -49,7 +51,7 @@ static int ob_create(const dt_peer_problem *p, void **state, dt_err *e)
     return 0;
 }
 
-static int ob_pack(void *state, const float *W, dt_err *e)
+static int ob_pack(void *state, const void *W, dt_err *e)
 {
     openblas_state *s = state;
     if (!s)
@@ -63,8 +65,10 @@ static int ob_pack(void *state, const float *W, dt_err *e)
     return 0;
 }
 
-static int ob_run(void *state, const float *x, const float *b, float *y, dt_err *e)
+static int ob_run(void *state, const void *xv, const void *bv, void *yv, dt_err *e)
 {
+    const float *x = xv, *b = bv;
+    float *y = yv;
     openblas_state *s = state;
     if (!s)
         return dt_errf(e, DT_EINVAL, "openblas: run: no state");

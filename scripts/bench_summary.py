@@ -46,7 +46,7 @@ def summarise(path):
         "libxsmm": geomean(vs["libxsmm"]),
         "peak_last": last.get("fraction_of_peak"),
         "m_last": last["dims"].get("M"),
-        "fma_peak": d["fma_peak_gflops"],
+        "fma_peak": d.get("peak_gops", d.get("fma_peak_gflops")),
         "spread": spread,
     }
 

@@ -1,15 +1,63 @@
 /* Element types.  A dtype is the second axis of every per-op hook table
  * (sketch/op.h; microkernel/mk_op.h, export/export_op.h): each (op, dtype)
  * is one registry line of a layer, so a new dtype adds lines and files, not
- * branches.  Only f32 exists today; a workload without a dtype is f32. */
+ * branches.  A workload without a dtype is f32 (docs/workload-keys.md).
+ *
+ * A dtype names the whole precision recipe of a GEMM, not one tensor:
+ *   f32    A, B, C f32; f32 FMA.
+ *   bf16   A, B bf16; f32 accumulation; C f32.
+ *   int8   A u8 with a scale and zero point, B s8 with per-output-channel
+ *          (per-N) scales; s32 accumulation; C f32 = scale_a·scale_b[n]·
+ *          (Σ (a - zp)·b), then bias and activation.
+ *   w8a32  weight-only int8: A f32, B s8 with per-N scales, dequantized in
+ *          registers; f32 accumulation; C f32.
+ * Each dtype says which CPU feature runs it natively; without it, kernels
+ * use the portable back-end of that dtype (correct on any x86-64/aarch64,
+ * only slower). */
 #ifndef DT_SKETCH_DTYPE_H
 #define DT_SKETCH_DTYPE_H
 
-typedef enum dt_dtype { DT_DTYPE_F32 = 0, DT_DTYPE_COUNT } dt_dtype;
+#include "common/target.h"
 
-/* "f32"; "?" for an out-of-range value. */
+typedef enum dt_dtype {
+    DT_DTYPE_F32 = 0,
+    DT_DTYPE_BF16,
+    DT_DTYPE_INT8,
+    DT_DTYPE_W8A32,
+    DT_DTYPE_COUNT
+} dt_dtype;
+
+/* "f32", "bf16", "int8", "w8a32"; "?" for an out-of-range value. */
 const char *dt_dtype_name(dt_dtype d);
-/* Bytes per element (4 for f32); 0 for an out-of-range value. */
+/* Exact name to dtype: 0, or DT_EINVAL (no message) for an unknown name. */
+int dt_dtype_from_name(const char *name, dt_dtype *out);
+/* "f32, bf16, int8, w8a32": every name, for error messages. */
+const char *dt_dtype_names(void);
+/* One line saying what the dtype computes, for --help and docs. */
+const char *dt_dtype_summary(dt_dtype d);
+
+/* Bytes per element of A (activations), of B (weights / second operand) as
+ * the caller stores it, and of C (output).  0 for an out-of-range value. */
+int dt_dtype_a_size(dt_dtype d);
+int dt_dtype_b_size(dt_dtype d);
+int dt_dtype_c_size(dt_dtype d);
+/* Bytes per element of A (kept for f32 callers: 4). */
 int dt_dtype_size(dt_dtype d);
+/* Whether the dtype carries quantization parameters: per-column weight
+ * scales (int8, w8a32); _a: also A's scale and zero point, run-time
+ * arguments of its kernels (int8). */
+int dt_dtype_quantized(dt_dtype d);
+int dt_dtype_a_quantized(dt_dtype d);
+
+/* How the target runs d: 1 when the CPU has what d's native back-end needs
+ * (f32, w8a32: any; bf16: avx512_bf16; int8: avx512_vnni), 0
+ * when d's kernels fall back to the portable back-end.  *how (may be NULL)
+ * gets a short text: "avx512_bf16", "portable (no avx512_bf16)". */
+int dt_dtype_native(dt_dtype d, const dt_target *t, const char **how);
+
+/* The target as d's kernels see it: t itself when d runs natively, else t
+ * with its ISA lowered to generic, so that annotations sampled and
+ * validated for d select d's portable back-end. */
+dt_target dt_dtype_target(dt_dtype d, const dt_target *t);
 
 #endif

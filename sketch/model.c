@@ -19,6 +19,7 @@ typedef struct {
     dt_json_seg path[MAX_DEPTH];
     int depth;
     dt_err *e;
+    dt_dtype dtype; /* the model's default dtype ("dtype" at the root; f32) */
 } spec_ctx;
 
 static void push_key(spec_ctx *c, const char *key)
@@ -295,11 +296,22 @@ static int parse_dim(spec_ctx *c, const dt_model *m, json_t *v, dt_expr **out)
     return 0;
 }
 
+/* A "dtype" member: one of dt_dtype_names(). */
+static int parse_dtype(spec_ctx *c, json_t *v, dt_dtype *out)
+{
+    if (json_is_string(v) && dt_dtype_from_name(json_string_value(v), out) == 0)
+        return 0;
+    return spec_fail(c, 0, 0, "dtype must be one of %s, not %s%s%s", dt_dtype_names(),
+                     json_is_string(v) ? "'" : "",
+                     json_is_string(v) ? json_string_value(v) : dt_json_type_name(v),
+                     json_is_string(v) ? "'" : "");
+}
+
 /* Builds the workload of one op object (already known to be an object). */
 static int parse_op_workload(spec_ctx *c, const dt_model *m, json_t *obj,
                              const dt_op_desc *op, dt_workload **out)
 {
-    static const char *const base[] = {"name", "op", "count", NULL};
+    static const char *const base[] = {"name", "op", "count", "dtype", NULL};
     const char *extra[DT_MAX_DIMS + DT_MAX_ATTRS];
     int nextra = 0;
     for (int d = 0; d < op->ndims; d++)
@@ -314,6 +326,15 @@ static int parse_op_workload(spec_ctx *c, const dt_model *m, json_t *obj,
     dt_workload *w = dt_workload_new(op);
     if (!w)
         return dt_errf(c->e, DT_ENOMEM, "out of memory");
+    w->dtype = c->dtype;
+    json_t *jdtype = json_object_get(obj, "dtype");
+    if (jdtype) {
+        push_key(c, "dtype");
+        rc = parse_dtype(c, jdtype, &w->dtype);
+        pop(c);
+    }
+    if (!rc && dt_op_check_dtype(op, w->dtype, c->e))
+        rc = spec_fail(c, 0, 0, "%s", c->e->msg);
     for (int d = 0; !rc && d < op->ndims; d++) {
         json_t *v = json_object_get(obj, op->dims[d]);
         if (!v) {
@@ -537,7 +558,8 @@ static int parse_root(spec_ctx *c, json_t *root, dt_model *m)
 {
     if (!json_is_object(root))
         return spec_fail(c, 0, 0, "a model spec is a JSON object, not %s", dt_json_type_name(root));
-    static const char *const fields[] = {"name", "description", "variables", "ops", NULL};
+    static const char *const fields[] = {"name", "description", "dtype", "variables", "ops",
+                                         NULL};
     int rc = check_fields(c, root, fields, NULL, 0, "a model spec");
     if (rc)
         return rc;
@@ -561,6 +583,14 @@ static int parse_root(spec_ctx *c, json_t *root, dt_model *m)
     m->description = desc ? strdup(json_string_value(desc)) : NULL;
     if (!m->name || (desc && !m->description))
         return dt_errf(c->e, DT_ENOMEM, "out of memory");
+    json_t *dtype = json_object_get(root, "dtype");
+    if (dtype) {
+        push_key(c, "dtype");
+        rc = parse_dtype(c, dtype, &c->dtype);
+        pop(c);
+        if (rc)
+            return rc;
+    }
     if ((rc = parse_variables(c, json_object_get(root, "variables"), m)))
         return rc;
     return parse_ops(c, json_object_get(root, "ops"), m);

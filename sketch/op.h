@@ -62,7 +62,11 @@ typedef struct dt_op_desc {
     /* The GEMM view for these attribute values: dim roles and flags (not
      * the sizes).  NULL for an op that is not a GEMM. */
     void (*gemm)(const int *attrs, dt_gemm *g);
+    /* The dtypes it is defined for: DT_DTYPE_BIT mask (f32 always). */
+    unsigned dtypes;
 } dt_op_desc;
+
+#define DT_DTYPE_BIT(d) (1u << (d))
 
 const dt_op_desc *dt_op_find(const char *name);
 int dt_op_count(void);
@@ -81,6 +85,10 @@ int dt_op_gemm(const dt_op_desc *op, const int *attrs, const int64_t *dims, dt_g
  * op's attribute values, last attribute fastest; 0 (and all zeros) after
  * the last one. */
 int dt_op_next_attrs(const dt_op_desc *op, int *attrs);
+
+/* 0 when op is defined for dtype d, else DT_EINVAL "dtype int8 is not
+ * available for batch_matmul (it has f32, bf16)". */
+int dt_op_check_dtype(const dt_op_desc *op, dt_dtype d, dt_err *e);
 
 /* Index of dim/attr `name` in op, or -1. */
 int dt_op_dim_index(const dt_op_desc *op, const char *name);

@@ -53,4 +53,6 @@ const dt_op_desc dt_op_batch_matmul = {
     .flops = bmm_flops,
     .check = bmm_check,
     .gemm = bmm_gemm,
+    /* both operands are activations: no weight-only or per-channel int8 */
+    .dtypes = DT_DTYPE_BIT(DT_DTYPE_F32) | DT_DTYPE_BIT(DT_DTYPE_BF16),
 };

@@ -71,6 +71,21 @@ int dt_op_dim_index(const dt_op_desc *op, const char *name)
     return -1;
 }
 
+int dt_op_check_dtype(const dt_op_desc *op, dt_dtype d, dt_err *e)
+{
+    unsigned mask = op->dtypes | DT_DTYPE_BIT(DT_DTYPE_F32);
+    if (d >= 0 && d < DT_DTYPE_COUNT && (mask & DT_DTYPE_BIT(d)))
+        return 0;
+    char have[128] = "";
+    for (int i = 0; i < DT_DTYPE_COUNT; i++)
+        if (mask & DT_DTYPE_BIT(i)) {
+            strncat(have, have[0] ? ", " : "", sizeof have - strlen(have) - 1);
+            strncat(have, dt_dtype_name((dt_dtype)i), sizeof have - strlen(have) - 1);
+        }
+    return dt_errf(e, DT_EINVAL, "dtype %s is not available for %s (it has %s)",
+                   dt_dtype_name(d), op->name, have);
+}
+
 int dt_op_attr_index(const dt_op_desc *op, const char *name)
 {
     for (int i = 0; i < op->nattrs; i++)

@@ -34,6 +34,7 @@ dt_workload *dt_workload_clone(const dt_workload *w)
     if (!c)
         return NULL;
     memcpy(c->attrs, w->attrs, sizeof c->attrs);
+    c->dtype = w->dtype;
     for (int i = 0; i < w->op->ndims; i++)
         if (w->dims[i] && !(c->dims[i] = dt_expr_clone(w->dims[i])))
             goto fail;
@@ -247,6 +248,9 @@ static int check_shape(const dt_workload *w, const int64_t *vals, dt_err *e)
 
 int dt_workload_validate(const dt_workload *w, dt_err *e)
 {
+    int rc = dt_op_check_dtype(w->op, w->dtype, e);
+    if (rc)
+        return rc;
     int64_t n = dt_workload_nshapes(w);
     if (n > DT_MAX_SHAPES)
         return dt_errf(e, DT_EINVAL, "the shape set has %s%lld shapes; at most %d are supported",
@@ -254,8 +258,7 @@ int dt_workload_validate(const dt_workload *w, dt_err *e)
     int64_t vals[DT_MAX_VARS];
     for (int64_t i = 0; i < n; i++) {
         dt_workload_shape_at(w, i, vals, NULL);
-        int rc = check_shape(w, vals, e);
-        if (rc)
+        if ((rc = check_shape(w, vals, e)))
             return rc;
     }
     return 0;

@@ -8,6 +8,7 @@
  * The key grammar is in docs/workload-keys.md, e.g.
  *   dense(M=1..128,N=768,K=768)
  *   batch_matmul(B=12,M=seq,N=seq,K=64,layout=NT;seq=1..128)
+ *   dense(M=1..128,N=768,K=768,epilogue=bias,dtype=bf16)
  * Weights are not part of the key: they say how often shapes occur, not what
  * is computed.
  *
@@ -20,6 +21,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "sketch/dtype.h"
 #include "sketch/expr.h"
 #include "sketch/op.h"
 
@@ -44,6 +46,7 @@ typedef struct dt_workload {
     const dt_op_desc *op;
     dt_expr *dims[DT_MAX_DIMS]; /* op->ndims exprs, in the op's dim order */
     int attrs[DT_MAX_ATTRS];    /* value index of each op attribute */
+    dt_dtype dtype;             /* element types (sketch/dtype.h); f32 by default */
     int nvars;
     dt_var vars[DT_MAX_VARS];   /* sorted by name once canonical */
 } dt_workload;

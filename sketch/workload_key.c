@@ -67,6 +67,10 @@ size_t dt_workload_key(const dt_workload *w, char *buf, size_t n)
         put(&b, "=");
         put(&b, ad->values[w->attrs[a]]);
     }
+    if (w->dtype != DT_DTYPE_F32) { /* f32 is the default: keys without a dtype stay as they are */
+        put(&b, ",dtype=");
+        put(&b, dt_dtype_name(w->dtype));
+    }
     int first = 1;
     for (int i = 0; i < w->nvars; i++) {
         if (inlined[i])
@@ -123,6 +127,7 @@ typedef struct {
     dt_err *e;
     int dim_set[DT_MAX_DIMS];
     int attr_set[DT_MAX_ATTRS];
+    int dtype_set;
     int declared[DT_MAX_VARS]; /* declared after ';' (as opposed to inline) */
 } key_ctx;
 
@@ -159,7 +164,15 @@ static int parse_item(const char *piece, size_t off, void *ctx)
     if (rc)
         return rc;
     int d = dt_op_dim_index(op, name), a = dt_op_attr_index(op, name);
-    if (d >= 0) {
+    if (strcmp(name, "dtype") == 0) {
+        if (k->dtype_set++)
+            rc = dt_errf(k->e, DT_EINVAL, "dtype is given twice (offset %zu)", off);
+        else if (dt_dtype_from_name(value, &k->w->dtype))
+            rc = dt_errf(k->e, DT_EINVAL, "dtype=%s at offset %zu: unknown dtype (expected one of %s)",
+                         value, off, dt_dtype_names());
+        else
+            rc = dt_op_check_dtype(op, k->w->dtype, k->e) ? dt_err_prefix(k->e, "offset %zu", off) : 0;
+    } else if (d >= 0) {
         if (k->dim_set[d]++) {
             rc = dt_errf(k->e, DT_EINVAL, "dim %s is given twice (offset %zu)", name, off);
         } else if (looks_like_domain(value)) {
@@ -201,8 +214,9 @@ static int parse_item(const char *piece, size_t off, void *ctx)
             strncat(known, ", ", sizeof known - strlen(known) - 1);
             strncat(known, op->attrs[i].name, sizeof known - strlen(known) - 1);
         }
-        rc = dt_errf(k->e, DT_EINVAL, "'%s' at offset %zu is not a dim or attribute of %s (%s)",
-                     name, off, op->name, known);
+        rc = dt_errf(k->e, DT_EINVAL,
+                     "'%s' at offset %zu is not a dim or attribute of %s (%s, dtype)", name, off,
+                     op->name, known);
     }
     free(name);
     free(value);

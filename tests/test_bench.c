@@ -66,7 +66,7 @@ static void ref_in_blocks(const dt_gemm *g, const float *A, const float *B, cons
     const int64_t M = g->M, N = g->N;
     if (!rows) {
         dt_err e;
-        CU_ASSERT_EQUAL(dt_ref_gemm(g, A, B, bias, ref, mag, &e), 0);
+        CU_ASSERT_EQUAL(dt_ref_gemm(g, A, B, bias, NULL, ref, mag, &e), 0);
         return;
     }
     float *bt = malloc((size_t)(g->K * dt_ref_ldb(N)) * sizeof *bt);
@@ -77,7 +77,7 @@ static void ref_in_blocks(const dt_gemm *g, const float *A, const float *B, cons
             for (int64_t j0 = 0; j0 < N; j0 += cols) {
                 int64_t i1 = i0 + rows < M ? i0 + rows : M, j1 = j0 + cols < N ? j0 + cols : N;
                 int64_t off = (b * M + i0) * N + j0;
-                dt_ref_block(g, A, b, bt, bias, i0, i1, j0, j1, ref + off, mag + off, N);
+                dt_ref_block(g, A, b, bt, bias, NULL, i0, i1, j0, j1, ref + off, mag + off, N);
             }
     }
     free(bt);
@@ -193,7 +193,7 @@ static void test_ref_catches(void)
     dt_gemm g = {.dim = {-1, 0, 1, 2}, .batch = 1, .M = M, .N = N, .K = K, .b_trans = 1,
                  .b_const = 1};
     dt_err e;
-    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, X, W, NULL, ref, mag, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, X, W, NULL, NULL, ref, mag, &e), 0);
     for (int64_t i = 0; i < M; i++) /* a float computation in another order */
         for (int64_t j = 0; j < N; j++) {
             float s = 0;

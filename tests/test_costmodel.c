@@ -502,7 +502,7 @@ static void test_evaluate_minimum(void)
     dt_quality q;
     dt_err e;
     /* 12 records: 2 held out, one pair: no τ (it used to print 1.000) */
-    dt_predictor_init(&p, "dense", &t, 1);
+    dt_predictor_init(&p, "dense", DT_DTYPE_F32, &t, 1);
     fill_rows(&p, 12);
     CU_ASSERT_EQUAL(dt_predictor_evaluate(&p, 0.2, 1, &q, &e), 0);
     CU_ASSERT_EQUAL(q.records, 12);
@@ -515,7 +515,7 @@ static void test_evaluate_minimum(void)
     CU_ASSERT(isnan(q.tau));
     dt_predictor_free(&p);
     /* 60 records: 12 held out, 66 pairs: a τ, and a good one */
-    dt_predictor_init(&p, "dense", &t, 1);
+    dt_predictor_init(&p, "dense", DT_DTYPE_F32, &t, 1);
     fill_rows(&p, 60);
     CU_ASSERT_EQUAL(dt_predictor_evaluate(&p, 0.2, 1, &q, &e), 0);
     CU_ASSERT_EQUAL(q.holdout, 12);

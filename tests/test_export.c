@@ -11,6 +11,13 @@
  *     top-left block of one 512-size reference; NN: A lower-triangular so
  *     that the first seq rows of the 512-size product are the seq-size one),
  *     with nothing written past the output.
+ * The same for the other dtypes at small N and K (dense bf16 bias+gelu,
+ * int8 bias with a non-zero zero point and varied scales, w8a32; batch_matmul
+ * bf16 NT and NN), with kernels of two packed layouts of one NR (the native
+ * K group and the portable one) so that NAME_pack fills several regions:
+ * every M (seq) in 1..200 and 512 against the double reference of their
+ * operands (microkernel/operands.h), `dtune bench --export` on two of them,
+ * and dt_kernel_pack_checked refusing bad weight scales.
  * Then the errors (bad NAME, missing schedule / workload / database, an
  * unwritable output: no file left behind) and one end-to-end run through the
  * real binary: a tiny `dtune tune`, `dtune export --json`, compile, run, and
@@ -31,7 +38,10 @@
 #include "export/export.h"
 #include "export/export_internal.h"
 #include "microkernel/codegen.h"
+#include "microkernel/build.h"
+#include "microkernel/loader.h"
 #include "microkernel/mk_op.h"
+#include "microkernel/operands.h"
 #include "microkernel/reference.h"
 #include "sketch/annotation.h"
 #include "sketch/workload.h"
@@ -251,7 +261,7 @@ static void check_dense(void *h, const char *name, const dt_workload *w)
     dt_fill_random(X, MAX_M * K, 11);
     dt_fill_random(W, N * K, 12);
     dt_fill_random(bias, N, 13);
-    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, X, W, bias, ref, mag, NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, X, W, bias, NULL, ref, mag, NULL), 0);
     pack(W, packed);
     int failures = 0;
     for (int64_t M = 1; M <= MAX_M && failures < 3; M++) {
@@ -305,7 +315,7 @@ static void check_bmm(void *h, const char *name, int nt)
     /* NT: C = A·Bᵀ, N = S, K = D; NN: C = A·B, N = D, K = S */
     dt_gemm g = {.dim = {0, 1, 2, 3}, .batch = batch, .M = S, .N = nt ? S : D,
                  .K = nt ? D : S, .b_trans = nt};
-    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, Af, Bf, NULL, ref, mag, NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, Af, Bf, NULL, NULL, ref, mag, NULL), 0);
     int failures = 0;
     for (int64_t s = 1; s <= S && failures < 3; s++) {
         int64_t ac = nt ? D : s, cc = nt ? s : D; /* columns of A and C at this seq */
@@ -370,6 +380,464 @@ static void check_select(void *h, const char *name, dt_db *db, const char *key, 
     CU_ASSERT_EQUAL(wrong, 0);
     CU_ASSERT_EQUAL(kernels_seen, 7); /* all three kernels serve some value */
     dt_dispatch_free(d);
+}
+
+/* ---- the other dtypes ------------------------------------------------------ */
+
+#define DT_MAX_M 200 /* every M (seq) up to here, then DT_BIG_M */
+#define DT_BIG_M 512
+
+static const struct {
+    const char *key, *name;
+} g_dt[] = {
+    {"dense(M=1..128,N=72,K=53,epilogue=bias+gelu,dtype=bf16)", "d_bf16"},
+    {"dense(M=1..128,N=80,K=67,epilogue=bias,dtype=int8)", "d_int8"},
+    {"dense(M=1..128,N=48,K=45,dtype=w8a32)", "d_w8a32"},
+    {"batch_matmul(B=3,M=seq,N=seq,K=37,layout=NT,dtype=bf16;seq=1..128)", "bmm_nt_bf16"},
+    {"batch_matmul(B=3,M=seq,N=48,K=seq,layout=NN,dtype=bf16;seq=1..128)", "bmm_nn_bf16"},
+};
+#define NDT ((int)(sizeof g_dt / sizeof g_dt[0]))
+
+/* Three kernels for dtype d on this machine (the ISA d's kernels use here,
+ * dt_dtype_target): a stream one, a blocked one with NR = one vector and
+ * KC 32, and a blocked one of the ISA below it (AVX2 under AVX-512) with the
+ * same NR — another K group for bf16 and int8 (2, 4 natively; 1 portable):
+ * two packed layouts of one NR. */
+static void annotation_dt(dt_dtype d, int i, char *buf, size_t n)
+{
+    dt_target t = dt_dtype_target(d, &g_t);
+    int vl = dt_isa_vec_floats(t.isa);
+    const char *isa = dt_isa_name(t.isa);
+    if (i == 0) {
+        snprintf(buf, n, "{\"sketch\":\"stream\",\"isa\":\"%s\",\"mr\":4,\"nr\":%d,\"kc\":0,"
+                 "\"mc\":0,\"nc\":%d,\"unroll\":4,\"prefetch\":4,\"store\":\"mask\","
+                 "\"order\":\"m_inner\",\"par\":\"n\",\"threads\":1}", isa, 2 * vl, 8 * vl);
+    } else if (i == 1) {
+        snprintf(buf, n, "{\"sketch\":\"blocked\",\"isa\":\"%s\",\"mr\":6,\"nr\":%d,\"kc\":32,"
+                 "\"mc\":48,\"nc\":%d,\"unroll\":2,\"prefetch\":0,\"store\":\"scratch\","
+                 "\"order\":\"n_inner\",\"par\":\"m\",\"threads\":1}", isa, vl, 8 * vl);
+    } else {
+        dt_isa low = t.isa == DT_ISA_AVX512 ? DT_ISA_AVX2 : t.isa;
+        snprintf(buf, n, "{\"sketch\":\"blocked\",\"isa\":\"%s\",\"mr\":4,\"nr\":%d,\"kc\":24,"
+                 "\"mc\":32,\"nc\":%d,\"unroll\":4,\"prefetch\":2,\"store\":\"mask\","
+                 "\"order\":\"m_inner\",\"par\":\"mn\",\"threads\":1}", dt_isa_name(low), vl,
+                 4 * vl);
+    }
+}
+
+/* The database of the g_dt workloads: kernels stored with their dtype and
+ * attributes, the schedule of g_ranges. */
+static void make_db_dt(const char *path)
+{
+    dt_db *db = NULL;
+    dt_err e;
+    remove(path);
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_CREATE, &db, &e), 0);
+    int64_t tid;
+    CU_ASSERT_EQUAL_FATAL(dt_db_target_upsert(db, g_tkey, dt_isa_name(g_t.isa), NULL, &tid, &e), 0);
+    for (int i = 0; i < NDT; i++) {
+        dt_workload *w = NULL;
+        CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(g_dt[i].key, &w, &e), 0);
+        char key[DT_KEY_MAX];
+        dt_workload_key(w, key, sizeof key);
+        CU_ASSERT_STRING_EQUAL(key, g_dt[i].key); /* the keys above are canonical */
+        dt_kernel_op kop = dt_kernel_op_of_workload(w);
+        char *attrs = dt_kernel_op_attrs_json(&kop);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(attrs);
+        int64_t wid, kid[3];
+        CU_ASSERT_EQUAL_FATAL(dt_db_workload_upsert(db, key, w->op->name, "{}", &wid, &e), 0);
+        dt_target t = dt_dtype_target(w->dtype, &g_t);
+        for (int k = 0; k < 3; k++) {
+            char json[512];
+            annotation_dt(w->dtype, k, json, sizeof json);
+            dt_annotation a;
+            CU_ASSERT_EQUAL_FATAL(dt_annotation_from_text(json, &a, &e), 0);
+            int rc = dt_annotation_validate(&a, &t, &e);
+            if (rc)
+                fprintf(stderr, "\n  %s annotation %d: %s\n", key, k, e.msg);
+            CU_ASSERT_EQUAL_FATAL(rc, 0);
+            CU_ASSERT_EQUAL_FATAL(dt_db_kernel_intern_attrs(db, w->op->name,
+                                                            dt_dtype_name(w->dtype), attrs,
+                                                            dt_sketch_name(a.sketch), json, NULL,
+                                                            &kid[k], &e), 0);
+        }
+        free(attrs);
+        dt_db_schedule rows[NRANGES];
+        char lo[NRANGES][64], hi[NRANGES][64];
+        memset(rows, 0, sizeof rows);
+        for (int r = 0; r < NRANGES; r++) {
+            snprintf(lo[r], sizeof lo[r], "%s=%d", w->vars[0].name, g_ranges[r].lo);
+            snprintf(hi[r], sizeof hi[r], "%s=%d", w->vars[0].name, g_ranges[r].hi);
+            rows[r] = (dt_db_schedule){.shape_lo = lo[r], .shape_hi = hi[r],
+                                       .kernel_id = kid[g_ranges[r].kernel],
+                                       .predicted_ns = NAN, .measured_ns = 1000.0 * (r + 1)};
+        }
+        CU_ASSERT_EQUAL_FATAL(dt_db_schedule_replace(db, wid, tid, g_threads, rows, NRANGES, &e),
+                              0);
+        dt_workload_free(w);
+    }
+    dt_db_close(db);
+}
+
+/* The exported ABI of each dtype (docs/export.md, "ABI"). */
+typedef void (*pack_bf16_fn)(const uint16_t *W, void *packed);
+typedef void (*pack_q_fn)(const int8_t *W, const float *scale_b, void *packed);
+typedef void (*dense_bf16_bias_fn)(int64_t M, const uint16_t *X, const void *packed, float *Y,
+                                   const float *bias);
+typedef void (*dense_int8_bias_fn)(int64_t M, const uint8_t *X, float scale_a, int32_t zp_a,
+                                   const void *packed, float *Y, const float *bias);
+typedef void (*dense_w8a32_fn)(int64_t M, const float *X, const void *packed, float *Y);
+typedef void (*bmm_bf16_fn)(int64_t seq, const uint16_t *A, const uint16_t *B, float *C);
+
+/* The M values checked: 1..DT_MAX_M, then DT_BIG_M. */
+static int64_t dt_m(int i) { return i < DT_MAX_M ? i + 1 : DT_BIG_M; }
+#define DT_NM (DT_MAX_M + 1)
+
+/* Every M of an exported dense workload of a dtype against the reference
+ * of its operands (the first M rows of a DT_BIG_M-row problem). */
+static void check_dense_dt(void *h, const char *name, const dt_workload *w, json_t *info)
+{
+    const dt_dtype d = w->dtype;
+    int64_t N = w->dims[1]->value, K = w->dims[2]->value;
+    dt_gemm g;
+    CU_ASSERT_EQUAL_FATAL(dt_op_gemm(w->op, w->attrs, NULL, &g, NULL), 0);
+    g.batch = 1, g.M = DT_BIG_M, g.N = N, g.K = K;
+    packed_size_fn psize = (packed_size_fn)sym(h, name, "_packed_size");
+    void *pack = sym(h, name, "_pack"), *entry = sym(h, name, "");
+    CU_ASSERT_FATAL(psize && pack && entry);
+    /* the packed size: a multiple of 64, what the JSON says, one region per
+     * layout (NR, K group) at its offset */
+    size_t bytes = psize();
+    CU_ASSERT_EQUAL(bytes % 64, 0);
+    CU_ASSERT_EQUAL((json_int_t)bytes, json_integer_value(json_object_get(info, "packed_bytes")));
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(info, "dtype")), dt_dtype_name(d));
+    json_t *ks = json_object_get(info, "kernels");
+    const dt_mk_op *m = dt_mk_op_find(w->op, d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    int64_t want = 0, offs[3];
+    int regions = 0;
+    for (size_t k = 0; k < json_array_size(ks); k++) {
+        json_t *jk = json_array_get(ks, k);
+        CU_ASSERT_PTR_NULL(json_object_get(jk, "pack_offset_floats")); /* f32 only */
+        offs[k] = json_integer_value(json_object_get(jk, "pack_offset_bytes"));
+        CU_ASSERT_EQUAL(offs[k] % 64, 0);
+        int seen = 0;
+        for (size_t j = 0; j < k; j++)
+            seen |= offs[j] == offs[k];
+        if (seen)
+            continue;
+        dt_annotation a;
+        dt_err e;
+        CU_ASSERT_EQUAL_FATAL(dt_annotation_from_json(json_object_get(jk, "annotation"), &a, &e),
+                              0);
+        want += ((int64_t)dt_mk_packed_bytes(m, &a, N, K) + 63) / 64 * 64;
+        regions++;
+    }
+    CU_ASSERT_EQUAL((int64_t)bytes, want);
+    /* kernels 1 and 2 have one NR: one region unless their K groups differ
+     * (bf16, int8 natively on AVX-512) */
+    int two_kg = dt_dtype_target(d, &g_t).isa == DT_ISA_AVX512 && m->backend->kg_avx512 > 1;
+    CU_ASSERT_EQUAL(regions, two_kg ? 3 : 2);
+
+    dt_operands o;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_operands_make(&o, d, &g, K, 41, &e), 0);
+    if (d == DT_DTYPE_INT8) { /* another scale_a than the default, with zp_a != 0 */
+        CU_ASSERT(o.zp_a != 0);
+        o.scale_a = 0.037f;
+        for (int64_t n = 0; n < N; n++)
+            o.colscale[n] = (double)o.scale_a * (double)o.scale_b[n];
+    }
+    float *Y = dt_alloc64((size_t)(DT_BIG_M * N + GUARD_N) * sizeof(float));
+    double *ref = dt_alloc64((size_t)(DT_BIG_M * N) * sizeof(double));
+    double *mag = dt_alloc64((size_t)(DT_BIG_M * N) * sizeof(double));
+    unsigned char *packed = dt_alloc64(bytes);
+    CU_ASSERT_FATAL(Y && ref && mag && packed);
+    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, o.Aref, o.Bref, o.bias, o.colscale, ref, mag, &e), 0);
+    if (dt_dtype_quantized(d))
+        ((pack_q_fn)pack)(o.B, o.scale_b, packed);
+    else
+        ((pack_bf16_fn)pack)(o.B, packed);
+    int failures = 0;
+    for (int i = 0; i < DT_NM && failures < 3; i++) {
+        int64_t M = dt_m(i);
+        poison(Y, M * N);
+        if (d == DT_DTYPE_BF16)
+            ((dense_bf16_bias_fn)entry)(M, o.A, packed, Y, o.bias);
+        else if (d == DT_DTYPE_INT8)
+            ((dense_int8_bias_fn)entry)(M, o.A, o.scale_a, o.zp_a, packed, Y, o.bias);
+        else
+            ((dense_w8a32_fn)entry)(M, o.A, packed, Y);
+        int bad = !guard_ok(Y, M * N);
+        if (bad)
+            fprintf(stderr, "\n  %s: M=%lld wrote past the output\n", name, (long long)M);
+        else if ((bad = dt_check_close_tol(Y, N, ref, mag, M, N, dt_ref_tol_k(d, K), &e) != 0))
+            fprintf(stderr, "\n  %s: M=%lld: %s\n", name, (long long)M, e.msg);
+        failures += bad;
+    }
+    CU_ASSERT_EQUAL(failures, 0);
+    dt_operands_free(&o);
+    free(Y);
+    free(ref);
+    free(mag);
+    free(packed);
+}
+
+/* Every seq of an exported bf16 batch_matmul (B=3; NT: K=37, NN: N=48)
+ * against one reference at seq = DT_BIG_M, as check_bmm does for f32. */
+static void check_bmm_dt(void *h, const char *name, const dt_workload *w)
+{
+    bmm_bf16_fn f = (bmm_bf16_fn)sym(h, name, "");
+    CU_ASSERT_FATAL(f != NULL);
+    dt_gemm g;
+    CU_ASSERT_EQUAL_FATAL(dt_op_gemm(w->op, w->attrs, NULL, &g, NULL), 0);
+    const int nt = g.b_trans;
+    const int64_t batch = w->dims[0]->value, S = DT_BIG_M, D = nt ? w->dims[3]->value
+                                                                   : w->dims[2]->value;
+    /* NT: C = A·Bᵀ, N = S, K = D; NN: C = A·B, N = D, K = S (A lower-triangular) */
+    g.batch = batch, g.M = S, g.N = nt ? S : D, g.K = nt ? D : S;
+    int64_t a_cols = g.K, c_cols = g.N;
+    dt_operands o;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_operands_make(&o, w->dtype, &g, a_cols, 51, &e), 0);
+    uint16_t *Af = o.A, *Bf = o.B; /* B: S×D either way (NT: N×K, NN: K×N) */
+    if (!nt)
+        for (int64_t b = 0; b < batch; b++)
+            for (int64_t i = 0; i < S; i++)
+                for (int64_t k = i + 1; k < S; k++) {
+                    Af[(b * S + i) * S + k] = 0;
+                    o.Aref[(b * S + i) * S + k] = 0.0f;
+                }
+    uint16_t *A = dt_alloc64((size_t)(batch * S * a_cols) * sizeof(uint16_t));
+    uint16_t *B = dt_alloc64((size_t)(batch * S * D) * sizeof(uint16_t));
+    float *C = dt_alloc64((size_t)(batch * S * c_cols + GUARD_N) * sizeof(float));
+    double *ref = dt_alloc64((size_t)(batch * S * c_cols) * sizeof(double));
+    double *mag = dt_alloc64((size_t)(batch * S * c_cols) * sizeof(double));
+    CU_ASSERT_FATAL(A && B && C && ref && mag);
+    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, o.Aref, o.Bref, NULL, NULL, ref, mag, &e), 0);
+    int failures = 0;
+    for (int t = 0; t < DT_NM && failures < 3; t++) {
+        int64_t s = dt_m(t);
+        int64_t ac = nt ? D : s, cc = nt ? s : D; /* columns of A and C at this seq */
+        for (int64_t b = 0; b < batch; b++) {
+            for (int64_t i = 0; i < s; i++)
+                memcpy(A + (b * s + i) * ac, Af + (b * S + i) * a_cols,
+                       (size_t)ac * sizeof(uint16_t));
+            memcpy(B + b * s * D, Bf + b * S * D, (size_t)(s * D) * sizeof(uint16_t));
+        }
+        poison(C, batch * s * cc);
+        f(s, A, B, C);
+        int bad = !guard_ok(C, batch * s * cc);
+        if (bad)
+            fprintf(stderr, "\n  %s: seq=%lld wrote past the output\n", name, (long long)s);
+        for (int64_t b = 0; b < batch && !bad; b++)
+            for (int64_t i = 0; i < s && !bad; i++) {
+                /* row i of the seq-size product is the start of row i of the full one */
+                if (dt_check_close_tol(C + (b * s + i) * cc, cc, ref + (b * S + i) * c_cols,
+                                       mag + (b * S + i) * c_cols, 1, cc,
+                                       dt_ref_tol_k(w->dtype, nt ? D : s), &e)) {
+                    fprintf(stderr, "\n  %s: seq=%lld batch %lld row %lld: %s\n", name,
+                            (long long)s, (long long)b, (long long)i, e.msg);
+                    bad = 1;
+                }
+            }
+        failures += bad;
+    }
+    CU_ASSERT_EQUAL(failures, 0);
+    dt_operands_free(&o);
+    free(A);
+    free(B);
+    free(C);
+    free(ref);
+    free(mag);
+}
+
+static void test_export_dtypes(void)
+{
+    char dbp[4096];
+    snprintf(dbp, sizeof dbp, "%s/dtypes.db", g_dir);
+    make_db_dt(dbp);
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(dbp, DT_DB_READONLY, &db, &e), 0);
+    /* the exact prototypes of each dtype's ABI */
+    static const char *const protos[NDT][3] = {
+        {"size_t d_bf16_packed_size(void);", "void d_bf16_pack(const uint16_t *W, void *packed);",
+         "void d_bf16(int64_t M, const uint16_t *X, const void *packed, float *Y, "
+         "const float *bias);"},
+        {"size_t d_int8_packed_size(void);",
+         "void d_int8_pack(const int8_t *W, const float *scale_b, void *packed);",
+         "void d_int8(int64_t M, const uint8_t *X, float scale_a, int32_t zp_a, "
+         "const void *packed, float *Y, const float *bias);"},
+        {"size_t d_w8a32_packed_size(void);",
+         "void d_w8a32_pack(const int8_t *W, const float *scale_b, void *packed);",
+         "void d_w8a32(int64_t M, const float *X, const void *packed, float *Y);"},
+        {"void bmm_nt_bf16(int64_t seq, const uint16_t *A, const uint16_t *B, float *C);", NULL,
+         NULL},
+        {"void bmm_nn_bf16(int64_t seq, const uint16_t *A, const uint16_t *B, float *C);", NULL,
+         NULL},
+    };
+    for (int i = 0; i < NDT; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.c", g_dir, g_dt[i].name);
+        dt_export_opts o = {.workload_key = g_dt[i].key};
+        json_t *info = NULL;
+        int rc = dt_export_write_info(db, &o, path, &info, &e);
+        if (rc)
+            fprintf(stderr, "\n  export %s: %s\n", g_dt[i].key, e.msg);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        CU_ASSERT_EQUAL(json_array_size(json_object_get(info, "kernels")), 3);
+        dt_workload *w = NULL;
+        CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(g_dt[i].key, &w, &e), 0);
+        char *c_text = dt_test_slurp(path);
+        path[strlen(path) - 1] = 'h';
+        char *h_text = dt_test_slurp(path);
+        CU_ASSERT_FATAL(c_text && h_text);
+        for (int k = 0; k < 3 && protos[i][k]; k++) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(h_text, protos[i][k]));
+            if (!strstr(h_text, protos[i][k]))
+                fprintf(stderr, "\n  %s.h lacks %s\n", g_dt[i].name, protos[i][k]);
+        }
+        /* the comments say the dtype and, for quantized weights, what the
+         * pack function takes and the precondition on the scales */
+        char dline[64];
+        snprintf(dline, sizeof dline, "dtype %s", dt_dtype_name(w->dtype));
+        CU_ASSERT_PTR_NOT_NULL(strstr(h_text, dline));
+        CU_ASSERT_PTR_NOT_NULL(strstr(c_text, dline));
+        if (dt_dtype_quantized(w->dtype)) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(h_text, "already-quantized"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(h_text, "finite and non-zero"));
+        }
+        CU_ASSERT_PTR_NULL(strstr(h_text, "dtune/"));
+        free(c_text);
+        free(h_text);
+        void *h = compile_export(g_dir, g_dt[i].name);
+        CU_ASSERT_PTR_NOT_NULL(h);
+        if (h) {
+            check_select(h, g_dt[i].name, db, g_dt[i].key, info);
+            if (w->op->ndims == 3)
+                check_dense_dt(h, g_dt[i].name, w, info);
+            else
+                check_bmm_dt(h, g_dt[i].name, w);
+        }
+        json_decref(info);
+        dt_workload_free(w);
+    }
+    dt_db_close(db);
+
+    /* dtune bench --export: the file gets the dtype's data (int8: u8 X, its
+     * scale and zero point, s8 W and scales; bf16: bf16 A and B) and is
+     * verified on every shape */
+    static const int bench_dt[] = {1, 4};
+    for (int j = 0; j < 2; j++) {
+        int i = bench_dt[j], code;
+        char args[8192];
+        snprintf(args, sizeof args, "bench '%s' --export '%s/%s.c' --db '%s' --shapes "
+                 "'{1,50,77,200}' --repeats 1 --min-time 0.02 --peers none --json",
+                 g_dt[i].key, g_dir, g_dt[i].name, dbp);
+        json_t *b = dt_test_run_dtune_json(&code, args);
+        CU_ASSERT_EQUAL(code, 0);
+        if (!b)
+            continue;
+        json_t *x = json_object_get(b, "export");
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(x, "status")), "ok");
+        if (!json_is_true(json_object_get(b, "all_verified"))) {
+            char *dump = json_dumps(b, JSON_COMPACT);
+            fprintf(stderr, "\n  bench %s: %.2000s\n", g_dt[i].name, dump);
+            free(dump);
+        }
+        CU_ASSERT(json_is_true(json_object_get(b, "all_verified")));
+        CU_ASSERT_EQUAL(json_array_size(json_object_get(b, "shapes")), 4);
+        json_decref(b);
+    }
+}
+
+/* dt_kernel_pack_checked: a quantized dtype's pack refuses a NULL, zero,
+ * NaN or infinite weight scale (and writes nothing); bf16 ignores them. */
+static void test_pack_checked(void)
+{
+    static const char *const keys[] = {"dense(M=1..8,N=21,K=13,dtype=int8)",
+                                       "dense(M=1..8,N=21,K=13,dtype=w8a32)",
+                                       "dense(M=1..8,N=21,K=13,dtype=bf16)"};
+    dt_builder b;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_builder_init(&b, NULL, NULL, g_dir, &e), 0);
+    char *src[3] = {0};
+    dt_kernel_op kops[3];
+    dt_target gen = g_t;
+    gen.isa = DT_ISA_GENERIC; /* the portable back-ends: quick to build */
+    for (int i = 0; i < 3; i++) {
+        dt_workload *w = NULL;
+        CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(keys[i], &w, &e), 0);
+        kops[i] = dt_kernel_op_of_workload(w);
+        dt_workload_free(w);
+        dt_annotation a;
+        CU_ASSERT_EQUAL_FATAL(dt_annotation_from_text(
+                                  "{\"sketch\":\"stream\",\"isa\":\"generic\",\"mr\":2,\"nr\":8,"
+                                  "\"kc\":0,\"mc\":0,\"nc\":16,\"unroll\":1,\"prefetch\":0,"
+                                  "\"store\":\"mask\",\"order\":\"m_inner\",\"par\":\"n\","
+                                  "\"threads\":1}", &a, &e), 0);
+        CU_ASSERT_EQUAL_FATAL(dt_annotation_validate(&a, &gen, &e), 0);
+        CU_ASSERT_EQUAL_FATAL(dt_codegen(&kops[i], &a, &src[i], &e), 0);
+    }
+    dt_build_result br[3];
+    CU_ASSERT_EQUAL_FATAL(dt_build_many(&b, (const char *const *)src, 3, 0, br, &e), 0);
+    const int64_t N = 21, K = 13;
+    int8_t W[21 * 13];
+    float scale[21];
+    for (int i = 0; i < N * K; i++)
+        W[i] = (int8_t)(i % 255 - 127);
+    for (int n = 0; n < N; n++)
+        scale[n] = 0.001f * (float)(n + 1);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL_FATAL(br[i].status, DT_BUILD_OK);
+        dt_kernel k;
+        CU_ASSERT_EQUAL_FATAL(dt_kernel_load(br[i].so_path, &k, &e), 0);
+        CU_ASSERT_TRUE(dt_kernel_computes(&k, &kops[i]));
+        size_t sz = dt_kernel_packed_size(&k, N, K);
+        unsigned char *p1 = dt_alloc64(sz), *p2 = dt_alloc64(sz);
+        CU_ASSERT_FATAL(p1 && p2);
+        const void *B = W; /* bf16: its own weights below */
+        uint16_t Wh[21 * 13];
+        if (kops[i].dtype == DT_DTYPE_BF16) {
+            for (int j = 0; j < N * K; j++)
+                Wh[j] = dt_bf16_from_f32((float)W[j] / 128.0f);
+            B = Wh;
+        }
+        if (dt_dtype_quantized(kops[i].dtype)) {
+            const float bad[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY};
+            const char *want[] = {"scale_b[7] = 0 is", "scale_b[7] = -0 is", "scale_b[7] = nan",
+                                  "scale_b[7] = inf", "scale_b[7] = -inf"};
+            for (int j = 0; j < 5; j++) {
+                float s[21];
+                memcpy(s, scale, sizeof s);
+                s[7] = bad[j];
+                memset(p1, 0xCD, sz);
+                CU_ASSERT_EQUAL(dt_kernel_pack_checked(&k, N, K, B, s, p1, &e), DT_EINVAL);
+                CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, want[j]));
+                CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "is not a finite non-zero number"));
+                if (!strstr(e.msg, want[j]))
+                    fprintf(stderr, "\n  %s: %s\n", keys[i], e.msg);
+                CU_ASSERT_EQUAL(p1[0], 0xCD); /* nothing packed */
+                CU_ASSERT_EQUAL(p1[sz - 1], 0xCD);
+            }
+            CU_ASSERT_EQUAL(dt_kernel_pack_checked(&k, N, K, B, NULL, p1, &e), DT_EINVAL);
+            CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "scale_b is NULL"));
+        } else {
+            CU_ASSERT_EQUAL(dt_kernel_pack_checked(&k, N, K, B, NULL, p1, &e), 0);
+        }
+        /* good scales: exactly dt_kernel_pack */
+        memset(p1, 0, sz);
+        memset(p2, 0, sz);
+        CU_ASSERT_EQUAL(dt_kernel_pack_checked(&k, N, K, B, scale, p1, &e), 0);
+        dt_kernel_pack(&k, N, K, B, scale, p2);
+        CU_ASSERT_EQUAL(memcmp(p1, p2, sz), 0);
+        free(p1);
+        free(p2);
+        dt_kernel_unload(&k);
+        dt_build_result_free(&br[i]);
+        free(src[i]);
+    }
 }
 
 static void test_export_workloads(void)
@@ -549,7 +1017,7 @@ static void test_tune_export_run(void)
     pack(W, packed);
     dt_gemm g = {.dim = {-1, 0, 1, 2}, .batch = 1, .M = MM, .N = N, .K = K, .b_trans = 1,
                  .b_const = 1, .bias = 1, .act = DT_ACT_RELU};
-    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, X, W, bias, ref, mag, NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, X, W, bias, NULL, ref, mag, NULL), 0);
     for (int64_t M = 1; M <= MM; M++) {
         poison(Y, M * N);
         f(M, X, packed, Y, bias);
@@ -615,6 +1083,19 @@ static void test_export_hooks(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
         CU_ASSERT_PTR_NOT_NULL(strstr(text, "nm_THREADS"));
         free(text);
+        if (p.g.b_const) { /* NAME_pack's parameters and the kernel's pack entry point */
+            CU_ASSERT_PTR_NOT_NULL_FATAL(x->pack_params);
+            CU_ASSERT_PTR_NOT_NULL(strstr(x->pack_params, "*W"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(x->pack_params, "packed"));
+            CU_ASSERT(x->offset_unit == 1 || x->offset_unit == 4);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(x->emit_pack);
+            dt_sb_init(&sb);
+            x->emit_pack(&sb, &p, 0);
+            text = dt_sb_take(&sb);
+            snprintf(want, sizeof want, "nm_k0_%s(", m->syms[1]);
+            CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
+            free(text);
+        }
     }
     CU_ASSERT_PTR_NULL(dt_export_op_find(dt_mk_op_at(0)->op, DT_DTYPE_COUNT));
 }
@@ -623,6 +1104,9 @@ int main(void)
 {
     CU_TestInfo tests[] = {
         {"export every BERT-base workload kind, M 1..512", test_export_workloads},
+        {"export bf16, int8, w8a32 dense and bf16 batch_matmul, M 1..200 and 512",
+         test_export_dtypes},
+        {"dt_kernel_pack_checked refuses bad weight scales", test_pack_checked},
         {"export errors", test_export_errors},
         {"tune, export, compile, run", test_tune_export_run},
         {"export hooks of every op with kernels", test_export_hooks},

@@ -101,6 +101,31 @@ static void test_merge_and_weights(void)
     dt_model_free(m);
 }
 
+/* A model-level dtype is every op's default; an op's own dtype wins; ops
+ * that differ only in dtype are distinct workloads. */
+static void test_dtypes(void)
+{
+    dt_err e;
+    dt_model *m = parse(
+        "{\"name\":\"t\",\"dtype\":\"int8\",\n"
+        " \"variables\":{\"seq\":{\"range\":[1,8]}},\n"
+        " \"ops\":[{\"name\":\"a\",\"op\":\"dense\",\"M\":\"seq\",\"N\":64,\"K\":64},\n"
+        "         {\"name\":\"b\",\"op\":\"dense\",\"M\":\"seq\",\"N\":64,\"K\":64,\"dtype\":\"f32\"},\n"
+        "         {\"name\":\"c\",\"op\":\"batch_matmul\",\"B\":2,\"M\":\"seq\",\"N\":\"seq\",\"K\":8,"
+        "\"dtype\":\"bf16\"},\n"
+        "         {\"name\":\"d\",\"op\":\"dense\",\"M\":\"seq\",\"N\":64,\"K\":64}]}",
+        &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL_FATAL(m->nworkloads, 3);
+    CU_ASSERT_STRING_EQUAL(m->workloads[0].key, "dense(M=1..8,N=64,K=64,dtype=int8)");
+    CU_ASSERT_EQUAL(m->workloads[0].count, 2);
+    CU_ASSERT_EQUAL(m->workloads[0].w->dtype, DT_DTYPE_INT8);
+    CU_ASSERT_STRING_EQUAL(m->workloads[1].key, "dense(M=1..8,N=64,K=64)");
+    CU_ASSERT_STRING_EQUAL(m->workloads[2].key,
+                           "batch_matmul(B=2,M=seq,N=seq,K=8,layout=NN,dtype=bf16;seq=1..8)");
+    dt_model_free(m);
+}
+
 /* Each bad spec must fail with a message holding all the needles. */
 static void expect_error(const char *text, const char *where, const char *what)
 {
@@ -140,6 +165,13 @@ static void test_spec_errors(void)
                  "ops[0]", "overflows int64");
     expect_error(HEAD "{\"op\":\"dense\",\"M\":\"seq\",\"N\":1,\"K\":1,\"count\":0}]}",
                  "ops[0].count", "from 1 to");
+    expect_error(HEAD "{\"op\":\"dense\",\"M\":\"seq\",\"N\":1,\"K\":1,\"dtype\":\"int4\"}]}",
+                 "spec.json:3:", "ops[0].dtype: dtype must be one of f32, bf16, int8, w8a32, not 'int4'");
+    expect_error("{\"name\":\"t\",\"dtype\":7,\"ops\":[]}", "spec.json:1:",
+                 "dtype: dtype must be one of f32, bf16, int8, w8a32, not an integer");
+    expect_error("{\"name\":\"t\",\"dtype\":\"int8\",\"variables\":{\"seq\":{\"range\":[1,4]}},"
+                 "\"ops\":[{\"op\":\"batch_matmul\",\"B\":1,\"M\":\"seq\",\"N\":4,\"K\":4}]}",
+                 "ops[0]", "dtype int8 is not available for batch_matmul");
     expect_error(HEAD "{\"op\":\"dense\",\"M\":\"seq\",\"N\":1,\"K\":1,\"epilogue\":\"tanh\"}]}",
                  "ops[0].epilogue", "must be one of none, bias");
     expect_error(HEAD "{\"name\":\"x\",\"op\":\"dense\",\"M\":\"seq\",\"N\":1,\"K\":1},\n"
@@ -205,6 +237,7 @@ int main(void)
         {"bert-base.json", test_bert_base},
         {"bert-base-batched.json", test_bert_base_batched},
         {"identical ops merge, weights mix", test_merge_and_weights},
+        {"dtypes: model default, per-op override, distinct workloads", test_dtypes},
         {"spec errors name file:line:col", test_spec_errors},
         {"columns count UTF-8 characters", test_utf8_column},
         {"fuzz inputs replayed", test_fuzz_replay},

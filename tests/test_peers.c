@@ -1,13 +1,15 @@
 /* Tests of peers/: every compiled-in peer against a double-accumulation
  * reference on small dense and batch_matmul problems (every epilogue, 1 and 2
- * threads), re-packing with new weights, refused inputs, and the FMA-peak
- * probe (whose numbers are printed, not judged: the machine is shared). */
+ * threads), in f32, bf16 and int8, re-packing with new weights, refused
+ * inputs, and the peak and bandwidth probes (whose numbers are printed, not
+ * judged: the machine is shared). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/target.h"
 #include "peers/peer.h"
 #include "tests/dt_test.h"
 
@@ -179,7 +181,7 @@ out:
 
 static void report(const char *peer, const char *what, const tally *t)
 {
-    printf("    %-10s %-6s ran %d, n/a %d, failed %d\n", peer, what, t->ran, t->refused,
+    printf("    %-10s %-10s ran %d, n/a %d, failed %d\n", peer, what, t->ran, t->refused,
            t->failed);
 }
 
@@ -431,6 +433,393 @@ static void test_invalid(void)
     }
 }
 
+/* ---- bf16 and int8 ---------------------------------------------------------- */
+
+/* Round to nearest even, as oneDNN and the micro-kernels convert (inputs
+ * here are finite). */
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static double from_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint16_t *rnd_bf16(int64_t n)
+{
+    uint16_t *v = malloc((size_t)n * sizeof *v);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = to_bf16(rnd());
+    return v;
+}
+
+static uint64_t rnd_bits(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return rng_state >> 33;
+}
+
+/* What a typed case must produce: want[i] ± tol[i] for every output. */
+typedef struct typed_case {
+    dt_peer_problem p;
+    void *x, *w;     /* A; W (dense) or the second operand */
+    float *bias;     /* dense only, NULL without bias */
+    double *want, *tol;
+} typed_case;
+
+static void typed_free(typed_case *c)
+{
+    free(c->x), free(c->w), free(c->bias), free(c->want), free(c->tol);
+}
+
+/* bf16: products of bf16 values are exact in f32, so the only error is the
+ * f32 accumulation, about K·2^-24·Σ|a·b| at worst (bounded with room:
+ * (K+8)·2^-22); with an epilogue, GELU's slope (at most 1.13) carries that
+ * error, and the bias add and the library's GELU add a few ulps of the
+ * result (2^-20·|ref| + 1e-6). */
+static void bf16_case(typed_case *c)
+{
+    const dt_peer_problem *p = &c->p;
+    int64_t B = p->batch, M = p->M, N = p->N, K = p->K;
+    uint16_t *x = rnd_bf16(B * M * K), *w = rnd_bf16(B * N * K);
+    c->x = x, c->w = w;
+    c->bias = p->b_const && p->bias ? rnd_floats(N) : NULL;
+    c->want = malloc((size_t)(B * M * N) * sizeof(double));
+    c->tol = malloc((size_t)(B * M * N) * sizeof(double));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c->want);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c->tol);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double acc = 0, mag = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    double a = from_bf16(x[(b * M + i) * K + k]);
+                    double v = p->b_trans ? from_bf16(w[(b * N + j) * K + k])
+                                          : from_bf16(w[(b * K + k) * N + j]);
+                    acc += a * v;
+                    mag += fabs(a * v);
+                }
+                if (c->bias) {
+                    acc += c->bias[j];
+                    mag += fabs(c->bias[j]);
+                }
+                double tol = (double)(K + 8) * ldexp(mag, -22);
+                if (p->b_const) {
+                    double y = ref_act(acc, p->act);
+                    tol = 1.13 * tol + ldexp(fabs(y), -20) +
+                          (p->act == DT_PEER_ACT_GELU ? 1e-6 : 0.0);
+                    acc = y;
+                }
+                c->want[(b * M + i) * N + j] = acc;
+                c->tol[(b * M + i) * N + j] = tol;
+            }
+}
+
+/* int8: the integer sum is exact, so the output is the dequantized exact
+ * value up to a few float roundings (the scale product, the bias, the
+ * multiply): 8·2^-24·(|scale·acc| + |bias|). */
+static void int8_case(typed_case *c, float *scale_b)
+{
+    dt_peer_problem *p = &c->p;
+    int64_t M = p->M, N = p->N, K = p->K;
+    uint8_t *x = malloc((size_t)(M * K));
+    int8_t *w = malloc((size_t)(N * K));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+    for (int64_t i = 0; i < M * K; i++)
+        x[i] = (uint8_t)(rnd_bits() & 0xff);
+    for (int64_t i = 0; i < N * K; i++)
+        w[i] = (int8_t)((int)(rnd_bits() % 255) - 127);
+    for (int64_t n = 0; n < N; n++) /* from 1/512 to 1/64: channels differ */
+        scale_b[n] = (float)ldexp(1.0 + 7.0 * (double)(rnd_bits() % 1000) / 1000.0, -9);
+    p->scale_b = scale_b;
+    c->x = x, c->w = w;
+    c->bias = p->bias ? rnd_floats(N) : NULL;
+    c->want = malloc((size_t)(M * N) * sizeof(double));
+    c->tol = malloc((size_t)(M * N) * sizeof(double));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c->want);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c->tol);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            int64_t acc = 0;
+            for (int64_t k = 0; k < K; k++)
+                acc += (int64_t)(x[i * K + k] - p->zp_a) * w[j * K + k];
+            double scaled = (double)p->scale_a * (double)scale_b[j] * (double)acc;
+            double b = c->bias ? c->bias[j] : 0.0;
+            c->want[i * N + j] = ref_act(scaled + b, p->act);
+            c->tol[i * N + j] = ldexp(fabs(scaled) + fabs(b), -21) + 1e-30;
+        }
+}
+
+/* Counts outputs outside want ± tol; prints the first few. */
+static int compare_tol(const char *what, const typed_case *c, const float *got)
+{
+    int64_t n = c->p.batch * c->p.M * c->p.N;
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!(fabs((double)got[i] - c->want[i]) <= c->tol[i])) { /* NaN is wrong */
+            if (bad < 3)
+                fprintf(stderr, "  %s: element %lld: got %.9g want %.9g (tol %.3g)\n", what,
+                        (long long)i, (double)got[i], c->want[i], c->tol[i]);
+            bad++;
+        }
+    return bad;
+}
+
+static void describe_typed(char *buf, size_t n, const char *peer, const dt_peer_problem *p)
+{
+    char rest[200];
+    describe(rest, sizeof rest, peer, p);
+    snprintf(buf, n, "%s [%s%s]", rest, p->dtype == DT_PEER_INT8 ? "int8" : "bf16",
+             p->dtype == DT_PEER_INT8 ? (p->zp_a ? " zp" : " zp=0") : "");
+}
+
+/* Creates, packs, runs twice (Y poisoned with NaN) and checks one typed case
+ * on one peer.  A peer may refuse (DT_EUNSUPPORTED, printed) unless
+ * must_run. */
+static void run_typed(const dt_peer_desc *d, const typed_case *c, int must_run, tally *t)
+{
+    char what[300];
+    describe_typed(what, sizeof what, d->name, &c->p);
+    const dt_peer_problem *p = &c->p;
+    int64_t ny = p->batch * p->M * p->N;
+    float *y = malloc((size_t)ny * sizeof(float));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(y);
+    void *st = NULL;
+    dt_err e;
+    dt_err_clear(&e);
+    int rc = d->create(p, &st, &e);
+    if (rc == DT_EUNSUPPORTED && !must_run) {
+        if (t->refused++ == 0)
+            printf("    n/a: %s: %s\n", what, e.msg);
+        free(y);
+        return;
+    }
+    if (rc) {
+        fprintf(stderr, "  %s: create: %s (%d)\n", what, e.msg, rc);
+        CU_FAIL("create failed");
+        t->failed++;
+        free(y);
+        return;
+    }
+    rc = d->pack(st, p->b_const ? c->w : NULL, &e);
+    if (rc)
+        fprintf(stderr, "  %s: pack: %s\n", what, e.msg);
+    CU_ASSERT_EQUAL(rc, 0);
+    for (int rep = 0; rep < 2 && rc == 0; rep++) {
+        for (int64_t i = 0; i < ny; i++)
+            y[i] = NAN;
+        rc = d->run(st, c->x, p->b_const ? c->bias : c->w, y, &e);
+        if (rc)
+            fprintf(stderr, "  %s: run: %s\n", what, e.msg);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc == 0 && compare_tol(what, c, y)) {
+            CU_FAIL("wrong result");
+            rc = -1;
+        }
+    }
+    t->ran++;
+    if (rc)
+        t->failed++;
+    d->destroy(st);
+    free(y);
+}
+
+/* Whether `peer` must run dtype d here: oneDNN's matmul peers, when the CPU
+ * has the native instruction (oneDNN 2.6 runs both on any AVX-512 CPU, but
+ * the tests only insist where dtune's native back-end would run too). */
+static int must_run(const char *peer, dt_peer_dtype d)
+{
+    static dt_target t;
+    static int detected;
+    if (!detected) {
+        dt_err e;
+        detected = dt_target_detect(&t, &e) == 0 ? 1 : -1;
+    }
+    if (detected < 0 || (strcmp(peer, "onednn") && strcmp(peer, "onednn_rt")))
+        return 0;
+    return d == DT_PEER_BF16 ? dt_target_has(&t, DT_FEAT_AVX512_BF16)
+                             : dt_target_has(&t, DT_FEAT_AVX512_VNNI);
+}
+
+static const int64_t typed_Ms[] = {1, 7, 37};
+static const int64_t typed_NKs[][2] = {{48, 64}, {768, 100}, {48, 100}};
+
+/* bf16 dense (bias + GELU, and plain) and batch_matmul NN / NT. */
+static void test_bf16(void)
+{
+    int n;
+    const dt_peer_desc *const *list = dt_peers(&n);
+    printf("\n");
+    if (n == 0)
+        printf("    no peer is built in: skipped\n");
+    for (int i = 0; i < n; i++) {
+        const dt_peer_desc *d = list[i];
+        int must = must_run(d->name, DT_PEER_BF16);
+        tally t = {0, 0, 0};
+        for (int mi = 0; mi < 3; mi++)
+            for (int nk = 0; nk < 3; nk++) {
+                int th = 1 + (mi + nk) % 2, epi = nk != 2;
+                typed_case c = {.p = {.b_const = 1, .b_trans = 1, .batch = 1, .M = typed_Ms[mi],
+                                      .N = typed_NKs[nk][0], .K = typed_NKs[nk][1], .bias = epi,
+                                      .act = epi ? DT_PEER_ACT_GELU : DT_PEER_ACT_NONE,
+                                      .threads = th, .dtype = DT_PEER_BF16}};
+                bf16_case(&c);
+                run_typed(d, &c, must, &t);
+                typed_free(&c);
+            }
+        report(d->name, "bf16 dense", &t);
+        CU_ASSERT_EQUAL(t.failed, 0);
+        tally tb = {0, 0, 0};
+        for (int mi = 0; mi < 3; mi++)
+            for (int nt = 0; nt < 2; nt++) {
+                int64_t K = mi == 1 ? 100 : 64;
+                typed_case c = {.p = {.batch = 3, .M = typed_Ms[mi], .N = 48, .K = K,
+                                      .b_trans = nt, .threads = 1 + nt, .dtype = DT_PEER_BF16}};
+                bf16_case(&c);
+                run_typed(d, &c, must, &tb);
+                typed_free(&c);
+            }
+        report(d->name, "bf16 bmm", &tb);
+        CU_ASSERT_EQUAL(tb.failed, 0);
+    }
+}
+
+/* int8 dense: bias, a non-zero zero point (and zero), per-channel scales;
+ * then pack twice with new weights.  int8 with a dynamic B is refused. */
+static void test_int8(void)
+{
+    int n;
+    const dt_peer_desc *const *list = dt_peers(&n);
+    printf("\n");
+    if (n == 0)
+        printf("    no peer is built in: skipped\n");
+    for (int i = 0; i < n; i++) {
+        const dt_peer_desc *d = list[i];
+        int must = must_run(d->name, DT_PEER_INT8);
+        tally t = {0, 0, 0};
+        for (int mi = 0; mi < 3; mi++)
+            for (int nk = 0; nk < 3; nk++) {
+                float *scale_b = malloc((size_t)typed_NKs[nk][0] * sizeof(float));
+                CU_ASSERT_PTR_NOT_NULL_FATAL(scale_b);
+                typed_case c = {.p = {.b_const = 1, .b_trans = 1, .batch = 1, .M = typed_Ms[mi],
+                                      .N = typed_NKs[nk][0], .K = typed_NKs[nk][1],
+                                      .bias = nk != 2, .act = mi == 2 ? DT_PEER_ACT_RELU
+                                                                      : DT_PEER_ACT_NONE,
+                                      .threads = 1 + (mi + nk) % 2, .dtype = DT_PEER_INT8,
+                                      .scale_a = 0.037f, .zp_a = mi == 1 ? 0 : 131}};
+                int8_case(&c, scale_b);
+                run_typed(d, &c, must, &t);
+                typed_free(&c);
+                free(scale_b);
+            }
+        report(d->name, "int8 dense", &t);
+        CU_ASSERT_EQUAL(t.failed, 0);
+
+        /* new weights through the same state (the reorder recomputes the
+         * zero-point compensation); scale_b is freed after create */
+        float *scale_b = malloc(48 * sizeof(float));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(scale_b);
+        typed_case c1 = {.p = {.b_const = 1, .b_trans = 1, .batch = 1, .M = 7, .N = 48, .K = 64,
+                               .bias = 1, .threads = 2, .dtype = DT_PEER_INT8,
+                               .scale_a = 0.5f, .zp_a = 7}};
+        int8_case(&c1, scale_b);
+        void *st = NULL;
+        dt_err e;
+        int rc = d->create(&c1.p, &st, &e);
+        if (rc == 0) {
+            int8_t *w2 = malloc(48 * 64);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(w2);
+            for (int k = 0; k < 48 * 64; k++)
+                w2[k] = (int8_t)(-((int8_t *)c1.w)[k]); /* negated: the sum negates */
+            float *y = malloc(7 * 48 * sizeof(float));
+            CU_ASSERT_PTR_NOT_NULL_FATAL(y);
+            memset(scale_b, 0xff, 48 * sizeof(float)); /* create() made its own copy */
+            CU_ASSERT_EQUAL(d->pack(st, c1.w, &e), 0);
+            CU_ASSERT_EQUAL(d->run(st, c1.x, c1.bias, y, &e), 0);
+            CU_ASSERT_EQUAL(compare_tol("int8 repack 1", &c1, y), 0);
+            CU_ASSERT_EQUAL(d->pack(st, w2, &e), 0);
+            memset(c1.w, 0, 48 * 64); /* the packed copy does not alias it */
+            CU_ASSERT_EQUAL(d->run(st, c1.x, c1.bias, y, &e), 0);
+            for (int k = 0; k < 7 * 48; k++) /* scale·(−acc) + bias */
+                c1.want[k] = 2.0 * c1.bias[k % 48] - c1.want[k];
+            CU_ASSERT_EQUAL(compare_tol("int8 repack 2", &c1, y), 0);
+            d->destroy(st);
+            free(w2), free(y);
+        } else {
+            CU_ASSERT(rc == DT_EUNSUPPORTED && !must);
+        }
+        typed_free(&c1);
+        free(scale_b);
+
+        /* int8 is for constant weights: a batched B is refused, not guessed */
+        float one = 1.0f;
+        dt_peer_problem bmm = {.batch = 2, .M = 3, .N = 1, .K = 4, .threads = 1,
+                               .dtype = DT_PEER_INT8, .scale_a = 1.0f, .scale_b = &one};
+        st = (void *)&one;
+        CU_ASSERT_EQUAL(d->create(&bmm, &st, &e), DT_EUNSUPPORTED);
+        CU_ASSERT_PTR_NULL(st);
+    }
+}
+
+/* Malformed dtypes and quantization parameters are DT_EINVAL; the f32-only
+ * peers refuse bf16 and int8 with DT_EUNSUPPORTED. */
+static void test_typed_invalid(void)
+{
+    int n;
+    const dt_peer_desc *const *list = dt_peers(&n);
+    float scales[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    const dt_peer_problem ok = {.b_const = 1, .b_trans = 1, .batch = 1, .M = 4, .N = 8, .K = 8,
+                                .threads = 1, .dtype = DT_PEER_INT8, .scale_a = 0.1f,
+                                .zp_a = 128, .scale_b = scales};
+    for (int i = 0; i < n; i++) {
+        const dt_peer_desc *d = list[i];
+        dt_peer_problem bad[6];
+        for (int j = 0; j < 6; j++)
+            bad[j] = ok;
+        bad[0].dtype = (dt_peer_dtype)9;
+        bad[1].scale_a = 0.0f;
+        bad[2].scale_a = NAN;
+        bad[3].zp_a = 256;
+        bad[4].scale_b = NULL;
+        bad[5].zp_a = -1;
+        for (int j = 0; j < 6; j++) {
+            void *st = (void *)&ok;
+            dt_err e;
+            dt_err_clear(&e);
+            CU_ASSERT_EQUAL(d->create(&bad[j], &st, &e), DT_EINVAL);
+            CU_ASSERT_PTR_NULL(st);
+            CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, d->name));
+        }
+        scales[5] = -2.0f; /* every channel's scale is checked */
+        void *st = (void *)&ok;
+        dt_err e;
+        CU_ASSERT_EQUAL(d->create(&ok, &st, &e), DT_EINVAL);
+        CU_ASSERT_PTR_NULL(st);
+        scales[5] = 1.0f;
+        if (strcmp(d->name, "onednn") && strcmp(d->name, "onednn_rt")) {
+            dt_peer_problem bf = ok;
+            bf.dtype = DT_PEER_BF16;
+            for (int k = 0; k < 2; k++) {
+                st = (void *)&ok;
+                CU_ASSERT_EQUAL(d->create(k ? &bf : &ok, &st, &e), DT_EUNSUPPORTED);
+                CU_ASSERT_PTR_NULL(st);
+            }
+            printf("\n    %s refuses bf16 and int8: %s", d->name, e.msg);
+        }
+    }
+    printf("\n");
+}
+
 static void test_fma_peak(void)
 {
     double g1 = dt_fma_peak_gflops(1, 0.3);
@@ -444,6 +833,98 @@ static void test_fma_peak(void)
     CU_ASSERT(isfinite(g0) && g0 > 1.0);
 }
 
+/* Every dtype's probe: a number where the instruction exists, NAN where it
+ * does not; the printed ratios to f32 are what a %peak divides by. */
+static void test_peaks(void)
+{
+    dt_target t;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_target_detect(&t, &e), 0);
+    double f32 = NAN;
+    printf("\n");
+    for (int k = 0; k < DT_PEAK_COUNT; k++) {
+        const char *ins = dt_peak_instruction((dt_peak_kind)k);
+        double g = dt_peak_gops((dt_peak_kind)k, 1, 0.3);
+        if (k == DT_PEAK_F32_FMA)
+            f32 = g;
+        printf("    %-4s peak, 1 thread: %7.1f %-7s (%s)", dt_peak_kind_name((dt_peak_kind)k), g,
+               dt_peak_unit((dt_peak_kind)k), ins ? ins : "no instruction here");
+        if (k != DT_PEAK_F32_FMA && isfinite(g) && f32 > 0)
+            printf(", %.2f x f32", g / f32);
+        printf("\n");
+        CU_ASSERT(ins ? isfinite(g) && g > 1.0 : isnan(g));
+    }
+    /* the instruction is there exactly when the target says so */
+    CU_ASSERT_PTR_NOT_NULL(dt_peak_instruction(DT_PEAK_F32_FMA));
+    CU_ASSERT_EQUAL(dt_peak_instruction(DT_PEAK_BF16_DP) != NULL,
+                    dt_target_has(&t, DT_FEAT_AVX512F) && dt_target_has(&t, DT_FEAT_AVX512_BF16));
+    CU_ASSERT_EQUAL(dt_peak_instruction(DT_PEAK_INT8_DP) != NULL,
+                    (dt_target_has(&t, DT_FEAT_AVX512F) &&
+                     dt_target_has(&t, DT_FEAT_AVX512_VNNI)) ||
+                        dt_target_has(&t, DT_FEAT_AVX_VNNI));
+    CU_ASSERT(isnan(dt_peak_gops((dt_peak_kind)DT_PEAK_COUNT, 1, 0.1)));
+    CU_ASSERT_STRING_EQUAL(dt_peak_kind_name((dt_peak_kind)-1), "?");
+    CU_ASSERT_STRING_EQUAL(dt_peak_unit(DT_PEAK_INT8_DP), "GOP/s");
+    CU_ASSERT_STRING_EQUAL(dt_peak_unit(DT_PEAK_BF16_DP), "GFLOP/s");
+}
+
+static void test_stream(void)
+{
+    uint64_t bytes = dt_stream_buffer_bytes();
+    CU_ASSERT(bytes >= (UINT64_C(256) << 20));
+    double b1 = dt_stream_read_gbps(1, 0.2), b2 = dt_stream_read_gbps(2, 0.2);
+    printf("\n    read bandwidth (%llu MiB): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n",
+           (unsigned long long)(bytes >> 20), b1, b2);
+    CU_ASSERT(isfinite(b1) && b1 > 0.1);
+    CU_ASSERT(isfinite(b2) && b2 > 0.1);
+}
+
+/* `dtune info` names how each dtype runs and whether AMX is there; --peaks
+ * adds the measured peaks and bandwidth (JSON: "peaks", "bandwidth"). */
+static void test_cli_info_peaks(void)
+{
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "info"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "dtypes:      f32 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, ", w8a32 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "amx:"));
+    CU_ASSERT_PTR_NULL(strstr(p.out, "peaks:"));
+    dt_test_proc_free(&p);
+
+    int code = -1;
+    json_t *j = dt_test_run_dtune_json(&code, "info --json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    json_t *f32 = json_object_get(json_object_get(j, "dtypes"), "f32");
+    CU_ASSERT(json_is_true(json_object_get(f32, "native")));
+    CU_ASSERT_PTR_NULL(json_object_get(j, "peaks"));
+    json_decref(j);
+
+    j = dt_test_run_dtune_json(&code, "info --json --peaks");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    json_t *peaks = json_object_get(j, "peaks"), *bw = json_object_get(j, "bandwidth");
+    size_t counts = json_array_size(json_object_get(peaks, "threads"));
+    CU_ASSERT(counts >= 1);
+    json_t *v = json_object_get(json_object_get(peaks, "f32"), "values");
+    CU_ASSERT_EQUAL(json_array_size(v), counts);
+    CU_ASSERT(json_real_value(json_array_get(v, 0)) > 1.0);
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(peaks, "bf16"));
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(peaks, "int8"),
+                                                             "unit")), "GOP/s");
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(bw, "values")), counts);
+    CU_ASSERT(json_real_value(json_array_get(json_object_get(bw, "values"), 0)) > 0.1);
+    json_decref(j);
+
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "info --peaks"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "peaks:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "bandwidth:"));
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "info --peak"), 1); /* usage error */
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "info --help"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "--peaks"));
+    dt_test_proc_free(&p);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -453,7 +934,13 @@ int main(void)
         {"oneDNN batched matmul on attention shapes", test_onednn_batched},
         {"pack twice with new weights", test_repack},
         {"invalid problems and operands", test_invalid},
+        {"bf16 dense and batch_matmul against the reference", test_bf16},
+        {"int8 dense against the exact integer result", test_int8},
+        {"invalid dtypes and quantization parameters", test_typed_invalid},
         {"FMA peak", test_fma_peak},
+        {"peak per dtype", test_peaks},
+        {"read bandwidth", test_stream},
+        {"dtune info: dtypes, AMX, --peaks", test_cli_info_peaks},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"peers", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

@@ -816,7 +816,7 @@ static void test_select_ranges(void)
             if (!isnan(tm[k][s]))
                 CU_ASSERT_EQUAL(dt_task_record(&t, k, s, tm[k][s]), 0);
     dt_predictor p;
-    dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+    dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
     dt_select_info info;
     CU_ASSERT_EQUAL_FATAL(dt_select_final(&t, &p, NULL, 0, 0, db, &info, &e), 0);
     CU_ASSERT_EQUAL(info.trials, 0);
@@ -873,7 +873,7 @@ static void test_select_ranges(void)
                           0);
     CU_ASSERT_EQUAL_FATAL(hand_kernels(&t, db2, &tg, 1, 3), 0);
     dt_task_record(&t, 0, 0, INFINITY);
-    dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+    dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
     CU_ASSERT_EQUAL(dt_select_final(&t, &p, NULL, 0, 0, db2, &info, &e), DT_ENOTFOUND);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "no kernel ran"));
     CU_ASSERT_EQUAL(dt_db_schedule_list(db2, t.workload_id, t.target_id, 1, &rows, &n, &e), 0);
@@ -932,7 +932,7 @@ static void test_select_budget_order(void)
     dt_measurer *m = failing_measurer(db, &tg, tkey);
     CU_ASSERT_FATAL(m != NULL);
     dt_predictor p;
-    dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+    dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
     dt_select_info info;
     /* top 2, one trial: K1 (the top kernel) on the heaviest shape (s1, weight
      * 0.5 · 10 ns) before any other shape; K0 is measured everywhere already */
@@ -955,7 +955,7 @@ static void test_select_budget_order(void)
     CU_ASSERT_EQUAL_FATAL(pred_task("selbudget2", &t, &db, &tg, tkey), 0);
     m = failing_measurer(db, &tg, tkey);
     CU_ASSERT_FATAL(m != NULL);
-    dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+    dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
     CU_ASSERT_EQUAL_FATAL(dt_select_final(&t, &p, m, 2, 100, db, &info, &e), 0);
     CU_ASSERT_EQUAL(info.trials, 3);
     for (int s = 0; s < 3; s++)
@@ -998,7 +998,7 @@ static void test_search_round_bookkeeping(void)
         dt_measurer *m = failing_measurer(db, &tg, tkey);
         CU_ASSERT_FATAL(m != NULL);
         dt_predictor p;
-        dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+        dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
         dt_rng_seed(&r, 42);
         CU_ASSERT_EQUAL_FATAL(
             dt_search_round(&t, &p, m, &o, focus, 3, 1, &r, &tg, &info, &e), 0);
@@ -1031,7 +1031,7 @@ static void test_search_round_bookkeeping(void)
     dt_measurer *m = failing_measurer(db, &tg, tkey);
     CU_ASSERT_FATAL(m != NULL);
     dt_predictor p;
-    dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+    dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
     dt_rng_seed(&r, 7);
     CU_ASSERT_EQUAL_FATAL(dt_search_round(&t, &p, m, &o, focus, 3, 100, &r, &tg, &info, &e), 0);
     CU_ASSERT(isinf(dt_task_measured(&t, 1, 1)));
@@ -1074,7 +1074,7 @@ static void test_search_round_strategies(void)
         dt_measurer *m = failing_measurer(db, &tg, tkey);
         CU_ASSERT_FATAL(m != NULL);
         dt_predictor p;
-        dt_predictor_init(&p, t.w->op->name, &tg, t.target_id);
+        dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
         dt_search_opts o;
         search_opts(&o);
         o.strategy = (dt_strategy)st;

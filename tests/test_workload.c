@@ -62,6 +62,59 @@ static void test_canonical_keys(void)
     expect_canon("dense(M=M,N=M,K=3;M=1..4)", "dense(M=M,N=M,K=3;M=1..4)");
     /* static workload */
     expect_canon("dense(M=1,N=2,K=3)", "dense(M=1,N=2,K=3)");
+    /* dtype: after the attributes, f32 (the default) never printed */
+    expect_canon("dense(dtype=bf16,M=1..128,N=768,K=768)",
+                 "dense(M=1..128,N=768,K=768,dtype=bf16)");
+    expect_canon("dense(M=1..128,N=768,K=768,dtype=f32)", "dense(M=1..128,N=768,K=768)");
+    expect_canon("dense(M=1..128,dtype=int8,N=768,K=768,epilogue=bias)",
+                 "dense(M=1..128,N=768,K=768,epilogue=bias,dtype=int8)");
+    expect_canon("dense(M=seq,N=4096,K=4096,dtype=w8a32;seq=1..64)",
+                 "dense(M=1..64,N=4096,K=4096,dtype=w8a32)");
+    expect_canon("batch_matmul(B=12,M=seq,N=seq,K=64,layout=NT,dtype=bf16;seq=1..128)",
+                 "batch_matmul(B=12,M=seq,N=seq,K=64,layout=NT,dtype=bf16;seq=1..128)");
+}
+
+static void test_dtype_keys(void)
+{
+    /* each dtype parses to its workload dtype and prints back */
+    for (int d = 0; d < DT_DTYPE_COUNT; d++) {
+        char key[128], out[DT_KEY_MAX];
+        snprintf(key, sizeof key, "dense(M=1..8,N=64,K=64,dtype=%s)", dt_dtype_name((dt_dtype)d));
+        dt_workload *w = NULL;
+        dt_err e;
+        CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(key, &w, &e), 0);
+        CU_ASSERT_EQUAL(w->dtype, (dt_dtype)d);
+        dt_workload_key(w, out, sizeof out);
+        CU_ASSERT_STRING_EQUAL(out, d == DT_DTYPE_F32 ? "dense(M=1..8,N=64,K=64)" : key);
+        /* the clone keeps it */
+        dt_workload *c = dt_workload_clone(w);
+        CU_ASSERT_EQUAL(c->dtype, w->dtype);
+        dt_workload_free(c);
+        dt_workload_free(w);
+    }
+    dt_dtype d;
+    CU_ASSERT_EQUAL(dt_dtype_from_name("bf16", &d), 0);
+    CU_ASSERT_EQUAL(d, DT_DTYPE_BF16);
+    CU_ASSERT_EQUAL(dt_dtype_from_name("fp8", &d), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_dtype_a_size(DT_DTYPE_INT8), 1);
+    CU_ASSERT_EQUAL(dt_dtype_b_size(DT_DTYPE_W8A32), 1);
+    CU_ASSERT_EQUAL(dt_dtype_a_size(DT_DTYPE_W8A32), 4);
+    CU_ASSERT_EQUAL(dt_dtype_c_size(DT_DTYPE_BF16), 4);
+    /* a CPU without the extensions runs bf16 and int8 on the portable back-end */
+    dt_target t;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_target_detect(&t, &e), 0);
+    dt_target_set_isa(&t, DT_ISA_GENERIC);
+    const char *how = NULL;
+    CU_ASSERT_EQUAL(dt_dtype_native(DT_DTYPE_BF16, &t, &how), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(how, "portable"));
+    CU_ASSERT_EQUAL(dt_dtype_native(DT_DTYPE_INT8, &t, &how), 0);
+    CU_ASSERT_EQUAL(dt_dtype_native(DT_DTYPE_F32, &t, &how), 1);
+    t.features &= ~DT_FEAT_BIT(DT_FEAT_AVX512_BF16);
+    dt_target_set_isa(&t, t.isa_max);
+    CU_ASSERT_EQUAL(dt_dtype_native(DT_DTYPE_BF16, &t, NULL), 0);
+    CU_ASSERT_EQUAL(dt_dtype_target(DT_DTYPE_BF16, &t).isa, DT_ISA_GENERIC);
+    CU_ASSERT_EQUAL(dt_dtype_target(DT_DTYPE_F32, &t).isa, t.isa);
 }
 
 static void test_key_errors(void)
@@ -87,6 +140,10 @@ static void test_key_errors(void)
         {"dense(M=1..128,N=768,K=768", "expected op("},
         {"dense(M=1..128,N=76 8,K=768)", "offset"},
         {"dense(M=1..128:0,N=1,K=1)", "step must be >= 1"},
+        {"dense(M=1..128,N=768,K=768,dtype=fp8)", "dtype=fp8 at offset 27: unknown dtype"},
+        {"dense(M=1..128,N=768,K=768,dtype=bf16,dtype=int8)", "dtype is given twice"},
+        {"batch_matmul(B=1,M=1..8,N=8,K=8,dtype=int8)",
+         "dtype int8 is not available for batch_matmul (it has f32, bf16)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *got = canon(cases[i].key);
@@ -126,6 +183,10 @@ static void random_key(char *buf, size_t n)
                                 (const char *[]){"bias", "gelu", "bias+relu"}[rand() % 3]);
     if (!is_dense && rand() % 2)
         len += (size_t)snprintf(buf + len, n - len, ",layout=%s", rand() % 2 ? "NT" : "NN");
+    if (rand() % 3 == 0)
+        len += (size_t)snprintf(buf + len, n - len, ",dtype=%s",
+                                is_dense ? (const char *[]){"f32", "bf16", "int8", "w8a32"}[rand() % 4]
+                                         : (rand() % 2 ? "bf16" : "f32"));
     char sep = ';';
     for (int v = 0; v < 3; v++) {
         if (!strstr(buf, vars[v]))
@@ -335,6 +396,7 @@ int main(void)
     CU_TestInfo tests[] = {
         {"canonical keys", test_canonical_keys},
         {"malformed and impossible keys", test_key_errors},
+        {"dtypes in keys", test_dtype_keys},
         {"random keys round-trip", test_random_keys_round_trip},
         {"domains", test_domains},
         {"shape sets, weights, shape strings", test_shape_set},

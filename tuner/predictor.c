@@ -7,10 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-void dt_predictor_init(dt_predictor *p, const char *op, const dt_target *tg, int64_t target_id)
+void dt_costmodel_name(const char *op, dt_dtype dtype, char *buf, size_t n)
+{
+    if (dtype == DT_DTYPE_F32)
+        snprintf(buf, n, "%s", op);
+    else
+        snprintf(buf, n, "%s:%s", op, dt_dtype_name(dtype));
+}
+
+void dt_predictor_init(dt_predictor *p, const char *op, dt_dtype dtype, const dt_target *tg,
+                       int64_t target_id)
 {
     memset(p, 0, sizeof *p);
-    snprintf(p->op, sizeof p->op, "%s", op);
+    dt_costmodel_name(op, dtype, p->op, sizeof p->op);
+    snprintf(p->opname, sizeof p->opname, "%s", op);
+    p->dtype = dtype;
     p->tg = *tg;
     p->target_id = target_id;
     dt_xgb_params_default(&p->params);
@@ -120,9 +131,13 @@ static dt_workload *load_workload(load_ctx *l, int64_t id)
     dt_db_workload row;
     dt_err e2;
     if (dt_db_workload_get_by_id(l->db, id, &row, &e2) == 0) {
-        if (row.op && strcmp(row.op, l->p->op) == 0 &&
+        if (row.op && strcmp(row.op, l->p->opname) == 0 &&
             dt_workload_parse_key(row.key, &w, &e2) != 0)
             w = NULL;
+        if (w && w->dtype != l->p->dtype) { /* another dtype: another cost model */
+            dt_workload_free(w);
+            w = NULL;
+        }
         dt_db_workload_free(&row);
     }
     if (cache_put(&l->wl, &l->nwl, id, w)) {

@@ -30,7 +30,13 @@ typedef struct dt_cm_row {
 } dt_cm_row;
 
 typedef struct dt_predictor {
-    char op[32];
+    /* One cost model per (op, dtype): a dtype changes the instructions, the
+     * bytes per element and so what a tile's features are worth (bf16 2×,
+     * int8 4× the f32 throughput, w8a32 bandwidth-bound), and records of one
+     * dtype say little about another (docs/cost-model.md). */
+    char op[48];            /* the cost model's name: "dense", "dense:bf16" (f32: the op alone) */
+    char opname[32];        /* the op */
+    dt_dtype dtype;
     dt_target tg;
     int64_t target_id;
     dt_cm_row *rows;
@@ -41,7 +47,12 @@ typedef struct dt_predictor {
     dt_xgb_params params;
 } dt_predictor;
 
-void dt_predictor_init(dt_predictor *p, const char *op, const dt_target *tg, int64_t target_id);
+/* A predictor for op's kernels in dtype on target tg (the target as the
+ * dtype's kernels see it: sketch/dtype.h, dt_dtype_target). */
+void dt_predictor_init(dt_predictor *p, const char *op, dt_dtype dtype, const dt_target *tg,
+                       int64_t target_id);
+/* The cost model name of (op, dtype): "op", or "op:dtype" beyond f32. */
+void dt_costmodel_name(const char *op, dt_dtype dtype, char *buf, size_t n);
 void dt_predictor_free(dt_predictor *p);
 
 /* Loads every ok record of the op on the target from db as training rows,

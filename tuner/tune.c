@@ -201,10 +201,11 @@ static double time_reserve(double time_s, double per, int64_t need)
     return t < time_s / 4 ? t : time_s / 4;
 }
 
-static int op_index(dt_predictor *p, int np, const char *op)
+/* The predictor of w's (op, dtype) among p[0..np), or -1. */
+static int op_index(dt_predictor *p, int np, const dt_workload *w)
 {
     for (int i = 0; i < np; i++)
-        if (strcmp(p[i].op, op) == 0)
+        if (strcmp(p[i].opname, w->op->name) == 0 && p[i].dtype == w->dtype)
             return i;
     return -1;
 }
@@ -216,7 +217,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
     if (n < 1 || n > DT_TUNE_MAX_TASKS)
         return dt_errf(e, DT_EINVAL, "a tune takes 1..%d workloads, not %d", DT_TUNE_MAX_TASKS, n);
     double t0 = dt_now_s();
-    dt_predictor pred[2];
+    dt_predictor pred[DT_TUNE_MAX_COSTMODELS];
     int np = 0, rc = 0;
     dt_measurer *m = NULL;
     int64_t used = 0;
@@ -224,12 +225,15 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
         if ((rc = dt_task_attach(&tasks[i], db, tg, target_key, e)))
             break;
         used += tasks[i].trials;
-        if (op_index(pred, np, tasks[i].w->op->name) < 0) {
-            if (np == 2) {
-                rc = dt_errf(e, DT_EUNSUPPORTED, "more than two ops in one tune");
+        if (op_index(pred, np, tasks[i].w) < 0) {
+            if (np == DT_TUNE_MAX_COSTMODELS) {
+                rc = dt_errf(e, DT_EUNSUPPORTED, "more than %d (op, dtype) pairs in one tune",
+                             DT_TUNE_MAX_COSTMODELS);
                 break;
             }
-            dt_predictor_init(&pred[np], tasks[i].w->op->name, tg, tasks[i].target_id);
+            dt_target dtg = dt_dtype_target(tasks[i].w->dtype, tg);
+            dt_predictor_init(&pred[np], tasks[i].w->op->name, tasks[i].w->dtype, &dtg,
+                              tasks[i].target_id);
             rc = dt_predictor_load(&pred[np++], db, e);
         }
     }
@@ -240,7 +244,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
         rc = dt_tune_check_budget(o->trials, o->time_s, used, unmeasured, n, e);
     }
     for (int i = 0; i < n && !rc; i++) {
-        dt_predictor *p = &pred[op_index(pred, np, tasks[i].w->op->name)];
+        dt_predictor *p = &pred[op_index(pred, np, tasks[i].w)];
         if (!p->costmodel && (rc = dt_predictor_train(p, NULL, e)))
             break;
         if ((rc = dt_search_refresh(&tasks[i], p, e)))
@@ -323,7 +327,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
             if (o->time_s > 0 && el + treserve >= o->time_s)
                 break;
         }
-        dt_predictor *p = &pred[op_index(pred, np, t->w->op->name)];
+        dt_predictor *p = &pred[op_index(pred, np, t->w)];
         int nf = 0;
         if (o->strategy == DT_STRATEGY_PER_SHAPE)
             focus[nf++] = least_tuned_shape(t);
@@ -338,7 +342,9 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
         if (so.shapes_per_kernel > 1 && cap < (int64_t)kpr * so.shapes_per_kernel)
             so.shapes_per_kernel = cap / kpr > 1 ? (int)(cap / kpr) : 1;
         dt_tune_event ev = {.kind = DT_TUNE_EV_ROUND, .task = t, .task_index = i};
-        if ((rc = dt_search_round(t, p, m, &so, focus, nf, cap, &rng, tg, &ev.round, e)))
+        /* a dtype the CPU cannot run natively is searched on its portable back-end */
+        dt_target dtg = dt_dtype_target(t->w->dtype, tg);
+        if ((rc = dt_search_round(t, p, m, &so, focus, nf, cap, &rng, &dtg, &ev.round, e)))
             break;
         used += ev.round.trials;
         t->rounds++;
@@ -368,7 +374,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
      * the selection trials left are shared out in model order */
     for (int i = 0; i < n && !rc; i++) {
         dt_task *t = &tasks[i];
-        dt_predictor *p = &pred[op_index(pred, np, t->w->op->name)];
+        dt_predictor *p = &pred[op_index(pred, np, t->w)];
         if (o->stop && *o->stop)
             r->stopped = 1;
         int64_t allow = INT64_MAX;
@@ -420,7 +426,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
     /* the cost models, with their held-out quality */
     for (int j = 0; j < np && !rc; j++) {
         dt_tune_cm_quality *q = &r->cm[r->ncms++];
-        snprintf(q->op, sizeof q->op, "%.31s", pred[j].op);
+        snprintf(q->op, sizeof q->op, "%.47s", pred[j].op);
         q->records = pred[j].n;
         dt_quality qa;
         if ((rc = dt_predictor_evaluate(&pred[j], 0.2, o->seed, &qa, e)))

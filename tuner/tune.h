@@ -82,8 +82,10 @@ typedef struct dt_tune_opts {
 } dt_tune_opts;
 void dt_tune_opts_default(dt_tune_opts *o);
 
+#define DT_TUNE_MAX_COSTMODELS 8 /* distinct (op, dtype) pairs in one tune */
+
 typedef struct dt_tune_cm_quality {
-    char op[32];
+    char op[48];
     int64_t records;
     double tau_within_shape, tau_all, recall; /* held-out (20%), NAN when too few */
 } dt_tune_cm_quality;
@@ -101,7 +103,8 @@ typedef struct dt_tune_result {
     double seconds;
     int stopped;                  /* the stop flag ended the search (or the selection) */
     int ncms;
-    dt_tune_cm_quality cm[2];     /* per op: the cost models trained and their quality */
+    /* per (op, dtype): the cost models trained and their quality */
+    dt_tune_cm_quality cm[DT_TUNE_MAX_COSTMODELS];
 } dt_tune_result;
 
 #define DT_TUNE_MAX_TASKS 64

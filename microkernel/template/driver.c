@@ -1,9 +1,17 @@
 /* ---- dtune micro-kernel driver (microkernel/template/driver.c) ------------
  * Follows the generated register kernel dt_ukr().  Everything here is fixed
  * C selected by the macros the generator defined; M, N, K, batch and strides
- * are run-time arguments, so one build serves every shape. */
+ * are run-time arguments, so one build serves every shape.
+ *
+ * One driver for every dtype: the dtype's types block (template/types_*.h)
+ * names the element types — dt_ta (A as the caller stores it, and A's packed
+ * panels), dt_tb (B as stored and packed), dt_tc (C) — and KG, the K elements
+ * one packed group holds (1; 2 for bf16 pairs and 4 for int8 quads in the
+ * layouts vdpbf16ps and vpdpbusd read).  Panels hold K rounded up to whole
+ * groups, zero-filled (local padding along K too). */
 
 #define DT_STRIPS(n) (((n) + NR - 1) / NR)
+#define DT_KP(k) (((k) + KG - 1) / KG * KG) /* k rounded up to whole groups */
 
 /* Transposes a VL×VL block: dst[c*ldd + r] = src[r*lds + c] for r, c < VL
  * (rows r >= rows read as zeros).  Used by dt_pack_b when K is the
@@ -65,25 +73,27 @@ DT_INLINE void dt_transpose_block(const float *src, int64_t lds, int rows, float
 #endif
 
 /* Packs columns [0, n) of a K×n operand, element (k, j) at src[j*s_n + k*s_k],
- * into NR-wide panels [strip][K][NR], zero-padding the last strip (local
- * padding: boundary tiles then compute in full on zeros).  The two layouts
- * that occur get a fast path: s_n == 1 (rows of the panel are contiguous in
- * src: copies) and s_k == 1 (K contiguous: VL×VL block transposes). */
-static void dt_pack_b(int64_t K, int64_t n, const float *src, int64_t s_n, int64_t s_k,
-                      float *dst)
+ * into NR-wide panels [strip][DT_KP(K)/KG][NR][KG], zero-padding the last
+ * strip and the last K group (local padding: boundary tiles then compute in
+ * full on zeros).  With KG = 1 the two layouts that occur get a fast path:
+ * s_n == 1 (rows of the panel are contiguous in src: copies) and s_k == 1
+ * (K contiguous: VL×VL block transposes, f32 only). */
+static void dt_pack_b(int64_t K, int64_t n, const dt_tb *src, int64_t s_n, int64_t s_k,
+                      dt_tb *dst)
 {
     for (int64_t j = 0; j < n; j += NR) {
         int64_t nv = DT_MIN(NR, n - j);
-        float *panel = dst + (j / NR) * K * NR;
+        dt_tb *panel = dst + (j / NR) * DT_KP(K) * NR;
+#if KG == 1
         int64_t k0 = 0;
         if (s_n == 1) {
             for (int64_t k = 0; k < K; k++) {
-                memcpy(panel + k * NR, src + j + k * s_k, (size_t)nv * sizeof(float));
-                memset(panel + k * NR + nv, 0, (size_t)(NR - nv) * sizeof(float));
+                memcpy(panel + k * NR, src + j + k * s_k, (size_t)nv * sizeof(dt_tb));
+                memset(panel + k * NR + nv, 0, (size_t)(NR - nv) * sizeof(dt_tb));
             }
             continue;
         }
-#if DT_HAVE_TRANSPOSE
+#if DT_HAVE_TRANSPOSE && DT_TB_F32
         if (s_k == 1) {
             /* full VL-wide k blocks by transposes; the k tail below */
             for (; k0 + VL <= K; k0 += VL)
@@ -94,43 +104,86 @@ static void dt_pack_b(int64_t K, int64_t n, const float *src, int64_t s_n, int64
                 }
         }
 #endif
+#if !DT_TB_F32
+        if (s_k == 1) {
+            /* narrow weights (s8) with K contiguous: 64 k of one column at a
+             * time, so each source line is read once, not once per k */
+            for (int64_t kb = 0; kb < K; kb += 64)
+                for (int64_t q = 0; q < NR; q++)
+                    for (int64_t k = kb; k < DT_MIN(K, kb + 64); k++)
+                        panel[k * NR + q] = q < nv ? src[(j + q) * s_n + k] : 0;
+            continue;
+        }
+#endif
         for (int64_t k = k0; k < K; k++) {
-            float *row = panel + k * NR;
+            dt_tb *row = panel + k * NR;
             int64_t q = 0;
             for (; q < nv; q++)
                 row[q] = src[(j + q) * s_n + k * s_k];
             for (; q < NR; q++)
-                row[q] = 0.0f;
+                row[q] = 0;
         }
+#else
+        /* groups of KG consecutive k of one column are adjacent: the group
+         * of k (a multiple of KG) is the NR×KG block at panel + k * NR */
+        const int64_t kfull = K / KG * KG;
+        if (s_k == 1) { /* a column's group is KG contiguous elements */
+            for (int64_t q = 0; q < nv; q++)
+                for (int64_t k = 0; k < kfull; k += KG)
+                    memcpy(panel + k * NR + q * KG, src + (j + q) * s_n + k,
+                           KG * sizeof(dt_tb));
+        } else {
+            for (int64_t k = 0; k < kfull; k += KG)
+                for (int64_t q = 0; q < nv; q++)
+                    for (int g = 0; g < KG; g++)
+                        panel[k * NR + q * KG + g] = src[(j + q) * s_n + (k + g) * s_k];
+        }
+        if (nv < NR)
+            for (int64_t k = 0; k < kfull; k += KG)
+                memset(panel + k * NR + nv * KG, 0, (size_t)((NR - nv) * KG) * sizeof(dt_tb));
+        /* the last, partial group: zero-padded */
+        for (int64_t k = kfull; k < DT_KP(K); k += KG)
+            for (int64_t q = 0; q < NR; q++)
+                for (int g = 0; g < KG; g++)
+                    panel[k * NR + q * KG + g] =
+                        q < nv && k + g < K ? src[(j + q) * s_n + (k + g) * s_k] : 0;
+#endif
     }
 }
 
 #if !DT_SKETCH_STREAM
 /* Packs rows [0, mc) × columns [0, kc) of x into MR-tall panels
- * [mc/MR][kc][MR], zero-padding the rows past mc (local padding). */
-static void dt_pack_a(const float *x, int64_t ldx, int64_t mc, int64_t kc, float *dst)
+ * [mc/MR][DT_KP(kc)/KG][MR][KG], zero-padding the rows past mc and the last
+ * K group (local padding). */
+static void dt_pack_a(const dt_ta *x, int64_t ldx, int64_t mc, int64_t kc, dt_ta *dst)
 {
+    const int64_t kp = DT_KP(kc);
     for (int64_t i = 0; i < mc; i += MR) {
         int64_t mv = DT_MIN(MR, mc - i);
-        float *panel = dst + (i / MR) * kc * MR;
+        dt_ta *panel = dst + (i / MR) * kp * MR;
         for (int64_t r = 0; r < MR; r++) {
+            int64_t k = 0;
             if (r < mv) {
-                const float *src = x + (i + r) * ldx;
-                for (int64_t k = 0; k < kc; k++)
-                    panel[k * MR + r] = src[k];
-            } else {
-                for (int64_t k = 0; k < kc; k++)
-                    panel[k * MR + r] = 0.0f;
+                const dt_ta *src = x + (i + r) * ldx;
+#if KG > 1
+                /* whole groups: one KG-element copy each (a 32-bit move) */
+                for (; k + KG <= kc; k += KG)
+                    memcpy(panel + (k / KG * MR + r) * KG, src + k, KG * sizeof(dt_ta));
+#endif
+                for (; k < kc; k++)
+                    panel[(k / KG * MR + r) * KG + k % KG] = src[k];
             }
+            for (; k < kp; k++)
+                panel[(k / KG * MR + r) * KG + k % KG] = 0;
         }
     }
 }
 #endif
 
 /* One MR×NR output tile: rows_valid × cols_valid of it are real. */
-static inline void dt_tile(int64_t kc, const float *a, int64_t lda, int rows_valid,
-                           const float *b, float *y, int64_t ldy, int cols_valid, int accumulate,
-                           const float *bias, int last)
+static inline void dt_tile(int64_t kc, const dt_ta *a, int64_t lda, int rows_valid,
+                           const dt_tb *b, dt_tc *y, int64_t ldy, int cols_valid, int accumulate,
+                           const float *bias, int last, const dt_qctx *q, int64_t col)
 {
     const float *bias_p = NULL;
 #if DT_BIAS
@@ -150,37 +203,39 @@ static inline void dt_tile(int64_t kc, const float *a, int64_t lda, int rows_val
 #if DT_STORE_SCRATCH
     if (rows_valid < MR || cols_valid < NR) {
         /* boundary tile: compute in full into a local tile, copy out the valid part */
-        float tile[MR * NR] __attribute__((aligned(64)));
+        dt_tc tile[MR * NR] __attribute__((aligned(64)));
         if (accumulate) {
             memset(tile, 0, sizeof tile);
             for (int r = 0; r < rows_valid; r++)
-                memcpy(tile + r * NR, y + r * ldy, (size_t)cols_valid * sizeof(float));
+                memcpy(tile + r * NR, y + r * ldy, (size_t)cols_valid * sizeof(dt_tc));
         }
-        dt_ukr(kc, a, lda, rows_valid, b, tile, NR, MR, NR, accumulate, bias_p, last);
+        dt_ukr(kc, a, lda, rows_valid, b, tile, NR, MR, NR, accumulate, bias_p, last, q, col);
         for (int r = 0; r < rows_valid; r++)
-            memcpy(y + r * ldy, tile + r * NR, (size_t)cols_valid * sizeof(float));
+            memcpy(y + r * ldy, tile + r * NR, (size_t)cols_valid * sizeof(dt_tc));
         return;
     }
 #endif
-    dt_ukr(kc, a, lda, rows_valid, b, y, ldy, rows_valid, cols_valid, accumulate, bias_p, last);
+    dt_ukr(kc, a, lda, rows_valid, b, y, ldy, rows_valid, cols_valid, accumulate, bias_p, last, q,
+           col);
 }
 
 /* The NC-blocked column loop of the blocked sketch: C[m0:m1, n0:n1] of one
  * matrix; bp holds B's packed strips for all of N (strip s at bp + s*K*NR);
  * n0 is a multiple of NR. */
 static void dt_gemm_range(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t K,
-                          const float *x, int64_t ldx, const float *bp, const float *bias,
-                          float *y, int64_t ldy)
+                          const dt_ta *x, int64_t ldx, const dt_tb *bp, const float *bias,
+                          dt_tc *y, int64_t ldy, const dt_qctx *q)
 {
+    const int64_t kp = DT_KP(K);
 #if DT_SKETCH_STREAM
     /* the weights stream once per M tile group; A rows are read in place */
     for (int64_t jr = n0; jr < n1; jr += NR)
         for (int64_t ir = m0; ir < m1; ir += MR)
-            dt_tile(K, x + ir * ldx, ldx, (int)DT_MIN(MR, m1 - ir), bp + (jr / NR) * K * NR,
+            dt_tile(K, x + ir * ldx, ldx, (int)DT_MIN(MR, m1 - ir), bp + (jr / NR) * kp * NR,
                     y + ir * ldy + jr, ldy, (int)DT_MIN(NR, n1 - jr), 0, bias ? bias + jr : NULL,
-                    1);
+                    1, q, jr);
 #else
-    float abuf[((MC + MR - 1) / MR) * MR * KC] __attribute__((aligned(64)));
+    dt_ta abuf[((MC + MR - 1) / MR) * MR * KC] __attribute__((aligned(64)));
     for (int64_t jc = n0; jc < n1; jc += NC) {
         int64_t jc1 = DT_MIN(n1, jc + NC);
         for (int64_t pc = 0; pc < K; pc += KC) {
@@ -196,10 +251,10 @@ static void dt_gemm_range(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_
                 for (int64_t jr = jc; jr < jc1; jr += NR)
                     for (int64_t ir = 0; ir < mc; ir += MR)
 #endif
-                        dt_tile(kc, abuf + (ir / MR) * kc * MR, 0, (int)DT_MIN(MR, mc - ir),
-                                bp + (jr / NR) * K * NR + pc * NR, y + (ic + ir) * ldy + jr,
+                        dt_tile(kc, abuf + (ir / MR) * DT_KP(kc) * MR, 0, (int)DT_MIN(MR, mc - ir),
+                                bp + (jr / NR) * kp * NR + pc * NR, y + (ic + ir) * ldy + jr,
                                 ldy, (int)DT_MIN(NR, jc1 - jr), acc, bias ? bias + jr : NULL,
-                                last);
+                                last, q, jr);
             }
         }
     }

@@ -1,13 +1,13 @@
 #if DT_OP_BMM
 static void dt_bmm_worker(int tid, int nt, int64_t items, int64_t per, int64_t M, int64_t N,
                           int64_t K,
-                          const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb,
-                          int64_t sb, float *C, int64_t ldc, int64_t sc)
+                          const dt_ta *A, int64_t lda, int64_t sa, const dt_tb *B, int64_t ldb,
+                          int64_t sb, dt_tc *C, int64_t ldc, int64_t sc)
 {
     int64_t i0 = items * tid / nt, i1 = items * (tid + 1) / nt;
     if (i0 >= i1)
         return;
-#if DT_LAYOUT_NT
+#if DT_LAYOUT_NT || KG > 1
     const int direct = 0;
 #else
     /* a K×NR row-major B (P·V with NR = N = 64) already is its one packed
@@ -17,9 +17,9 @@ static void dt_bmm_worker(int tid, int nt, int64_t items, int64_t per, int64_t M
     /* B is dynamic: each worker packs the matrices it needs, once each, on
      * the stack when small (attention shapes: the call is a few µs and an
      * allocation is a measurable part of it) */
-    size_t bytes = ((size_t)DT_STRIPS(N) * NR * (size_t)K * sizeof(float) + 63) / 64 * 64;
-    float stack_bp[16384] __attribute__((aligned(64)));
-    float *bp = direct || bytes <= sizeof stack_bp ? stack_bp : aligned_alloc(64, bytes);
+    size_t bytes = ((size_t)DT_STRIPS(N) * NR * (size_t)DT_KP(K) * sizeof(dt_tb) + 63) / 64 * 64;
+    dt_tb stack_bp[65536 / sizeof(dt_tb)] __attribute__((aligned(64)));
+    dt_tb *bp = direct || bytes <= sizeof stack_bp ? stack_bp : aligned_alloc(64, bytes);
     if (!bp)
         abort(); /* no way to report from here; the runner classifies the crash */
     int64_t packed_b = -1;
@@ -34,17 +34,18 @@ static void dt_bmm_worker(int tid, int nt, int64_t items, int64_t per, int64_t M
             packed_b = it.b;
         }
         dt_gemm_range(it.m0, it.m1, it.n0, it.n1, K, A + it.b * sa, lda,
-                      direct ? B + it.b * sb : bp, NULL, C + it.b * sc, ldc);
+                      direct ? B + it.b * sb : bp, NULL, C + it.b * sc, ldc, NULL);
     }
     if (bp != stack_bp)
         free(bp);
 }
 
 /* C[b] = A[b]·B[b] (NN: B[b] is K×N) or A[b]·B[b]ᵀ (NT: B[b] is N×K), for
- * b < batch; lda/ldb/ldc are row strides, sa/sb/sc batch strides. */
-DT_EXPORT void dtk_bmm(int64_t batch, int64_t M, int64_t N, int64_t K, const float *A,
-                       int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb, float *C,
-                       int64_t ldc, int64_t sc, int nthreads)
+ * b < batch; lda/ldb/ldc are row strides, sa/sb/sc batch strides.  The name
+ * comes from the dtype's types block (dtk_bmm, with a suffix beyond f32). */
+DT_EXPORT void DT_FN_BMM(int64_t batch, int64_t M, int64_t N, int64_t K, const dt_ta *A,
+                         int64_t lda, int64_t sa, const dt_tb *B, int64_t ldb, int64_t sb,
+                         dt_tc *C, int64_t ldc, int64_t sc, int nthreads)
 {
     if (batch <= 0 || M <= 0 || N <= 0 || K <= 0)
         return;

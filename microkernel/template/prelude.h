@@ -16,7 +16,8 @@
 #ifndef DT_EXPORT
 #define DT_EXPORT __attribute__((visibility("default")))
 #endif
-#define DT_INLINE static inline __attribute__((always_inline))
+/* unused: a kernel uses only some helpers (exports compile with -Werror) */
+#define DT_INLINE static inline __attribute__((always_inline, unused))
 #define DT_MIN(a, b) ((a) < (b) ? (a) : (b))
 
 /* vf: the back-end's float vector; vi: the integer vector of the same size.
@@ -37,7 +38,7 @@ typedef __m512 vf;
 #elif defined(DT_ISA_AVX2)
 #include <immintrin.h>
 typedef __m256 vf;
-static const int32_t dt_mask_table[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+static const int32_t dt_mask_table[16] __attribute__((unused)) = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
 #define VLOAD(p) _mm256_loadu_ps(p)
 #define VSTORE(p, v) _mm256_storeu_ps((p), (v))
 #define VBCAST(x) _mm256_set1_ps(x)
@@ -72,6 +73,17 @@ DT_INLINE void dt_vstore_n(float *p, vf v, int n) { memcpy(p, &v, (size_t)n * si
 #define VSTORE_N(p, v, n) dt_vstore_n((p), (v), (n))
 #define VPREFETCH(p) __builtin_prefetch((p), 0, 3)
 #endif
+
+/* What a quantized dtype's epilogue reads besides the bias (NULL for the
+ * others): per-column weight scales and column sums (stored after the
+ * packed panels, padded to whole strips), the activations' scale and zero
+ * point. */
+typedef struct {
+    const float *scale_b;
+    const int32_t *colsum;
+    float scale_a;
+    int32_t zp_a;
+} dt_qctx;
 
 typedef int32_t vi __attribute__((vector_size(sizeof(vf))));
 typedef float vx __attribute__((vector_size(sizeof(vf)))); /* vf as a GCC vector */

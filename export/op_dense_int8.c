@@ -1,0 +1,77 @@
+/* dense's export hooks for int8 (export/export_op.h):
+ *   size_t NAME_packed_size(void);
+ *   void   NAME_pack(const int8_t *W, const float *scale_b, void *packed);
+ *   void   NAME(<vars>, const uint8_t *X, float scale_a, int32_t zp_a,
+ *               const void *packed, float *Y[, const float *bias]);
+ * Y[m,n] = scale_a·scale_b[n]·Σ_k (X[m,k] − zp_a)·W[n,k] (+ bias) (then ReLU /
+ * GELU).  NAME_pack takes weights already quantized to s8 and their
+ * per-output-channel scales — the quantization is the caller's (a model
+ * compiler's) choice, never dtune's — and computes the zero-point
+ * compensation Σ_k W[n,k] itself (it depends on W alone; the kernels
+ * subtract zp_a·Σ_k W[n,k] once per output, docs/export.md).  Each kernel
+ * called through its dtk_dense_u8s8 (microkernel/op_dense_int8.c), each
+ * packing region filled by its dtk_pack_u8s8. */
+#include <stdio.h>
+
+#include "export/export_internal.h"
+
+extern const dt_op_desc dt_op_dense;
+
+static void dense_params(dt_strbuf *sb, const dt_export_plan *p)
+{
+    dt_sb_appendf(sb, "const uint8_t *X, float scale_a, int32_t zp_a, const void *packed, "
+                      "float *Y%s",
+                  p->g.bias ? ", const float *bias" : "");
+}
+
+static void dense_doc(dt_strbuf *sb, const dt_export_plan *p)
+{
+    dt_sb_appendf(sb,
+                  " *\n * dtype int8: X is u8 with one scale and zero point (its real value is\n"
+                  " * scale_a * (X - zp_a)), W is s8 with one scale per output channel n\n"
+                  " * (scale_b[n]), the sums are int32, Y is f32:\n"
+                  " *   Y[m,n] = scale_a * scale_b[n] * sum_k (X[m,k] - zp_a) * W[n,k]%s%s,\n"
+                  " * all row-major and contiguous.  The int32 sums are exact while\n"
+                  " * |sum_k (X[m,k] - zp_a) * W[n,k]| < 2^31 (always for K <= 65793).\n"
+                  " * %s_packed_size(): bytes of the packed weights (%lld, a multiple of 64).\n"
+                  " * %s_pack(W, scale_b, packed): packs the already-quantized W (N x K s8,\n"
+                  " *   row-major) and its N per-channel scales once into packed, with the\n"
+                  " *   zero-point compensation sum_k W[n,k] it computes itself; every layout\n"
+                  " *   the dispatcher needs is in it (%d region%s, one per panel layout).\n"
+                  " *   Every scale_b[n] must be finite and non-zero: %s_pack cannot report\n"
+                  " *   an error, and any other scale makes the outputs meaningless.\n"
+                  " * %s(...): Y for any shape, scale_a and zp_a X's quantization (scale_a\n"
+                  " *   finite); packed as filled by %s_pack%s.\n"
+                  " * Pointers are borrowed; packed is best 64-byte aligned (at least 4).\n",
+                  p->g.bias ? " + bias[n]" : "", dt_export_act_text(p), p->name,
+                  (long long)p->packed_bytes, p->name, p->npack, p->npack == 1 ? "" : "s",
+                  p->name, p->name, p->name, p->g.bias ? "; bias has N floats" : "");
+}
+
+static void dense_call(dt_strbuf *sb, const dt_export_plan *p, int k)
+{
+    dt_sb_appendf(sb, "        %s_k%d_dtk_dense_u8s8(dt_M, dt_N, dt_K, X, dt_K, scale_a, zp_a, "
+                      "(const char *)packed + %lld, %s, Y, dt_N, %s_THREADS);\n",
+                  p->name, k, (long long)p->pack[p->k[k].pack_group].offset,
+                  p->g.bias ? "bias" : "NULL", p->name);
+}
+
+static void dense_pack(dt_strbuf *sb, const dt_export_plan *p, int g)
+{
+    dt_sb_appendf(sb, "    %s_k%d_dtk_pack_u8s8(%lld, %lld, W, scale_b, (char *)packed + %lld);\n",
+                  p->name, p->pack[g].kernel, (long long)p->N, (long long)p->K,
+                  (long long)p->pack[g].offset);
+}
+
+const dt_export_op dt_export_op_dense_int8 = {
+    .op = &dt_op_dense,
+    .dtype = DT_DTYPE_INT8,
+    .params = {"X", "W", "Y", "packed", "bias", "scale_a", "zp_a", "scale_b"},
+    .emit_params = dense_params,
+    .emit_doc = dense_doc,
+    .emit_call = dense_call,
+    .pack_params = "const int8_t *W, const float *scale_b, void *packed",
+    .offset_unit = 1,
+    .pack_tail = "the column sums (int32) and the scales (float) of every padded column",
+    .emit_pack = dense_pack,
+};

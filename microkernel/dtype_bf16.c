@@ -1,0 +1,168 @@
+/* The bf16 back-end of the micro-kernels (microkernel/mk_op.h, dt_mk_dtype):
+ * A and B bf16 (uint16_t), f32 accumulation, C f32.  The register kernel
+ * dt_ukr is an MR×NR tile of f32 accumulators c<i>_<v>, like f32's, so the
+ * accumulate / bias / activation / store end is dt_emit_store_f32.
+ *
+ *   native (isa avx512; only sampled where dt_dtype_native says avx512_bf16):
+ *     K groups of KG = 2.  A step is one group: NV full-vector loads of the
+ *     packed B panel ([kc/2][NR][2]: 16 columns × 2 k per zmm), per row one
+ *     32-bit broadcast of A's pair and NV vdpbf16ps.  In the stream sketch
+ *     A is read in place, so an odd K's last group is assembled as (a, 0)
+ *     rather than read past the row.
+ *   portable (isa generic or avx2): KG = 1, a bf16 widened to f32 by a
+ *     16-bit shift (B: VL bf16 zero-extended to 32-bit lanes; A: a 16-bit
+ *     broadcast), then the f32 FMA of the prelude. */
+#include "microkernel/emit.h"
+#include "microkernel/mk_op.h"
+
+#include "dt_tpl_act_h.h"
+#include "dt_tpl_driver_c.h"
+#include "dt_tpl_prelude_h.h"
+#include "dt_tpl_types_bf16_h.h"
+
+/* VPREFETCH of the B panel PF steps after step u (idx: the loop's index);
+ * a step reads step_elems bf16 of the panel. */
+static void emit_prefetch(dt_strbuf *sb, const dt_annotation *a, const char *idx, int u,
+                          int step_elems)
+{
+    if (a->prefetch <= 0)
+        return;
+    int lines = (step_elems * 2 + 63) / 64;
+    for (int l = 0; l < lines; l++)
+        dt_sb_appendf(sb, "        VPREFETCH(b + (%s + %d) * %d + %d);\n", idx, u + a->prefetch,
+                      step_elems, l * 32);
+}
+
+/* ---- native: vdpbf16ps over pairs of k ------------------------------------ */
+
+/* One K group: g + u is its index; tail: the stream sketch's last, odd k
+ * (A's pair assembled as (a[kc-1], 0); B's panel is zero-padded). */
+static void emit_native_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream,
+                             int tail)
+{
+    if (!tail)
+        emit_prefetch(sb, a, "g", u, a->nr * 2);
+    dt_sb_append(sb, "        {\n");
+    for (int v = 0; v < nv; v++)
+        dt_sb_appendf(sb, "            __m512i b%d = BLOAD(b + (g + %d) * (NR * 2) + %d);\n", v,
+                      u, v * 32);
+    for (int i = 0; i < a->mr; i++) {
+        if (tail)
+            dt_sb_appendf(sb, "            __m512i av%d = dt_bcast_last(a%d + kc - 1);\n", i, i);
+        else if (stream)
+            dt_sb_appendf(sb, "            __m512i av%d = dt_bcast_pair(a%d + (g + %d) * 2);\n", i,
+                          i, u);
+        else
+            dt_sb_appendf(sb,
+                          "            __m512i av%d = dt_bcast_pair(a + ((g + %d) * MR + %d) * 2);"
+                          "\n", i, u, i);
+        /* A's broadcast last: the operand vdpbf16ps may take from memory
+         * ({1to16}), which the compiler folds when it has one use (NV = 1) */
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "            c%d_%d = DT_DPBF16(c%d_%d, b%d, av%d);\n", i, v, i, v,
+                          v, i);
+    }
+    dt_sb_append(sb, "        }\n");
+}
+
+static void emit_native_loop(dt_strbuf *sb, const dt_annotation *a, int nv, int stream)
+{
+    /* blocked: A's packed panel is zero-padded to whole groups; stream: the
+     * whole groups here, an odd last k below */
+    dt_sb_appendf(sb, "    const int64_t ng = %s;\n    int64_t g = 0;\n"
+                      "    for (; g + UNROLL <= ng; g += UNROLL) {\n",
+                  stream ? "kc / 2" : "(kc + 1) / 2");
+    for (int u = 0; u < a->unroll; u++)
+        emit_native_step(sb, a, nv, u, stream, 0);
+    dt_sb_append(sb, "    }\n    for (; g < ng; g++) {\n");
+    emit_native_step(sb, a, nv, 0, stream, 0);
+    dt_sb_append(sb, "    }\n");
+    if (stream) {
+        dt_sb_append(sb, "    if (kc & 1) {\n");
+        emit_native_step(sb, a, nv, 0, stream, 1);
+        dt_sb_append(sb, "    }\n");
+    }
+}
+
+/* ---- portable: widen to f32, f32 FMA --------------------------------------- */
+
+static void emit_portable_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream)
+{
+    int vl = dt_isa_vec_floats(a->isa);
+    emit_prefetch(sb, a, "k", u, a->nr);
+    dt_sb_append(sb, "        {\n");
+    for (int v = 0; v < nv; v++)
+        dt_sb_appendf(sb, "            vf b%d = dt_bf16_vload(b + (k + %d) * NR + %d);\n", v, u,
+                      v * vl);
+    for (int i = 0; i < a->mr; i++) {
+        if (stream)
+            dt_sb_appendf(sb, "            vf av%d = dt_bf16_bcast(a%d + k + %d);\n", i, i,
+                          u);
+        else
+            dt_sb_appendf(sb, "            vf av%d = dt_bf16_bcast(a + (k + %d) * MR + %d);\n",
+                          i, u, i);
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "            c%d_%d = VFMA(av%d, b%d, c%d_%d);\n", i, v, i, v, i, v);
+    }
+    dt_sb_append(sb, "        }\n");
+}
+
+static void emit_portable_loop(dt_strbuf *sb, const dt_annotation *a, int nv, int stream)
+{
+    dt_sb_append(sb, "    int64_t k = 0;\n    for (; k + UNROLL <= kc; k += UNROLL) {\n");
+    for (int u = 0; u < a->unroll; u++)
+        emit_portable_step(sb, a, nv, u, stream);
+    dt_sb_append(sb, "    }\n    for (; k < kc; k++) {\n");
+    emit_portable_step(sb, a, nv, 0, stream);
+    dt_sb_append(sb, "    }\n");
+}
+
+static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
+{
+    int nv = a->nr / dt_isa_vec_floats(a->isa);
+    int stream = a->sketch == DT_SKETCH_STREAM;
+    int native = a->isa == DT_ISA_AVX512;
+    dt_sb_appendf(sb,
+                  "/* C tile (MR×NR at c, row stride ldc) = [C +] A·B in f32, then bias and\n"
+                  " * activation when last.  A: %s.  b: a [kc%s][NR]%s bf16 panel.%s */\n",
+                  stream ? "bf16 rows of X read in place (row stride lda)"
+                         : native ? "a packed [kc/2][MR][2] bf16 panel"
+                                  : "a packed [kc][MR] bf16 panel",
+                  native ? "/2" : "", native ? "[2]" : "",
+                  native ? "  vdpbf16ps\n * on pairs of k" : "  Widened to f32 by a shift");
+    dt_sb_append(sb,
+                 "static __attribute__((noinline)) void dt_ukr(int64_t kc, const dt_ta *restrict a,"
+                 " int64_t lda,\n    int a_rows, const dt_tb *restrict b, dt_tc *restrict c,"
+                 " int64_t ldc, int m_valid,\n    int n_valid, int accumulate, const float "
+                 "*restrict bias, int last,\n    const dt_qctx *q, int64_t col)\n{\n"
+                 "    (void)q; (void)col; (void)bias; /* bias: unread without DT_BIAS */\n");
+    for (int i = 0; i < a->mr; i++)
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "    vf c%d_%d = VZERO();\n", i, v);
+    if (stream) {
+        /* rows past a_rows re-read the last valid row: computed in full,
+         * never stored (local padding in registers) */
+        for (int i = 0; i < a->mr; i++)
+            dt_sb_appendf(sb, "    const dt_ta *a%d = a + (int64_t)(%d < a_rows ? %d : a_rows - 1)"
+                              " * lda;\n", i, i, i);
+    } else {
+        dt_sb_append(sb, "    (void)lda; (void)a_rows;\n");
+    }
+    if (native)
+        emit_native_loop(sb, a, nv, stream);
+    else
+        emit_portable_loop(sb, a, nv, stream);
+    dt_emit_store_f32(sb, a, nv, NULL);
+    dt_sb_append(sb, "}\n\n");
+}
+
+const dt_mk_dtype dt_mk_dtype_bf16 = {
+    .dtype = DT_DTYPE_BF16,
+    .prelude = dt_tpl_prelude_h,
+    .types = dt_tpl_types_bf16_h,
+    .epilogue = dt_tpl_act_h,
+    .driver = dt_tpl_driver_c,
+    .emit_ukr = emit_ukr,
+    .kg_avx512 = 2,
+    .qtail_col_bytes = 0,
+};

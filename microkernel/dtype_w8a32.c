@@ -1,0 +1,120 @@
+/* The w8a32 back-end of the micro-kernels (microkernel/mk_op.h, dt_mk_dtype):
+ * weight-only int8.  A is f32, the packed weights are s8 with per-column
+ * scales (template/types_w8a32.h); the generated register kernel dt_ukr
+ * converts each K step's NR weights s8 -> f32 in registers (DT_W8_LOAD:
+ * vpmovsxbd + vcvtdq2ps on AVX-512, vpmovsxbd + vcvtdq2ps on AVX2, GCC
+ * vector conversions on the portable back-end), amortised over MR
+ * broadcast rows of A, and accumulates in f32 FMAs.  The scale factors out
+ * of the sum: on the last K block the accumulators are multiplied by the
+ * strip's scale vectors (q->scale_b + col), then bias and activation
+ * (dt_emit_store_f32).  The weights move 4× fewer bytes than f32's: the
+ * point on the bandwidth-bound small-M shapes (LLM decode). */
+#include "microkernel/emit.h"
+#include "microkernel/mk_op.h"
+
+#include "dt_tpl_act_h.h"
+#include "dt_tpl_driver_c.h"
+#include "dt_tpl_prelude_h.h"
+#include "dt_tpl_types_w8a32_h.h"
+
+/* Prefetch of the weight stream PF K steps ahead: a panel row is NR bytes,
+ * so one prefetch per 64-byte line the stream advances over, not one per
+ * step.  u: the step within the unrolled body. */
+static void emit_prefetch(dt_strbuf *sb, const dt_annotation *a, int u)
+{
+    if (a->prefetch <= 0)
+        return;
+    int nr = a->nr;
+    if (nr >= 64) {
+        for (int l = 0; l < (nr + 63) / 64; l++)
+            dt_sb_appendf(sb, "        VPREFETCH(b + (k + %d) * NR + %d);\n", u + a->prefetch,
+                          l * 64);
+        return;
+    }
+    /* nr < 64: only the steps of the body that reach a new 64-byte chunk
+     * (relative to the body's start), and its first */
+    if (u == 0 || (u * nr) / 64 != ((u - 1) * nr) / 64)
+        dt_sb_appendf(sb, "        VPREFETCH(b + (k + %d) * NR);\n", u + a->prefetch);
+}
+
+/* One K step u of the MR×NR outer product: NV weight vectors converted from
+ * s8, MR broadcasts of A, MR·NV FMAs. */
+static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream)
+{
+    int vl = dt_isa_vec_floats(a->isa);
+    emit_prefetch(sb, a, u);
+    dt_sb_append(sb, "        {\n");
+    for (int v = 0; v < nv; v++)
+        dt_sb_appendf(sb, "            vf b%d = DT_W8_LOAD(b + (k + %d) * NR + %d);\n", v, u,
+                      v * vl);
+    for (int i = 0; i < a->mr; i++) {
+        if (stream)
+            dt_sb_appendf(sb, "            vf av%d = VBCAST(a%d[k + %d]);\n", i, i, u);
+        else
+            dt_sb_appendf(sb, "            vf av%d = VBCAST(a[(k + %d) * MR + %d]);\n", i, u, i);
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "            c%d_%d = VFMA(av%d, b%d, c%d_%d);\n", i, v, i, v, i, v);
+    }
+    dt_sb_append(sb, "        }\n");
+}
+
+/* The dequantization on the last K block: times the columns' scales. */
+static void emit_scale(dt_strbuf *sb, const dt_annotation *a, int nv)
+{
+    int vl = dt_isa_vec_floats(a->isa);
+    dt_sb_append(sb, "        const float *qs = q->scale_b + col;\n");
+    for (int v = 0; v < nv; v++)
+        dt_sb_appendf(sb, "        vf qs%d = VLOAD(qs + %d);\n", v, v * vl);
+    for (int i = 0; i < a->mr; i++)
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "        c%d_%d = c%d_%d * qs%d;\n", i, v, i, v, v);
+}
+
+static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
+{
+    int nv = a->nr / dt_isa_vec_floats(a->isa);
+    int stream = a->sketch == DT_SKETCH_STREAM;
+    dt_sb_appendf(sb,
+                  "/* C tile (MR×NR at c, row stride ldc) = [C +] A·float(B), then on the last\n"
+                  " * K block × scale_b, bias and activation.  A: %s.\n"
+                  " * b: an s8 [kc][NR] panel. */\n",
+                  stream ? "rows of X read in place (row stride lda)" : "a packed [kc][MR] panel");
+    dt_sb_append(sb,
+                 "static __attribute__((noinline)) void dt_ukr(int64_t kc, const dt_ta *restrict a,"
+                 " int64_t lda,\n    int a_rows, const dt_tb *restrict b, dt_tc *restrict c,"
+                 " int64_t ldc, int m_valid,\n    int n_valid, int accumulate, const float "
+                 "*restrict bias, int last,\n    const dt_qctx *q, int64_t col)\n{\n");
+    for (int i = 0; i < a->mr; i++)
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "    vf c%d_%d = VZERO();\n", i, v);
+    if (stream) {
+        /* rows past a_rows re-read the last valid row: computed in full,
+         * never stored (local padding in registers) */
+        for (int i = 0; i < a->mr; i++)
+            dt_sb_appendf(sb,
+                          "    const float *a%d = a + (int64_t)(%d < a_rows ? %d : a_rows - 1)"
+                          " * lda;\n",
+                          i, i, i);
+    } else {
+        dt_sb_append(sb, "    (void)lda; (void)a_rows;\n");
+    }
+    dt_sb_append(sb, "    int64_t k = 0;\n    for (; k + UNROLL <= kc; k += UNROLL) {\n");
+    for (int u = 0; u < a->unroll; u++)
+        emit_k_step(sb, a, nv, u, stream);
+    dt_sb_append(sb, "    }\n    for (; k < kc; k++) {\n");
+    emit_k_step(sb, a, nv, 0, stream);
+    dt_sb_append(sb, "    }\n");
+    dt_emit_store_f32(sb, a, nv, emit_scale);
+    dt_sb_append(sb, "}\n\n");
+}
+
+const dt_mk_dtype dt_mk_dtype_w8a32 = {
+    .dtype = DT_DTYPE_W8A32,
+    .prelude = dt_tpl_prelude_h,
+    .types = dt_tpl_types_w8a32_h,
+    .epilogue = dt_tpl_act_h,
+    .driver = dt_tpl_driver_c,
+    .emit_ukr = emit_ukr,
+    .kg_avx512 = 1,
+    .qtail_col_bytes = 4,
+};

@@ -1,0 +1,160 @@
+/* Operands per dtype (microkernel/operands.h). */
+#include "microkernel/operands.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/mem.h"
+#include "microkernel/reference.h"
+
+uint16_t dt_bf16_from_f32(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it a (quiet) NaN */
+        return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest, ties to even */
+    return (uint16_t)(u >> 16);
+}
+
+float dt_bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* xorshift64 draws for the integer tensors */
+static uint64_t next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static int below(uint64_t *s, int n) { return (int)((next(s) >> 11) % (uint64_t)n); }
+
+void dt_operands_free(dt_operands *o)
+{
+    if (!o)
+        return;
+    free(o->A);
+    free(o->B);
+    free(o->bias);
+    free(o->scale_b);
+    free(o->Aref);
+    free(o->Bref);
+    free(o->colscale);
+    memset(o, 0, sizeof *o);
+}
+
+const void *dt_operands_a_at(const dt_operands *o, int64_t i)
+{
+    return (const char *)o->A + i * dt_dtype_a_size(o->dtype);
+}
+
+const void *dt_operands_b_at(const dt_operands *o, int64_t i)
+{
+    return (const char *)o->B + i * dt_dtype_b_size(o->dtype);
+}
+
+/* rows×K of A (row stride lda), nb elements of B, N of the per-column data */
+static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda, int64_t nb,
+                int64_t N, uint64_t seed, dt_err *e)
+{
+    if (d < 0 || d >= DT_DTYPE_COUNT)
+        return dt_errf(e, DT_EINVAL, "no operands for dtype %d", (int)d);
+    o->dtype = d;
+    o->lda = lda;
+    o->scale_a = 1.0f;
+    const int as = dt_dtype_a_size(d), bs = dt_dtype_b_size(d);
+    o->A = dt_alloc64((size_t)(rows * lda) * (size_t)as + 64);
+    o->B = dt_alloc64((size_t)nb * (size_t)bs + 64);
+    o->bias = malloc((size_t)N * sizeof *o->bias);
+    o->Aref = malloc((size_t)(rows * K) * sizeof *o->Aref);
+    o->Bref = malloc((size_t)nb * sizeof *o->Bref);
+    int quant = dt_dtype_quantized(d);
+    if (quant) {
+        o->scale_b = malloc((size_t)N * sizeof *o->scale_b);
+        o->colscale = malloc((size_t)N * sizeof *o->colscale);
+    }
+    if (!o->A || !o->B || !o->bias || !o->Aref || !o->Bref ||
+        (quant && (!o->scale_b || !o->colscale))) {
+        dt_operands_free(o);
+        return dt_errf(e, DT_ENOMEM,
+                       "out of memory for the operands (%lld x %lld, %lld, %lld elements)",
+                       (long long)rows, (long long)K, (long long)nb, (long long)N);
+    }
+    dt_fill_random(o->bias, N, seed + 2);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
+    /* A: the real values first (Aref), then the stored form */
+    memset(o->A, 0xA5, (size_t)(rows * lda) * (size_t)as); /* poison past K */
+    if (d == DT_DTYPE_INT8) {
+        o->zp_a = 96 + below(&s, 65);
+        o->scale_a = 0.02f;
+        uint8_t *A = o->A;
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t k = 0; k < K; k++) {
+                int v = below(&s, 256);
+                A[i * lda + k] = (uint8_t)v;
+                o->Aref[i * K + k] = (float)(v - o->zp_a);
+            }
+    } else {
+        dt_fill_random(o->Aref, rows * K, seed);
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t k = 0; k < lda; k++) {
+                if (d == DT_DTYPE_BF16) {
+                    uint16_t *A = o->A;
+                    A[i * lda + k] = k < K ? dt_bf16_from_f32(o->Aref[i * K + k]) : 0x7fc1;
+                    if (k < K)
+                        o->Aref[i * K + k] = dt_bf16_to_f32(A[i * lda + k]);
+                } else { /* f32, w8a32 */
+                    float *A = o->A;
+                    A[i * lda + k] = k < K ? o->Aref[i * K + k] : NAN;
+                }
+            }
+    }
+    /* B */
+    if (d == DT_DTYPE_INT8 || d == DT_DTYPE_W8A32) {
+        int8_t *B = o->B;
+        for (int64_t i = 0; i < nb; i++) {
+            B[i] = (int8_t)(below(&s, 255) - 127);
+            o->Bref[i] = (float)B[i];
+        }
+        for (int64_t n = 0; n < N; n++) {
+            o->scale_b[n] = 0.0005f + 0.0045f * (float)below(&s, 1000) / 1000.0f;
+            o->colscale[n] = d == DT_DTYPE_INT8 ? (double)o->scale_a * (double)o->scale_b[n]
+                                                : (double)o->scale_b[n];
+        }
+    } else {
+        dt_fill_random(o->Bref, nb, seed + 1);
+        if (d == DT_DTYPE_BF16) {
+            uint16_t *B = o->B;
+            for (int64_t i = 0; i < nb; i++) {
+                B[i] = dt_bf16_from_f32(o->Bref[i]);
+                o->Bref[i] = dt_bf16_to_f32(B[i]);
+            }
+        } else {
+            memcpy(o->B, o->Bref, (size_t)nb * sizeof(float));
+        }
+    }
+    return 0;
+}
+
+int dt_operands_make(dt_operands *o, dt_dtype d, const dt_gemm *g, int64_t lda, uint64_t seed,
+                     dt_err *e)
+{
+    memset(o, 0, sizeof *o);
+    o->g = *g;
+    return make(o, d, g->batch * g->M, g->K, lda, g->batch * g->N * g->K, g->N, seed, e);
+}
+
+int dt_operands_make_flat(dt_operands *o, dt_dtype d, int64_t na, int64_t nb, int64_t nn,
+                          uint64_t seed, dt_err *e)
+{
+    memset(o, 0, sizeof *o);
+    return make(o, d, na, 1, 1, nb, nn, seed, e);
+}

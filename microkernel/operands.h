@@ -1,0 +1,68 @@
+/* Operands of one GEMM problem in a dtype (sketch/dtype.h): what a kernel of
+ * that dtype reads, in its element types, and the exact real values the
+ * double reference (microkernel/reference.h) computes with.
+ *
+ * Every dtype's kernel result is  C = colscale[n]·Σ_k Aref·Bref + bias, then
+ * the activation, where Aref and Bref are exactly representable in float:
+ *   f32    Aref = A, Bref = B, no colscale;
+ *   bf16   A and B rounded to bf16 (round to nearest even); Aref, Bref their
+ *          values (a bf16 is a float with 16 low zero bits);
+ *   int8   A u8, B s8; Aref = a − zp_a, Bref = b (small integers: the double
+ *          sums are the exact s32 sums); colscale = scale_a·scale_b[n];
+ *   w8a32  A f32, B s8; Aref = A, Bref = b; colscale = scale_b[n].
+ * So one reference serves every dtype, and int8's is exact in the integers.
+ * The users: kernel verification, the runner's trials, `dtune bench`, the
+ * tests.
+ *
+ * Ownership: dt_operands_make allocates every array; dt_operands_free
+ * releases them (and is safe on a zeroed or half-made struct). */
+#ifndef DT_MICROKERNEL_OPERANDS_H
+#define DT_MICROKERNEL_OPERANDS_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "sketch/dtype.h"
+#include "sketch/op.h"
+
+typedef struct dt_operands {
+    dt_dtype dtype;
+    dt_gemm g;        /* the problem, sizes included */
+    int64_t lda;      /* A's row stride in elements (>= K) */
+    void *A;          /* [batch·M][lda] of the dtype's A type; past K: poison */
+    void *B;          /* the whole batch as g stores it, the dtype's B type */
+    float *bias;      /* [N] */
+    float *scale_b;   /* [N] per-column weight scales (int8, w8a32), else NULL */
+    float scale_a;    /* int8: A's scale and zero point; else 1 and 0 */
+    int32_t zp_a;
+    float *Aref;      /* [batch][M][K] the real values of A that enter the sums */
+    float *Bref;      /* like B */
+    double *colscale; /* [N] the columns' dequantization factor, or NULL */
+} dt_operands;
+
+/* Random operands for g (its sizes set) in dtype d, A with row stride lda
+ * (>= g->K; elements past K hold NaN or 0xA5 bytes: a kernel must not read
+ * them), from seed.  Values: f32 uniform [-1, 1); bf16 those rounded; int8
+ * A u8 uniform, zp_a in [96, 160], scale_a 0.02, B s8 in [-127, 127],
+ * scale_b[n] in [0.0005, 0.005); w8a32 f32 A, s8 B, those scales.
+ * DT_ENOMEM, or DT_EINVAL for a dtype it does not know. */
+int dt_operands_make(dt_operands *o, dt_dtype d, const dt_gemm *g, int64_t lda, uint64_t seed,
+                     dt_err *e);
+/* Operands for a run over many shapes (`dtune bench`): na elements of A
+ * and nb of B, contiguous, every element drawn alike (a shape uses the
+ * prefix it needs, whatever its layout), nn bias values and column scales;
+ * o->g is left zero. */
+int dt_operands_make_flat(dt_operands *o, dt_dtype d, int64_t na, int64_t nb, int64_t nn,
+                          uint64_t seed, dt_err *e);
+void dt_operands_free(dt_operands *o);
+
+/* Element i of A (row-major [batch·M][lda]) as the pointer the kernel gets:
+ * A advanced by i elements of the dtype's A type.  Likewise for B. */
+const void *dt_operands_a_at(const dt_operands *o, int64_t i);
+const void *dt_operands_b_at(const dt_operands *o, int64_t i);
+
+/* bf16 <-> f32: round to nearest even (NaN stays NaN); exact widening. */
+uint16_t dt_bf16_from_f32(float x);
+float dt_bf16_to_f32(uint16_t h);
+
+#endif

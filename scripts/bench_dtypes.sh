@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Reduced precision against oneDNN at the same precision: sampled dtune
+# micro-kernels (no tuning: the best of N sampled kernels per shape) beside
+# oneDNN's matmul of the same dtype, with every dtype's peak measured in the
+# same run (`dtune bench`, which verifies every kernel on every shape).
+#
+#   scripts/bench_dtypes.sh [--dtypes "bf16 int8"] [--sample 200] [--threads "1 2"]
+#                           [--shapes "{1,2,4,8,12,16,24,32,37,48,64,80,96,112,128}"]
+#                           [--w8] [--w8-shapes 1..16] [--out /tmp/dtune-bench-dtypes]
+#                           [--bin build/dtune] [--repeats 5] [--min-time MS]
+#
+# bf16 and int8: BERT-base's four dense layers (N×K = 2304×768, 768×768,
+# 3072×768 with GELU, 768×3072), with their biases.  Per workload and thread
+# count: the geometric mean over the shapes of (best sampled kernel ÷ the
+# strongest oneDNN peer, prepacked per shape or with run-time M), the ratio at
+# M = 1, 8, 37 and 128, and % of the dtype's peak (vdpbf16ps / vpdpbusd,
+# measured in the same run) at M = 128.
+#
+# --w8: weight-only int8 on the decode shapes dense 4096×4096 and 11008×4096
+# (M = --w8-shapes): dtune's w8a32 kernels against oneDNN f32 (the same
+# dequantized weights) and oneDNN bf16 (its bf16 matmul on the same shapes),
+# with the weight-streaming GB/s (N·K bytes of s8 per call ÷ time) next to
+# the read bandwidth of `dtune info --peaks`.
+#
+# Writes OUT/<name>.json (dtune bench --json) and OUT/summary.txt.  Run it
+# on a quiet machine; the figures are ratios of interleaved timings.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DTYPES="bf16 int8"
+SAMPLE=200
+THREADS="1 2"
+SHAPES="{1,2,4,8,12,16,24,32,37,48,64,80,96,112,128}"
+W8=0
+W8_SHAPES="1..16"
+OUT=/tmp/dtune-bench-dtypes
+BIN=${DTUNE_BIN:-build/dtune}
+REPEATS=5
+MIN_MS=5
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dtypes) DTYPES=$2; shift 2 ;;
+    --sample) SAMPLE=$2; shift 2 ;;
+    --threads) THREADS=$2; shift 2 ;;
+    --shapes) SHAPES=$2; shift 2 ;;
+    --w8) W8=1; shift ;;
+    --w8-shapes) W8_SHAPES=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --bin) BIN=$2; shift 2 ;;
+    --repeats) REPEATS=$2; shift 2 ;;
+    --min-time) MIN_MS=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "bench_dtypes.sh: unknown option $1" >&2; usage >&2; exit 1 ;;
+  esac
+done
+[ -x "$BIN" ] || { echo "bench_dtypes.sh: $BIN not built (scripts/setup.sh)" >&2; exit 1; }
+mkdir -p "$OUT"
+
+declare -A LAYERS=(
+  [qkv]="N=2304,K=768,epilogue=bias"
+  [out_proj]="N=768,K=768,epilogue=bias"
+  [ffn_up]="N=3072,K=768,epilogue=bias+gelu"
+  [ffn_down]="N=768,K=3072,epilogue=bias"
+)
+status=0
+run() { # name key shapes threads [extra args]
+  local name=$1 key=$2 shapes=$3 t=$4; shift 4
+  echo "bench_dtypes: $name ($key, $t thread(s))" >&2
+  if ! "$BIN" bench "$key" --shapes "$shapes" --threads "$t" --repeats "$REPEATS" \
+      --min-time "$MIN_MS" --json "$@" > "$OUT/$name.json"; then
+    echo "bench_dtypes: $name failed" >&2
+    status=1
+  fi
+}
+for dt in $DTYPES; do
+  for layer in qkv out_proj ffn_up ffn_down; do
+    for t in $THREADS; do
+      run "$dt-$layer-t$t" "dense(M=1..128,${LAYERS[$layer]},dtype=$dt)" "$SHAPES" "$t" \
+        --sample "$SAMPLE" --peers onednn,onednn_rt
+    done
+  done
+done
+if [ "$W8" = 1 ]; then
+  "$BIN" info --peaks --json > "$OUT/info.json"
+  for nk in "N=4096,K=4096" "N=11008,K=4096"; do
+    tag=${nk//[=,]/}
+    for t in $THREADS; do
+      run "w8-$tag-t$t" "dense(M=1..16,$nk,dtype=w8a32)" "$W8_SHAPES" "$t" \
+        --sample "$SAMPLE" --peers onednn,onednn_rt
+      # oneDNN bf16 on the same shapes: one kernel only, its peers are what counts
+      run "w8-bf16peer-$tag-t$t" "dense(M=1..16,$nk,dtype=bf16)" "$W8_SHAPES" "$t" \
+        --sample 1 --peers onednn,onednn_rt
+    done
+  done
+fi
+
+python3 - "$OUT" "$DTYPES" "$THREADS" "$W8" > "$OUT/summary.txt" <<'EOF'
+import json, math, os, sys
+out, dtypes, threads, w8 = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4] == "1"
+def load(name):
+    p = os.path.join(out, name + ".json")
+    try:
+        return json.load(open(p))
+    except Exception:
+        return None
+def gm(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+def at(d, m):
+    for s in d["shapes"]:
+        if s["vars"].get("M") == m:
+            return s
+    return None
+print("Sampled dtune kernels (best per shape) vs the strongest oneDNN peer of the same dtype")
+print("| dtype | layer | threads | geomean | M=1 | M=8 | M=37 | M=128 | %peak M=128 | peak |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for dt in dtypes:
+    for layer in ["qkv", "out_proj", "ffn_up", "ffn_down"]:
+        for t in threads:
+            d = load(f"{dt}-{layer}-t{t}")
+            if not d:
+                print(f"| {dt} | {layer} | {t} | failed |"); continue
+            r = [s["ratio_vs_onednn"] for s in d["shapes"]]
+            cells = []
+            for m in (1, 8, 37, 128):
+                s = at(d, m)
+                cells.append(f"{s['ratio_vs_onednn']:.2f}x" if s and s["ratio_vs_onednn"] else "-")
+            s128 = at(d, 128)
+            pk = f"{100 * s128['fraction_of_peak']:.0f}%" if s128 and s128.get("fraction_of_peak") else "-"
+            print(f"| {dt} | {layer} | {t} | {gm(r):.3f}x | " + " | ".join(cells) +
+                  f" | {pk} | {d['peak_gops']:.0f} {d['peak_kind']} |")
+if w8:
+    info = load("info")
+    bw = dict(zip(info["bandwidth"]["threads"], info["bandwidth"]["values"])) if info else {}
+    print("\nWeight-only int8 (w8a32) vs oneDNN f32 and bf16, geometric mean over the shapes")
+    print("| weights | threads | vs oneDNN f32 | vs oneDNN bf16 | weight GB/s at M=1 | read bandwidth probe |")
+    print("|---|---|---|---|---|---|")
+    for tag in ["N4096K4096", "N11008K4096"]:
+        for t in threads:
+            d, b = load(f"w8-{tag}-t{t}"), load(f"w8-bf16peer-{tag}-t{t}")
+            if not d:
+                print(f"| {tag} | {t} | failed |"); continue
+            vf, vb = [], []
+            for s in d["shapes"]:
+                f32 = max([g for k, g in s["gflops"].items() if k.startswith("onednn") and g] or [0])
+                if f32: vf.append(s["best"] / f32)
+                sb = None
+                for x in (b or {}).get("shapes", []):
+                    if x["vars"] == s["vars"]:
+                        sb = x
+                bf = max([g for k, g in (sb or {}).get("gflops", {}).items() if k.startswith("onednn") and g] or [0])
+                if bf: vb.append(s["best"] / bf)
+            s1 = at(d, 1)
+            n, k = s1["dims"]["N"], s1["dims"]["K"]
+            gbs = n * k / (s1["gflop"] / s1["best"]) / 1e9 if s1 and s1["best"] else float("nan")
+            print(f"| {tag} | {t} | {gm(vf):.2f}x | {gm(vb):.2f}x | {gbs:.1f} | {bw.get(int(t), float('nan')):.1f} GB/s |")
+EOF
+cat "$OUT/summary.txt"
+exit $status
