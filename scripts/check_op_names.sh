@@ -2,7 +2,9 @@
 # Fails (exit 1) when code outside an op's own files names an op: the op
 # registry's promise (sketch/op.h) that adding an op touches no other op.
 # Looks at every C file outside {sketch,microkernel,export}/op_<name>.c,
-# microkernel/template/op_<name>.c and the registries, comments stripped by
+# microkernel/template/op_<name>.c, the dtypes' types blocks
+# (microkernel/template/types_<dtype>.h, which name each op's entry point in
+# that dtype: dtk_dense_bf16, ...) and the registries, comments stripped by
 # the preprocessor; tests, fuzz targets and examples aside.  --help prose and
 # example keys in strings ("dense(M=1..128,…)") are not op dispatch and are
 # not matched: the pattern looks for branches on ops, their entry points,
@@ -13,7 +15,7 @@ cd "$(dirname "$0")/.." || exit 2
 P='\b(is_dense|is_bmm|DT_OP_[A-Z_]+|DT_PEER_(DENSE|BMM)|DT_CMF_OP_(DENSE|BATCH_MATMUL)|dtk_dense|dtk_bmm|dt_ref_dense|dt_ref_bmm|layout_nt)\b|(->|\.)(dense|bmm)\b|"(dense|batch_matmul|bmm)"|"[BMNK]"|"(layout|epilogue|NN|NT)"|dim_index\([^)]*"'
 hits=$(git ls-files '*.c' '*.h' \
   | grep -vE '^(tests|fuzz|examples)/' \
-  | grep -vE '^(sketch|microkernel|export)/op_[a-z0-9_]+\.c$|^microkernel/template/op_[a-z0-9_]+\.c$|/op_registry\.c$' \
+  | grep -vE '^(sketch|microkernel|export)/op_[a-z0-9_]+\.c$|^microkernel/template/(op_[a-z0-9_]+\.c|types_[a-z0-9]+\.h)$|/op_registry\.c$' \
   | while read -r f; do
       gcc -fpreprocessed -dD -E -P -x c "$f" 2>/dev/null | grep -nE "$P" | sed "s|^|$f:|"
     done)
