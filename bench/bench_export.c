@@ -30,7 +30,7 @@ static int header_field(const char *src, const char *field, char *out, size_t n)
 
 /* NAME_pack: (W, packed), or (W, scale_b, packed) for a quantized dtype. */
 typedef void (*pack_fn)(const void *W, void *packed);
-typedef void (*qpack_fn)(const void *W, const float *scale_b, void *packed);
+typedef int64_t (*qpack_fn)(const void *W, const float *scale_b, void *packed);
 
 static int pack(void *ctx, const void *W, const float *scale_b, dt_err *e)
 {
@@ -39,9 +39,12 @@ static int pack(void *ctx, const void *W, const float *scale_b, dt_err *e)
     free(x->packed);
     if (!(x->packed = dt_alloc64(bytes ? bytes : 64)))
         return dt_errf(e, DT_ENOMEM, "out of memory for %zu bytes of packed weights", bytes);
-    if (x->qb)
-        ((qpack_fn)x->pack)(W, scale_b, x->packed);
-    else
+    if (x->qb) {
+        int64_t rc = ((qpack_fn)x->pack)(W, scale_b, x->packed);
+        if (rc)
+            return dt_errf(e, DT_EINVAL, "%s_pack refused %s", x->name,
+                           rc < 0 ? "a NULL scale_b" : "a scale that is zero, NaN or infinite");
+    } else
         ((pack_fn)x->pack)(W, x->packed);
     return 0;
 }

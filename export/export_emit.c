@@ -63,11 +63,18 @@ static void emit_shape_params(dt_strbuf *sb, const dt_export_plan *p)
         dt_sb_appendf(sb, "int64_t %s, ", p->var[v]);
 }
 
+/* NAME_pack of a quantized dtype checks the scales it is given and says
+ * which one it refused: it returns int64_t; the others return nothing. */
+static const char *pack_returns(const dt_export_plan *p)
+{
+    return dt_dtype_quantized(p->kop.dtype) ? "int64_t" : "void";
+}
+
 static void emit_prototypes(dt_strbuf *sb, const dt_export_plan *p)
 {
     if (p->g.b_const) {
         dt_sb_appendf(sb, "size_t %s_packed_size(void);\n", p->name);
-        dt_sb_appendf(sb, "void %s_pack(%s);\n", p->name, p->xop->pack_params);
+        dt_sb_appendf(sb, "%s %s_pack(%s);\n", pack_returns(p), p->name, p->xop->pack_params);
     }
     dt_sb_appendf(sb, "void %s(", p->name);
     emit_shape_params(sb, p);
@@ -198,10 +205,19 @@ static void emit_packing(dt_strbuf *sb, const dt_export_plan *p)
                       (long long)(p->packed_bytes / unit));
     else
         dt_sb_appendf(sb, "    return (size_t)%lld;\n", (long long)p->packed_bytes);
-    dt_sb_appendf(sb, "}\n\nvoid %s_pack(%s)\n{\n", p->name, p->xop->pack_params);
+    int checked = dt_dtype_quantized(p->kop.dtype);
+    dt_sb_appendf(sb, "}\n\n%s %s_pack(%s)\n{\n", pack_returns(p), p->name,
+                  p->xop->pack_params);
+    if (checked) /* x - x == 0 is false for NaN and infinities */
+        dt_sb_appendf(sb, "    /* refuse what no weight scale can be; nothing is written */\n"
+                          "    if (!scale_b)\n        return -1;\n"
+                          "    for (int64_t n = 0; n < %lld; n++)\n"
+                          "        if (!(scale_b[n] != 0.0f && scale_b[n] - scale_b[n] == 0.0f))\n"
+                          "            return n + 1;\n",
+                      (long long)p->N);
     for (int g = 0; g < p->npack; g++)
         p->xop->emit_pack(sb, p, g);
-    dt_sb_append(sb, "}\n");
+    dt_sb_append(sb, checked ? "    return 0;\n}\n" : "}\n");
 }
 
 static int any_avx(const dt_export_plan *p)

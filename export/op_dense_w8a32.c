@@ -32,13 +32,13 @@ static void dense_doc(dt_strbuf *sb, const dt_export_plan *p)
                   " * %s_pack(W, scale_b, packed): packs the already-quantized W (N x K s8,\n"
                   " *   row-major) and its N per-channel scales once into packed; every layout\n"
                   " *   the dispatcher needs is in it (%d region%s, one per panel layout).\n"
-                  " *   Every scale_b[n] must be finite and non-zero: %s_pack cannot report\n"
-                  " *   an error, and any other scale makes the outputs meaningless.\n"
+                  " *   It returns 0, or refuses (writing nothing) a scale_b that is NULL (-1)\n"
+                  " *   or whose scale_b[n] is zero, NaN or infinite (n + 1: the first one).\n"
                   " * %s(...): Y for any shape; packed as filled by %s_pack%s.\n"
                   " * Pointers are borrowed; packed is best 64-byte aligned (at least 4).\n",
                   p->g.bias ? " + bias[n]" : "", dt_export_act_text(p), p->name,
                   (long long)p->packed_bytes, p->name, p->npack, p->npack == 1 ? "" : "s",
-                  p->name, p->name, p->name, p->g.bias ? "; bias has N floats" : "");
+                  p->name, p->name, p->g.bias ? "; bias has N floats" : "");
 }
 
 static void dense_call(dt_strbuf *sb, const dt_export_plan *p, int k)

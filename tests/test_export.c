@@ -481,7 +481,7 @@ static void make_db_dt(const char *path)
 
 /* The exported ABI of each dtype (docs/export.md, "ABI"). */
 typedef void (*pack_bf16_fn)(const uint16_t *W, void *packed);
-typedef void (*pack_q_fn)(const int8_t *W, const float *scale_b, void *packed);
+typedef int64_t (*pack_q_fn)(const int8_t *W, const float *scale_b, void *packed);
 typedef void (*dense_bf16_bias_fn)(int64_t M, const uint16_t *X, const void *packed, float *Y,
                                    const float *bias);
 typedef void (*dense_int8_bias_fn)(int64_t M, const uint8_t *X, float scale_a, int32_t zp_a,
@@ -554,10 +554,28 @@ static void check_dense_dt(void *h, const char *name, const dt_workload *w, json
     unsigned char *packed = dt_alloc64(bytes);
     CU_ASSERT_FATAL(Y && ref && mag && packed);
     CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, o.Aref, o.Bref, o.bias, o.colscale, ref, mag, &e), 0);
-    if (dt_dtype_quantized(d))
-        ((pack_q_fn)pack)(o.B, o.scale_b, packed);
-    else
+    if (dt_dtype_quantized(d)) {
+        /* a scale that is zero, NaN or infinite, or none, is refused: the
+         * return names it and nothing is written */
+        float *bad = malloc((size_t)N * sizeof *bad);
+        CU_ASSERT_FATAL(bad != NULL);
+        memset(packed, 0x5A, bytes);
+        const float wrong[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY};
+        for (int v = 0; v < 5; v++) {
+            memcpy(bad, o.scale_b, (size_t)N * sizeof *bad);
+            bad[(v * 7) % N] = wrong[v];
+            CU_ASSERT_EQUAL(((pack_q_fn)pack)(o.B, bad, packed), (v * 7) % N + 1);
+        }
+        CU_ASSERT_EQUAL(((pack_q_fn)pack)(o.B, NULL, packed), -1);
+        int untouched = 1;
+        for (size_t i = 0; i < bytes; i++)
+            untouched &= packed[i] == 0x5A;
+        CU_ASSERT_TRUE(untouched);
+        free(bad);
+        CU_ASSERT_EQUAL(((pack_q_fn)pack)(o.B, o.scale_b, packed), 0);
+    } else {
         ((pack_bf16_fn)pack)(o.B, packed);
+    }
     int failures = 0;
     for (int i = 0; i < DT_NM && failures < 3; i++) {
         int64_t M = dt_m(i);
@@ -666,11 +684,11 @@ static void test_export_dtypes(void)
          "void d_bf16(int64_t M, const uint16_t *X, const void *packed, float *Y, "
          "const float *bias);"},
         {"size_t d_int8_packed_size(void);",
-         "void d_int8_pack(const int8_t *W, const float *scale_b, void *packed);",
+         "int64_t d_int8_pack(const int8_t *W, const float *scale_b, void *packed);",
          "void d_int8(int64_t M, const uint8_t *X, float scale_a, int32_t zp_a, "
          "const void *packed, float *Y, const float *bias);"},
         {"size_t d_w8a32_packed_size(void);",
-         "void d_w8a32_pack(const int8_t *W, const float *scale_b, void *packed);",
+         "int64_t d_w8a32_pack(const int8_t *W, const float *scale_b, void *packed);",
          "void d_w8a32(int64_t M, const float *X, const void *packed, float *Y);"},
         {"void bmm_nt_bf16(int64_t seq, const uint16_t *A, const uint16_t *B, float *C);", NULL,
          NULL},
@@ -706,7 +724,7 @@ static void test_export_dtypes(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(c_text, dline));
         if (dt_dtype_quantized(w->dtype)) {
             CU_ASSERT_PTR_NOT_NULL(strstr(h_text, "already-quantized"));
-            CU_ASSERT_PTR_NOT_NULL(strstr(h_text, "finite and non-zero"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(h_text, "zero, NaN or infinite (n + 1: the first one)"));
         }
         CU_ASSERT_PTR_NULL(strstr(h_text, "dtune/"));
         free(c_text);
