@@ -197,7 +197,7 @@ for line in sys.stdin.read().splitlines():
                  "yes" if ok else "NO"))
 widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
 print("ratio = %s GFLOP/s / strongest oneDNN peer GFLOP/s, per shape;" % os.environ["WHAT"])
-print("% peak = geomean fraction of the peak of the workload's dtype (FMA, vdpbf16ps or vpdpbusd) measured in the same run (tuned shapes);")
+print("% peak = geomean fraction of the peak of the workload dtype (FMA, vdpbf16ps or vpdpbusd) measured in the same run (tuned shapes);")
 print("ceiling = the geomean ratio if every dispatched kernel ran at 100% of that peak")
 for i, r in enumerate(rows):
     print("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths))))
