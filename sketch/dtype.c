@@ -58,7 +58,9 @@ int dt_dtype_native(dt_dtype d, const dt_target *t, const char **how)
             *how = "avx512_bf16";
             return 1;
         }
-        *how = "portable (no avx512_bf16)";
+        *how = t->isa < DT_ISA_AVX512 && dt_target_has(t, DT_FEAT_AVX512_BF16)
+                   ? "portable (the isa in use is below avx512)"
+                   : "portable (no avx512_bf16)";
         return 0;
     case DT_DTYPE_INT8:
         if (t->isa >= DT_ISA_AVX512 && dt_target_has(t, DT_FEAT_AVX512_VNNI) &&
@@ -67,8 +69,10 @@ int dt_dtype_native(dt_dtype d, const dt_target *t, const char **how)
             return 1;
         }
         /* AVX-VNNI (256-bit vpdpbusd) has no back-end yet: portable there too */
-        *how = dt_target_has(t, DT_FEAT_AVX_VNNI) ? "portable (avx_vnni back-end not written)"
-                                                   : "portable (no avx512_vnni)";
+        *how = t->isa < DT_ISA_AVX512 && dt_target_has(t, DT_FEAT_AVX512_VNNI)
+                   ? "portable (the isa in use is below avx512)"
+               : dt_target_has(t, DT_FEAT_AVX_VNNI) ? "portable (avx_vnni back-end not written)"
+                                                    : "portable (no avx512_vnni)";
         return 0;
     case DT_DTYPE_F32:
     case DT_DTYPE_W8A32:

@@ -109,6 +109,15 @@ static void test_request_valid(void)
     dt_job_params_free(&p);
     free(spec);
     free(opts);
+
+    /* a dtype travels in the key: canonical, f32 never spelled */
+    CU_ASSERT_EQUAL_FATAL(parse("{\"workload\": \"dense(dtype=int8,N=64,K=32,M=1..64)\"}",
+                                &spec, &opts, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_job_params_load(spec, opts, &p, &e), 0);
+    CU_ASSERT_STRING_EQUAL(p.workload, "dense(M=1..64,N=64,K=32,dtype=int8)");
+    dt_job_params_free(&p);
+    free(spec);
+    free(opts);
 }
 
 static void test_request_invalid(void)
@@ -118,6 +127,7 @@ static void test_request_invalid(void)
     expect_bad("{}", "exactly one of");
     expect_bad("{\"workload\": \"" KEY "\", \"model\": {}}", "exactly one of");
     expect_bad("{\"workload\": 3}", "workload: must be a workload key string, not an integer");
+    expect_bad("{\"workload\": \"dense(M=1..4,N=1,K=1,dtype=fp8)\"}", "unknown dtype");
     expect_bad("{\"workload\": \"dense(M=0..4,N=1,K=1)\"}", "body:1:14: workload:");
     expect_bad("{\"workload\": \"" KEY "\", \"trials\": 0}", "trials: must be from 1 to");
     expect_bad("{\"workload\": \"" KEY "\", \"trials\": 1.5}", "trials: must be an integer, not a real");

@@ -50,6 +50,32 @@ static void test_bert_base(void)
     dt_model_free(m);
 }
 
+/* The reduced-precision model files: BERT-base in bf16 and in int8 (its
+ * attention in bf16), and the weight-only int8 decode layers. */
+static void test_dtype_models(void)
+{
+    static const struct {
+        const char *path;
+        int n;
+        const char *first, *second;
+    } want[] = {
+        {"models/bert-base-bf16.json", 6, "dense(M=1..128,N=2304,K=768,epilogue=bias,dtype=bf16)",
+         "batch_matmul(B=12,M=seq,N=seq,K=64,layout=NT,dtype=bf16;seq=1..128)"},
+        {"models/bert-base-int8.json", 6, "dense(M=1..128,N=2304,K=768,epilogue=bias,dtype=int8)",
+         "batch_matmul(B=12,M=seq,N=seq,K=64,layout=NT,dtype=bf16;seq=1..128)"},
+        {"models/llm-decode-w8.json", 3, "dense(M=1..64,N=4096,K=4096,dtype=w8a32)",
+         "dense(M=1..64,N=11008,K=4096,dtype=w8a32)"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        dt_model *m = load_path(want[i].path);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT_EQUAL_FATAL(m->nworkloads, want[i].n);
+        CU_ASSERT_STRING_EQUAL(m->workloads[0].key, want[i].first);
+        CU_ASSERT_STRING_EQUAL(m->workloads[1].key, want[i].second);
+        dt_model_free(m);
+    }
+}
+
 static void test_bert_base_batched(void)
 {
     dt_model *m = load_path("models/bert-base-batched.json");
@@ -238,6 +264,7 @@ int main(void)
         {"bert-base-batched.json", test_bert_base_batched},
         {"identical ops merge, weights mix", test_merge_and_weights},
         {"dtypes: model default, per-op override, distinct workloads", test_dtypes},
+        {"the bf16, int8 and weight-only int8 model files", test_dtype_models},
         {"spec errors name file:line:col", test_spec_errors},
         {"columns count UTF-8 characters", test_utf8_column},
         {"fuzz inputs replayed", test_fuzz_replay},
