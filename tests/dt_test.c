@@ -2,7 +2,9 @@
 
 #include "common/clock.h"
 #include "db/db.h"
+#include "microkernel/reference.h"
 #include "sketch/annotation.h"
+#include "sketch/workload.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -264,4 +266,45 @@ int dt_test_add_sampled_kernel(dt_db *db, const dt_target *tg, int sketch, uint6
     rc = dt_db_kernel_intern(db, "dense", dt_sketch_name(a.sketch), ann, NULL, id, e);
     free(ann);
     return rc;
+}
+
+dt_kernel_op dt_test_kop(const char *key)
+{
+    dt_workload *w = NULL;
+    dt_err e;
+    dt_kernel_op k = {0};
+    if (dt_workload_parse_key(key, &w, &e) == 0)
+        k = dt_kernel_op_of_workload(w);
+    else
+        fprintf(stderr, "\n  %s: %s\n", key, e.msg);
+    dt_workload_free(w);
+    return k;
+}
+
+int dt_test_verify_boundaries(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
+                              dt_err *e)
+{
+    const int64_t kc = a->kc > 0 ? a->kc : 48, mblk = a->mc > 0 ? a->mc : a->mr;
+    const int64_t u4 = 4 * a->unroll; /* an unrolled step of int8's 4-k groups */
+    const int64_t cases[][4] = {
+        /* batch, M, N, K */
+        {1, 1, a->nr, kc},
+        {2, a->mr > 1 ? a->mr - 1 : 1, 2 * a->nr + 3, kc + u4 + 1},
+        {3, 37, a->nr + 1, 2 * kc + 3},
+        {2, 2 * mblk + 3, 3 * a->nr - 5 > 0 ? 3 * a->nr - 5 : 1, 13},
+        {1, 5, 7, 1},
+        {2, 2 * a->mr + 1, 17, 2 * kc + 2 * a->unroll + 1},
+        {1, a->mr + 1, a->nr, 3 * u4 + 2},
+        {1, 3, 2 * a->nr, 3 * u4 + 4},
+        {1, 2 * a->mr, 5, kc + 7},
+        {1, 3, 200, 9 * a->unroll + 7},
+    };
+    for (int t = 1; t <= 2; t++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            int rc = dt_verify_kernel(k, kop, cases[i][0], cases[i][1], cases[i][2],
+                                      cases[i][3], t, 1000 + i, e);
+            if (rc)
+                return rc;
+        }
+    return 0;
 }

@@ -13,6 +13,8 @@
 
 #include "common/target.h"
 #include "db/db.h"
+#include "microkernel/loader.h"
+#include "sketch/annotation.h"
 
 /* Registers the NULL-terminated suites, runs them verbosely and returns the
  * process exit code (0 only when every test passed and at least one ran). */
@@ -82,5 +84,16 @@ bool dt_test_await_fd(int fd);
  * schedules. */
 int dt_test_add_sampled_kernel(dt_db *db, const dt_target *tg, int sketch, uint64_t seed,
                                int64_t *id, dt_err *e);
+
+/* The kernel op of workload key (a zeroed op, and the reason on stderr, when
+ * the key does not parse). */
+dt_kernel_op dt_test_kop(const char *key);
+
+/* The boundary cases every micro-kernel must pass, each at 1 and 2 threads
+ * (dt_verify_kernel): M = 1, M < MR, M prime, M past one M block; N not a
+ * multiple of NR; K not a multiple of KC, of the unroll or of any K group
+ * (each remainder mod 4), K = 1; batch > 1 for an op with a batch dim. */
+int dt_test_verify_boundaries(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
+                              dt_err *e);
 
 #endif

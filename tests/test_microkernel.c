@@ -35,43 +35,6 @@ static int teardown(void)
     return 0;
 }
 
-static dt_kernel_op op_of(const char *key)
-{
-    dt_workload *w = NULL;
-    dt_err e;
-    dt_kernel_op k = {0};
-    if (dt_workload_parse_key(key, &w, &e) == 0) {
-        k = dt_kernel_op_of_workload(w);
-    }
-    dt_workload_free(w);
-    return k;
-}
-
-/* The boundary cases every kernel must pass: M=1, M<MR, M prime, M past
- * one M block, N not a multiple of NR, K not a multiple of KC or of the
- * unroll, batch > 1; each at 1 and 2 threads. */
-static int verify_all(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
-                      dt_err *e)
-{
-    int64_t kc = a->kc > 0 ? a->kc : 48;
-    int64_t mblk = a->mc > 0 ? a->mc : a->mr;
-    int64_t cases[][4] = {
-        {1, 1, a->nr, kc},
-        {2, a->mr > 1 ? a->mr - 1 : 1, 2 * a->nr + 3, kc + a->unroll + 1},
-        {3, 37, a->nr + 1, 2 * kc + 3},
-        {2, 2 * mblk + 3, 3 * a->nr - 5 > 0 ? 3 * a->nr - 5 : 1, 13},
-        {1, 5, 7, 1},
-    };
-    for (int t = 1; t <= 2; t++)
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            int rc = dt_verify_kernel(k, kop, cases[i][0], cases[i][1], cases[i][2],
-                                      cases[i][3], t, 1000 + i, e);
-            if (rc)
-                return rc;
-        }
-    return 0;
-}
-
 /* Builds n (op, annotation) pairs in parallel and verifies each. */
 static void build_and_verify(const dt_kernel_op *kops, const dt_annotation *anns, int n)
 {
@@ -93,7 +56,7 @@ static void build_and_verify(const dt_kernel_op *kops, const dt_annotation *anns
             CU_ASSERT_EQUAL_FATAL(dt_kernel_load(res[i].so_path, &k, &e), 0);
             CU_ASSERT_TRUE(dt_kernel_computes(&k, &kops[i])); /* bound to its op's hooks */
             if (getenv("DT_TEST_TRACE")) fprintf(stderr, "\n  verifying %s %s %s\n", what, ann, res[i].so_path);
-            int rc = verify_all(&k, &kops[i], &anns[i], &e);
+            int rc = dt_test_verify_boundaries(&k, &kops[i], &anns[i], &e);
             if (rc)
                 fprintf(stderr, "\n  %s %s: %s\n", what, ann, e.msg);
             CU_ASSERT_EQUAL(rc, 0);
@@ -145,7 +108,7 @@ static void test_sketch_backend_matrix(void)
                 dt_err e;
                 CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, sk, 0, &anns[n], &e), 0);
                 CU_ASSERT_EQUAL(anns[n].isa, (dt_isa)isa);
-                kops[n] = op_of(g_ops[(i + sk * 3 + isa) % N_OPS]);
+                kops[n] = dt_test_kop(g_ops[(i + sk * 3 + isa) % N_OPS]);
                 n++;
             }
     }
@@ -175,9 +138,9 @@ static void test_corner_annotations(void)
             fprintf(stderr, "\n  corner %d: %s\n", i, e.msg);
         CU_ASSERT_EQUAL_FATAL(rc, 0);
         all[2 * i] = all[2 * i + 1] = all[2 * n + i] = anns[i];
-        kops[2 * i] = op_of(g_ops[5]);       /* bias+gelu */
-        kops[2 * i + 1] = op_of(g_ops[7]);   /* NT */
-        kops[2 * n + i] = op_of(g_ops[8 + i % 4]); /* packing's fast paths */
+        kops[2 * i] = dt_test_kop(g_ops[5]);       /* bias+gelu */
+        kops[2 * i + 1] = dt_test_kop(g_ops[7]);   /* NT */
+        kops[2 * n + i] = dt_test_kop(g_ops[8 + i % 4]); /* packing's fast paths */
     }
     build_and_verify(kops, all, 3 * n);
 }
@@ -189,7 +152,7 @@ static void test_cache_hit(void)
     dt_rng_seed(&rng, 7);
     dt_annotation a;
     CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &g_target, -1, 1, &a, &e), 0);
-    dt_kernel_op kop = op_of(g_ops[1]);
+    dt_kernel_op kop = dt_test_kop(g_ops[1]);
     char *src;
     CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, &a, &src, &e), 0);
     dt_build_result r1, r2;
@@ -252,7 +215,7 @@ static void test_codegen_refuses(void)
     dt_err e;
     dt_annotation a = {DT_SKETCH_BLOCKED, DT_ISA_AVX2, 4, 12, 64, 8, 48, 1, 0, DT_STORE_MASK,
                        DT_ORDER_M_INNER, DT_PAR_N, 1};
-    dt_kernel_op kop = op_of(g_ops[0]);
+    dt_kernel_op kop = dt_test_kop(g_ops[0]);
     char *src = NULL;
     CU_ASSERT_EQUAL(dt_codegen(&kop, &a, &src, &e), DT_EINVAL);
     CU_ASSERT_PTR_NULL(src);

@@ -1,5 +1,5 @@
 /* microkernel/, dtype bf16 (dtype_bf16.c, template/types_bf16.h,
- * op_dense_bf16.c, op_batch_matmul_bf16.c): random annotations for every
+ * the bf16 hooks in op_dense.c and op_batch_matmul.c): random annotations for every
  * sketch × back-end (portable: generic and avx2; native vdpbf16ps where the
  * CPU has avx512_bf16), verified on the boundary shapes at 1 and 2 threads
  * for dense with every epilogue and batch_matmul NN/NT; corner annotations;
@@ -52,46 +52,6 @@ static int teardown(void)
     return 0;
 }
 
-static dt_kernel_op op_of(const char *key)
-{
-    dt_workload *w = NULL;
-    dt_err e;
-    dt_kernel_op k = {0};
-    if (dt_workload_parse_key(key, &w, &e) == 0)
-        k = dt_kernel_op_of_workload(w);
-    else
-        fprintf(stderr, "\n  %s: %s\n", key, e.msg);
-    dt_workload_free(w);
-    return k;
-}
-
-/* The boundary cases every kernel must pass: M=1, M<MR, M prime, M past
- * one M block, N not a multiple of NR, K odd (a half K group) and not a
- * multiple of KC or of the unroll, K = 1, batch > 1; each at 1 and 2
- * threads. */
-static int verify_all(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
-                      dt_err *e)
-{
-    int64_t kc = a->kc > 0 ? a->kc : 48;
-    int64_t mblk = a->mc > 0 ? a->mc : a->mr;
-    int64_t cases[][4] = {
-        {1, 1, a->nr, kc},
-        {2, a->mr > 1 ? a->mr - 1 : 1, 2 * a->nr + 3, kc + a->unroll + 1},
-        {3, 37, a->nr + 1, 2 * kc + 3},
-        {2, 2 * mblk + 3, 3 * a->nr - 5 > 0 ? 3 * a->nr - 5 : 1, 13},
-        {1, 5, 7, 1},
-        {2, 2 * a->mr + 1, 17, 2 * kc + 2 * a->unroll + 1},
-    };
-    for (int t = 1; t <= 2; t++)
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            int rc = dt_verify_kernel(k, kop, cases[i][0], cases[i][1], cases[i][2],
-                                      cases[i][3], t, 2000 + i, e);
-            if (rc)
-                return rc;
-        }
-    return 0;
-}
-
 /* Builds n (op, annotation) pairs in parallel with builder b and verifies
  * each: bound to its (op, dtype), right on every boundary case. */
 static void build_and_verify_with(dt_builder *b, const dt_kernel_op *kops,
@@ -118,7 +78,7 @@ static void build_and_verify_with(dt_builder *b, const dt_kernel_op *kops,
             CU_ASSERT_TRUE(dt_kernel_computes(&k, &kops[i]));
             if (getenv("DT_TEST_TRACE"))
                 fprintf(stderr, "\n  verifying %s %s %s\n", what, ann, res[i].so_path);
-            int rc = verify_all(&k, &kops[i], &anns[i], &e);
+            int rc = dt_test_verify_boundaries(&k, &kops[i], &anns[i], &e);
             if (rc)
                 fprintf(stderr, "\n  %s %s: %s\n", what, ann, e.msg);
             CU_ASSERT_EQUAL(rc, 0);
@@ -196,7 +156,7 @@ static void test_sketch_backend_matrix(void)
                 dt_err e;
                 CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, sk, 0, &anns[n], &e), 0);
                 CU_ASSERT_EQUAL(anns[n].isa, t.isa);
-                kops[n] = op_of(g_ops[(i + sk * 3 + be) % N_OPS]);
+                kops[n] = dt_test_kop(g_ops[(i + sk * 3 + be) % N_OPS]);
                 CU_ASSERT_EQUAL_FATAL(kops[n].dtype, DT_DTYPE_BF16);
                 n++;
             }
@@ -243,8 +203,8 @@ static void test_corner_annotations(void)
                 fprintf(stderr, "\n  corner %d (%s): %s\n", i, dt_isa_name(t.isa), e.msg);
             CU_ASSERT_EQUAL_FATAL(rc, 0);
             all[n] = all[n + 1] = anns[i];
-            kops[n] = op_of(g_ops[i % 2 ? 5 : 4]);  /* bias+gelu, bias+relu */
-            kops[n + 1] = op_of(g_ops[7 + i % 5]); /* NT, then packing's tails */
+            kops[n] = dt_test_kop(g_ops[i % 2 ? 5 : 4]);  /* bias+gelu, bias+relu */
+            kops[n + 1] = dt_test_kop(g_ops[7 + i % 5]); /* NT, then packing's tails */
             n += 2;
         }
     }
@@ -265,7 +225,7 @@ static void test_native_without_bf16_instructions(void)
     int nc = corner_annotations(DT_ISA_AVX512, anns);
     dt_kernel_op kops[8];
     for (int i = 0; i < nc; i++)
-        kops[i] = op_of(g_ops[(i * 5) % N_OPS]);
+        kops[i] = dt_test_kop(g_ops[(i * 5) % N_OPS]);
     build_and_verify_with(&b, kops, anns, nc);
 }
 
@@ -284,7 +244,7 @@ static void test_source(void)
             dt_annotation a;
             CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, sk, 1, &a, &e), 0);
             for (int o = 0; o < N_OPS; o++) {
-                dt_kernel_op kop = op_of(g_ops[o]), f32 = kop;
+                dt_kernel_op kop = dt_test_kop(g_ops[o]), f32 = kop;
                 f32.dtype = DT_DTYPE_F32;
                 char *src = NULL, *fsrc = NULL;
                 CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, &a, &src, &e), 0);
@@ -331,7 +291,7 @@ static void test_loader_binds_bf16(void)
     dt_annotation a;
     CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, -1, 1, &a, &e), 0);
     for (int i = 0; i < 2; i++) {
-        kops[i] = op_of(keys[i]);
+        kops[i] = dt_test_kop(keys[i]);
         CU_ASSERT_EQUAL_FATAL(dt_codegen(&kops[i], &a, &src[i], &e), 0);
     }
     dt_build_result res[2];
@@ -384,7 +344,7 @@ static void bench_one(const char *key, const dt_annotation *a, int64_t M, int64_
                       int threads)
 {
     dt_err e;
-    dt_kernel_op kop = op_of(key);
+    dt_kernel_op kop = dt_test_kop(key);
     char *src = NULL;
     dt_build_result r;
     if (dt_codegen(&kop, a, &src, &e) || dt_build_one(&g_builder, src, &r, &e) ||

@@ -51,19 +51,6 @@ static int teardown(void)
     return 0;
 }
 
-static dt_kernel_op op_of(const char *key)
-{
-    dt_workload *w = NULL;
-    dt_err e;
-    dt_kernel_op k = {0};
-    if (dt_workload_parse_key(key, &w, &e) == 0)
-        k = dt_kernel_op_of_workload(w);
-    else
-        fprintf(stderr, "\n  %s: %s\n", key, e.msg);
-    dt_workload_free(w);
-    return k;
-}
-
 static const char *const g_ops[] = {
     "dense(M=1..8,N=64,K=64,dtype=int8)",
     "dense(M=1..8,N=64,K=64,epilogue=bias,dtype=int8)",
@@ -137,36 +124,6 @@ static void unload_all(dt_kernel *ks, int n)
 
 /* ---- verification against the double reference -------------------------- */
 
-/* The boundary cases every kernel must pass (M, N, K): M = 1, M < MR, M
- * prime, M past one M block; N not a multiple of NR; K a multiple of 4, not
- * a multiple of 4 (each remainder), of KC, of the unroll; K = 1; each at 1
- * and 2 threads. */
-static int verify_all(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
-                      dt_err *e)
-{
-    int64_t kc = a->kc > 0 ? a->kc : 48;
-    int64_t mblk = a->mc > 0 ? a->mc : a->mr;
-    int64_t u4 = 4 * a->unroll;
-    int64_t cases[][3] = {
-        {1, a->nr, kc},
-        {a->mr > 1 ? a->mr - 1 : 1, 2 * a->nr + 3, kc + u4 + 1},
-        {37, a->nr + 1, 2 * kc + 3},
-        {2 * mblk + 3, 3 * a->nr - 5 > 0 ? 3 * a->nr - 5 : 1, 13},
-        {5, 7, 1},
-        {a->mr + 1, a->nr, 3 * u4 + 2},
-        {3, 2 * a->nr, 3 * u4 + 4},
-        {2 * a->mr, 5, kc + 7},
-    };
-    for (int t = 1; t <= 2; t++)
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            int rc = dt_verify_kernel(k, kop, 1, cases[i][0], cases[i][1], cases[i][2], t,
-                                      1000 + i, e);
-            if (rc)
-                return rc;
-        }
-    return 0;
-}
-
 static void build_and_verify(const dt_builder *b, const dt_kernel_op *kops,
                              const dt_annotation *anns, int n)
 {
@@ -177,7 +134,7 @@ static void build_and_verify(const dt_builder *b, const dt_kernel_op *kops,
         if (!ks[i].handle)
             continue;
         dt_err e;
-        int rc = verify_all(&ks[i], &kops[i], &anns[i], &e);
+        int rc = dt_test_verify_boundaries(&ks[i], &kops[i], &anns[i], &e);
         if (rc) {
             char *ann = dt_annotation_to_string(&anns[i]);
             char what[128];
@@ -209,7 +166,7 @@ static void test_sketch_backend_matrix(void)
                 dt_err e;
                 CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &ts[b], sk, 0, &anns[n], &e), 0);
                 CU_ASSERT_EQUAL(anns[n].isa, ts[b].isa);
-                kops[n] = op_of(g_ops[(i + sk * 3 + b) % N_OPS]);
+                kops[n] = dt_test_kop(g_ops[(i + sk * 3 + b) % N_OPS]);
                 n++;
             }
     build_and_verify(&g_builder, kops, anns, n);
@@ -242,7 +199,7 @@ static void test_corner_annotations(void)
                 fprintf(stderr, "\n  corner %zu: %s\n", i, e.msg);
             CU_ASSERT_EQUAL_FATAL(rc, 0);
             anns[n] = c[i];
-            kops[n] = op_of(g_ops[(i + (size_t)b) % N_OPS]);
+            kops[n] = dt_test_kop(g_ops[(i + (size_t)b) % N_OPS]);
             n++;
         }
     }
@@ -389,7 +346,7 @@ static void exact_annotations(dt_kernel_op *kops, dt_annotation *anns, int *n, i
                 /* small K blocks: several blocks of partial sums */
                 if (sk == DT_SKETCH_BLOCKED && i == 0)
                     anns[*n].kc = 8;
-                kops[*n] = op_of(g_ops[i % 2 ? 2 : 0]); /* none, relu */
+                kops[*n] = dt_test_kop(g_ops[i % 2 ? 2 : 0]); /* none, relu */
                 (*n)++;
             }
 }
@@ -447,7 +404,7 @@ static void test_native_fallbacks(void)
         for (int i = 0; i < 4; i++) {
             dt_err e;
             CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, i % 2, 0, &anns[i], &e), 0);
-            kops[i] = op_of(g_ops[i < 2 ? 0 : 5]);
+            kops[i] = dt_test_kop(g_ops[i < 2 ? 0 : 5]);
         }
         check_exact_all(&b, kops, anns, 2, extra[f]);
         build_and_verify(&b, kops + 2, anns + 2, 2);
@@ -481,7 +438,7 @@ static void test_scales_and_extremes(void)
             CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &ts[b], sk, 0, &anns[n], &e), 0);
             if (sk == DT_SKETCH_BLOCKED)
                 anns[n].kc = 16;
-            kops[n] = op_of(g_ops[b % 2 ? 5 : 4]); /* bias+gelu, bias+relu */
+            kops[n] = dt_test_kop(g_ops[b % 2 ? 5 : 4]); /* bias+gelu, bias+relu */
             n++;
         }
     dt_kernel ks[3 * 2];
@@ -578,7 +535,7 @@ static void test_hooks(void)
 
     dt_target ts[3];
     int nt = backend_targets(ts);
-    dt_kernel_op kop = op_of(g_ops[5]), f32 = op_of("dense(M=1..8,N=64,K=64,epilogue=bias+gelu)");
+    dt_kernel_op kop = dt_test_kop(g_ops[5]), f32 = dt_test_kop("dense(M=1..8,N=64,K=64,epilogue=bias+gelu)");
     CU_ASSERT_EQUAL(kop.dtype, DT_DTYPE_INT8);
     dt_annotation anns[3];
     dt_kernel_op kops[3];

@@ -52,19 +52,6 @@ static int teardown(void)
     return 0;
 }
 
-static dt_kernel_op op_of(const char *key)
-{
-    dt_workload *w = NULL;
-    dt_err e;
-    dt_kernel_op k = {0};
-    if (dt_workload_parse_key(key, &w, &e) == 0)
-        k = dt_kernel_op_of_workload(w);
-    else
-        fprintf(stderr, "\n  %s: %s\n", key, e.msg);
-    dt_workload_free(w);
-    return k;
-}
-
 /* every epilogue */
 static const char *const g_ops[] = {
     "dense(M=1..16,N=4096,K=4096,dtype=w8a32)",
@@ -76,34 +63,8 @@ static const char *const g_ops[] = {
 };
 #define N_OPS ((int)(sizeof g_ops / sizeof g_ops[0]))
 
-/* The boundary cases: M=1, M<MR, M prime, M past one M block, N not a
- * multiple of NR, K not a multiple of KC or of the unroll, K = 1; each at 1
- * and 2 threads. */
-static int verify_all(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
-                      dt_err *e)
-{
-    int64_t kc = a->kc > 0 ? a->kc : 48;
-    int64_t mblk = a->mc > 0 ? a->mc : a->mr;
-    int64_t cases[][3] = {
-        {1, a->nr, kc},
-        {a->mr > 1 ? a->mr - 1 : 1, 2 * a->nr + 3, kc + a->unroll + 1},
-        {37, a->nr + 1, 2 * kc + 3},
-        {2 * mblk + 3, 3 * a->nr - 5 > 0 ? 3 * a->nr - 5 : 1, 13},
-        {5, 7, 1},
-        {3, 200, a->unroll * 9 + 7},
-    };
-    for (int t = 1; t <= 2; t++)
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            int rc = dt_verify_kernel(k, kop, 1, cases[i][0], cases[i][1], cases[i][2], t,
-                                      2000 + i, e);
-            if (rc)
-                return rc;
-        }
-    return 0;
-}
-
 /* Builds n (op, annotation) pairs in parallel; calls check on each loaded
- * kernel (NULL: verify_all). */
+ * kernel (NULL: dt_test_verify_boundaries). */
 typedef int (*check_fn)(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
                         dt_err *e);
 
@@ -129,7 +90,7 @@ static void build_and_check(const dt_kernel_op *kops, const dt_annotation *anns,
             CU_ASSERT_EQUAL_FATAL(dt_kernel_load(res[i].so_path, &k, &e), 0);
             CU_ASSERT_TRUE(dt_kernel_computes(&k, &kops[i]));
             CU_ASSERT_PTR_EQUAL(k.op, dt_mk_op_find(kops[i].op, DT_DTYPE_W8A32));
-            int rc = (check ? check : verify_all)(&k, &kops[i], &anns[i], &e);
+            int rc = (check ? check : dt_test_verify_boundaries)(&k, &kops[i], &anns[i], &e);
             if (rc)
                 fprintf(stderr, "\n  %s %s: %s\n", what, ann, e.msg);
             CU_ASSERT_EQUAL(rc, 0);
@@ -161,7 +122,7 @@ static void test_sketch_backend_matrix(void)
                 dt_err e;
                 CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, sk, 0, &anns[n], &e), 0);
                 CU_ASSERT_EQUAL(anns[n].isa, (dt_isa)isa);
-                kops[n] = op_of(g_ops[(i + sk * 3 + isa) % N_OPS]);
+                kops[n] = dt_test_kop(g_ops[(i + sk * 3 + isa) % N_OPS]);
                 n++;
             }
     }
@@ -200,9 +161,9 @@ static void test_corner_annotations(void)
                 fprintf(stderr, "\n  corner %zu (%s): %s\n", i, dt_isa_name(isa), e.msg);
             CU_ASSERT_EQUAL_FATAL(rc, 0);
             anns[n] = c[i];
-            kops[n++] = op_of(g_ops[5]); /* bias+gelu */
+            kops[n++] = dt_test_kop(g_ops[5]); /* bias+gelu */
             anns[n] = c[i];
-            kops[n++] = op_of(g_ops[i % N_OPS]);
+            kops[n++] = dt_test_kop(g_ops[i % N_OPS]);
         }
     }
     build_and_check(kops, anns, n, NULL);
@@ -242,7 +203,7 @@ static void test_decode_shapes(void)
         if (rc)
             fprintf(stderr, "\n  decode %d: %s\n", i, e.msg);
         CU_ASSERT_EQUAL_FATAL(rc, 0);
-        kops[i] = op_of(g_ops[i % 2 ? 4 : 1]);
+        kops[i] = dt_test_kop(g_ops[i % 2 ? 4 : 1]);
     }
     build_and_check(kops, anns, n, check_decode);
 }
@@ -349,7 +310,7 @@ static void test_scales(void)
             for (int i = 0; i < 2; i++) {
                 dt_err e;
                 CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, sk, 0, &anns[n], &e), 0);
-                kops[n++] = op_of(g_ops[i ? 5 : 1]);
+                kops[n++] = dt_test_kop(g_ops[i ? 5 : 1]);
             }
     }
     build_and_check(kops, anns, n, check_scales);
@@ -369,7 +330,7 @@ static void test_packed_layout(void)
     dt_annotation a;
     dt_err e;
     CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &g_target, -1, 1, &a, &e), 0);
-    dt_kernel_op kop = op_of(g_ops[0]);
+    dt_kernel_op kop = dt_test_kop(g_ops[0]);
     char *src;
     CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, &a, &src, &e), 0);
     dt_build_result r;
@@ -462,7 +423,7 @@ static void test_hooks(void)
         dt_target_set_isa(&t, (dt_isa)isa);
         dt_annotation a;
         CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, -1, 1, &a, &e), 0);
-        dt_kernel_op kop = op_of(g_ops[1]);
+        dt_kernel_op kop = dt_test_kop(g_ops[1]);
         char *src = NULL;
         CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, &a, &src, &e), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(src, "#define DT_OP_DENSE 1\n"));
@@ -522,7 +483,7 @@ static void test_portable_clang(void)
         dt_target_set_isa(&t, (dt_isa)isa);
         for (int sk = 0; sk < DT_SKETCH_COUNT; sk++) {
             CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, sk, 1, &anns[n], &e), 0);
-            kops[n] = op_of(g_ops[5]);
+            kops[n] = dt_test_kop(g_ops[5]);
             CU_ASSERT_EQUAL_FATAL(dt_codegen(&kops[n], &anns[n], &src[n], &e), 0);
             n++;
         }
@@ -535,7 +496,7 @@ static void test_portable_clang(void)
         if (res[i].status == DT_BUILD_OK) {
             dt_kernel k;
             CU_ASSERT_EQUAL_FATAL(dt_kernel_load(res[i].so_path, &k, &e), 0);
-            int rc = verify_all(&k, &kops[i], &anns[i], &e);
+            int rc = dt_test_verify_boundaries(&k, &kops[i], &anns[i], &e);
             if (rc)
                 fprintf(stderr, "\n  clang-built kernel: %s\n", e.msg);
             CU_ASSERT_EQUAL(rc, 0);
