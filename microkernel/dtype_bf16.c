@@ -107,16 +107,6 @@ static void emit_portable_step(dt_strbuf *sb, const dt_annotation *a, int nv, in
     dt_sb_append(sb, "        }\n");
 }
 
-static void emit_portable_loop(dt_strbuf *sb, const dt_annotation *a, int nv, int stream)
-{
-    dt_sb_append(sb, "    int64_t k = 0;\n    for (; k + UNROLL <= kc; k += UNROLL) {\n");
-    for (int u = 0; u < a->unroll; u++)
-        emit_portable_step(sb, a, nv, u, stream);
-    dt_sb_append(sb, "    }\n    for (; k < kc; k++) {\n");
-    emit_portable_step(sb, a, nv, 0, stream);
-    dt_sb_append(sb, "    }\n");
-}
-
 static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
 {
     int nv = a->nr / dt_isa_vec_floats(a->isa);
@@ -136,22 +126,11 @@ static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
                  " int64_t ldc, int m_valid,\n    int n_valid, int accumulate, const float "
                  "*restrict bias, int last,\n    const dt_qctx *q, int64_t col)\n{\n"
                  "    (void)q; (void)col; (void)bias; /* bias: unread without DT_BIAS */\n");
-    for (int i = 0; i < a->mr; i++)
-        for (int v = 0; v < nv; v++)
-            dt_sb_appendf(sb, "    vf c%d_%d = VZERO();\n", i, v);
-    if (stream) {
-        /* rows past a_rows re-read the last valid row: computed in full,
-         * never stored (local padding in registers) */
-        for (int i = 0; i < a->mr; i++)
-            dt_sb_appendf(sb, "    const dt_ta *a%d = a + (int64_t)(%d < a_rows ? %d : a_rows - 1)"
-                              " * lda;\n", i, i, i);
-    } else {
-        dt_sb_append(sb, "    (void)lda; (void)a_rows;\n");
-    }
+    dt_emit_ukr_start(sb, a, nv, "dt_ta");
     if (native)
         emit_native_loop(sb, a, nv, stream);
     else
-        emit_portable_loop(sb, a, nv, stream);
+        dt_emit_k_loop(sb, a, nv, stream, emit_portable_step);
     dt_emit_store_f32(sb, a, nv, NULL);
     dt_sb_append(sb, "}\n\n");
 }

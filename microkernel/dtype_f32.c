@@ -36,6 +36,33 @@ static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, in
     dt_sb_append(sb, "        }\n");
 }
 
+void dt_emit_ukr_start(dt_strbuf *sb, const dt_annotation *a, int nv, const char *atype)
+{
+    for (int i = 0; i < a->mr; i++)
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "    vf c%d_%d = VZERO();\n", i, v);
+    if (a->sketch == DT_SKETCH_STREAM) {
+        /* rows past a_rows re-read the last valid row: computed in full,
+         * never stored (local padding in registers) */
+        for (int i = 0; i < a->mr; i++)
+            dt_sb_appendf(sb, "    const %s *a%d = a + (int64_t)(%d < a_rows ? %d : a_rows - 1)"
+                              " * lda;\n", atype, i, i, i);
+    } else {
+        dt_sb_append(sb, "    (void)lda; (void)a_rows;\n");
+    }
+}
+
+void dt_emit_k_loop(dt_strbuf *sb, const dt_annotation *a, int nv, int stream,
+                    dt_emit_step_fn step)
+{
+    dt_sb_append(sb, "    int64_t k = 0;\n    for (; k + UNROLL <= kc; k += UNROLL) {\n");
+    for (int u = 0; u < a->unroll; u++)
+        step(sb, a, nv, u, stream);
+    dt_sb_append(sb, "    }\n    for (; k < kc; k++) {\n");
+    step(sb, a, nv, 0, stream);
+    dt_sb_append(sb, "    }\n");
+}
+
 /* Adds C's current values (accumulate), then bias and activation (last),
  * then stores; with the mask store method partial tiles use masked vectors.
  * Shared by the dtypes whose accumulators are f32 vectors c<i>_<v>
@@ -128,24 +155,8 @@ static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
                  " int64_t ldc, int m_valid,\n    int n_valid, int accumulate, const float "
                  "*restrict bias, int last,\n    const dt_qctx *q, int64_t col)\n{\n"
                  "    (void)q; (void)col;\n");
-    for (int i = 0; i < a->mr; i++)
-        for (int v = 0; v < nv; v++)
-            dt_sb_appendf(sb, "    vf c%d_%d = VZERO();\n", i, v);
-    if (stream) {
-        /* rows past a_rows re-read the last valid row: computed in full,
-         * never stored (local padding in registers) */
-        for (int i = 0; i < a->mr; i++)
-            dt_sb_appendf(sb, "    const float *a%d = a + (int64_t)(%d < a_rows ? %d : a_rows - 1)"
-                              " * lda;\n", i, i, i);
-    } else {
-        dt_sb_append(sb, "    (void)lda; (void)a_rows;\n");
-    }
-    dt_sb_append(sb, "    int64_t k = 0;\n    for (; k + UNROLL <= kc; k += UNROLL) {\n");
-    for (int u = 0; u < a->unroll; u++)
-        emit_k_step(sb, a, nv, u, stream);
-    dt_sb_append(sb, "    }\n    for (; k < kc; k++) {\n");
-    emit_k_step(sb, a, nv, 0, stream);
-    dt_sb_append(sb, "    }\n");
+    dt_emit_ukr_start(sb, a, nv, "float");
+    dt_emit_k_loop(sb, a, nv, stream, emit_k_step);
     dt_emit_store_f32(sb, a, nv, NULL);
     dt_sb_append(sb, "}\n\n");
 }

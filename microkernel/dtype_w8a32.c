@@ -84,26 +84,8 @@ static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
                  " int64_t lda,\n    int a_rows, const dt_tb *restrict b, dt_tc *restrict c,"
                  " int64_t ldc, int m_valid,\n    int n_valid, int accumulate, const float "
                  "*restrict bias, int last,\n    const dt_qctx *q, int64_t col)\n{\n");
-    for (int i = 0; i < a->mr; i++)
-        for (int v = 0; v < nv; v++)
-            dt_sb_appendf(sb, "    vf c%d_%d = VZERO();\n", i, v);
-    if (stream) {
-        /* rows past a_rows re-read the last valid row: computed in full,
-         * never stored (local padding in registers) */
-        for (int i = 0; i < a->mr; i++)
-            dt_sb_appendf(sb,
-                          "    const float *a%d = a + (int64_t)(%d < a_rows ? %d : a_rows - 1)"
-                          " * lda;\n",
-                          i, i, i);
-    } else {
-        dt_sb_append(sb, "    (void)lda; (void)a_rows;\n");
-    }
-    dt_sb_append(sb, "    int64_t k = 0;\n    for (; k + UNROLL <= kc; k += UNROLL) {\n");
-    for (int u = 0; u < a->unroll; u++)
-        emit_k_step(sb, a, nv, u, stream);
-    dt_sb_append(sb, "    }\n    for (; k < kc; k++) {\n");
-    emit_k_step(sb, a, nv, 0, stream);
-    dt_sb_append(sb, "    }\n");
+    dt_emit_ukr_start(sb, a, nv, "float");
+    dt_emit_k_loop(sb, a, nv, stream, emit_k_step);
     dt_emit_store_f32(sb, a, nv, emit_scale);
     dt_sb_append(sb, "}\n\n");
 }

@@ -6,6 +6,21 @@
 #include "common/strbuf.h"
 #include "sketch/annotation.h"
 
+/* The start of a register kernel's body, after its signature: the MR×NV
+ * accumulators c<i>_<v> set to zero (f32 vectors), then in the stream
+ * sketch one row pointer a<i> of type `atype *` per tile row (rows past
+ * a_rows re-read the last valid row: computed in full, never stored), or in
+ * the blocked sketch the unused lda and a_rows voided. */
+void dt_emit_ukr_start(dt_strbuf *sb, const dt_annotation *a, int nv, const char *atype);
+
+/* One K step u (0..UNROLL-1) of a register kernel (a dtype's generator). */
+typedef void (*dt_emit_step_fn)(dt_strbuf *sb, const dt_annotation *a, int nv, int u,
+                                int stream);
+/* The K loop over kc: UNROLL steps per iteration, then the remainder one
+ * step at a time. */
+void dt_emit_k_loop(dt_strbuf *sb, const dt_annotation *a, int nv, int stream,
+                    dt_emit_step_fn step);
+
 /* The end of a register kernel whose accumulators are f32 vectors named
  * c<i>_<v> (i < MR, v < nv = NR/VL) — f32, bf16, w8a32: adds C's current
  * values when accumulate; when last, pre (may be NULL) then + bias and the
