@@ -268,6 +268,23 @@ int dt_test_add_sampled_kernel(dt_db *db, const dt_target *tg, int sketch, uint6
     return rc;
 }
 
+int dt_test_kernel_setup(char **dir, dt_target *t, dt_builder *b, const char *flags)
+{
+    dt_err e;
+    *dir = dt_test_tmpdir();
+    if (!*dir || dt_target_detect(t, &e))
+        return 1;
+    return dt_builder_init(b, NULL, flags, *dir, &e) ? 1 : 0;
+}
+
+int dt_test_kernel_teardown(char **dir)
+{
+    dt_test_rmtree(*dir);
+    free(*dir);
+    *dir = NULL;
+    return 0;
+}
+
 dt_kernel_op dt_test_kop(const char *key)
 {
     dt_workload *w = NULL;

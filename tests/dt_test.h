@@ -13,6 +13,7 @@
 
 #include "common/target.h"
 #include "db/db.h"
+#include "microkernel/build.h"
 #include "microkernel/loader.h"
 #include "sketch/annotation.h"
 
@@ -84,6 +85,13 @@ bool dt_test_await_fd(int fd);
  * schedules. */
 int dt_test_add_sampled_kernel(dt_db *db, const dt_target *tg, int sketch, uint64_t seed,
                                int64_t *id, dt_err *e);
+
+/* A kernel suite's setup: a fresh temporary directory (*dir, malloc'ed),
+ * this machine's target, and a builder caching into the directory with
+ * flags (NULL: the default flags).  0, or 1 (CUnit's failed setup). */
+int dt_test_kernel_setup(char **dir, dt_target *t, dt_builder *b, const char *flags);
+/* Its teardown: the directory removed and freed; 0. */
+int dt_test_kernel_teardown(char **dir);
 
 /* The kernel op of workload key (a zeroed op, and the reason on stderr, when
  * the key does not parse). */

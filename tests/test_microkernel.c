@@ -19,21 +19,9 @@ static char *g_dir;
 static dt_builder g_builder;
 static dt_target g_target;
 
-static int setup(void)
-{
-    dt_err e;
-    g_dir = dt_test_tmpdir();
-    if (!g_dir || dt_target_detect(&g_target, &e))
-        return 1;
-    return dt_builder_init(&g_builder, NULL, NULL, g_dir, &e) ? 1 : 0;
-}
+static int setup(void) { return dt_test_kernel_setup(&g_dir, &g_target, &g_builder, NULL); }
 
-static int teardown(void)
-{
-    dt_test_rmtree(g_dir);
-    free(g_dir);
-    return 0;
-}
+static int teardown(void) { return dt_test_kernel_teardown(&g_dir); }
 
 /* Builds n (op, annotation) pairs in parallel and verifies each. */
 static void build_and_verify(const dt_kernel_op *kops, const dt_annotation *anns, int n)

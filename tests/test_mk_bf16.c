@@ -31,26 +31,17 @@ static int g_native;         /* bf16 runs natively on this machine */
 
 static int setup(void)
 {
-    dt_err e;
-    g_dir = dt_test_tmpdir();
-    if (!g_dir || dt_target_detect(&g_target, &e))
+    if (dt_test_kernel_setup(&g_dir, &g_target, &g_builder,
+                             DT_BUILD_DEFAULT_FLAGS " -Wall -Wextra -Werror"))
         return 1;
     const char *how;
     g_native = dt_dtype_native(DT_DTYPE_BF16, &g_target, &how);
     if (!g_native)
         fprintf(stderr, "\n  bf16 native back-end not tested: %s\n", how);
-    return dt_builder_init(&g_builder, NULL, DT_BUILD_DEFAULT_FLAGS " -Wall -Wextra -Werror",
-                           g_dir, &e)
-               ? 1
-               : 0;
-}
-
-static int teardown(void)
-{
-    dt_test_rmtree(g_dir);
-    free(g_dir);
     return 0;
 }
+
+static int teardown(void) { return dt_test_kernel_teardown(&g_dir); }
 
 /* Builds n (op, annotation) pairs in parallel with builder b and verifies
  * each: bound to its (op, dtype), right on every boundary case. */

@@ -27,29 +27,20 @@ static int g_native; /* this CPU runs int8 natively (avx512_vnni) */
 
 static int setup(void)
 {
-    dt_err e;
-    g_dir = dt_test_tmpdir();
-    if (!g_dir || dt_target_detect(&g_target, &e))
+    if (dt_test_kernel_setup(&g_dir, &g_target, &g_builder, NULL))
         return 1;
     const char *how;
     g_native = dt_dtype_native(DT_DTYPE_INT8, &g_target, &how) &&
                dt_dtype_target(DT_DTYPE_INT8, &g_target).isa == DT_ISA_AVX512;
     if (!g_native)
         fprintf(stderr, "\n  int8 native back-end not tested here: %s\n", how);
-    if (dt_builder_init(&g_builder, NULL, NULL, g_dir, &e))
-        return 1;
     /* generated kernels compile warning-free (the export tests' flags) */
     size_t len = strlen(g_builder.flags);
     snprintf(g_builder.flags + len, sizeof g_builder.flags - len, " -Wall -Wextra -Werror");
     return 0;
 }
 
-static int teardown(void)
-{
-    dt_test_rmtree(g_dir);
-    free(g_dir);
-    return 0;
-}
+static int teardown(void) { return dt_test_kernel_teardown(&g_dir); }
 
 static const char *const g_ops[] = {
     "dense(M=1..8,N=64,K=64,dtype=int8)",

@@ -36,21 +36,11 @@ static dt_target g_target;
 
 static int setup(void)
 {
-    dt_err e;
-    g_dir = dt_test_tmpdir();
-    if (!g_dir || dt_target_detect(&g_target, &e))
-        return 1;
-    return dt_builder_init(&g_builder, NULL, DT_BUILD_DEFAULT_FLAGS " " WARN_FLAGS, g_dir, &e)
-               ? 1
-               : 0;
+    return dt_test_kernel_setup(&g_dir, &g_target, &g_builder,
+                                DT_BUILD_DEFAULT_FLAGS " " WARN_FLAGS);
 }
 
-static int teardown(void)
-{
-    dt_test_rmtree(g_dir);
-    free(g_dir);
-    return 0;
-}
+static int teardown(void) { return dt_test_kernel_teardown(&g_dir); }
 
 /* every epilogue */
 static const char *const g_ops[] = {
