@@ -28,6 +28,8 @@ typedef int32_t vi16 __attribute__((vector_size(64)));
 #define EPI_RELU relu_16
 #define EPI_GELU gelu_16
 #define EPI_EXP exp_neg_16
+#define EPI_RECIP recip_16
+#define EPI_EXP_POLY exp_poly_16
 #include "peers/epilogue_variant.h"
 
 typedef float vf8 __attribute__((vector_size(32)));
@@ -38,6 +40,8 @@ typedef int32_t vi8 __attribute__((vector_size(32)));
 #define EPI_RELU relu_8
 #define EPI_GELU gelu_8
 #define EPI_EXP exp_neg_8
+#define EPI_RECIP recip_8
+#define EPI_EXP_POLY exp_poly_8
 #include "peers/epilogue_variant.h"
 
 typedef float vf4 __attribute__((vector_size(16)));
@@ -48,6 +52,8 @@ typedef int32_t vi4 __attribute__((vector_size(16)));
 #define EPI_RELU relu_4
 #define EPI_GELU gelu_4
 #define EPI_EXP exp_neg_4
+#define EPI_RECIP recip_4
+#define EPI_EXP_POLY exp_poly_4
 #include "peers/epilogue_variant.h"
 
 /* y[0..15] = act(y[0..15] + bias[0..15]) as n vectors of 16/n floats: a

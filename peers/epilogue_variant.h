@@ -2,8 +2,9 @@
  * peers/epilogue.c, which includes this once per variant after defining
  *   EPI_VF, EPI_VI    the variant's float and int32 vector types
  *   EPI_TARGET        its target attribute (empty for baseline x86-64)
- *   EPI_RELU, EPI_GELU, EPI_EXP  the names given to the kernels' dt_act
- *                     (ReLU, then GELU) and dt_exp_neg
+ *   EPI_RELU, EPI_GELU, EPI_EXP, EPI_EXP_POLY, EPI_RECIP  the names given
+ *                     to the kernels' dt_act (ReLU, then GELU), dt_exp_neg,
+ *                     dt_exp_poly and dt_recip
  * It includes the micro-kernels' vector epilogue (microkernel/template/
  * act.h) under those names, and undefines everything it and the caller
  * defined.  No include guard: meant to be included several times. */
@@ -19,9 +20,13 @@
 #define DT_ACT 2
 #define dt_act EPI_GELU
 #define dt_exp_neg EPI_EXP
+#define dt_recip EPI_RECIP
+#define dt_exp_poly EPI_EXP_POLY
 #include "microkernel/template/act.h"
 #undef dt_act
 #undef dt_exp_neg
+#undef dt_recip
+#undef dt_exp_poly
 #undef DT_ACT
 #undef vf
 #undef vx
@@ -33,3 +38,5 @@
 #undef EPI_RELU
 #undef EPI_GELU
 #undef EPI_EXP
+#undef EPI_RECIP
+#undef EPI_EXP_POLY

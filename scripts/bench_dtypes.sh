@@ -20,7 +20,9 @@
 # (M = --w8-shapes): dtune's w8a32 kernels against oneDNN f32 (the same
 # dequantized weights) and oneDNN bf16 (its bf16 matmul on the same shapes),
 # with the weight-streaming GB/s (N·K bytes of s8 per call ÷ time) next to
-# the read bandwidth of `dtune info --peaks`.
+# the read bandwidth of `dtune info --peaks`, and each ratio's ceiling: the
+# same ratio for a kernel at w8a32's roofline (the weight bytes at the probed
+# read bandwidth, or the flops at the probed f32 FMA peak, whichever is slower).
 #
 # Writes OUT/<name>.json (dtune bench --json) and OUT/summary.txt.  Run it
 # on a quiet machine; the figures are ratios of interleaved timings.
@@ -134,28 +136,53 @@ for dt in dtypes:
 if w8:
     info = load("info")
     bw = dict(zip(info["bandwidth"]["threads"], info["bandwidth"]["values"])) if info else {}
+    pk = dict(zip(info["peaks"]["threads"], info["peaks"]["f32"]["values"])) if info else {}
     print("\nWeight-only int8 (w8a32) vs oneDNN f32 and bf16, geometric mean over the shapes")
-    print("| weights | threads | vs oneDNN f32 | vs oneDNN bf16 | weight GB/s at M=1 | read bandwidth probe |")
-    print("|---|---|---|---|---|---|")
+    print("ceiling = the same geomean for a kernel at the roofline of w8a32's arithmetic: per shape")
+    print("max(N*K weight bytes / read bandwidth, 2*M*N*K / f32 FMA peak), both measured in this run")
+    print("(bandwidth: the probe's, or the fastest weight stream of any kernel in the run if higher)")
+    print("(f32 activations are multiplied in f32: the FMA peak bounds it, not vdpbf16ps's)")
+    print("| weights | threads | vs oneDNN f32 | ceiling | vs oneDNN bf16 | ceiling | weight GB/s at M=1 | read bandwidth probe | f32 peak |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for tag in ["N4096K4096", "N11008K4096"]:
         for t in threads:
             d, b = load(f"w8-{tag}-t{t}"), load(f"w8-bf16peer-{tag}-t{t}")
             if not d:
                 print(f"| {tag} | {t} | failed |"); continue
-            vf, vb = [], []
+            vf, vb, cf, cb = [], [], [], []
+            pkt = pk.get(int(t))
+            # the probe, or the fastest weight stream any kernel reached in
+            # this run if that is higher (the shared machine's bandwidth
+            # varies between the probe and the kernels)
+            bwt = bw.get(int(t)) or 0
+            for x, wbytes in [(d, 1)] + ([(b, 2)] if b else []):
+                for s in x["shapes"]:
+                    n_k = s["dims"]["N"] * s["dims"]["K"]
+                    for g in s["gflops"].values():
+                        if g:
+                            bwt = max(bwt, wbytes * n_k / (s["gflop"] / g) / 1e9)
             for s in d["shapes"]:
+                dm = s["dims"]
+                # the roofline time in seconds, and its GFLOP/s
+                roof = max(dm["N"] * dm["K"] / (bwt * 1e9), s["gflop"] / pkt) if bwt and pkt else 0
+                groof = s["gflop"] / roof if roof else 0
                 f32 = max([g for k, g in s["gflops"].items() if k.startswith("onednn") and g] or [0])
-                if f32: vf.append(s["best"] / f32)
+                if f32:
+                    vf.append(s["best"] / f32)
+                    if groof: cf.append(groof / f32)
                 sb = None
                 for x in (b or {}).get("shapes", []):
                     if x["vars"] == s["vars"]:
                         sb = x
                 bf = max([g for k, g in (sb or {}).get("gflops", {}).items() if k.startswith("onednn") and g] or [0])
-                if bf: vb.append(s["best"] / bf)
+                if bf:
+                    vb.append(s["best"] / bf)
+                    if groof: cb.append(groof / bf)
             s1 = at(d, 1)
             n, k = s1["dims"]["N"], s1["dims"]["K"]
             gbs = n * k / (s1["gflop"] / s1["best"]) / 1e9 if s1 and s1["best"] else float("nan")
-            print(f"| {tag} | {t} | {gm(vf):.2f}x | {gm(vb):.2f}x | {gbs:.1f} | {bw.get(int(t), float('nan')):.1f} GB/s |")
+            print(f"| {tag} | {t} | {gm(vf):.2f}x | {gm(cf):.2f}x | {gm(vb):.2f}x | {gm(cb):.2f}x | {gbs:.1f} "
+                  f"| {bw.get(int(t), float('nan')):.1f} GB/s (used {bwt:.1f}) | {pk.get(int(t), float('nan')):.0f} GFLOP/s |")
 EOF
 cat "$OUT/summary.txt"
 exit $status

@@ -16,12 +16,19 @@
 /* Transposes a VL×VL block: dst[c*ldd + r] = src[r*lds + c] for r, c < VL
  * (rows r >= rows read as zeros).  Used by dt_pack_b when K is the
  * contiguous dimension (dense weights, NT batch_matmul's B), where a scalar
- * gather with a row stride costs as much as the multiply on small shapes. */
+ * gather with a row stride costs as much as the multiply on small shapes;
+ * its elements are moved as 32-bit words, so it also transposes KG-groups
+ * of bf16 pairs and s8 quads. */
 #if defined(DT_ISA_AVX512)
 DT_INLINE void dt_transpose_block(const float *src, int64_t lds, int rows, float *dst,
                                   int64_t ldd)
 {
     __m512 r[16], t[16];
+    if (rows == 0) { /* a block of padding columns */
+        for (int j = 0; j < 16; j++)
+            _mm512_storeu_ps(dst + j * ldd, _mm512_setzero_ps());
+        return;
+    }
     for (int i = 0; i < 16; i++)
         r[i] = i < rows ? _mm512_loadu_ps(src + i * lds) : _mm512_setzero_ps();
     for (int i = 0; i < 16; i += 2) {
@@ -52,6 +59,11 @@ DT_INLINE void dt_transpose_block(const float *src, int64_t lds, int rows, float
                                   int64_t ldd)
 {
     __m256 r[8], t[8];
+    if (rows == 0) { /* a block of padding columns */
+        for (int j = 0; j < 8; j++)
+            _mm256_storeu_ps(dst + j * ldd, _mm256_setzero_ps());
+        return;
+    }
     for (int i = 0; i < 8; i++)
         r[i] = i < rows ? _mm256_loadu_ps(src + i * lds) : _mm256_setzero_ps();
     for (int i = 0; i < 8; i += 2) {
@@ -77,7 +89,8 @@ DT_INLINE void dt_transpose_block(const float *src, int64_t lds, int rows, float
  * strip and the last K group (local padding: boundary tiles then compute in
  * full on zeros).  With KG = 1 the two layouts that occur get a fast path:
  * s_n == 1 (rows of the panel are contiguous in src: copies) and s_k == 1
- * (K contiguous: VL×VL block transposes, f32 only). */
+ * (K contiguous: VL×VL block transposes, f32 only); with KG > 1 and K
+ * contiguous, block transposes of the 32-bit groups. */
 static void dt_pack_b(int64_t K, int64_t n, const dt_tb *src, int64_t s_n, int64_t s_k,
                       dt_tb *dst)
 {
@@ -127,20 +140,39 @@ static void dt_pack_b(int64_t K, int64_t n, const dt_tb *src, int64_t s_n, int64
         /* groups of KG consecutive k of one column are adjacent: the group
          * of k (a multiple of KG) is the NR×KG block at panel + k * NR */
         const int64_t kfull = K / KG * KG;
+        int64_t kv = 0; /* groups below kv (padding columns too) done by transposes */
+#if DT_HAVE_TRANSPOSE
+        if (s_k == 1 && KG * sizeof(dt_tb) == sizeof(float) && s_n % KG == 0) {
+            /* a group is one 32-bit word (a bf16 pair, an s8 quad), so the
+             * panel is a transpose of 32-bit words: VL×VL blocks as in f32.
+             * The scalar group copies and per-k zero fills below cost several
+             * times the multiply on attention's Q·Kᵀ (K = 64) shapes. */
+            for (; kv + VL * KG <= kfull; kv += VL * KG)
+                for (int64_t q = 0; q < NR; q += VL) {
+                    int rows = (int)(nv - q < 0 ? 0 : DT_MIN(VL, nv - q));
+                    dt_transpose_block((const float *)(const void *)(src + (j + q) * s_n + kv),
+                                       s_n / KG, rows, (float *)(void *)(panel + kv * NR + q * KG),
+                                       NR);
+                }
+        }
+#endif
         if (s_k == 1) { /* a column's group is KG contiguous elements */
             for (int64_t q = 0; q < nv; q++)
-                for (int64_t k = 0; k < kfull; k += KG)
+                for (int64_t k = kv; k < kfull; k += KG)
                     memcpy(panel + k * NR + q * KG, src + (j + q) * s_n + k,
                            KG * sizeof(dt_tb));
         } else {
-            for (int64_t k = 0; k < kfull; k += KG)
+            for (int64_t k = kv; k < kfull; k += KG)
                 for (int64_t q = 0; q < nv; q++)
                     for (int g = 0; g < KG; g++)
                         panel[k * NR + q * KG + g] = src[(j + q) * s_n + (k + g) * s_k];
         }
-        if (nv < NR)
-            for (int64_t k = 0; k < kfull; k += KG)
-                memset(panel + k * NR + nv * KG, 0, (size_t)((NR - nv) * KG) * sizeof(dt_tb));
+        if (nv < NR && kv < kfull) {
+            /* one zero fill per group row would be a short memset each */
+            for (int64_t k = kv; k < kfull; k += KG)
+                for (int64_t e = nv * KG; e < NR * KG; e++)
+                    panel[k * NR + e] = 0;
+        }
         /* the last, partial group: zero-padded */
         for (int64_t k = kfull; k < DT_KP(K); k += KG)
             for (int64_t q = 0; q < NR; q++)
