@@ -68,6 +68,7 @@ dt_target dt_cli_dtype_target(const dt_workload *w, const dt_target *t);
 
 int dt_cmd_info(int argc, char **argv);
 int dt_cmd_workloads(int argc, char **argv);
+int dt_cmd_import(int argc, char **argv);
 int dt_cmd_db(int argc, char **argv);
 int dt_cmd_bench(int argc, char **argv);
 int dt_cmd_worker(int argc, char **argv);

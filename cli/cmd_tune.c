@@ -16,17 +16,20 @@
 #include "common/target.h"
 #include "db/db.h"
 #include "tuner/model_tasks.h"
+#include "cli/cli_model.h"
 #include "tuner/tune.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: dtune tune MODEL.json|WORKLOAD [--db PATH] [--trials N] [--time DURATION]\n"
+            "Usage: dtune tune MODEL.json|MODEL.onnx|WORKLOAD [--var NAME=DOMAIN...]\n"
+            "                  [--db PATH] [--trials N] [--time DURATION]\n"
             "                  [--strategy joint|per-shape|random] [--threads T] [--seed S]\n"
             "                  [--topk K] [--min-time MS] [--workers HOST:PORT,...\n"
             "                  --token-file F] [--json]\n"
             "\n"
-            "Tunes every workload of a model spec (or the one workload key given) on this\n"
+            "Tunes every workload of a model spec, of an ONNX model (imported as\n"
+            "`dtune import` does, with its --var flags), or the one workload key given, on this\n"
             "machine's target and stores, per workload, a dispatch schedule: shape ranges\n"
             "and the micro-kernel measured fastest on them. Every trial is recorded in the\n"
             "database as it is measured; running the same command again on the same\n"
@@ -44,6 +47,8 @@ static void usage(FILE *out)
             "and the fastest wins (per-shape: its best measured kernel).\n"
             "\n"
             "Options:\n"
+            "  --var NAME=DOMAIN  (.onnx) the values of a dynamic dim, e.g. seq=1..128,\n"
+            "                     batch=1 (docs/onnx-import.md)\n"
             "  --db PATH          database (default $DTUNE_DB, else ./dtune.db)\n"
             "  --trials N         trial budget over the model, records already in the\n"
             "                     database included (default 300 per workload unless\n"
@@ -79,6 +84,7 @@ static void usage(FILE *out)
 
 typedef struct {
     const char *db, *workers, *token_file;
+    dt_cli_vars vars;
     int64_t trials;
     double time_s, min_time_ms;
     int threads, json, topk;
@@ -95,7 +101,7 @@ static int parse_args(int argc, char **argv, tune_args *a, const char **what)
         {"topk", required_argument, NULL, 'k'},    {"min-time", required_argument, NULL, 'm'},
         {"workers", required_argument, NULL, 'w'}, {"token-file", required_argument, NULL, 'F'},
         {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"var", required_argument, NULL, 'v'},     {NULL, 0, NULL, 0}};
     *a = (tune_args){.seed = 1, .topk = 2, .min_time_ms = 5};
     int c, v;
     optind = 1;
@@ -107,6 +113,7 @@ static int parse_args(int argc, char **argv, tune_args *a, const char **what)
         case 'w': a->workers = optarg; break;
         case 'F': a->token_file = optarg; break;
         case 'j': a->json = 1; break;
+        case 'v': rc = dt_cli_vars_add(&a->vars, "tune", optarg); break;
         case 'h': usage(stdout); return -1;
         case 'n':
             rc = dt_cli_int_opt("tune", "--trials", optarg, 1, 100000000, &v);
@@ -132,7 +139,8 @@ static int parse_args(int argc, char **argv, tune_args *a, const char **what)
     if (!a->workers != !a->token_file)
         return dt_cli_usage_error("tune", "--workers and --token-file go together");
     if (argc - optind != 1)
-        return dt_cli_usage_error("tune", "expected one MODEL.json or WORKLOAD argument");
+        return dt_cli_usage_error("tune", "expected one MODEL.json, MODEL.onnx or WORKLOAD "
+                                          "argument");
     *what = argv[optind];
     return 0;
 }
@@ -380,8 +388,24 @@ int dt_cmd_tune(int argc, char **argv)
         rc = dt_errf(&e, DT_EINVAL, "--threads %d: this machine has %d cores", threads, tg.cores);
         goto fail;
     }
-    if ((rc = dt_model_tasks_from_arg(what, threads, tasks, &n, &e)))
+    if (dt_cli_is_onnx(what) || a.vars.n) {
+        /* a model file: ONNX imported here (tuner/ reads specs only) */
+        char *text = NULL;
+        size_t len = 0;
+        dt_ox_import *imp = NULL;
+        if ((rc = dt_cli_model_text(what, &a.vars, &text, &len, &imp, &e)))
+            goto fail;
+        if (imp && dt_log_get_level() >= DT_LOG_WARN)
+            dt_cli_print_untuned(stderr, imp, what);
+        if (imp)
+            dt_ox_import_free(imp);
+        rc = dt_model_tasks_from_text(text, len, what, threads, tasks, &n, &e);
+        free(text);
+        if (rc)
+            goto fail;
+    } else if ((rc = dt_model_tasks_from_arg(what, threads, tasks, &n, &e))) {
         goto fail;
+    }
     for (int i = 0; i < n; i++) { /* one warning per dtype that is not native here */
         int seen = 0;
         for (int j = 0; j < i; j++)

@@ -1,4 +1,4 @@
-/* dtune workloads MODEL.json: the distinct workloads of a model. */
+/* dtune workloads MODEL.json|MODEL.onnx: the distinct workloads of a model. */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_model.h"
 #include "common/file.h"
 #include "sketch/model.h"
 
@@ -13,17 +14,23 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "Usage: dtune workloads MODEL.json [--json] [--shapes]\n"
+            "       dtune workloads MODEL.onnx --var NAME=DOMAIN... [--json] [--shapes]\n"
             "\n"
-            "Loads a model spec (docs/model-spec.md) and lists its distinct workloads:\n"
-            "identical ops merged with their counts summed, each with its canonical key\n"
+            "Loads a model spec (docs/model-spec.md), or imports an ONNX model\n"
+            "(docs/onnx-import.md), and lists its distinct workloads: identical ops\n"
+            "merged with their counts summed, each with its canonical key\n"
             "(docs/workload-keys.md), its shape set and the work it does per model run.\n"
+            "For an ONNX model it also lists the nodes that are not tuned.\n"
             "\n"
             "Options:\n"
-            "  --json      print one JSON object instead of a table\n"
-            "  --shapes    also list every shape with its dims and weight\n"
-            "  -h, --help  show this help\n"
+            "  --var NAME=DOMAIN  (.onnx) the values of a dynamic dim: seq=1..128,\n"
+            "                     batch=1, s={1,8,64}; one per dim_param the model has\n"
+            "  --json             print one JSON object instead of a table\n"
+            "  --shapes           also list every shape with its dims and weight\n"
+            "  -h, --help         show this help\n"
             "\n"
-            "Exit codes: 0 ok, 1 usage error, 2 bad model spec, 3 runtime failure.\n");
+            "Exit codes: 0 ok, 1 usage error, 2 bad model spec or ONNX file, 3 runtime\n"
+            "failure.\n");
 }
 
 typedef struct {
@@ -79,7 +86,7 @@ static json_t *domain_json(const dt_domain *d)
                      "max", (json_int_t)d->values[d->n - 1], "count", d->n);
 }
 
-static int print_json(const dt_model *m, int with_shapes)
+static int print_json(const dt_model *m, int with_shapes, const dt_ox_import *imp)
 {
     json_t *root = json_object(), *vars = json_object(), *wls = json_array();
     json_object_set_new(root, "model", json_string(m->name));
@@ -117,6 +124,8 @@ static int print_json(const dt_model *m, int with_shapes)
         json_array_append_new(wls, jw);
     }
     json_object_set_new(root, "workloads", wls);
+    if (imp)
+        json_object_set_new(root, "onnx", dt_cli_untuned_json(imp));
     return dt_cli_print_json(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) ? DT_EXIT_RUNTIME
                                                                           : DT_EXIT_OK;
 }
@@ -138,7 +147,7 @@ static void print_shapes_text(const dt_workload *w)
     }
 }
 
-static int print_text(const dt_model *m, int with_shapes)
+static int print_text(const dt_model *m, int with_shapes, const dt_ox_import *imp, const char *path)
 {
     printf("model %s: %d distinct workload%s, %lld shape%s of", m->name, m->nworkloads,
            m->nworkloads == 1 ? "" : "s", (long long)dt_model_nshapes(m),
@@ -172,6 +181,10 @@ static int print_text(const dt_model *m, int with_shapes)
             print_shapes_text(mw->w);
     }
     printf("\nexpected work per model run (weighted over the shape set): %.4g GFLOP\n", total);
+    if (imp) {
+        printf("\n");
+        dt_cli_print_untuned(stdout, imp, path);
+    }
     return DT_EXIT_OK;
 }
 
@@ -179,36 +192,46 @@ int dt_cmd_workloads(int argc, char **argv)
 {
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
                                          {"shapes", no_argument, NULL, 's'},
+                                         {"var", required_argument, NULL, 'v'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int json = 0, shapes = 0, c;
+    dt_cli_vars vars = {0};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
         case 's': shapes = 1; break;
+        case 'v':
+            if (dt_cli_vars_add(&vars, "workloads", optarg))
+                return DT_EXIT_USAGE;
+            break;
         case 'h': usage(stdout); return DT_EXIT_OK;
-        default: return dt_cli_usage_error("workloads", "unknown option '%s'", argv[optind - 1]);
+        default:
+            return dt_cli_usage_error("workloads", "unknown option or missing value: '%s'",
+                                      argv[optind - 1]);
         }
     }
     if (argc - optind != 1)
-        return dt_cli_usage_error("workloads", "expected one MODEL.json argument");
+        return dt_cli_usage_error("workloads", "expected one MODEL.json or MODEL.onnx argument");
     const char *path = argv[optind];
     char *text;
     size_t len;
     dt_err e;
-    if (dt_read_file(path, DT_MODEL_MAX_BYTES, &text, &len, &e)) {
-        if (e.code == DT_ENOTFOUND)
-            e.code = DT_EINVAL; /* a missing model file is bad input: exit 2 */
+    dt_ox_import *imp = NULL;
+    if (dt_cli_model_text(path, &vars, &text, &len, &imp, &e))
         return dt_cli_fail(&e);
-    }
     dt_model *m = NULL;
     int rc = dt_model_parse(text, len, path, &m, &e);
     free(text);
-    if (rc)
-        return dt_cli_fail(&e);
-    rc = json ? print_json(m, shapes) : print_text(m, shapes);
-    dt_model_free(m);
+    if (!rc) {
+        rc = json ? print_json(m, shapes, imp) : print_text(m, shapes, imp, path);
+        dt_model_free(m);
+    } else {
+        rc = dt_cli_fail(&e);
+    }
+    if (imp)
+        dt_ox_import_free(imp);
     return rc;
 }

@@ -15,6 +15,7 @@ typedef struct {
 static const dt_command commands[] = {
     {"info", dt_cmd_info, "show the detected target (ISA, cores, caches) and its key"},
     {"workloads", dt_cmd_workloads, "list a model's distinct workloads and shape sets"},
+    {"import", dt_cmd_import, "turn an ONNX model into a model spec (dynamic dims as variables)"},
     {"db", dt_cmd_db, "create or inspect a dtune database (init, stats)"},
     {"bench", dt_cmd_bench, "time micro-kernels against oneDNN, OpenBLAS, LIBXSMM"},
     {"measure", dt_cmd_measure, "measure kernels on shapes (locally or on workers) into the db"},

@@ -6,13 +6,13 @@
 # build-fuzz/artifacts/.  New corpus entries go to build-fuzz/corpus/TARGET;
 # the committed seeds in fuzz/corpus/TARGET are read, never written.
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: http, model_spec
+#   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: http, model_spec, onnx
 #
 # docs/http.md says what it found so far.
 set -eu
 SECONDS_PER_TARGET=${1:-120}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-"http model_spec"}
+TARGETS=${*:-"http model_spec onnx"}
 cd "$(dirname "$0")/.."
 
 if ! command -v clang >/dev/null 2>&1; then
@@ -35,19 +35,38 @@ build() { # target sources...
     shift
     echo "fuzz.sh: building $OUT/fuzz_$t" >&2
     # shellcheck disable=SC2086
-    clang $CFLAGS "$@" -o "$OUT/fuzz_$t" -ljansson -lhttp_parser -lm
+    clang $CFLAGS "$@" -o "$OUT/fuzz_$t" -ljansson -lhttp_parser -lm $LIBS
+}
+
+# The ONNX reader's protobuf-c code, generated as CMake does (CMakeLists.txt)
+# from Debian's onnx.proto (libonnx-dev) into $OUT/generated/onnx/.
+gen_onnx() {
+    proto=/usr/include/onnx/onnx.proto
+    for f in "$proto" /usr/bin/protoc-c /usr/include/protobuf-c/protobuf-c.h; do
+        [ -f "$f" ] || { echo "fuzz.sh: $f missing (scripts/setup.sh installs it)" >&2; exit 1; }
+    done
+    mkdir -p "$OUT/generated/onnx"
+    protoc-c --proto_path=/usr/include/onnx --c_out="$OUT/generated/onnx" "$proto"
 }
 
 for t in $TARGETS; do
+    LIBS=""
     case $t in
     http)
         build http fuzz/fuzz_http.c daemon/http_conn.c daemon/http_msg.c daemon/http_auth.c \
             common/strbuf.c common/error.c ;;
     model_spec)
-        build model_spec fuzz/fuzz_model_spec.c sketch/expr.c sketch/domain.c sketch/model.c \
+        build model_spec fuzz/fuzz_model_spec.c sketch/expr.c sketch/domain.c sketch/dtype.c sketch/model.c \
             sketch/op_*.c sketch/workload*.c common/error.c common/strbuf.c common/json_locate.c \
             common/json_util.c common/mem.c common/log.c ;;
-    *) echo "fuzz.sh: unknown target '$t' (http, model_spec)" >&2; exit 2 ;;
+    onnx)
+        gen_onnx
+        LIBS="-lprotobuf-c"
+        # the reader, then shape propagation over what it read
+        build onnx -I"$OUT/generated" fuzz/fuzz_onnx.c onnx/read.c onnx/read_trim.c \
+            onnx/read_tensor.c onnx/graph.c "$OUT/generated/onnx/onnx.pb-c.c" onnx/shape*.c \
+            sketch/expr.c sketch/domain.c common/error.c common/strbuf.c ;;
+    *) echo "fuzz.sh: unknown target '$t' (http, model_spec, onnx)" >&2; exit 2 ;;
     esac
 done
 

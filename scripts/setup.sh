@@ -19,6 +19,9 @@ PACKAGES=(
   clang libomp-dev              # tests also build with clang (and fuzz.sh uses it)
   libdnnl-dev libopenblas-dev libxsmm-dev   # peers for benchmarks
   ocl-icd-opencl-dev            # Debian's oneDNN CMake config requires OpenCL
+  libonnx-dev                   # onnx.proto, from which the ONNX reader (onnx/) is generated
+  protobuf-c-compiler libprotobuf-c-dev   # protoc-c and the runtime of that generated reader
+  python3-onnx                  # only the script that generates the ONNX test models uses it
 )
 
 missing=()

@@ -1,0 +1,44 @@
+/* A model argument of the CLI: a JSON model spec, or an ONNX file imported
+ * with the --var flags (onnx/import.h), as model-spec text.  Shared by
+ * `dtune import`, `dtune workloads` and `dtune tune`. */
+#ifndef DT_CLI_MODEL_H
+#define DT_CLI_MODEL_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "common/error.h"
+#include "onnx/import.h"
+#include "sketch/workload.h"
+
+/* The --var NAME=DOMAIN flags of a command, in order. */
+#define DT_CLI_MAX_VAR_ARGS (2 * DT_MAX_VARS)
+typedef struct {
+    int n;
+    const char *args[DT_CLI_MAX_VAR_ARGS];
+} dt_cli_vars;
+
+/* Adds one --var value; a usage error (exit 1) when there are too many or it
+ * has no '='. */
+int dt_cli_vars_add(dt_cli_vars *v, const char *cmd, const char *arg);
+
+/* 1 when path names an ONNX file (ends in .onnx, any case). */
+int dt_cli_is_onnx(const char *path);
+
+/* The model at path as spec text (*text malloc'ed, *len bytes): the file
+ * itself for a spec, the imported spec for an .onnx file (then *imp holds
+ * the import — what was not tuned — for the caller to report and free; NULL
+ * otherwise).  --var with a JSON spec is bad input, as is a missing file. */
+int dt_cli_model_text(const char *path, const dt_cli_vars *v, char **text, size_t *len,
+                      dt_ox_import **imp, dt_err *e);
+
+/* What an import did not tune, after a header line ("x.onnx: 1234 nodes,
+ * 96 in tuned ops; not tuned:"), one line per kind with its node count and
+ * why; nothing for imp == NULL. */
+void dt_cli_print_untuned(FILE *out, const dt_ox_import *imp, const char *path);
+/* The same as JSON: {"nodes": N, "tuned_nodes": T, "untuned": [{"what",
+ * "nodes", "instances", "why"}, ...]}; NULL for imp == NULL. */
+json_t *dt_cli_untuned_json(const dt_ox_import *imp);
+
+#endif

@@ -1,0 +1,157 @@
+/* The parts of an ONNX model dtune reads: the main graph's nodes, its
+ * inputs' declared shapes and element types, and the initializers' dims —
+ * never the weights themselves (docs/onnx-import.md).
+ *
+ * onnx/read.c fills a dt_ox_graph from a ModelProto (protobuf-c, code
+ * generated at build time from Debian's /usr/include/onnx/onnx.proto);
+ * onnx/shape.c propagates symbolic shapes through it; onnx/workloads.c
+ * turns it into a model spec.  Nothing outside onnx/ includes this header.
+ *
+ * Ownership: a dt_ox_graph owns every string and array in it; free it with
+ * dt_ox_graph_free.  Names are NUL-terminated copies of the file's strings
+ * (never NULL; an omitted optional node input is ""). */
+#ifndef DT_ONNX_GRAPH_H
+#define DT_ONNX_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+/* ONNX TensorProto.DataType, the numbers the file uses. */
+enum {
+    DT_OX_UNDEFINED = 0,
+    DT_OX_FLOAT = 1,
+    DT_OX_UINT8 = 2,
+    DT_OX_INT8 = 3,
+    DT_OX_UINT16 = 4,
+    DT_OX_INT16 = 5,
+    DT_OX_INT32 = 6,
+    DT_OX_INT64 = 7,
+    DT_OX_STRING = 8,
+    DT_OX_BOOL = 9,
+    DT_OX_FLOAT16 = 10,
+    DT_OX_DOUBLE = 11,
+    DT_OX_UINT32 = 12,
+    DT_OX_UINT64 = 13,
+    DT_OX_BFLOAT16 = 16,
+};
+
+/* Limits the reader enforces before it allocates (bad input otherwise). */
+#define DT_OX_MAX_FILE_BYTES (INT64_C(4) << 30) /* the .onnx file itself */
+#define DT_OX_MAX_NODES 200000
+#define DT_OX_MAX_RANK 16
+#define DT_OX_MAX_IO 64           /* inputs or outputs of one node */
+#define DT_OX_MAX_ATTR_INTS 1024  /* elements of an INTS/FLOATS attribute kept */
+/* A tensor's values (initializer, Constant) are kept only when it has at
+ * most this many elements and an integer or float type: shape arithmetic
+ * (Reshape targets, Slice bounds, Gather indices, scalar constants of the
+ * GELU pattern) needs them, weights never. */
+#define DT_OX_MAX_VALUES 64
+
+/* Opsets of the default domain ("" or "ai.onnx") the reader accepts. */
+#define DT_OX_OPSET_MIN 11
+#define DT_OX_OPSET_MAX 18
+/* IR versions accepted (ONNX 1.6 .. 1.14 write 6 .. 9). */
+#define DT_OX_IR_MIN 3
+#define DT_OX_IR_MAX 9
+
+/* One dim of a declared shape. */
+typedef struct {
+    char *param;   /* dim_param (a symbolic name), or NULL */
+    int64_t value; /* dim_value >= 0 when param == NULL; -1: not given */
+} dt_ox_dim;
+
+/* A graph input or output, or a value_info entry: its declared type. */
+typedef struct {
+    char *name;
+    int elem_type;   /* DT_OX_*; DT_OX_UNDEFINED when not a tensor or not given */
+    int rank;        /* -1: shape not given */
+    dt_ox_dim *dims; /* rank entries */
+} dt_ox_value;
+
+/* An initializer, or a Constant node's / attribute's tensor. */
+typedef struct {
+    char *name;
+    int elem_type;
+    int rank;
+    int64_t *dims;  /* rank entries, each >= 0 */
+    int64_t numel;  /* product of dims (checked for overflow) */
+    int has_values; /* 1: values below hold all numel elements */
+    int64_t *ivals; /* integer types (and bool): the values; else NULL */
+    double *fvals;  /* float types: the values; else NULL */
+} dt_ox_tensor;
+
+typedef enum {
+    DT_OX_ATTR_OTHER = 0, /* graphs, sparse tensors, type protos: kept by name only */
+    DT_OX_ATTR_INT,
+    DT_OX_ATTR_FLOAT,
+    DT_OX_ATTR_STRING,
+    DT_OX_ATTR_TENSOR,
+    DT_OX_ATTR_INTS,
+    DT_OX_ATTR_FLOATS,
+} dt_ox_attr_type;
+
+typedef struct {
+    char *name;
+    dt_ox_attr_type type;
+    int64_t i;      /* INT */
+    double f;       /* FLOAT */
+    char *s;        /* STRING (NUL-terminated copy; NULL otherwise) */
+    dt_ox_tensor t; /* TENSOR */
+    int n;          /* INTS / FLOATS: count */
+    int64_t *ints;  /* INTS */
+    double *floats; /* FLOATS */
+} dt_ox_attr;
+
+typedef struct {
+    char *name;    /* "" when the file gives none; messages then use node #index */
+    char *op_type;
+    char *domain;  /* "" for the default domain */
+    int ninputs;
+    char **inputs; /* "" = an omitted optional input */
+    int noutputs;
+    char **outputs;
+    int nattrs;
+    dt_ox_attr *attrs;
+} dt_ox_node;
+
+typedef struct {
+    char *source;   /* the path or label messages use */
+    int64_t ir_version;
+    int64_t opset;  /* the default domain's opset version */
+    char *producer; /* producer_name (+ " " + producer_version), may be "" */
+    char *graph_name;
+    int ninputs;    /* graph inputs that are not initializers */
+    dt_ox_value *inputs;
+    int noutputs;
+    dt_ox_value *outputs;
+    int nvalue_infos;
+    dt_ox_value *value_infos;
+    int ninits;
+    dt_ox_tensor *inits;
+    int nnodes;
+    dt_ox_node *nodes; /* in file order (ONNX requires topological order; shape.c checks) */
+} dt_ox_graph;
+
+/* Parses an ONNX ModelProto from buf[0..len).  source names it in messages.
+ * Bad input (not protobuf, not an ONNX model, truncated, IR version or opset
+ * outside the accepted ranges, a non-default-domain node, limits above
+ * exceeded, an initializer whose dims overflow) is DT_EINVAL with a message
+ * "source: what" (and the node, "source: node 'name' (#i, Op): what"). */
+int dt_ox_read(const void *buf, size_t len, const char *source, dt_ox_graph **out, dt_err *e);
+/* Reads path (at most DT_OX_MAX_FILE_BYTES; DT_EINVAL when it names no file
+ * or a directory, DT_EIO when it cannot be read)
+ * and parses it with dt_ox_read. */
+int dt_ox_read_file(const char *path, dt_ox_graph **out, dt_err *e);
+void dt_ox_graph_free(dt_ox_graph *g);
+
+/* Lookups (NULL when absent). */
+const dt_ox_attr *dt_ox_attr_find(const dt_ox_node *n, const char *name);
+const dt_ox_tensor *dt_ox_init_find(const dt_ox_graph *g, const char *name);
+/* "'name' (#i, Op)" or "#i (Op)" for messages; buf of at least 300 bytes. */
+const char *dt_ox_node_label(const dt_ox_graph *g, int i, char *buf, size_t n);
+/* "float", "int64", ... ; "type N" for others. */
+const char *dt_ox_type_name(int elem_type);
+
+#endif

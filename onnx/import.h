@@ -1,0 +1,54 @@
+/* An ONNX file as a dtune model spec: the front end `dtune import`,
+ * `dtune workloads X.onnx` and `dtune tune X.onnx` share
+ * (docs/onnx-import.md).
+ *
+ * The result is the text of a model spec (docs/model-spec.md), which the
+ * caller loads with dt_model_parse like any hand-written spec — nothing
+ * below this folder knows that ONNX exists — plus what was not tuned. */
+#ifndef DT_ONNX_IMPORT_H
+#define DT_ONNX_IMPORT_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+
+/* One kind of node the spec does not tune, with how many there are. */
+typedef struct {
+    char *what;    /* op type ("Conv", "com.microsoft.FastGelu"), a pattern ("LayerNorm
+                      (ReduceMean/Sub/Pow/Sqrt/Div)"), "shape arithmetic" or
+                      "constant folding" */
+    int64_t nodes; /* node count in the graph */
+    char *why;     /* "conv2d is not a dtune op yet", "softmax: not a GEMM", or a
+                      MatMul's own reason ("broadcast batch dims: ...") */
+    int64_t instances; /* occurrences: == nodes for an op type, the number of
+                          matches for a pattern of several nodes (a LayerNorm) */
+} dt_ox_untuned;
+
+typedef struct {
+    char *spec_json;   /* the model spec, pretty-printed JSON text (malloc'd) */
+    int nvars;
+    char **var_names;  /* the model's variables (graph dim_params / generated) */
+    int nuntuned;
+    dt_ox_untuned *untuned; /* compute first (GEMMs left out, conv, softmax, norms,
+                               elementwise, data movement), shape arithmetic and
+                               constants last; first appearance within a kind */
+    int64_t nnodes;    /* nodes in the graph: ntuned + the untuned entries' nodes */
+    int64_t ntuned;    /* nodes covered by the spec's ops (MatMul/Gemm and
+                          what was fused into them: bias Add, GELU, quantization,
+                          the constants only they read) */
+} dt_ox_import;
+
+/* Reads path (.onnx), propagates shapes with the variables given as
+ * var_args ("name=DOMAIN": "seq=1..128", "batch=1", "s={1,8,64}": one
+ * integer or the domain grammar of docs/workload-keys.md) and extracts the
+ * workloads; the spec is checked with dt_model_parse before it is returned.
+ * model_name: the spec's "name" (NULL: the file's base name without .onnx).
+ * Errors: DT_EIO (cannot read the file), DT_EINVAL for everything about its
+ * content or the var_args, with a message naming the file and, where one is
+ * at fault, the node ("x.onnx: node 'MatMul_12' (#40, MatMul): ..."); a
+ * dim_param without a --var lists every name to give. */
+int dt_ox_import_file(const char *path, const char *model_name, const char *const *var_args,
+                      int nvar_args, dt_ox_import **out, dt_err *e);
+void dt_ox_import_free(dt_ox_import *r);
+
+#endif

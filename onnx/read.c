@@ -1,0 +1,540 @@
+/* The ONNX reader: a file or buffer as a dt_ox_graph (onnx/graph.h).
+ *
+ * dt_ox_trim (read_trim.c) first copies the ModelProto without the weights;
+ * protobuf-c unpacks that copy; this file checks the model (IR version,
+ * opset, domains, limits) and converts the main graph. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "onnx/graph.h"
+#include "onnx/read_internal.h"
+
+typedef struct {
+    const char *source;
+    dt_err *e;
+    dt_ox_graph *g;
+} reader;
+
+static int fail(reader *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int node_fail(reader *r, int i, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* "source: what" */
+static int fail(reader *r, int code, const char *fmt, ...)
+{
+    char msg[DT_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return dt_errf(r->e, code, "%s: %s", r->source, msg);
+}
+
+/* "source: node 'name' (#i, Op): what" */
+static int node_fail(reader *r, int i, const char *fmt, ...)
+{
+    char msg[DT_ERR_MSG_MAX], label[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return dt_errf(r->e, DT_EINVAL, "%s: node %s: %s", r->source,
+                   dt_ox_node_label(r->g, i, label, sizeof label), msg);
+}
+
+static int oom(reader *r) { return fail(r, DT_ENOMEM, "out of memory reading the model"); }
+
+/* A copy of s ("" for NULL) into *dst; 0 or DT_ENOMEM. */
+static int copy_str(reader *r, char **dst, const char *s)
+{
+    *dst = strdup(s ? s : "");
+    return *dst ? 0 : oom(r);
+}
+
+/* Zero-filled array of n elements (at least one, so NULL means no memory). */
+static void *alloc_array(size_t n, size_t size) { return calloc(n ? n : 1, size); }
+
+/* ---- a set of names (initializers), for the graph-input filter ------------ */
+
+typedef struct {
+    const char **slot;
+    size_t mask;
+} name_set;
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211u;
+    return h;
+}
+
+static int set_init(name_set *s, size_t n)
+{
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    s->slot = calloc(cap, sizeof *s->slot);
+    s->mask = cap - 1;
+    return s->slot ? 0 : -1;
+}
+
+/* 1 when name is in the set; with add, it is inserted when absent. */
+static int set_find(name_set *s, const char *name, int add)
+{
+    size_t i = name_hash(name) & s->mask;
+    for (; s->slot[i]; i = (i + 1) & s->mask)
+        if (!strcmp(s->slot[i], name))
+            return 1;
+    if (add)
+        s->slot[i] = name;
+    return 0;
+}
+
+/* ---- values, tensors, nodes ---------------------------------------------- */
+
+/* A graph input or output or value_info entry; what/idx name it in messages. */
+static int read_value(reader *r, const Onnx__ValueInfoProto *vi, const char *what, size_t idx,
+                      dt_ox_value *v)
+{
+    v->rank = -1;
+    if (!vi->name || !vi->name[0])
+        return fail(r, DT_EINVAL, "%s #%zu has no name", what, idx);
+    if (copy_str(r, &v->name, vi->name))
+        return DT_ENOMEM;
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return 0; /* not given, or not a tensor: DT_OX_UNDEFINED, rank -1 */
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    v->elem_type = tt->has_elem_type ? tt->elem_type : DT_OX_UNDEFINED;
+    if (!tt->shape)
+        return 0;
+    size_t n = tt->shape->n_dim;
+    if (n > DT_OX_MAX_RANK)
+        return fail(r, DT_EINVAL, "%s '%s': rank %zu exceeds the limit of %d", what, v->name, n,
+                    DT_OX_MAX_RANK);
+    v->dims = alloc_array(n, sizeof *v->dims);
+    if (!v->dims)
+        return oom(r);
+    v->rank = (int)n;
+    for (size_t d = 0; d < n; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        v->dims[d].value = -1;
+        if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            if (dim->dim_value < 0)
+                return fail(r, DT_EINVAL, "%s '%s': dim %zu is %" PRId64 " (dim_value must be >= 0)",
+                            what, v->name, d, dim->dim_value);
+            v->dims[d].value = dim->dim_value;
+        } else if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                   dim->dim_param && dim->dim_param[0]) {
+            if (copy_str(r, &v->dims[d].param, dim->dim_param))
+                return DT_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+static int read_values(reader *r, Onnx__ValueInfoProto *const *vis, size_t n, const char *what,
+                       dt_ox_value **out, int *nout)
+{
+    *out = alloc_array(n, sizeof **out);
+    if (!*out)
+        return oom(r);
+    *nout = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        int rc = read_value(r, vis[i], what, i, &(*out)[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* The attribute's type: the type field, or (files written before it was
+ * required) the field that is set. */
+static int attr_type(const Onnx__AttributeProto *a)
+{
+    if (a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED)
+        return a->type;
+    if (a->t)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    if (a->has_s)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    if (a->n_ints)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    if (a->n_floats)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+    if (a->has_i)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    if (a->has_f)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
+}
+
+static int read_attr(reader *r, int i, size_t k, const Onnx__AttributeProto *a, dt_ox_attr *at)
+{
+    if (!a->name || !a->name[0])
+        return node_fail(r, i, "attribute #%zu has no name", k);
+    if (copy_str(r, &at->name, a->name))
+        return DT_ENOMEM;
+    switch (attr_type(a)) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+        at->type = DT_OX_ATTR_FLOAT;
+        at->f = a->f;
+        return 0;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+        at->type = DT_OX_ATTR_INT;
+        at->i = a->i;
+        return 0;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+        at->type = DT_OX_ATTR_STRING;
+        at->s = malloc(a->s.len + 1);
+        if (!at->s)
+            return oom(r);
+        if (a->s.len)
+            memcpy(at->s, a->s.data, a->s.len);
+        at->s[a->s.len] = '\0';
+        return 0;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
+        if (!a->t)
+            return node_fail(r, i, "attribute '%s' is a TENSOR without a tensor", at->name);
+        at->type = DT_OX_ATTR_TENSOR;
+        char label[300], where[600];
+        snprintf(where, sizeof where, "node %s: attribute '%.200s'",
+                 dt_ox_node_label(r->g, i, label, sizeof label), at->name);
+        return dt_ox_tensor_from_proto(a->t, r->source, where, &at->t, r->e);
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: {
+        int ints = attr_type(a) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+        size_t n = ints ? a->n_ints : a->n_floats;
+        if (n > DT_OX_MAX_ATTR_INTS)
+            return node_fail(r, i, "attribute '%s' has %zu %s; at most %d are accepted", at->name, n,
+                             ints ? "ints" : "floats", DT_OX_MAX_ATTR_INTS);
+        at->type = ints ? DT_OX_ATTR_INTS : DT_OX_ATTR_FLOATS;
+        at->n = (int)n;
+        if (ints && !(at->ints = alloc_array(n, sizeof *at->ints)))
+            return oom(r);
+        if (!ints && !(at->floats = alloc_array(n, sizeof *at->floats)))
+            return oom(r);
+        for (size_t j = 0; j < n; j++)
+            if (ints)
+                at->ints[j] = a->ints[j];
+            else
+                at->floats[j] = a->floats[j];
+        return 0;
+    }
+    default:
+        at->type = DT_OX_ATTR_OTHER; /* graphs, lists of strings or tensors, types */
+        return 0;
+    }
+}
+
+static int read_strings(reader *r, char *const *src, size_t n, char ***dst, int *ndst)
+{
+    *dst = alloc_array(n, sizeof **dst);
+    if (!*dst)
+        return oom(r);
+    *ndst = (int)n;
+    for (size_t j = 0; j < n; j++)
+        if (copy_str(r, &(*dst)[j], src[j]))
+            return DT_ENOMEM;
+    return 0;
+}
+
+static int read_node(reader *r, int i, const Onnx__NodeProto *p)
+{
+    dt_ox_node *n = &r->g->nodes[i];
+    /* name and op type first: every message below names the node */
+    if (copy_str(r, &n->name, p->name) || copy_str(r, &n->op_type, p->op_type))
+        return DT_ENOMEM;
+    if (!n->op_type[0])
+        return node_fail(r, i, "no op_type");
+    const char *dom = p->domain ? p->domain : "";
+    if (!strcmp(dom, "ai.onnx"))
+        dom = ""; /* one spelling of the default domain */
+    if (dom[0] && strcmp(dom, "com.microsoft"))
+        return node_fail(r, i,
+                         "domain '%.200s' is not supported (only the default ONNX domain and "
+                         "com.microsoft)",
+                         dom);
+    if (copy_str(r, &n->domain, dom))
+        return DT_ENOMEM;
+    if (p->n_input > DT_OX_MAX_IO || p->n_output > DT_OX_MAX_IO)
+        return node_fail(r, i, "%zu inputs and %zu outputs; at most %d of each are accepted",
+                         p->n_input, p->n_output, DT_OX_MAX_IO);
+    int rc = read_strings(r, p->input, p->n_input, &n->inputs, &n->ninputs);
+    if (!rc)
+        rc = read_strings(r, p->output, p->n_output, &n->outputs, &n->noutputs);
+    if (rc)
+        return rc;
+    n->attrs = alloc_array(p->n_attribute, sizeof *n->attrs);
+    if (!n->attrs)
+        return oom(r);
+    n->nattrs = (int)p->n_attribute;
+    for (size_t k = 0; k < p->n_attribute; k++)
+        if ((rc = read_attr(r, i, k, p->attribute[k], &n->attrs[k])))
+            return rc;
+    return 0;
+}
+
+/* ---- the graph ------------------------------------------------------------ */
+
+/* Initializers, then sparse initializers (dims and type only), into g->inits;
+ * their names into names. */
+static int read_inits(reader *r, const Onnx__GraphProto *gp, name_set *names)
+{
+    dt_ox_graph *g = r->g;
+    size_t n = gp->n_initializer + gp->n_sparse_initializer;
+    g->inits = alloc_array(n, sizeof *g->inits);
+    if (!g->inits)
+        return oom(r);
+    g->ninits = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        const Onnx__TensorProto *t;
+        const int64_t *dims;
+        size_t ndims;
+        int sparse = i >= gp->n_initializer;
+        if (!sparse) {
+            t = gp->initializer[i];
+            dims = t->dims;
+            ndims = t->n_dims;
+        } else {
+            const Onnx__SparseTensorProto *sp = gp->sparse_initializer[i - gp->n_initializer];
+            t = sp->values;
+            dims = sp->dims;
+            ndims = sp->n_dims;
+        }
+        const char *what = sparse ? "sparse initializer" : "initializer";
+        if (!t || !t->name || !t->name[0])
+            return fail(r, DT_EINVAL, "%s #%zu has no name", what,
+                        sparse ? i - gp->n_initializer : i);
+        char where[300];
+        snprintf(where, sizeof where, "%s '%.200s'", what, t->name);
+        dt_ox_tensor *o = &g->inits[i];
+        int rc;
+        if (!sparse) {
+            rc = dt_ox_tensor_from_proto(t, r->source, where, o, r->e);
+        } else { /* the dense shape; no values (the reader never densifies) */
+            o->elem_type = t->has_data_type ? t->data_type : DT_OX_UNDEFINED;
+            rc = copy_str(r, &o->name, t->name);
+            if (!rc)
+                rc = dt_ox_tensor_dims(dims, ndims, r->source, where, o, r->e);
+        }
+        if (rc)
+            return rc;
+        if (set_find(names, o->name, 1))
+            return fail(r, DT_EINVAL, "%s: a second initializer of that name", where);
+    }
+    return 0;
+}
+
+static int read_graph(reader *r, const Onnx__GraphProto *gp)
+{
+    dt_ox_graph *g = r->g;
+    if (copy_str(r, &g->graph_name, gp->name))
+        return DT_ENOMEM;
+    name_set names = {0};
+    if (set_init(&names, gp->n_initializer + gp->n_sparse_initializer))
+        return oom(r);
+    int rc = read_inits(r, gp, &names);
+    if (rc) {
+        free(names.slot);
+        return rc;
+    }
+    /* Graph inputs that are initializers (IR < 4 lists them all) are
+     * weights, not inputs: they are left out of g->inputs. */
+    size_t nin = 0;
+    Onnx__ValueInfoProto **ins = alloc_array(gp->n_input, sizeof *ins);
+    if (!ins) {
+        free(names.slot);
+        return oom(r);
+    }
+    for (size_t i = 0; i < gp->n_input; i++)
+        if (!gp->input[i]->name || !set_find(&names, gp->input[i]->name, 0))
+            ins[nin++] = gp->input[i];
+    free(names.slot);
+    rc = read_values(r, ins, nin, "graph input", &g->inputs, &g->ninputs);
+    free(ins);
+    if (!rc)
+        rc = read_values(r, gp->output, gp->n_output, "graph output", &g->outputs, &g->noutputs);
+    if (!rc)
+        rc = read_values(r, gp->value_info, gp->n_value_info, "value_info", &g->value_infos,
+                         &g->nvalue_infos);
+    if (rc)
+        return rc;
+    if (gp->n_node > DT_OX_MAX_NODES) /* dt_ox_trim already refused it; kept for clarity */
+        return fail(r, DT_EINVAL, "%zu nodes; at most %d are accepted", gp->n_node, DT_OX_MAX_NODES);
+    g->nodes = alloc_array(gp->n_node, sizeof *g->nodes);
+    if (!g->nodes)
+        return oom(r);
+    g->nnodes = (int)gp->n_node;
+    for (size_t i = 0; i < gp->n_node; i++)
+        if ((rc = read_node(r, (int)i, gp->node[i])))
+            return rc;
+    return 0;
+}
+
+static int read_model(reader *r, const Onnx__ModelProto *m)
+{
+    dt_ox_graph *g = r->g;
+    if (!m->graph)
+        return fail(r, DT_EINVAL, "not an ONNX model (the ModelProto has no graph)");
+    g->ir_version = m->has_ir_version ? m->ir_version : 0;
+    if (g->ir_version < DT_OX_IR_MIN || g->ir_version > DT_OX_IR_MAX)
+        return fail(r, DT_EINVAL, "IR version %" PRId64 "%s is outside the accepted %d..%d",
+                    g->ir_version, m->has_ir_version ? "" : " (none given)", DT_OX_IR_MIN,
+                    DT_OX_IR_MAX);
+    int found = 0;
+    for (size_t i = 0; i < m->n_opset_import && !found; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        const char *d = o->domain ? o->domain : "";
+        if (!d[0] || !strcmp(d, "ai.onnx")) {
+            found = 1;
+            g->opset = o->has_version ? o->version : 0;
+        }
+    }
+    if (!found)
+        return fail(r, DT_EINVAL, "no opset_import for the default domain (\"\" or \"ai.onnx\")");
+    if (g->opset < DT_OX_OPSET_MIN || g->opset > DT_OX_OPSET_MAX)
+        return fail(r, DT_EINVAL,
+                    "opset %" PRId64 " of the default domain is outside the accepted %d..%d "
+                    "(export the model with an opset in that range)",
+                    g->opset, DT_OX_OPSET_MIN, DT_OX_OPSET_MAX);
+    const char *pv = m->producer_version ? m->producer_version : "";
+    size_t plen = strlen(m->producer_name ? m->producer_name : "") + 1 + strlen(pv) + 1;
+    g->producer = malloc(plen);
+    if (!g->producer)
+        return oom(r);
+    snprintf(g->producer, plen, "%s%s%s", m->producer_name ? m->producer_name : "", pv[0] ? " " : "",
+             pv);
+    return read_graph(r, m->graph);
+}
+
+int dt_ox_read(const void *buf, size_t len, const char *source, dt_ox_graph **out, dt_err *e)
+{
+    *out = NULL;
+    if (!source)
+        source = "<onnx>";
+    if (len == 0)
+        return dt_errf(e, DT_EINVAL, "%s: empty file, not an ONNX model", source);
+    uint8_t *trimmed;
+    size_t tlen;
+    int rc = dt_ox_trim(buf, len, source, &trimmed, &tlen, e);
+    if (rc)
+        return rc;
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, tlen, trimmed ? trimmed : (const uint8_t *)"");
+    free(trimmed);
+    if (!m) /* the trimmed copy is valid protobuf: only memory can be missing */
+        return dt_errf(e, DT_ENOMEM, "%s: protobuf-c could not unpack the model (out of memory)",
+                       source);
+    dt_ox_graph *g = calloc(1, sizeof *g);
+    reader r = {source, e, g};
+    if (!g || !(g->source = strdup(source)))
+        rc = oom(&r);
+    else
+        rc = read_model(&r, m);
+    onnx__model_proto__free_unpacked(m, NULL);
+    if (rc) {
+        dt_ox_graph_free(g);
+        return rc;
+    }
+    *out = g;
+    return 0;
+}
+
+/* ---- files ---------------------------------------------------------------- */
+
+/* A pipe or other stream: read whole, at most DT_OX_MAX_FILE_BYTES. */
+static int read_stream(int fd, const char *path, uint8_t **buf, size_t *len, dt_err *e)
+{
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *b = malloc(cap);
+    for (;;) {
+        if (!b)
+            return dt_errf(e, DT_ENOMEM, "%s: out of memory reading it", path);
+        ssize_t got = read(fd, b + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            int err = errno;
+            free(b);
+            return dt_errf(e, DT_EIO, "cannot read %s: %s", path, strerror(err));
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+        if ((int64_t)n > DT_OX_MAX_FILE_BYTES) {
+            free(b);
+            return dt_errf(e, DT_EINVAL, "%s: more than %" PRId64 " bytes; larger files are refused",
+                           path, (int64_t)DT_OX_MAX_FILE_BYTES);
+        }
+        if (n == cap) {
+            uint8_t *q = realloc(b, cap *= 2);
+            if (!q)
+                free(b);
+            b = q;
+        }
+    }
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+/* A regular file is mapped, not read: the walker skips the weights without
+ * touching their pages, so a 2 GB model costs the pages of its structure.
+ * (common/file.h's dt_read_file would read all of it into the heap.)  A file
+ * truncated by someone else while mapped would raise SIGBUS; dtune does not
+ * guard against concurrent writers of its inputs. */
+int dt_ox_read_file(const char *path, dt_ox_graph **out, dt_err *e)
+{
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        /* a path that names no file (or a directory, below) is bad input,
+         * not a failure of the machine: the CLI exits 2 for it */
+        return dt_errf(e, errno == ENOENT || errno == ENOTDIR ? DT_EINVAL : DT_EIO,
+                       "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    int err = fstat(fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (err) {
+        close(fd);
+        return dt_errf(e, err == EISDIR ? DT_EINVAL : DT_EIO, "cannot read %s: %s", path,
+                       strerror(err));
+    }
+    int rc;
+    if (!S_ISREG(st.st_mode)) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        rc = read_stream(fd, path, &buf, &len, e);
+        close(fd);
+        if (rc)
+            return rc;
+        rc = dt_ox_read(buf, len, path, out, e);
+        free(buf);
+        return rc;
+    }
+    if ((int64_t)st.st_size > DT_OX_MAX_FILE_BYTES) {
+        close(fd);
+        return dt_errf(e, DT_EINVAL, "%s is %lld bytes; at most %" PRId64 " are accepted", path,
+                       (long long)st.st_size, (int64_t)DT_OX_MAX_FILE_BYTES);
+    }
+    if (st.st_size == 0) {
+        close(fd);
+        return dt_ox_read("", 0, path, out, e);
+    }
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    err = errno;
+    close(fd);
+    if (map == MAP_FAILED)
+        return dt_errf(e, DT_EIO, "cannot read %s: %s", path, strerror(err));
+    rc = dt_ox_read(map, (size_t)st.st_size, path, out, e);
+    munmap(map, (size_t)st.st_size);
+    return rc;
+}

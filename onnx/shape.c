@@ -1,0 +1,483 @@
+/* Shape propagation driver (onnx/shape.h): the tensor table, the
+ * topological order of the nodes, one rule per node (shape_ops*.c), and the
+ * public view of the result. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/shape_int.h"
+
+static const char *src(const dt_ox_graph *g)
+{
+    return g->source ? g->source : "model";
+}
+
+/* ---- the table ---------------------------------------------------------------- */
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+int ox_find(const dt_ox_shapes *s, const char *name)
+{
+    if (!s || !name || !name[0] || !s->tabcap)
+        return -1;
+    for (size_t j = hash_str(name) & (s->tabcap - 1); s->tab[j] >= 0;
+         j = (j + 1) & (s->tabcap - 1))
+        if (strcmp(s->t[s->tab[j]].pub.name, name) == 0)
+            return s->tab[j];
+    return -1;
+}
+
+/* Adds a tensor; its index, or -1 when the name is already there. */
+static int add_tensor(dt_ox_shapes *s, const char *name, int producer)
+{
+    size_t j = hash_str(name) & (s->tabcap - 1);
+    for (; s->tab[j] >= 0; j = (j + 1) & (s->tabcap - 1))
+        if (strcmp(s->t[s->tab[j]].pub.name, name) == 0)
+            return -1;
+    int i = s->n++;
+    ox_tensor *t = &s->t[i];
+    t->pub.name = name;
+    t->pub.producer = producer;
+    t->pub.rank = -1;
+    t->pub.nvals = -1;
+    t->nv = -1;
+    s->tab[j] = i;
+    return i;
+}
+
+static int add_consumer(ox_tensor *t, int node)
+{
+    if (t->ncons && t->cons[t->ncons - 1] == node)
+        return 0;
+    if (t->ncons == t->capcons) {
+        int cap = t->capcons ? 2 * t->capcons : 2;
+        int *c = realloc(t->cons, (size_t)cap * sizeof *c);
+        if (!c)
+            return DT_ENOMEM;
+        t->cons = c;
+        t->capcons = cap;
+    }
+    t->cons[t->ncons++] = node;
+    return 0;
+}
+
+void dt_ox_shapes_free(dt_ox_shapes *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->n; i++) {
+        ox_tensor *t = &s->t[i];
+        for (int k = 0; k < DT_OX_MAX_RANK; k++)
+            dt_expr_free(t->pub.dims[k]);
+        for (int k = 0; t->pub.vals && k < t->pub.nvals; k++)
+            dt_expr_free(t->pub.vals[k]);
+        free(t->pub.vals);
+        free(t->vals);
+        free(t->cons);
+    }
+    free(s->t);
+    free(s->tab);
+    free(s);
+}
+
+const dt_ox_shape *dt_ox_shape_of(const dt_ox_shapes *s, const char *tensor)
+{
+    int i = ox_find(s, tensor);
+    return i >= 0 && s->t[i].known ? &s->t[i].pub : NULL;
+}
+
+const int *dt_ox_consumers(const dt_ox_shapes *s, const char *tensor, int *n)
+{
+    int i = ox_find(s, tensor);
+    *n = i >= 0 ? s->t[i].ncons : 0;
+    return i >= 0 ? s->t[i].cons : NULL;
+}
+
+int dt_ox_is_graph_output(const dt_ox_shapes *s, const char *tensor)
+{
+    int i = ox_find(s, tensor);
+    return i >= 0 && s->t[i].is_output;
+}
+
+/* ---- the public view of a tensor ---------------------------------------------- */
+
+/* Writes t's dims and values as expressions (the syms die with the
+ * propagation).  A failure is named after node c when there is one. */
+static int publish(sym_ctx *sc, ox_tensor *t, ox_node *c, dt_err *e)
+{
+    for (int k = 0; k < t->pub.rank; k++)
+        if (!t->pub.dims[k] && !(t->pub.dims[k] = sym_to_expr(sc, t->dims[k])))
+            return c ? ox_sym_fail(c) : sym_take_err(sc, e);
+    if (t->nv >= 0 && !t->pub.vals) {
+        if (!(t->pub.vals = calloc((size_t)(t->nv ? t->nv : 1), sizeof *t->pub.vals)))
+            return dt_errf(e, DT_ENOMEM, "out of memory");
+        t->pub.nvals = t->nv;
+        for (int k = 0; k < t->nv; k++)
+            if (!(t->pub.vals[k] = sym_to_expr(sc, t->vals[k])))
+                return c ? ox_sym_fail(c) : sym_take_err(sc, e);
+    }
+    return 0;
+}
+
+/* ---- graph inputs and initializers -------------------------------------------- */
+
+static int add_inputs(const dt_ox_graph *g, dt_ox_shapes *s, sym_ctx *sc, const ox_varname *v,
+                      int nv, const sym *const *vsym, dt_err *e)
+{
+    for (int i = 0; i < g->ninputs; i++) {
+        const dt_ox_value *in = &g->inputs[i];
+        int ti = add_tensor(s, in->name, -1);
+        if (ti < 0)
+            return dt_errf(e, DT_EINVAL, "%s: graph input '%s' is declared twice", src(g), in->name);
+        ox_tensor *t = &s->t[ti];
+        t->pub.elem_type = in->elem_type;
+        if (in->rank < 0)
+            continue; /* no declared shape: an error only if a node reads it */
+        if (in->rank > DT_OX_MAX_RANK)
+            return dt_errf(e, DT_EINVAL, "%s: graph input '%s' has rank %d (at most %d)", src(g),
+                           in->name, in->rank, DT_OX_MAX_RANK);
+        for (int a = 0; a < in->rank; a++) {
+            int k = ox_var_of_dim(v, nv, g, i, a);
+            if (k >= 0)
+                t->dims[a] = vsym[k];
+            else if (in->dims[a].value > OX_DIM_MAX)
+                return dt_errf(e, DT_EINVAL, "%s: graph input '%s' has dim %d = %lld (at most 2^40)",
+                               src(g), in->name, a, (long long)in->dims[a].value);
+            else
+                t->dims[a] = sym_const(sc, in->dims[a].value);
+        }
+        t->known = 1;
+        t->pub.rank = in->rank;
+    }
+    return 0;
+}
+
+static int all_equal(const double *v, int64_t n)
+{
+    for (int64_t i = 1; i < n; i++)
+        if (v[i] != v[0])
+            return 0;
+    return n > 0;
+}
+
+static int add_inits(const dt_ox_graph *g, dt_ox_shapes *s, sym_ctx *sc, dt_err *e)
+{
+    for (int i = 0; i < g->ninits; i++) {
+        const dt_ox_tensor *in = &g->inits[i];
+        int ti = add_tensor(s, in->name, -1);
+        if (ti < 0) /* also a graph input: a default value the caller may override */
+            continue;
+        ox_tensor *t = &s->t[ti];
+        if (in->rank < 0 || in->rank > DT_OX_MAX_RANK)
+            return dt_errf(e, DT_EINVAL, "%s: initializer '%s' has rank %d (at most %d)", src(g),
+                           in->name, in->rank, DT_OX_MAX_RANK);
+        for (int a = 0; a < in->rank; a++) {
+            if (in->dims[a] < 0 || in->dims[a] > OX_DIM_MAX)
+                return dt_errf(e, DT_EINVAL, "%s: initializer '%s' has dim %d = %lld", src(g),
+                               in->name, a, (long long)in->dims[a]);
+            t->dims[a] = sym_const(sc, in->dims[a]);
+        }
+        t->known = 1;
+        t->pub.rank = in->rank;
+        t->pub.elem_type = in->elem_type;
+        t->pub.is_const = 1;
+        if (in->has_values && in->ivals && in->numel <= DT_OX_MAX_VALUES) {
+            t->vals = calloc((size_t)(in->numel ? in->numel : 1), sizeof *t->vals);
+            if (!t->vals)
+                return dt_errf(e, DT_ENOMEM, "out of memory");
+            for (int64_t k = 0; k < in->numel; k++)
+                t->vals[k] = sym_const(sc, in->ivals[k]);
+            t->nv = (int)in->numel;
+        }
+        if (in->has_values && in->fvals && all_equal(in->fvals, in->numel)) {
+            t->pub.has_fval = 1;
+            t->pub.fval = in->fvals[0];
+        }
+        if (sym_failed(sc))
+            return sym_take_err(sc, e);
+    }
+    return 0;
+}
+
+/* ---- order -------------------------------------------------------------------- */
+
+static void heap_push(int *h, int *n, int v)
+{
+    int i = (*n)++;
+    for (; i > 0 && h[(i - 1) / 2] > v; i = (i - 1) / 2)
+        h[i] = h[(i - 1) / 2];
+    h[i] = v;
+}
+
+static int heap_pop(int *h, int *n)
+{
+    int top = h[0], v = h[--*n], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1] < h[c])
+            c++;
+        if (h[c] >= v)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = v;
+    return top;
+}
+
+static int node_err(const dt_ox_graph *g, int i, dt_err *e, const char *what, const char *name)
+{
+    char label[320];
+    dt_ox_node_label(g, i, label, sizeof label);
+    return dt_errf(e, DT_EINVAL, "%s: node %s: %s '%s'%s", src(g), label, what, name,
+                   strcmp(what, "input") == 0
+                       ? " is produced by no node and is neither a graph input nor an initializer "
+                         "(dangling input)"
+                       : " is already defined (by another node, a graph input or an initializer)");
+}
+
+/* A node on a cycle among the nodes Kahn's algorithm could not order:
+ * walk back through unordered producers until a node repeats. */
+static int cycle_node(const dt_ox_graph *g, const dt_ox_shapes *s, const int *indeg, int *seen)
+{
+    int u = 0;
+    while (indeg[u] == 0)
+        u++;
+    while (!seen[u]) {
+        seen[u] = 1;
+        const dt_ox_node *n = &g->nodes[u];
+        int next = -1;
+        for (int k = 0; k < n->ninputs && next < 0; k++) {
+            int ti = ox_find(s, n->inputs[k]);
+            int p = ti >= 0 ? s->t[ti].pub.producer : -1;
+            if (p >= 0 && indeg[p] > 0)
+                next = p;
+        }
+        if (next < 0)
+            break; /* cannot happen: an unordered node waits for an unordered producer */
+        u = next;
+    }
+    return u;
+}
+
+/* Consumers, and the nodes in topological order (ties by file order). */
+static int order_nodes(const dt_ox_graph *g, dt_ox_shapes *s, int *order, dt_err *e)
+{
+    int rc = 0, nh = 0, no = 0;
+    int *indeg = calloc((size_t)g->nnodes + 1, sizeof *indeg);
+    int *heap = calloc((size_t)g->nnodes + 1, sizeof *heap);
+    if (!indeg || !heap) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < g->nnodes && !rc; i++) {
+        const dt_ox_node *n = &g->nodes[i];
+        for (int k = 0; k < n->ninputs && !rc; k++) {
+            if (!n->inputs[k][0])
+                continue;
+            int ti = ox_find(s, n->inputs[k]);
+            if (ti < 0) {
+                rc = node_err(g, i, e, "input", n->inputs[k]);
+                break;
+            }
+            ox_tensor *t = &s->t[ti];
+            int again = t->ncons && t->cons[t->ncons - 1] == i;
+            if (add_consumer(t, i))
+                rc = dt_errf(e, DT_ENOMEM, "out of memory");
+            else if (!again && t->pub.producer >= 0)
+                indeg[i]++;
+        }
+    }
+    for (int i = 0; i < g->nnodes && !rc; i++)
+        if (indeg[i] == 0)
+            heap_push(heap, &nh, i);
+    while (nh > 0 && !rc) {
+        int u = heap_pop(heap, &nh);
+        order[no++] = u;
+        const dt_ox_node *n = &g->nodes[u];
+        for (int k = 0; k < n->noutputs; k++) {
+            int ti = ox_find(s, n->outputs[k]);
+            if (ti < 0 || s->t[ti].pub.producer != u)
+                continue;
+            const ox_tensor *t = &s->t[ti];
+            for (int c = 0; c < t->ncons; c++)
+                if (--indeg[t->cons[c]] == 0)
+                    heap_push(heap, &nh, t->cons[c]);
+        }
+    }
+    if (!rc && no < g->nnodes) {
+        memset(heap, 0, (size_t)g->nnodes * sizeof *heap);
+        int u = cycle_node(g, s, indeg, heap);
+        char label[320];
+        dt_ox_node_label(g, u, label, sizeof label);
+        rc = dt_errf(e, DT_EINVAL, "%s: node %s: the graph has a cycle through this node", src(g),
+                     label);
+    }
+out:
+    free(indeg);
+    free(heap);
+    return rc;
+}
+
+/* ---- propagation ---------------------------------------------------------------- */
+
+static int run_node(const dt_ox_graph *g, dt_ox_shapes *s, sym_ctx *sc, int i, dt_err *e)
+{
+    const dt_ox_node *n = &g->nodes[i];
+    ox_node c = {.g = g, .idx = i, .n = n, .s = s, .sc = sc, .e = e};
+    if (n->ninputs > DT_OX_MAX_IO || n->noutputs > DT_OX_MAX_IO)
+        return ox_fail(&c, "more than %d inputs or outputs", DT_OX_MAX_IO);
+    c.nin = n->ninputs;
+    c.nout = n->noutputs;
+    for (int k = 0; k < c.nin; k++) {
+        int ti = ox_find(s, n->inputs[k]);
+        c.in[k] = ti >= 0 ? &s->t[ti] : NULL;
+        if (c.in[k] && !c.in[k]->known)
+            return ox_fail(&c, "input '%s' has no shape (a graph input declared without one)",
+                           n->inputs[k]);
+    }
+    for (int k = 0; k < c.nout; k++) {
+        int ti = ox_find(s, n->outputs[k]);
+        c.out[k] = ti >= 0 && s->t[ti].pub.producer == i ? &s->t[ti] : NULL;
+    }
+    const char *why = NULL;
+    ox_rule rule = ox_rule_find(n->domain, n->op_type, &why);
+    if (!rule && !why)
+        return ox_fail(&c, "ops of domain '%.100s' are not supported", n->domain);
+    if (!rule)
+        return ox_fail(&c, "%s", why);
+    int rc = rule(&c);
+    if (rc)
+        return rc;
+    if (sym_failed(sc)) { /* left by a value computation: an overflow leaves it unknown */
+        dt_err se = {0};
+        int code = sym_take_err(sc, &se);
+        if (code == DT_ENOMEM)
+            return dt_errf(e, DT_ENOMEM, "out of memory");
+        if (code != DT_EOVERFLOW)
+            return ox_fail(&c, "%s", se.msg);
+    }
+    int all_const = 0;
+    for (int k = 0; k < c.nin; k++)
+        if (c.in[k]) {
+            all_const = c.in[k]->pub.is_const;
+            if (!all_const)
+                break;
+        }
+    for (int k = 0; k < c.nout; k++) {
+        ox_tensor *t = c.out[k];
+        if (!t)
+            continue;
+        if (!t->known)
+            return ox_fail(&c, "output #%d ('%s') is not supported", k, t->pub.name);
+        if (!c.const_set[k])
+            t->pub.is_const = all_const;
+        if ((rc = publish(sc, t, &c, e)))
+            return rc;
+    }
+    return 0;
+}
+
+static int count_tensors(const dt_ox_graph *g, int *count)
+{
+    int64_t n = (int64_t)g->ninputs + g->ninits;
+    for (int i = 0; i < g->nnodes; i++)
+        n += g->nodes[i].noutputs;
+    if (n > INT32_MAX / 4)
+        return DT_EINVAL;
+    *count = (int)n;
+    return 0;
+}
+
+static int setup(const dt_ox_graph *g, const dt_ox_vars *vars, dt_ox_shapes *s, sym_ctx *sc,
+                 dt_err *e)
+{
+    ox_varname *v = NULL;
+    int nv = 0, rc = ox_var_list(g, &v, &nv, e);
+    if (rc || (rc = ox_check_vars(g, v, nv, vars, e))) {
+        free(v);
+        return rc;
+    }
+    const sym **vsym = calloc((size_t)nv + 1, sizeof *vsym);
+    if (!vsym) {
+        free(v);
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    }
+    for (int k = 0; k < nv; k++)
+        for (int j = 0; j < vars->n; j++)
+            if (strcmp(vars->vars[j].name, v[k].name) == 0)
+                vsym[k] = sym_var(sc, v[k].name, &vars->vars[j].dom);
+    if (sym_failed(sc))
+        rc = sym_take_err(sc, e);
+    if (!rc)
+        rc = add_inputs(g, s, sc, v, nv, vsym, e);
+    free(vsym);
+    free(v);
+    if (rc || (rc = add_inits(g, s, sc, e)))
+        return rc;
+    for (int i = 0; i < g->nnodes; i++) {
+        const dt_ox_node *n = &g->nodes[i];
+        for (int k = 0; k < n->noutputs; k++)
+            if (n->outputs[k][0] && add_tensor(s, n->outputs[k], i) < 0)
+                return node_err(g, i, e, "output", n->outputs[k]);
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        int ti = ox_find(s, g->outputs[i].name);
+        if (ti >= 0)
+            s->t[ti].is_output = 1;
+    }
+    return 0;
+}
+
+int dt_ox_propagate(const dt_ox_graph *g, const dt_ox_vars *vars, dt_ox_shapes **out, dt_err *e)
+{
+    *out = NULL;
+    int count, rc;
+    if (count_tensors(g, &count))
+        return dt_errf(e, DT_EINVAL, "%s: too many tensors", src(g));
+    dt_ox_shapes *s = calloc(1, sizeof *s);
+    sym_ctx *sc = sym_ctx_new();
+    int *order = malloc(((size_t)g->nnodes + 1) * sizeof *order);
+    size_t cap = 16;
+    while (cap < 2 * (size_t)count + 2)
+        cap *= 2;
+    if (s) {
+        s->t = calloc((size_t)count + 1, sizeof *s->t);
+        s->tab = malloc(cap * sizeof *s->tab);
+        s->tabcap = cap;
+    }
+    if (!s || !sc || !order || !s->t || !s->tab) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+        goto out;
+    }
+    memset(s->tab, 0xff, cap * sizeof *s->tab); /* -1: empty */
+    if ((rc = setup(g, vars, s, sc, e)) || (rc = order_nodes(g, s, order, e)))
+        goto out;
+    for (int i = 0; i < s->n && !rc; i++)
+        if (s->t[i].known && s->t[i].pub.producer < 0)
+            rc = publish(sc, &s->t[i], NULL, e);
+    for (int k = 0; k < g->nnodes && !rc; k++)
+        rc = run_node(g, s, sc, order[k], e);
+out:
+    if (s && s->t)
+        for (int i = 0; i < s->n; i++) { /* the syms die with sc */
+            free(s->t[i].vals);
+            s->t[i].vals = NULL;
+            memset(s->t[i].dims, 0, sizeof s->t[i].dims);
+        }
+    sym_ctx_free(sc);
+    free(order);
+    if (rc) {
+        dt_ox_shapes_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}

@@ -1,0 +1,96 @@
+/* Symbolic shape propagation over a dt_ox_graph (docs/onnx-import.md).
+ *
+ * The graph inputs' dims that are dim_params (or unnamed dynamic dims, which
+ * get a generated name) are the model's variables; every other tensor's dims
+ * become canonical sketch/ expressions of them (sketch/expr.h).  Small
+ * integer tensors whose element values are known (the Shape → Gather →
+ * Unsqueeze → Concat → Reshape chains of PyTorch exports, Slice bounds,
+ * Range limits) carry those values as expressions too, so a Reshape whose
+ * target is computed from a Shape resolves symbolically.
+ *
+ * Every node is propagated in topological order (a cycle or an input that no
+ * node, initializer or graph input produces is an error).  A node whose op
+ * is not covered, or whose inputs make no sense (ranks that do not
+ * broadcast, a Reshape whose element counts differ, an axis out of range), stops
+ * propagation with DT_EINVAL naming the node, its op type and why.
+ *
+ * Expressions stay small: a dim or value whose expression would be taller
+ * than DT_EXPR_MAX_DEPTH levels or too large to write out fails naming the
+ * node, instead of being built.  Questions an expression alone does not
+ * answer (does this Slice end pass the dim? is this dim 1?) are decided over
+ * the variables' domains: by bounds, or by trying every shape when there are
+ * few; what stays undecided fails naming the node.
+ *
+ * Ownership: dt_ox_shapes owns every expression in it; tensor names point
+ * into the graph, which must outlive it. */
+#ifndef DT_ONNX_SHAPE_H
+#define DT_ONNX_SHAPE_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "onnx/graph.h"
+#include "sketch/expr.h"
+#include "sketch/workload.h"
+
+typedef struct {
+    const char *name;   /* the tensor's name (points into the graph) */
+    int elem_type;      /* DT_OX_* */
+    int rank;
+    dt_expr *dims[DT_OX_MAX_RANK]; /* canonical; constant dims are DT_EXPR_CONST */
+    int nvals;          /* -1: element values unknown; else the tensor has nvals elements
+                           (only integer and bool tensors of constant dims and at most
+                           DT_OX_MAX_VALUES elements have values; float tensors have -1) */
+    dt_expr **vals;     /* nvals canonical exprs in row-major order (bool: 0 or 1), or NULL */
+    int has_fval;       /* 1: a float tensor all of whose elements equal fval */
+    double fval;        /*    (the scalars of the erf-GELU pattern: 0.5, 1, √2) */
+    int is_const;       /* 1: computed from initializers and Constants only (a weight) */
+    int producer;       /* index of the node that outputs it; -1 for graph inputs
+                           and initializers */
+} dt_ox_shape;
+
+typedef struct dt_ox_shapes dt_ox_shapes; /* opaque */
+
+/* The model variables a propagation runs with: each graph input dim_param
+ * (or generated name) with its domain, from the user's --var flags.  The
+ * domains let propagation decide bounds questions such as whether a Slice's
+ * symbolic end stays inside its input (Slice(mask, 0, seq) of a 1024-long
+ * buffer is seq when every value of seq is <= 1024). */
+typedef struct {
+    int n;
+    const dt_var *vars; /* n entries */
+} dt_ox_vars;
+
+/* Lists the variables the graph's inputs need: each distinct dim_param, and
+ * a generated name ("<input>_d<axis>") for each dynamic dim without one, in
+ * order of first appearance.  Names are made valid ([A-Za-z_][A-Za-z0-9_],
+ * at most 32): other characters become '_', a leading digit gets a '_'
+ * before it, longer names are cut ("input.1" -> "input_1_d0", "1.seq" ->
+ * "_1_seq"); two dims that would share a name get "_2", "_3", ... .  These
+ * are the names --var takes.  names[i] are malloc'd; free each and the
+ * array.  Pure; never fails except DT_ENOMEM. */
+int dt_ox_graph_var_names(const dt_ox_graph *g, char ***names, int *n, dt_err *e);
+
+/* Propagates shapes.  Every name from dt_ox_graph_var_names must be in vars
+ * (else DT_EINVAL "SOURCE: give a range for every dynamic dim: --var
+ * batch=... --var seq=... (missing: seq)"); vars not used by the graph are
+ * DT_EINVAL too.  A variable with a single value is substituted as a
+ * constant.  Errors about a node read "SOURCE: node LABEL: ..."
+ * (dt_ox_node_label): "cannot propagate shapes: why", "input 'x' is
+ * produced by no node ... (dangling input)", "the graph has a cycle through
+ * this node". */
+int dt_ox_propagate(const dt_ox_graph *g, const dt_ox_vars *vars, dt_ox_shapes **out, dt_err *e);
+void dt_ox_shapes_free(dt_ox_shapes *s);
+
+/* The shape of a tensor by name, NULL if it has none (an omitted optional
+ * input "" or an unknown name). */
+const dt_ox_shape *dt_ox_shape_of(const dt_ox_shapes *s, const char *tensor);
+
+/* The nodes consuming a tensor: *n of them, indices in node order (valid
+ * until dt_ox_shapes_free).  Pattern matching walks forward with it. */
+const int *dt_ox_consumers(const dt_ox_shapes *s, const char *tensor, int *n);
+
+/* 1 when the tensor is a graph output (a pattern must not fuse it away). */
+int dt_ox_is_graph_output(const dt_ox_shapes *s, const char *tensor);
+
+#endif

@@ -1,0 +1,195 @@
+/* MatMul and Gemm as dense or batch_matmul (docs/onnx-import.md, "Patterns").
+ *
+ * A constant 2-D second operand is a weight: dense, M the product of the
+ * first operand's leading dims.  Two activations of equal rank and equal
+ * batch dims are a batch_matmul; its second operand made by a Transpose that
+ * puts K on the source's last (contiguous) axis is layout NT. */
+#include <string.h>
+
+#include "onnx/workloads_match.h"
+
+static int dtype_of(int a, int b, dt_dtype *d)
+{
+    if (a == DT_OX_FLOAT && b == DT_OX_FLOAT)
+        *d = DT_DTYPE_F32;
+    else if (a == DT_OX_BFLOAT16 && b == DT_OX_BFLOAT16)
+        *d = DT_DTYPE_BF16;
+    else
+        return -1;
+    return 0;
+}
+
+/* Sets the op's dims by their roles in its GEMM view (sketch/op.h), so no
+ * dim is named here.  Takes ownership of the expressions. */
+static void set_dims(dt_ox_op *op, dt_expr *batch, dt_expr *m, dt_expr *n, dt_expr *k)
+{
+    dt_gemm g;
+    int attrs[DT_MAX_ATTRS] = {0};
+    dt_op_gemm(op->op, attrs, NULL, &g, NULL);
+    dt_expr *by_role[DT_ROLE_COUNT] = {batch, m, n, k};
+    for (int r = 0; r < DT_ROLE_COUNT; r++) {
+        if (g.dim[r] >= 0)
+            op->dims[g.dim[r]] = by_role[r];
+        else
+            dt_expr_free(by_role[r]);
+    }
+}
+
+static int oom(dt_ox_wctx *c) { return dt_errf(c->e, DT_ENOMEM, "out of memory"); }
+
+int dt_ox_finish_dense(dt_ox_wctx *c, dt_ox_dense *d)
+{
+    const dt_ox_shape *a = dt_ox_wshape(c, d->a);
+    if (a->rank < 1)
+        return dt_ox_reject(c, d->node, "a scalar first operand");
+    if (!dt_expr_equal(a->dims[a->rank - 1], d->k))
+        return dt_ox_reject(c, d->node, "the operands' K dims differ");
+    dt_ox_op op = {.node = d->node, .op = dt_op_find("dense"), .dtype = d->dtype};
+    dt_expr *m = NULL, *n = NULL, *k = NULL;
+    int rc = dt_ox_product(c, d->node, a->dims, a->rank - 1, &m);
+    if (rc)
+        return rc;
+    if ((rc = dt_ox_match_epilogue(c, d->y, d->n, d->bias, &d->f, &op.attr))) {
+        dt_expr_free(m);
+        return rc;
+    }
+    if (!(n = dt_expr_clone(d->n)) || !(k = dt_expr_clone(d->k))) {
+        dt_expr_free(m);
+        dt_expr_free(n);
+        return oom(c);
+    }
+    set_dims(&op, NULL, m, n, k);
+    return dt_ox_add_op(c, &op, &d->f);
+}
+
+/* The permutation of Transpose node t (default: reversed axes) into perm;
+ * 0, or -1 when it is not one of rank. */
+static int transpose_perm(const dt_ox_node *t, int rank, int64_t *perm)
+{
+    const dt_ox_attr *p = dt_ox_attr_find(t, "perm");
+    if (p && (p->type != DT_OX_ATTR_INTS || p->n != rank))
+        return -1;
+    for (int i = 0; i < rank; i++)
+        perm[i] = p ? p->ints[i] : rank - 1 - i;
+    return 0;
+}
+
+/* Two activations: batch_matmul.  trans_b: Gemm's transB (B is [N, K]). */
+static int match_bmm(dt_ox_wctx *c, int i, const dt_ox_shape *a, const dt_ox_shape *b, int trans_b)
+{
+    dt_ox_op op = {.node = i, .op = dt_op_find("batch_matmul")};
+    if (dtype_of(a->elem_type, b->elem_type, &op.dtype))
+        return dt_ox_reject(c, i, "%s operands: batch_matmul takes float (f32) or bfloat16",
+                            dt_ox_type_name(a->elem_type));
+    if (a->rank < 2 || b->rank < 2)
+        return dt_ox_reject(c, i, "a 1-D operand: batch_matmul needs matrices");
+    if (a->rank != b->rank)
+        return dt_ox_reject(c, i,
+                            "activations of rank %d and %d (a weight that is not a constant, or "
+                            "broadcast batch dims): batch_matmul needs equal batch dims",
+                            a->rank, b->rank);
+    int r = a->rank;
+    for (int d = 0; d < r - 2; d++)
+        if (!dt_expr_equal(a->dims[d], b->dims[d]))
+            return dt_ox_reject(c, i, "broadcast batch dims: batch_matmul needs equal batch dims");
+    const dt_expr *m = a->dims[r - 2], *k = a->dims[r - 1];
+    const dt_expr *n = trans_b ? b->dims[r - 2] : b->dims[r - 1];
+    if (!dt_expr_equal(k, trans_b ? b->dims[r - 1] : b->dims[r - 2]))
+        return dt_ox_reject(c, i, "the operands' K dims differ");
+    dt_ox_fused f = {0};
+    dt_ox_fuse(&f, i);
+    op.attr = trans_b ? "NT" : "NN";
+    /* B = Transpose(S) with K (B's axis r-2) from S's last axis: the op reads
+     * S as N×K.  The Transpose stays listed (data movement), as the other
+     * heads' Transposes do: which of them a runtime folds into strides is
+     * its choice, not the GEMM's. */
+    int t = b->producer;
+    if (!trans_b && t >= 0 && dt_ox_is(&c->g->nodes[t], "Transpose")) {
+        int64_t perm[DT_OX_MAX_RANK];
+        if (transpose_perm(&c->g->nodes[t], r, perm) == 0 && perm[r - 2] == r - 1)
+            op.attr = "NT";
+    }
+    dt_expr *bx = NULL, *mx = NULL, *nx = NULL, *kx = NULL;
+    int rc = dt_ox_product(c, i, a->dims, r - 2, &bx);
+    if (rc)
+        return rc;
+    if (!(mx = dt_expr_clone(m)) || !(nx = dt_expr_clone(n)) || !(kx = dt_expr_clone(k))) {
+        dt_expr_free(bx);
+        dt_expr_free(mx);
+        dt_expr_free(nx);
+        return oom(c);
+    }
+    set_dims(&op, bx, mx, nx, kx);
+    return dt_ox_add_op(c, &op, &f);
+}
+
+static double attr_f(const dt_ox_node *n, const char *name, double dflt)
+{
+    const dt_ox_attr *a = dt_ox_attr_find(n, name);
+    return a && a->type == DT_OX_ATTR_FLOAT ? a->f : dflt;
+}
+
+static int64_t attr_i(const dt_ox_node *n, const char *name, int64_t dflt)
+{
+    const dt_ox_attr *a = dt_ox_attr_find(n, name);
+    return a && a->type == DT_OX_ATTR_INT ? a->i : dflt;
+}
+
+int dt_ox_match_matmul(dt_ox_wctx *c, int i)
+{
+    const dt_ox_node *nd = &c->g->nodes[i];
+    int gemm = dt_ox_is(nd, "Gemm");
+    if (nd->ninputs < 2 || nd->noutputs < 1)
+        return dt_ox_reject(c, i, "fewer than two inputs");
+    const dt_ox_shape *a = dt_ox_wshape(c, nd->inputs[0]), *b = dt_ox_wshape(c, nd->inputs[1]);
+    const dt_ox_shape *y = dt_ox_wshape(c, nd->outputs[0]);
+    if (!a || !b || !y)
+        return dt_ox_wfail(c, i, "an operand or the result has no shape (shape propagation "
+                                 "skipped it)");
+    if (y->is_const)
+        return 0; /* computed from constants once: listed as constant folding */
+    int trans_b = 0;
+    const char *cin = gemm && nd->ninputs >= 3 ? nd->inputs[2] : "";
+    if (gemm) {
+        if (attr_i(nd, "transA", 0))
+            return dt_ox_reject(c, i, "Gemm with transA=1: dtune's ops read A as M×K");
+        if (attr_f(nd, "alpha", 1.0) != 1.0)
+            return dt_ox_reject(c, i, "Gemm with alpha=%g: dtune's ops have no scale",
+                                attr_f(nd, "alpha", 1.0));
+        if (cin[0] && attr_f(nd, "beta", 1.0) != 1.0)
+            return dt_ox_reject(c, i, "Gemm with beta=%g: dtune's bias is added unscaled",
+                                attr_f(nd, "beta", 1.0));
+        trans_b = attr_i(nd, "transB", 0) != 0;
+    }
+    if (b->rank != 2 && b->is_const)
+        return dt_ox_reject(c, i, "a constant second operand of rank %d: dense needs a 2-D "
+                                  "weight",
+                            b->rank);
+    dt_ox_dense d = {.node = i, .a = nd->inputs[0], .y = nd->outputs[0]};
+    dt_ox_fuse(&d.f, i);
+    const dt_ox_node *wp = b->producer >= 0 ? &c->g->nodes[b->producer] : NULL;
+    int qdq = wp && dt_ox_is(wp, "DequantizeLinear") && b->is_const;
+    if (b->is_const) {
+        d.n = b->dims[trans_b ? 0 : 1];
+        d.k = b->dims[trans_b ? 1 : 0];
+        if (cin[0]) {
+            if (!dt_ox_const_vector(c, cin, d.n, 2))
+                return dt_ox_reject(c, i, "Gemm's C is not a constant bias vector of N "
+                                          "elements");
+            d.bias = 1;
+        }
+        if (qdq)
+            return dt_ox_match_qdq(c, i, b->producer, trans_b, &d);
+        if (dtype_of(a->elem_type, b->elem_type, &d.dtype))
+            return dt_ox_reject(c, i, "%s operands: dense takes float (f32) or bfloat16 (or "
+                                      "int8 through the quantization patterns)",
+                                dt_ox_type_name(a->elem_type));
+        return dt_ox_finish_dense(c, &d);
+    }
+    if (a->is_const)
+        return dt_ox_reject(c, i, "the constant is the first operand (W·X): dense needs "
+                                  "X·W with the weight second");
+    if (cin[0])
+        return dt_ox_reject(c, i, "Gemm of two activations with C: batch_matmul has no bias");
+    return match_bmm(c, i, a, b, trans_b);
+}

@@ -1,0 +1,1033 @@
+/* onnx/import: ONNX models as model specs.  The test models of
+ * tests/data/onnx (scripts/make_onnx_models.py) give the workloads their
+ * hand-written specs in models/ give; graphs built here node by node cover
+ * each pattern's variants (GELU spellings, Gemm, QDQ, w8a32, NT layouts)
+ * and what must not fuse; every error names what is wrong. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/file.h"
+#include "onnx/graph.h"
+#include "onnx/import.h"
+#include "onnx/import_graph.h"
+#include "sketch/model.h"
+#include "tests/dt_test.h"
+
+#define ONNX_DIR DTUNE_SOURCE_DIR "/tests/data/onnx/"
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+/* The --var arguments and their count, as two function arguments. */
+#define VARS(...)                      \
+    ((const char *[]){__VA_ARGS__}),   \
+        (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *))
+
+static dt_model *load_spec(const char *rel)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", DTUNE_SOURCE_DIR, rel);
+    char *text;
+    size_t len;
+    dt_err e;
+    if (dt_read_file(path, DT_MODEL_MAX_BYTES, &text, &len, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return NULL;
+    }
+    dt_model *m = NULL;
+    if (dt_model_parse(text, len, rel, &m, &e))
+        fprintf(stderr, "%s\n", e.msg);
+    free(text);
+    return m;
+}
+
+/* Every node is in an op or in exactly one untuned entry. */
+static void check_accounting(const dt_ox_import *imp)
+{
+    int64_t sum = 0;
+    for (int i = 0; i < imp->nuntuned; i++) {
+        CU_ASSERT(imp->untuned[i].nodes >= 1);
+        CU_ASSERT(imp->untuned[i].instances >= 1 &&
+                  imp->untuned[i].instances <= imp->untuned[i].nodes);
+        sum += imp->untuned[i].nodes;
+    }
+    CU_ASSERT_EQUAL(imp->nnodes, imp->ntuned + sum);
+}
+
+/* The spec of an import, loaded as `dtune workloads` loads it. */
+static dt_model *spec_model(const dt_ox_import *imp)
+{
+    dt_err e;
+    dt_model *m = NULL;
+    if (dt_model_parse(imp->spec_json, strlen(imp->spec_json), "imported", &m, &e))
+        fprintf(stderr, "%s\n%s\n", e.msg, imp->spec_json);
+    return m;
+}
+
+static dt_model *import_file(const char *file, const char *const *vars, int nvars,
+                             dt_ox_import **imp)
+{
+    dt_err e;
+    *imp = NULL;
+    if (dt_ox_import_file(file, NULL, vars, nvars, imp, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return NULL;
+    }
+    check_accounting(*imp);
+    return spec_model(*imp);
+}
+
+/* "key xN" of every workload, "; "-separated, for one comparison. */
+static char *summary(const dt_model *m)
+{
+    size_t cap = 8192, len = 0;
+    char *s = calloc(1, cap);
+    for (int i = 0; s && i < m->nworkloads; i++)
+        len += (size_t)snprintf(s + len, cap - len, "%s%s x%lld", i ? "; " : "",
+                                m->workloads[i].key, (long long)m->workloads[i].count);
+    return s;
+}
+
+static void expect_workloads(const dt_model *m, const char *want)
+{
+    char *got = summary(m);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    if (strcmp(got, want))
+        fprintf(stderr, "\nworkloads: %s\nexpected:  %s\n", got, want);
+    CU_ASSERT_STRING_EQUAL(got, want);
+    free(got);
+}
+
+static const dt_ox_untuned *untuned(const dt_ox_import *imp, const char *what)
+{
+    for (int i = 0; i < imp->nuntuned; i++)
+        if (!strcmp(imp->untuned[i].what, what))
+            return &imp->untuned[i];
+    return NULL;
+}
+
+static int64_t untuned_nodes(const dt_ox_import *imp, const char *what)
+{
+    const dt_ox_untuned *u = untuned(imp, what);
+    return u ? u->nodes : 0;
+}
+
+/* Same workloads (keys and counts, in order) as a hand-written spec. */
+static void expect_same_as(const dt_model *m, const char *spec)
+{
+    dt_model *want = load_spec(spec);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+    char *a = summary(m), *b = summary(want);
+    if (strcmp(a, b))
+        fprintf(stderr, "\nimported: %s\n%s: %s\n", a, spec, b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    free(a);
+    free(b);
+    dt_model_free(want);
+}
+
+static void expect_error(const char *file, const char *const *vars, int nvars, int code,
+                         const char *const *parts)
+{
+    dt_err e;
+    dt_ox_import *imp = NULL;
+    int rc = dt_ox_import_file(file, NULL, vars, nvars, &imp, &e);
+    CU_ASSERT_EQUAL(rc, code);
+    CU_ASSERT_PTR_NULL(imp);
+    for (int i = 0; rc && parts[i]; i++)
+        if (!strstr(e.msg, parts[i])) {
+            fprintf(stderr, "\nmessage '%s' lacks '%s'\n", e.msg, parts[i]);
+            CU_FAIL("message");
+        }
+    dt_ox_import_free(imp);
+}
+
+#define PARTS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* ---- the test models ---------------------------------------------------------- */
+
+/* BERT-base, batch 1: exactly models/bert-base.json's six workloads. */
+static void test_bert_base(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "bert-base.onnx", VARS("batch=1", "seq=1..128"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_same_as(m, "models/bert-base.json");
+    CU_ASSERT_STRING_EQUAL(m->name, "bert-base");
+    CU_ASSERT_EQUAL(m->nvars, 2);
+    CU_ASSERT_EQUAL(imp->nvars, 2);
+    CU_ASSERT_STRING_EQUAL(imp->var_names[0], "batch");
+    CU_ASSERT_STRING_EQUAL(imp->var_names[1], "seq");
+    /* each spec op is named after its first node */
+    CU_ASSERT_STRING_EQUAL(m->workloads[0].ops[0], "/encoder/layer.0/attention/self/qkv/MatMul");
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Softmax"), 12);
+    /* per layer 6 MatMuls, 4 bias Adds, 5 GELU nodes and the 3 Constants
+     * only the GELU reads */
+    CU_ASSERT_EQUAL(imp->ntuned, 12 * (6 + 4 + 5 + 3));
+    /* 25 LayerNorms (embeddings + 2 per layer), 9 nodes each */
+    const dt_ox_untuned *ln = untuned(imp, "LayerNorm (ReduceMean/Sub/Pow/Sqrt/Div)");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ln);
+    CU_ASSERT_EQUAL(ln->instances, 25);
+    CU_ASSERT_EQUAL(ln->nodes, 25 * 9);
+    /* nothing of the GELU or the bias Adds is left over: the Adds listed are
+     * the embeddings' 2, and per layer 2 residuals and the mask's */
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Erf"), 0);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Add"), 2 + 12 * 3);
+    /* what costs time comes first, what does no tensor work last */
+    CU_ASSERT_STRING_EQUAL(imp->untuned[0].what, "Softmax");
+    CU_ASSERT_STRING_EQUAL(imp->untuned[imp->nuntuned - 1].what, "Constant");
+    CU_ASSERT_PTR_NOT_NULL(strstr(imp->spec_json, "imported from bert-base.onnx (producer "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(imp->spec_json, "Softmax \u00d712"));
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* With a dynamic batch: models/bert-base-batched.json's workloads. */
+static void test_bert_base_batched(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "bert-base.onnx", VARS("seq=1..128", "batch=1..8"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_same_as(m, "models/bert-base-batched.json");
+    /* the spec lists the variables in the graph's order, whatever the flags' */
+    CU_ASSERT_STRING_EQUAL(m->vars[0].name, "batch");
+    CU_ASSERT_PTR_NOT_NULL(strstr(imp->spec_json, "\"batch\": {\"range\": [1, 8]}"));
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* The quantize_dynamic BERT layer: its four weighted MatMuls int8 with
+ * their epilogues, the attention in f32, the quantization nodes covered. */
+static void test_bert_layer_int8(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "bert-layer-int8-dynamic.onnx",
+                              VARS("batch=1", "seq=1..128"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "dense(M=1..128,N=2304,K=768,epilogue=bias,dtype=int8) x1; "
+                        "batch_matmul(B=12,M=seq,N=seq,K=64,layout=NT;seq=1..128) x1; "
+                        "batch_matmul(B=12,M=seq,N=64,K=seq,layout=NN;seq=1..128) x1; "
+                        "dense(M=1..128,N=768,K=768,epilogue=bias,dtype=int8) x1; "
+                        "dense(M=1..128,N=3072,K=768,epilogue=bias+gelu,dtype=int8) x1; "
+                        "dense(M=1..128,N=768,K=3072,epilogue=bias,dtype=int8) x1");
+    /* the int8 denses are those of models/bert-base-int8.json */
+    dt_model *want = load_spec("models/bert-base-int8.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+    int found = 0;
+    for (int i = 0; i < want->nworkloads; i++)
+        for (int k = 0; k < m->nworkloads; k++)
+            found += !strcmp(want->workloads[i].key, m->workloads[k].key);
+    CU_ASSERT_EQUAL(found, 4);
+    dt_model_free(want);
+    /* the quantization, dequantization and GELU nodes are in the ops; the
+     * one Cast left is the attention mask's */
+    static const char *const gone[] = {"DynamicQuantizeLinear", "MatMulInteger", "Erf", NULL};
+    for (int i = 0; gone[i]; i++)
+        CU_ASSERT_EQUAL(untuned_nodes(imp, gone[i]), 0);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Cast"), 1);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Mul"), 1);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* GPT-2: the tanh GELU is not dtune's gelu: ffn_up keeps epilogue=bias and
+ * the tanh nodes are listed.  The causal mask's Shape(kᵀ) does not stop kᵀ
+ * from being read as layout NT. */
+static void test_gpt2(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "gpt2-block.onnx", VARS("batch=1", "seq=1..128"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "dense(M=1..128,N=2304,K=768,epilogue=bias) x2; "
+                        "batch_matmul(B=12,M=seq,N=seq,K=64,layout=NT;seq=1..128) x2; "
+                        "batch_matmul(B=12,M=seq,N=64,K=seq,layout=NN;seq=1..128) x2; "
+                        "dense(M=1..128,N=768,K=768,epilogue=bias) x2; "
+                        "dense(M=1..128,N=3072,K=768,epilogue=bias) x2; "
+                        "dense(M=1..128,N=768,K=3072,epilogue=bias) x2");
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Tanh"), 2);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Pow"), 2);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "LayerNormalization"), 5);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Softmax"), 2);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* GPT-2 with a dynamic batch: the Reshape(-1, seq) resolves to batch. */
+static void test_gpt2_batched(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "gpt2-block.onnx", VARS("batch=1..8", "seq=1..128"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL_FATAL(m->nworkloads, 6);
+    CU_ASSERT_STRING_EQUAL(m->workloads[0].key,
+                           "dense(M=batch*seq,N=2304,K=768,epilogue=bias;batch=1..8,seq=1..128)");
+    CU_ASSERT_STRING_EQUAL(
+        m->workloads[1].key,
+        "batch_matmul(B=12*batch,M=seq,N=seq,K=64,layout=NT;batch=1..8,seq=1..128)");
+    CU_ASSERT_EQUAL(imp->ntuned, 20);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* ViT: the patch embedding's Conv is listed, not tuned; M = 197·batch. */
+static void test_vit(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "vit-block.onnx", VARS("batch=1..8"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "dense(M=197*batch,N=768,K=768,epilogue=bias;batch=1..8) x4; "
+                        "batch_matmul(B=12*batch,M=197,N=197,K=64,layout=NT;batch=1..8) x1; "
+                        "batch_matmul(B=12*batch,M=197,N=64,K=197,layout=NN;batch=1..8) x1; "
+                        "dense(M=197*batch,N=3072,K=768,epilogue=bias+gelu;batch=1..8) x1; "
+                        "dense(M=197*batch,N=768,K=3072,epilogue=bias;batch=1..8) x1");
+    const dt_ox_untuned *conv = untuned(imp, "Conv");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(conv);
+    CU_ASSERT_EQUAL(conv->nodes, 1);
+    CU_ASSERT_STRING_EQUAL(conv->why, "conv2d is not a dtune op yet");
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "LayerNormalization"), 3);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+    /* a fixed batch: constant dims */
+    m = import_file(ONNX_DIR "vit-block.onnx", VARS("batch=1"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "dense(M=197,N=768,K=768,epilogue=bias) x4; "
+                        "batch_matmul(B=12,M=197,N=197,K=64,layout=NT) x1; "
+                        "batch_matmul(B=12,M=197,N=64,K=197,layout=NN) x1; "
+                        "dense(M=197,N=3072,K=768,epilogue=bias+gelu) x1; "
+                        "dense(M=197,N=768,K=3072,epilogue=bias) x1");
+    CU_ASSERT_PTR_NOT_NULL(strstr(imp->spec_json, "\"M\": 197,"));
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* The CNN: only the classifier's Gemm (transB=1, C as bias) is tuned. */
+static void test_cnn(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "cnn-small.onnx",
+                              VARS("batch=1..4", "height={224,256}", "width={224,256}"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "dense(M=1..4,N=10,K=128,epilogue=bias) x1");
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Conv"), 3);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Relu"), 2);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "MaxPool"), 1);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "AveragePool"), 1);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "GlobalAveragePool"), 1);
+    CU_ASSERT_EQUAL(imp->ntuned, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(imp->spec_json, "\"height\": {\"values\": [224, 256]}"));
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* ---- errors ----------------------------------------------------------------- */
+
+static void test_var_errors(void)
+{
+    const char *bert = ONNX_DIR "bert-base.onnx";
+    /* the graph's variables are listed when one is missing or unknown */
+    expect_error(bert, VARS("seq=1..128"), DT_EINVAL, PARTS("bert-base.onnx", "batch"));
+    expect_error(bert, VARS("batch=1", "seq=1..128", "len=1..8"), DT_EINVAL,
+                 PARTS("len", "batch, seq"));
+    /* each flag's problem names the flag */
+    expect_error(bert, VARS("batch=1", "seq=128..1"), DT_EINVAL,
+                 PARTS("--var 'seq=128..1'", "empty range"));
+    expect_error(bert, VARS("batch=1", "seq=1..x"), DT_EINVAL, PARTS("--var 'seq=1..x'"));
+    expect_error(bert, VARS("batch=1", "seq=1..8", "seq=1..16"), DT_EINVAL,
+                 PARTS("--var 'seq=1..16'", "already given"));
+    expect_error(bert, VARS("batch=1", "9seq=1..8"), DT_EINVAL,
+                 PARTS("--var '9seq=1..8'", "not a variable name"));
+    expect_error(bert, VARS("batch=1", "seq"), DT_EINVAL, PARTS("--var 'seq'", "NAME=DOMAIN"));
+    /* a dim below 1 names the node that makes it */
+    expect_error(ONNX_DIR "cnn-small.onnx", VARS("batch=0..4", "height=224", "width=224"),
+                 DT_EINVAL, PARTS("cnn-small.onnx: node '/fc/Gemm'",
+                                "dim M = batch is 0 at batch=0; every dim must be >= 1"));
+    /* a file that does not exist */
+    dt_err e;
+    dt_ox_import *imp = NULL;
+    CU_ASSERT(dt_ox_import_file(ONNX_DIR "no-such-model.onnx", NULL, NULL, 0, &imp, &e) < 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "no-such-model.onnx"));
+}
+
+/* Each bad file is refused as bad input, naming what is wrong. */
+static void test_bad_files(void)
+{
+    static const struct {
+        const char *file;
+        const char *vars[2];
+        int nvars;
+        const char *want;
+    } bad[] = {
+        {"bad-cycle.onnx", {"batch=1..4"}, 1, "cycle"},
+        {"bad-dangling.onnx", {"batch=1..4"}, 1, "dense.bias"},
+        {"bad-opset10.onnx", {"batch=1..4"}, 1, "opset 10"},
+        {"bad-unsupported-op.onnx", {"batch=1..4"}, 1, "NonZero"},
+        {"bad-huge-dims.onnx", {"batch=1..4"}, 1, "huge.weight"},
+        {"bad-unnamed-dim.onnx", {"batch=1..4"}, 1, "input_d0"},
+        {"bad-truncated.onnx", {"batch=1"}, 1, "bad-truncated.onnx"},
+        {"bad-not-onnx.onnx", {"batch=1"}, 1, "not an ONNX model"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s%s", ONNX_DIR, bad[i].file);
+        dt_err e;
+        dt_ox_import *imp = NULL;
+        int rc = dt_ox_import_file(path, NULL, bad[i].vars, bad[i].nvars, &imp, &e);
+        CU_ASSERT_EQUAL(rc, DT_EINVAL);
+        CU_ASSERT_PTR_NULL(imp);
+        if (rc && (!strstr(e.msg, bad[i].want) || !strstr(e.msg, bad[i].file))) {
+            fprintf(stderr, "\n%s: message '%s' lacks '%s'\n", bad[i].file, e.msg, bad[i].want);
+            CU_FAIL("message");
+        }
+    }
+    /* the unnamed dim is a variable of a generated name: given, it imports */
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "bad-unnamed-dim.onnx", VARS("input_d0=1..128"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "dense(M=1..128,N=768,K=768,epilogue=bias) x1");
+    CU_ASSERT_STRING_EQUAL(imp->var_names[0], "input_d0");
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* ---- graphs built node by node --------------------------------------------- */
+
+#define TG_MAX 64
+
+static char *dup(const char *s)
+{
+    char *d = strdup(s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    return d;
+}
+
+static void *zalloc(size_t n)
+{
+    void *p = calloc(1, n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    return p;
+}
+
+static dt_ox_graph *tg_new(void)
+{
+    dt_ox_graph *g = zalloc(sizeof *g);
+    g->source = dup("t.onnx");
+    g->producer = dup("");
+    g->graph_name = dup("g");
+    g->ir_version = 8;
+    g->opset = 14;
+    g->inputs = zalloc(TG_MAX * sizeof *g->inputs);
+    g->outputs = zalloc(TG_MAX * sizeof *g->outputs);
+    g->inits = zalloc(TG_MAX * sizeof *g->inits);
+    g->nodes = zalloc(TG_MAX * sizeof *g->nodes);
+    return g;
+}
+
+/* dims: comma-separated, each an integer (a dim_value) or a dim_param. */
+static void tg_input(dt_ox_graph *g, const char *name, int elem, const char *dims)
+{
+    dt_ox_value *v = &g->inputs[g->ninputs++];
+    v->name = dup(name);
+    v->elem_type = elem;
+    v->dims = zalloc(DT_OX_MAX_RANK * sizeof *v->dims);
+    char *copy = dup(dims), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        dt_ox_dim *d = &v->dims[v->rank++];
+        if (t[0] >= '0' && t[0] <= '9')
+            d->value = strtoll(t, NULL, 10);
+        else
+            d->param = dup(t);
+    }
+    free(copy);
+}
+
+static void tg_output(dt_ox_graph *g, const char *name)
+{
+    dt_ox_value *v = &g->outputs[g->noutputs++];
+    v->name = dup(name);
+    v->rank = -1;
+}
+
+static dt_ox_tensor *tg_tensor(dt_ox_graph *g, const char *name, int elem, int rank, ...)
+{
+    dt_ox_tensor *t = &g->inits[g->ninits++];
+    t->name = dup(name);
+    t->elem_type = elem;
+    t->rank = rank;
+    t->dims = zalloc((size_t)(rank ? rank : 1) * sizeof *t->dims);
+    t->numel = 1;
+    va_list ap;
+    va_start(ap, rank);
+    for (int i = 0; i < rank; i++) {
+        t->dims[i] = va_arg(ap, int64_t);
+        t->numel *= t->dims[i];
+    }
+    va_end(ap);
+    return t;
+}
+
+/* A weight: dims, no values. */
+#define tg_weight(g, name, elem, ...) \
+    tg_tensor(g, name, elem, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
+              __VA_ARGS__)
+
+/* A float scalar with its value. */
+static void tg_scalar(dt_ox_graph *g, const char *name, double v)
+{
+    dt_ox_tensor *t = tg_tensor(g, name, DT_OX_FLOAT, 0);
+    t->has_values = 1;
+    t->fvals = zalloc(sizeof *t->fvals);
+    t->fvals[0] = v;
+}
+
+/* An integer scalar (a zero point) with its value. */
+static void tg_iscalar(dt_ox_graph *g, const char *name, int elem, int64_t v)
+{
+    dt_ox_tensor *t = tg_tensor(g, name, elem, 0);
+    t->has_values = 1;
+    t->ivals = zalloc(sizeof *t->ivals);
+    t->ivals[0] = v;
+}
+
+static char **split(const char *list, int *n)
+{
+    char **out = zalloc(DT_OX_MAX_IO * sizeof *out);
+    *n = 0;
+    if (!list)
+        return out;
+    const char *p = list;
+    for (;;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        out[*n] = zalloc(len + 1);
+        memcpy(out[(*n)++], p, len);
+        if (!c)
+            return out;
+        p = c + 1;
+    }
+}
+
+/* A node; inputs and outputs comma-separated ("" for an omitted one). */
+static dt_ox_node *tg_node(dt_ox_graph *g, const char *op, const char *name, const char *in,
+                           const char *out)
+{
+    dt_ox_node *n = &g->nodes[g->nnodes++];
+    n->name = dup(name);
+    n->op_type = dup(op);
+    n->domain = dup("");
+    n->inputs = split(in, &n->ninputs);
+    n->outputs = split(out, &n->noutputs);
+    n->attrs = zalloc(8 * sizeof *n->attrs);
+    return n;
+}
+
+static dt_ox_attr *tg_attr(dt_ox_node *n, const char *name, dt_ox_attr_type type)
+{
+    dt_ox_attr *a = &n->attrs[n->nattrs++];
+    a->name = dup(name);
+    a->type = type;
+    return a;
+}
+
+static void tg_attr_i(dt_ox_node *n, const char *name, int64_t v)
+{
+    tg_attr(n, name, DT_OX_ATTR_INT)->i = v;
+}
+
+static void tg_attr_f(dt_ox_node *n, const char *name, double v)
+{
+    tg_attr(n, name, DT_OX_ATTR_FLOAT)->f = v;
+}
+
+static void tg_attr_ints(dt_ox_node *n, const char *name, int cnt, const int64_t *v)
+{
+    dt_ox_attr *a = tg_attr(n, name, DT_OX_ATTR_INTS);
+    a->n = cnt;
+    a->ints = zalloc((size_t)cnt * sizeof *a->ints);
+    memcpy(a->ints, v, (size_t)cnt * sizeof *v);
+}
+
+/* Imports g (freed here) with vars; NULL and the message in e on failure. */
+static dt_model *tg_import(dt_ox_graph *g, const char *const *vars, int nvars,
+                           dt_ox_import **imp, dt_err *e)
+{
+    *imp = NULL;
+    int rc = dt_ox_import_graph(g, "t", vars, nvars, imp, e);
+    dt_ox_graph_free(g);
+    if (rc)
+        return NULL;
+    check_accounting(*imp);
+    return spec_model(*imp);
+}
+
+/* x [seq, 768] · W [768, N] + b, the bias Add's output "yb": the start of
+ * the GELU graphs below. */
+static void tg_dense_bias(dt_ox_graph *g, int64_t n, int bias_first)
+{
+    tg_input(g, "x", DT_OX_FLOAT, "seq,768");
+    tg_weight(g, "w", DT_OX_FLOAT, 768, n);
+    tg_weight(g, "b", DT_OX_FLOAT, n);
+    tg_node(g, "MatMul", "mm", "x,w", "y");
+    tg_node(g, "Add", "bias", bias_first ? "b,y" : "y,b", "yb");
+}
+
+/* The three associations of 0.5·x·(1 + erf(x/√2)), x/√2 as a Div or a Mul
+ * by 1/√2, constants a little off (within 1e-5): all bias+gelu. */
+static void test_gelu_variants(void)
+{
+    for (int variant = 0; variant < 6; variant++) {
+        dt_ox_graph *g = tg_new();
+        tg_dense_bias(g, 3072, variant & 1);
+        tg_scalar(g, "sqrt2", 1.41421);
+        tg_scalar(g, "rsqrt2", 0.7071068);
+        tg_scalar(g, "one", 1.0);
+        tg_scalar(g, "half", 0.5000001);
+        if (variant % 2)
+            tg_node(g, "Mul", "scale", "rsqrt2,yb", "d");
+        else
+            tg_node(g, "Div", "scale", "yb,sqrt2", "d");
+        tg_node(g, "Erf", "erf", "d", "e");
+        tg_node(g, "Add", "one_plus", "one,e", "a");
+        switch (variant / 2) {
+        case 0: /* (x·a)·0.5 */
+            tg_node(g, "Mul", "p", "a,yb", "p");
+            tg_node(g, "Mul", "q", "p,half", "out");
+            break;
+        case 1: /* (x·0.5)·a */
+            tg_node(g, "Mul", "p", "half,yb", "p");
+            tg_node(g, "Mul", "q", "a,p", "out");
+            break;
+        default: /* x·(a·0.5) */
+            tg_node(g, "Mul", "t", "a,half", "t");
+            tg_node(g, "Mul", "p", "yb,t", "out");
+        }
+        tg_output(g, "out");
+        dt_err e;
+        dt_ox_import *imp;
+        dt_model *m = tg_import(g, VARS("seq=1..64"), &imp, &e);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        expect_workloads(m, "dense(M=1..64,N=3072,K=768,epilogue=bias+gelu) x1");
+        CU_ASSERT_EQUAL(imp->ntuned, 7);
+        CU_ASSERT_EQUAL(imp->nuntuned, 0);
+        dt_model_free(m);
+        dt_ox_import_free(imp);
+    }
+}
+
+/* Not GELU, or not fusable: a constant that is off, a fused intermediate
+ * with another reader or that is a graph output, the tanh form. */
+static void test_gelu_not_fused(void)
+{
+    for (int variant = 0; variant < 4; variant++) {
+        dt_ox_graph *g = tg_new();
+        tg_dense_bias(g, 3072, 0);
+        tg_scalar(g, "c", variant == 0 ? 1.5 : 1.4142135);
+        tg_scalar(g, "one", 1.0);
+        tg_scalar(g, "half", 0.5);
+        if (variant == 3) { /* tanh: Tanh where Erf would be */
+            tg_node(g, "Div", "scale", "yb,c", "d");
+            tg_node(g, "Tanh", "erf", "d", "e");
+        } else {
+            tg_node(g, "Div", "scale", "yb,c", "d");
+            tg_node(g, "Erf", "erf", "d", "e");
+        }
+        tg_node(g, "Add", "one_plus", "e,one", "a");
+        tg_node(g, "Mul", "p", "yb,a", "p");
+        tg_node(g, "Mul", "q", "p,half", "out");
+        tg_output(g, "out");
+        if (variant == 1) { /* the Erf's input is read elsewhere too */
+            tg_node(g, "Relu", "other", "d", "r");
+            tg_output(g, "r");
+        }
+        if (variant == 2) /* 1 + erf is a graph output */
+            tg_output(g, "a");
+        dt_err e;
+        dt_ox_import *imp;
+        dt_model *m = tg_import(g, VARS("seq=1..64"), &imp, &e);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        expect_workloads(m, "dense(M=1..64,N=3072,K=768,epilogue=bias) x1");
+        CU_ASSERT_EQUAL(imp->ntuned, 2);
+        CU_ASSERT_EQUAL(untuned_nodes(imp, variant == 3 ? "Tanh" : "Erf"), 1);
+        dt_model_free(m);
+        dt_ox_import_free(imp);
+    }
+}
+
+/* Relu and the Gelu ops; no epilogue when the result has another reader;
+ * MatMul straight into Relu. */
+static void test_other_epilogues(void)
+{
+    static const struct {
+        int variant;
+        const char *want;
+    } cases[] = {
+        {0, "dense(M=1..64,N=512,K=768,epilogue=bias+relu) x1"},
+        {1, "dense(M=1..64,N=512,K=768,epilogue=bias+gelu) x1"},
+        {2, "dense(M=1..64,N=512,K=768,epilogue=bias) x1"}, /* Gelu approximate=tanh */
+        {3, "dense(M=1..64,N=512,K=768) x1"},               /* y read twice: nothing fuses */
+        {4, "dense(M=1..64,N=512,K=768,epilogue=relu) x1"},
+        {5, "dense(M=1..64,N=512,K=768,epilogue=bias+gelu) x1"}, /* com.microsoft BiasGelu */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dt_ox_graph *g = tg_new();
+        tg_input(g, "x", DT_OX_FLOAT, "seq,768");
+        tg_weight(g, "w", DT_OX_FLOAT, 768, 512);
+        tg_weight(g, "b", DT_OX_FLOAT, 1, 512);
+        tg_node(g, "MatMul", "mm", "x,w", "y");
+        switch (cases[i].variant) {
+        case 0:
+            tg_node(g, "Add", "bias", "y,b", "yb");
+            tg_node(g, "Relu", "act", "yb", "out");
+            break;
+        case 1:
+        case 2:
+            tg_node(g, "Add", "bias", "y,b", "yb");
+            g->opset = 18; /* the reader takes opsets to 18; Gelu is read by name */
+            {
+                dt_ox_node *n = tg_node(g, "Gelu", "act", "yb", "out");
+                if (cases[i].variant == 2) {
+                    dt_ox_attr *a = tg_attr(n, "approximate", DT_OX_ATTR_STRING);
+                    a->s = dup("tanh");
+                }
+            }
+            break;
+        case 3:
+            tg_node(g, "Add", "bias", "y,b", "out");
+            tg_node(g, "Relu", "act", "y", "out2");
+            tg_output(g, "out2");
+            break;
+        case 4:
+            tg_node(g, "Relu", "act", "y", "out");
+            break;
+        case 5: {
+            dt_ox_node *n = tg_node(g, "BiasGelu", "act", "y,b", "out");
+            free(n->domain);
+            n->domain = dup("com.microsoft");
+            break;
+        }
+        }
+        tg_output(g, "out");
+        dt_err e;
+        dt_ox_import *imp;
+        dt_model *m = tg_import(g, VARS("seq=1..64"), &imp, &e);
+        if (!m)
+            fprintf(stderr, "\ncase %d: %s\n", cases[i].variant, e.msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        expect_workloads(m, cases[i].want);
+        dt_model_free(m);
+        dt_ox_import_free(imp);
+    }
+}
+
+/* Gemm: transB=1 with C as the bias; what dtune's ops cannot express is
+ * listed with the reason. */
+static void test_gemm(void)
+{
+    static const struct {
+        int trans_a;
+        double alpha;
+        const char *want, *why;
+    } cases[] = {
+        {0, 1.0, "dense(M=1..16,N=10,K=128,epilogue=bias+relu) x1", NULL},
+        {0, 2.0, NULL, "alpha=2"},
+        {1, 1.0, NULL, "transA=1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dt_ox_graph *g = tg_new();
+        tg_input(g, "x", DT_OX_FLOAT, cases[i].trans_a ? "128,n" : "n,128");
+        tg_weight(g, "w", DT_OX_FLOAT, 10, 128);
+        tg_weight(g, "b", DT_OX_FLOAT, 10);
+        tg_weight(g, "w2", DT_OX_FLOAT, 10, 10);
+        dt_ox_node *n = tg_node(g, "Gemm", "fc", "x,w,b", "y");
+        tg_attr_i(n, "transB", 1);
+        tg_attr_i(n, "transA", cases[i].trans_a);
+        tg_attr_f(n, "alpha", cases[i].alpha);
+        tg_node(g, "Relu", "act", "y", "r");
+        /* a second MatMul keeps the spec non-empty */
+        tg_node(g, "MatMul", "mm2", "r,w2", "out");
+        tg_output(g, "out");
+        dt_err e;
+        dt_ox_import *imp;
+        dt_model *m = tg_import(g, VARS("n=1..16"), &imp, &e);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        if (cases[i].want) {
+            expect_workloads(m, "dense(M=1..16,N=10,K=128,epilogue=bias+relu) x1; "
+                                "dense(M=1..16,N=10,K=10) x1");
+        } else {
+            const dt_ox_untuned *u = untuned(imp, "Gemm");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+            CU_ASSERT_PTR_NOT_NULL(strstr(u->why, cases[i].why));
+            CU_ASSERT_EQUAL(untuned_nodes(imp, "Relu"), 1);
+        }
+        dt_model_free(m);
+        dt_ox_import_free(imp);
+    }
+}
+
+/* QDQ: QuantizeLinear/DequantizeLinear'd u8 activations times a
+ * DequantizeLinear'd s8 weight with per-channel scales is int8; a float
+ * activation times it is w8a32; scales along K are not dtune's. */
+static void test_qdq(void)
+{
+    for (int variant = 0; variant < 3; variant++) {
+        dt_ox_graph *g = tg_new();
+        tg_input(g, "x", DT_OX_FLOAT, "seq,768");
+        tg_weight(g, "wq", DT_OX_INT8, 768, 256);
+        tg_weight(g, "ws", DT_OX_FLOAT, variant == 2 ? 768 : 256);
+        tg_iscalar(g, "wzp", DT_OX_INT8, 0);
+        tg_scalar(g, "xs", 0.02);
+        tg_iscalar(g, "xzp", DT_OX_UINT8, 128);
+        tg_weight(g, "b", DT_OX_FLOAT, 256);
+        dt_ox_node *wdq = tg_node(g, "DequantizeLinear", "wdq", "wq,ws,wzp", "w");
+        tg_attr_i(wdq, "axis", variant == 2 ? 0 : 1);
+        const char *a = "x";
+        if (variant != 1) {
+            tg_node(g, "QuantizeLinear", "xq", "x,xs,xzp", "xq");
+            tg_node(g, "DequantizeLinear", "xdq", "xq,xs,xzp", "xd");
+            a = "xd";
+        }
+        char in[32];
+        snprintf(in, sizeof in, "%s,w", a);
+        tg_node(g, "MatMul", "mm", in, "y");
+        tg_node(g, "Add", "bias", "y,b", "out");
+        tg_output(g, "out");
+        if (variant == 2) { /* one more op, so the spec has one */
+            tg_weight(g, "w2", DT_OX_FLOAT, 256, 8);
+            tg_node(g, "MatMul", "mm2", "out,w2", "out2");
+            tg_output(g, "out2");
+        }
+        dt_err e;
+        dt_ox_import *imp;
+        dt_model *m = tg_import(g, VARS("seq=1..64"), &imp, &e);
+        if (!m)
+            fprintf(stderr, "\nqdq %d: %s\n", variant, e.msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        if (variant == 0) {
+            expect_workloads(m, "dense(M=1..64,N=256,K=768,epilogue=bias,dtype=int8) x1");
+            CU_ASSERT_EQUAL(imp->nuntuned, 0); /* Q, both DQs, MatMul, Add */
+            CU_ASSERT_EQUAL(imp->ntuned, 5);
+        } else if (variant == 1) {
+            expect_workloads(m, "dense(M=1..64,N=256,K=768,epilogue=bias,dtype=w8a32) x1");
+            CU_ASSERT_EQUAL(imp->nuntuned, 0);
+        } else {
+            expect_workloads(m, "dense(M=1..64,N=8,K=256) x1");
+            const dt_ox_untuned *u = untuned(imp, "MatMul");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+            CU_ASSERT_PTR_NOT_NULL(strstr(u->why, "along K"));
+            CU_ASSERT_EQUAL(untuned_nodes(imp, "QuantizeLinear"), 1);
+        }
+        dt_model_free(m);
+        dt_ox_import_free(imp);
+    }
+}
+
+/* MatMulInteger variants: a constant scale, u8 weights (not dtune's int8),
+ * no dequantization after it. */
+static void test_matmul_integer(void)
+{
+    for (int variant = 0; variant < 3; variant++) {
+        dt_ox_graph *g = tg_new();
+        tg_input(g, "x", DT_OX_FLOAT, "seq,768");
+        tg_weight(g, "wq", variant == 1 ? DT_OX_UINT8 : DT_OX_INT8, 768, 256);
+        tg_weight(g, "s", DT_OX_FLOAT, 256);
+        tg_weight(g, "w2", DT_OX_FLOAT, 768, 8);
+        tg_node(g, "DynamicQuantizeLinear", "dql", "x", "xq,xs,xzp");
+        tg_node(g, "MatMulInteger", "mmi", "xq,wq,xzp", "yi");
+        if (variant == 2) {
+            tg_output(g, "yi");
+        } else {
+            dt_ox_node *c = tg_node(g, "Cast", "cast", "yi", "yf");
+            tg_attr_i(c, "to", DT_OX_FLOAT);
+            tg_node(g, "Mul", "deq", "s,yf", "out");
+            tg_output(g, "out");
+        }
+        tg_node(g, "MatMul", "mm2", "x,w2", "out2");
+        tg_output(g, "out2");
+        dt_err e;
+        dt_ox_import *imp;
+        dt_model *m = tg_import(g, VARS("seq=1..64"), &imp, &e);
+        if (!m)
+            fprintf(stderr, "\nmmi %d: %s\n", variant, e.msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        if (variant == 0) {
+            expect_workloads(m, "dense(M=1..64,N=256,K=768,dtype=int8) x1; "
+                                "dense(M=1..64,N=8,K=768) x1");
+            CU_ASSERT_EQUAL(imp->nuntuned, 0);
+        } else {
+            expect_workloads(m, "dense(M=1..64,N=8,K=768) x1");
+            const dt_ox_untuned *u = untuned(imp, "MatMulInteger");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+            CU_ASSERT_PTR_NOT_NULL(strstr(u->why, variant == 1 ? "uint8 weights" : "Cast"));
+            /* the quantization of an untuned op stays listed */
+            CU_ASSERT_EQUAL(untuned_nodes(imp, "DynamicQuantizeLinear"), 1);
+        }
+        dt_model_free(m);
+        dt_ox_import_free(imp);
+    }
+}
+
+/* One DynamicQuantizeLinear and one scale product shared by two
+ * MatMulIntegers (as for Q, K and V of one input): both int8, the shared
+ * nodes covered once their readers are. */
+static void test_shared_quantization(void)
+{
+    dt_ox_graph *g = tg_new();
+    tg_input(g, "x", DT_OX_FLOAT, "seq,768");
+    tg_weight(g, "wa", DT_OX_INT8, 768, 256);
+    tg_weight(g, "wb", DT_OX_INT8, 768, 256);
+    tg_scalar(g, "ws", 0.001);
+    tg_node(g, "DynamicQuantizeLinear", "dql", "x", "xq,xs,xzp");
+    tg_node(g, "Mul", "scales", "xs,ws", "s");
+    const char *outs[2] = {"outa", "outb"};
+    for (int k = 0; k < 2; k++) {
+        char in[32], yi[8], yf[8], name[16];
+        snprintf(in, sizeof in, "xq,%s,xzp", k ? "wb" : "wa");
+        snprintf(yi, sizeof yi, "yi%d", k);
+        snprintf(yf, sizeof yf, "yf%d", k);
+        snprintf(name, sizeof name, "mmi%d", k);
+        tg_node(g, "MatMulInteger", name, in, yi);
+        snprintf(name, sizeof name, "cast%d", k);
+        tg_attr_i(tg_node(g, "Cast", name, yi, yf), "to", DT_OX_FLOAT);
+        snprintf(in, sizeof in, "%s,s", yf);
+        snprintf(name, sizeof name, "deq%d", k);
+        tg_node(g, "Mul", name, in, outs[k]);
+        tg_output(g, outs[k]);
+    }
+    dt_err e;
+    dt_ox_import *imp;
+    dt_model *m = tg_import(g, VARS("seq=1..64"), &imp, &e);
+    if (!m)
+        fprintf(stderr, "\n%s\n", e.msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "dense(M=1..64,N=256,K=768,dtype=int8) x2");
+    CU_ASSERT_EQUAL(imp->nuntuned, 0);
+    CU_ASSERT_EQUAL(imp->ntuned, 8);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* More dynamic dims than a model has variables. */
+static void test_too_many_vars(void)
+{
+    dt_ox_graph *g = tg_new();
+    tg_input(g, "x", DT_OX_FLOAT, "a,b,c,d,e,f,g,h,i,768");
+    tg_weight(g, "w", DT_OX_FLOAT, 768, 8);
+    tg_node(g, "MatMul", "mm", "x,w", "y");
+    tg_output(g, "y");
+    dt_err e;
+    dt_ox_import *imp;
+    CU_ASSERT_PTR_NULL(tg_import(g, VARS("a=1"), &imp, &e));
+    CU_ASSERT_EQUAL(e.code, DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "9 dynamic dims (a, b, c, d, e, f, g, h, i)"));
+}
+
+/* batch_matmul: rank 3, NT through a Transpose of the last two axes, NN
+ * through one that is not; broadcast batch dims are listed. */
+static void test_batch_matmul(void)
+{
+    static const struct {
+        int64_t perm[3];
+        const char *bdims, *want;
+    } cases[] = {
+        {{0, 2, 1}, "h,s,64", "batch_matmul(B=1..4,M=s,N=s,K=64,layout=NT;s=1..32) x1"},
+        {{0, 1, 2}, "h,64,s", "batch_matmul(B=1..4,M=s,N=s,K=64,layout=NN;s=1..32) x1"},
+        {{0, 2, 1}, "1,s,64", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dt_ox_graph *g = tg_new();
+        tg_input(g, "a", DT_OX_FLOAT, "h,s,64");
+        tg_input(g, "b", DT_OX_FLOAT, cases[i].bdims);
+        tg_weight(g, "w", DT_OX_FLOAT, 64, 16);
+        dt_ox_node *t = tg_node(g, "Transpose", "t", "b", "bt");
+        tg_attr_ints(t, "perm", 3, cases[i].perm);
+        tg_node(g, "MatMul", "bmm", "a,bt", "out");
+        tg_output(g, "out");
+        tg_node(g, "MatMul", "mm", "a,w", "out2");
+        tg_output(g, "out2");
+        dt_err e;
+        dt_ox_import *imp;
+        dt_model *m = tg_import(g, VARS("h=1..4", "s=1..32"), &imp, &e);
+        if (!m)
+            fprintf(stderr, "\nbmm %zu: %s\n", i, e.msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        if (cases[i].want) {
+            char *got = summary(m);
+            CU_ASSERT_PTR_NOT_NULL(strstr(got, cases[i].want));
+            free(got);
+            /* either way the Transpose stays listed: data movement */
+            CU_ASSERT_EQUAL(untuned_nodes(imp, "Transpose"), 1);
+        } else {
+            const dt_ox_untuned *u = untuned(imp, "MatMul");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+            CU_ASSERT_PTR_NOT_NULL(strstr(u->why, "broadcast"));
+        }
+        dt_model_free(m);
+        dt_ox_import_free(imp);
+    }
+}
+
+/* Node names become unique spec op names; a graph with nothing to tune is
+ * refused, listing what it has. */
+static void test_names_and_nothing(void)
+{
+    dt_ox_graph *g = tg_new();
+    tg_input(g, "x", DT_OX_FLOAT, "seq,768");
+    tg_weight(g, "w1", DT_OX_FLOAT, 768, 768);
+    tg_weight(g, "w2", DT_OX_FLOAT, 768, 512);
+    tg_node(g, "MatMul", "same", "x,w1", "y1");
+    tg_node(g, "MatMul", "same", "y1,w2", "y2");
+    tg_node(g, "MatMul", "", "y1,w1", "y3");
+    tg_output(g, "y2");
+    tg_output(g, "y3");
+    dt_err e;
+    dt_ox_import *imp;
+    dt_model *m = tg_import(g, VARS("seq={1,8,64}"), &imp, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "dense(M={1,8,64},N=768,K=768) x2; dense(M={1,8,64},N=512,K=768) x1");
+    CU_ASSERT_STRING_EQUAL(m->workloads[0].ops[0], "same");
+    CU_ASSERT_STRING_EQUAL(m->workloads[1].ops[0], "same~2");
+    CU_ASSERT_PTR_NOT_NULL(strstr(imp->spec_json, "\"seq\": {\"values\": [1, 8, 64]}"));
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+
+    g = tg_new();
+    tg_input(g, "x", DT_OX_FLOAT, "seq,768");
+    tg_node(g, "Softmax", "sm", "x", "out");
+    tg_output(g, "out");
+    CU_ASSERT_PTR_NULL(tg_import(g, VARS("seq=1..8"), &imp, &e));
+    CU_ASSERT_EQUAL(e.code, DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "nothing to tune"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "Softmax"));
+}
+
+int main(void)
+{
+    CU_TestInfo files[] = {
+        {"bert-base.onnx: bert-base.json's workloads", test_bert_base},
+        {"bert-base.onnx, dynamic batch: bert-base-batched.json's", test_bert_base_batched},
+        {"quantize_dynamic BERT layer: int8 denses", test_bert_layer_int8},
+        {"gpt2-block.onnx: tanh GELU not fused", test_gpt2},
+        {"gpt2-block.onnx, dynamic batch", test_gpt2_batched},
+        {"vit-block.onnx: Conv listed", test_vit},
+        {"cnn-small.onnx: the Gemm", test_cnn},
+        {"--var errors, a dim below 1", test_var_errors},
+        {"bad files", test_bad_files},
+        CU_TEST_INFO_NULL,
+    };
+    CU_TestInfo patterns[] = {
+        {"erf GELU: three associations, Div or Mul", test_gelu_variants},
+        {"GELU not fused: off constant, shared, output, tanh", test_gelu_not_fused},
+        {"Relu, Gelu ops, BiasGelu, no epilogue", test_other_epilogues},
+        {"Gemm", test_gemm},
+        {"QDQ: int8, w8a32, scales along K", test_qdq},
+        {"MatMulInteger", test_matmul_integer},
+        {"quantization shared by two MatMulIntegers", test_shared_quantization},
+        {"more than 8 dynamic dims", test_too_many_vars},
+        {"batch_matmul layouts", test_batch_matmul},
+        {"op names, nothing to tune", test_names_and_nothing},
+        CU_TEST_INFO_NULL,
+    };
+    CU_SuiteInfo suites[] = {{"onnx import: test models", NULL, NULL, NULL, NULL, files},
+                             {"onnx import: patterns", NULL, NULL, NULL, NULL, patterns},
+                             CU_SUITE_INFO_NULL};
+    return dt_test_main(suites);
+}
