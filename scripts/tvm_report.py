@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Summary of scripts/bench_vs_tvm.sh's results directory: prints tables and
+writes OUT/summary.json (read by scripts/plot_vs_tvm.py).  Plain Python 3
+(numpy not needed), so it also runs outside the TVM venv.
+
+Per system and budget, over the seeds: median [min..max] of the geometric-mean
+GFLOP/s on the tuned shapes and on M = 1..128, of the tuning wall time and of
+the trials.  Every kernel time is the median over processes of each process's
+minimum.  MetaSchedule counts, per shape, the faster of its runs with and
+without the layout rewrite (its tuning time: both runs' sum, and each apart).
+TVM bucketing: M runs the tuned kernel of the next tuned shape up.
+"""
+import glob
+import json
+import math
+import os
+import statistics
+import sys
+
+DIMS = {"dense": (768, 768), "ffn_up": (3072, 768)}
+
+
+def flops(w, M):
+    N, K = DIMS[w]
+    return 2.0 * M * N * K
+
+
+def geo(v):
+    v = [x for x in v if x and x > 0]
+    return math.exp(sum(map(math.log, v)) / len(v)) if v else None
+
+
+def spread(v):
+    v = [x for x in v if x is not None]
+    if not v:
+        return None
+    return {"median": statistics.median(v), "min": min(v), "max": max(v), "n": len(v)}
+
+
+def fmt(s, spec=".1f"):
+    if not s:
+        return "n/a"
+    if s["n"] == 1:
+        return format(s["median"], spec)
+    return f"{format(s['median'], spec)} [{format(s['min'], spec)}..{format(s['max'], spec)}]"
+
+
+def tvm_times(path):
+    """{(so basename, M): median over processes of the minimum seconds}; None if wrong."""
+    per = {}
+    bad = set()
+    for line in open(path):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        for r in json.loads(line)["results"]:
+            k = (os.path.basename(r["so"]), r["M"])
+            if not r["verified"]:
+                bad.add(k)
+            elif r["seconds"]:
+                per.setdefault(k, []).append(r["seconds"])
+    return {k: (None if k in bad else statistics.median(v)) for k, v in per.items()}, bad
+
+
+def dtune_bench(path):
+    """{M: (dtune GFLOP/s, oneDNN GFLOP/s)}, medians over processes; all verified?"""
+    g, o, ok = {}, {}, True
+    for line in open(path):
+        if not line.strip():
+            continue
+        rep = json.loads(line)
+        ok = ok and rep.get("all_verified", True) is not False
+        for sh in rep["shapes"]:
+            m = int(str(sh["shape"]).split("=")[1])
+            g.setdefault(m, []).append(sh.get("gflops"))
+            o.setdefault(m, []).append(sh.get("onednn_best"))
+    med = lambda v: statistics.median([x for x in v if x]) if any(v) else None
+    return {m: (med(g[m]), med(o[m])) for m in g}, ok
+
+
+def main():
+    out = sys.argv[1]
+    cfg = json.load(open(os.path.join(out, "config.json")))
+    shapes = [int(s) for s in cfg["shapes"].split()]
+    summary = {"config": cfg, "workloads": {}}
+    lines = []
+    p = lines.append
+    p(f"dtune vs TVM MetaSchedule: -mcpu={cfg['mcpu']}, {cfg['threads']} thread(s), tuned shapes "
+      f"M in {shapes}, seeds {cfg['seeds']}, {cfg['procs']} timing processes (median of minima)")
+    p("cells: median [min..max] over seeds; GFLOP/s are geometric means over the shapes named")
+    for w in cfg["workloads"].split():
+        W = {"untuned": {}, "budgets": {}}
+        summary["workloads"][w] = W
+        ut = os.path.join(out, w, "untuned", "time.jsonl")
+        if os.path.exists(ut):
+            t, _ = tvm_times(ut)
+            W["untuned"] = {M: flops(w, M) / s / 1e9 for (_, M), s in t.items() if s}
+        for B in cfg["budgets"].split():
+            rows = {}
+            curves = {}
+            ratio8, ratio_all = [], []
+            for seed in cfg["seeds"].split():
+                # MetaSchedule, best of the layout variants per shape
+                best, tune_s, trials, variant = {}, 0.0, 0, {}
+                have = False
+                for l in cfg["layout"].split():
+                    d = os.path.join(out, w, f"ms-b{B}-s{seed}-layout-{l}")
+                    if not os.path.exists(os.path.join(d, "time.jsonl")):
+                        continue
+                    have = True
+                    tj = json.load(open(os.path.join(d, "tune.json")))
+                    tune_s += tj["seconds"]
+                    trials += tj["trials_recorded"]
+                    rows.setdefault(f"MetaSchedule layout rewrite {l}", []).append(
+                        {"tune_s": tj["seconds"], "trials": tj["trials_recorded"],
+                         "g8": geo([flops(w, M) / s / 1e9 for (_, M), s in tvm_times(os.path.join(d, "time.jsonl"))[0].items() if s])})
+                    t, _ = tvm_times(os.path.join(d, "time.jsonl"))
+                    for (_, M), s in t.items():
+                        if s and (M not in best or s < best[M]):
+                            best[M], variant[M] = s, l
+                if have:
+                    ms_g = {M: flops(w, M) / s / 1e9 for M, s in best.items()}
+                    bucket = {}
+                    for M in range(1, 129):
+                        up = [S for S in sorted(best) if S >= M]
+                        if up:
+                            bucket[M] = flops(w, M) / best[up[0]] / 1e9
+                    rows.setdefault("MetaSchedule (best layout per shape)", []).append(
+                        {"tune_s": tune_s, "trials": trials, "g8": geo(ms_g.values()),
+                         "gall": geo(bucket.values()), "variant": variant})
+                    curves.setdefault("tvm_bucketing", []).append(bucket)
+                # dtune
+                js = {}
+                for st in ("joint", "per-shape"):
+                    d = os.path.join(out, w, f"dtune-{st}-b{B}-s{seed}")
+                    if not os.path.exists(os.path.join(d, "bench.jsonl")):
+                        continue
+                    tj = json.load(open(os.path.join(d, "tune.json")))
+                    g, ok = dtune_bench(os.path.join(d, "bench.jsonl"))
+                    js[st] = g
+                    rows.setdefault(f"dtune {st}", []).append(
+                        {"tune_s": tj.get("seconds"), "trials": tj.get("trials_total"),
+                         "g8": geo([g[M][0] for M in shapes if M in g]),
+                         "gall": geo([v[0] for v in g.values()]), "verified": ok})
+                    rows.setdefault(f"oneDNN (in dtune {st}'s bench)", []).append(
+                        {"g8": geo([g[M][1] for M in shapes if M in g]),
+                         "gall": geo([v[1] for v in g.values()])})
+                    curves.setdefault(f"dtune_{st}", []).append({M: v[0] for M, v in g.items()})
+                    curves.setdefault("onednn", []).append({M: v[1] for M, v in g.items()})
+                if len(js) == 2:
+                    j, ps = js["joint"], js["per-shape"]
+                    ratio8.append(geo([j[M][0] / ps[M][0] for M in shapes if M in j and M in ps]))
+                    ratio_all.append(geo([j[M][0] / ps[M][0] for M in j if M in ps]))
+            # per-M medians over seeds (and processes) for the plots
+            med_curves = {}
+            for name, lst in curves.items():
+                ms_ = sorted(set().union(*[set(c) for c in lst]))
+                med_curves[name] = {M: statistics.median([c[M] for c in lst if c.get(M)])
+                                    for M in ms_ if any(c.get(M) for c in lst)}
+            W["budgets"][B] = {"curves": med_curves, "rows": rows,
+                               "joint_over_per_shape_8": spread(ratio8),
+                               "joint_over_per_shape_all": spread(ratio_all)}
+            p("")
+            p(f"== {w}, B = {B} trials per shape ({len(shapes) * int(B)} in total for every system)")
+            p(f"{'system':42} {'trials':>14} {'tuning s':>22} {'GFLOP/s tuned shapes':>24} {'GFLOP/s M=1..128':>24}")
+            for name, rs in rows.items():
+                p(f"{name:42} {fmt(spread([r.get('trials') for r in rs]), '.0f'):>14} "
+                  f"{fmt(spread([r.get('tune_s') for r in rs])):>22} "
+                  f"{fmt(spread([r.get('g8') for r in rs])):>24} {fmt(spread([r.get('gall') for r in rs])):>24}")
+            if W["untuned"]:
+                u = W["untuned"]
+                p(f"{'TVM untuned (symbolic M), no tuning':42} {'-':>14} {'-':>22} "
+                  f"{fmt(spread([geo([u[M] for M in shapes if M in u])])):>24} "
+                  f"{'(M=' + ','.join(map(str, sorted(u))) + ')':>24}")
+            p(f"joint / per-shape (dtune, same trials): {fmt(spread(ratio8), '.3f')} on the tuned shapes, "
+              f"{fmt(spread(ratio_all), '.3f')} over M=1..128")
+            for r in rows.get("MetaSchedule (best layout per shape)", []):
+                p("MetaSchedule layout chosen per shape: " +
+                  ", ".join(f"M={M}:{v}" for M, v in sorted(r["variant"].items())))
+    print("\n".join(lines))
+    json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
