@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "daemon/daemon.h"
+#include "db/db.h"
 #include "measure/wire.h"
 
 static void usage(FILE *out)
@@ -15,6 +16,7 @@ static void usage(FILE *out)
             "                    [--workers HOST:PORT,... --token-file F]\n"
             "                    [--api-token-file F] [--request-timeout SECONDS]\n"
             "                    [--idle-timeout SECONDS] [--max-body BYTES]\n"
+            "                    [--keep-jobs SPEC]\n"
             "\n"
             "Runs the tuning service: an HTTP/JSON API on one event loop and a job\n"
             "runner that tunes queued jobs one at a time, recording into the database\n"
@@ -45,6 +47,8 @@ static void usage(FILE *out)
             "  --idle-timeout S       keep-alive connections idle this long are closed\n"
             "                         (default 30)\n"
             "  --max-body BYTES       largest request body (default 1 MiB)\n"
+            "  --keep-jobs SPEC       finished jobs kept: an age (30d, 12h), a count (500)\n"
+            "                         or 'all' (default 30d); pruned at start and hourly\n"
             "  -h, --help             show this help\n"
             "\n"
             "When ready it prints 'dtune daemon listening on HOST:PORT (target KEY, db\n"
@@ -92,6 +96,7 @@ static int parse_args(int argc, char **argv, daemon_args *a)
         {"request-timeout", required_argument, NULL, 'R'},
         {"idle-timeout", required_argument, NULL, 'I'},
         {"max-body", required_argument, NULL, 'B'},
+        {"keep-jobs", required_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
@@ -113,6 +118,14 @@ static int parse_args(int argc, char **argv, daemon_args *a)
             rc = dt_cli_int_opt("daemon", "--max-body", optarg, 1024, 1 << 30, &v);
             a->o.max_body = (size_t)v;
             break;
+        case 'K': {
+            dt_db_job_retention r;
+            dt_err e;
+            if (dt_db_job_retention_parse(optarg, &r, &e))
+                return dt_cli_usage_error("daemon", "--keep-jobs: %s", e.msg);
+            a->o.keep_jobs = optarg;
+            break;
+        }
         case 'h': usage(stdout); return -1;
         default:
             return dt_cli_usage_error("daemon", "unknown option or missing value: '%s'",

@@ -1,5 +1,6 @@
 /* `dtune db`: create, migrate and inspect a dtune database. */
 #include "cli/cli.h"
+#include "cli/cmd_db_upkeep.h"
 #include "db/db.h"
 
 #include <jansson.h>
@@ -16,6 +17,9 @@ static const char db_usage[] =
     "  init     create the database, or migrate it to the current schema\n"
     "  stats    show the schema version, size and row count of each table\n"
     "  backup   copy the database to a new file, safely beside a running daemon\n"
+    "  check    look for damage and list every problem (exit 2 when any)\n"
+    "  prune    delete records, models and jobs nothing needs, then VACUUM\n"
+    "  merge    merge databases tuned on other machines into this one\n"
     "\n"
     "Run 'dtune db COMMAND --help' for the options of a command.\n";
 
@@ -243,7 +247,7 @@ static int db_backup(int argc, char **argv)
 int dt_cmd_db(int argc, char **argv)
 {
     if (argc < 2)
-        return dt_cli_usage_error("db", "missing command (init, stats or backup)");
+        return dt_cli_usage_error("db", "missing command (init, stats, backup, check, prune or merge)");
     const char *sub = argv[1];
     if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
         fputs(db_usage, stdout);
@@ -255,5 +259,11 @@ int dt_cmd_db(int argc, char **argv)
         return db_stats(argc - 1, argv + 1);
     if (!strcmp(sub, "backup"))
         return db_backup(argc - 1, argv + 1);
+    if (!strcmp(sub, "check"))
+        return dt_cmd_db_check(argc - 1, argv + 1);
+    if (!strcmp(sub, "prune"))
+        return dt_cmd_db_prune(argc - 1, argv + 1);
+    if (!strcmp(sub, "merge"))
+        return dt_cmd_db_merge(argc - 1, argv + 1);
     return dt_cli_usage_error("db", "unknown command '%s'", sub);
 }

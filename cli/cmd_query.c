@@ -12,6 +12,7 @@
 #include "common/target.h"
 #include "db/db.h"
 #include "dispatch/dispatch.h"
+#include "dispatch/dispatch_stats.h"
 
 #define MAX_SHAPES 256
 
@@ -26,7 +27,10 @@ static void usage(FILE *out)
             "predicted and measured time (mean over the range, and the measurement on\n"
             "this very shape when there is one), and whether the shape is extrapolated\n"
             "(not in the tuned shape set: it runs the nearest range's kernel). Every\n"
-            "shape gets a kernel.\n"
+            "shape gets a kernel.  Then the schedule as a whole: its ranges, its distinct\n"
+            "kernels, its objective (sum over the shape set of weight x measured time of\n"
+            "the dispatched kernel) and its loss against the unrestricted choice (each\n"
+            "shape's fastest measured kernel), as the tune summary reports them.\n"
             "\n"
             "WORKLOAD is a workload key, e.g. 'dense(M=1..128,N=768,K=768)'; SHAPE names\n"
             "every variable: M=37, or batch=2,seq=37.\n"
@@ -132,6 +136,52 @@ static int schedule_kernel(dt_db *db, const dt_dispatch *d, const dt_dispatch_ra
     return DT_OK;
 }
 
+/* The schedule as a whole (dispatch/dispatch_stats.h); new reference. */
+static json_t *stats_json(const dt_dispatch_stats *st)
+{
+    json_t *ids = json_array();
+    for (int i = 0; i < st->nids; i++)
+        json_array_append_new(ids, json_integer(st->kernel_ids[i]));
+    json_t *o = json_object();
+    json_object_set_new(o, "ranges", json_integer(st->ranges));
+    json_object_set_new(o, "kernels", json_integer(st->kernels));
+    json_object_set_new(o, "kernel_ids", ids);
+    json_object_set_new(o, "shapes", json_integer(st->shapes));
+    json_object_set_new(o, "unmeasured_shapes", json_integer(st->unmeasured));
+    json_object_set_new(o, "objective_ns", dt_json_num_or_null(st->objective_ns));
+    json_object_set_new(o, "unrestricted_kernels", json_integer(st->best_kernels));
+    json_object_set_new(o, "unrestricted_objective_ns",
+                        dt_json_num_or_null(st->best_objective_ns));
+    json_object_set_new(o, "loss", dt_json_num_or_null(st->loss));
+    return o;
+}
+
+static void print_stats(const dt_dispatch *d, const dt_dispatch_stats *st)
+{
+    printf("schedule of %s at %d thread%s: %d range%s, %d kernel%s (", d->key, d->threads,
+           d->threads == 1 ? "" : "s", st->ranges, st->ranges == 1 ? "" : "s", st->kernels,
+           st->kernels == 1 ? "" : "s");
+    for (int i = 0; i < st->nids; i++)
+        printf("%s%lld", i ? ", " : "", (long long)st->kernel_ids[i]);
+    printf("%s)\n", st->nids < st->kernels ? ", ..." : "");
+    printf("  objective  ");
+    if (isfinite(st->objective_ns))
+        printf("%.2f us", st->objective_ns * 1e-3);
+    else
+        printf("n/a (%lld of %lld shapes not measured)", (long long)st->unmeasured,
+               (long long)st->shapes);
+    printf("; unrestricted ");
+    if (isfinite(st->best_objective_ns))
+        printf("%.2f us", st->best_objective_ns * 1e-3);
+    else
+        printf("n/a");
+    printf(" with %d kernel%s; loss ", st->best_kernels, st->best_kernels == 1 ? "" : "s");
+    if (isfinite(st->loss))
+        printf("%.2f %%\n", 100 * st->loss);
+    else
+        printf("n/a\n");
+}
+
 /* " predicted 1.23 us" or " not predicted" ("measured" likewise). */
 static void print_time(const char *what, json_t *ns)
 {
@@ -180,6 +230,9 @@ int dt_cmd_query(int argc, char **argv)
         tid = trow.id;
         dt_db_target_free(&trow);
     }
+    dt_dispatch_stats st;
+    if ((rc = dt_dispatch_stats_load(db, d, tkey, &st, &e)))
+        goto fail;
     for (int i = 0; i < a.nshapes; i++) {
         int64_t vals[DT_MAX_VARS];
         int in_domain;
@@ -220,6 +273,7 @@ int dt_cmd_query(int argc, char **argv)
         json_object_set_new(o, "predicted_ns", dt_json_num_or_null(hit.range->predicted_ns));
         json_object_set_new(o, "measured_ns", dt_json_num_or_null(hit.range->measured_ns));
         json_object_set_new(o, "measured_ns_this_shape", dt_json_num_or_null(x.ns));
+        json_object_set_new(o, "schedule", stats_json(&st));
         dt_db_kernel_free(&k);
         json_array_append_new(out, o);
     }
@@ -254,6 +308,7 @@ int dt_cmd_query(int argc, char **argv)
             printf("\n");
             free(ann);
         }
+        print_stats(d, &st);
         rc = 0;
     }
     json_decref(out);

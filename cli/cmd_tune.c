@@ -17,6 +17,7 @@
 #include "db/db.h"
 #include "tuner/model_tasks.h"
 #include "cli/cli_model.h"
+#include "tuner/kset.h"
 #include "tuner/tune.h"
 
 static void usage(FILE *out)
@@ -25,8 +26,8 @@ static void usage(FILE *out)
             "Usage: dtune tune MODEL.json|MODEL.onnx|WORKLOAD [--var NAME=DOMAIN...]\n"
             "                  [--db PATH] [--trials N] [--time DURATION]\n"
             "                  [--strategy joint|per-shape|random] [--threads T] [--seed S]\n"
-            "                  [--topk K] [--min-time MS] [--workers HOST:PORT,...\n"
-            "                  --token-file F] [--json]\n"
+            "                  [--topk K] [--max-kernels K|auto|all] [--min-time MS]\n"
+            "                  [--workers HOST:PORT,... --token-file F] [--json]\n"
             "\n"
             "Tunes every workload of a model spec, of an ONNX model (imported as\n"
             "`dtune import` does, with its --var flags), or the one workload key given, on this\n"
@@ -44,7 +45,11 @@ static void usage(FILE *out)
             "             equal share of the trials\n"
             "  random     random kernels on random shapes\n"
             "At the end, for every shape the top K predicted kernels are measured on it\n"
-            "and the fastest wins (per-shape: its best measured kernel).\n"
+            "and the fastest wins (per-shape: its best measured kernel), within a kernel\n"
+            "budget: the set of at most --max-kernels kernels that minimises\n"
+            "sum_s w_s * min_k time(s, k), every shape dispatched to its fastest member.\n"
+            "The default (auto) is the smallest set within %g %% of that objective over\n"
+            "every kernel (the unrestricted choice); the summary reports the loss.\n"
             "\n"
             "Options:\n"
             "  --var NAME=DOMAIN  (.onnx) the values of a dynamic dim, e.g. seq=1..128,\n"
@@ -58,6 +63,10 @@ static void usage(FILE *out)
             "  --threads T        threads of the tuned kernels (default: all cores)\n"
             "  --seed S           seed of the search (default 1)\n"
             "  --topk K           kernels measured per shape at the end (default 2)\n"
+            "  --max-kernels K    at most K distinct kernels per workload; auto: the\n"
+            "                     fewest within 1 %% of the unrestricted objective; all / 0\n"
+            "                     (default): unrestricted, every dispatched kernel\n"
+            "                     measured on its shapes\n"
             "  --min-time MS      minimum timed length of one trial (default 5)\n"
             "  --workers LIST     measure on dtune workers (HOST:PORT,...) instead of here\n"
             "  --token-file FILE  the workers' shared token (mode 600)\n"
@@ -79,7 +88,29 @@ static void usage(FILE *out)
             "Exit codes: 0 ok (some workloads may be skipped: see the summary), 1 usage\n"
             "error, 2 bad input (a budget below the minimum included), 3 runtime failure\n"
             "(no workload got a schedule included), 128+N stopped by signal N.\n",
-            DT_TUNE_MIN_FIRST_TRIALS, DT_TUNE_MIN_SECONDS_PER_TASK);
+            100 * DT_SELECT_LOSS_TOL, DT_TUNE_MIN_FIRST_TRIALS, DT_TUNE_MIN_SECONDS_PER_TASK);
+}
+
+/* --max-kernels: K (1..DT_KSET_MAX), "auto", or "all" / 0 */
+static int max_kernels_opt(const char *arg, int *out)
+{
+    if (strcmp(arg, "auto") == 0) {
+        *out = DT_SELECT_AUTO;
+        return 0;
+    }
+    if (strcmp(arg, "all") == 0) {
+        *out = DT_SELECT_ALL;
+        return 0;
+    }
+    return dt_cli_int_opt("tune", "--max-kernels", arg, 0, DT_KSET_MAX, out);
+}
+
+/* The budget as given: "auto", "all" or K. */
+static json_t *max_kernels_json(int k)
+{
+    return k == DT_SELECT_AUTO ? json_string("auto")
+           : k == DT_SELECT_ALL ? json_string("all")
+                                : json_integer(k);
 }
 
 typedef struct {
@@ -87,7 +118,7 @@ typedef struct {
     dt_cli_vars vars;
     int64_t trials;
     double time_s, min_time_ms;
-    int threads, json, topk;
+    int threads, json, topk, max_kernels;
     dt_strategy strategy;
     uint64_t seed;
 } tune_args;
@@ -101,8 +132,9 @@ static int parse_args(int argc, char **argv, tune_args *a, const char **what)
         {"topk", required_argument, NULL, 'k'},    {"min-time", required_argument, NULL, 'm'},
         {"workers", required_argument, NULL, 'w'}, {"token-file", required_argument, NULL, 'F'},
         {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
-        {"var", required_argument, NULL, 'v'},     {NULL, 0, NULL, 0}};
-    *a = (tune_args){.seed = 1, .topk = 2, .min_time_ms = 5};
+        {"var", required_argument, NULL, 'v'},     {"max-kernels", required_argument, NULL, 'K'},
+        {NULL, 0, NULL, 0}};
+    *a = (tune_args){.seed = 1, .topk = 2, .min_time_ms = 5, .max_kernels = DT_SELECT_ALL};
     int c, v;
     optind = 1;
     opterr = 0;
@@ -128,6 +160,7 @@ static int parse_args(int argc, char **argv, tune_args *a, const char **what)
         case 't': rc = dt_cli_int_opt("tune", "--threads", optarg, 1, 1024, &a->threads); break;
         case 's': rc = dt_cli_seed_opt("tune", optarg, &a->seed); break;
         case 'k': rc = dt_cli_int_opt("tune", "--topk", optarg, 0, 16, &a->topk); break;
+        case 'K': rc = max_kernels_opt(optarg, &a->max_kernels); break;
         case 'm': rc = dt_cli_ms_opt("tune", "--min-time", optarg, 10000, &a->min_time_ms); break;
         default:
             return dt_cli_usage_error("tune", "unknown option or missing value: '%s'",
@@ -193,15 +226,18 @@ static void on_event(const dt_tune_event *ev, void *ud)
         return;
     }
     if (ev->kind == DT_TUNE_EV_SELECTED) {
+        char loss[24] = "n/a";
+        if (isfinite(ev->select.loss))
+            snprintf(loss, sizeof loss, "%.2f %%", 100 * ev->select.loss);
         if (ps->tty && ps->last_len)
             fprintf(stderr, "\r%*s\r", ps->last_len, "");
         ps->last_len = 0;
         fprintf(stderr,
-                "tune: %s: selected %d range%s, %d kernel%s (%lld selection trials), "
-                "objective %s\n",
+                "tune: %s: selected %d range%s, %d kernel%s of %d (%lld selection trials), "
+                "objective %s, loss %s\n",
                 ev->task->name, ev->select.ranges, ev->select.ranges == 1 ? "" : "s",
                 ev->select.kernels, ev->select.kernels == 1 ? "" : "s",
-                (long long)ev->select.trials, obj);
+                ev->select.best_kernels, (long long)ev->select.trials, obj, loss);
         return;
     }
     char tau[16] = "n/a";
@@ -264,7 +300,8 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
     json_object_set_new(root, "stopped", json_boolean(r->stopped));
     json_object_set_new(root, "workloads_scheduled", json_integer(r->nscheduled));
     json_object_set_new(root, "workloads_skipped", json_integer(r->nskipped));
-    double lat = 0;
+    json_object_set_new(root, "max_kernels", max_kernels_json(a->max_kernels));
+    double lat = 0, ulat = 0;
     for (int i = 0; i < n; i++) {
         json_t *w = json_object();
         json_object_set_new(w, "name", json_string(t[i].name));
@@ -281,18 +318,30 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
                                                   : json_null());
         json_object_set_new(w, "ranges", json_integer(r->sel[i].ranges));
         json_object_set_new(w, "dispatched_kernels", json_integer(r->sel[i].kernels));
+        json_t *ids = json_array();
+        for (int j = 0; j < r->sel[i].nids; j++)
+            json_array_append_new(ids, json_integer(r->sel[i].kernel_ids[j]));
+        json_object_set_new(w, "kernel_ids", ids);
+        json_object_set_new(w, "unrestricted_kernels", json_integer(r->sel[i].best_kernels));
+        json_object_set_new(w, "unrestricted_objective_ns",
+                            dt_json_num_or_null(r->sel[i].best_objective));
+        json_object_set_new(w, "loss", dt_json_num_or_null(r->sel[i].loss));
         json_object_set_new(w, "selection_trials", json_integer(r->sel[i].trials));
         json_object_set_new(w, "unmeasured_shapes", json_integer(r->sel[i].unmeasured));
         json_object_set_new(w, "objective_ns", dt_json_num_or_null(r->sel[i].objective));
         json_object_set_new(w, "gflops", dt_json_num_or_null(task_gflops(&t[i])));
         json_array_append_new(ws, w);
-        if (r->outcome[i] == DT_TUNE_SCHEDULED)
+        if (r->outcome[i] == DT_TUNE_SCHEDULED) {
             lat += t[i].count * r->sel[i].objective;
+            ulat += t[i].count * r->sel[i].best_objective;
+        }
     }
     /* over the scheduled workloads; null when none or when a winner's time
      * on some shape is unknown */
     json_object_set_new(root, "model_latency_ns",
                         dt_json_num_or_null(r->nscheduled > 0 ? lat : NAN));
+    json_object_set_new(root, "model_latency_unrestricted_ns",
+                        dt_json_num_or_null(r->nscheduled > 0 ? ulat : NAN));
     json_object_set_new(root, "workloads", ws);
     for (int j = 0; j < r->ncms; j++)
         json_array_append_new(ms, json_pack("{s:s, s:I, s:o, s:o, s:o}", "op", r->cm[j].op,
@@ -316,30 +365,45 @@ static void fmt_metric(double v, int decimals, char *buf, size_t n)
 }
 
 static void print_table(const char *db, const dt_task *t, int n, const dt_tune_result *r,
-                        int threads)
+                        int threads, int max_kernels)
 {
-    printf("%-14s %6s %7s %7s %7s %6s %8s %12s %8s  %s\n", "workload", "shapes", "kernels",
-           "trials", "rounds", "ranges", "kernels*", "mean time", "GFLOP/s", "outcome");
-    double lat = 0;
+    printf("%-14s %6s %7s %7s %7s %6s %8s %12s %8s %7s  %s\n", "workload", "shapes", "kernels",
+           "trials", "rounds", "ranges", "kernels*", "mean time", "GFLOP/s", "loss", "outcome");
+    double lat = 0, ulat = 0;
     for (int i = 0; i < n; i++) {
         char obj[32], gf[32] = "-";
         int sched = r->outcome[i] == DT_TUNE_SCHEDULED;
         fmt_ns(sched ? r->sel[i].objective : NAN, obj, sizeof obj);
         if (isfinite(task_gflops(&t[i])))
             snprintf(gf, sizeof gf, "%.1f", task_gflops(&t[i]));
-        printf("%-14.14s %6lld %7d %7lld %7d %6d %8d %12s %8s  %s\n", t[i].name,
+        char loss[16] = "-", ks[24];
+        if (sched && isfinite(r->sel[i].loss))
+            snprintf(loss, sizeof loss, "%.2f%%", 100 * r->sel[i].loss);
+        snprintf(ks, sizeof ks, "%d/%d", r->sel[i].kernels, r->sel[i].best_kernels);
+        printf("%-14.14s %6lld %7d %7lld %7d %6d %8s %12s %8s %7s  %s\n", t[i].name,
                (long long)t[i].nshapes, t[i].nk, (long long)t[i].trials, t[i].rounds, r->sel[i].ranges,
-               r->sel[i].kernels, obj, gf, dt_tune_outcome_name(r->outcome[i]));
-        if (sched)
+               ks, obj, gf, loss, dt_tune_outcome_name(r->outcome[i]));
+        if (sched) {
             lat += t[i].count * r->sel[i].objective;
+            ulat += t[i].count * r->sel[i].best_objective;
+        }
     }
     for (int i = 0; i < n; i++)
         if (r->outcome[i] == DT_TUNE_SKIPPED)
             printf("skipped %s (%s): %s\n", t[i].name, t[i].key, r->reason[i]);
-    char l[32];
+    char l[32], ul[32], kb[32];
     fmt_ns(r->nscheduled > 0 ? lat : NAN, l, sizeof l);
-    printf("\n(kernels* = distinct kernels dispatched; mean time = weighted over the shape "
-           "set, measured; - = not every shape measured)\n");
+    fmt_ns(r->nscheduled > 0 ? ulat : NAN, ul, sizeof ul);
+    if (max_kernels == DT_SELECT_AUTO)
+        snprintf(kb, sizeof kb, "auto (loss <= %g %%)", 100 * DT_SELECT_LOSS_TOL);
+    else if (max_kernels == DT_SELECT_ALL)
+        snprintf(kb, sizeof kb, "all");
+    else
+        snprintf(kb, sizeof kb, "%d", max_kernels);
+    printf("\n(kernels* = distinct kernels dispatched / of the unrestricted per-shape choice; "
+           "mean time = weighted over the shape set, measured; loss = its excess over the "
+           "unrestricted choice's; - = not every shape measured)\n");
+    printf("kernel budget %s; unrestricted model latency %s\n", kb, ul);
     printf("%d of %d workload%s scheduled, %d skipped\n", r->nscheduled, n, n == 1 ? "" : "s",
            r->nskipped);
     printf("model latency (sum of count x mean time%s): %s at %d thread%s\n",
@@ -426,6 +490,7 @@ int dt_cmd_tune(int argc, char **argv)
     o.strategy = a.strategy;
     o.seed = a.seed;
     o.topk = a.topk;
+    o.max_kernels = a.max_kernels;
     o.meas.min_time_s = a.min_time_ms * 1e-3;
     o.meas.seed = a.seed;
     o.meas.workers = a.workers;
@@ -453,7 +518,7 @@ int dt_cmd_tune(int argc, char **argv)
     if (a.json)
         rc = print_json(what, tkey, path, &a, threads, tasks, n, res);
     else {
-        print_table(path, tasks, n, res, threads);
+        print_table(path, tasks, n, res, threads, a.max_kernels);
         rc = DT_EXIT_OK;
     }
     if (stop_flag) {

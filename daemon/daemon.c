@@ -261,6 +261,7 @@ int dt_daemon_run(const dt_daemon_opts *o, dt_err *e)
     dt_jobs_opts jo = {.db_path = o->db_path, .tg = &tg, .target_key = tkey,
                        .workers = o->workers, .token_file = o->token_file,
                        .runner_exe = o->runner_exe, .metrics = metrics, .on_exit = runner_exit,
+                       .keep_jobs = o->keep_jobs,
                        .ud = d};
     if ((rc = dt_jobs_start(&jo, &d->jobs, e))) {
         dt_http_server_close(d->srv);

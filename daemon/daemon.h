@@ -34,6 +34,8 @@ typedef struct dt_daemon_opts {
     double idle_timeout_s;        /* 0: the server's default */
     size_t max_body;              /* 0: the server's default */
     const char *runner_exe;       /* NULL: this executable */
+    const char *keep_jobs;        /* finished-job retention (dt_db_job_retention_parse);
+                                   * NULL: DT_DB_KEEP_JOBS_DEFAULT */
 } dt_daemon_opts;
 
 #define DT_DAEMON_DEFAULT_LISTEN "127.0.0.1:8710"

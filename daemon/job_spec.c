@@ -11,11 +11,13 @@
 #include "common/json_locate.h"
 #include "common/json_util.h"
 #include "sketch/model.h"
+#include "tuner/kset.h"
 #include "tuner/model_tasks.h"
 #include "tuner/tune.h"
 
 static const char *const k_fields[] = {"model", "workload", "trials", "time", "strategy",
-                                       "threads", "seed", "topk", "min_time_ms", NULL};
+                                       "threads", "seed", "topk", "min_time_ms",
+                                       "max_kernels", NULL};
 
 typedef struct {
     const char *body;
@@ -136,6 +138,37 @@ static double parse_duration(const char *s)
     return *end ? -1 : v * mul;
 }
 
+/* max_kernels: "auto", "all" or 0..DT_KSET_MAX (0: all); -1 when not. */
+static int max_kernels_value(const json_t *v, int *out)
+{
+    if (json_is_string(v) && strcmp(json_string_value(v), "auto") == 0)
+        *out = DT_SELECT_AUTO;
+    else if (json_is_string(v) && strcmp(json_string_value(v), "all") == 0)
+        *out = DT_SELECT_ALL;
+    else if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+             json_integer_value(v) <= DT_KSET_MAX)
+        *out = (int)json_integer_value(v);
+    else
+        return -1;
+    return 0;
+}
+
+static int max_kernels_field(const req_ctx *c, const json_t *v, int *out)
+{
+    if (max_kernels_value(v, out))
+        return req_fail(c, "max_kernels", 0, "must be \"auto\", \"all\" or an integer "
+                                             "0..%d (0: all)", DT_KSET_MAX);
+    return 0;
+}
+
+/* As stored: "auto", "all" or K. */
+static json_t *max_kernels_json(int k)
+{
+    return k == DT_SELECT_AUTO ? json_string("auto")
+           : k == DT_SELECT_ALL ? json_string("all")
+                                : json_integer(k);
+}
+
 int dt_job_request_parse(const char *body, size_t len, int cores, int default_threads,
                          char **spec_json, char **options_json, dt_err *e)
 {
@@ -163,7 +196,7 @@ int dt_job_request_parse(const char *body, size_t len, int cores, int default_th
         if (!ok) {
             rc = req_fail(&c, k, 1,
                           "unknown field (allowed: model, workload, trials, time, strategy, "
-                          "threads, seed, topk, min_time_ms)");
+                          "threads, seed, topk, min_time_ms, max_kernels)");
             goto out;
         }
     }
@@ -240,6 +273,9 @@ int dt_job_request_parse(const char *body, size_t len, int cores, int default_th
             goto out;
         }
     }
+    int max_kernels = DT_SELECT_ALL;
+    if ((v = json_object_get(root, "max_kernels")) && (rc = max_kernels_field(&c, v, &max_kernels)))
+        goto out;
     dt_strategy st = DT_STRATEGY_JOINT;
     if ((v = json_object_get(root, "strategy")) &&
         (!json_is_string(v) || dt_strategy_parse(json_string_value(v), &st))) {
@@ -256,6 +292,7 @@ int dt_job_request_parse(const char *body, size_t len, int cores, int default_th
     json_object_set_new(opts, "seed", json_integer(seed));
     json_object_set_new(opts, "topk", json_integer(topk));
     json_object_set_new(opts, "min_time_ms", json_real(min_time_ms));
+    json_object_set_new(opts, "max_kernels", max_kernels_json(max_kernels));
     *spec_json = spec ? json_dumps(spec, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     *options_json = json_dumps(opts, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (!*spec_json || !*options_json) {
@@ -298,8 +335,14 @@ int dt_job_params_load(const char *spec_json, const char *options_json, dt_job_p
         p->seed = (uint64_t)json_integer_value(json_object_get(opts, "seed"));
         p->topk = (v = json_object_get(opts, "topk")) ? (int)json_integer_value(v) : 2;
         p->min_time_ms = (v = json_object_get(opts, "min_time_ms")) ? json_number_value(v) : 5;
+        p->max_kernels = DT_SELECT_ALL; /* jobs stored before the field: the default */
+        if ((v = json_object_get(opts, "max_kernels")) && max_kernels_value(v, &p->max_kernels))
+            rc = dt_errf(e, DT_EINVAL, "stored job options: max_kernels must be \"auto\", "
+                                       "\"all\" or 0..%d", DT_KSET_MAX);
         v = json_object_get(opts, "strategy");
-        if (v && dt_strategy_parse(json_string_value(v) ? json_string_value(v) : "", &p->strategy))
+        if (rc)
+            ;
+        else if (v && dt_strategy_parse(json_string_value(v) ? json_string_value(v) : "", &p->strategy))
             rc = dt_errf(e, DT_EINVAL, "stored job options: unknown strategy");
         else if (p->threads < 1)
             rc = dt_errf(e, DT_EINVAL, "stored job options: threads must be >= 1");

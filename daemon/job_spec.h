@@ -8,13 +8,16 @@
  *                   "time": seconds (number) or "90s" / "25m" / "2h"
  *                   "strategy": "joint" | "per-shape" | "random"
  *                   "threads": 1..cores, "seed": >= 0, "topk": 0..16,
- *                   "min_time_ms": (0, 10000]
+ *                   "min_time_ms": (0, 10000],
+ *                   "max_kernels": "auto" (default) | "all" | 0..256
+ *                                  (the selection's kernel budget; 0 = all)
  * Without trials and time the budget is 300 trials per workload (as
  * `dtune tune`).  Unknown fields are errors.
  *
  * Stored (jobs.spec / jobs.options): {"model": {...}} or {"workload": KEY}
  * (canonical), and every option resolved: {"trials", "time_s", "strategy",
- * "threads", "seed", "topk", "min_time_ms"}.
+ * "threads", "seed", "topk", "min_time_ms", "max_kernels"}; a job stored
+ * without max_kernels reads back as "auto".
  *
  * Ownership: strings returned through char ** are malloc'ed for the caller;
  * a dt_job_params owns its model text (dt_job_params_free). */
@@ -28,6 +31,7 @@
 #include "common/error.h"
 #include "sketch/workload.h"
 #include "tuner/search.h"
+#include "tuner/select.h"
 #include "tuner/task.h"
 
 #define DT_JOB_MAX_TRIALS 100000000
@@ -50,6 +54,7 @@ typedef struct dt_job_params {
     int threads, topk;
     uint64_t seed;
     double min_time_ms;
+    int max_kernels;             /* K, DT_SELECT_AUTO or DT_SELECT_ALL */
 } dt_job_params;
 
 /* Reads a stored job back (DT_EINVAL when the stored JSON is not what

@@ -21,6 +21,8 @@ struct dt_jobs {
     dt_target tg;
     dt_metrics *metrics;
     double interval_s;
+    dt_db_job_retention keep_jobs;
+    double pruned_at;               /* runner thread: last retention prune (dt_now_s) */
     void (*on_exit)(void *ud);
     void *ud;
     pthread_t thread;
@@ -94,10 +96,14 @@ static json_t *progress_json(const run_ctx *c)
         if (c->selected[i])
             json_object_set_new(
                 w, "selected",
-                json_pack("{s:i, s:i, s:I, s:I, s:o}", "ranges", c->sel[i].ranges, "kernels",
-                          c->sel[i].kernels, "trials", (json_int_t)c->sel[i].trials, "unmeasured",
+                json_pack("{s:i, s:i, s:I, s:I, s:o, s:i, s:o, s:o}", "ranges",
+                          c->sel[i].ranges, "kernels", c->sel[i].kernels, "trials",
+                          (json_int_t)c->sel[i].trials, "unmeasured",
                           (json_int_t)c->sel[i].unmeasured, "objective_ns",
-                          dt_json_num_or_null(c->sel[i].objective)));
+                          dt_json_num_or_null(c->sel[i].objective), "unrestricted_kernels",
+                          c->sel[i].best_kernels, "unrestricted_objective_ns",
+                          dt_json_num_or_null(c->sel[i].best_objective), "loss",
+                          dt_json_num_or_null(c->sel[i].loss)));
         json_array_append_new(ws, w);
     }
     json_object_set_new(p, "workloads", ws);
@@ -205,6 +211,7 @@ static void run_job(dt_jobs *j, dt_db *db, const dt_db_job *job)
     o.strategy = p.strategy;
     o.seed = p.seed;
     o.topk = p.topk;
+    o.max_kernels = p.max_kernels;
     o.meas.min_time_s = p.min_time_ms * 1e-3;
     o.meas.seed = p.seed;
     o.meas.workers = j->workers;
@@ -293,6 +300,22 @@ static int take_next(dt_db *db, dt_db_job *out)
     return got;
 }
 
+/* Finished jobs past the retention are deleted at start and then hourly,
+ * while the runner is idle (docs/daemon.md, "Job history"). */
+#define JOB_PRUNE_PERIOD_S 3600.0
+
+static void prune_jobs(dt_jobs *j, dt_db *db)
+{
+    int64_t n = 0;
+    dt_err e;
+    j->pruned_at = dt_now_s();
+    if (dt_db_job_prune(db, &j->keep_jobs, 0, false, &n, &e))
+        dt_log_warn("daemon: cannot prune the job history: %s", e.msg);
+    else if (n > 0)
+        dt_log_info("daemon: pruned %lld finished job%s past the retention", (long long)n,
+                    n == 1 ? "" : "s");
+}
+
 static void *runner_main(void *arg)
 {
     dt_jobs *j = arg;
@@ -306,6 +329,11 @@ static void *runner_main(void *arg)
     while (!j->stopping) {
         dt_db_job job;
         int got = take_next(db, &job);
+        if (got <= 0 && (j->pruned_at == 0 || dt_now_s() - j->pruned_at >= JOB_PRUNE_PERIOD_S)) {
+            pthread_mutex_unlock(&j->mu);
+            prune_jobs(j, db);
+            pthread_mutex_lock(&j->mu);
+        }
         if (got <= 0) {
             if (!j->wake || got < 0) {
                 struct timespec ts;
@@ -366,6 +394,11 @@ int dt_jobs_start(const dt_jobs_opts *o, dt_jobs **out, dt_err *e)
     j->tg = *o->tg;
     j->metrics = o->metrics;
     j->interval_s = o->progress_interval_s > 0 ? o->progress_interval_s : 0.5;
+    if (dt_db_job_retention_parse(o->keep_jobs ? o->keep_jobs : DT_DB_KEEP_JOBS_DEFAULT,
+                                  &j->keep_jobs, e)) {
+        free_jobs(j);
+        return DT_EINVAL;
+    }
     j->on_exit = o->on_exit;
     j->ud = o->ud;
     if (!j->db_path || !j->target_key) {

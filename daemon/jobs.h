@@ -42,6 +42,9 @@ typedef struct dt_jobs_opts {
     const char *runner_exe;         /* dtune binary for local trials; NULL: this one */
     dt_metrics *metrics;            /* may be NULL; borrowed */
     double progress_interval_s;     /* 0: 0.5 */
+    /* finished jobs kept (dt_db_job_retention_parse; NULL: the default);
+     * the runner prunes the rest at start and hourly while idle */
+    const char *keep_jobs;
     void (*on_exit)(void *ud);      /* may be NULL */
     void *ud;
 } dt_jobs_opts;

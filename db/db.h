@@ -374,6 +374,104 @@ typedef struct {
  * there is no such job. */
 int dt_db_job_update_fields(dt_db *db, int64_t id, const dt_db_job_update *u, dt_err *e);
 
+/* ---- upkeep: check, prune, merge, job retention (docs/database.md, "Upkeep") */
+
+/* One problem dt_db_check_all found: kind is a static word ("integrity",
+ * "schema", "foreign_key", "json", "kernel", "measurement", "schedule",
+ * "cost_model", "job", "workload"); message says what and where.  Both are
+ * borrowed for the call. */
+typedef void (*dt_db_problem_cb)(const char *kind, const char *message, void *ud);
+
+/* dt_db_check's checks with SQLite's full integrity_check, every one run to
+ * the end, plus dtune's own invariants (docs/database.md lists them).  cb
+ * (may be NULL) is called once per problem; at most DT_DB_CHECK_MAX_PER_RULE
+ * rows are reported per rule, then one "... and N more" message, but
+ * *problems counts them all.  DT_OK when the checks ran, whatever they
+ * found; a negative code when they could not. */
+#define DT_DB_CHECK_MAX_PER_RULE 20
+int dt_db_check_all(dt_db *db, dt_db_problem_cb cb, void *ud, int64_t *problems, dt_err *e);
+
+/* How long finished jobs (done, failed, cancelled) are kept. */
+typedef struct {
+    int64_t max_age_s; /* updated more than this long ago: deleted; < 0: no age limit */
+    int64_t max_count; /* beyond the newest max_count: deleted; < 0: no count limit */
+} dt_db_job_retention;
+
+#define DT_DB_KEEP_JOBS_DEFAULT "30d"
+
+/* Parses "30d", "12h", "90m", "3600s" (an age), "500" (a count) or "all"
+ * (keep everything) into *out; DT_EINVAL with a message otherwise. */
+int dt_db_job_retention_parse(const char *text, dt_db_job_retention *out, dt_err *e);
+/* Formats r as dt_db_job_retention_parse reads it. */
+void dt_db_job_retention_format(const dt_db_job_retention *r, char *buf, size_t size);
+
+/* Deletes the finished jobs r does not keep (queued and running jobs are
+ * never touched); now 0 is the clock.  With dry_run nothing is deleted.
+ * *deleted (may be NULL) receives how many are (or would be) deleted. */
+int dt_db_job_prune(dt_db *db, const dt_db_job_retention *r, int64_t now, bool dry_run,
+                    int64_t *deleted, dt_err *e);
+
+/* What dtune db prune keeps (docs/database.md, "Prune policy"). */
+typedef struct {
+    int keep;            /* best ok records per (workload, target, threads, shape); default 8 */
+    int keep_failed;     /* newest deterministic failures per (workload, target, threads); 256 */
+    dt_db_job_retention jobs;
+    bool dry_run;        /* count only */
+    bool vacuum;         /* VACUUM after deleting (not in a dry run) */
+    int64_t now;         /* 0: the clock (for job ages and the kernels' grace period) */
+} dt_db_prune_opts;
+
+#define DT_DB_PRUNE_KEEP_DEFAULT 8
+#define DT_DB_PRUNE_KEEP_FAILED_DEFAULT 256
+/* Kernels no row refers to are deleted only when older than this: a running
+ * tune may hold the id of a kernel it interned and has not recorded yet. */
+#define DT_DB_PRUNE_KERNEL_GRACE_S (7 * 86400)
+
+enum { DT_PRUNE_MEASUREMENTS, DT_PRUNE_KERNELS, DT_PRUNE_COST_MODELS, DT_PRUNE_JOBS,
+       DT_PRUNE_N_TABLES };
+
+typedef struct {
+    struct {
+        const char *table; /* static */
+        int64_t rows;      /* before */
+        int64_t deleted;   /* deleted (or, in a dry run, to delete) */
+        int64_t bytes;     /* payload of those rows (column lengths): an estimate */
+    } tables[DT_PRUNE_N_TABLES];
+    int64_t size_before;   /* main file + -wal, bytes */
+    int64_t size_after;    /* after the delete and the VACUUM (= before in a dry run) */
+    bool vacuumed;
+} dt_db_prune_info;
+
+/* dt_db_prune_opts with the defaults. */
+dt_db_prune_opts dt_db_prune_defaults(void);
+/* Deletes what o does not keep in one transaction (or counts it, dry_run),
+ * then VACUUMs and checkpoints the WAL when o->vacuum.  Safe beside a
+ * running daemon or tune: it waits for their write lock like any writer. */
+int dt_db_prune(dt_db *db, const dt_db_prune_opts *o, dt_db_prune_info *out, dt_err *e);
+
+/* Scores a schedule of workload_key for a merge conflict: the objective,
+ * lower is better, or NAN when unknown.  rows carry destination ids
+ * (workload, target, kernel); db is the destination, inside the merge's
+ * transaction, the source's records already merged into it. */
+typedef double (*dt_db_schedule_score_fn)(dt_db *db, const char *workload_key,
+                                          const dt_db_schedule *rows, size_t n, void *ud);
+
+typedef struct {
+    int64_t targets, workloads, kernels, measurements, cost_models; /* rows added */
+    int64_t schedules_added;     /* (workload, target, threads) the destination lacked */
+    int64_t schedules_replaced;  /* conflicts the source's schedule won */
+    int64_t schedules_kept;      /* conflicts the destination's schedule won (or a tie) */
+    int64_t schedules_same;      /* identical in both */
+} dt_db_merge_info;
+
+/* Merges the database at src_path into db (opened for writing) in one
+ * transaction, by natural keys (docs/database.md, "Merge"): running it again
+ * adds nothing.  The source is opened read-only and must be at this build's
+ * schema version (DT_EVERSION otherwise).  score (may be NULL: the mean of
+ * the rows' measured_ns, else predicted_ns) decides schedule conflicts. */
+int dt_db_merge(dt_db *db, const char *src_path, dt_db_schedule_score_fn score, void *ud,
+                dt_db_merge_info *out, dt_err *e);
+
 /* ---- statistics -------------------------------------------------------- */
 
 #define DT_DB_N_TABLES 7

@@ -1,7 +1,10 @@
-/* dt_db_check: is an opened database damaged?  SQLite's quick_check, then
- * its schema against the one the migrations create for its version. */
+/* dt_db_check and dt_db_check_all: is an opened database damaged?
+ * SQLite's quick_check (integrity_check for check_all), then its schema
+ * against the one the migrations create for its version, then broken rows
+ * (db_invariants.c adds dtune's own invariants for check_all). */
 #include "db/db_internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,69 +81,106 @@ static const char *const table_parts[] = {
 };
 static const char *const table_part_names[] = {"columns", "foreign keys", "indexes"};
 
-static int quick_check(dt_db *db, dt_err *e)
+int dt_db_problem(dt_db_checker *c, const char *kind, int64_t *seen, const char *fmt, ...)
 {
+    char msg[DT_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!c->all)
+        return dt_errf(c->e, DT_EINVAL, "database %s is damaged: %s", c->db->path, msg);
+    c->problems++;
+    if (seen && ++*seen > DT_DB_CHECK_MAX_PER_RULE)
+        return DT_OK;
+    if (c->cb)
+        c->cb(kind, msg, c->ud);
+    return DT_OK;
+}
+
+void dt_db_problem_end(dt_db_checker *c, const char *kind, int64_t seen)
+{
+    if (!c->all || seen <= DT_DB_CHECK_MAX_PER_RULE || !c->cb)
+        return;
+    char msg[128];
+    snprintf(msg, sizeof msg, "... and %lld more problems of this kind",
+             (long long)(seen - DT_DB_CHECK_MAX_PER_RULE));
+    c->cb(kind, msg, c->ud);
+}
+
+/* quick_check (first problem) or integrity_check (all): the first also
+ * reads every page; the second also checks that indexes match their
+ * tables. */
+static int sqlite_check(dt_db_checker *c)
+{
+    dt_db *db = c->db;
     sqlite3_stmt *st;
-    int rc = dt_db_prepare(db, "PRAGMA quick_check(5)", &st, e, "checking the database");
+    int rc = dt_db_prepare(db, c->all ? "PRAGMA integrity_check(100)" : "PRAGMA quick_check(5)",
+                           &st, c->e, "checking the database");
     if (rc)
         return rc;
     text problems = {0};
+    int64_t seen = 0;
     int s;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+    while (rc == DT_OK && (s = sqlite3_step(st)) == SQLITE_ROW) {
         const char *row = (const char *)sqlite3_column_text(st, 0);
         if (!row || strcmp(row, "ok") == 0)
             continue;
         /* a row may hold several lines; "*** in database main ***" says nothing */
-        for (const char *line = row; *line;) {
+        for (const char *line = row; rc == DT_OK && *line;) {
             size_t n = strcspn(line, "\n");
             if (n > 0 && strncmp(line, "*** in database", 15) != 0) {
                 char buf[512];
                 snprintf(buf, sizeof buf, "%.*s", (int)(n < 500 ? n : 500), line);
-                if (problems.len)
-                    text_add(&problems, "; ");
-                text_add(&problems, buf);
+                if (c->all) {
+                    rc = dt_db_problem(c, "integrity", &seen, "SQLite's integrity check says: %s",
+                                       buf);
+                } else {
+                    if (problems.len)
+                        text_add(&problems, "; ");
+                    text_add(&problems, buf);
+                }
             }
             line += n + (line[n] == '\n');
         }
     }
-    if (s != SQLITE_DONE) {
+    if (rc == DT_OK && s != SQLITE_DONE) {
         if ((s & 0xff) == SQLITE_CORRUPT || (s & 0xff) == SQLITE_NOTADB)
-            rc = dt_errf(e, DT_EINVAL, "database %s is damaged: %s", db->path,
-                         sqlite3_errmsg(db->sql));
+            rc = dt_db_problem(c, "integrity", NULL, "%s", sqlite3_errmsg(db->sql));
         else
-            rc = dt_db_fail(db, s, e, "checking the database");
-    } else if (problems.oom) {
-        rc = dt_errf(e, DT_ENOMEM, "out of memory checking %s", db->path);
-    } else if (problems.len) {
-        rc = dt_errf(e, DT_EINVAL, "database %s is damaged: SQLite's integrity check says: %s",
-                     db->path, problems.s);
+            rc = dt_db_fail(db, s, c->e, "checking the database");
+    } else if (rc == DT_OK && problems.oom) {
+        rc = dt_errf(c->e, DT_ENOMEM, "out of memory checking %s", db->path);
+    } else if (rc == DT_OK && problems.len) {
+        rc = dt_db_problem(c, "integrity", NULL, "SQLite's integrity check says: %s", problems.s);
     }
+    dt_db_problem_end(c, "integrity", seen);
     sqlite3_finalize(st);
     free(problems.s);
     return rc;
 }
 
 /* Compares one table of the reference schema with the file's. */
-static int check_table(dt_db *db, sqlite3 *ref, const char *name, dt_err *e)
+static int check_table(dt_db_checker *c, sqlite3 *ref, const char *name)
 {
+    dt_db *db = c->db;
     int rc = DT_OK;
     for (size_t i = 0; rc == DT_OK && i < sizeof table_parts / sizeof table_parts[0]; i++) {
         text want = {0}, got = {0};
         int s = describe(ref, table_parts[i], name, &want);
         int g = describe(db->sql, table_parts[i], name, &got);
         if (want.oom || got.oom)
-            rc = dt_errf(e, DT_ENOMEM, "out of memory checking %s", db->path);
+            rc = dt_errf(c->e, DT_ENOMEM, "out of memory checking %s", db->path);
         else if (s != SQLITE_OK)
-            rc = dt_errf(e, DT_EDB, "checking %s: the reference schema: %s", db->path,
+            rc = dt_errf(c->e, DT_EDB, "checking %s: the reference schema: %s", db->path,
                          sqlite3_errmsg(ref));
         else if (g != SQLITE_OK)
-            rc = dt_errf(e, DT_EINVAL, "database %s is damaged: reading table %s: %s",
-                         db->path, name, sqlite3_errmsg(db->sql));
+            rc = dt_db_problem(c, "schema", NULL, "reading table %s: %s", name,
+                               sqlite3_errmsg(db->sql));
         else if (strcmp(want.s ? want.s : "", got.s ? got.s : "") != 0)
-            rc = dt_errf(e, DT_EINVAL,
-                         "database %s is damaged: table %s has %s (%s), schema %d has (%s)",
-                         db->path, name, table_part_names[i], got.s ? got.s : "",
-                         dt_db_schema_version(db), want.s ? want.s : "");
+            rc = dt_db_problem(c, "schema", NULL, "table %s has %s (%s), schema %d has (%s)",
+                               name, table_part_names[i], got.s ? got.s : "",
+                               dt_db_schema_version(db), want.s ? want.s : "");
         free(want.s);
         free(got.s);
     }
@@ -148,37 +188,40 @@ static int check_table(dt_db *db, sqlite3 *ref, const char *name, dt_err *e)
 }
 
 /* Every table of the reference schema exists in the file as the same table. */
-static int check_schema(dt_db *db, sqlite3 *ref, dt_err *e)
+static int check_schema(dt_db_checker *c, sqlite3 *ref)
 {
+    dt_db *db = c->db;
     sqlite3_stmt *st;
     int s = sqlite3_prepare_v2(ref,
                                "SELECT name FROM sqlite_master WHERE type = 'table'"
                                " AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
                                -1, &st, NULL);
     if (s != SQLITE_OK)
-        return dt_errf(e, DT_EDB, "checking %s: the reference schema: %s", db->path,
+        return dt_errf(c->e, DT_EDB, "checking %s: the reference schema: %s", db->path,
                        sqlite3_errmsg(ref));
     int rc = DT_OK;
     while (rc == DT_OK && (s = sqlite3_step(st)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 0);
         sqlite3_stmt *q;
-        rc = dt_db_prepare(db, "SELECT type FROM sqlite_master WHERE name = ?1", &q, e,
+        rc = dt_db_prepare(db, "SELECT type FROM sqlite_master WHERE name = ?1", &q, c->e,
                            "reading the schema");
         if (rc)
             break;
-        rc = dt_db_step_row(db, q, dt_bind_text(q, 1, name), e, "reading the schema");
-        if (rc == DT_OK && strcmp((const char *)sqlite3_column_text(q, 0), "table") != 0)
-            rc = dt_errf(e, DT_EINVAL, "database %s is damaged: %s is a %s, not a table",
-                         db->path, name, (const char *)sqlite3_column_text(q, 0));
-        else if (rc == DT_ENOTFOUND)
-            rc = dt_errf(e, DT_EINVAL, "database %s is damaged: table %s is missing", db->path,
-                         name);
+        rc = dt_db_step_row(db, q, dt_bind_text(q, 1, name), c->e, "reading the schema");
+        bool present = rc == DT_OK;
+        if (rc == DT_OK && strcmp((const char *)sqlite3_column_text(q, 0), "table") != 0) {
+            present = false;
+            rc = dt_db_problem(c, "schema", NULL, "%s is a %s, not a table", name,
+                               (const char *)sqlite3_column_text(q, 0));
+        } else if (rc == DT_ENOTFOUND) {
+            rc = dt_db_problem(c, "schema", NULL, "table %s is missing", name);
+        }
         sqlite3_finalize(q);
-        if (rc == DT_OK)
-            rc = check_table(db, ref, name, e);
+        if (rc == DT_OK && present)
+            rc = check_table(c, ref, name);
     }
-    if (rc == DT_OK && s != SQLITE_DONE)
-        rc = dt_errf(e, DT_EDB, "checking %s: the reference schema: %s", db->path,
+    if (rc == DT_OK && s != SQLITE_DONE && s != SQLITE_ROW)
+        rc = dt_errf(c->e, DT_EDB, "checking %s: the reference schema: %s", db->path,
                      sqlite3_errmsg(ref));
     sqlite3_finalize(st);
     return rc;
@@ -195,66 +238,87 @@ static const struct {
 
 /* Rows the writers would never have stored: a reference to a missing row,
  * or JSON that does not parse. */
-static int check_rows(dt_db *db, dt_err *e)
+static int check_rows(dt_db_checker *c)
 {
+    dt_db *db = c->db;
     sqlite3_stmt *st;
-    int rc = dt_db_prepare(db, "PRAGMA foreign_key_check", &st, e, "checking foreign keys");
+    int64_t seen = 0;
+    int rc = dt_db_prepare(db, "PRAGMA foreign_key_check", &st, c->e, "checking foreign keys");
     if (rc)
         return rc;
-    rc = dt_db_step_row(db, st, SQLITE_OK, e, "checking foreign keys");
-    if (rc == DT_OK)
-        rc = dt_errf(e, DT_EINVAL,
-                     "database %s is damaged: row %lld of table %s refers to a row of %s that "
-                     "does not exist",
-                     db->path, (long long)sqlite3_column_int64(st, 1),
-                     (const char *)sqlite3_column_text(st, 0),
-                     (const char *)sqlite3_column_text(st, 2));
-    else if (rc == DT_ENOTFOUND)
+    while (rc == DT_OK && (rc = dt_db_step_row(db, st, SQLITE_OK, c->e,
+                                                "checking foreign keys")) == DT_OK)
+        rc = dt_db_problem(c, "foreign_key", &seen,
+                           "row %lld of table %s refers to a row of %s that does not exist",
+                           (long long)sqlite3_column_int64(st, 1),
+                           (const char *)sqlite3_column_text(st, 0),
+                           (const char *)sqlite3_column_text(st, 2));
+    if (rc == DT_ENOTFOUND)
         rc = DT_OK;
+    dt_db_problem_end(c, "foreign_key", seen);
     sqlite3_finalize(st);
     for (size_t i = 0; rc == DT_OK && i < sizeof json_columns / sizeof json_columns[0]; i++) {
         /* names come from json_columns, never from input */
         char sql[256], what[96];
         snprintf(sql, sizeof sql,
-                 "SELECT id FROM %s WHERE %s IS NOT NULL AND NOT json_valid(%s) LIMIT 1",
+                 "SELECT id FROM %s WHERE %s IS NOT NULL AND NOT json_valid(%s) ORDER BY id",
                  json_columns[i].table, json_columns[i].column, json_columns[i].column);
         snprintf(what, sizeof what, "checking %s.%s", json_columns[i].table,
                  json_columns[i].column);
-        if ((rc = dt_db_prepare(db, sql, &st, e, what)))
+        if ((rc = dt_db_prepare(db, sql, &st, c->e, what)))
             break;
-        rc = dt_db_step_row(db, st, SQLITE_OK, e, what);
-        if (rc == DT_OK)
-            rc = dt_errf(e, DT_EINVAL,
-                         "database %s is damaged: the %s of %s row %lld is not valid JSON",
-                         db->path, json_columns[i].column, json_columns[i].table,
-                         (long long)sqlite3_column_int64(st, 0));
-        else if (rc == DT_ENOTFOUND)
+        seen = 0;
+        while (rc == DT_OK && (rc = dt_db_step_row(db, st, SQLITE_OK, c->e, what)) == DT_OK)
+            rc = dt_db_problem(c, "json", &seen, "the %s of %s row %lld is not valid JSON",
+                               json_columns[i].column, json_columns[i].table,
+                               (long long)sqlite3_column_int64(st, 0));
+        if (rc == DT_ENOTFOUND)
             rc = DT_OK;
+        dt_db_problem_end(c, "json", seen);
         sqlite3_finalize(st);
+    }
+    return rc;
+}
+
+static int run_checks(dt_db_checker *c)
+{
+    dt_db *db = c->db;
+    int rc = sqlite_check(c);
+    if (rc || c->problems)
+        return rc; /* a file SQLite finds damaged: the rest would only repeat it */
+    int v = dt_db_schema_version(db);
+    if (v < 0)
+        return dt_errf(c->e, v, "reading the schema version of %s: %s", db->path,
+                       sqlite3_errmsg(db->sql));
+    if (v > DT_DB_SCHEMA_VERSION)
+        return dt_errf(c->e, DT_EVERSION, "database %s has schema version %d, this dtune "
+                                          "supports up to %d; upgrade dtune",
+                       db->path, v, DT_DB_SCHEMA_VERSION);
+    sqlite3 *ref;
+    if ((rc = dt_db_reference_schema(v, &ref, c->e)))
+        return rc;
+    rc = check_schema(c, ref);
+    sqlite3_close(ref);
+    /* the row checks know the tables of the current schema only */
+    if (rc == DT_OK && c->problems == 0 && v == DT_DB_SCHEMA_VERSION) {
+        rc = check_rows(c);
+        if (rc == DT_OK && c->all)
+            rc = dt_db_check_invariants(c);
     }
     return rc;
 }
 
 int dt_db_check(dt_db *db, dt_err *e)
 {
-    int rc = quick_check(db, e);
-    if (rc)
-        return rc;
-    int v = dt_db_schema_version(db);
-    if (v < 0)
-        return dt_errf(e, v, "reading the schema version of %s: %s", db->path,
-                       sqlite3_errmsg(db->sql));
-    if (v > DT_DB_SCHEMA_VERSION)
-        return dt_errf(e, DT_EVERSION, "database %s has schema version %d, this dtune supports "
-                                       "up to %d; upgrade dtune",
-                       db->path, v, DT_DB_SCHEMA_VERSION);
-    sqlite3 *ref;
-    if ((rc = dt_db_reference_schema(v, &ref, e)))
-        return rc;
-    rc = check_schema(db, ref, e);
-    sqlite3_close(ref);
-    /* the row checks know the tables of the current schema only */
-    if (rc == DT_OK && v == DT_DB_SCHEMA_VERSION)
-        rc = check_rows(db, e);
+    dt_db_checker c = {.db = db, .e = e};
+    return run_checks(&c);
+}
+
+int dt_db_check_all(dt_db *db, dt_db_problem_cb cb, void *ud, int64_t *problems, dt_err *e)
+{
+    dt_db_checker c = {.db = db, .all = true, .cb = cb, .ud = ud, .e = e};
+    int rc = run_checks(&c);
+    if (problems)
+        *problems = c.problems;
     return rc;
 }

@@ -120,4 +120,37 @@ int dt_db_reference_schema(int version, sqlite3 **out, dt_err *e);
  * reopened here, when no statement is active; others return DT_OK. */
 int dt_db_revalidate(dt_db *db, dt_err *e);
 
+/* Reports the problems of dt_db_check and dt_db_check_all (db_check.c,
+ * db_invariants.c).  all: every problem to cb; else the first one becomes
+ * DT_EINVAL "database PATH is damaged: ..." in e. */
+typedef struct {
+    dt_db *db;
+    bool all;
+    dt_db_problem_cb cb;
+    void *ud;
+    int64_t problems;
+    dt_err *e;
+} dt_db_checker;
+
+/* One problem of a rule; *seen counts that rule's problems, past
+ * DT_DB_CHECK_MAX_PER_RULE they are counted and not reported.  DT_OK (all)
+ * or DT_EINVAL (first). */
+int dt_db_problem(dt_db_checker *c, const char *kind, int64_t *seen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Closes a rule: "... and N more" when it hid some. */
+void dt_db_problem_end(dt_db_checker *c, const char *kind, int64_t seen);
+/* dtune's own invariants over the rows (db_invariants.c). */
+int dt_db_check_invariants(dt_db_checker *c);
+
+/* Size of the main file plus its -wal (0 for what is missing). */
+int64_t dt_db_file_bytes(const char *path);
+
+/* The finished jobs a dt_db_job_retention drops (db_jobs.c, db_prune.c):
+ * older than ?1 = max_age_s (?2 = now - max_age_s), or past the newest
+ * ?3 = max_count (by updated_at, then id); a limit < 0 is none. */
+#define JOB_DROP_WHERE                                                                 \
+    " WHERE state IN ('done', 'failed', 'cancelled') AND ((?1 >= 0 AND updated_at < ?2)" \
+    " OR (?3 >= 0 AND id NOT IN (SELECT id FROM jobs WHERE state IN ('done', 'failed',"  \
+    " 'cancelled') ORDER BY updated_at DESC, id DESC LIMIT max(?3, 0))))"
+
 #endif

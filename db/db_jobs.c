@@ -263,3 +263,86 @@ int dt_db_job_update_fields(dt_db *db, int64_t id, const dt_db_job_update *u, dt
         rc = dt_errf(e, DT_ENOTFOUND, "no job with id %lld in %s", (long long)id, db->path);
     return dt_tx_end(db, &tx, rc, e);
 }
+
+/* ---- retention of finished jobs ----------------------------------------- */
+
+int dt_db_job_retention_parse(const char *text, dt_db_job_retention *out, dt_err *e)
+{
+    *out = (dt_db_job_retention){-1, -1};
+    if (text && strcmp(text, "all") == 0)
+        return DT_OK;
+    const char *p = text ? text : "";
+    long long v = 0;
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9' && digits < 15; p++, digits++)
+        v = v * 10 + (*p - '0');
+    int64_t unit = 0; /* 0: a count */
+    if (*p == 'd')
+        unit = 86400;
+    else if (*p == 'h')
+        unit = 3600;
+    else if (*p == 'm')
+        unit = 60;
+    else if (*p == 's')
+        unit = 1;
+    if (unit)
+        p++;
+    if (digits == 0 || *p)
+        return dt_errf(e, DT_EINVAL,
+                       "bad job retention '%s' (expected an age such as 30d, 12h, 90m, 3600s, a "
+                       "count such as 500, or 'all')",
+                       text ? text : "");
+    if (unit)
+        out->max_age_s = (int64_t)v * unit;
+    else
+        out->max_count = (int64_t)v;
+    return DT_OK;
+}
+
+void dt_db_job_retention_format(const dt_db_job_retention *r, char *buf, size_t size)
+{
+    if (r->max_age_s >= 0 && r->max_age_s % 86400 == 0)
+        snprintf(buf, size, "%lldd", (long long)(r->max_age_s / 86400));
+    else if (r->max_age_s >= 0)
+        snprintf(buf, size, "%llds", (long long)r->max_age_s);
+    else if (r->max_count >= 0)
+        snprintf(buf, size, "%lld", (long long)r->max_count);
+    else
+        snprintf(buf, size, "all");
+}
+
+int dt_db_job_prune(dt_db *db, const dt_db_job_retention *r, int64_t now, bool dry_run,
+                    int64_t *deleted, dt_err *e)
+{
+    static const char what[] = "pruning finished jobs";
+    if (deleted)
+        *deleted = 0;
+    if (!r)
+        return dt_errf(e, DT_EINVAL, "no job retention given");
+    if (r->max_age_s < 0 && r->max_count < 0)
+        return DT_OK;
+    if (now == 0)
+        now = dt_db_now();
+    dt_tx tx = {0};
+    int rc = dry_run ? DT_OK : dt_tx_begin(db, &tx, e, what);
+    sqlite3_stmt *st = NULL;
+    if (rc == DT_OK)
+        rc = dt_db_prepare(db,
+                           dry_run ? "SELECT count(*) FROM jobs" JOB_DROP_WHERE
+                                   : "DELETE FROM jobs" JOB_DROP_WHERE " RETURNING id",
+                           &st, e, what);
+    if (rc == DT_OK) {
+        int b = sqlite3_bind_int64(st, 1, r->max_age_s);
+        DT_BIND(b, sqlite3_bind_int64(st, 2, now - (r->max_age_s > 0 ? r->max_age_s : 0)));
+        DT_BIND(b, sqlite3_bind_int64(st, 3, r->max_count));
+        int64_t n = 0;
+        while ((rc = dt_db_step_row(db, st, b, e, what)) == DT_OK)
+            n += dry_run ? sqlite3_column_int64(st, 0) : 1;
+        if (rc == DT_ENOTFOUND)
+            rc = DT_OK;
+        if (rc == DT_OK && deleted)
+            *deleted = n;
+        sqlite3_finalize(st);
+    }
+    return dry_run ? rc : dt_tx_end(db, &tx, rc, e);
+}

@@ -138,7 +138,12 @@ void dt_export_emit_select(dt_strbuf *sb, const dt_export_plan *p)
         sb->oom = 1;
         return;
     }
-    if (w->nvars > 1) {
+    if (ns == 1) {
+        /* one kernel for every shape (a kernel budget of 1, or one winner):
+         * the shape is not looked at */
+        for (int v = 0; v < w->nvars; v++)
+            dt_sb_appendf(sb, "    (void)%s;\n", p->var[v]);
+    } else if (w->nvars > 1) {
         for (int v = 0; v < w->nvars; v++)
             emit_nearest(sb, p, v);
         dt_sb_append(sb, "    const int64_t dt_idx = ");

@@ -3,6 +3,7 @@
  * per op comes from its export hooks (export_op.h). */
 #include "export/export_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,41 @@ static void emit_dims_doc(dt_strbuf *sb, const dt_export_plan *p)
     }
 }
 
+/* " * ns as X us" or "n/a" */
+static void append_us(dt_strbuf *sb, double ns)
+{
+    if (isfinite(ns))
+        dt_sb_appendf(sb, "%.3f us", ns * 1e-3);
+    else
+        dt_sb_append(sb, "n/a");
+}
+
+/* The kernel budget's outcome: the kernels, the objective and its loss
+ * against the unrestricted per-shape choice (docs/tuner.md, "Kernel
+ * budget"), from the records (dispatch/dispatch_stats.h). */
+static void emit_budget_doc(dt_strbuf *sb, const dt_export_plan *p)
+{
+    const dt_dispatch_stats *st = &p->stats;
+    dt_sb_appendf(sb, " * Kernels (ids): ");
+    for (int i = 0; i < st->nids; i++)
+        dt_sb_appendf(sb, "%s%lld", i ? ", " : "", (long long)st->kernel_ids[i]);
+    dt_sb_appendf(sb, "%s over %lld shapes.\n * Objective (weighted mean measured time over the "
+                      "shape set): ", st->nids < st->kernels ? ", ..." : "",
+                  (long long)st->shapes);
+    append_us(sb, st->objective_ns);
+    if (st->unmeasured)
+        dt_sb_appendf(sb, " (%lld shape%s not measured)", (long long)st->unmeasured,
+                      st->unmeasured == 1 ? "" : "s");
+    dt_sb_append(sb, ";\n * unrestricted per-shape choice: ");
+    append_us(sb, st->best_objective_ns);
+    dt_sb_appendf(sb, " with %d kernel%s; loss ", st->best_kernels,
+                  st->best_kernels == 1 ? "" : "s");
+    if (isfinite(st->loss))
+        dt_sb_appendf(sb, "%.2f %%.\n *\n", 100 * st->loss);
+    else
+        dt_sb_append(sb, "n/a.\n *\n");
+}
+
 static void emit_abi_doc(dt_strbuf *sb, const dt_export_plan *p)
 {
     char what[128];
@@ -107,6 +143,7 @@ static void emit_abi_doc(dt_strbuf *sb, const dt_export_plan *p)
                   p->d->key, p->target_key, p->d->threads, p->d->threads == 1 ? "" : "s",
                   p->name, p->d->n, p->d->n == 1 ? "" : "s", p->nk, p->nk == 1 ? "" : "s",
                   DTUNE_VERSION);
+    emit_budget_doc(sb, p);
     dt_sb_append(sb, " * Dims:\n");
     emit_dims_doc(sb, p);
     p->xop->emit_doc(sb, p);

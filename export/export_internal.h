@@ -23,6 +23,7 @@
 
 #include "common/strbuf.h"
 #include "dispatch/dispatch.h"
+#include "dispatch/dispatch_stats.h"
 #include "export/export.h"
 #include "export/export_op.h"
 #include "microkernel/codegen.h"
@@ -62,6 +63,7 @@ typedef struct dt_export_plan {
     dt_export_pack *pack;
     int64_t packed_bytes; /* the sum of the regions, each rounded up to 64 bytes */
     char (*var)[48];     /* w->nvars C parameter names of the variables */
+    dt_dispatch_stats stats; /* objective and loss of the table (the ABI comment) */
 } dt_export_plan;
 
 /* 1 when s is a C identifier usable as NAME: [A-Za-z_][A-Za-z0-9_]*, at most

@@ -171,6 +171,8 @@ int dt_export_plan_load(dt_db *db, const dt_export_opts *o, const char *name,
     }
     if (p->g.b_const && (rc = plan_packing(p, e)))
         goto fail;
+    if ((rc = dt_dispatch_stats_load(db, p->d, p->target_key, &p->stats, e)))
+        goto fail;
     name_vars(p);
     *out = p;
     return 0;

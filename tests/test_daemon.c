@@ -149,6 +149,38 @@ static void test_request_invalid(void)
     expect_bad("{\"model\": \"bert\"}", "model: must be a model spec object, not a string");
 }
 
+/* max_kernels: "all" (unrestricted) by default and for jobs stored before
+ * the field, 0 too, "auto" and K kept; anything else refused */
+static void test_request_max_kernels(void)
+{
+    const char *bodies[] = {"{\"workload\": \"" KEY "\"}",
+                            "{\"workload\": \"" KEY "\", \"max_kernels\": \"all\"}",
+                            "{\"workload\": \"" KEY "\", \"max_kernels\": 0}",
+                            "{\"workload\": \"" KEY "\", \"max_kernels\": 3}",
+                            "{\"workload\": \"" KEY "\", \"max_kernels\": \"auto\"}"};
+    const int want[] = {DT_SELECT_ALL, DT_SELECT_ALL, DT_SELECT_ALL, 3, DT_SELECT_AUTO};
+    for (int i = 0; i < 5; i++) {
+        char *spec = NULL, *opts = NULL;
+        dt_err e;
+        CU_ASSERT_EQUAL_FATAL(parse(bodies[i], &spec, &opts, &e), 0);
+        dt_job_params p;
+        CU_ASSERT_EQUAL_FATAL(dt_job_params_load(spec, opts, &p, &e), 0);
+        CU_ASSERT_EQUAL(p.max_kernels, want[i]);
+        dt_job_params_free(&p);
+        free(spec);
+        free(opts);
+    }
+    dt_job_params p;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_job_params_load("{\"workload\": \"" KEY "\"}",
+                                             "{\"trials\": 10, \"threads\": 1}", &p, &e), 0);
+    CU_ASSERT_EQUAL(p.max_kernels, DT_SELECT_ALL); /* stored before the field */
+    dt_job_params_free(&p);
+    expect_bad("{\"workload\": \"" KEY "\", \"max_kernels\": -1}", "max_kernels: must be");
+    expect_bad("{\"workload\": \"" KEY "\", \"max_kernels\": \"few\"}", "max_kernels: must be");
+    expect_bad("{\"workload\": \"" KEY "\", \"max_kernels\": 1000}", "max_kernels: must be");
+}
+
 /* ---- query strings, loopback --------------------------------------------------------- */
 
 static void test_query_and_loopback(void)
@@ -490,6 +522,7 @@ int main(void)
 {
     CU_TestInfo tests[] = {{"valid job requests, stored and read back", test_request_valid},
                            {"invalid job requests say what and where", test_request_invalid},
+                           {"job requests: max_kernels", test_request_max_kernels},
                            {"query strings and the loopback rule", test_query_and_loopback},
                            {"Prometheus text", test_metrics_text},
                            {"routing, status codes and JSON errors", test_routes},

@@ -4,8 +4,10 @@
  * measuring anything twice, a tune measured by a real `dtune worker` over
  * loopback TCP, BERT-base on a 20-trial budget and a small model on a time
  * budget (every workload's outcome reported), budgets below the minimum
- * refused, and SIGINT mid-tune (exit 130, what was measured kept). */
+ * refused, SIGINT mid-tune (exit 130, what was measured kept), and a kernel
+ * budget (--max-kernels) reported alike by the summary, query and export. */
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,8 +47,8 @@ static void test_tune_then_query(void)
     char args[2048];
     int code;
     snprintf(args, sizeof args,
-             "tune '" KEY "' --db '%s/t.db' --trials 30 --threads 1 --min-time 0.5 --json",
-             g_dir);
+             "tune '" KEY "' --db '%s/t.db' --trials 30 --threads 1 --min-time 0.5 --json "
+             "--max-kernels all", g_dir); /* every range measured (test_max_kernels: K) */
     json_t *t = dt_test_run_dtune_json(&code, args);
     CU_ASSERT_EQUAL_FATAL(code, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
@@ -369,6 +371,120 @@ static void test_model_time_budget(void)
     free(spec);
 }
 
+/* ---- the kernel budget ------------------------------------------------------------- */
+
+/* The kernel ids of a JSON array, as "id, id, ..." (the export comment's form). */
+static void ids_text(json_t *ids, char *buf, size_t n)
+{
+    size_t i, len = 0;
+    json_t *v;
+    buf[0] = 0;
+    json_array_foreach(ids, i, v)
+    {
+        int w = snprintf(buf + len, n - len, "%s%lld", i ? ", " : "",
+                         (long long)json_integer_value(v));
+        if (w < 0 || (size_t)w >= n - len)
+            break;
+        len += (size_t)w;
+    }
+}
+
+/* `--max-kernels 2`: at most 2 distinct kernels dispatched, and the tune
+ * summary (table and JSON), `dtune query` (text and JSON) and the exported
+ * header all report the same kernels, objective and loss; a second tune on
+ * the spent budget re-selects with --max-kernels 1 without measuring. */
+static void test_max_kernels(void)
+{
+    char path[4096], args[8192];
+    snprintf(path, sizeof path, "%s/mk.db", g_dir);
+    int code;
+    snprintf(args, sizeof args,
+             "tune '" KEY "' --db '%s' --trials 40 --threads 1 --min-time 0.5 --max-kernels 2 "
+             "--json", path);
+    json_t *t = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL_FATAL(code, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(t, "max_kernels")), 2);
+    json_t *w = json_array_get(json_object_get(t, "workloads"), 0);
+    json_int_t k = json_integer_value(json_object_get(w, "dispatched_kernels"));
+    json_t *ids = json_object_get(w, "kernel_ids");
+    CU_ASSERT(k >= 1 && k <= 2);
+    CU_ASSERT_EQUAL(json_array_size(ids), (size_t)k);
+    CU_ASSERT(json_integer_value(json_object_get(w, "unrestricted_kernels")) >= 1);
+    json_t *loss = json_object_get(w, "loss");
+    CU_ASSERT(json_is_number(loss) && json_number_value(loss) >= -1e-9);
+    CU_ASSERT(json_is_number(json_object_get(w, "unrestricted_objective_ns")) ||
+              json_is_null(json_object_get(w, "unrestricted_objective_ns")));
+    char want[256];
+    ids_text(ids, want, sizeof want);
+    double tuned_loss = json_number_value(loss);
+
+    /* query: the same schedule, kernels and loss */
+    snprintf(args, sizeof args, "query '" KEY "' --db '%s' --shape M=3 --json", path);
+    json_t *q = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL_FATAL(code, 0);
+    json_t *sch = json_object_get(json_array_get(q, 0), "schedule");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sch);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(sch, "kernels")), k);
+    CU_ASSERT_TRUE(json_equal(json_object_get(sch, "kernel_ids"), ids));
+    /* (the tuner keeps times as float: equal to 1e-5) */
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(sch, "loss")), tuned_loss, 1e-5);
+    json_decref(q);
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '" KEY "' --db '%s' --shape M=3", path), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "loss"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, want));
+    dt_test_proc_free(&p);
+
+    /* export: the header's comment names them */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "export '" KEY "' --db '%s' -o '%s/mk.c'", path, g_dir),
+                    0);
+    dt_test_proc_free(&p);
+    char h[4096 + 16];
+    snprintf(h, sizeof h, "%s/mk.h", g_dir);
+    char *text = dt_test_slurp(h);
+    char line[320];
+    snprintf(line, sizeof line, " * Kernels (ids): %s over 10 shapes.", want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, line));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "loss "));
+    free(text);
+    json_decref(t);
+
+    /* the budget is spent: a tune on the same database only selects again,
+     * here with one kernel, measuring nothing (chosen on measured times) */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "tune '" KEY "' --db '%s' --trials 40 --threads 1 "
+                                          "--min-time 0.5 --max-kernels 1", path), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "kernel budget 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "0 trials measured"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, " 1/"));
+    dt_test_proc_free(&p);
+    snprintf(args, sizeof args,
+             "tune '" KEY "' --db '%s' --trials 40 --threads 1 --min-time 0.5 --max-kernels 1 "
+             "--json", path);
+    t = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL_FATAL(code, 0);
+    w = json_array_get(json_object_get(t, "workloads"), 0);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(t, "trials_new")), 0);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(w, "dispatched_kernels")), 1);
+    snprintf(args, sizeof args, "query '" KEY "' --db '%s' --shape M=3 --json", path);
+    q = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL_FATAL(code, 0);
+    sch = json_object_get(json_array_get(q, 0), "schedule");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(sch, "kernels")), 1);
+    /* shapes the one kernel was never measured on: the same count both ways */
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(sch, "unmeasured_shapes")),
+                    json_integer_value(json_object_get(w, "unmeasured_shapes")));
+    CU_ASSERT_TRUE(json_equal(json_object_get(sch, "loss"), json_object_get(w, "loss")) ||
+                   fabs(json_number_value(json_object_get(sch, "loss")) -
+                        json_number_value(json_object_get(w, "loss"))) < 1e-5);
+    json_decref(q);
+    json_decref(t);
+    /* bad values are usage errors */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "tune '" KEY "' --max-kernels few"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "--max-kernels"));
+    dt_test_proc_free(&p);
+}
+
 /* ---- SIGINT ------------------------------------------------------------------------ */
 
 static void test_sigint_keeps_and_exits_130(void)
@@ -440,6 +556,7 @@ int main(void)
         {"BERT-base on 20 trials: every workload's outcome; minimums", test_bert_trials_20},
         {"a model on a time budget: every workload scheduled", test_model_time_budget},
         {"SIGINT mid-tune: kept, printed, exit 130", test_sigint_keeps_and_exits_130},
+        {"--max-kernels 2: summary, query and export report the kernels", test_max_kernels},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"e2e tune", setup, teardown, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

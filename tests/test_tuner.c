@@ -308,6 +308,10 @@ static int tune_key(const char *key, const char *db_path, dt_strategy st, int64_
     dt_tune_opts_default(&o);
     o.trials = trials;
     o.strategy = st;
+    /* the unrestricted selection: every shape's winner measured on it (the
+     * kernel budget, which may dispatch a pair it had no trials left to
+     * measure, is tests/test_select_budget.c's) */
+    o.max_kernels = DT_SELECT_ALL;
     o.meas.min_time_s = 0.0005;
     o.meas.runner_exe = DTUNE_BIN;
     o.search.kernels_per_round = 4;

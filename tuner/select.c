@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tuner/select_budget.h"
+
 int64_t dt_select_reserve(const dt_task *t, int topk) { return t->nshapes * (topk > 0 ? topk : 0); }
 
 typedef struct {
@@ -20,11 +22,58 @@ static int cmp_shape_key(const void *a, const void *b)
     return x->s < y->s ? -1 : x->s > y->s;
 }
 
+/* The per-shape fastest measured time (the unrestricted choice) and what
+ * the dispatched times lose against it (select.h, dt_select_info). */
+static void select_stats(const dt_task *t, const int *win, const double *wns,
+                         dt_select_info *info)
+{
+    double bo = 0, num = 0, den = 0;
+    int64_t nbest = 0;
+    int *bk = malloc((size_t)(t->nk > 0 ? t->nk : 1) * sizeof *bk);
+    for (int64_t s = 0; s < t->nshapes; s++) {
+        double b = INFINITY;
+        int arg = -1;
+        for (int k = 0; k < t->nk; k++) {
+            double v = t->k[k].failed ? NAN : dt_task_measured(t, k, s);
+            if (!isnan(v) && v < b) {
+                b = v;
+                arg = k;
+            }
+        }
+        bo += isfinite(b) ? t->weight[s] * b : NAN;
+        if (arg >= 0 && bk) {
+            int dup = 0;
+            for (int64_t j = 0; j < nbest && !dup; j++)
+                dup = bk[j] == arg;
+            if (!dup)
+                bk[nbest++] = arg;
+        }
+        if (isfinite(b) && win[s] >= 0 && isfinite(wns[s])) {
+            num += t->weight[s] * wns[s];
+            den += t->weight[s] * b;
+        }
+    }
+    free(bk);
+    info->best_kernels = (int)nbest;
+    info->best_objective = bo;
+    info->loss = den > 0 ? num / den - 1 : NAN;
+}
+
 int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64_t max_trials,
                     dt_db *db, dt_select_info *info, dt_err *e)
 {
+    dt_select_opts o = {.topk = topk, .max_trials = max_trials, .max_kernels = DT_SELECT_ALL};
+    return dt_select_run(t, p, m, &o, db, info, e);
+}
+
+int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_opts *o,
+                  dt_db *db, dt_select_info *info, dt_err *e)
+{
     memset(info, 0, sizeof *info);
     int rc = 0;
+    int topk = o->topk;
+    int64_t max_trials = o->max_trials;
+    info->max_kernels = o->max_kernels;
     if (topk > 16)
         topk = 16;
     /* predictions of every kernel that ran, from the final model */
@@ -102,6 +151,11 @@ int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64
                      t->key);
         goto out;
     }
+    /* a kernel budget: the set of at most K kernels, each shape to its
+     * fastest member (measured where the budget allows) */
+    if (o->max_kernels != DT_SELECT_ALL &&
+        (rc = dt_select_budget_winners(t, m, o, max_trials - n, win, wns, info, e)))
+        goto out;
     /* fewer, longer ranges: a shape keeps its left neighbour's winner when
      * that kernel was measured within DT_SELECT_TIE of the best on it (the
      * difference is noise-level, and a range boundary costs a dispatch) */
@@ -115,23 +169,35 @@ int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64
             wns[s] = v;
         }
     }
-    /* shapes without a measured winner: the nearest shape's (by index) */
-    for (int64_t s = 0; s < t->nshapes; s++) {
-        if (win[s] >= 0)
-            continue;
-        info->unmeasured++;
-        for (int64_t d = 1;; d++) {
-            if (s - d >= 0 && win[s - d] >= 0 && isfinite(wns[s - d])) {
-                win[s] = win[s - d];
-                break;
-            }
-            if (s + d < t->nshapes && win[s + d] >= 0 && isfinite(wns[s + d])) {
-                win[s] = win[s + d];
-                break;
-            }
-        }
-        wns[s] = NAN; /* its time on this shape is unknown */
+    /* shapes without a winner: the nearest shape's that has one (by index,
+     * the left one first) */
+    int *fb = malloc((size_t)t->nshapes * sizeof *fb);
+    if (!fb) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+        goto out;
     }
+    for (int64_t s = 0; s < t->nshapes; s++) {
+        fb[s] = win[s];
+        for (int64_t d = 1; fb[s] < 0 && (s - d >= 0 || s + d < t->nshapes); d++) {
+            if (s - d >= 0 && win[s - d] >= 0)
+                fb[s] = win[s - d];
+            else if (s + d < t->nshapes && win[s + d] >= 0)
+                fb[s] = win[s + d];
+        }
+    }
+    for (int64_t s = 0; s < t->nshapes; s++) {
+        if (win[s] < 0)
+            wns[s] = NAN; /* its time on this shape is unknown */
+        win[s] = fb[s];
+    }
+    free(fb);
+    if (win[0] < 0) { /* no shape has one (cannot happen when `any`) */
+        rc = dt_errf(e, DT_ENOTFOUND, "%s: no kernel can run; nothing to dispatch", t->key);
+        goto out;
+    }
+    for (int64_t s = 0; s < t->nshapes; s++)
+        info->unmeasured += isnan(wns[s]);
+    select_stats(t, win, wns, info);
     /* ranges */
     int nr = 0;
     double obj = 0;
@@ -169,6 +235,8 @@ int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64
         int dup = 0;
         for (int j = 0; j < i; j++)
             dup |= rows[j].kernel_id == rows[i].kernel_id;
+        if (!dup && info->nids < DT_SELECT_MAX_IDS)
+            info->kernel_ids[info->nids++] = rows[i].kernel_id;
         info->kernels += !dup;
     }
     rc = dt_db_schedule_replace(db, t->workload_id, t->target_id, t->threads, rows, (size_t)nr,

@@ -20,12 +20,50 @@
 /* Relative slack within which a shape keeps its neighbour's kernel. */
 #define DT_SELECT_TIE 0.02
 
+/* The kernel budget (docs/tuner.md, "Kernel budget"): max_kernels K > 0
+ * dispatches at most K distinct kernels, chosen to minimise
+ * Σ_s w_s · min_{k∈S} time(s, k) (tuner/kset.h); DT_SELECT_AUTO takes the
+ * smallest K whose objective is within loss_tol of every kernel's together;
+ * DT_SELECT_ALL is the unrestricted per-shape choice.
+ *
+ * The times are the measured ones; a (kernel, shape) pair never measured
+ * is estimated by the kernel's prediction there, scaled by how its
+ * measurements compared with its predictions on the shapes it was measured
+ * on (the geometric mean of measured / predicted).  Once a set is chosen,
+ * every shape's dispatched kernel is measured on it where it was not
+ * (heaviest shapes first, within the selection's trials; topk 0 measures
+ * nothing) and the set is chosen again on the new times, at most
+ * DT_SELECT_VERIFY_PASSES times, so what is dispatched is measured.  When
+ * nothing more can be measured the set is chosen once more on measured
+ * times, an unmeasured pair counted no better than DT_SELECT_TIE above its
+ * shape's fastest measured (tuner/select_budget.c). */
+#define DT_SELECT_AUTO (-1)
+#define DT_SELECT_ALL 0
+#define DT_SELECT_LOSS_TOL 0.01
+#define DT_SELECT_VERIFY_PASSES 4
+/* Kernel ids listed in a dt_select_info (the count is exact beyond it). */
+#define DT_SELECT_MAX_IDS 64
+
+typedef struct dt_select_opts {
+    int topk;             /* kernels measured per shape (0: measure nothing) */
+    int64_t max_trials;   /* selection trials allowed */
+    int max_kernels;      /* K > 0, DT_SELECT_AUTO or DT_SELECT_ALL */
+    double loss_tol;      /* DT_SELECT_AUTO's tolerance (<= 0: DT_SELECT_LOSS_TOL) */
+} dt_select_opts;
+
 typedef struct dt_select_info {
     int64_t trials;       /* measured for the selection */
     int ranges;
     int kernels;          /* distinct kernels dispatched */
     int64_t unmeasured;   /* shapes whose winner was never measured on them */
     double objective;     /* Σ w_s · measured ns of the winner (NAN when some is unknown) */
+    int max_kernels;      /* the budget asked for: K, DT_SELECT_AUTO or DT_SELECT_ALL */
+    int best_kernels;     /* distinct kernels of the per-shape fastest (unrestricted) */
+    double best_objective;/* Σ w_s · fastest measured ns on s (NAN when some shape has none) */
+    double loss;          /* objective / best_objective - 1 over the shapes where both are
+                           * measured (NAN when none is) */
+    int nids;             /* kernel_ids listed: min(kernels, DT_SELECT_MAX_IDS) */
+    int64_t kernel_ids[DT_SELECT_MAX_IDS]; /* in order of first use by the ranges */
 } dt_select_info;
 
 /* Selects (measuring at most max_trials) and replaces the task's schedule
@@ -35,6 +73,12 @@ typedef struct dt_select_info {
  * successfully (nothing is stored; dt_tune skips the task). */
 int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64_t max_trials,
                     dt_db *db, dt_select_info *info, dt_err *e);
+
+/* dt_select_final under a kernel budget (o->max_kernels; DT_SELECT_ALL is
+ * dt_select_final).  The budget's verification trials count against
+ * o->max_trials too. */
+int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_opts *o,
+                  dt_db *db, dt_select_info *info, dt_err *e);
 
 /* Trials the selection would need at most (shapes × topk). */
 int64_t dt_select_reserve(const dt_task *t, int topk);

@@ -17,6 +17,9 @@ void dt_tune_opts_default(dt_tune_opts *o)
     o->strategy = DT_STRATEGY_JOINT;
     o->seed = 1;
     o->topk = 2;
+    /* unrestricted by default: with a budget, a selection short of trials
+     * may dispatch a kernel never measured on a shape (docs/tuner.md) */
+    o->max_kernels = DT_SELECT_ALL;
     o->patience = 8;
     o->min_improvement = 0.002;
     dt_search_opts_default(&o->search);
@@ -389,7 +392,12 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
         int k = r->stopped ? 0 : topk;
         if ((rc = dt_predictor_train(p, NULL, e)))
             break;
-        rc = dt_select_final(t, p, m, k, allow, db, &r->sel[i], e);
+        /* the per-shape baseline keeps each shape's own kernel unless a
+         * budget is asked for explicitly */
+        dt_select_opts so = {.topk = k, .max_trials = allow, .max_kernels = o->max_kernels};
+        if (o->strategy == DT_STRATEGY_PER_SHAPE && o->max_kernels == DT_SELECT_AUTO)
+            so.max_kernels = DT_SELECT_ALL;
+        rc = dt_select_run(t, p, m, &so, db, &r->sel[i], e);
         used += r->sel[i].trials;
         if (rc == DT_ENOTFOUND && !task_measured(t)) {
             /* no successful trial: no schedule for it, the others go on */
@@ -405,6 +413,8 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
                          "none of its %lld trials ran successfully (every kernel failed)",
                          (long long)t->trials);
             r->sel[i].objective = NAN;
+            r->sel[i].best_objective = NAN;
+            r->sel[i].loss = NAN;
             dt_tune_event ev = {.kind = DT_TUNE_EV_SKIPPED, .task = t, .task_index = i,
                                 .reason = r->reason[i]};
             emit(o, &ev, tasks, n, used, t0, dt_measurer_trials(m));

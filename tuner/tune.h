@@ -71,6 +71,10 @@ typedef struct dt_tune_opts {
     dt_strategy strategy;
     uint64_t seed;
     int topk;                     /* final selection (default 2; per-shape uses 0) */
+    int max_kernels;              /* kernel budget of the selection: K > 0,
+                                   * DT_SELECT_AUTO (default: the smallest K within
+                                   * DT_SELECT_LOSS_TOL; per-shape: unrestricted)
+                                   * or DT_SELECT_ALL (unrestricted) */
     int patience;                 /* default 8 */
     double min_improvement;       /* default 0.002 */
     dt_search_opts search;

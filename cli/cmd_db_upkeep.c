@@ -1,0 +1,400 @@
+/* `dtune db check`, `dtune db prune` and `dtune db merge`: the upkeep of a
+ * database used for months and on several machines (docs/database.md,
+ * "Upkeep"). */
+#include "cli/cmd_db_upkeep.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "db/db.h"
+#include "sketch/workload.h"
+
+static const char check_usage[] =
+    "Usage: dtune db check [--db PATH] [--json]\n"
+    "\n"
+    "Look for damage and list every problem found: SQLite's integrity_check,\n"
+    "the tables against the schema, references to missing rows, JSON that does\n"
+    "not parse, and dtune's own invariants (schedules' ranges ordered and not\n"
+    "overlapping, records and schedules naming kernels of their workload's op,\n"
+    "ok records with positive times, known statuses and job states, ...).\n"
+    "The database is opened read-only.\n"
+    "\n"
+    "Exit codes: 0 clean, 2 damage found (or not a dtune database), 3 the\n"
+    "check could not run.\n"
+    "\n"
+    "Options:\n"
+    "  --db PATH    database file (default: $DTUNE_DB, else ./dtune.db)\n"
+    "  --json       print {\"path\", \"ok\", \"problems\": [{\"kind\", \"message\"}], \"count\"}\n"
+    "  -h, --help   show this help\n";
+
+static const char prune_usage[] =
+    "Usage: dtune db prune [--db PATH] [--keep N] [--keep-failed N] [--keep-jobs SPEC]\n"
+    "                      [--dry-run] [--no-vacuum] [--json]\n"
+    "\n"
+    "Delete what the schedules, the tuner and the cost models do not need, in one\n"
+    "transaction, then VACUUM.  Kept: per (workload, target, threads, shape) the\n"
+    "best N ok records (one per kernel); every ok record of a kernel a schedule\n"
+    "uses, on that schedule's workload, target and threads; per (workload, target,\n"
+    "threads) the newest failures that say something about the kernel (not\n"
+    "worker_lost), so the tuner does not try them again; the newest cost model\n"
+    "of each (target, op); finished jobs within SPEC; kernels something refers\n"
+    "to (or created in the last 7 days).  Safe beside a running daemon.\n"
+    "\n"
+    "Options:\n"
+    "  --db PATH          database file (default: $DTUNE_DB, else ./dtune.db)\n"
+    "  --keep N           best ok records kept per shape (default 8)\n"
+    "  --keep-failed N    failed records kept per workload, target, threads (default 256)\n"
+    "  --keep-jobs SPEC   finished jobs kept: an age (30d, 12h, 90m, 3600s), a count\n"
+    "                     (500) or 'all' (default 30d)\n"
+    "  --dry-run          report what would be deleted; delete nothing\n"
+    "  --no-vacuum        do not VACUUM afterwards (the file keeps its size)\n"
+    "  --json             print one JSON object\n"
+    "  -h, --help         show this help\n";
+
+static const char merge_usage[] =
+    "Usage: dtune db merge SRC.db... [--db DEST] [--json]\n"
+    "\n"
+    "Merge databases tuned on other machines into DEST: targets, workloads and\n"
+    "kernels by their keys, records by trial id, cost models newer than DEST's,\n"
+    "and schedules by (workload, target, threads).  When both have a schedule,\n"
+    "the one with the lower weighted objective wins: the sum over the shapes of\n"
+    "weight x the fastest merged record of the range's kernel on that shape\n"
+    "(else the range's measured, else predicted ns); DEST's on a tie or when\n"
+    "one is unknown.  Running it again adds nothing.  Each source is read\n"
+    "read-only and must have this dtune's schema (migrate an older one with\n"
+    "'dtune db init --db SRC'; a newer one needs a newer dtune).\n"
+    "\n"
+    "Options:\n"
+    "  --db DEST    database to merge into (default: $DTUNE_DB, else ./dtune.db);\n"
+    "               created if missing\n"
+    "  --json       print one JSON object\n"
+    "  -h, --help   show this help\n";
+
+typedef struct {
+    const char *db;
+    const char **args;
+    int nargs;
+    bool json, help, dry_run, no_vacuum;
+    int keep, keep_failed;
+    const char *keep_jobs;
+} up_opts;
+
+/* flags: which options the command takes. */
+enum { OPT_PRUNE = 1, OPT_ARGS = 2 };
+
+static int parse(const char *cmd, int argc, char **argv, unsigned flags, up_opts *o)
+{
+    *o = (up_opts){.db = dt_cli_default_db(), .keep = DT_DB_PRUNE_KEEP_DEFAULT,
+                   .keep_failed = DT_DB_PRUNE_KEEP_FAILED_DEFAULT,
+                   .keep_jobs = DT_DB_KEEP_JOBS_DEFAULT};
+    o->args = calloc((size_t)argc + 1, sizeof *o->args);
+    if (!o->args)
+        return DT_EXIT_RUNTIME;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            o->help = true;
+        } else if (!strcmp(a, "--json")) {
+            o->json = true;
+        } else if (!strcmp(a, "--db") || !strncmp(a, "--db=", 5)) {
+            if (a[4] == '=')
+                o->db = a + 5;
+            else if (!val)
+                return dt_cli_usage_error(cmd, "option '--db' needs a PATH");
+            else
+                o->db = argv[++i];
+        } else if ((flags & OPT_PRUNE) && !strcmp(a, "--dry-run")) {
+            o->dry_run = true;
+        } else if ((flags & OPT_PRUNE) && !strcmp(a, "--no-vacuum")) {
+            o->no_vacuum = true;
+        } else if ((flags & OPT_PRUNE) && !strcmp(a, "--keep")) {
+            if (!val)
+                return dt_cli_usage_error(cmd, "option '--keep' needs N");
+            rc = dt_cli_int_opt(cmd, "--keep", argv[++i], 1, 1000000, &o->keep);
+        } else if ((flags & OPT_PRUNE) && !strcmp(a, "--keep-failed")) {
+            if (!val)
+                return dt_cli_usage_error(cmd, "option '--keep-failed' needs N");
+            rc = dt_cli_int_opt(cmd, "--keep-failed", argv[++i], 0, 100000000, &o->keep_failed);
+        } else if ((flags & OPT_PRUNE) && !strcmp(a, "--keep-jobs")) {
+            if (!val)
+                return dt_cli_usage_error(cmd, "option '--keep-jobs' needs a SPEC");
+            o->keep_jobs = argv[++i];
+        } else if (a[0] == '-') {
+            return dt_cli_usage_error(cmd, "unknown option '%s'", a);
+        } else if (flags & OPT_ARGS) {
+            o->args[o->nargs++] = a;
+        } else {
+            return dt_cli_usage_error(cmd, "unexpected argument '%s'", a);
+        }
+        if (rc)
+            return rc;
+    }
+    if (!*o->db)
+        return dt_cli_usage_error(cmd, "the database path is empty");
+    return 0;
+}
+
+static int print_json(json_t *j)
+{
+    if (dt_cli_print_json(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER)) {
+        dt_err e;
+        dt_errf(&e, DT_ENOMEM, "cannot format the result as JSON");
+        return dt_cli_fail(&e);
+    }
+    return DT_EXIT_OK;
+}
+
+/* ---- check ------------------------------------------------------------------- */
+
+typedef struct {
+    json_t *list; /* --json */
+} check_ctx;
+
+static void on_problem(const char *kind, const char *message, void *ud)
+{
+    check_ctx *c = ud;
+    if (c->list)
+        json_array_append_new(c->list, json_pack("{s:s, s:s}", "kind", kind, "message", message));
+    else
+        printf("%-12s %s\n", kind, message);
+}
+
+int dt_cmd_db_check(int argc, char **argv)
+{
+    up_opts o;
+    int rc = parse("db check", argc, argv, 0, &o);
+    if (rc || o.help) {
+        if (o.help && !rc)
+            fputs(check_usage, stdout);
+        free(o.args);
+        return rc;
+    }
+    free(o.args);
+    dt_err e;
+    dt_db *db;
+    if (dt_db_open(o.db, DT_DB_READONLY, &db, &e) != DT_OK)
+        return dt_cli_fail(&e);
+    check_ctx c = {.list = o.json ? json_array() : NULL};
+    int64_t n = 0;
+    rc = dt_db_check_all(db, on_problem, &c, &n, &e);
+    dt_db_close(db);
+    if (rc != DT_OK) {
+        json_decref(c.list);
+        return dt_cli_fail(&e);
+    }
+    if (o.json) {
+        rc = print_json(json_pack("{s:s, s:b, s:I, s:o}", "path", o.db, "ok", n == 0, "count",
+                                  (json_int_t)n, "problems", c.list));
+        if (rc)
+            return rc;
+    } else if (n == 0) {
+        printf("%s: no problems found\n", o.db);
+    } else {
+        printf("%s: %lld problem%s found\n", o.db, (long long)n, n == 1 ? "" : "s");
+    }
+    if (n > 0 && !o.json)
+        fprintf(stderr, "dtune: error: database %s is damaged: %lld problem%s\n", o.db,
+                (long long)n, n == 1 ? "" : "s");
+    return n == 0 ? DT_EXIT_OK : DT_EXIT_INPUT;
+}
+
+/* ---- prune ------------------------------------------------------------------- */
+
+int dt_cmd_db_prune(int argc, char **argv)
+{
+    up_opts o;
+    int rc = parse("db prune", argc, argv, OPT_PRUNE, &o);
+    free(o.args);
+    if (rc || o.help) {
+        if (o.help && !rc)
+            fputs(prune_usage, stdout);
+        return rc;
+    }
+    dt_db_prune_opts po = dt_db_prune_defaults();
+    dt_err e;
+    if (dt_db_job_retention_parse(o.keep_jobs, &po.jobs, &e))
+        return dt_cli_usage_error("db prune", "%s", e.msg);
+    po.keep = o.keep;
+    po.keep_failed = o.keep_failed;
+    po.dry_run = o.dry_run;
+    po.vacuum = !o.no_vacuum;
+    dt_db *db;
+    if (dt_db_open(o.db, 0, &db, &e) != DT_OK)
+        return dt_cli_fail(&e);
+    dt_db_prune_info info;
+    rc = dt_db_prune(db, &po, &info, &e);
+    dt_db_close(db);
+    if (rc)
+        return dt_cli_fail(&e);
+    char jobs[32];
+    dt_db_job_retention_format(&po.jobs, jobs, sizeof jobs);
+    int64_t rows = 0, bytes = 0;
+    for (int t = 0; t < DT_PRUNE_N_TABLES; t++) {
+        rows += info.tables[t].deleted;
+        bytes += info.tables[t].bytes;
+    }
+    if (o.json) {
+        json_t *tables = json_object();
+        for (int t = 0; t < DT_PRUNE_N_TABLES; t++)
+            json_object_set_new(tables, info.tables[t].table,
+                                json_pack("{s:I, s:I, s:I}", "rows", (json_int_t)info.tables[t].rows,
+                                          "deleted", (json_int_t)info.tables[t].deleted, "bytes",
+                                          (json_int_t)info.tables[t].bytes));
+        return print_json(json_pack(
+            "{s:s, s:b, s:{s:i, s:i, s:s}, s:o, s:I, s:I, s:I, s:I, s:b}", "path", o.db,
+            "dry_run", o.dry_run, "policy", "keep", po.keep, "keep_failed", po.keep_failed,
+            "keep_jobs", jobs, "tables", tables, "deleted_rows", (json_int_t)rows,
+            "deleted_bytes", (json_int_t)bytes, "size_before", (json_int_t)info.size_before,
+            "size_after", (json_int_t)info.size_after, "vacuumed", info.vacuumed));
+    }
+    printf("%s %s (keep %d per shape, %d failures, jobs %s)\n",
+           o.dry_run ? "dry run: would prune" : "pruned", o.db, po.keep, po.keep_failed, jobs);
+    printf("%-14s %10s %10s %12s\n", "table", "rows", o.dry_run ? "to delete" : "deleted", "bytes");
+    for (int t = 0; t < DT_PRUNE_N_TABLES; t++)
+        printf("%-14s %10lld %10lld %12lld\n", info.tables[t].table,
+               (long long)info.tables[t].rows, (long long)info.tables[t].deleted,
+               (long long)info.tables[t].bytes);
+    if (o.dry_run)
+        printf("nothing deleted; the file is %lld bytes\n", (long long)info.size_before);
+    else
+        printf("file: %lld bytes before, %lld after%s\n", (long long)info.size_before,
+               (long long)info.size_after, info.vacuumed ? " (vacuumed)" : "");
+    return DT_EXIT_OK;
+}
+
+/* ---- merge ------------------------------------------------------------------- */
+
+/* The fastest ok record of one kernel per shape index of a range. */
+typedef struct {
+    const dt_workload *w;
+    int threads;
+    int64_t lo;
+    double *best; /* [hi - lo + 1], NAN when none */
+    int64_t n;
+} range_best;
+
+static int on_record(const dt_db_measurement *m, void *ud)
+{
+    range_best *r = ud;
+    int64_t vals[DT_MAX_VARS], s;
+    int in = 0;
+    dt_err e;
+    if (m->threads != r->threads || !m->shape || dt_shape_parse(r->w, m->shape, vals, &in, &e) ||
+        !in || !dt_workload_shape_index(r->w, vals, &s, NULL) || s < r->lo || s >= r->lo + r->n)
+        return 0;
+    double *b = &r->best[s - r->lo];
+    if (isnan(*b) || m->min_ns < *b)
+        *b = m->min_ns;
+    return 0;
+}
+
+/* The weighted objective of a schedule: Σ over the shapes of the workload
+ * of weight(shape) x time(shape), where time is the fastest ok record of
+ * the range's kernel on that shape in db (the records of both machines are
+ * merged by then), else the range's measured_ns (a mean over its shapes),
+ * else its predicted_ns.  NAN when a shape has none of them. */
+static double score_schedule(dt_db *db, const char *key, const dt_db_schedule *rows, size_t n,
+                             void *ud)
+{
+    (void)ud;
+    dt_workload *w = NULL;
+    dt_err e;
+    if (dt_workload_parse_key(key, &w, &e))
+        return NAN;
+    double obj = 0;
+    for (size_t i = 0; i < n && !isnan(obj); i++) {
+        int64_t lo[DT_MAX_VARS], hi[DT_MAX_VARS], a, b;
+        int in_lo = 0, in_hi = 0;
+        if (dt_shape_parse(w, rows[i].shape_lo, lo, &in_lo, &e) ||
+            dt_shape_parse(w, rows[i].shape_hi, hi, &in_hi, &e) || !in_lo || !in_hi ||
+            !dt_workload_shape_index(w, lo, &a, NULL) || !dt_workload_shape_index(w, hi, &b, NULL) ||
+            b < a) {
+            obj = NAN;
+            break;
+        }
+        range_best r = {.w = w, .threads = rows[i].threads, .lo = a, .n = b - a + 1};
+        r.best = malloc((size_t)r.n * sizeof *r.best);
+        if (!r.best) {
+            obj = NAN;
+            break;
+        }
+        for (int64_t s = 0; s < r.n; s++)
+            r.best[s] = NAN;
+        dt_db_measurement_filter f = {.workload_id = rows[i].workload_id,
+                                      .target_id = rows[i].target_id,
+                                      .kernel_id = rows[i].kernel_id, .ok_only = true};
+        if (dt_db_measurement_list(db, &f, on_record, &r, &e))
+            obj = NAN;
+        double fallback = isnan(rows[i].measured_ns) ? rows[i].predicted_ns : rows[i].measured_ns;
+        for (int64_t s = a; s <= b && !isnan(obj); s++) {
+            int64_t vals[DT_MAX_VARS];
+            double wt = 1, t = r.best[s - a];
+            dt_workload_shape_at(w, s, vals, &wt);
+            obj += wt * (isnan(t) ? fallback : t);
+        }
+        free(r.best);
+    }
+    dt_workload_free(w);
+    return obj;
+}
+
+int dt_cmd_db_merge(int argc, char **argv)
+{
+    up_opts o;
+    int rc = parse("db merge", argc, argv, OPT_ARGS, &o);
+    if (rc || o.help) {
+        if (o.help && !rc)
+            fputs(merge_usage, stdout);
+        free(o.args);
+        return rc;
+    }
+    if (o.nargs == 0) {
+        free(o.args);
+        return dt_cli_usage_error("db merge", "missing SRC.db, a database to merge");
+    }
+    dt_err e;
+    dt_db *db;
+    if (dt_db_open(o.db, DT_DB_CREATE, &db, &e) != DT_OK) {
+        free(o.args);
+        return dt_cli_fail(&e);
+    }
+    json_t *sources = o.json ? json_array() : NULL;
+    for (int i = 0; rc == 0 && i < o.nargs; i++) {
+        dt_db_merge_info m;
+        if (dt_db_merge(db, o.args[i], score_schedule, NULL, &m, &e)) {
+            rc = dt_cli_fail(&e);
+            break;
+        }
+        if (sources)
+            json_array_append_new(
+                sources,
+                json_pack("{s:s, s:{s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}}", "path",
+                          o.args[i], "added", "targets", (json_int_t)m.targets, "workloads",
+                          (json_int_t)m.workloads, "kernels", (json_int_t)m.kernels,
+                          "measurements", (json_int_t)m.measurements, "cost_models",
+                          (json_int_t)m.cost_models, "schedules", "added",
+                          (json_int_t)m.schedules_added, "replaced",
+                          (json_int_t)m.schedules_replaced, "kept", (json_int_t)m.schedules_kept,
+                          "same", (json_int_t)m.schedules_same));
+        else
+            printf("merged %s into %s: added %lld targets, %lld workloads, %lld kernels, %lld "
+                   "records, %lld cost models; schedules: %lld added, %lld replaced (better), "
+                   "%lld kept, %lld identical\n",
+                   o.args[i], o.db, (long long)m.targets, (long long)m.workloads,
+                   (long long)m.kernels, (long long)m.measurements, (long long)m.cost_models,
+                   (long long)m.schedules_added, (long long)m.schedules_replaced,
+                   (long long)m.schedules_kept, (long long)m.schedules_same);
+    }
+    dt_db_close(db);
+    free(o.args);
+    if (sources && rc == 0)
+        return print_json(json_pack("{s:s, s:o}", "destination", o.db, "sources", sources));
+    json_decref(sources);
+    return rc;
+}

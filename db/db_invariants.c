@@ -1,0 +1,183 @@
+/* dtune's own invariants over the rows of a database (dt_db_check_all):
+ * what the writers guarantee beyond SQLite's constraints, which a file
+ * written by hand, by a damaged disk or by another tool may break.
+ * docs/database.md, "Upkeep", lists them. */
+#include "db/db_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A rule: a query whose rows are problems, column 0 the message. */
+typedef struct {
+    const char *kind;
+    const char *sql;
+} rule;
+
+static const rule rules[] = {
+    {"workload",
+     "SELECT printf('workloads row %d (%s) has op %s, its key names %s', id, key, op,"
+     " substr(key, 1, instr(key, '(') - 1)) FROM workloads"
+     " WHERE instr(key, '(') = 0 OR substr(key, 1, instr(key, '(') - 1) <> op ORDER BY id"},
+    {"kernel",
+     "SELECT printf('the %s of kernels row %d is not a JSON object', c, id) FROM ("
+     " SELECT id, 'attrs' AS c FROM kernels WHERE json_valid(attrs) AND json_type(attrs) <> 'object'"
+     " UNION ALL SELECT id, 'annotation' FROM kernels"
+     "  WHERE json_valid(annotation) AND json_type(annotation) <> 'object') ORDER BY id"},
+    {"measurement",
+     "SELECT printf('measurements row %d has the unknown status ''%s''', id, status)"
+     " FROM measurements WHERE status NOT IN ('ok', 'compile_error', 'compile_timeout',"
+     " 'run_crash', 'run_timeout', 'wrong_answer', 'worker_lost') ORDER BY id"},
+    {"measurement",
+     "SELECT printf('measurements row %d is ok but its times are not positive"
+     " (min_ns %s, median_ns %s)', id, coalesce(min_ns, 'NULL'), coalesce(median_ns, 'NULL'))"
+     " FROM measurements WHERE status = 'ok' AND (min_ns IS NULL OR median_ns IS NULL"
+     " OR NOT min_ns > 0 OR NOT median_ns > 0) ORDER BY id"},
+    {"measurement",
+     "SELECT printf('measurements row %d has min_ns %g above its median_ns %g', id, min_ns,"
+     " median_ns) FROM measurements WHERE min_ns > median_ns ORDER BY id"},
+    {"measurement",
+     "SELECT printf('measurements row %d has %d threads', id, threads) FROM measurements"
+     " WHERE NOT threads >= 1 ORDER BY id"},
+    {"measurement",
+     "SELECT printf('measurements row %d measured kernel %d (op %s) on workload %d (op %s)',"
+     " m.id, k.id, k.op, w.id, w.op) FROM measurements m JOIN kernels k ON k.id = m.kernel_id"
+     " JOIN workloads w ON w.id = m.workload_id WHERE k.op <> w.op ORDER BY m.id"},
+    {"schedule",
+     "SELECT printf('schedules row %d has %d threads', id, threads) FROM schedules"
+     " WHERE NOT threads >= 1 ORDER BY id"},
+    {"schedule",
+     "SELECT printf('schedules row %d has %s %g', id, c, v) FROM ("
+     " SELECT id, 'predicted_ns' AS c, predicted_ns AS v FROM schedules WHERE NOT predicted_ns > 0"
+     " UNION ALL SELECT id, 'measured_ns', measured_ns FROM schedules WHERE NOT measured_ns > 0)"
+     " ORDER BY id"},
+    {"schedule",
+     "SELECT printf('schedules row %d dispatches workload %d (op %s) to kernel %d of op %s',"
+     " s.id, w.id, w.op, k.id, k.op) FROM schedules s JOIN kernels k ON k.id = s.kernel_id"
+     " JOIN workloads w ON w.id = s.workload_id WHERE k.op <> w.op ORDER BY s.id"},
+    {"cost_model",
+     "SELECT printf('cost_models row %d has %s', id, CASE WHEN length(model) = 0"
+     " THEN 'an empty model' ELSE printf('n_records %d', n_records) END) FROM cost_models"
+     " WHERE length(model) = 0 OR n_records < 0 ORDER BY id"},
+    {"job",
+     "SELECT printf('jobs row %d has the unknown state ''%s''', id, state) FROM jobs"
+     " WHERE state NOT IN ('queued', 'running', 'done', 'failed', 'cancelled') ORDER BY id"},
+    {"job",
+     "SELECT printf('the spec of jobs row %d is not a JSON object', id) FROM jobs"
+     " WHERE json_valid(spec) AND json_type(spec) <> 'object' ORDER BY id"},
+    {"job",
+     "SELECT printf('jobs row %d was updated (%d) before it was created (%d)', id, updated_at,"
+     " created_at) FROM jobs WHERE updated_at < created_at ORDER BY id"},
+};
+
+static int run_rule(dt_db_checker *c, const rule *r)
+{
+    sqlite3_stmt *st;
+    char what[64];
+    snprintf(what, sizeof what, "checking the %s rows", r->kind);
+    int rc = dt_db_prepare(c->db, r->sql, &st, c->e, what);
+    if (rc)
+        return rc;
+    int64_t seen = 0;
+    while (rc == DT_OK && (rc = dt_db_step_row(c->db, st, SQLITE_OK, c->e, what)) == DT_OK)
+        rc = dt_db_problem(c, r->kind, &seen, "%s", dt_col_text(st, 0));
+    if (rc == DT_ENOTFOUND)
+        rc = DT_OK;
+    dt_db_problem_end(c, r->kind, seen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* A shape "a=1,b=2" as its values, in the order written (the workload's
+ * variable order, the first the most significant: sketch/workload.c).
+ * Returns the number of values, or -1 when it does not parse. */
+#define MAX_VALS 16
+static int parse_shape(const char *s, long long *vals)
+{
+    int n = 0;
+    if (!s || !*s)
+        return -1;
+    while (*s) {
+        const char *eq = strchr(s, '=');
+        if (!eq || eq == s || n == MAX_VALS)
+            return -1;
+        char *end;
+        vals[n++] = strtoll(eq + 1, &end, 10);
+        if (end == eq + 1 || (*end && *end != ','))
+            return -1;
+        s = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+static int cmp_shape(const long long *a, const long long *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+
+/* The ranges of one schedule (workload, target, threads), in the order they
+ * were stored, are ordered and do not overlap: lo <= hi < next lo. */
+static int check_ranges(dt_db_checker *c)
+{
+    static const char what[] = "checking the schedules' ranges";
+    sqlite3_stmt *st;
+    int rc = dt_db_prepare(c->db,
+                           "SELECT id, workload_id, target_id, threads, shape_lo, shape_hi"
+                           " FROM schedules ORDER BY workload_id, target_id, threads, id",
+                           &st, c->e, what);
+    if (rc)
+        return rc;
+    int64_t seen = 0, pw = -1, pt = -1, pid = 0;
+    int pth = -1, pn = -1;
+    long long prev_hi[MAX_VALS];
+    while (rc == DT_OK && (rc = dt_db_step_row(c->db, st, SQLITE_OK, c->e, what)) == DT_OK) {
+        int64_t id = sqlite3_column_int64(st, 0), w = sqlite3_column_int64(st, 1),
+                t = sqlite3_column_int64(st, 2);
+        int th = sqlite3_column_int(st, 3);
+        const char *lo_s = dt_col_text(st, 4), *hi_s = dt_col_text(st, 5);
+        long long lo[MAX_VALS], hi[MAX_VALS];
+        int nl = parse_shape(lo_s, lo), nh = parse_shape(hi_s, hi);
+        bool same = w == pw && t == pt && th == pth;
+        pw = w, pt = t, pth = th;
+        if (nl < 0 || nh < 0 || nl != nh) {
+            rc = dt_db_problem(c, "schedule", &seen,
+                               "schedules row %lld has the range %s..%s, which is not two shapes "
+                               "of the same variables",
+                               (long long)id, lo_s ? lo_s : "NULL", hi_s ? hi_s : "NULL");
+            pn = -1;
+            continue;
+        }
+        if (cmp_shape(lo, hi, nl) > 0)
+            rc = dt_db_problem(c, "schedule", &seen,
+                               "schedules row %lld has the range %s..%s, which ends before it "
+                               "starts",
+                               (long long)id, lo_s, hi_s);
+        else if (same && pn == nl && cmp_shape(prev_hi, lo, nl) >= 0)
+            rc = dt_db_problem(c, "schedule", &seen,
+                               "schedules row %lld (%s..%s) overlaps or comes before row %lld of "
+                               "the same schedule (workload %lld, target %lld, %d threads)",
+                               (long long)id, lo_s, hi_s, (long long)pid, (long long)w,
+                               (long long)t, th);
+        memcpy(prev_hi, hi, sizeof hi[0] * (size_t)nh);
+        pn = nh;
+        pid = id;
+    }
+    if (rc == DT_ENOTFOUND)
+        rc = DT_OK;
+    dt_db_problem_end(c, "schedule", seen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int dt_db_check_invariants(dt_db_checker *c)
+{
+    int rc = DT_OK;
+    for (size_t i = 0; rc == DT_OK && i < sizeof rules / sizeof rules[0]; i++)
+        rc = run_rule(c, &rules[i]);
+    if (rc == DT_OK)
+        rc = check_ranges(c);
+    return rc;
+}

@@ -1,0 +1,218 @@
+/* The final selection under a kernel budget (see select_budget.h). */
+#include "tuner/select_budget.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tuner/kset.h"
+
+typedef struct {
+    int k;       /* kernel index in the task */
+    double v;    /* ranking value: higher first */
+} cand_rank;
+
+static int cmp_rank(const void *a, const void *b)
+{
+    const cand_rank *x = a, *y = b;
+    if (x->v != y->v)
+        return x->v > y->v ? -1 : 1;
+    return (x->k > y->k) - (x->k < y->k);
+}
+
+typedef struct {
+    int64_t s;
+    double v;
+} shape_val;
+
+static int cmp_shape_val(const void *a, const void *b)
+{
+    const shape_val *x = a, *y = b;
+    if (x->v != y->v)
+        return x->v > y->v ? -1 : 1;
+    return (x->s > y->s) - (x->s < y->s);
+}
+
+/* Measured ns of kernel k on s, else its prediction scaled by the geometric
+ * mean of measured / predicted over its measured shapes; +inf when neither. */
+static void kernel_times(const dt_task *t, int k, double *out)
+{
+    const dt_tkernel *kk = &t->k[k];
+    double lsum = 0;
+    int ln = 0;
+    for (int i = 0; i < kk->nm; i++) {
+        double pr = kk->pred ? kk->pred[kk->m[i].shape] : NAN;
+        if (isfinite(kk->m[i].ns) && kk->m[i].ns > 0 && isfinite(pr) && pr > 0) {
+            lsum += log(kk->m[i].ns / pr);
+            ln++;
+        }
+    }
+    double scale = ln ? exp(lsum / ln) : 1;
+    for (int64_t s = 0; s < t->nshapes; s++) {
+        double v = dt_task_measured(t, k, s);
+        if (isnan(v))
+            v = kk->pred && isfinite(kk->pred[s]) && kk->pred[s] > 0 ? kk->pred[s] * scale
+                                                                     : INFINITY;
+        out[s] = v;
+    }
+}
+
+/* The candidates (at most DT_KSET_MAX: the fastest on some shape first,
+ * then by weighted relative speed Σ w_s · best_s / t(s, k)) and their
+ * times, shape-major, into cand[] and tm[nshapes * nc] (estimates
+ * included) and tmm[nshapes * nc] (for the choice on measured times: see
+ * below); returns nc. */
+static int candidates(const dt_task *t, int *cand, double *tm, double *tmm, double *col,
+                      cand_rank *rk, double *best)
+{
+    int n = 0;
+    for (int k = 0; k < t->nk; k++)
+        if (!t->k[k].failed && t->k[k].nm > 0)
+            rk[n++] = (cand_rank){k, 0};
+    if (n == 0)
+        return 0;
+    for (int64_t s = 0; s < t->nshapes; s++)
+        best[s] = INFINITY;
+    /* col holds the times of rk[i] at col[i * nshapes] */
+    for (int i = 0; i < n; i++) {
+        kernel_times(t, rk[i].k, col + (int64_t)i * t->nshapes);
+        for (int64_t s = 0; s < t->nshapes; s++)
+            if (col[(int64_t)i * t->nshapes + s] < best[s])
+                best[s] = col[(int64_t)i * t->nshapes + s];
+    }
+    for (int i = 0; i < n; i++) {
+        const double *c = col + (int64_t)i * t->nshapes;
+        double v = 0;
+        int wins = 0;
+        for (int64_t s = 0; s < t->nshapes; s++) {
+            if (isfinite(c[s]) && c[s] > 0)
+                v += t->weight[s] * best[s] / c[s];
+            wins |= isfinite(c[s]) && c[s] <= best[s];
+        }
+        rk[i].v = v + (wins ? 2.0 : 0.0); /* v <= 1: a shape's fastest ranks first */
+    }
+    /* col is indexed by position in rk: sort positions (rk has room for
+     * 2 * nk entries; the second half holds them) */
+    cand_rank *sorted = rk + n;
+    for (int i = 0; i < n; i++)
+        sorted[i] = (cand_rank){i, rk[i].v};
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_rank);
+    int nc = n < DT_KSET_MAX ? n : DT_KSET_MAX;
+    for (int64_t s = 0; s < t->nshapes; s++)
+        best[s] = INFINITY; /* now: the fastest measured */
+    for (int j = 0; j < nc; j++) {
+        int i = sorted[j].k;
+        cand[j] = rk[i].k;
+        for (int64_t s = 0; s < t->nshapes; s++) {
+            double v = dt_task_measured(t, rk[i].k, s);
+            tm[s * nc + j] = col[(int64_t)i * t->nshapes + s];
+            tmm[s * nc + j] = v;
+            if (!isnan(v) && v < best[s])
+                best[s] = v;
+        }
+    }
+    /* measured only: an unmeasured pair is taken as its estimate, but at
+     * least DT_SELECT_TIE slower than the fastest measured on its shape (a
+     * measured kernel wins a tie); a shape nobody measured counts for
+     * nothing in the choice */
+    for (int64_t s = 0; s < t->nshapes; s++)
+        for (int j = 0; j < nc; j++) {
+            double *v = &tmm[s * nc + j];
+            if (isnan(*v)) {
+                double floor = best[s] * (1 + DT_SELECT_TIE);
+                *v = !isfinite(best[s]) ? INFINITY
+                     : tm[s * nc + j] > floor ? tm[s * nc + j]
+                                              : floor;
+            }
+        }
+    return nc;
+}
+
+int dt_select_budget_winners(dt_task *t, dt_measurer *m, const dt_select_opts *o, int64_t left,
+                             int *win, double *wns, dt_select_info *info, dt_err *e)
+{
+    int64_t ns = t->nshapes;
+    int nk = t->nk > 0 ? t->nk : 1;
+    int *cand = malloc((size_t)nk * sizeof *cand);
+    double *tm = malloc((size_t)ns * (size_t)nk * sizeof *tm);
+    double *tmm = malloc((size_t)ns * (size_t)nk * sizeof *tmm);
+    double *col = malloc((size_t)ns * (size_t)nk * sizeof *col);
+    cand_rank *rk = malloc(2 * (size_t)nk * sizeof *rk);
+    double *best = malloc((size_t)ns * sizeof *best);
+    shape_val *order = malloc((size_t)ns * sizeof *order);
+    dt_mreq *q = malloc((size_t)ns * sizeof *q);
+    int rc = 0;
+    if (!cand || !tm || !tmm || !col || !rk || !best || !order || !q) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+        goto out;
+    }
+    double tol = o->loss_tol > 0 ? o->loss_tol : DT_SELECT_LOSS_TOL;
+    /* estimates guide the choice while what is dispatched can still be
+     * measured; when it cannot, the set is chosen once more on measured
+     * times, an unmeasured pair never better than DT_SELECT_TIE above its
+     * shape's fastest measured (a shape none of the set was measured on
+     * takes the member with the best estimate) */
+    int measured_only = 0;
+    for (int pass = 0;; pass++) {
+        int nc = candidates(t, cand, tm, tmm, col, rk, best);
+        if (nc == 0)
+            break;
+        const double *mx = measured_only ? tmm : tm;
+        dt_kset ks;
+        if ((rc = dt_kset_init(&ks, ns, nc, t->weight, mx, e)))
+            break;
+        int set[DT_KSET_MAX];
+        int n = o->max_kernels > 0 ? dt_kset_choose(&ks, o->max_kernels, set, NULL, e)
+                                   : dt_kset_auto(&ks, tol, set, NULL, e);
+        dt_kset_free(&ks);
+        if (n < 0) {
+            rc = n;
+            break;
+        }
+        /* every shape to the set's fastest */
+        int nq = 0;
+        for (int64_t s = 0; s < ns; s++) {
+            int bj = -1;
+            for (int pick = 0; pick < 2 && bj < 0; pick++) {
+                const double *row = (pick == 0 ? mx : tm) + s * nc;
+                for (int i = 0; i < n; i++)
+                    if (isfinite(row[set[i]]) && (bj < 0 || row[set[i]] < row[bj]))
+                        bj = set[i];
+            }
+            win[s] = bj >= 0 ? cand[bj] : -1;
+            wns[s] = bj >= 0 ? dt_task_measured(t, cand[bj], s) : INFINITY;
+            if (bj >= 0 && isnan(wns[s]))
+                order[nq++] = (shape_val){s, t->weight[s] * tm[s * nc + bj]};
+        }
+        if (nq == 0)
+            break;
+        if (!measured_only && left > 0 && m && o->topk > 0 && pass < DT_SELECT_VERIFY_PASSES) {
+            /* measure what is dispatched but was not measured, heaviest
+             * first; then choose again on the new times */
+            qsort(order, (size_t)nq, sizeof *order, cmp_shape_val);
+            int nr = nq < left ? nq : (int)left;
+            for (int i = 0; i < nr; i++)
+                q[i] = (dt_mreq){.k = win[order[i].s], .s = order[i].s};
+            for (int i = 0; i < nr && !rc; i += 64)
+                rc = dt_measurer_run(m, t, q + i, nr - i < 64 ? nr - i : 64, e);
+            if (rc)
+                break;
+            left -= nr;
+            info->trials += nr;
+            continue;
+        }
+        if (measured_only)
+            break;
+        measured_only = 1;
+    }
+out:
+    free(cand);
+    free(tm);
+    free(tmm);
+    free(col);
+    free(rk);
+    free(best);
+    free(order);
+    free(q);
+    return rc;
+}
