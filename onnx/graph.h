@@ -151,6 +151,10 @@ const dt_ox_attr *dt_ox_attr_find(const dt_ox_node *n, const char *name);
 const dt_ox_tensor *dt_ox_init_find(const dt_ox_graph *g, const char *name);
 /* "'name' (#i, Op)" or "#i (Op)" for messages; buf of at least 300 bytes. */
 const char *dt_ox_node_label(const dt_ox_graph *g, int i, char *buf, size_t n);
+/* The kind of an element type: 1 integers (the reader keeps their values
+ * in ivals: the int and uint types, bool), 2 floats (fvals: float, double,
+ * float16, bfloat16), 0 neither (string, complex, unknown). */
+int dt_ox_type_values(int elem_type);
 /* "float", "int64", ... ; "type N" for others. */
 const char *dt_ox_type_name(int elem_type);
 

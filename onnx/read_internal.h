@@ -30,11 +30,6 @@
 int dt_ox_trim(const uint8_t *buf, size_t len, const char *source, uint8_t **out, size_t *out_len,
                dt_err *e);
 
-/* Which values the reader keeps for an element type: 1 integers (ivals:
- * the int and uint types, bool), 2 floats (fvals: float, double, float16,
- * bfloat16), 0 none (string, complex, unknown). */
-int dt_ox_type_values(int elem_type);
-
 /* Fills *o (zeroed by the caller) from t: name, type, dims, numel and, for
  * a tensor of at most DT_OX_MAX_VALUES elements of an integer or float type
  * whose payload is present, its values.  where names it in messages

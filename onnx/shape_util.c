@@ -369,25 +369,6 @@ void ox_bcast_map(int r, const int64_t *dout, int ra, const int64_t *da, int64_t
 
 /* ---- element types ---------------------------------------------------------- */
 
-int ox_is_int_type(int t)
-{
-    switch (t) {
-    case DT_OX_UINT8:
-    case DT_OX_INT8:
-    case DT_OX_UINT16:
-    case DT_OX_INT16:
-    case DT_OX_INT32:
-    case DT_OX_INT64:
-    case DT_OX_BOOL:
-    case DT_OX_UINT32:
-    case DT_OX_UINT64:
-        return 1;
-    default:
-        return 0;
-    }
-}
+int ox_is_int_type(int t) { return dt_ox_type_values(t) == 1; }
 
-int ox_is_float_type(int t)
-{
-    return t == DT_OX_FLOAT || t == DT_OX_DOUBLE || t == DT_OX_FLOAT16 || t == DT_OX_BFLOAT16;
-}
+int ox_is_float_type(int t) { return dt_ox_type_values(t) == 2; }

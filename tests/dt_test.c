@@ -2,8 +2,10 @@
 
 #include "common/clock.h"
 #include "db/db.h"
+#include "common/file.h"
 #include "microkernel/reference.h"
 #include "sketch/annotation.h"
+#include "sketch/model.h"
 #include "sketch/workload.h"
 
 #include <dirent.h>
@@ -324,4 +326,53 @@ int dt_test_verify_boundaries(const dt_kernel *k, const dt_kernel_op *kop, const
                 return rc;
         }
     return 0;
+}
+
+char *dt_test_suite_dir;
+
+int dt_test_suite_init(void)
+{
+    dt_test_suite_dir = dt_test_tmpdir();
+    return dt_test_suite_dir ? 0 : 1;
+}
+
+int dt_test_suite_init_with_cache(void)
+{
+    dt_test_suite_dir = dt_test_tmpdir_with_cache();
+    return dt_test_suite_dir ? 0 : 1;
+}
+
+int dt_test_suite_cleanup(void)
+{
+    dt_test_rmtree(dt_test_suite_dir);
+    free(dt_test_suite_dir);
+    dt_test_suite_dir = NULL;
+    return 0;
+}
+
+const char *dt_test_path(const char *name)
+{
+    static char bufs[8][4096];
+    static int next;
+    char *p = bufs[next++ % 8];
+    snprintf(p, sizeof bufs[0], "%s/%s", dt_test_suite_dir, name);
+    return p;
+}
+
+dt_model *dt_test_load_model(const char *rel)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", DTUNE_SOURCE_DIR, rel);
+    char *text;
+    size_t len;
+    dt_err e;
+    if (dt_read_file(path, DT_MODEL_MAX_BYTES, &text, &len, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return NULL;
+    }
+    dt_model *m = NULL;
+    if (dt_model_parse(text, len, rel, &m, &e))
+        fprintf(stderr, "%s\n", e.msg);
+    free(text);
+    return m;
 }

@@ -26,6 +26,20 @@ char *dt_test_tmpdir(void);
 /* dt_test_tmpdir, plus DTUNE_CACHE_DIR set to its "cache" subdirectory
  * (created), so kernels built by the test and its children stay inside. */
 char *dt_test_tmpdir_with_cache(void);
+/* The model spec at DTUNE_SOURCE_DIR/rel, parsed (NULL with the error on
+ * stderr when it does not load); free with dt_model_free. */
+struct dt_model;
+struct dt_model *dt_test_load_model(const char *rel);
+/* A suite's temporary directory, for CU_SuiteInfo's init and cleanup:
+ * dt_test_suite_init makes dt_test_suite_dir (dt_test_suite_init_with_cache:
+ * with DTUNE_CACHE_DIR inside it), dt_test_suite_cleanup removes it, and
+ * dt_test_path(name) is DIR/name in a ring of 8 static buffers, so a test
+ * can hold a few at once. */
+extern char *dt_test_suite_dir;
+int dt_test_suite_init(void);
+int dt_test_suite_init_with_cache(void);
+int dt_test_suite_cleanup(void);
+const char *dt_test_path(const char *name);
 /* Calls fn(path, ud) for every file (not starting with '.') of the source
  * tree's directory rel (e.g. "tests/data/fuzz/http"); returns how many, or
  * -1 when the directory cannot be read. */

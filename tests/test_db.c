@@ -22,32 +22,8 @@
 #include "db/db.h"
 #include "tests/dt_test.h"
 
-static char *tmp;
-
-static int suite_init(void)
-{
-    tmp = dt_test_tmpdir();
-    return tmp ? 0 : 1;
-}
-
-static int suite_cleanup(void)
-{
-    dt_test_rmtree(tmp);
-    free(tmp);
-    return 0;
-}
 
 /* ---- helpers -------------------------------------------------------------- */
-
-/* tmp/name in a static ring of buffers, so a test can hold a few at once. */
-static const char *path_of(const char *name)
-{
-    static char bufs[8][4096];
-    static int next;
-    char *p = bufs[next++ % 8];
-    snprintf(p, sizeof bufs[0], "%s/%s", tmp, name);
-    return p;
-}
 
 static bool exists(const char *path)
 {
@@ -130,7 +106,7 @@ static dt_db *open_new(const char *name)
 {
     dt_db *db = NULL;
     dt_err e;
-    int rc = dt_db_open(path_of(name), DT_DB_CREATE, &db, &e);
+    int rc = dt_db_open(dt_test_path(name), DT_DB_CREATE, &db, &e);
     if (rc)
         fprintf(stderr, "open %s: %s\n", name, e.msg);
     CU_ASSERT_FATAL(rc == DT_OK && db != NULL);
@@ -186,7 +162,7 @@ static dt_db_measurement meas(const fixture *f, int64_t kernel, const char *shap
 
 static void test_create_and_reopen(void)
 {
-    const char *p = path_of("persist.db");
+    const char *p = dt_test_path("persist.db");
     dt_db *db = open_new("persist.db");
     CU_ASSERT_TRUE(dt_db_was_created(db));
     CU_ASSERT_EQUAL(dt_db_opened_version(db), 0);
@@ -216,7 +192,7 @@ static void test_create_and_reopen(void)
     CU_ASSERT_TRUE(integrity_ok(p));
 
     /* An empty (0-byte) file is initialised like a new one. */
-    char *empty = dt_test_write_file(tmp, "empty.db", "");
+    char *empty = dt_test_write_file(dt_test_suite_dir, "empty.db", "");
     CU_ASSERT_EQUAL_FATAL(dt_db_open(empty, 0, &db, &e), DT_OK);
     CU_ASSERT_TRUE(dt_db_was_created(db));
     CU_ASSERT_EQUAL(dt_db_schema_version(db), DT_DB_SCHEMA_VERSION);
@@ -226,7 +202,7 @@ static void test_create_and_reopen(void)
 
 static void test_missing_file(void)
 {
-    const char *p = path_of("missing.db");
+    const char *p = dt_test_path("missing.db");
     dt_db *db = NULL;
     dt_err e;
     CU_ASSERT_EQUAL(dt_db_open(p, 0, &db, &e), DT_ENOTFOUND);
@@ -244,7 +220,7 @@ static void test_missing_file(void)
 static void test_text_file_refused(void)
 {
     const char *text = "this is a text file, not a database\n";
-    char *p = dt_test_write_file(tmp, "notes.txt", text);
+    char *p = dt_test_write_file(dt_test_suite_dir, "notes.txt", text);
     size_t n;
     char *before = read_all(p, &n);
     dt_db *db = NULL;
@@ -257,7 +233,7 @@ static void test_text_file_refused(void)
     CU_ASSERT_EQUAL(dt_db_open(p, 0, &db, &e), DT_ENOTDTUNE);
     CU_ASSERT_TRUE(same_bytes(p, before, n));
     /* A short file is no different. */
-    char *tiny = dt_test_write_file(tmp, "tiny.txt", "SQLite");
+    char *tiny = dt_test_write_file(dt_test_suite_dir, "tiny.txt", "SQLite");
     CU_ASSERT_EQUAL(dt_db_open(tiny, DT_DB_CREATE, &db, &e), DT_ENOTDTUNE);
     free(before);
     free(tiny);
@@ -266,7 +242,7 @@ static void test_text_file_refused(void)
 
 static void test_foreign_sqlite_refused(void)
 {
-    const char *p = path_of("foreign.db");
+    const char *p = dt_test_path("foreign.db");
     raw_exec(p, "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);"
                 "INSERT INTO notes (body) VALUES ('keep me');");
     size_t n;
@@ -278,11 +254,11 @@ static void test_foreign_sqlite_refused(void)
     CU_ASSERT_EQUAL(dt_db_open(p, DT_DB_READONLY, &db, &e), DT_ENOTDTUNE);
     CU_ASSERT_PTR_NULL(db);
     CU_ASSERT_TRUE(same_bytes(p, before, n));
-    CU_ASSERT_FALSE(exists(path_of("foreign.db-wal")));
+    CU_ASSERT_FALSE(exists(dt_test_path("foreign.db-wal")));
     free(before);
 
     /* Another application's id, even without tables. */
-    const char *q = path_of("other-app.db");
+    const char *q = dt_test_path("other-app.db");
     raw_exec(q, "PRAGMA application_id = 1234; PRAGMA user_version = 1;");
     before = read_all(q, &n);
     CU_ASSERT_EQUAL(dt_db_open(q, DT_DB_CREATE, &db, &e), DT_ENOTDTUNE);
@@ -293,7 +269,7 @@ static void test_foreign_sqlite_refused(void)
 
 static void test_newer_version_refused(void)
 {
-    const char *p = path_of("future.db");
+    const char *p = dt_test_path("future.db");
     dt_db_close(open_new("future.db"));
     raw_exec(p, "PRAGMA user_version = 99;");
     size_t n;
@@ -320,7 +296,7 @@ static void test_newer_version_refused(void)
  * workload's rows move; an unused kernel gets the op's defaults. */
 static void test_migrate_kernel_identity(void)
 {
-    const char *p = path_of("v1-identity.db");
+    const char *p = dt_test_path("v1-identity.db");
     dt_db *db = NULL;
     dt_err e;
     CU_ASSERT_EQUAL_FATAL(dt_db_open(p, DT_DB_CREATE | DT_DB_NOMIGRATE, &db, &e), DT_OK);
@@ -413,7 +389,7 @@ static void test_migrate_kernel_identity(void)
 
 static void test_migrate_from_version_0(void)
 {
-    const char *p = path_of("v0.db");
+    const char *p = dt_test_path("v0.db");
     dt_db *db = NULL;
     dt_err e;
     CU_ASSERT_EQUAL_FATAL(dt_db_open(p, DT_DB_CREATE | DT_DB_NOMIGRATE, &db, &e), DT_OK);
@@ -441,7 +417,7 @@ static void test_migrate_from_version_0(void)
     CU_ASSERT_EQUAL(raw_int(p, "PRAGMA user_version"), DT_DB_SCHEMA_VERSION);
 
     /* A plain open of an (empty) version-0 file migrates it by itself. */
-    const char *q = path_of("v0-auto.db");
+    const char *q = dt_test_path("v0-auto.db");
     CU_ASSERT_EQUAL_FATAL(dt_db_open(q, DT_DB_CREATE | DT_DB_NOMIGRATE, &db, &e), DT_OK);
     dt_db_close(db);
     CU_ASSERT_EQUAL_FATAL(dt_db_open(q, 0, &db, &e), DT_OK);
@@ -677,7 +653,7 @@ static void test_measurements(void)
     }
     CU_ASSERT_EQUAL(dt_trial_status_parse("fine", &s), DT_EINVAL);
     dt_db_close(f.db);
-    CU_ASSERT_TRUE(integrity_ok(path_of("meas.db")));
+    CU_ASSERT_TRUE(integrity_ok(dt_test_path("meas.db")));
 }
 
 static void test_foreign_keys_enforced(void)
@@ -776,7 +752,7 @@ static void test_schedules(void)
     CU_ASSERT_EQUAL(n, 0);
     CU_ASSERT_PTR_NULL(got);
     dt_db_close(f.db);
-    CU_ASSERT_TRUE(integrity_ok(path_of("sched.db")));
+    CU_ASSERT_TRUE(integrity_ok(dt_test_path("sched.db")));
 }
 
 static void test_cost_models(void)
@@ -926,7 +902,7 @@ static void test_transactions(void)
     dt_db_close(db);
 
     /* A read-only handle refuses writes with a clear message. */
-    CU_ASSERT_EQUAL_FATAL(dt_db_open(path_of("tx.db"), DT_DB_READONLY, &db, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(dt_test_path("tx.db"), DT_DB_READONLY, &db, &e), DT_OK);
     CU_ASSERT_EQUAL(dt_db_target_upsert(db, "ro", "avx2", NULL, NULL, &e), DT_EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "read-only"));
     CU_ASSERT_EQUAL(dt_db_begin(db, &e), DT_EINVAL);
@@ -944,7 +920,7 @@ static double now_s(void)
 
 static void test_concurrent_reader(void)
 {
-    const char *p = path_of("concurrent.db");
+    const char *p = dt_test_path("concurrent.db");
     dt_db *a = open_new("concurrent.db");
     dt_err e;
     int64_t w;
@@ -999,7 +975,7 @@ static void test_stats(void)
     dt_db_stats_info s;
     CU_ASSERT_EQUAL_FATAL(dt_db_stats(f.db, &s, &e), DT_OK);
     CU_ASSERT_EQUAL(s.schema_version, DT_DB_SCHEMA_VERSION);
-    CU_ASSERT_STRING_EQUAL(s.path, path_of("stats.db"));
+    CU_ASSERT_STRING_EQUAL(s.path, dt_test_path("stats.db"));
     CU_ASSERT_STRING_EQUAL(s.journal_mode, "wal");
     CU_ASSERT_TRUE(s.size_bytes > 0);
     static const char *names[] = {"targets",   "workloads",   "kernels", "measurements",
@@ -1254,8 +1230,8 @@ static int live_round(uid_t uid, ro_ctx *c, bool writer_first)
 /* As root: a read-only open creates no -wal or -shm. */
 static void test_readonly_creates_nothing(void)
 {
-    const char *p = path_of("ro-nothing.db");
-    const char *wal = path_of("ro-nothing.db-wal"), *shm = path_of("ro-nothing.db-shm");
+    const char *p = dt_test_path("ro-nothing.db");
+    const char *wal = dt_test_path("ro-nothing.db-wal"), *shm = dt_test_path("ro-nothing.db-shm");
     CU_ASSERT_EQUAL_FATAL(add_workload(p, "w-1"), DT_OK);
     CU_ASSERT_FALSE(exists(wal));
     ro_ctx c = {.path = p, .last = "w-1"};
@@ -1274,7 +1250,7 @@ static void test_readonly_creates_nothing(void)
  * is still open, and one that wrote, checkpointed and closed in between. */
 static void test_readonly_snapshot_follows_writers(void)
 {
-    const char *p = path_of("ro-snap.db");
+    const char *p = dt_test_path("ro-snap.db");
     CU_ASSERT_EQUAL_FATAL(add_workload(p, "s-1"), DT_OK);
     dt_db *ro = NULL, *w = NULL;
     dt_err e;
@@ -1284,7 +1260,7 @@ static void test_readonly_snapshot_follows_writers(void)
     CU_ASSERT_EQUAL(dt_db_data_version(ro, &v1, &e), DT_OK);
     /* a writer comes, commits and closes: the file changed */
     CU_ASSERT_EQUAL(add_workload(p, "s-2"), DT_OK);
-    CU_ASSERT_FALSE(exists(path_of("ro-snap.db-wal")));
+    CU_ASSERT_FALSE(exists(dt_test_path("ro-snap.db-wal")));
     CU_ASSERT_EQUAL(dt_db_data_version(ro, &v2, &e), DT_OK);
     CU_ASSERT_NOT_EQUAL(v1, v2);
     CU_ASSERT_TRUE(newest_is(ro, "s-2"));
@@ -1308,12 +1284,12 @@ static void test_readonly_other_uid(void)
 {
     if (!is_root())
         return;
-    CU_ASSERT_EQUAL_FATAL(chmod(tmp, 0755), 0);
-    const char *dir = path_of("svc");
+    CU_ASSERT_EQUAL_FATAL(chmod(dt_test_suite_dir, 0755), 0);
+    const char *dir = dt_test_path("svc");
     CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0755), 0);
     CU_ASSERT_EQUAL_FATAL(chmod(dir, 0755), 0);
-    const char *p = path_of("svc/t.db"), *wal = path_of("svc/t.db-wal"),
-               *shm = path_of("svc/t.db-shm");
+    const char *p = dt_test_path("svc/t.db"), *wal = dt_test_path("svc/t.db-wal"),
+               *shm = dt_test_path("svc/t.db-shm");
     CU_ASSERT_EQUAL_FATAL(add_workload(p, "w-1"), DT_OK);
 
     /* the daemon is stopped: no side files, and none created */
@@ -1377,11 +1353,11 @@ static void test_readonly_errors_other_uid(void)
 {
     if (!is_root())
         return;
-    CU_ASSERT_EQUAL_FATAL(chmod(tmp, 0755), 0);
-    const char *dir = path_of("svc-err");
+    CU_ASSERT_EQUAL_FATAL(chmod(dt_test_suite_dir, 0755), 0);
+    const char *dir = dt_test_path("svc-err");
     CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0755), 0);
     CU_ASSERT_EQUAL_FATAL(chmod(dir, 0755), 0);
-    const char *p = path_of("svc-err/t.db");
+    const char *p = dt_test_path("svc-err/t.db");
     CU_ASSERT_EQUAL_FATAL(add_workload(p, "w-1"), DT_OK);
     ro_ctx c = {.path = p, .last = "Permission denied"};
     /* the file is the owner's alone */
@@ -1395,10 +1371,10 @@ static void test_readonly_errors_other_uid(void)
     /* a -wal with commits but its -shm gone: cannot be read without one */
     c.last = "w-2";
     CU_ASSERT_EQUAL(run_as(0, child_write_and_die, &c), 0);
-    CU_ASSERT_EQUAL(unlink(path_of("svc-err/t.db-shm")), 0);
+    CU_ASSERT_EQUAL(unlink(dt_test_path("svc-err/t.db-shm")), 0);
     c.last = "write-ahead log";
     CU_ASSERT_EQUAL(run_as(NOBODY, child_open_fails, &c), 0);
-    CU_ASSERT_FALSE(exists(path_of("svc-err/t.db-shm")));
+    CU_ASSERT_FALSE(exists(dt_test_path("svc-err/t.db-shm")));
     /* and its owner's writable open recovers it */
     dt_db *db;
     dt_err e;
@@ -1415,11 +1391,11 @@ static void test_readonly_shared_dir(void)
 {
     if (!is_root())
         return;
-    CU_ASSERT_EQUAL_FATAL(chmod(tmp, 0755), 0);
-    const char *dir = path_of("shared");
+    CU_ASSERT_EQUAL_FATAL(chmod(dt_test_suite_dir, 0755), 0);
+    const char *dir = dt_test_path("shared");
     CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0777), 0);
     CU_ASSERT_EQUAL_FATAL(chmod(dir, 01777), 0);
-    ro_ctx c = {.path = path_of("shared/t.db"), .last = "a-1"};
+    ro_ctx c = {.path = dt_test_path("shared/t.db"), .last = "a-1"};
     CU_ASSERT_EQUAL_FATAL(run_as(NOBODY, child_add, &c), 0);
     CU_ASSERT_EQUAL(run_as(OTHER, child_read, &c), 0);
     CU_ASSERT_EQUAL(files_owned_by(dir, OTHER), 0);
@@ -1470,7 +1446,7 @@ static void test_concurrent_create(void)
     for (int round = 0; round < ROUNDS; round++) {
         char name[32];
         snprintf(name, sizeof name, "race-%d.db", round);
-        const char *p = path_of(name);
+        const char *p = dt_test_path(name);
         int gate[2];
         CU_ASSERT_EQUAL_FATAL(pipe(gate), 0);
         pid_t pids[PROCS];
@@ -1512,7 +1488,7 @@ static void test_concurrent_create(void)
  * had), DEST is never overwritten, and the writer was never blocked. */
 static void test_cli_backup_beside_writer(void)
 {
-    const char *src = path_of("bk-src.db");
+    const char *src = dt_test_path("bk-src.db");
     dt_db *db = NULL;
     dt_err e;
     CU_ASSERT_EQUAL_FATAL(dt_db_open(src, DT_DB_CREATE, &db, &e), DT_OK);
@@ -1544,7 +1520,7 @@ static void test_cli_backup_beside_writer(void)
     CU_ASSERT_EQUAL(read(go[0], &c, 1), 1);
     close(go[0]);
     dt_sleep_ms(200);
-    const char *dest = path_of("bk-copy.db");
+    const char *dest = dt_test_path("bk-copy.db");
     dt_test_proc r;
     CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db backup '%s' --db '%s' --json", dest, src), 0);
     json_error_t je;
@@ -1567,15 +1543,15 @@ static void test_cli_backup_beside_writer(void)
     CU_ASSERT_EQUAL(raw_int(dest, "SELECT count(*) FROM jobs"), copied);
     CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db backup --db '%s'", src), 1);
     dt_test_proc_free(&r);
-    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db backup '%s' --db '%s'", path_of("bk-none.db"),
-                                      path_of("no-such.db")), 2);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db backup '%s' --db '%s'", dt_test_path("bk-none.db"),
+                                      dt_test_path("no-such.db")), 2);
     dt_test_proc_free(&r);
-    CU_ASSERT_EQUAL(access(path_of("bk-none.db"), F_OK), -1);
+    CU_ASSERT_EQUAL(access(dt_test_path("bk-none.db"), F_OK), -1);
 }
 
 static void test_cli_init_and_stats(void)
 {
-    const char *p = path_of("cli.db");
+    const char *p = dt_test_path("cli.db");
     dt_test_proc r;
     CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", p), 0);
     char want[4300];
@@ -1623,7 +1599,7 @@ static void test_cli_init_and_stats(void)
 
 static void test_cli_migrates_version_0(void)
 {
-    const char *p = path_of("cli-v0.db");
+    const char *p = dt_test_path("cli-v0.db");
     dt_db *db = NULL;
     dt_err e;
     CU_ASSERT_EQUAL_FATAL(dt_db_open(p, DT_DB_CREATE | DT_DB_NOMIGRATE, &db, &e), DT_OK);
@@ -1643,7 +1619,7 @@ static void test_cli_errors(void)
 {
     dt_test_proc r;
     /* stats never creates the file. */
-    const char *missing = path_of("cli-missing.db");
+    const char *missing = dt_test_path("cli-missing.db");
     int rc = dt_test_run_dtune(&r, "db stats --db '%s'", missing);
     CU_ASSERT_TRUE(rc == 2 || rc == 3);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, missing));
@@ -1651,7 +1627,7 @@ static void test_cli_errors(void)
     dt_test_proc_free(&r);
 
     /* init refuses a text file and leaves it alone. */
-    char *text = dt_test_write_file(tmp, "cli-text.db", "hello\nworld\n");
+    char *text = dt_test_write_file(dt_test_suite_dir, "cli-text.db", "hello\nworld\n");
     CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", text), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "not a dtune database"));
     CU_ASSERT_TRUE(same_bytes(text, "hello\nworld\n", 12));
@@ -1661,7 +1637,7 @@ static void test_cli_errors(void)
     free(text);
 
     /* A newer schema is refused with exit 2. */
-    const char *future = path_of("cli-future.db");
+    const char *future = dt_test_path("cli-future.db");
     dt_db_close(open_new("cli-future.db"));
     raw_exec(future, "PRAGMA user_version = 3;");
     CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", future), 2);
@@ -1669,7 +1645,8 @@ static void test_cli_errors(void)
     dt_test_proc_free(&r);
 
     /* I/O failure: the directory does not exist. */
-    CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s/no/such/dir/x.db'", tmp), 3);
+    CU_ASSERT_EQUAL(
+        dt_test_run_dtune(&r, "db init --db '%s/no/such/dir/x.db'", dt_test_suite_dir), 3);
     dt_test_proc_free(&r);
 
     /* Help and usage errors. */
@@ -1702,20 +1679,20 @@ static void test_cli_concurrent_init(void)
     for (int round = 0; round < 8; round++) {
         char name[32];
         snprintf(name, sizeof name, "cli-race-%d.db", round);
-        const char *p = path_of(name);
+        const char *p = dt_test_path(name);
         char cmd[16384];
         snprintf(cmd, sizeof cmd,
                  "cd '%s' && for i in 1 2 3; do ('%s' db init --db '%s' >race.out.$i 2>&1; "
                  "echo $? >race.rc.$i) & done; wait",
-                 tmp, DTUNE_BIN, p);
+                 dt_test_suite_dir, DTUNE_BIN, p);
         CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
         int made = 0;
         for (int i = 1; i <= 3; i++) {
             char f[64];
             snprintf(f, sizeof f, "race.rc.%d", i);
-            char *rc = dt_test_slurp(path_of(f));
+            char *rc = dt_test_slurp(dt_test_path(f));
             snprintf(f, sizeof f, "race.out.%d", i);
-            char *out = dt_test_slurp(path_of(f));
+            char *out = dt_test_slurp(dt_test_path(f));
             CU_ASSERT_PTR_NOT_NULL_FATAL(rc);
             CU_ASSERT_PTR_NOT_NULL_FATAL(out);
             if (atoi(rc) != 0)
@@ -1734,7 +1711,7 @@ static void test_cli_concurrent_init(void)
 /* A fresh database written through db/, then tampered with. */
 static const char *damaged(const char *name, const char *sql)
 {
-    const char *p = path_of(name);
+    const char *p = dt_test_path(name);
     fixture f = make_fixture(name);
     dt_db_close(f.db);
     if (sql)
@@ -1795,7 +1772,7 @@ static void test_cli_init_damaged(void)
     for (size_t i = 0; i < sizeof bytes - 1; i++)
         bytes[i] = (char)(1 + (i * 7919) % 251);
     bytes[sizeof bytes - 1] = 0;
-    char *g = dt_test_write_file(tmp, "dmg-garbage.db", bytes);
+    char *g = dt_test_write_file(dt_test_suite_dir, "dmg-garbage.db", bytes);
     CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", g), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "not an SQLite file"));
     dt_test_proc_free(&r);
@@ -1861,10 +1838,10 @@ int main(void)
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {
-        {"db open", suite_init, suite_cleanup, NULL, NULL, open_tests},
-        {"db read-only opens", suite_init, suite_cleanup, NULL, NULL, readonly_tests},
-        {"db accessors", suite_init, suite_cleanup, NULL, NULL, accessor_tests},
-        {"dtune db", suite_init, suite_cleanup, NULL, NULL, cli_tests},
+        {"db open", dt_test_suite_init, dt_test_suite_cleanup, NULL, NULL, open_tests},
+        {"db read-only opens", dt_test_suite_init, dt_test_suite_cleanup, NULL, NULL, readonly_tests},
+        {"db accessors", dt_test_suite_init, dt_test_suite_cleanup, NULL, NULL, accessor_tests},
+        {"dtune db", dt_test_suite_init, dt_test_suite_cleanup, NULL, NULL, cli_tests},
         CU_SUITE_INFO_NULL,
     };
     return dt_test_main(suites);

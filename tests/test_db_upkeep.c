@@ -14,29 +14,6 @@
 #include "dispatch/dispatch.h"
 #include "tests/dt_test.h"
 
-static char *tmp;
-
-static int suite_init(void)
-{
-    tmp = dt_test_tmpdir();
-    return tmp ? 0 : 1;
-}
-
-static int suite_cleanup(void)
-{
-    dt_test_rmtree(tmp);
-    free(tmp);
-    return 0;
-}
-
-static const char *path_of(const char *name)
-{
-    static char bufs[8][4096];
-    static int next;
-    char *p = bufs[next++ % 8];
-    snprintf(p, sizeof bufs[0], "%s/%s", tmp, name);
-    return p;
-}
 
 #define TARGET "x86_64-test-1c"
 #define WKEY "dense(M=1..4,N=16,K=16)"
@@ -137,7 +114,7 @@ static void collect(const char *kind, const char *msg, void *ud)
 static void test_check_clean(void)
 {
     int64_t t, w, k[8];
-    dt_db *db = fixture(path_of("clean.db"), 4, 1, "c", (int[]){1, 2}, &t, &w, k);
+    dt_db *db = fixture(dt_test_path("clean.db"), 4, 1, "c", (int[]){1, 2}, &t, &w, k);
     problems p = {{0}, 0};
     int64_t n = -1;
     dt_err e;
@@ -149,7 +126,7 @@ static void test_check_clean(void)
 
 static void test_check_damage(void)
 {
-    const char *path = path_of("damaged.db");
+    const char *path = dt_test_path("damaged.db");
     int64_t t, w, k[8];
     dt_db *db = fixture(path, 4, 1, "d", (int[]){1, 2}, &t, &w, k);
     dt_err e;
@@ -222,7 +199,7 @@ static void test_check_damage(void)
 
 static void test_check_schema_all(void)
 {
-    const char *path = path_of("schema.db");
+    const char *path = dt_test_path("schema.db");
     int64_t t, w, k[8];
     dt_db_close(fixture(path, 2, 1, "s", (int[]){1, 2}, &t, &w, k));
     sql_exec(path, "DROP TABLE jobs; DROP INDEX schedules_by_kernel;");
@@ -240,7 +217,7 @@ static void test_check_schema_all(void)
 
 static void test_check_many_capped(void)
 {
-    const char *path = path_of("many.db");
+    const char *path = dt_test_path("many.db");
     int64_t t, w, k[8];
     dt_db_close(fixture(path, 1, 1, "m", (int[]){1, 1}, &t, &w, k));
     sql_exec(path, "PRAGMA ignore_check_constraints = ON;"
@@ -264,7 +241,7 @@ static void test_check_many_capped(void)
 
 static void test_prune_policy(void)
 {
-    const char *path = path_of("prune.db");
+    const char *path = dt_test_path("prune.db");
     int64_t t, w, k[24];
     /* 12 kernels on 4 shapes; the schedule uses kernel 12 (the slowest) on M=1..2 */
     dt_db *db = fixture(path, 12, 1, "p", (int[]){12, 1}, &t, &w, k);
@@ -390,7 +367,7 @@ static void test_job_retention(void)
     dt_db_job_retention_format(&r, buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "7d");
 
-    const char *path = path_of("jobs.db");
+    const char *path = dt_test_path("jobs.db");
     unlink(path);
     dt_db *db;
     CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_CREATE, &db, &e), 0);
@@ -425,7 +402,7 @@ static void test_job_retention(void)
 
 static void test_merge(void)
 {
-    const char *a = path_of("ma.db"), *b = path_of("mb.db");
+    const char *a = dt_test_path("ma.db"), *b = dt_test_path("mb.db");
     int64_t ta, wa, ka[8], tb, wb, kb[8];
     /* a: kernels 1..3 at 100 ns steps, schedule (1, 2); b: kernels 1..4 twice as
      * fast (the same kernels: same identity), schedule (1, 1), and a cost model */
@@ -472,7 +449,7 @@ static void test_merge(void)
     dt_db_schedules_free(rows, n);
     /* the other way round: a's slower schedule loses */
     CU_ASSERT_EQUAL_FATAL(dt_db_open(b, 0, &db, &e), 0);
-    const char *c = path_of("mc.db");
+    const char *c = dt_test_path("mc.db");
     int64_t tc, wc, kc[8];
     dt_db_close(fixture(c, 3, 1, "c", (int[]){1, 2}, &tc, &wc, kc));
     CU_ASSERT_EQUAL(dt_db_merge(db, c, NULL, NULL, &m, &e), 0);
@@ -490,8 +467,8 @@ static void test_merge(void)
 
 static void test_merge_refuses_versions(void)
 {
-    const char *dst = path_of("mdst.db"), *newer = path_of("mnewer.db"),
-               *empty = path_of("mempty.db");
+    const char *dst = dt_test_path("mdst.db"), *newer = dt_test_path("mnewer.db"),
+               *empty = dt_test_path("mempty.db");
     int64_t t, w, k[4];
     dt_db_close(fixture(newer, 1, 1, "n", (int[]){1, 1}, &t, &w, k));
     sql_exec(newer, "PRAGMA user_version = 3");
@@ -507,7 +484,7 @@ static void test_merge_refuses_versions(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "schema version 3"));
     CU_ASSERT_EQUAL(dt_db_merge(db, empty, NULL, NULL, &m, &e), DT_EVERSION);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "dtune db init"));
-    CU_ASSERT_EQUAL(dt_db_merge(db, path_of("missing.db"), NULL, NULL, &m, &e), DT_ENOTFOUND);
+    CU_ASSERT_EQUAL(dt_db_merge(db, dt_test_path("missing.db"), NULL, NULL, &m, &e), DT_ENOTFOUND);
     CU_ASSERT_EQUAL(count(db, "targets"), 0);
     dt_db_close(db);
 }
@@ -532,9 +509,9 @@ int main(void)
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {
-        {"db check", suite_init, suite_cleanup, NULL, NULL, check_tests},
-        {"db prune", suite_init, suite_cleanup, NULL, NULL, prune_tests},
-        {"db merge", suite_init, suite_cleanup, NULL, NULL, merge_tests},
+        {"db check", dt_test_suite_init, dt_test_suite_cleanup, NULL, NULL, check_tests},
+        {"db prune", dt_test_suite_init, dt_test_suite_cleanup, NULL, NULL, prune_tests},
+        {"db merge", dt_test_suite_init, dt_test_suite_cleanup, NULL, NULL, merge_tests},
         CU_SUITE_INFO_NULL,
     };
     return dt_test_main(suites);

@@ -15,29 +15,6 @@
 #include "db/db.h"
 #include "tests/dt_test.h"
 
-static char *tmp;
-
-static int suite_init(void)
-{
-    tmp = dt_test_tmpdir_with_cache();
-    return tmp ? 0 : 1;
-}
-
-static int suite_cleanup(void)
-{
-    dt_test_rmtree(tmp);
-    free(tmp);
-    return 0;
-}
-
-static const char *path_of(const char *name)
-{
-    static char bufs[8][4096];
-    static int next;
-    char *p = bufs[next++ % 8];
-    snprintf(p, sizeof bufs[0], "%s/%s", tmp, name);
-    return p;
-}
 
 static void sql_exec(const char *path, const char *sql)
 {
@@ -120,12 +97,12 @@ static void test_help(void)
     CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db --help"), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "merge"));
     dt_test_proc_free(&p);
-    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db prune --keep-jobs 3x --db %s", path_of("x.db")), 1);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db prune --keep-jobs 3x --db %s", dt_test_path("x.db")), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "bad job retention '3x'"));
     dt_test_proc_free(&p);
     CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db prune --keep 0"), 1);
     dt_test_proc_free(&p);
-    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db merge --db %s", path_of("x.db")), 1);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db merge --db %s", dt_test_path("x.db")), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "missing SRC.db"));
     dt_test_proc_free(&p);
     CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "daemon --keep-jobs soon"), 1);
@@ -135,7 +112,7 @@ static void test_help(void)
 
 static void test_check(void)
 {
-    const char *db = path_of("check.db");
+    const char *db = dt_test_path("check.db");
     make_db(db, 3, 1, "c", 0, 1);
     char args[4200];
     snprintf(args, sizeof args, "db check --json --db %s", db);
@@ -168,18 +145,18 @@ static void test_check(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "is damaged: 2 problems"));
     dt_test_proc_free(&p);
     /* not a database: 2; missing: 2 */
-    FILE *f = fopen(path_of("text.db"), "w");
+    FILE *f = fopen(dt_test_path("text.db"), "w");
     fputs("hello, this is not SQLite", f);
     fclose(f);
-    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db check --db %s", path_of("text.db")), 2);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db check --db %s", dt_test_path("text.db")), 2);
     dt_test_proc_free(&p);
-    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db check --db %s", path_of("none.db")), 2);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db check --db %s", dt_test_path("none.db")), 2);
     dt_test_proc_free(&p);
 }
 
 static void test_prune(void)
 {
-    const char *db = path_of("prune.db");
+    const char *db = dt_test_path("prune.db");
     make_db(db, 20, 1, "p", 5, 1);
     char args[4200];
     snprintf(args, sizeof args, "db prune --dry-run --keep 4 --keep-jobs 2 --json --db %s", db);
@@ -221,7 +198,7 @@ static void test_prune(void)
 
 static void test_merge(void)
 {
-    const char *a = path_of("a.db"), *b = path_of("b.db"), *m = path_of("m.db");
+    const char *a = dt_test_path("a.db"), *b = dt_test_path("b.db"), *m = dt_test_path("m.db");
     make_db(a, 3, 1, "a", 0, 2);
     make_db(b, 4, 0.5, "b", 0, 1);
     unlink(m);
@@ -283,7 +260,7 @@ static void test_merge(void)
 /* The daemon prunes finished jobs past --keep-jobs when it starts. */
 static void test_daemon_retention(void)
 {
-    const char *db = path_of("daemon.db"), *log = path_of("daemon.log");
+    const char *db = dt_test_path("daemon.db"), *log = dt_test_path("daemon.log");
     make_db(db, 1, 1, "d", 4, 1);
     char cmd[9000];
     snprintf(cmd, sizeof cmd,
@@ -320,7 +297,7 @@ int main(void)
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {
-        {"e2e db upkeep", suite_init, suite_cleanup, NULL, NULL, tests},
+        {"e2e db upkeep", dt_test_suite_init_with_cache, dt_test_suite_cleanup, NULL, NULL, tests},
         CU_SUITE_INFO_NULL,
     };
     return dt_test_main(suites);

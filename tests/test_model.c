@@ -7,27 +7,9 @@
 #include "sketch/model.h"
 #include "tests/dt_test.h"
 
-static dt_model *load_path(const char *rel)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", DTUNE_SOURCE_DIR, rel);
-    char *text;
-    size_t len;
-    dt_err e;
-    if (dt_read_file(path, DT_MODEL_MAX_BYTES, &text, &len, &e)) {
-        fprintf(stderr, "%s\n", e.msg);
-        return NULL;
-    }
-    dt_model *m = NULL;
-    if (dt_model_parse(text, len, rel, &m, &e))
-        fprintf(stderr, "%s\n", e.msg);
-    free(text);
-    return m;
-}
-
 static void test_bert_base(void)
 {
-    dt_model *m = load_path("models/bert-base.json");
+    dt_model *m = dt_test_load_model("models/bert-base.json");
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
     CU_ASSERT_STRING_EQUAL(m->name, "bert-base");
     CU_ASSERT_EQUAL(dt_model_nshapes(m), 128);
@@ -67,7 +49,7 @@ static void test_dtype_models(void)
          "dense(M=1..64,N=11008,K=4096,dtype=w8a32)"},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        dt_model *m = load_path(want[i].path);
+        dt_model *m = dt_test_load_model(want[i].path);
         CU_ASSERT_PTR_NOT_NULL_FATAL(m);
         CU_ASSERT_EQUAL_FATAL(m->nworkloads, want[i].n);
         CU_ASSERT_STRING_EQUAL(m->workloads[0].key, want[i].first);
@@ -78,7 +60,7 @@ static void test_dtype_models(void)
 
 static void test_bert_base_batched(void)
 {
-    dt_model *m = load_path("models/bert-base-batched.json");
+    dt_model *m = dt_test_load_model("models/bert-base-batched.json");
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
     CU_ASSERT_EQUAL(dt_model_nshapes(m), 1024);
     CU_ASSERT_EQUAL_FATAL(m->nworkloads, 6);

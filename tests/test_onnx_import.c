@@ -23,24 +23,6 @@
     ((const char *[]){__VA_ARGS__}),   \
         (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *))
 
-static dt_model *load_spec(const char *rel)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", DTUNE_SOURCE_DIR, rel);
-    char *text;
-    size_t len;
-    dt_err e;
-    if (dt_read_file(path, DT_MODEL_MAX_BYTES, &text, &len, &e)) {
-        fprintf(stderr, "%s\n", e.msg);
-        return NULL;
-    }
-    dt_model *m = NULL;
-    if (dt_model_parse(text, len, rel, &m, &e))
-        fprintf(stderr, "%s\n", e.msg);
-    free(text);
-    return m;
-}
-
 /* Every node is in an op or in exactly one untuned entry. */
 static void check_accounting(const dt_ox_import *imp)
 {
@@ -115,7 +97,7 @@ static int64_t untuned_nodes(const dt_ox_import *imp, const char *what)
 /* Same workloads (keys and counts, in order) as a hand-written spec. */
 static void expect_same_as(const dt_model *m, const char *spec)
 {
-    dt_model *want = load_spec(spec);
+    dt_model *want = dt_test_load_model(spec);
     CU_ASSERT_PTR_NOT_NULL_FATAL(want);
     char *a = summary(m), *b = summary(want);
     if (strcmp(a, b))
@@ -211,7 +193,7 @@ static void test_bert_layer_int8(void)
                         "dense(M=1..128,N=3072,K=768,epilogue=bias+gelu,dtype=int8) x1; "
                         "dense(M=1..128,N=768,K=3072,epilogue=bias,dtype=int8) x1");
     /* the int8 denses are those of models/bert-base-int8.json */
-    dt_model *want = load_spec("models/bert-base-int8.json");
+    dt_model *want = dt_test_load_model("models/bert-base-int8.json");
     CU_ASSERT_PTR_NOT_NULL_FATAL(want);
     int found = 0;
     for (int i = 0; i < want->nworkloads; i++)
