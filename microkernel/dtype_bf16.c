@@ -120,11 +120,8 @@ static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
                                   : "a packed [kc][MR] bf16 panel",
                   native ? "/2" : "", native ? "[2]" : "",
                   native ? "  vdpbf16ps\n * on pairs of k" : "  Widened to f32 by a shift");
+    dt_emit_ukr_signature(sb, "dt_ta", "dt_tb", "dt_tc");
     dt_sb_append(sb,
-                 "static __attribute__((noinline)) void dt_ukr(int64_t kc, const dt_ta *restrict a,"
-                 " int64_t lda,\n    int a_rows, const dt_tb *restrict b, dt_tc *restrict c,"
-                 " int64_t ldc, int m_valid,\n    int n_valid, int accumulate, const float "
-                 "*restrict bias, int last,\n    const dt_qctx *q, int64_t col)\n{\n"
                  "    (void)q; (void)col; (void)bias; /* bias: unread without DT_BIAS */\n");
     dt_emit_ukr_start(sb, a, nv, "dt_ta");
     if (native)

@@ -36,6 +36,16 @@ static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, in
     dt_sb_append(sb, "        }\n");
 }
 
+void dt_emit_ukr_signature(dt_strbuf *sb, const char *ta, const char *tb, const char *tc)
+{
+    dt_sb_appendf(sb,
+                  "static __attribute__((noinline)) void dt_ukr(int64_t kc, const %s *restrict a,"
+                  " int64_t lda,\n    int a_rows, const %s *restrict b, %s *restrict c,"
+                  " int64_t ldc, int m_valid,\n    int n_valid, int accumulate, const float "
+                  "*restrict bias, int last,\n    const dt_qctx *q, int64_t col)\n{\n",
+                  ta, tb, tc);
+}
+
 void dt_emit_ukr_start(dt_strbuf *sb, const dt_annotation *a, int nv, const char *atype)
 {
     for (int i = 0; i < a->mr; i++)
@@ -149,12 +159,8 @@ static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
                   "/* C tile (MR×NR at c, row stride ldc) = [C +] A·B, then bias and activation\n"
                   " * when last.  A: %s.  b: a [kc][NR] panel. */\n",
                   stream ? "rows of X read in place (row stride lda)" : "a packed [kc][MR] panel");
-    dt_sb_append(sb,
-                 "static __attribute__((noinline)) void dt_ukr(int64_t kc, const float *restrict a,"
-                 " int64_t lda,\n    int a_rows, const float *restrict b, float *restrict c,"
-                 " int64_t ldc, int m_valid,\n    int n_valid, int accumulate, const float "
-                 "*restrict bias, int last,\n    const dt_qctx *q, int64_t col)\n{\n"
-                 "    (void)q; (void)col;\n");
+    dt_emit_ukr_signature(sb, "float", "float", "float");
+    dt_sb_append(sb, "    (void)q; (void)col;\n");
     dt_emit_ukr_start(sb, a, nv, "float");
     dt_emit_k_loop(sb, a, nv, stream, emit_k_step);
     dt_emit_store_f32(sb, a, nv, NULL);

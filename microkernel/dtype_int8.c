@@ -14,6 +14,7 @@
  * adds the bias and applies dt_act, and the store writes the accumulators'
  * bits (s32 partial sums, or the floats when last) with the mask / scratch
  * handling of the f32 kernels. */
+#include "microkernel/emit.h"
 #include "microkernel/mk_op.h"
 
 #include "dt_tpl_act_h.h"
@@ -216,12 +217,8 @@ static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
      * keeps the loop's and the epilogue's versions apart. */
     dt_sb_append(sb, "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"
                      "#pragma GCC optimize(\"no-tree-coalesce-vars\")\n#endif\n");
-    dt_sb_append(sb,
-                 "static __attribute__((noinline)) void dt_ukr(int64_t kc, const dt_ta *restrict a,"
-                 " int64_t lda,\n    int a_rows, const dt_tb *restrict b, dt_tc *restrict c,"
-                 " int64_t ldc, int m_valid,\n    int n_valid, int accumulate, const float "
-                 "*restrict bias, int last,\n    const dt_qctx *q, int64_t col)\n{\n"
-                 "    (void)bias;\n");
+    dt_emit_ukr_signature(sb, "dt_ta", "dt_tb", "dt_tc");
+    dt_sb_append(sb, "    (void)bias;\n");
     for (int i = 0; i < a->mr; i++)
         for (int v = 0; v < nv; v++)
             dt_sb_appendf(sb, "    dt_acc c%d_%d = ACC_ZERO();\n", i, v);

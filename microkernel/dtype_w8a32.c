@@ -79,11 +79,8 @@ static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
                   " * K block × scale_b, bias and activation.  A: %s.\n"
                   " * b: an s8 [kc][NR] panel. */\n",
                   stream ? "rows of X read in place (row stride lda)" : "a packed [kc][MR] panel");
-    dt_sb_append(sb,
-                 "static __attribute__((noinline)) void dt_ukr(int64_t kc, const dt_ta *restrict a,"
-                 " int64_t lda,\n    int a_rows, const dt_tb *restrict b, dt_tc *restrict c,"
-                 " int64_t ldc, int m_valid,\n    int n_valid, int accumulate, const float "
-                 "*restrict bias, int last,\n    const dt_qctx *q, int64_t col)\n{\n");
+    dt_emit_ukr_signature(sb, "dt_ta", "dt_tb", "dt_tc");
+
     dt_emit_ukr_start(sb, a, nv, "float");
     dt_emit_k_loop(sb, a, nv, stream, emit_k_step);
     dt_emit_store_f32(sb, a, nv, emit_scale);

@@ -6,6 +6,13 @@
 #include "common/strbuf.h"
 #include "sketch/annotation.h"
 
+/* A register kernel's signature and opening brace, the same for every
+ * dtype: `static … void dt_ukr(int64_t kc, const TA *restrict a, int64_t lda,
+ * int a_rows, const TB *restrict b, TC *restrict c, …, const dt_qctx *q,
+ * int64_t col)` with the element types given (f32 names float; the others
+ * their types block's dt_ta, dt_tb, dt_tc). */
+void dt_emit_ukr_signature(dt_strbuf *sb, const char *ta, const char *tb, const char *tc);
+
 /* The start of a register kernel's body, after its signature: the MR×NV
  * accumulators c<i>_<v> set to zero (f32 vectors), then in the stream
  * sketch one row pointer a<i> of type `atype *` per tile row (rows past
