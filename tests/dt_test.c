@@ -3,6 +3,8 @@
 #include "common/clock.h"
 #include "db/db.h"
 #include "common/file.h"
+#include "microkernel/codegen.h"
+#include "microkernel/mk_op.h"
 #include "microkernel/reference.h"
 #include "sketch/annotation.h"
 #include "sketch/model.h"
@@ -375,4 +377,42 @@ dt_model *dt_test_load_model(const char *rel)
         fprintf(stderr, "%s\n", e.msg);
     free(text);
     return m;
+}
+
+void dt_test_build_and_verify(const dt_builder *b, const dt_kernel_op *kops,
+                              const dt_annotation *anns, int n, dt_test_kernel_check check)
+{
+    char **src = calloc((size_t)n, sizeof *src);
+    dt_build_result *res = calloc((size_t)n, sizeof *res);
+    CU_ASSERT_FATAL(src && res);
+    dt_err e;
+    for (int i = 0; i < n; i++)
+        CU_ASSERT_EQUAL_FATAL(dt_codegen(&kops[i], &anns[i], &src[i], &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_build_many(b, (const char *const *)src, n, 0, res, &e), 0);
+    for (int i = 0; i < n; i++) {
+        char *ann = dt_annotation_to_string(&anns[i]);
+        char what[128];
+        dt_kernel_op_describe(&kops[i], what, sizeof what);
+        if (res[i].status != DT_BUILD_OK) {
+            fprintf(stderr, "\n  build failed for %s %s:\n%.3000s\n", what, ann, res[i].log);
+            CU_FAIL("build failed");
+        } else {
+            dt_kernel k;
+            CU_ASSERT_EQUAL_FATAL(dt_kernel_load(res[i].so_path, &k, &e), 0);
+            CU_ASSERT_PTR_EQUAL(k.op, dt_mk_op_find(kops[i].op, kops[i].dtype));
+            CU_ASSERT_TRUE(dt_kernel_computes(&k, &kops[i]));
+            if (getenv("DT_TEST_TRACE"))
+                fprintf(stderr, "\n  verifying %s %s %s\n", what, ann, res[i].so_path);
+            int rc = (check ? check : dt_test_verify_boundaries)(&k, &kops[i], &anns[i], &e);
+            if (rc)
+                fprintf(stderr, "\n  %s %s: %s\n", what, ann, e.msg);
+            CU_ASSERT_EQUAL(rc, 0);
+            dt_kernel_unload(&k);
+        }
+        free(ann);
+        free(src[i]);
+        dt_build_result_free(&res[i]);
+    }
+    free(src);
+    free(res);
 }

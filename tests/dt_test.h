@@ -118,4 +118,16 @@ dt_kernel_op dt_test_kop(const char *key);
 int dt_test_verify_boundaries(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
                               dt_err *e);
 
+/* A check of one built kernel (dt_test_verify_boundaries, or a suite's own):
+ * 0, or non-zero with the reason in *e. */
+typedef int (*dt_test_kernel_check)(const dt_kernel *k, const dt_kernel_op *kop,
+                                    const dt_annotation *a, dt_err *e);
+/* Builds n (op, annotation) pairs in parallel with builder b, loads each,
+ * checks it is bound to its (op, dtype)'s hooks and computes its op, then
+ * runs check on it (NULL: dt_test_verify_boundaries); every failure is a
+ * CUnit failure printed with the op and the annotation ($DT_TEST_TRACE set:
+ * each kernel is named before its check). */
+void dt_test_build_and_verify(const dt_builder *b, const dt_kernel_op *kops,
+                              const dt_annotation *anns, int n, dt_test_kernel_check check);
+
 #endif

@@ -23,41 +23,6 @@ static int setup(void) { return dt_test_kernel_setup(&g_dir, &g_target, &g_build
 
 static int teardown(void) { return dt_test_kernel_teardown(&g_dir); }
 
-/* Builds n (op, annotation) pairs in parallel and verifies each. */
-static void build_and_verify(const dt_kernel_op *kops, const dt_annotation *anns, int n)
-{
-    char **src = calloc((size_t)n, sizeof *src);
-    dt_build_result *res = calloc((size_t)n, sizeof *res);
-    dt_err e;
-    for (int i = 0; i < n; i++)
-        CU_ASSERT_EQUAL_FATAL(dt_codegen(&kops[i], &anns[i], &src[i], &e), 0);
-    CU_ASSERT_EQUAL_FATAL(dt_build_many(&g_builder, (const char *const *)src, n, 0, res, &e), 0);
-    for (int i = 0; i < n; i++) {
-        char *ann = dt_annotation_to_string(&anns[i]);
-        char what[128];
-        dt_kernel_op_describe(&kops[i], what, sizeof what);
-        if (res[i].status != DT_BUILD_OK) {
-            fprintf(stderr, "\n  build failed for %s %s:\n%.2000s\n", what, ann, res[i].log);
-            CU_FAIL("build failed");
-        } else {
-            dt_kernel k;
-            CU_ASSERT_EQUAL_FATAL(dt_kernel_load(res[i].so_path, &k, &e), 0);
-            CU_ASSERT_TRUE(dt_kernel_computes(&k, &kops[i])); /* bound to its op's hooks */
-            if (getenv("DT_TEST_TRACE")) fprintf(stderr, "\n  verifying %s %s %s\n", what, ann, res[i].so_path);
-            int rc = dt_test_verify_boundaries(&k, &kops[i], &anns[i], &e);
-            if (rc)
-                fprintf(stderr, "\n  %s %s: %s\n", what, ann, e.msg);
-            CU_ASSERT_EQUAL(rc, 0);
-            dt_kernel_unload(&k);
-        }
-        free(ann);
-        free(src[i]);
-        dt_build_result_free(&res[i]);
-    }
-    free(src);
-    free(res);
-}
-
 static const char *const g_ops[] = {
     "dense(M=1..8,N=64,K=64)",
     "dense(M=1..8,N=64,K=64,epilogue=bias)",
@@ -100,7 +65,7 @@ static void test_sketch_backend_matrix(void)
                 n++;
             }
     }
-    build_and_verify(kops, anns, n);
+    dt_test_build_and_verify(&g_builder, kops, anns, n, NULL);
 }
 
 /* Hand-picked corner annotations: the smallest tiles, scratch stores,
@@ -130,7 +95,7 @@ static void test_corner_annotations(void)
         kops[2 * i + 1] = dt_test_kop(g_ops[7]);   /* NT */
         kops[2 * n + i] = dt_test_kop(g_ops[8 + i % 4]); /* packing's fast paths */
     }
-    build_and_verify(kops, all, 3 * n);
+    dt_test_build_and_verify(&g_builder, kops, all, 3 * n, NULL);
 }
 
 static void test_cache_hit(void)

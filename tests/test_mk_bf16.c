@@ -43,51 +43,6 @@ static int setup(void)
 
 static int teardown(void) { return dt_test_kernel_teardown(&g_dir); }
 
-/* Builds n (op, annotation) pairs in parallel with builder b and verifies
- * each: bound to its (op, dtype), right on every boundary case. */
-static void build_and_verify_with(dt_builder *b, const dt_kernel_op *kops,
-                                  const dt_annotation *anns, int n)
-{
-    char **src = calloc((size_t)n, sizeof *src);
-    dt_build_result *res = calloc((size_t)n, sizeof *res);
-    CU_ASSERT_FATAL(src && res);
-    dt_err e;
-    for (int i = 0; i < n; i++)
-        CU_ASSERT_EQUAL_FATAL(dt_codegen(&kops[i], &anns[i], &src[i], &e), 0);
-    CU_ASSERT_EQUAL_FATAL(dt_build_many(b, (const char *const *)src, n, 0, res, &e), 0);
-    for (int i = 0; i < n; i++) {
-        char *ann = dt_annotation_to_string(&anns[i]);
-        char what[128];
-        dt_kernel_op_describe(&kops[i], what, sizeof what);
-        if (res[i].status != DT_BUILD_OK) {
-            fprintf(stderr, "\n  build failed for %s %s:\n%.2000s\n", what, ann, res[i].log);
-            CU_FAIL("build failed");
-        } else {
-            dt_kernel k;
-            CU_ASSERT_EQUAL_FATAL(dt_kernel_load(res[i].so_path, &k, &e), 0);
-            CU_ASSERT_PTR_EQUAL(k.op, dt_mk_op_find(kops[i].op, DT_DTYPE_BF16));
-            CU_ASSERT_TRUE(dt_kernel_computes(&k, &kops[i]));
-            if (getenv("DT_TEST_TRACE"))
-                fprintf(stderr, "\n  verifying %s %s %s\n", what, ann, res[i].so_path);
-            int rc = dt_test_verify_boundaries(&k, &kops[i], &anns[i], &e);
-            if (rc)
-                fprintf(stderr, "\n  %s %s: %s\n", what, ann, e.msg);
-            CU_ASSERT_EQUAL(rc, 0);
-            dt_kernel_unload(&k);
-        }
-        free(ann);
-        free(src[i]);
-        dt_build_result_free(&res[i]);
-    }
-    free(src);
-    free(res);
-}
-
-static void build_and_verify(const dt_kernel_op *kops, const dt_annotation *anns, int n)
-{
-    build_and_verify_with(&g_builder, kops, anns, n);
-}
-
 static const char *const g_ops[] = {
     "dense(M=1..8,N=64,K=64,dtype=bf16)",
     "dense(M=1..8,N=64,K=64,epilogue=bias,dtype=bf16)",
@@ -152,7 +107,7 @@ static void test_sketch_backend_matrix(void)
                 n++;
             }
     }
-    build_and_verify(kops, anns, n);
+    dt_test_build_and_verify(&g_builder, kops, anns, n, NULL);
 }
 
 /* Corner annotations per back-end: the smallest tiles, scratch stores,
@@ -199,7 +154,7 @@ static void test_corner_annotations(void)
             n += 2;
         }
     }
-    build_and_verify(kops, all, n);
+    dt_test_build_and_verify(&g_builder, kops, all, n, NULL);
 }
 
 /* The native kernel built by a compiler told the CPU has no avx512_bf16:
@@ -217,7 +172,7 @@ static void test_native_without_bf16_instructions(void)
     dt_kernel_op kops[8];
     for (int i = 0; i < nc; i++)
         kops[i] = dt_test_kop(g_ops[(i * 5) % N_OPS]);
-    build_and_verify_with(&b, kops, anns, nc);
+    dt_test_build_and_verify(&b, kops, anns, nc, NULL);
 }
 
 /* A bf16 kernel's source is not f32's: its types block, its entry points,

@@ -115,30 +115,6 @@ static void unload_all(dt_kernel *ks, int n)
 
 /* ---- verification against the double reference -------------------------- */
 
-static void build_and_verify(const dt_builder *b, const dt_kernel_op *kops,
-                             const dt_annotation *anns, int n)
-{
-    dt_kernel *ks = calloc((size_t)n, sizeof *ks);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ks);
-    build_load(b, kops, anns, n, ks);
-    for (int i = 0; i < n; i++) {
-        if (!ks[i].handle)
-            continue;
-        dt_err e;
-        int rc = dt_test_verify_boundaries(&ks[i], &kops[i], &anns[i], &e);
-        if (rc) {
-            char *ann = dt_annotation_to_string(&anns[i]);
-            char what[128];
-            dt_kernel_op_describe(&kops[i], what, sizeof what);
-            fprintf(stderr, "\n  %s %s: %s\n", what, ann, e.msg);
-            free(ann);
-        }
-        CU_ASSERT_EQUAL(rc, 0);
-    }
-    unload_all(ks, n);
-    free(ks);
-}
-
 /* For every back-end and sketch: random annotations, each with an epilogue
  * in turn, so every epilogue meets every sketch × back-end. */
 static void test_sketch_backend_matrix(void)
@@ -160,7 +136,7 @@ static void test_sketch_backend_matrix(void)
                 kops[n] = dt_test_kop(g_ops[(i + sk * 3 + b) % N_OPS]);
                 n++;
             }
-    build_and_verify(&g_builder, kops, anns, n);
+    dt_test_build_and_verify(&g_builder, kops, anns, n, NULL);
 }
 
 /* Hand-picked corners on each back-end: the smallest tiles, scratch stores,
@@ -194,7 +170,7 @@ static void test_corner_annotations(void)
             n++;
         }
     }
-    build_and_verify(&g_builder, kops, anns, n);
+    dt_test_build_and_verify(&g_builder, kops, anns, n, NULL);
 }
 
 /* ---- the integer reference: bit-exact ----------------------------------- */
@@ -398,7 +374,7 @@ static void test_native_fallbacks(void)
             kops[i] = dt_test_kop(g_ops[i < 2 ? 0 : 5]);
         }
         check_exact_all(&b, kops, anns, 2, extra[f]);
-        build_and_verify(&b, kops + 2, anns + 2, 2);
+        dt_test_build_and_verify(&b, kops + 2, anns + 2, 2, NULL);
         /* the source selects the fallback by the compiler's macros */
         char *src = NULL;
         dt_err e;

@@ -53,47 +53,6 @@ static const char *const g_ops[] = {
 };
 #define N_OPS ((int)(sizeof g_ops / sizeof g_ops[0]))
 
-/* Builds n (op, annotation) pairs in parallel; calls check on each loaded
- * kernel (NULL: dt_test_verify_boundaries). */
-typedef int (*check_fn)(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
-                        dt_err *e);
-
-static void build_and_check(const dt_kernel_op *kops, const dt_annotation *anns, int n,
-                            check_fn check)
-{
-    char **src = calloc((size_t)n, sizeof *src);
-    dt_build_result *res = calloc((size_t)n, sizeof *res);
-    CU_ASSERT_FATAL(src && res);
-    dt_err e;
-    for (int i = 0; i < n; i++)
-        CU_ASSERT_EQUAL_FATAL(dt_codegen(&kops[i], &anns[i], &src[i], &e), 0);
-    CU_ASSERT_EQUAL_FATAL(dt_build_many(&g_builder, (const char *const *)src, n, 0, res, &e), 0);
-    for (int i = 0; i < n; i++) {
-        char *ann = dt_annotation_to_string(&anns[i]);
-        char what[128];
-        dt_kernel_op_describe(&kops[i], what, sizeof what);
-        if (res[i].status != DT_BUILD_OK) {
-            fprintf(stderr, "\n  build failed for %s %s:\n%.3000s\n", what, ann, res[i].log);
-            CU_FAIL("build failed");
-        } else {
-            dt_kernel k;
-            CU_ASSERT_EQUAL_FATAL(dt_kernel_load(res[i].so_path, &k, &e), 0);
-            CU_ASSERT_TRUE(dt_kernel_computes(&k, &kops[i]));
-            CU_ASSERT_PTR_EQUAL(k.op, dt_mk_op_find(kops[i].op, DT_DTYPE_W8A32));
-            int rc = (check ? check : dt_test_verify_boundaries)(&k, &kops[i], &anns[i], &e);
-            if (rc)
-                fprintf(stderr, "\n  %s %s: %s\n", what, ann, e.msg);
-            CU_ASSERT_EQUAL(rc, 0);
-            dt_kernel_unload(&k);
-        }
-        free(ann);
-        free(src[i]);
-        dt_build_result_free(&res[i]);
-    }
-    free(src);
-    free(res);
-}
-
 /* For every back-end this CPU runs (generic is the portable one) and every
  * sketch: random annotations, the epilogues taken in turn. */
 static void test_sketch_backend_matrix(void)
@@ -116,7 +75,7 @@ static void test_sketch_backend_matrix(void)
                 n++;
             }
     }
-    build_and_check(kops, anns, n, NULL);
+    dt_test_build_and_verify(&g_builder, kops, anns, n, NULL);
 }
 
 /* The smallest tiles, scratch stores, n_inner, unroll 8 with prefetch,
@@ -156,7 +115,7 @@ static void test_corner_annotations(void)
             kops[n++] = dt_test_kop(g_ops[i % N_OPS]);
         }
     }
-    build_and_check(kops, anns, n, NULL);
+    dt_test_build_and_verify(&g_builder, kops, anns, n, NULL);
 }
 
 /* LLM-decode-like shapes (small M, large N and K) on stream kernels. */
@@ -195,7 +154,7 @@ static void test_decode_shapes(void)
         CU_ASSERT_EQUAL_FATAL(rc, 0);
         kops[i] = dt_test_kop(g_ops[i % 2 ? 4 : 1]);
     }
-    build_and_check(kops, anns, n, check_decode);
+    dt_test_build_and_verify(&g_builder, kops, anns, n, check_decode);
 }
 
 /* ---- scales of every sign and size, extreme weights ---------------------- */
@@ -303,7 +262,7 @@ static void test_scales(void)
                 kops[n++] = dt_test_kop(g_ops[i ? 5 : 1]);
             }
     }
-    build_and_check(kops, anns, n, check_scales);
+    dt_test_build_and_verify(&g_builder, kops, anns, n, check_scales);
 }
 
 /* ---- the packed layout and the hooks ---------------------------------------- */
