@@ -116,19 +116,29 @@ int ox_need(ox_node *c, int i, ox_tensor **t)
     return 0;
 }
 
-int ox_input_ints(ox_node *c, int i, const char *what, int64_t *buf, int max, int *n)
+/* Input i, present and with known values (at most max of them), in *t. */
+static int known_values(ox_node *c, int i, const char *what, int max, ox_tensor **t)
 {
-    ox_tensor *t = i < c->nin ? c->in[i] : NULL;
-    if (!t)
+    *t = i < c->nin ? c->in[i] : NULL;
+    if (!*t)
         return ox_fail(c, "%s (input #%d) is missing", what, i);
-    if (t->nv < 0)
+    if ((*t)->nv < 0)
         return ox_fail(c,
                        "%s ('%s') is not known: it must be computed from constants and shapes "
                        "(with at most %d elements)",
-                       what, t->pub.name, DT_OX_MAX_VALUES);
-    if (t->nv > max)
-        return ox_fail(c, "%s ('%s') has %d elements, at most %d are allowed", what, t->pub.name,
-                       t->nv, max);
+                       what, (*t)->pub.name, DT_OX_MAX_VALUES);
+    if ((*t)->nv > max)
+        return ox_fail(c, "%s ('%s') has %d elements, at most %d are allowed", what,
+                       (*t)->pub.name, (*t)->nv, max);
+    return 0;
+}
+
+int ox_input_ints(ox_node *c, int i, const char *what, int64_t *buf, int max, int *n)
+{
+    ox_tensor *t;
+    int rc = known_values(c, i, what, max, &t);
+    if (rc)
+        return rc;
     for (int k = 0; k < t->nv; k++)
         if (!sym_is_const(t->vals[k], &buf[k])) {
             char s[128];
@@ -149,17 +159,10 @@ int ox_opt_input_ints(ox_node *c, int i, const char *what, int64_t *buf, int max
 
 int ox_input_syms(ox_node *c, int i, const char *what, const sym **buf, int max, int *n)
 {
-    ox_tensor *t = i < c->nin ? c->in[i] : NULL;
-    if (!t)
-        return ox_fail(c, "%s (input #%d) is missing", what, i);
-    if (t->nv < 0)
-        return ox_fail(c,
-                       "%s ('%s') is not known: it must be computed from constants and shapes "
-                       "(with at most %d elements)",
-                       what, t->pub.name, DT_OX_MAX_VALUES);
-    if (t->nv > max)
-        return ox_fail(c, "%s ('%s') has %d elements, at most %d are allowed", what, t->pub.name,
-                       t->nv, max);
+    ox_tensor *t;
+    int rc = known_values(c, i, what, max, &t);
+    if (rc)
+        return rc;
     memcpy(buf, t->vals, (size_t)t->nv * sizeof *buf);
     *n = t->nv;
     return 0;

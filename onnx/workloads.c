@@ -34,14 +34,7 @@ static int absorb_kind(const dt_ox_wctx *c, int i)
         const dt_ox_shape *o = n->noutputs ? dt_ox_wshape(c, n->outputs[0]) : NULL;
         return o && o->is_const ? 1 : 2;
     }
-    int outs = 0;
-    for (int k = 0; k < n->noutputs; k++) {
-        const dt_ox_shape *o = dt_ox_wshape(c, n->outputs[k]);
-        if (n->outputs[k][0] && (!o || !o->is_const))
-            return 0;
-        outs += n->outputs[k][0] != 0;
-    }
-    return outs > 0; /* computed from constants only: weights, their scales, GELU's scalars */
+    return dt_ox_all_const(c, i);
 }
 
 /* Absorbs node i when it can be: 1 when it was. */

@@ -35,6 +35,9 @@ typedef struct {
 
 /* The shape of a tensor; NULL for "" or a tensor propagation did not reach. */
 const dt_ox_shape *dt_ox_wshape(const dt_ox_wctx *c, const char *tensor);
+/* 1 when node i has an output and every output is computed from constants
+ * only (weights, their scales, GELU's scalars). */
+int dt_ox_all_const(const dt_ox_wctx *c, int i);
 /* 1 when node n is op_type of the default domain ("" or "ai.onnx"). */
 int dt_ox_is(const dt_ox_node *n, const char *op_type);
 /* 1 when node n is op_type of the com.microsoft domain. */

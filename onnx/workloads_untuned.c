@@ -230,19 +230,6 @@ static int known_values(const dt_ox_wctx *c, int i)
     return outs > 0;
 }
 
-static int all_const(const dt_ox_wctx *c, int i)
-{
-    const dt_ox_node *n = nd(c, i);
-    int outs = 0;
-    for (int k = 0; k < n->noutputs; k++) {
-        const dt_ox_shape *o = dt_ox_wshape(c, n->outputs[k]);
-        if (n->outputs[k][0] && (!o || !o->is_const))
-            return 0;
-        outs += n->outputs[k][0] != 0;
-    }
-    return outs > 0;
-}
-
 /* The kind and (what, why) of a single uncovered node; what may be written
  * into buf. */
 static kind classify(const dt_ox_wctx *c, int i, char *buf, size_t n, const char **what,
@@ -265,7 +252,7 @@ static kind classify(const dt_ox_wctx *c, int i, char *buf, size_t n, const char
     } else if (known_values(c, i)) {
         *what = "shape arithmetic";
         k = K_SHAPE;
-    } else if (all_const(c, i)) {
+    } else if (dt_ox_all_const(c, i)) {
         *what = "constant folding";
         k = K_FOLDING;
     } else if (dflt)

@@ -13,6 +13,19 @@ const dt_ox_shape *dt_ox_wshape(const dt_ox_wctx *c, const char *tensor)
     return tensor[0] ? dt_ox_shape_of(c->s, tensor) : NULL;
 }
 
+int dt_ox_all_const(const dt_ox_wctx *c, int i)
+{
+    const dt_ox_node *n = &c->g->nodes[i];
+    int outs = 0;
+    for (int k = 0; k < n->noutputs; k++) {
+        const dt_ox_shape *o = dt_ox_wshape(c, n->outputs[k]);
+        if (n->outputs[k][0] && (!o || !o->is_const))
+            return 0;
+        outs += n->outputs[k][0] != 0;
+    }
+    return outs > 0;
+}
+
 int dt_ox_is(const dt_ox_node *n, const char *op_type)
 {
     return (!n->domain[0] || !strcmp(n->domain, "ai.onnx")) && !strcmp(n->op_type, op_type);
