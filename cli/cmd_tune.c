@@ -63,10 +63,10 @@ static void usage(FILE *out)
             "  --threads T        threads of the tuned kernels (default: all cores)\n"
             "  --seed S           seed of the search (default 1)\n"
             "  --topk K           kernels measured per shape at the end (default 2)\n"
-            "  --max-kernels K    at most K distinct kernels per workload; auto: the\n"
-            "                     fewest within 1 %% of the unrestricted objective; all / 0\n"
-            "                     (default): unrestricted, every dispatched kernel\n"
-            "                     measured on its shapes\n"
+            "  --max-kernels K    at most K distinct kernels per workload; auto\n"
+            "                     (default): the fewest within 1 %% of the unrestricted\n"
+            "                     objective; all / 0: unrestricted.  auto and all\n"
+            "                     dispatch only kernels measured on their shapes\n"
             "  --min-time MS      minimum timed length of one trial (default 5)\n"
             "  --workers LIST     measure on dtune workers (HOST:PORT,...) instead of here\n"
             "  --token-file FILE  the workers' shared token (mode 600)\n"
@@ -134,7 +134,7 @@ static int parse_args(int argc, char **argv, tune_args *a, const char **what)
         {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
         {"var", required_argument, NULL, 'v'},     {"max-kernels", required_argument, NULL, 'K'},
         {NULL, 0, NULL, 0}};
-    *a = (tune_args){.seed = 1, .topk = 2, .min_time_ms = 5, .max_kernels = DT_SELECT_ALL};
+    *a = (tune_args){.seed = 1, .topk = 2, .min_time_ms = 5, .max_kernels = DT_SELECT_AUTO};
     int c, v;
     optind = 1;
     opterr = 0;

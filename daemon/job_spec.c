@@ -273,7 +273,7 @@ int dt_job_request_parse(const char *body, size_t len, int cores, int default_th
             goto out;
         }
     }
-    int max_kernels = DT_SELECT_ALL;
+    int max_kernels = DT_SELECT_AUTO;
     if ((v = json_object_get(root, "max_kernels")) && (rc = max_kernels_field(&c, v, &max_kernels)))
         goto out;
     dt_strategy st = DT_STRATEGY_JOINT;

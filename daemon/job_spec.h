@@ -17,7 +17,8 @@
  * Stored (jobs.spec / jobs.options): {"model": {...}} or {"workload": KEY}
  * (canonical), and every option resolved: {"trials", "time_s", "strategy",
  * "threads", "seed", "topk", "min_time_ms", "max_kernels"}; a job stored
- * without max_kernels reads back as "auto".
+ * without max_kernels (before the field existed) reads back as "all", the
+ * default it was submitted under.
  *
  * Ownership: strings returned through char ** are malloc'ed for the caller;
  * a dt_job_params owns its model text (dt_job_params_free). */

@@ -5,6 +5,8 @@
 #   scripts/bench_tuning.sh [B]        (default B = 64)
 #
 # per-shape gets B trials per shape (8·B in total), joint gets B in total.
+# Both select without a kernel budget (--max-kernels all): what is compared
+# is what each search found (the default budget, auto, costs joint up to 1 %).
 # Each tunes into its own fresh database with its own cold kernel cache.  Then
 # `dtune bench --db` runs each database's dispatched kernels over every M in
 # 1..128 (the eight tuned shapes, and the others through nearest-tuned-shape
@@ -35,7 +37,7 @@ for seed in $SEEDS; do
     [ "$s" = per-shape ] && n=$((8 * B))
     echo "== seed $seed: tune $s: $n trials, $THREADS thread(s)" >&2
     DTUNE_CACHE_DIR="$D/cache-$s" "$BIN" --quiet tune "$KEY" --strategy "$s" --trials "$n" \
-      --seed "$seed" --threads "$THREADS" --db "$D/$s.db" --json > "$D/$s-tune.json"
+      --max-kernels all --seed "$seed" --threads "$THREADS" --db "$D/$s.db" --json > "$D/$s-tune.json"
   done
   for s in per-shape joint; do
     echo "== seed $seed: bench $s dispatch over M=1..128" >&2

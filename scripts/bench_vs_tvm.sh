@@ -211,8 +211,10 @@ for w in $WORKLOADS; do
             n=$((NSH * B))
             say "$w: dtune $st, $n trials, seed $s"
             rm -rf "$d"; mkdir -p "$d"
+            # unrestricted selection (--max-kernels all): the searches are
+            # compared, not the kernel budget (auto may cost joint up to 1 %)
             DTUNE_CACHE_DIR="$d/cache" "$BIN" tune "$key" --strategy "$st" --trials "$n" \
-              --seed "$s" --threads "$THREADS" --db "$d/dtune.db" --json \
+              --max-kernels all --seed "$s" --threads "$THREADS" --db "$d/dtune.db" --json \
               > "$d/tune.json" 2> "$d/tune.err"
             : > "$d/bench.jsonl.tmp"
             for p in $(seq "$PROCS"); do

@@ -149,8 +149,8 @@ static void test_request_invalid(void)
     expect_bad("{\"model\": \"bert\"}", "model: must be a model spec object, not a string");
 }
 
-/* max_kernels: "all" (unrestricted) by default and for jobs stored before
- * the field, 0 too, "auto" and K kept; anything else refused */
+/* max_kernels: "auto" by default, "all" (unrestricted) for jobs stored
+ * before the field, 0 too; K kept; anything else refused */
 static void test_request_max_kernels(void)
 {
     const char *bodies[] = {"{\"workload\": \"" KEY "\"}",
@@ -158,7 +158,7 @@ static void test_request_max_kernels(void)
                             "{\"workload\": \"" KEY "\", \"max_kernels\": 0}",
                             "{\"workload\": \"" KEY "\", \"max_kernels\": 3}",
                             "{\"workload\": \"" KEY "\", \"max_kernels\": \"auto\"}"};
-    const int want[] = {DT_SELECT_ALL, DT_SELECT_ALL, DT_SELECT_ALL, 3, DT_SELECT_AUTO};
+    const int want[] = {DT_SELECT_AUTO, DT_SELECT_ALL, DT_SELECT_ALL, 3, DT_SELECT_AUTO};
     for (int i = 0; i < 5; i++) {
         char *spec = NULL, *opts = NULL;
         dt_err e;

@@ -883,8 +883,15 @@ static void test_select_ranges(void)
     CU_ASSERT_EQUAL(dt_db_schedule_list(db2, t.workload_id, t.target_id, 1, &rows, &n, &e), 0);
     CU_ASSERT_EQUAL(n, 0);
     dt_db_schedules_free(rows, n);
-    CU_ASSERT_EQUAL(dt_select_reserve(&t, 3), 6);
-    CU_ASSERT_EQUAL(dt_select_reserve(&t, 0), 0);
+    CU_ASSERT_EQUAL(dt_select_reserve(&t, 3, DT_SELECT_ALL), 6);
+    CU_ASSERT_EQUAL(dt_select_reserve(&t, 0, DT_SELECT_ALL), 0);
+    /* a kernel budget: one more per shape, held back for verification */
+    CU_ASSERT_EQUAL(dt_select_reserve(&t, 3, DT_SELECT_AUTO), 8);
+    CU_ASSERT_EQUAL(dt_select_reserve(&t, 0, 4), 0);
+    CU_ASSERT_EQUAL(dt_select_verify_share(&t, 3, DT_SELECT_ALL, 8), 0);
+    CU_ASSERT_EQUAL(dt_select_verify_share(&t, 3, DT_SELECT_AUTO, 8), 2);
+    CU_ASSERT_EQUAL(dt_select_verify_share(&t, 3, 2, 4), 1);
+    CU_ASSERT_EQUAL(dt_select_verify_share(&t, 3, 2, 0), 0);
     dt_predictor_free(&p);
     dt_task_free(&t);
     dt_db_close(db2);

@@ -7,7 +7,21 @@
 
 #include "tuner/select_budget.h"
 
-int64_t dt_select_reserve(const dt_task *t, int topk) { return t->nshapes * (topk > 0 ? topk : 0); }
+int64_t dt_select_reserve(const dt_task *t, int topk, int max_kernels)
+{
+    if (topk <= 0)
+        return 0;
+    return t->nshapes * (topk + (max_kernels != DT_SELECT_ALL));
+}
+
+int64_t dt_select_verify_share(const dt_task *t, int topk, int max_kernels, int64_t max_trials)
+{
+    if (max_kernels == DT_SELECT_ALL || topk <= 0 || max_trials <= 0)
+        return 0;
+    /* one per shape, or the share of one kernel rank when trials are short */
+    int64_t share = max_trials / (topk + 1);
+    return share < t->nshapes ? share : t->nshapes;
+}
 
 typedef struct {
     int64_t s;
@@ -96,7 +110,8 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
      * of them buys the most useful: every shape's top kernel first (the
      * heaviest shapes, by weight · known ns, first), then the second, ... */
     int n = 0;
-    if (topk > 0 && max_trials > 0) {
+    int64_t topk_trials = max_trials - dt_select_verify_share(t, topk, o->max_kernels, max_trials);
+    if (topk > 0 && topk_trials > 0) {
         int (*top)[16] = malloc((size_t)t->nshapes * sizeof *top);
         int *cnt = malloc((size_t)t->nshapes * sizeof *cnt);
         shape_key *order = malloc((size_t)t->nshapes * sizeof *order);
@@ -113,8 +128,8 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
             order[s] = (shape_key){s, cnt[s] > 0 ? t->weight[s] * val[0] : -1};
         }
         qsort(order, (size_t)t->nshapes, sizeof *order, cmp_shape_key);
-        for (int rank = 0; rank < topk && n < max_trials; rank++)
-            for (int64_t j = 0; j < t->nshapes && n < max_trials; j++) {
+        for (int rank = 0; rank < topk && n < topk_trials; rank++)
+            for (int64_t j = 0; j < t->nshapes && n < topk_trials; j++) {
                 int64_t s = order[j].s;
                 if (rank < cnt[s] && isnan(dt_task_measured(t, top[s][rank], s)))
                     q[n++] = (dt_mreq){.k = top[s][rank], .s = s};

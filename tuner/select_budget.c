@@ -157,6 +157,15 @@ int dt_select_budget_winners(dt_task *t, dt_measurer *m, const dt_select_opts *o
         int nc = candidates(t, cand, tm, tmm, col, rk, best);
         if (nc == 0)
             break;
+        /* the automatic budget promises measured dispatch: on measured
+         * times it counts an unmeasured pair as unusable, so the set it
+         * takes covers every shape something was measured on (dt_kset
+         * charges a shape its set cannot run twice its slowest time) */
+        if (measured_only && o->max_kernels == DT_SELECT_AUTO)
+            for (int64_t s = 0; s < ns; s++)
+                for (int j = 0; j < nc; j++)
+                    if (isnan(dt_task_measured(t, cand[j], s)))
+                        tmm[s * nc + j] = INFINITY;
         const double *mx = measured_only ? tmm : tm;
         dt_kset ks;
         if ((rc = dt_kset_init(&ks, ns, nc, t->weight, mx, e)))
@@ -169,10 +178,21 @@ int dt_select_budget_winners(dt_task *t, dt_measurer *m, const dt_select_opts *o
             rc = n;
             break;
         }
-        /* every shape to the set's fastest */
+        /* every shape to the set's fastest: on measured times, the
+         * fastest member measured on it, else the best by mx, else by
+         * estimate */
         int nq = 0;
         for (int64_t s = 0; s < ns; s++) {
             int bj = -1;
+            double bv = INFINITY;
+            if (measured_only)
+                for (int i = 0; i < n; i++) {
+                    double v = dt_task_measured(t, cand[set[i]], s);
+                    if (!isnan(v) && isfinite(v) && (bj < 0 || v < bv)) {
+                        bj = set[i];
+                        bv = v;
+                    }
+                }
             for (int pick = 0; pick < 2 && bj < 0; pick++) {
                 const double *row = (pick == 0 ? mx : tm) + s * nc;
                 for (int i = 0; i < n; i++)

@@ -17,9 +17,9 @@ void dt_tune_opts_default(dt_tune_opts *o)
     o->strategy = DT_STRATEGY_JOINT;
     o->seed = 1;
     o->topk = 2;
-    /* unrestricted by default: with a budget, a selection short of trials
-     * may dispatch a kernel never measured on a shape (docs/tuner.md) */
-    o->max_kernels = DT_SELECT_ALL;
+    /* the fewest kernels within DT_SELECT_LOSS_TOL, each dispatched pair
+     * measured (select.h, "kernel budget") */
+    o->max_kernels = DT_SELECT_AUTO;
     o->patience = 8;
     o->min_improvement = 0.002;
     dt_search_opts_default(&o->search);
@@ -272,7 +272,7 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
     int topk = o->strategy == DT_STRATEGY_PER_SHAPE ? 0 : o->topk;
     int64_t need = 0;
     for (int i = 0; i < n; i++)
-        need += dt_select_reserve(&tasks[i], topk);
+        need += dt_select_reserve(&tasks[i], topk, o->max_kernels);
     /* the selection's reserve: at most a quarter of the trial budget; of a
      * time budget, at most a quarter of the time (see time_reserve) */
     int64_t reserve = dt_tune_reserve(need, o->trials);
