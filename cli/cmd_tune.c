@@ -17,6 +17,7 @@
 #include "db/db.h"
 #include "tuner/model_tasks.h"
 #include "cli/cli_model.h"
+#include "tuner/curve.h"
 #include "tuner/kset.h"
 #include "tuner/tune.h"
 
@@ -183,6 +184,7 @@ static int parse_args(int argc, char **argv, tune_args *a, const char **what)
 typedef struct {
     int tty, quiet;
     int last_len;
+    dt_tune_curve curve; /* every round, for --json */
 } progress_state;
 
 static void fmt_ns(double ns, char *buf, size_t n)
@@ -204,6 +206,7 @@ static void fmt_clock(double s, char *buf, size_t n)
 static void on_event(const dt_tune_event *ev, void *ud)
 {
     progress_state *ps = ud;
+    dt_tune_curve_add(&ps->curve, ev);
     if (ps->quiet)
         return;
     char obj[32], lat[32], el[32], tb[48], budget[32] = "";
@@ -286,7 +289,8 @@ static double task_gflops(const dt_task *t)
 }
 
 static int print_json(const char *what, const char *tkey, const char *db, const tune_args *a,
-                      int threads, const dt_task *t, int n, const dt_tune_result *r)
+                      int threads, const dt_task *t, int n, const dt_tune_result *r,
+                      const dt_tune_curve *curve)
 {
     json_t *root = json_object(), *ws = json_array(), *ms = json_array();
     json_object_set_new(root, "model", json_string(what));
@@ -351,6 +355,8 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
                                             "kendall_tau", dt_json_num_or_null(r->cm[j].tau_all),
                                             "topk_recall", dt_json_num_or_null(r->cm[j].recall)));
     json_object_set_new(root, "cost_models", ms);
+    json_t *cj = dt_tune_curve_json(curve, t, n);
+    json_object_set_new(root, "curve", cj ? cj : json_null());
     return dt_cli_print_json(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) ? DT_EXIT_RUNTIME
                                                                           : DT_EXIT_OK;
 }
@@ -441,6 +447,8 @@ int dt_cmd_tune(int argc, char **argv)
     int n = 0;
     dt_db *db = NULL;
     dt_tune_result *res = calloc(1, sizeof *res);
+    progress_state ps = {.tty = isatty(2), .quiet = dt_log_get_level() < DT_LOG_WARN};
+    dt_tune_curve_init(&ps.curve);
     if (!tasks || !res) {
         rc = dt_errf(&e, DT_ENOMEM, "out of memory");
         goto fail;
@@ -495,7 +503,6 @@ int dt_cmd_tune(int argc, char **argv)
     o.meas.seed = a.seed;
     o.meas.workers = a.workers;
     o.meas.token_file = a.token_file;
-    progress_state ps = {.tty = isatty(2), .quiet = dt_log_get_level() < DT_LOG_WARN};
     o.on_event = on_event;
     o.ud = &ps;
     o.stop = &stop_flag;
@@ -516,7 +523,7 @@ int dt_cmd_tune(int argc, char **argv)
     if (rc)
         goto fail;
     if (a.json)
-        rc = print_json(what, tkey, path, &a, threads, tasks, n, res);
+        rc = print_json(what, tkey, path, &a, threads, tasks, n, res, &ps.curve);
     else {
         print_table(path, tasks, n, res, threads, a.max_kernels);
         rc = DT_EXIT_OK;
@@ -538,6 +545,7 @@ int dt_cmd_tune(int argc, char **argv)
         dt_task_free(&tasks[i]);
     free(tasks);
     free(res);
+    dt_tune_curve_free(&ps.curve);
     dt_db_close(db);
     return rc;
 fail:
@@ -545,6 +553,7 @@ fail:
         dt_task_free(&tasks[i]);
     free(tasks);
     free(res);
+    dt_tune_curve_free(&ps.curve);
     dt_db_close(db);
     return dt_cli_fail(&e);
 }

@@ -14,6 +14,7 @@
 #include "common/json_util.h"
 #include "common/log.h"
 #include "daemon/job_spec.h"
+#include "tuner/curve.h"
 #include "tuner/tune.h"
 
 struct dt_jobs {
@@ -55,6 +56,7 @@ typedef struct {
     const char *phase;
     dt_tune_event last;             /* model-level numbers of the last event */
     int have_last;
+    dt_tune_curve curve;            /* every round, earlier runs' included */
 } run_ctx;
 
 static json_t *progress_json(const run_ctx *c)
@@ -107,6 +109,8 @@ static json_t *progress_json(const run_ctx *c)
         json_array_append_new(ws, w);
     }
     json_object_set_new(p, "workloads", ws);
+    json_t *cj = dt_tune_curve_json(&c->curve, c->tasks, c->n);
+    json_object_set_new(p, "curve", cj ? cj : json_null());
     return p;
 }
 
@@ -138,6 +142,7 @@ static void on_event(const dt_tune_event *ev, void *ud)
     c->have_last = 1;
     int force = 0;
     if (ev->kind == DT_TUNE_EV_ROUND) {
+        dt_tune_curve_add(&c->curve, ev);
         c->rounds++;
         c->trials_new += ev->round.trials;
         dt_metrics_trials(c->j->metrics, ev->round.trials);
@@ -202,6 +207,12 @@ static void run_job(dt_jobs *j, dt_db *db, const dt_db_job *job)
                    .runs = (int)json_integer_value(json_object_get(cp, "runs")) + 1,
                    .phase = "search"};
     json_decref(cp);
+    /* the curve goes on from the earlier runs' */
+    dt_tune_curve_init(&c->curve);
+    c->curve.offset_s = c->prior_s;
+    json_t *prog = job->progress ? json_loads(job->progress, 0, &jerr) : NULL;
+    dt_tune_curve_load_json(&c->curve, json_object_get(prog, "curve"), tasks, n);
+    json_decref(prog);
 
     dt_tune_opts o;
     dt_tune_opts_default(&o);
@@ -269,6 +280,8 @@ out:
         dt_job_params_free(&p);
     free(tasks);
     free(r);
+    if (c)
+        dt_tune_curve_free(&c->curve);
     free(c);
 }
 

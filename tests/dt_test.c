@@ -186,6 +186,39 @@ json_t *dt_test_run_dtune_json(int *code, const char *args)
     return root;
 }
 
+int dt_test_check_curve(const json_t *curve, int64_t max_trials)
+{
+    if (!json_is_array(curve)) {
+        fprintf(stderr, "\n  curve: not an array\n");
+        return -1;
+    }
+    double el = 0;
+    json_int_t tr = 0;
+    size_t i;
+    const json_t *p;
+    json_array_foreach(curve, i, p) {
+        const json_t *e = json_object_get(p, "elapsed_s"), *t = json_object_get(p, "trials");
+        const char *w = json_string_value(json_object_get(p, "workload"));
+        if (!json_is_number(e) || !json_is_integer(t) || !w || !*w ||
+            json_integer_value(json_object_get(p, "round")) < 1 ||
+            !json_object_get(p, "objective_ns") || !json_object_get(p, "model_latency_ns")) {
+            fprintf(stderr, "\n  curve point %zu: a field is missing\n", i);
+            return -1;
+        }
+        if (json_number_value(e) < el || json_integer_value(t) < tr ||
+            json_integer_value(t) > max_trials) {
+            fprintf(stderr, "\n  curve point %zu: %.3f s, %lld trials after %.3f s, %lld "
+                            "(at most %lld)\n",
+                    i, json_number_value(e), (long long)json_integer_value(t), el,
+                    (long long)tr, (long long)max_trials);
+            return -1;
+        }
+        el = json_number_value(e);
+        tr = json_integer_value(t);
+    }
+    return (int)json_array_size(curve);
+}
+
 int dt_test_start_worker(const dt_test_worker_opts *o, pid_t *pid, char *target_key,
                          size_t key_size)
 {

@@ -72,6 +72,12 @@ void dt_test_proc_free(dt_test_proc *p);
  * *code receives the exit code. */
 json_t *dt_test_run_dtune_json(int *code, const char *args);
 
+/* Checks a tuning curve ("curve" of `dtune tune --json` and of a daemon
+ * job's progress): an array of points, each naming its workload, with
+ * elapsed time and trials never decreasing and trials <= max_trials;
+ * returns the number of points, -1 when malformed (what is wrong printed). */
+int dt_test_check_curve(const json_t *curve, int64_t max_trials);
+
 /* Starts `DTUNE_BIN worker --listen 127.0.0.1:0 --token-file TOKEN [extra...]`
  * in its own process group (its runner children die with a kill of the
  * group), stdin and stdout on /dev/null, stderr into log_path, DTUNE_LOG set

@@ -297,6 +297,10 @@ static void test_job_query_source(void)
     json_t *w = json_array_get(json_object_get(p, "workloads"), 0);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(w, "workload")), KEY);
     CU_ASSERT(json_integer_value(json_object_get(json_object_get(w, "selected"), "ranges")) >= 1);
+    /* the tuning curve: a point per round */
+    CU_ASSERT(dt_test_check_curve(json_object_get(p, "curve"), 24) >= 1);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(p, "curve")),
+                    (size_t)json_integer_value(json_object_get(p, "rounds")));
     json_decref(j);
 
     /* the list has it */

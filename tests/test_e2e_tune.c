@@ -406,6 +406,9 @@ static void test_max_kernels(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(t, "max_kernels")), 2);
     json_t *w = json_array_get(json_object_get(t, "workloads"), 0);
+    /* the tuning curve: a point per round */
+    CU_ASSERT_EQUAL(dt_test_check_curve(json_object_get(t, "curve"), 40),
+                    json_integer_value(json_object_get(w, "rounds")));
     json_int_t k = json_integer_value(json_object_get(w, "dispatched_kernels"));
     json_t *ids = json_object_get(w, "kernel_ids");
     CU_ASSERT(k >= 1 && k <= 2);

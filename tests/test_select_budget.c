@@ -383,29 +383,6 @@ static void test_select_estimates(void)
     CU_ASSERT_EQUAL(info.kernels, 2);
     CU_ASSERT_EQUAL(info.unmeasured, 0);
     CU_ASSERT_DOUBLE_EQUAL(info.objective, (50 + 5e6) / 6, 1e-6);
-    /* the automatic budget never dispatches an unmeasured pair when a
-     * measured one exists: with A at 1000 and a 5 % tolerance, D alone
-     * would be within it on estimates floored at 1020 ((50 + 5 · 1020) / 6
-     * against (50 + 5000) / 6, 1.96 %), but on measured times D cannot run
-     * s1..s5, so auto keeps A and D, everything measured, no loss */
-    const double ta2[6] = {1000, 1000, 1000, 1000, 1000, 1000};
-    for (int64_t s = 0; s < 6; s++)
-        t.k[0].m[s].ns = (float)ta2[s];
-    dt_select_opts oa = {.topk = 0, .max_trials = 0, .max_kernels = DT_SELECT_AUTO,
-                         .loss_tol = 0.05};
-    dt_err ea;
-    CU_ASSERT_EQUAL_FATAL(dt_select_run(&t, &p, NULL, &oa, db, &info, &ea), 0);
-    CU_ASSERT_EQUAL(info.kernels, 2);
-    CU_ASSERT_EQUAL(info.unmeasured, 0);
-    CU_ASSERT_DOUBLE_EQUAL(info.loss, 0, 1e-12);
-    CU_ASSERT_DOUBLE_EQUAL(info.objective, (50 + 5000) / 6.0, 1e-6);
-    /* a fixed K = 1 is what the user asked for: D, on the estimates */
-    CU_ASSERT_EQUAL_FATAL(run_budget(&t, &p, db, 1, &info), 0);
-    CU_ASSERT_EQUAL(info.kernels, 1);
-    CU_ASSERT_EQUAL(info.kernel_ids[0], t.k[1].id);
-    CU_ASSERT_EQUAL(info.unmeasured, 5);
-    for (int64_t s = 0; s < 6; s++)
-        t.k[0].m[s].ns = (float)ta[s];
     /* with trials to spend, the estimates choose D and its 5 unmeasured
      * shapes are measured (here they fail: D is dropped, A is chosen again
      * on what was measured) */

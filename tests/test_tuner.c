@@ -890,7 +890,8 @@ static void test_select_ranges(void)
     CU_ASSERT_EQUAL(dt_select_reserve(&t, 0, 4), 0);
     CU_ASSERT_EQUAL(dt_select_verify_share(&t, 3, DT_SELECT_ALL, 8), 0);
     CU_ASSERT_EQUAL(dt_select_verify_share(&t, 3, DT_SELECT_AUTO, 8), 2);
-    CU_ASSERT_EQUAL(dt_select_verify_share(&t, 3, 2, 4), 1);
+    CU_ASSERT_EQUAL(dt_select_verify_share(&t, 3, 2, 4), 2);
+    CU_ASSERT_EQUAL(dt_select_verify_share(&t, 3, 2, 1), 1);
     CU_ASSERT_EQUAL(dt_select_verify_share(&t, 3, 2, 0), 0);
     dt_predictor_free(&p);
     dt_task_free(&t);

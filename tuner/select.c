@@ -18,9 +18,9 @@ int64_t dt_select_verify_share(const dt_task *t, int topk, int max_kernels, int6
 {
     if (max_kernels == DT_SELECT_ALL || topk <= 0 || max_trials <= 0)
         return 0;
-    /* one per shape, or the share of one kernel rank when trials are short */
-    int64_t share = max_trials / (topk + 1);
-    return share < t->nshapes ? share : t->nshapes;
+    /* one per shape first: a shape's dispatched pair measured is worth more
+     * than a second candidate measured on it */
+    return max_trials < t->nshapes ? max_trials : t->nshapes;
 }
 
 typedef struct {

@@ -33,16 +33,16 @@
  * every shape's dispatched kernel is measured on it where it was not
  * (heaviest shapes first, within the selection's trials; topk 0 measures
  * nothing) and the set is chosen again on the new times, at most
- * DT_SELECT_VERIFY_PASSES times, so what is dispatched is measured; up to
- * one trial per shape of the selection's trials is held back from the
- * top-k measurements for this.  When nothing more can be measured the set
- * is chosen once more on measured times and each shape goes to the
- * fastest member measured on it: DT_SELECT_AUTO then counts an unmeasured
- * pair as unusable (so its set covers every shape with a measured member
- * and its loss is a measured one); a fixed K counts it no better than
- * DT_SELECT_TIE above its shape's fastest measured, and a shape none of
- * the K was measured on is dispatched on the estimate (counted in
- * dt_select_info.unmeasured) (tuner/select_budget.c). */
+ * DT_SELECT_VERIFY_PASSES times, so what is dispatched is measured; one
+ * trial per shape of the selection's trials (all of them when fewer) is
+ * held back from the top-k measurements for this, so a budget leaves no
+ * more shapes unmeasured than the unrestricted choice on the same trials.
+ * When nothing more can be measured the set is chosen once more on
+ * measured times, an unmeasured pair counted no better than DT_SELECT_TIE
+ * above its shape's fastest measured, and each shape goes to the fastest
+ * member measured on it; a shape none of the set was measured on is
+ * dispatched on the estimate (counted in dt_select_info.unmeasured)
+ * (tuner/select_budget.c). */
 #define DT_SELECT_AUTO (-1)
 #define DT_SELECT_ALL 0
 #define DT_SELECT_LOSS_TOL 0.01
@@ -91,7 +91,8 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
  * verifying the set's dispatch. */
 int64_t dt_select_reserve(const dt_task *t, int topk, int max_kernels);
 /* Of max_trials, what a kernel budget holds back from the top-k
- * measurements for verification (0 when unrestricted). */
+ * measurements for verification: one per shape, all when fewer (0 when
+ * unrestricted). */
 int64_t dt_select_verify_share(const dt_task *t, int topk, int max_kernels, int64_t max_trials);
 
 #endif

@@ -157,15 +157,6 @@ int dt_select_budget_winners(dt_task *t, dt_measurer *m, const dt_select_opts *o
         int nc = candidates(t, cand, tm, tmm, col, rk, best);
         if (nc == 0)
             break;
-        /* the automatic budget promises measured dispatch: on measured
-         * times it counts an unmeasured pair as unusable, so the set it
-         * takes covers every shape something was measured on (dt_kset
-         * charges a shape its set cannot run twice its slowest time) */
-        if (measured_only && o->max_kernels == DT_SELECT_AUTO)
-            for (int64_t s = 0; s < ns; s++)
-                for (int j = 0; j < nc; j++)
-                    if (isnan(dt_task_measured(t, cand[j], s)))
-                        tmm[s * nc + j] = INFINITY;
         const double *mx = measured_only ? tmm : tm;
         dt_kset ks;
         if ((rc = dt_kset_init(&ks, ns, nc, t->weight, mx, e)))
