@@ -356,6 +356,8 @@ int dt_target_detect_from(dt_target *t, const char *cpu_dir, const char *cpuinfo
     dt_detect_arch(t);
     dt_detect_vendor(t, &id, cpuinfo);
     dt_detect_model(t, &id, cpuinfo);
+    t->cpu_family = id.family;
+    t->cpu_model = id.model;
     dt_detect_features(t, &id);
     dt_detect_cpus(t, cpu_dir);
     dt_detect_caches(t, cpu_dir, &id);
@@ -455,6 +457,37 @@ static json_t *dt_cache_json(const dt_cache_level *c)
                      c->shared_cpus, "source", dt_target_src_name(c->src));
 }
 
+const char *dt_target_llvm_cpu(const dt_target *t)
+{
+    if (strcmp(t->arch, "x86_64") != 0)
+        return "generic";
+    uint32_t f = t->cpu_features;
+    int has_512 = (f & DT_FEAT_BIT(DT_FEAT_AVX512F)) != 0;
+    if (!strcmp(t->vendor, "AuthenticAMD") || !strcmp(t->vendor, "HygonGenuine")) {
+        int m = t->cpu_model;
+        switch (t->cpu_family) {
+        case 0x1a: return "znver5";
+        case 0x19: /* Zen 4: Raphael, Genoa, Phoenix, Bergamo, Storm Peak */
+            return has_512 || (m >= 0x10 && m <= 0x1f) || (m >= 0x60 && m <= 0x7f) ||
+                           (m >= 0xa0 && m <= 0xaf)
+                       ? "znver4"
+                       : "znver3";
+        case 0x18: /* Hygon Dhyana: Zen 1 */
+        case 0x17: return m >= 0x30 ? "znver2" : "znver1";
+        default: break;
+        }
+    }
+    if (f & DT_FEAT_BIT(DT_FEAT_AMX_TILE))
+        return "sapphirerapids";
+    if (has_512)
+        return f & DT_FEAT_BIT(DT_FEAT_AVX512_BF16)   ? "cooperlake"
+               : f & DT_FEAT_BIT(DT_FEAT_AVX512_VNNI) ? "cascadelake"
+                                                      : "skylake-avx512";
+    if (f & DT_FEAT_BIT(DT_FEAT_AVX2))
+        return !strcmp(t->vendor, "AuthenticAMD") ? "znver1" : "haswell";
+    return "x86-64";
+}
+
 json_t *dt_target_to_json(const dt_target *t)
 {
     char key[DT_TARGET_KEY_MAX];
@@ -462,7 +495,7 @@ json_t *dt_target_to_json(const dt_target *t)
     /* json_pack steals the "o" references even when it fails. */
     return json_pack(
         "{s:o, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:o, s:o,"
-        " s:i, s:i, s:s, s:i, s:{s:o, s:o, s:o}, s:i, s:s, s:{s:b, s:b}}",
+        " s:i, s:i, s:s, s:i, s:{s:o, s:o, s:o}, s:i, s:s, s:{s:b, s:b}, s:i, s:i, s:s}",
         "key", key_json, "arch", t->arch, "vendor", t->vendor, "model", t->model, "isa",
         dt_isa_name(t->isa), "isa_max", dt_isa_name(t->isa_max), "vector_floats", t->vec_floats,
         "vector_registers", t->vec_regs, "features", dt_features_json(t->features),
@@ -472,5 +505,6 @@ json_t *dt_target_to_json(const dt_target *t)
         "l1d", dt_cache_json(&t->l1d), "l2", dt_cache_json(&t->l2), "l3", dt_cache_json(&t->l3),
         "cache_line", t->line_size, "cache_line_source", dt_target_src_name(t->line_src),
         "overrides", "isa", (t->overrides & DT_TARGET_OVR_ISA) != 0, "cores",
-        (t->overrides & DT_TARGET_OVR_CORES) != 0);
+        (t->overrides & DT_TARGET_OVR_CORES) != 0, "cpu_family", t->cpu_family, "cpu_model",
+        t->cpu_model, "llvm_cpu", dt_target_llvm_cpu(t));
 }

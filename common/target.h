@@ -86,6 +86,7 @@ typedef struct dt_target {
     char arch[DT_TARGET_ARCH_MAX];      /* "x86_64", "aarch64", ... (uname) */
     char vendor[DT_TARGET_VENDOR_MAX];  /* "AuthenticAMD", "GenuineIntel", "ARM", "unknown" */
     char model[DT_TARGET_MODEL_MAX];    /* brand string, trimmed; "unknown" if none */
+    int cpu_family, cpu_model;          /* x86 CPUID family / model; 0 unknown */
 
     uint32_t cpu_features; /* DT_FEAT_BIT mask the CPU reports */
     uint32_t features;     /* the subset the OS also enables (XCR0): usable */
@@ -188,9 +189,17 @@ int dt_target_key_parse(const char *key, dt_target_key_parts *out, dt_err *e);
  * "1000"); returns what snprintf returns. */
 int dt_target_size_format(uint64_t bytes, char *buf, size_t n);
 
+/* The CPU's name for LLVM's and GCC's -mcpu / -march (what TVM's target
+ * takes): AMD by CPUID family and model (family 0x1A znver5, 0x19 znver4 or
+ * znver3, 0x17 znver2 or znver1), Intel by features (sapphirerapids with
+ * AMX, cooperlake with AVX512_BF16, cascadelake with AVX512_VNNI,
+ * skylake-avx512, haswell with AVX2), else "x86-64"; "generic" off x86.
+ * (A static string.) */
+const char *dt_target_llvm_cpu(const dt_target *t);
+
 /* ---- JSON ---------------------------------------------------------------- */
 
-/* Every field plus "key"; NULL only when out of memory. */
+/* Every field plus "key" and "llvm_cpu"; NULL only when out of memory. */
 json_t *dt_target_to_json(const dt_target *t);
 
 #endif

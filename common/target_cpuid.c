@@ -91,7 +91,18 @@ void dt_probe_cpuid(dt_cpuid_info *out)
     out->vendor[12] = '\0';
     dt_cpuid_brand(out->brand);
     out->features = dt_cpuid_features(&out->xcr0);
-    out->clflush_line = (int)((dt_cpuid(1, 0).b >> 8) & 0xff) * 8;
+    dt_regs l1 = dt_cpuid(1, 0);
+    out->clflush_line = (int)((l1.b >> 8) & 0xff) * 8;
+    /* the displayed family and model (Intel SDM / AMD APM): the extended
+     * family is added when the base family is 0xF, the extended model
+     * prepended for families 0x6 and 0xF */
+    unsigned fam = (l1.a >> 8) & 0xf, mod = (l1.a >> 4) & 0xf;
+    if (fam == 0xf)
+        fam += (l1.a >> 20) & 0xff;
+    if (fam == 0x6 || fam >= 0xf)
+        mod |= ((l1.a >> 16) & 0xf) << 4;
+    out->family = (int)fam;
+    out->model = (int)mod;
 }
 
 /* AMD reserves leaf 4 and describes caches in 0x8000001D instead, when the

@@ -32,6 +32,7 @@ typedef struct dt_cpuid_info {
     uint32_t features;   /* DT_FEAT_BIT mask as the CPU reports it */
     uint64_t xcr0;       /* XGETBV(0); 0 when the OS has not set OSXSAVE */
     int clflush_line;    /* leaf 1 EBX[15:8]*8; 0 unknown */
+    int family, model;   /* leaf 1 EAX, extended fields folded in; 0 unknown */
 } dt_cpuid_info;
 
 void dt_probe_cpuid(dt_cpuid_info *out);

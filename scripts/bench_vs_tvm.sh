@@ -39,9 +39,9 @@
 #
 # The venv (apache-tvm pinned, with what MetaSchedule needs) is created once
 # under --venv (default ~/.cache/dtune-tvm-venv) and reused while its pins
-# match.  -mcpu comes from `dtune info --json` (vendor and ISA features), unless
-# given.  Results: OUT (default /tmp/dtune-vs-tvm): per run JSON, dtune's tune
-# stderr (progress lines), MetaSchedule's trials.jsonl, summary.txt and
+# match.  -mcpu is `dtune info --json`'s llvm_cpu, unless given.  Results: OUT
+# (default /tmp/dtune-vs-tvm): per run JSON (dtune's tune.json with its
+# per-round curve), dtune's tune stderr, MetaSchedule's trials.jsonl, summary.txt and
 # summary.json (scripts/tvm_report.py); plots with scripts/plot_vs_tvm.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -116,21 +116,10 @@ fi
 # ---- target: -mcpu and cores from dtune info
 INFO=$("$BIN" info --json)
 CORES=$(echo "$INFO" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cores"])')
-if [ -z "$MCPU" ]; then
-  MCPU=$(echo "$INFO" | python3 -c '
-import json, sys
-i = json.load(sys.stdin); f = set(i["features"]); amd = i["vendor"] == "AuthenticAMD"
-if "avx512f" in f:
-    print(("znver5" if "avx512_vp2intersect" in f else "znver4") if amd else
-          ("sapphirerapids" if "avx512_bf16" in f else
-           "cascadelake" if "avx512_vnni" in f else "skylake-avx512"))
-elif "avx2" in f:
-    print("znver3" if amd else "haswell")
-else:
-    print("x86-64")')
-fi
-# cross-check with LLVM's own host detection (dtune's feature list cannot tell
-# every generation apart, e.g. Zen 4 from Zen 5): warn, keep dtune's, record both
+# dtune names the CPU as LLVM does (common/target.c, dt_target_llvm_cpu: AMD
+# by CPUID family and model, Intel by features)
+[ -n "$MCPU" ] || MCPU=$(echo "$INFO" | python3 -c 'import json,sys; print(json.load(sys.stdin)["llvm_cpu"])')
+# cross-check with LLVM's own host detection: warn, keep dtune's, record both
 LLVM_CPU=
 if [ "$SKIP_TVM" = 0 ]; then
   LLVM_CPU=$("$PY" -c 'from tvm.target import codegen; print(codegen.llvm_get_system_cpu())' 2>/dev/null || true)

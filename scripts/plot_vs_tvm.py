@@ -11,8 +11,8 @@ Writes, per workload and budget B:
   DIR/tvm-search-<w>-b<B><suffix>.png     best objective (mean over the tuned
       shapes of the best time, us: dtune's objective with its uniform
       weights, which sum to 1) against tuning wall time (s), one line per
-      seed: dtune joint and per-shape from `dtune tune`'s progress lines on
-      stderr, MetaSchedule from its per-trial records (trials.jsonl: each
+      seed: dtune joint and per-shape from `dtune tune --json`'s "curve" (a
+      point per search round), MetaSchedule from its per-trial records (trials.jsonl: each
       trial's wall time and run time; the objective exists once every shape
       has a measured kernel).
 Needs OUT/summary.json (scripts/tvm_report.py OUT).
@@ -20,7 +20,6 @@ Needs OUT/summary.json (scripts/tvm_report.py OUT).
 import glob
 import json
 import os
-import re
 import sys
 
 import matplotlib
@@ -28,31 +27,19 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6, "ns": 1e-3}
-# tune: [i/n name] round R | trials T[/N] | best X us | model Y ms | ... | [H:]M:SS[/budget]
-PROGRESS = re.compile(r"\| trials (\d+)(?:/\d+)? \| best ([0-9.]+) ?(ns|us|ms|s) \|"
-                      r".*\| (?:(\d+):)?(\d+):(\d+)(?:/\S*)?\s*$")
-
-
-# tune: NAME: selected R ranges, K kernels (S selection trials), objective X us
-FINAL = re.compile(r"selected .*objective ([0-9.]+) ?(ns|us|ms|s)\b")
-
-
-def dtune_curve(err_path, total_s=None):
-    """(elapsed s, best objective us) per progress line, and the selected
-    schedule's objective at the end of the tune (tune.json's seconds)."""
-    pts = []
-    for line in open(err_path, errors="replace"):
-        for part in line.split("\r"):
-            m = PROGRESS.search(part)
-            if m:
-                h = int(m.group(4) or 0)
-                secs = h * 3600 + int(m.group(5)) * 60 + int(m.group(6))
-                pts.append((secs, float(m.group(1 + 1)) * UNITS[m.group(3)]))
-                continue
-            f = FINAL.search(part)
-            if f and total_s is not None:
-                pts.append((total_s, float(f.group(1)) * UNITS[f.group(2)]))
+def dtune_curve(tune_json):
+    """(elapsed s, best objective us) per search round, from `dtune tune
+    --json`'s "curve" (one point per round), then the selected schedule's
+    measured objective at the end of the tune."""
+    try:
+        t = json.load(open(tune_json))
+    except (OSError, ValueError):
+        return []
+    pts = [(p["elapsed_s"], p["objective_ns"] / 1e3) for p in t.get("curve") or []
+           if p.get("objective_ns") is not None]
+    w = (t.get("workloads") or [{}])[0]
+    if w.get("objective_ns") is not None and t.get("seconds") is not None:
+        pts.append((t["seconds"], w["objective_ns"] / 1e3))
     return pts
 
 
@@ -113,11 +100,7 @@ def main():
             fig, ax = plt.subplots(figsize=(8, 5))
             for st, c in (("joint", "C0"), ("per-shape", "C1")):
                 for i, d in enumerate(sorted(glob.glob(os.path.join(out, w, f"dtune-{st}-b{B}-s*")))):
-                    try:
-                        total = json.load(open(os.path.join(d, "tune.json")))["seconds"]
-                    except (OSError, ValueError, KeyError):
-                        total = None
-                    pts = dtune_curve(os.path.join(d, "tune.err"), total)
+                    pts = dtune_curve(os.path.join(d, "tune.json"))
                     if pts:
                         ax.plot(*zip(*pts), color=c, lw=1.2, marker=".",
                                 label=f"dtune {st}" if i == 0 else None)

@@ -636,6 +636,56 @@ static void test_to_json(void)
     json_decref(j);
 }
 
+/* -mcpu names: AMD by family and model, Intel by features; this machine's
+ * name in the JSON */
+static void test_llvm_cpu(void)
+{
+    dt_target t;
+    memset(&t, 0, sizeof t);
+    strcpy(t.arch, "x86_64");
+    strcpy(t.vendor, "AuthenticAMD");
+    uint32_t avx2 = DT_FEAT_BIT(DT_FEAT_AVX2) | DT_FEAT_BIT(DT_FEAT_FMA);
+    uint32_t avx512 = avx2 | DT_FEAT_BIT(DT_FEAT_AVX512F) | DT_FEAT_BIT(DT_FEAT_AVX512_VNNI);
+    const struct {
+        int family, model;
+        uint32_t f;
+        const char *want;
+    } amd[] = {{0x1a, 0x02, avx512, "znver5"}, {0x19, 0x11, avx512, "znver4"},
+               {0x19, 0x61, avx512, "znver4"}, {0x19, 0x21, avx2, "znver3"},
+               {0x19, 0x01, avx2, "znver3"},   {0x17, 0x31, avx2, "znver2"},
+               {0x17, 0x01, avx2, "znver1"},   {0x15, 0x02, avx2, "znver1"}};
+    for (size_t i = 0; i < sizeof amd / sizeof amd[0]; i++) {
+        t.cpu_family = amd[i].family;
+        t.cpu_model = amd[i].model;
+        t.cpu_features = amd[i].f;
+        CU_ASSERT_STRING_EQUAL(dt_target_llvm_cpu(&t), amd[i].want);
+    }
+    strcpy(t.vendor, "GenuineIntel");
+    t.cpu_family = 6;
+    t.cpu_model = 0x8f;
+    t.cpu_features = avx512 | DT_FEAT_BIT(DT_FEAT_AVX512_BF16) | DT_FEAT_BIT(DT_FEAT_AMX_TILE);
+    CU_ASSERT_STRING_EQUAL(dt_target_llvm_cpu(&t), "sapphirerapids");
+    t.cpu_features = avx512;
+    CU_ASSERT_STRING_EQUAL(dt_target_llvm_cpu(&t), "cascadelake");
+    t.cpu_features = avx512 & ~DT_FEAT_BIT(DT_FEAT_AVX512_VNNI);
+    CU_ASSERT_STRING_EQUAL(dt_target_llvm_cpu(&t), "skylake-avx512");
+    t.cpu_features = avx2;
+    CU_ASSERT_STRING_EQUAL(dt_target_llvm_cpu(&t), "haswell");
+    t.cpu_features = 0;
+    CU_ASSERT_STRING_EQUAL(dt_target_llvm_cpu(&t), "x86-64");
+    strcpy(t.arch, "aarch64");
+    CU_ASSERT_STRING_EQUAL(dt_target_llvm_cpu(&t), "generic");
+
+    detect_or_fail(&t);
+    json_t *j = dt_target_to_json(&t);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "llvm_cpu")),
+                           dt_target_llvm_cpu(&t));
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "cpu_family")), t.cpu_family);
+    if (!strcmp(t.arch, "x86_64"))
+        CU_ASSERT(t.cpu_family > 0);
+    json_decref(j);
+}
+
 /* ---- dtune info, end to end -------------------------------------------------- */
 
 static void test_cli_info_json(void)
@@ -765,6 +815,7 @@ int main(void)
     };
     CU_TestInfo json_tests[] = {
         {"to_json", test_to_json},
+        {"llvm_cpu: -mcpu names", test_llvm_cpu},
         CU_TEST_INFO_NULL,
     };
     CU_TestInfo cli_tests[] = {
