@@ -173,13 +173,35 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
         goto out;
     /* fewer, longer ranges: a shape keeps its left neighbour's winner when
      * that kernel was measured within DT_SELECT_TIE of the best on it (the
-     * difference is noise-level, and a range boundary costs a dispatch) */
+     * difference is noise-level, and a range boundary costs a dispatch);
+     * under the automatic budget only while the loss stays within its
+     * tolerance (num / den: the dispatched and the fastest measured time,
+     * over the shapes where both are known, as select_stats counts them) */
+    double tol = o->loss_tol > 0 ? o->loss_tol : DT_SELECT_LOSS_TOL, num = 0, den = 0;
+    if (o->max_kernels == DT_SELECT_AUTO)
+        for (int64_t s = 0; s < t->nshapes; s++) {
+            double b = INFINITY;
+            for (int k = 0; k < t->nk; k++) {
+                double v = t->k[k].failed ? NAN : dt_task_measured(t, k, s);
+                if (!isnan(v) && v < b)
+                    b = v;
+            }
+            if (isfinite(b) && win[s] >= 0 && isfinite(wns[s])) {
+                num += t->weight[s] * wns[s];
+                den += t->weight[s] * b;
+            }
+        }
     for (int64_t s = 1; s < t->nshapes; s++) {
         int k = win[s - 1];
         if (k < 0 || k == win[s] || win[s] < 0)
             continue;
         double v = dt_task_measured(t, k, s);
         if (!t->k[k].failed && !isnan(v) && v <= wns[s] * (1 + DT_SELECT_TIE)) {
+            double add = isfinite(wns[s]) ? t->weight[s] * (v - wns[s]) : 0;
+            if (o->max_kernels == DT_SELECT_AUTO && den > 0 && add > 0 &&
+                (num + add) / den - 1 > tol)
+                continue;
+            num += add;
             win[s] = k;
             wns[s] = v;
         }

@@ -128,6 +128,87 @@ static int candidates(const dt_task *t, int *cand, double *tm, double *tmm, doub
     return nc;
 }
 
+/* Every shape to the set's fastest: on measured times (measured_only), the
+ * fastest member measured on it, else the best by mx, else by estimate.
+ * The shapes whose pair is unmeasured go to order[] (weight · estimate);
+ * returns how many. */
+static int dispatch(const dt_task *t, const int *cand, int nc, const int *set, int n,
+                    const double *mx, const double *tm, int measured_only, int *win,
+                    double *wns, shape_val *order)
+{
+    int nq = 0;
+    for (int64_t s = 0; s < t->nshapes; s++) {
+        int bj = -1;
+        double bv = INFINITY;
+        if (measured_only)
+            for (int i = 0; i < n; i++) {
+                double v = dt_task_measured(t, cand[set[i]], s);
+                if (!isnan(v) && isfinite(v) && (bj < 0 || v < bv)) {
+                    bj = set[i];
+                    bv = v;
+                }
+            }
+        for (int pick = 0; pick < 2 && bj < 0; pick++) {
+            const double *row = (pick == 0 ? mx : tm) + s * nc;
+            for (int i = 0; i < n; i++)
+                if (isfinite(row[set[i]]) && (bj < 0 || row[set[i]] < row[bj]))
+                    bj = set[i];
+        }
+        win[s] = bj >= 0 ? cand[bj] : -1;
+        wns[s] = bj >= 0 ? dt_task_measured(t, cand[bj], s) : INFINITY;
+        if (bj >= 0 && isnan(wns[s]))
+            order[nq++] = (shape_val){s, t->weight[s] * tm[s * nc + bj]};
+    }
+    return nq;
+}
+
+/* The automatic budget's promise on measured times: the dispatched loss
+ * (select.c's, over the shapes where both are measured) within tol.  The
+ * set was chosen on floored estimates; where the measured dispatch loses
+ * more, the candidate fastest on the shape that loses most is added, until
+ * the loss is within tol (each addition removes that shape's excess).
+ * tmm's column j holds candidate j's times; returns the new n. */
+static int auto_within_tol(const dt_task *t, const int *cand, int nc, const double *tmm,
+                           double tol, int *set, int n, const double *tm, int *win,
+                           double *wns, shape_val *order)
+{
+    for (;;) {
+        double num = 0, den = 0, worst = 0;
+        int64_t ws = -1;
+        int wj = -1;
+        for (int64_t s = 0; s < t->nshapes; s++) {
+            double b = INFINITY;
+            int bj = -1;
+            for (int j = 0; j < nc; j++) {
+                double v = dt_task_measured(t, cand[j], s);
+                if (!isnan(v) && v < b) {
+                    b = v;
+                    bj = j;
+                }
+            }
+            if (!isfinite(b) || win[s] < 0 || !isfinite(wns[s]))
+                continue;
+            num += t->weight[s] * wns[s];
+            den += t->weight[s] * b;
+            double x = t->weight[s] * (wns[s] - b);
+            if (x > worst) {
+                worst = x;
+                ws = s;
+                wj = bj;
+            }
+        }
+        if (!(den > 0) || num / den - 1 <= tol || ws < 0 || n >= DT_KSET_MAX)
+            return n;
+        int dup = 0;
+        for (int i = 0; i < n; i++)
+            dup |= set[i] == wj;
+        if (dup) /* cannot happen: the member fastest on ws would win it */
+            return n;
+        set[n++] = wj;
+        dispatch(t, cand, nc, set, n, tmm, tm, 1, win, wns, order);
+    }
+}
+
 int dt_select_budget_winners(dt_task *t, dt_measurer *m, const dt_select_opts *o, int64_t left,
                              int *win, double *wns, dt_select_info *info, dt_err *e)
 {
@@ -169,32 +250,9 @@ int dt_select_budget_winners(dt_task *t, dt_measurer *m, const dt_select_opts *o
             rc = n;
             break;
         }
-        /* every shape to the set's fastest: on measured times, the
-         * fastest member measured on it, else the best by mx, else by
-         * estimate */
-        int nq = 0;
-        for (int64_t s = 0; s < ns; s++) {
-            int bj = -1;
-            double bv = INFINITY;
-            if (measured_only)
-                for (int i = 0; i < n; i++) {
-                    double v = dt_task_measured(t, cand[set[i]], s);
-                    if (!isnan(v) && isfinite(v) && (bj < 0 || v < bv)) {
-                        bj = set[i];
-                        bv = v;
-                    }
-                }
-            for (int pick = 0; pick < 2 && bj < 0; pick++) {
-                const double *row = (pick == 0 ? mx : tm) + s * nc;
-                for (int i = 0; i < n; i++)
-                    if (isfinite(row[set[i]]) && (bj < 0 || row[set[i]] < row[bj]))
-                        bj = set[i];
-            }
-            win[s] = bj >= 0 ? cand[bj] : -1;
-            wns[s] = bj >= 0 ? dt_task_measured(t, cand[bj], s) : INFINITY;
-            if (bj >= 0 && isnan(wns[s]))
-                order[nq++] = (shape_val){s, t->weight[s] * tm[s * nc + bj]};
-        }
+        int nq = dispatch(t, cand, nc, set, n, mx, tm, measured_only, win, wns, order);
+        if (measured_only && o->max_kernels == DT_SELECT_AUTO)
+            auto_within_tol(t, cand, nc, tmm, tol, set, n, tm, win, wns, order);
         if (nq == 0)
             break;
         if (!measured_only && left > 0 && m && o->topk > 0 && pass < DT_SELECT_VERIFY_PASSES) {
