@@ -9,6 +9,11 @@ the trials.  Every kernel time is the median over processes of each process's
 minimum.  MetaSchedule counts, per shape, the faster of its runs with and
 without the layout rewrite (its tuning time: both runs' sum, and each apart).
 TVM bucketing: M runs the tuned kernel of the next tuned shape up.
+When OUT/peaks.json (`dtune info --peaks --json`, measured in the same run)
+exists, the f32 FMA peak at the run's thread count is printed and every
+GFLOP/s cell gets its share of it: the ceiling every system is under.  The
+issue's headline ratios follow each table: dtune joint over MetaSchedule at
+each budget (GFLOP/s on the tuned shapes) and the tuning-time fraction.
 """
 import glob
 import json
@@ -78,9 +83,20 @@ def dtune_bench(path):
     return {m: (med(g[m]), med(o[m])) for m in g}, ok
 
 
+def f32_peak(out, threads):
+    """The measured 1..T-thread f32 FMA peak (GFLOP/s) of OUT/peaks.json, or None."""
+    try:
+        j = json.load(open(os.path.join(out, "peaks.json")))
+        th = j["peaks"]["threads"]
+        return j["peaks"]["f32"]["values"][th.index(int(threads))]
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
 def main():
     out = sys.argv[1]
     cfg = json.load(open(os.path.join(out, "config.json")))
+    peak = f32_peak(out, cfg["threads"])
     shapes = [int(s) for s in cfg["shapes"].split()]
     summary = {"config": cfg, "workloads": {}}
     lines = []
@@ -88,6 +104,10 @@ def main():
     p(f"dtune vs TVM MetaSchedule: -mcpu={cfg['mcpu']}, {cfg['threads']} thread(s), tuned shapes "
       f"M in {shapes}, seeds {cfg['seeds']}, {cfg['procs']} timing processes (median of minima)")
     p("cells: median [min..max] over seeds; GFLOP/s are geometric means over the shapes named")
+    if peak:
+        p(f"f32 FMA peak measured in this run (dtune info --peaks): {peak:.1f} GFLOP/s at "
+          f"{cfg['threads']} thread(s); (x%) = share of it")
+    summary["f32_peak_gflops"] = peak
     for w in cfg["workloads"].split():
         W = {"untuned": {}, "budgets": {}}
         summary["workloads"][w] = W
@@ -163,10 +183,12 @@ def main():
             p("")
             p(f"== {w}, B = {B} trials per shape ({len(shapes) * int(B)} in total for every system)")
             p(f"{'system':42} {'trials':>14} {'tuning s':>22} {'GFLOP/s tuned shapes':>24} {'GFLOP/s M=1..128':>24}")
+            def pk(sp):
+                return fmt(sp) + (f" ({100 * sp['median'] / peak:.0f}%)" if sp and peak else "")
             for name, rs in rows.items():
                 p(f"{name:42} {fmt(spread([r.get('trials') for r in rs]), '.0f'):>14} "
                   f"{fmt(spread([r.get('tune_s') for r in rs])):>22} "
-                  f"{fmt(spread([r.get('g8') for r in rs])):>24} {fmt(spread([r.get('gall') for r in rs])):>24}")
+                  f"{pk(spread([r.get('g8') for r in rs])):>24} {pk(spread([r.get('gall') for r in rs])):>24}")
             if W["untuned"]:
                 u = W["untuned"]
                 p(f"{'TVM untuned (symbolic M), no tuning':42} {'-':>14} {'-':>22} "
@@ -174,6 +196,17 @@ def main():
                   f"{'(M=' + ','.join(map(str, sorted(u))) + ')':>24}")
             p(f"joint / per-shape (dtune, same trials): {fmt(spread(ratio8), '.3f')} on the tuned shapes, "
               f"{fmt(spread(ratio_all), '.3f')} over M=1..128")
+            W["budgets"][B]["headline"] = hl = {}
+            jr, mr = rows.get("dtune joint", []), rows.get("MetaSchedule (best layout per shape)", [])
+            if jr and mr:
+                j8 = spread([r.get("g8") for r in jr])["median"]
+                m8 = spread([r.get("g8") for r in mr])["median"]
+                jt = spread([r.get("tune_s") for r in jr])["median"]
+                mt = spread([r.get("tune_s") for r in mr])["median"]
+                hl.update({"joint_over_ms_8": j8 / m8 if m8 else None,
+                           "joint_time_fraction": jt / mt if mt else None})
+                p(f"dtune joint / MetaSchedule-{B} (GFLOP/s, tuned shapes, medians): {j8 / m8:.3f}; "
+                  f"tuning time {jt:.1f} s / {mt:.1f} s = 1/{mt / jt:.0f}")
             for r in rows.get("MetaSchedule (best layout per shape)", []):
                 p("MetaSchedule layout chosen per shape: " +
                   ", ".join(f"M={M}:{v}" for M, v in sorted(r["variant"].items())))
