@@ -30,6 +30,9 @@
 # kernel of the next tuned shape up on a zero-padded input (the copy into the
 # padded buffer is not counted).
 #
+# The f32 FMA peak (`dtune info --peaks`) is measured once into OUT/peaks.json
+# and the summary gives every GFLOP/s figure as a share of it.
+#
 # Timing: every TVM kernel is checked against numpy float64 and timed with
 # time_evaluator (warm call, REPEATS repeats of >= MIN_MS, minimum counts) in
 # PROCS separate processes; the median of the minima is reported.  dtune bench
@@ -139,6 +142,12 @@ cat > "$OUT/config.json" <<EOF
  "untuned_shapes": "$UNTUNED_SHAPES", "per_iter": $PER_ITER, "tuning_cores": $TUNING_CORES, "build_timeout": $BUILD_TIMEOUT, "mcpu": "$MCPU", "llvm_host_cpu": "$LLVM_CPU", "cores": $CORES,
  "pins": "$(echo $PINS)", "bin": "$BIN"}
 EOF
+# the ceiling every system is under, measured on this machine in this run
+# (tvm_report.py prints each GFLOP/s as a share of it)
+if [ ! -s "$OUT/peaks.json" ]; then
+  say "measuring the compute peaks (dtune info --peaks)"
+  "$BIN" info --peaks --json > "$OUT/peaks.json.tmp" && mv "$OUT/peaks.json.tmp" "$OUT/peaks.json"
+fi
 say "target: -mcpu=$MCPU, $CORES cores; $THREADS thread(s); shapes {$SHAPESET}; budgets $BUDGETS per shape; seeds $SEEDS"
 
 key_of() {

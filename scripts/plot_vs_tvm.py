@@ -12,17 +12,25 @@ Writes, per workload and budget B:
       shapes of the best time, us: dtune's objective with its uniform
       weights, which sum to 1) against tuning wall time (s), one line per
       seed: dtune joint and per-shape from `dtune tune --json`'s "curve" (a
-      point per search round), MetaSchedule from its per-trial records (trials.jsonl: each
-      trial's wall time and run time; the objective exists once every shape
-      has a measured kernel).
+      point per search round); MetaSchedule from its task scheduler's log
+      (ms/logs/*task_scheduler.log): after every batch it prints each task's
+      best latency and their total with a timestamp; the curve is total /
+      shapes against the time since the log's first line, drawn once every
+      shape has a result, and ends at the run's tuning time (tune.json)
+      with the best measured trials (trials.jsonl).  (Its measure callbacks
+      get the results in one batch near the end of a run: all 512 trials of
+      a B = 64 run within 40 s of its end, so trials.jsonl has no curve.)
 Needs OUT/summary.json (scripts/tvm_report.py OUT).
 """
+import datetime
 import glob
 import json
 import os
+import re
 import sys
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -43,18 +51,47 @@ def dtune_curve(tune_json):
     return pts
 
 
-def ms_curve(trials_path, shapes):
-    best, pts = {}, []
-    for line in open(trials_path):
-        r = json.loads(line)
-        if r["secs"] is None:
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ")
+TOTAL = re.compile(r"^Total latency \(us\): ([0-9.]+)")
+
+
+def ms_curve(run_dir, nshapes):
+    """[(s since the log's first line, total latency / shapes in us)] from
+    MetaSchedule's task scheduler log, tables with every task measured."""
+    logs = glob.glob(os.path.join(run_dir, "ms", "logs", "*task_scheduler.log"))
+    if not logs:
+        return []
+    t0 = last = None
+    pts, table_ok = [], True
+    for line in open(logs[0], errors="replace"):
+        m = STAMP.match(line)
+        if m:
+            t = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")
+            t0 = t0 or t
+            last = t
+            table_ok = True
             continue
-        us = r["secs"] * 1e6
-        if r["M"] not in best or us < best[r["M"]]:
-            best[r["M"]] = us
-            if len(best) == len(shapes):
-                pts.append((r["t"], sum(best.values()) / len(shapes)))
+        if "N/A" in line:
+            table_ok = False
+        m = TOTAL.match(line)
+        if m and last is not None and table_ok:
+            pts.append(((last - t0).total_seconds(), float(m.group(1)) / nshapes))
     return pts
+
+
+def ms_point(run_dir, shapes):
+    """(tuning wall time s, mean over the shapes of the best trial's us) of
+    one MetaSchedule run, or None (a shape without a result)."""
+    best = {}
+    try:
+        seconds = json.load(open(os.path.join(run_dir, "tune.json")))["seconds"]
+        for line in open(os.path.join(run_dir, "trials.jsonl")):
+            r = json.loads(line)
+            if r["secs"] is not None and (r["M"] not in best or r["secs"] * 1e6 < best[r["M"]]):
+                best[r["M"]] = r["secs"] * 1e6
+    except (OSError, ValueError, KeyError):
+        return None
+    return (seconds, sum(best.values()) / len(shapes)) if len(best) == len(shapes) else None
 
 
 def main():
@@ -68,6 +105,8 @@ def main():
     names = {"dense": "dense 768x768", "ffn_up": "ffn_up 3072x768+bias+GELU"}
     for w, W in s["workloads"].items():
         for B, R in W["budgets"].items():
+            if not R["curves"].get("dtune_joint"):
+                continue  # a MetaSchedule-only budget: drawn into the others' plots
             fig, ax = plt.subplots(figsize=(8, 5))
             style = {"dtune_joint": ("dtune joint", "C0", "-"),
                      "dtune_per-shape": ("dtune per-shape", "C1", "-"),
@@ -79,10 +118,19 @@ def main():
                     xs = sorted(int(m) for m in cur)
                     ax.plot(xs, [cur[str(m)] if str(m) in cur else cur[m] for m in xs],
                             ls, color=c, label=label, lw=1.4)
+            for B2, R2 in W["budgets"].items():
+                cur = R2["curves"].get("tvm_bucketing")
+                if B2 != B and cur:
+                    xs = sorted(int(m) for m in cur)
+                    ax.plot(xs, [cur[str(m)] for m in xs], "-.", color="C5", lw=1.2,
+                            label=f"TVM MetaSchedule, {B2} trials/shape + bucketing")
             u = W.get("untuned") or {}
             if u:
                 xs = sorted(int(m) for m in u)
                 ax.plot(xs, [u[str(m)] for m in xs], "o:", color="C4", label="TVM untuned (symbolic M)")
+            if s.get("f32_peak_gflops"):
+                ax.axhline(s["f32_peak_gflops"], color="k", ls=":", lw=1,
+                           label=f"f32 FMA peak, measured ({s['f32_peak_gflops']:.0f})")
             for m in shapes:
                 ax.axvline(m, color="0.85", lw=0.6, zorder=0)
             ax.set_xlabel("M (rows; grey lines: tuned shapes)")
@@ -90,7 +138,7 @@ def main():
             ax.set_title(f"{names.get(w, w)}: {B} trials/shape, {cfg['threads']} thread(s), "
                          f"-mcpu={cfg['mcpu']}{' (SMOKE RUN)' if suffix else ''}", fontsize=10)
             ax.set_xlim(0, 129)
-            ax.set_ylim(bottom=0)
+            ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.04)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3)
             fig.tight_layout()
@@ -104,18 +152,26 @@ def main():
                     if pts:
                         ax.plot(*zip(*pts), color=c, lw=1.2, marker=".",
                                 label=f"dtune {st}" if i == 0 else None)
-            for l, c in (("on", "C3"), ("off", "C5")):
-                for i, d in enumerate(sorted(glob.glob(os.path.join(out, w, f"ms-b{B}-s*-layout-{l}")))):
-                    p = os.path.join(d, "trials.jsonl")
-                    pts = ms_curve(p, shapes) if os.path.exists(p) else []
+            for B2, l, c in [(b, l, c) for b in W["budgets"]
+                             for l, c in (("on", "C3" if b == B else "C6"), ("off", "C5" if b == B else "C8"))]:
+                for i, d in enumerate(sorted(glob.glob(os.path.join(out, w, f"ms-b{B2}-s*-layout-{l}")))):
+                    pts = ms_curve(d, len(shapes))
+                    pt = ms_point(d, shapes)
+                    if pt:
+                        pts.append(pt)
                     if pts:
-                        ax.plot(*zip(*pts), color=c, lw=1.2, drawstyle="steps-post", marker=".",
-                                label=f"MetaSchedule, layout rewrite {l}" if i == 0 else None)
+                        ax.plot(*zip(*pts), color=c, lw=1.2, marker=".", drawstyle="steps-post",
+                                label=f"MetaSchedule {B2}/shape, layout rewrite {l}" if i == 0 else None)
             ax.set_xlabel("tuning wall time (s, log scale)")
             ax.set_xscale("log")
             ax.set_ylabel("best objective: mean best time over tuned shapes (us)")
             ax.set_yscale("log")
-            ax.set_title(f"{names.get(w, w)}: search progress, {B} trials/shape, one line per seed"
+            # plain numbers on the log axes, not 7x10^2
+            for axis, digits in ((ax.xaxis, "2357"), (ax.yaxis, "23456789")):
+                axis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+                axis.set_minor_formatter(matplotlib.ticker.FuncFormatter(
+                    lambda v, _, d=digits: f"{v:g}" if str(int(v))[0] in d else ""))
+            ax.set_title(f"{names.get(w, w)}: search progress, dtune {B} trials/shape, one line per seed"
                          f"{' (SMOKE RUN)' if suffix else ''}", fontsize=10)
             ax.grid(alpha=0.3, which="both")
             ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
