@@ -19,6 +19,7 @@
 #include "dispatch/dispatch.h"
 #include "dispatch/dispatch_stats.h"
 #include "dt_test.h"
+#include "dt_test_measurer.h"
 #include "tuner/kset.h"
 #include "tuner/select.h"
 
@@ -332,22 +333,6 @@ static void test_select_run(void)
     dt_db_close(db);
 }
 
-/* A session whose every trial fails at once (a runner that runs nothing). */
-static dt_measurer *failing_measurer(dt_db *db, const dt_target *tg, const char *tkey)
-{
-    dt_measurer_opts o;
-    memset(&o, 0, sizeof o);
-    o.min_time_s = 0.0005;
-    o.runner_exe = "/bin/false";
-    dt_measurer *m = NULL;
-    dt_err e;
-    if (dt_measurer_open(&o, db, tg, tkey, &m, &e)) {
-        fprintf(stderr, "measurer: %s\n", e.msg);
-        return NULL;
-    }
-    return m;
-}
-
 static void test_select_estimates(void)
 {
     dt_task t;
@@ -386,7 +371,7 @@ static void test_select_estimates(void)
     /* with trials to spend, the estimates choose D and its 5 unmeasured
      * shapes are measured (here they fail: D is dropped, A is chosen again
      * on what was measured) */
-    dt_measurer *m = failing_measurer(db, &tg, tkey);
+    dt_measurer *m = dt_test_failing_measurer(db, &tg, tkey);
     CU_ASSERT_FATAL(m != NULL);
     dt_select_opts o = {.topk = 2, .max_trials = 100, .max_kernels = 1};
     dt_err e;

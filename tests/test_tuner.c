@@ -22,6 +22,7 @@
 #include "common/target.h"
 #include "db/db.h"
 #include "dt_test.h"
+#include "dt_test_measurer.h"
 #include "microkernel/build.h"
 #include "microkernel/codegen.h"
 #include "microkernel/loader.h"
@@ -899,23 +900,6 @@ static void test_select_ranges(void)
     dt_db_close(db);
 }
 
-/* A session whose every trial fails at once (a runner that runs nothing):
- * which requests were made shows in the failure records. */
-static dt_measurer *failing_measurer(dt_db *db, const dt_target *tg, const char *tkey)
-{
-    dt_measurer_opts o;
-    memset(&o, 0, sizeof o);
-    o.min_time_s = 0.0005;
-    o.runner_exe = "/bin/false";
-    dt_measurer *m = NULL;
-    dt_err e;
-    if (dt_measurer_open(&o, db, tg, tkey, &m, &e)) {
-        fprintf(stderr, "measurer: %s\n", e.msg);
-        return NULL;
-    }
-    return m;
-}
-
 /* K0 measured at 1000 ns on the 3 shapes (weights 0.2 / 0.5 / 0.3); K1 never
  * measured, predicted at 10 ns everywhere: the top kernel of every shape. */
 static int pred_task(const char *name, dt_task *t, dt_db **db, dt_target *tg, char *tkey)
@@ -941,7 +925,7 @@ static void test_select_budget_order(void)
     char tkey[DT_TARGET_KEY_MAX];
     dt_err e;
     CU_ASSERT_EQUAL_FATAL(pred_task("selbudget", &t, &db, &tg, tkey), 0);
-    dt_measurer *m = failing_measurer(db, &tg, tkey);
+    dt_measurer *m = dt_test_failing_measurer(db, &tg, tkey);
     CU_ASSERT_FATAL(m != NULL);
     dt_predictor p;
     dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
@@ -965,7 +949,7 @@ static void test_select_budget_order(void)
     /* a budget for all: one request per shape for the top kernel, then none
      * for the second (K0 is measured): 3 trials */
     CU_ASSERT_EQUAL_FATAL(pred_task("selbudget2", &t, &db, &tg, tkey), 0);
-    m = failing_measurer(db, &tg, tkey);
+    m = dt_test_failing_measurer(db, &tg, tkey);
     CU_ASSERT_FATAL(m != NULL);
     dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
     CU_ASSERT_EQUAL_FATAL(dt_select_final(&t, &p, m, 2, 100, db, &info, &e), 0);
@@ -1007,7 +991,7 @@ static void test_search_round_bookkeeping(void)
         char name[32];
         snprintf(name, sizeof name, "round_cap%d", run);
         CU_ASSERT_EQUAL_FATAL(pred_task(name, &t, &db, &tg, tkey), 0);
-        dt_measurer *m = failing_measurer(db, &tg, tkey);
+        dt_measurer *m = dt_test_failing_measurer(db, &tg, tkey);
         CU_ASSERT_FATAL(m != NULL);
         dt_predictor p;
         dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
@@ -1040,7 +1024,7 @@ static void test_search_round_bookkeeping(void)
      * grounding: K1's predicted bests measured on the kpr/2 = 2 heaviest
      * shapes by weight · best (s1: 0.5, s2: 0.3), not on s0 (0.2) */
     CU_ASSERT_EQUAL_FATAL(pred_task("round_all", &t, &db, &tg, tkey), 0);
-    dt_measurer *m = failing_measurer(db, &tg, tkey);
+    dt_measurer *m = dt_test_failing_measurer(db, &tg, tkey);
     CU_ASSERT_FATAL(m != NULL);
     dt_predictor p;
     dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
@@ -1083,7 +1067,7 @@ static void test_search_round_strategies(void)
         char name[32];
         snprintf(name, sizeof name, "round_st%d", st);
         CU_ASSERT_EQUAL_FATAL(pred_task(name, &t, &db, &tg, tkey), 0);
-        dt_measurer *m = failing_measurer(db, &tg, tkey);
+        dt_measurer *m = dt_test_failing_measurer(db, &tg, tkey);
         CU_ASSERT_FATAL(m != NULL);
         dt_predictor p;
         dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
