@@ -36,6 +36,22 @@ static int cmp_shape_key(const void *a, const void *b)
     return x->s < y->s ? -1 : x->s > y->s;
 }
 
+double dt_select_fastest_measured(const dt_task *t, int64_t s, int *arg)
+{
+    double b = INFINITY;
+    int a = -1;
+    for (int k = 0; k < t->nk; k++) {
+        double v = t->k[k].failed ? NAN : dt_task_measured(t, k, s);
+        if (!isnan(v) && v < b) {
+            b = v;
+            a = k;
+        }
+    }
+    if (arg)
+        *arg = a;
+    return b;
+}
+
 /* The per-shape fastest measured time (the unrestricted choice) and what
  * the dispatched times lose against it (select.h, dt_select_info). */
 static void select_stats(const dt_task *t, const int *win, const double *wns,
@@ -45,15 +61,8 @@ static void select_stats(const dt_task *t, const int *win, const double *wns,
     int64_t nbest = 0;
     int *bk = malloc((size_t)(t->nk > 0 ? t->nk : 1) * sizeof *bk);
     for (int64_t s = 0; s < t->nshapes; s++) {
-        double b = INFINITY;
-        int arg = -1;
-        for (int k = 0; k < t->nk; k++) {
-            double v = t->k[k].failed ? NAN : dt_task_measured(t, k, s);
-            if (!isnan(v) && v < b) {
-                b = v;
-                arg = k;
-            }
-        }
+        int arg;
+        double b = dt_select_fastest_measured(t, s, &arg);
         bo += isfinite(b) ? t->weight[s] * b : NAN;
         if (arg >= 0 && bk) {
             int dup = 0;
@@ -180,12 +189,7 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
     double tol = o->loss_tol > 0 ? o->loss_tol : DT_SELECT_LOSS_TOL, num = 0, den = 0;
     if (o->max_kernels == DT_SELECT_AUTO)
         for (int64_t s = 0; s < t->nshapes; s++) {
-            double b = INFINITY;
-            for (int k = 0; k < t->nk; k++) {
-                double v = t->k[k].failed ? NAN : dt_task_measured(t, k, s);
-                if (!isnan(v) && v < b)
-                    b = v;
-            }
+            double b = dt_select_fastest_measured(t, s, NULL);
             if (isfinite(b) && win[s] >= 0 && isfinite(wns[s])) {
                 num += t->weight[s] * wns[s];
                 den += t->weight[s] * b;

@@ -94,5 +94,9 @@ int64_t dt_select_reserve(const dt_task *t, int topk, int max_kernels);
  * measurements for verification: one per shape, all when fewer (0 when
  * unrestricted). */
 int64_t dt_select_verify_share(const dt_task *t, int topk, int max_kernels, int64_t max_trials);
+/* The fastest measured time on shape s over the kernels not failed (the
+ * unrestricted choice, what a loss is counted against); +inf when none,
+ * *arg (may be NULL) its kernel or -1. */
+double dt_select_fastest_measured(const dt_task *t, int64_t s, int *arg);
 
 #endif

@@ -163,7 +163,8 @@ static int dispatch(const dt_task *t, const int *cand, int nc, const int *set, i
 }
 
 /* The automatic budget's promise on measured times: the dispatched loss
- * (select.c's, over the shapes where both are measured) within tol.  The
+ * (select.c's, over the shapes where both are measured, against
+ * dt_select_fastest_measured) within tol.  The
  * set was chosen on floored estimates; where the measured dispatch loses
  * more, the candidate fastest on the shape that loses most is added, until
  * the loss is within tol (each addition removes that shape's excess).
@@ -177,21 +178,17 @@ static int auto_within_tol(const dt_task *t, const int *cand, int nc, const doub
         int64_t ws = -1;
         int wj = -1;
         for (int64_t s = 0; s < t->nshapes; s++) {
-            double b = INFINITY;
-            int bj = -1;
-            for (int j = 0; j < nc; j++) {
-                double v = dt_task_measured(t, cand[j], s);
-                if (!isnan(v) && v < b) {
-                    b = v;
+            int bk, bj = -1;
+            double b = dt_select_fastest_measured(t, s, &bk);
+            for (int j = 0; j < nc && bj < 0; j++)
+                if (cand[j] == bk)
                     bj = j;
-                }
-            }
             if (!isfinite(b) || win[s] < 0 || !isfinite(wns[s]))
                 continue;
             num += t->weight[s] * wns[s];
             den += t->weight[s] * b;
             double x = t->weight[s] * (wns[s] - b);
-            if (x > worst) {
+            if (x > worst && bj >= 0) {
                 worst = x;
                 ws = s;
                 wj = bj;
