@@ -412,8 +412,8 @@ dt_model *dt_test_load_model(const char *rel)
     return m;
 }
 
-void dt_test_build_and_verify(const dt_builder *b, const dt_kernel_op *kops,
-                              const dt_annotation *anns, int n, dt_test_kernel_check check)
+int dt_test_build_load(const dt_builder *b, const dt_kernel_op *kops, const dt_annotation *anns,
+                       int n, dt_kernel *ks)
 {
     char **src = calloc((size_t)n, sizeof *src);
     dt_build_result *res = calloc((size_t)n, sizeof *res);
@@ -422,25 +422,23 @@ void dt_test_build_and_verify(const dt_builder *b, const dt_kernel_op *kops,
     for (int i = 0; i < n; i++)
         CU_ASSERT_EQUAL_FATAL(dt_codegen(&kops[i], &anns[i], &src[i], &e), 0);
     CU_ASSERT_EQUAL_FATAL(dt_build_many(b, (const char *const *)src, n, 0, res, &e), 0);
+    int loaded = 0;
     for (int i = 0; i < n; i++) {
+        memset(&ks[i], 0, sizeof ks[i]);
         char *ann = dt_annotation_to_string(&anns[i]);
         char what[128];
         dt_kernel_op_describe(&kops[i], what, sizeof what);
         if (res[i].status != DT_BUILD_OK) {
             fprintf(stderr, "\n  build failed for %s %s:\n%.3000s\n", what, ann, res[i].log);
             CU_FAIL("build failed");
+        } else if (dt_kernel_load(res[i].so_path, &ks[i], &e) != 0) {
+            fprintf(stderr, "\n  load failed for %s %s: %s\n", what, ann, e.msg);
+            CU_FAIL("load failed");
+            memset(&ks[i], 0, sizeof ks[i]);
         } else {
-            dt_kernel k;
-            CU_ASSERT_EQUAL_FATAL(dt_kernel_load(res[i].so_path, &k, &e), 0);
-            CU_ASSERT_PTR_EQUAL(k.op, dt_mk_op_find(kops[i].op, kops[i].dtype));
-            CU_ASSERT_TRUE(dt_kernel_computes(&k, &kops[i]));
-            if (getenv("DT_TEST_TRACE"))
-                fprintf(stderr, "\n  verifying %s %s %s\n", what, ann, res[i].so_path);
-            int rc = (check ? check : dt_test_verify_boundaries)(&k, &kops[i], &anns[i], &e);
-            if (rc)
-                fprintf(stderr, "\n  %s %s: %s\n", what, ann, e.msg);
-            CU_ASSERT_EQUAL(rc, 0);
-            dt_kernel_unload(&k);
+            CU_ASSERT_PTR_EQUAL(ks[i].op, dt_mk_op_find(kops[i].op, kops[i].dtype));
+            CU_ASSERT_TRUE(dt_kernel_computes(&ks[i], &kops[i]));
+            loaded++;
         }
         free(ann);
         free(src[i]);
@@ -448,4 +446,37 @@ void dt_test_build_and_verify(const dt_builder *b, const dt_kernel_op *kops,
     }
     free(src);
     free(res);
+    return loaded;
+}
+
+void dt_test_unload_all(dt_kernel *ks, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ks[i].handle)
+            dt_kernel_unload(&ks[i]);
+}
+
+void dt_test_build_and_verify(const dt_builder *b, const dt_kernel_op *kops,
+                              const dt_annotation *anns, int n, dt_test_kernel_check check)
+{
+    dt_kernel *ks = calloc((size_t)n, sizeof *ks);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ks);
+    dt_test_build_load(b, kops, anns, n, ks);
+    for (int i = 0; i < n; i++) {
+        if (!ks[i].handle)
+            continue;
+        char *ann = dt_annotation_to_string(&anns[i]);
+        char what[128];
+        dt_kernel_op_describe(&kops[i], what, sizeof what);
+        if (getenv("DT_TEST_TRACE"))
+            fprintf(stderr, "\n  verifying %s %s\n", what, ann);
+        dt_err e;
+        int rc = (check ? check : dt_test_verify_boundaries)(&ks[i], &kops[i], &anns[i], &e);
+        if (rc)
+            fprintf(stderr, "\n  %s %s: %s\n", what, ann, e.msg);
+        CU_ASSERT_EQUAL(rc, 0);
+        free(ann);
+    }
+    dt_test_unload_all(ks, n);
+    free(ks);
 }

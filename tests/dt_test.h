@@ -128,6 +128,14 @@ int dt_test_verify_boundaries(const dt_kernel *k, const dt_kernel_op *kop, const
  * 0, or non-zero with the reason in *e. */
 typedef int (*dt_test_kernel_check)(const dt_kernel *k, const dt_kernel_op *kop,
                                     const dt_annotation *a, dt_err *e);
+/* Builds n (op, annotation) pairs in parallel with builder b and loads each
+ * into ks[i], checking it is bound to its (op, dtype)'s hooks and computes
+ * its op; a kernel that fails to build or load is a CUnit failure printed
+ * with the op and the annotation, and leaves ks[i] zeroed (handle NULL).
+ * Returns how many loaded; dt_test_unload_all releases them. */
+int dt_test_build_load(const dt_builder *b, const dt_kernel_op *kops, const dt_annotation *anns,
+                       int n, dt_kernel *ks);
+void dt_test_unload_all(dt_kernel *ks, int n);
 /* Builds n (op, annotation) pairs in parallel with builder b, loads each,
  * checks it is bound to its (op, dtype)'s hooks and computes its op, then
  * runs check on it (NULL: dt_test_verify_boundaries); every failure is a

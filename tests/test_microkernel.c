@@ -421,45 +421,38 @@ static void test_hook_loader(void)
     dt_err e;
     CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &g_target, -1, 1, &a, &e), 0);
     int n = dt_mk_op_count();
-    char **src = calloc((size_t)n, sizeof *src);
-    dt_build_result *res = calloc((size_t)n, sizeof *res);
     dt_kernel_op *kops = calloc((size_t)n, sizeof *kops);
-    CU_ASSERT_FATAL(src && res && kops);
+    dt_annotation *anns = calloc((size_t)n, sizeof *anns);
+    dt_kernel *ks = calloc((size_t)n, sizeof *ks);
+    CU_ASSERT_FATAL(kops && anns && ks);
     for (int i = 0; i < n; i++) {
         kops[i].op = dt_mk_op_at(i)->op;
         kops[i].dtype = dt_mk_op_at(i)->backend->dtype;
         /* a dtype this CPU lacks builds on its portable back-end */
-        dt_annotation ai = a;
-        ai.isa = dt_dtype_target(kops[i].dtype, &g_target).isa;
-        CU_ASSERT_EQUAL_FATAL(dt_codegen(&kops[i], &ai, &src[i], &e), 0);
+        anns[i] = a;
+        anns[i].isa = dt_dtype_target(kops[i].dtype, &g_target).isa;
     }
-    CU_ASSERT_EQUAL_FATAL(dt_build_many(&g_builder, (const char *const *)src, n, 0, res, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_test_build_load(&g_builder, kops, anns, n, ks), n);
     for (int i = 0; i < n; i++) {
-        CU_ASSERT_EQUAL_FATAL(res[i].status, DT_BUILD_OK);
-        dt_kernel k;
-        CU_ASSERT_EQUAL_FATAL(dt_kernel_load(res[i].so_path, &k, &e), 0);
-        CU_ASSERT_PTR_EQUAL(k.op, dt_mk_op_at(i));
+        const dt_kernel *k = &ks[i];
+        CU_ASSERT_PTR_EQUAL(k->op, dt_mk_op_at(i));
         for (int j = 0; j < n; j++) {
-            CU_ASSERT_EQUAL(dt_kernel_computes(&k, &kops[j]), i == j);
+            CU_ASSERT_EQUAL(dt_kernel_computes(k, &kops[j]), i == j);
             if (j != i) {
-                CU_ASSERT_EQUAL(dt_verify_kernel(&k, &kops[j], 1, 3, 5, 7, 1, 1, &e), DT_EINVAL);
+                CU_ASSERT_EQUAL(dt_verify_kernel(k, &kops[j], 1, 3, 5, 7, 1, 1, &e), DT_EINVAL);
                 CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, kops[j].op->name));
             }
         }
-        CU_ASSERT_EQUAL(dt_kernel_packed_size(&k, 5, 7) > 0, k.op->packed_size != NULL);
-        if (k.op->packed_size) { /* the host's size of a packing is the kernel's */
-            dt_annotation ai = a;
-            ai.isa = dt_dtype_target(kops[i].dtype, &g_target).isa;
-            CU_ASSERT_EQUAL(dt_mk_packed_bytes(k.op, &ai, 5, 7), dt_kernel_packed_size(&k, 5, 7));
-            CU_ASSERT_EQUAL(dt_mk_packed_bytes(k.op, &ai, 777, 301),
-                            dt_kernel_packed_size(&k, 777, 301));
+        CU_ASSERT_EQUAL(dt_kernel_packed_size(k, 5, 7) > 0, k->op->packed_size != NULL);
+        if (k->op->packed_size) { /* the host's size of a packing is the kernel's */
+            CU_ASSERT_EQUAL(dt_mk_packed_bytes(k->op, &anns[i], 5, 7), dt_kernel_packed_size(k, 5, 7));
+            CU_ASSERT_EQUAL(dt_mk_packed_bytes(k->op, &anns[i], 777, 301),
+                            dt_kernel_packed_size(k, 777, 301));
         }
-        dt_kernel_unload(&k);
-        free(src[i]);
-        dt_build_result_free(&res[i]);
     }
-    free(src);
-    free(res);
+    dt_test_unload_all(ks, n);
+    free(ks);
+    free(anns);
     free(kops);
 }
 

@@ -232,36 +232,30 @@ static void test_loader_binds_bf16(void)
     dt_rng rng;
     dt_rng_seed(&rng, 5);
     dt_err e;
-    char *src[2];
     dt_kernel_op kops[2];
-    dt_annotation a;
-    CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, -1, 1, &a, &e), 0);
-    for (int i = 0; i < 2; i++) {
+    dt_annotation anns[2];
+    CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, -1, 1, &anns[0], &e), 0);
+    anns[1] = anns[0];
+    for (int i = 0; i < 2; i++)
         kops[i] = dt_test_kop(keys[i]);
-        CU_ASSERT_EQUAL_FATAL(dt_codegen(&kops[i], &a, &src[i], &e), 0);
-    }
-    dt_build_result res[2];
-    CU_ASSERT_EQUAL_FATAL(dt_build_many(&g_builder, (const char *const *)src, 2, 0, res, &e), 0);
+    dt_kernel ks[2];
+    CU_ASSERT_EQUAL_FATAL(dt_test_build_load(&g_builder, kops, anns, 2, ks), 2);
     for (int i = 0; i < 2; i++) {
-        CU_ASSERT_EQUAL_FATAL(res[i].status, DT_BUILD_OK);
-        dt_kernel k;
-        CU_ASSERT_EQUAL_FATAL(dt_kernel_load(res[i].so_path, &k, &e), 0);
+        const dt_kernel *k = &ks[i];
         const dt_mk_op *m = dt_mk_op_find(kops[i].op, DT_DTYPE_BF16);
-        CU_ASSERT_PTR_EQUAL(k.op, m);
-        CU_ASSERT_PTR_NOT_EQUAL(k.op, dt_mk_op_find(kops[i].op, DT_DTYPE_F32));
+        CU_ASSERT_PTR_EQUAL(k->op, m);
+        CU_ASSERT_PTR_NOT_EQUAL(k->op, dt_mk_op_find(kops[i].op, DT_DTYPE_F32));
         CU_ASSERT_EQUAL(m->backend->dtype, DT_DTYPE_BF16);
         dt_kernel_op f32 = kops[i];
         f32.dtype = DT_DTYPE_F32;
-        CU_ASSERT_FALSE(dt_kernel_computes(&k, &f32));
-        CU_ASSERT_TRUE(dt_kernel_computes(&k, &kops[i]));
-        CU_ASSERT_EQUAL(dt_verify_kernel(&k, &f32, 1, 3, 5, 7, 1, 1, &e), DT_EINVAL);
-        CU_ASSERT_EQUAL(dt_verify_kernel(&k, &kops[i], 1, 3, 5, 7, 1, 1, &e), 0);
-        CU_ASSERT_EQUAL(dt_kernel_packed_size(&k, 5, 7) > 0, m->packed_size != NULL);
+        CU_ASSERT_FALSE(dt_kernel_computes(k, &f32));
+        CU_ASSERT_TRUE(dt_kernel_computes(k, &kops[i]));
+        CU_ASSERT_EQUAL(dt_verify_kernel(k, &f32, 1, 3, 5, 7, 1, 1, &e), DT_EINVAL);
+        CU_ASSERT_EQUAL(dt_verify_kernel(k, &kops[i], 1, 3, 5, 7, 1, 1, &e), 0);
+        CU_ASSERT_EQUAL(dt_kernel_packed_size(k, 5, 7) > 0, m->packed_size != NULL);
         CU_ASSERT_EQUAL(m->pack != NULL, i == 0);
-        dt_kernel_unload(&k);
-        free(src[i]);
-        dt_build_result_free(&res[i]);
     }
+    dt_test_unload_all(ks, 2);
     for (int i = 0; i < dt_mk_op_count(); i++) {
         const dt_mk_op *m = dt_mk_op_at(i);
         if (m->backend->dtype != DT_DTYPE_BF16)

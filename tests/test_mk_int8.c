@@ -71,48 +71,6 @@ static int backend_targets(dt_target *ts)
     return n;
 }
 
-/* ---- building ------------------------------------------------------------ */
-
-/* Builds n kernels in parallel with builder b; loads each into ks[i]
- * (ks[i].handle NULL when it failed, reported). */
-static void build_load(const dt_builder *b, const dt_kernel_op *kops, const dt_annotation *anns,
-                       int n, dt_kernel *ks)
-{
-    char **src = calloc((size_t)n, sizeof *src);
-    dt_build_result *res = calloc((size_t)n, sizeof *res);
-    CU_ASSERT_FATAL(src && res);
-    dt_err e;
-    for (int i = 0; i < n; i++)
-        CU_ASSERT_EQUAL_FATAL(dt_codegen(&kops[i], &anns[i], &src[i], &e), 0);
-    CU_ASSERT_EQUAL_FATAL(dt_build_many(b, (const char *const *)src, n, 0, res, &e), 0);
-    for (int i = 0; i < n; i++) {
-        memset(&ks[i], 0, sizeof ks[i]);
-        if (res[i].status != DT_BUILD_OK) {
-            char *ann = dt_annotation_to_string(&anns[i]);
-            fprintf(stderr, "\n  build failed for %s:\n%.3000s\n", ann, res[i].log);
-            free(ann);
-            CU_FAIL("build failed");
-        } else if (dt_kernel_load(res[i].so_path, &ks[i], &e) != 0) {
-            fprintf(stderr, "\n  load failed: %s\n", e.msg);
-            CU_FAIL("load failed");
-            memset(&ks[i], 0, sizeof ks[i]);
-        } else {
-            CU_ASSERT_TRUE(dt_kernel_computes(&ks[i], &kops[i]));
-        }
-        free(src[i]);
-        dt_build_result_free(&res[i]);
-    }
-    free(src);
-    free(res);
-}
-
-static void unload_all(dt_kernel *ks, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (ks[i].handle)
-            dt_kernel_unload(&ks[i]);
-}
-
 /* ---- verification against the double reference -------------------------- */
 
 /* For every back-end and sketch: random annotations, each with an epilogue
@@ -323,7 +281,7 @@ static void check_exact_all(const dt_builder *bld, const dt_kernel_op *kops,
 {
     dt_kernel *ks = calloc((size_t)n, sizeof *ks);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ks);
-    build_load(bld, kops, anns, n, ks);
+    dt_test_build_load(bld, kops, anns, n, ks);
     for (int i = 0; i < n; i++) {
         if (!ks[i].handle)
             continue;
@@ -336,7 +294,7 @@ static void check_exact_all(const dt_builder *bld, const dt_kernel_op *kops,
         CU_ASSERT_EQUAL_FATAL(dt_kernel_op_gemm(&kops[i], &g, &e), 0);
         CU_ASSERT_EQUAL(check_exact(&ks[i], &anns[i], g.act == DT_ACT_RELU, what), 0);
     }
-    unload_all(ks, n);
+    dt_test_unload_all(ks, n);
     free(ks);
 }
 
@@ -409,7 +367,7 @@ static void test_scales_and_extremes(void)
             n++;
         }
     dt_kernel ks[3 * 2];
-    build_load(&g_builder, kops, anns, n, ks);
+    dt_test_build_load(&g_builder, kops, anns, n, ks);
     static const struct {
         float scale_a;
         int32_t zp;
@@ -467,7 +425,7 @@ static void test_scales_and_extremes(void)
             free(mag);
         }
     }
-    unload_all(ks, n);
+    dt_test_unload_all(ks, n);
 }
 
 /* ---- the hooks ------------------------------------------------------------- */
@@ -525,7 +483,7 @@ static void test_hooks(void)
         free(src);
     }
     dt_kernel ks[3];
-    build_load(&g_builder, kops, anns, nt, ks);
+    dt_test_build_load(&g_builder, kops, anns, nt, ks);
     for (int b = 0; b < nt; b++) {
         if (!ks[b].handle)
             continue;
@@ -572,7 +530,7 @@ static void test_hooks(void)
             }
         free(p);
     }
-    unload_all(ks, nt);
+    dt_test_unload_all(ks, nt);
 }
 
 int main(void)

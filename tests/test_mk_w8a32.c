@@ -424,8 +424,6 @@ static void test_portable_clang(void)
     dt_rng_seed(&rng, 21);
     dt_kernel_op kops[2 * DT_ISA_COUNT];
     dt_annotation anns[2 * DT_ISA_COUNT];
-    char *src[2 * DT_ISA_COUNT];
-    dt_build_result res[2 * DT_ISA_COUNT];
     int n = 0;
     for (int isa = 0; isa <= (int)g_target.isa; isa++) {
         dt_target t = g_target;
@@ -433,27 +431,10 @@ static void test_portable_clang(void)
         for (int sk = 0; sk < DT_SKETCH_COUNT; sk++) {
             CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, sk, 1, &anns[n], &e), 0);
             kops[n] = dt_test_kop(g_ops[5]);
-            CU_ASSERT_EQUAL_FATAL(dt_codegen(&kops[n], &anns[n], &src[n], &e), 0);
             n++;
         }
     }
-    CU_ASSERT_EQUAL_FATAL(dt_build_many(&b, (const char *const *)src, n, 0, res, &e), 0);
-    for (int i = 0; i < n; i++) {
-        if (res[i].status != DT_BUILD_OK)
-            fprintf(stderr, "\n  clang: %.3000s\n", res[i].log);
-        CU_ASSERT_EQUAL(res[i].status, DT_BUILD_OK);
-        if (res[i].status == DT_BUILD_OK) {
-            dt_kernel k;
-            CU_ASSERT_EQUAL_FATAL(dt_kernel_load(res[i].so_path, &k, &e), 0);
-            int rc = dt_test_verify_boundaries(&k, &kops[i], &anns[i], &e);
-            if (rc)
-                fprintf(stderr, "\n  clang-built kernel: %s\n", e.msg);
-            CU_ASSERT_EQUAL(rc, 0);
-            dt_kernel_unload(&k);
-        }
-        free(src[i]);
-        dt_build_result_free(&res[i]);
-    }
+    dt_test_build_and_verify(&b, kops, anns, n, NULL);
 }
 
 int main(void)
