@@ -7,7 +7,10 @@
 #                           [--untuned-shapes "1 5 24 43 62 81 100 119 128"]
 #                           [--per-iter 64] [--tuning-cores N] [--build-timeout 120]
 #                           [--mcpu CPU] [--out DIR] [--venv DIR]
-#                           [--skip-tvm] [--skip-dtune] [--bin build/dtune]
+#                           [--skip-tvm] [--skip-dtune] [--retime] [--bin build/dtune]
+#
+# --retime: tune nothing; time every TVM kernel already in OUT again (after a
+# change to the timing protocol or the inputs of scripts/tvm_ms.py).
 #
 # Workloads: dense 768x768 (no bias) and BERT-base ffn_up (N=3072, K=768, bias +
 # GELU in its erf form, fused in TVM's te.compute too).  For every workload,
@@ -68,6 +71,7 @@ VENV=${DTUNE_TVM_VENV:-$HOME/.cache/dtune-tvm-venv}
 BIN=${DTUNE_BIN:-build/dtune}
 SKIP_TVM=0
 SKIP_DTUNE=0
+RETIME=0
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -92,6 +96,7 @@ while [ $# -gt 0 ]; do
     --bin) BIN=$2; shift 2 ;;
     --skip-tvm) SKIP_TVM=1; shift ;;
     --skip-dtune) SKIP_DTUNE=1; shift ;;
+    --retime) RETIME=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench_vs_tvm: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
@@ -174,7 +179,12 @@ for w in $WORKLOADS; do
   key=$(key_of "$w")
   if [ "$SKIP_TVM" = 0 ]; then
     d="$OUT/$w/untuned"
-    if [ ! -f "$d/time.jsonl" ]; then
+    if [ "$RETIME" = 1 ]; then
+      if [ -f "$d/untuned.so" ]; then
+        say "$w: TVM untuned, timed again"
+        time_tvm "$w" "$d/time.jsonl" "$d/untuned.so@$(echo $UNTUNED_SHAPES | tr ' ' ',')"
+      fi
+    elif [ ! -f "$d/time.jsonl" ]; then
       say "$w: TVM untuned (symbolic M)"
       mkdir -p "$d"
       "$PY" scripts/tvm_ms.py untuned --workload "$w" --threads "$THREADS" --mcpu "$MCPU" \
@@ -187,7 +197,16 @@ for w in $WORKLOADS; do
       if [ "$SKIP_TVM" = 0 ]; then
         for l in $LAYOUT; do
           d="$OUT/$w/ms-b$B-s$s-layout-$l"
-          if [ ! -f "$d/time.jsonl" ]; then
+          if [ "$RETIME" = 1 ]; then
+            specs=()
+            for m in $SHAPES; do
+              [ -f "$d/kernels/m$m.so" ] && specs+=("$d/kernels/m$m.so@$m")
+            done
+            if [ ${#specs[@]} -gt 0 ]; then
+              say "$w: MetaSchedule B=$B/shape seed $s layout rewrite $l, timed again"
+              time_tvm "$w" "$d/time.jsonl" "${specs[@]}"
+            fi
+          elif [ ! -f "$d/time.jsonl" ]; then
             say "$w: MetaSchedule B=$B/shape seed $s layout rewrite $l"
             rm -rf "$d"; mkdir -p "$d"
             "$PY" scripts/tvm_ms.py tune --workload "$w" --shapes "$SHAPES" --trials "$B" \
@@ -202,7 +221,7 @@ for w in $WORKLOADS; do
           fi
         done
       fi
-      if [ "$SKIP_DTUNE" = 0 ]; then
+      if [ "$SKIP_DTUNE" = 0 ] && [ "$RETIME" = 0 ]; then
         for st in joint per-shape; do
           d="$OUT/$w/dtune-$st-b$B-s$s"
           if [ ! -f "$d/bench.jsonl" ]; then

@@ -13,12 +13,22 @@ When OUT/peaks.json (`dtune info --peaks --json`, measured in the same run)
 exists, the f32 FMA peak at the run's thread count is printed and every
 GFLOP/s cell gets its share of it: the ceiling every system is under.  The
 issue's headline ratios follow each table: dtune joint over MetaSchedule at
-each budget (GFLOP/s on the tuned shapes) and the tuning-time fraction.
+each budget (GFLOP/s on the tuned shapes) and the tuning-time fraction; then
+dtune joint at the smallest budget over MetaSchedule at each larger one.
+
+The budgets, seeds and layouts reported are every one found in OUT (runs
+added by later `bench_vs_tvm.sh --budgets/--seeds` calls into the same OUT
+included, whatever its config.json says); --budgets, --seeds and --layout
+restrict them.
+
+  python3 scripts/tvm_report.py OUT [--budgets "64 512"] [--seeds "1 2"] [--layout on]
 """
+import argparse
 import glob
 import json
 import math
 import os
+import re
 import statistics
 import sys
 
@@ -93,9 +103,38 @@ def f32_peak(out, threads):
         return None
 
 
+def found_runs(out, workloads):
+    """(budgets, seeds, layouts) of the run directories present in OUT."""
+    budgets, seeds, layouts = set(), set(), set()
+    for w in workloads:
+        for d in glob.glob(os.path.join(out, w, "*-b*-s*")):
+            m = re.search(r"-b(\d+)-s(\d+)(?:-layout-(\w+))?$", os.path.basename(d))
+            if m:
+                budgets.add(int(m.group(1)))
+                seeds.add(int(m.group(2)))
+                if m.group(3):
+                    layouts.add(m.group(3))
+    return budgets, seeds, layouts
+
+
 def main():
-    out = sys.argv[1]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", help="bench_vs_tvm.sh's --out directory")
+    ap.add_argument("--budgets", help='only these trials-per-shape budgets, e.g. "64 512"')
+    ap.add_argument("--seeds", help='only these seeds, e.g. "1 2 3"')
+    ap.add_argument("--layout", help='only these MetaSchedule layout variants, "on off"')
+    args = ap.parse_args()
+    out = args.out
     cfg = json.load(open(os.path.join(out, "config.json")))
+    # every workload with results (a later call may have named only one)
+    cfg["workloads"] = " ".join(w for w in DIMS if w in cfg["workloads"].split()
+                                or os.path.isdir(os.path.join(out, w)))
+    fb, fs, fl = found_runs(out, cfg["workloads"].split())
+    # the config's values and every run found on disk, numerically ordered
+    cfg["budgets"] = args.budgets or " ".join(
+        map(str, sorted(fb | {int(b) for b in cfg["budgets"].split()})))
+    cfg["seeds"] = args.seeds or " ".join(map(str, sorted(fs | {int(x) for x in cfg["seeds"].split()})))
+    cfg["layout"] = args.layout or " ".join(sorted(fl | set(cfg["layout"].split()), reverse=True))
     peak = f32_peak(out, cfg["threads"])
     shapes = [int(s) for s in cfg["shapes"].split()]
     summary = {"config": cfg, "workloads": {}}
@@ -119,6 +158,7 @@ def main():
             rows = {}
             curves = {}
             ratio8, ratio_all = [], []
+            ms_seeds, js_seeds = [], {"joint": [], "per-shape": []}
             for seed in cfg["seeds"].split():
                 # MetaSchedule, best of the layout variants per shape
                 best, tune_s, trials, variant = {}, 0.0, 0, {}
@@ -139,6 +179,7 @@ def main():
                         if s and (M not in best or s < best[M]):
                             best[M], variant[M] = s, l
                 if have:
+                    ms_seeds.append(seed)
                     ms_g = {M: flops(w, M) / s / 1e9 for M, s in best.items()}
                     bucket = {}
                     for M in range(1, 129):
@@ -147,7 +188,7 @@ def main():
                             bucket[M] = flops(w, M) / best[up[0]] / 1e9
                     rows.setdefault("MetaSchedule (best layout per shape)", []).append(
                         {"tune_s": tune_s, "trials": trials, "g8": geo(ms_g.values()),
-                         "gall": geo(bucket.values()), "variant": variant})
+                         "gall": geo(bucket.values()), "variant": variant, "seed": seed})
                     curves.setdefault("tvm_bucketing", []).append(bucket)
                 # dtune
                 js = {}
@@ -158,6 +199,7 @@ def main():
                     tj = json.load(open(os.path.join(d, "tune.json")))
                     g, ok = dtune_bench(os.path.join(d, "bench.jsonl"))
                     js[st] = g
+                    js_seeds[st].append(seed)
                     rows.setdefault(f"dtune {st}", []).append(
                         {"tune_s": tj.get("seconds"), "trials": tj.get("trials_total"),
                          "g8": geo([g[M][0] for M in shapes if M in g]),
@@ -182,6 +224,10 @@ def main():
                                "joint_over_per_shape_all": spread(ratio_all)}
             p("")
             p(f"== {w}, B = {B} trials per shape ({len(shapes) * int(B)} in total for every system)")
+            p("seeds with results: " + "; ".join(
+                f"{k} {','.join(v) if v else '-'}" for k, v in (
+                    ("MetaSchedule", ms_seeds), ("dtune joint", js_seeds["joint"]),
+                    ("per-shape", js_seeds["per-shape"]))))
             p(f"{'system':42} {'trials':>14} {'tuning s':>22} {'GFLOP/s tuned shapes':>24} {'GFLOP/s M=1..128':>24}")
             def pk(sp):
                 return fmt(sp) + (f" ({100 * sp['median'] / peak:.0f}%)" if sp and peak else "")
@@ -208,8 +254,23 @@ def main():
                 p(f"dtune joint / MetaSchedule-{B} (GFLOP/s, tuned shapes, medians): {j8 / m8:.3f}; "
                   f"tuning time {jt:.1f} s / {mt:.1f} s = 1/{mt / jt:.0f}")
             for r in rows.get("MetaSchedule (best layout per shape)", []):
-                p("MetaSchedule layout chosen per shape: " +
+                p(f"MetaSchedule layout chosen per shape, seed {r['seed']}: " +
                   ", ".join(f"M={M}:{v}" for M, v in sorted(r["variant"].items())))
+        # the issue's cross-budget figure: dtune joint at the smallest budget
+        # against MetaSchedule with more trials
+        bs = sorted(W["budgets"], key=int)
+        jr = W["budgets"][bs[0]]["rows"].get("dtune joint", []) if bs else []
+        for B in bs[1:]:
+            mr = W["budgets"][B]["rows"].get("MetaSchedule (best layout per shape)", [])
+            if jr and mr:
+                j8 = spread([r.get("g8") for r in jr])["median"]
+                m8 = spread([r.get("g8") for r in mr])["median"]
+                jt = spread([r.get("tune_s") for r in jr])["median"]
+                mt = spread([r.get("tune_s") for r in mr])["median"]
+                W["budgets"][B]["headline"]["joint_b%s_over_ms_8" % bs[0]] = j8 / m8
+                W["budgets"][B]["headline"]["joint_b%s_time_fraction" % bs[0]] = jt / mt
+                p(f"{w}: dtune joint at B = {bs[0]} / MetaSchedule-{B} (GFLOP/s, tuned shapes, "
+                  f"medians): {j8 / m8:.3f}; tuning time {jt:.1f} s / {mt:.1f} s = 1/{mt / jt:.0f}")
     print("\n".join(lines))
     json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
 
