@@ -276,26 +276,24 @@ static void exact_annotations(dt_kernel_op *kops, dt_annotation *anns, int *n, i
             }
 }
 
-static void check_exact_all(const dt_builder *bld, const dt_kernel_op *kops,
-                            const dt_annotation *anns, int n, const char *label)
+/* The label of check_exact_kernel's messages: the dtype, or the extra
+ * compiler flags of test_native_fallbacks' builds. */
+static const char *g_exact_label = "int8";
+
+/* check_exact as a dt_test_build_and_verify check. */
+static int check_exact_kernel(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
+                              dt_err *e)
 {
-    dt_kernel *ks = calloc((size_t)n, sizeof *ks);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ks);
-    dt_test_build_load(bld, kops, anns, n, ks);
-    for (int i = 0; i < n; i++) {
-        if (!ks[i].handle)
-            continue;
-        char *ann = dt_annotation_to_string(&anns[i]);
-        char what[600];
-        snprintf(what, sizeof what, "%s %s", label, ann);
-        free(ann);
-        dt_gemm g;
-        dt_err e;
-        CU_ASSERT_EQUAL_FATAL(dt_kernel_op_gemm(&kops[i], &g, &e), 0);
-        CU_ASSERT_EQUAL(check_exact(&ks[i], &anns[i], g.act == DT_ACT_RELU, what), 0);
-    }
-    dt_test_unload_all(ks, n);
-    free(ks);
+    dt_gemm g;
+    if (dt_kernel_op_gemm(kop, &g, e) != 0)
+        return e->code;
+    char *ann = dt_annotation_to_string(a);
+    char what[600];
+    snprintf(what, sizeof what, "%s %s", g_exact_label, ann);
+    free(ann);
+    if (check_exact(k, a, g.act == DT_ACT_RELU, what))
+        return dt_errf(e, DT_EINVAL, "%s: not bit-exact (details above)", g_exact_label);
+    return 0;
 }
 
 static void test_bit_exact(void)
@@ -305,7 +303,8 @@ static void test_bit_exact(void)
     dt_annotation anns[3 * DT_SKETCH_COUNT * PER];
     int n = 0;
     exact_annotations(kops, anns, &n, PER);
-    check_exact_all(&g_builder, kops, anns, n, "int8");
+    g_exact_label = "int8";
+    dt_test_build_and_verify(&g_builder, kops, anns, n, check_exact_kernel);
 }
 
 /* The native kernel built by a compiler told the CPU has no avx512_vnni
@@ -331,7 +330,8 @@ static void test_native_fallbacks(void)
             CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, i % 2, 0, &anns[i], &e), 0);
             kops[i] = dt_test_kop(g_ops[i < 2 ? 0 : 5]);
         }
-        check_exact_all(&b, kops, anns, 2, extra[f]);
+        g_exact_label = extra[f];
+        dt_test_build_and_verify(&b, kops, anns, 2, check_exact_kernel);
         dt_test_build_and_verify(&b, kops + 2, anns + 2, 2, NULL);
         /* the source selects the fallback by the compiler's macros */
         char *src = NULL;
