@@ -103,6 +103,19 @@ def f32_peak(out, threads):
         return None
 
 
+def joint_over_ms(jr, mr):
+    """dtune joint's rows against MetaSchedule's: the ratio of the median
+    GFLOP/s on the tuned shapes, the fraction of the median tuning time, and
+    the line that says both."""
+    j8 = spread([r.get("g8") for r in jr])["median"]
+    m8 = spread([r.get("g8") for r in mr])["median"]
+    jt = spread([r.get("tune_s") for r in jr])["median"]
+    mt = spread([r.get("tune_s") for r in mr])["median"]
+    return (j8 / m8 if m8 else None, jt / mt if mt else None,
+            f"(GFLOP/s, tuned shapes, medians): {j8 / m8:.3f}; "
+            f"tuning time {jt:.1f} s / {mt:.1f} s = 1/{mt / jt:.0f}")
+
+
 def found_runs(out, workloads):
     """(budgets, seeds, layouts) of the run directories present in OUT."""
     budgets, seeds, layouts = set(), set(), set()
@@ -245,14 +258,9 @@ def main():
             W["budgets"][B]["headline"] = hl = {}
             jr, mr = rows.get("dtune joint", []), rows.get("MetaSchedule (best layout per shape)", [])
             if jr and mr:
-                j8 = spread([r.get("g8") for r in jr])["median"]
-                m8 = spread([r.get("g8") for r in mr])["median"]
-                jt = spread([r.get("tune_s") for r in jr])["median"]
-                mt = spread([r.get("tune_s") for r in mr])["median"]
-                hl.update({"joint_over_ms_8": j8 / m8 if m8 else None,
-                           "joint_time_fraction": jt / mt if mt else None})
-                p(f"dtune joint / MetaSchedule-{B} (GFLOP/s, tuned shapes, medians): {j8 / m8:.3f}; "
-                  f"tuning time {jt:.1f} s / {mt:.1f} s = 1/{mt / jt:.0f}")
+                g, t, text = joint_over_ms(jr, mr)
+                hl.update({"joint_over_ms_8": g, "joint_time_fraction": t})
+                p(f"dtune joint / MetaSchedule-{B} {text}")
             for r in rows.get("MetaSchedule (best layout per shape)", []):
                 p(f"MetaSchedule layout chosen per shape, seed {r['seed']}: " +
                   ", ".join(f"M={M}:{v}" for M, v in sorted(r["variant"].items())))
@@ -263,14 +271,10 @@ def main():
         for B in bs[1:]:
             mr = W["budgets"][B]["rows"].get("MetaSchedule (best layout per shape)", [])
             if jr and mr:
-                j8 = spread([r.get("g8") for r in jr])["median"]
-                m8 = spread([r.get("g8") for r in mr])["median"]
-                jt = spread([r.get("tune_s") for r in jr])["median"]
-                mt = spread([r.get("tune_s") for r in mr])["median"]
-                W["budgets"][B]["headline"]["joint_b%s_over_ms_8" % bs[0]] = j8 / m8
-                W["budgets"][B]["headline"]["joint_b%s_time_fraction" % bs[0]] = jt / mt
-                p(f"{w}: dtune joint at B = {bs[0]} / MetaSchedule-{B} (GFLOP/s, tuned shapes, "
-                  f"medians): {j8 / m8:.3f}; tuning time {jt:.1f} s / {mt:.1f} s = 1/{mt / jt:.0f}")
+                g, t, text = joint_over_ms(jr, mr)
+                W["budgets"][B]["headline"]["joint_b%s_over_ms_8" % bs[0]] = g
+                W["budgets"][B]["headline"]["joint_b%s_time_fraction" % bs[0]] = t
+                p(f"{w}: dtune joint at B = {bs[0]} / MetaSchedule-{B} {text}")
     print("\n".join(lines))
     json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
 
