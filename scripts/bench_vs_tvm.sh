@@ -175,20 +175,31 @@ time_tvm() {
   mv "$out.tmp" "$out"
 }
 
+# time_ms WORKLOAD DIR: time_tvm on every shape's kernel a MetaSchedule run exported
+time_ms() {
+  local w=$1 d=$2 m specs=()
+  for m in $SHAPES; do
+    if [ -f "$d/kernels/m$m.so" ]; then specs+=("$d/kernels/m$m.so@$m")
+    else echo "   no MetaSchedule kernel for M=$m (every trial failed; see $d/ms/logs)" >&2; fi
+  done
+  if [ ${#specs[@]} -gt 0 ]; then time_tvm "$w" "$d/time.jsonl" "${specs[@]}"; fi
+}
+
 for w in $WORKLOADS; do
   key=$(key_of "$w")
   if [ "$SKIP_TVM" = 0 ]; then
-    d="$OUT/$w/untuned"
+    d="$OUT/$w/untuned" time=1
     if [ "$RETIME" = 1 ]; then
-      if [ -f "$d/untuned.so" ]; then
-        say "$w: TVM untuned, timed again"
-        time_tvm "$w" "$d/time.jsonl" "$d/untuned.so@$(echo $UNTUNED_SHAPES | tr ' ' ',')"
-      fi
+      if [ -f "$d/untuned.so" ]; then say "$w: TVM untuned, timed again"; else time=0; fi
     elif [ ! -f "$d/time.jsonl" ]; then
       say "$w: TVM untuned (symbolic M)"
       mkdir -p "$d"
       "$PY" scripts/tvm_ms.py untuned --workload "$w" --threads "$THREADS" --mcpu "$MCPU" \
         --work "$d" > "$d/compile.json"
+    else
+      time=0
+    fi
+    if [ "$time" = 1 ]; then
       time_tvm "$w" "$d/time.jsonl" "$d/untuned.so@$(echo $UNTUNED_SHAPES | tr ' ' ',')"
     fi
   fi
@@ -198,27 +209,18 @@ for w in $WORKLOADS; do
         for l in $LAYOUT; do
           d="$OUT/$w/ms-b$B-s$s-layout-$l"
           if [ "$RETIME" = 1 ]; then
-            specs=()
-            for m in $SHAPES; do
-              [ -f "$d/kernels/m$m.so" ] && specs+=("$d/kernels/m$m.so@$m")
-            done
-            if [ ${#specs[@]} -gt 0 ]; then
-              say "$w: MetaSchedule B=$B/shape seed $s layout rewrite $l, timed again"
-              time_tvm "$w" "$d/time.jsonl" "${specs[@]}"
-            fi
+            [ -d "$d/kernels" ] || continue
+            say "$w: MetaSchedule B=$B/shape seed $s layout rewrite $l, timed again"
           elif [ ! -f "$d/time.jsonl" ]; then
             say "$w: MetaSchedule B=$B/shape seed $s layout rewrite $l"
             rm -rf "$d"; mkdir -p "$d"
             "$PY" scripts/tvm_ms.py tune --workload "$w" --shapes "$SHAPES" --trials "$B" \
               --per-iter "$PER_ITER" --tuning-cores "$TUNING_CORES" --threads "$THREADS" --mcpu "$MCPU" --seed "$s" \
               --layout "$l" --build-timeout "$BUILD_TIMEOUT" --work "$d" > "$d/tune.out" 2> "$d/tune.log"
-            specs=()
-            for m in $SHAPES; do
-              if [ -f "$d/kernels/m$m.so" ]; then specs+=("$d/kernels/m$m.so@$m")
-              else echo "   no MetaSchedule kernel for M=$m (every trial failed; see $d/ms/logs)" >&2; fi
-            done
-            [ ${#specs[@]} -gt 0 ] && time_tvm "$w" "$d/time.jsonl" "${specs[@]}"
+          else
+            continue
           fi
+          time_ms "$w" "$d"
         done
       fi
       if [ "$SKIP_DTUNE" = 0 ] && [ "$RETIME" = 0 ]; then
