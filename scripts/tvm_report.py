@@ -7,7 +7,9 @@ Per system and budget, over the seeds: median [min..max] of the geometric-mean
 GFLOP/s on the tuned shapes and on M = 1..128, of the tuning wall time and of
 the trials.  Every kernel time is the median over processes of each process's
 minimum.  MetaSchedule counts, per shape, the faster of its runs with and
-without the layout rewrite (its tuning time: both runs' sum, and each apart).
+without the layout rewrite (its tuning time: both runs' sum, and each apart);
+a variant run for only some of the seeds at a budget gets its own row and a
+line saying what it would change, but stays out of the best-of row.
 TVM bucketing: M runs the tuned kernel of the next tuned shape up.
 When OUT/peaks.json (`dtune info --peaks --json`, measured in the same run)
 exists, the f32 FMA peak at the run's thread count is printed and every
@@ -172,22 +174,41 @@ def main():
             curves = {}
             ratio8, ratio_all = [], []
             ms_seeds, js_seeds = [], {"joint": [], "per-shape": []}
+            # A layout variant run for only some of MetaSchedule's seeds gets
+            # its own row but stays out of the best-of row, whose tuning time
+            # would otherwise mix one run per seed with two.
+            ran = {l: [x for x in cfg["seeds"].split() if os.path.exists(
+                       os.path.join(out, w, f"ms-b{B}-s{x}-layout-{l}", "time.jsonl"))]
+                   for l in cfg["layout"].split()}
+            ms_any = sorted({x for v in ran.values() for x in v}, key=int)
+            partial = [l for l, v in ran.items() if v and len(v) < len(ms_any)]
+            extra = []  # (seed, layout, shapes where it was faster, best-of g8 with it)
             for seed in cfg["seeds"].split():
                 # MetaSchedule, best of the layout variants per shape
                 best, tune_s, trials, variant = {}, 0.0, 0, {}
                 have = False
-                for l in cfg["layout"].split():
+                for l in sorted(cfg["layout"].split(), key=lambda l: l in partial):
                     d = os.path.join(out, w, f"ms-b{B}-s{seed}-layout-{l}")
                     if not os.path.exists(os.path.join(d, "time.jsonl")):
                         continue
-                    have = True
                     tj = json.load(open(os.path.join(d, "tune.json")))
+                    t, _ = tvm_times(os.path.join(d, "time.jsonl"))
+                    name = f"MetaSchedule layout rewrite {l}"
+                    if l in partial:
+                        name += f", seed {','.join(ran[l])} only"
+                    rows.setdefault(name, []).append(
+                        {"tune_s": tj["seconds"], "trials": tj["trials_recorded"],
+                         "g8": geo([flops(w, M) / s / 1e9 for (_, M), s in t.items() if s])})
+                    if l in partial:
+                        if have:
+                            faster = sorted(M for (_, M), s in t.items() if s and M in best and s < best[M])
+                            both = {M: min(s, next((v for (_, m), v in t.items() if m == M and v), s))
+                                    for M, s in best.items()}
+                            extra.append((seed, l, faster, geo([flops(w, M) / s / 1e9 for M, s in both.items()])))
+                        continue
+                    have = True
                     tune_s += tj["seconds"]
                     trials += tj["trials_recorded"]
-                    rows.setdefault(f"MetaSchedule layout rewrite {l}", []).append(
-                        {"tune_s": tj["seconds"], "trials": tj["trials_recorded"],
-                         "g8": geo([flops(w, M) / s / 1e9 for (_, M), s in tvm_times(os.path.join(d, "time.jsonl"))[0].items() if s])})
-                    t, _ = tvm_times(os.path.join(d, "time.jsonl"))
                     for (_, M), s in t.items():
                         if s and (M not in best or s < best[M]):
                             best[M], variant[M] = s, l
@@ -241,16 +262,16 @@ def main():
                 f"{k} {','.join(v) if v else '-'}" for k, v in (
                     ("MetaSchedule", ms_seeds), ("dtune joint", js_seeds["joint"]),
                     ("per-shape", js_seeds["per-shape"]))))
-            p(f"{'system':42} {'trials':>14} {'tuning s':>22} {'GFLOP/s tuned shapes':>24} {'GFLOP/s M=1..128':>24}")
+            p(f"{'system':46} {'trials':>14} {'tuning s':>22} {'GFLOP/s tuned shapes':>24} {'GFLOP/s M=1..128':>24}")
             def pk(sp):
                 return fmt(sp) + (f" ({100 * sp['median'] / peak:.0f}%)" if sp and peak else "")
             for name, rs in rows.items():
-                p(f"{name:42} {fmt(spread([r.get('trials') for r in rs]), '.0f'):>14} "
+                p(f"{name:46} {fmt(spread([r.get('trials') for r in rs]), '.0f'):>14} "
                   f"{fmt(spread([r.get('tune_s') for r in rs])):>22} "
                   f"{pk(spread([r.get('g8') for r in rs])):>24} {pk(spread([r.get('gall') for r in rs])):>24}")
             if W["untuned"]:
                 u = W["untuned"]
-                p(f"{'TVM untuned (symbolic M), no tuning':42} {'-':>14} {'-':>22} "
+                p(f"{'TVM untuned (symbolic M), no tuning':46} {'-':>14} {'-':>22} "
                   f"{fmt(spread([geo([u[M] for M in shapes if M in u])])):>24} "
                   f"{'(M=' + ','.join(map(str, sorted(u))) + ')':>24}")
             p(f"joint / per-shape (dtune, same trials): {fmt(spread(ratio8), '.3f')} on the tuned shapes, "
@@ -264,6 +285,11 @@ def main():
             for r in rows.get("MetaSchedule (best layout per shape)", []):
                 p(f"MetaSchedule layout chosen per shape, seed {r['seed']}: " +
                   ", ".join(f"M={M}:{v}" for M, v in sorted(r["variant"].items())))
+            for seed, l, faster, g in extra:
+                r = next(r for r in rows["MetaSchedule (best layout per shape)"] if r["seed"] == seed)
+                p(f"MetaSchedule layout rewrite {l}, seed {seed} (not in best-of): faster on "
+                  + (", ".join(f"M={M}" for M in faster) if faster else "no shape")
+                  + f"; counted, seed {seed}'s best-of would be {g:.1f} GFLOP/s instead of {r['g8']:.1f}")
         # the issue's cross-budget figure: dtune joint at the smallest budget
         # against MetaSchedule with more trials
         bs = sorted(W["budgets"], key=int)
