@@ -180,7 +180,7 @@ def main():
             ran = {l: [x for x in cfg["seeds"].split() if os.path.exists(
                        os.path.join(out, w, f"ms-b{B}-s{x}-layout-{l}", "time.jsonl"))]
                    for l in cfg["layout"].split()}
-            ms_any = sorted({x for v in ran.values() for x in v}, key=int)
+            ms_any = {x for v in ran.values() for x in v}
             partial = [l for l, v in ran.items() if v and len(v) < len(ms_any)]
             extra = []  # (seed, layout, shapes where it was faster, best-of g8 with it)
             for seed in cfg["seeds"].split():
@@ -192,25 +192,24 @@ def main():
                     if not os.path.exists(os.path.join(d, "time.jsonl")):
                         continue
                     tj = json.load(open(os.path.join(d, "tune.json")))
-                    t, _ = tvm_times(os.path.join(d, "time.jsonl"))
+                    t = {M: s for (_, M), s in tvm_times(os.path.join(d, "time.jsonl"))[0].items() if s}
                     name = f"MetaSchedule layout rewrite {l}"
                     if l in partial:
                         name += f", seed {','.join(ran[l])} only"
                     rows.setdefault(name, []).append(
                         {"tune_s": tj["seconds"], "trials": tj["trials_recorded"],
-                         "g8": geo([flops(w, M) / s / 1e9 for (_, M), s in t.items() if s])})
+                         "g8": geo([flops(w, M) / s / 1e9 for M, s in t.items()])})
                     if l in partial:
                         if have:
-                            faster = sorted(M for (_, M), s in t.items() if s and M in best and s < best[M])
-                            both = {M: min(s, next((v for (_, m), v in t.items() if m == M and v), s))
-                                    for M, s in best.items()}
+                            faster = sorted(M for M, s in t.items() if M in best and s < best[M])
+                            both = {M: min(s, t.get(M, s)) for M, s in best.items()}
                             extra.append((seed, l, faster, geo([flops(w, M) / s / 1e9 for M, s in both.items()])))
                         continue
                     have = True
                     tune_s += tj["seconds"]
                     trials += tj["trials_recorded"]
-                    for (_, M), s in t.items():
-                        if s and (M not in best or s < best[M]):
+                    for M, s in t.items():
+                        if M not in best or s < best[M]:
                             best[M], variant[M] = s, l
                 if have:
                     ms_seeds.append(seed)
