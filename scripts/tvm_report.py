@@ -195,7 +195,7 @@ def main():
                     t = {M: s for (_, M), s in tvm_times(os.path.join(d, "time.jsonl"))[0].items() if s}
                     name = f"MetaSchedule layout rewrite {l}"
                     if l in partial:
-                        name += f", seed {','.join(ran[l])} only"
+                        name += f", seed{'s' if len(ran[l]) > 1 else ''} {', '.join(ran[l])} only"
                     rows.setdefault(name, []).append(
                         {"tune_s": tj["seconds"], "trials": tj["trials_recorded"],
                          "g8": geo([flops(w, M) / s / 1e9 for M, s in t.items()])})
