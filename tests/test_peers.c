@@ -524,9 +524,29 @@ static void bf16_case(typed_case *c)
             }
 }
 
+/* The error a peer's int8 output may carry beside the exact result.  The
+ * u8·s8 sums are exact: VPDPBUSD and AMX's TDPBUSD accumulate in s32, so the
+ * raw sum R = Σ x·w and the zero-point compensation Z = zp·Σ w are exact
+ * integers.  What a library may order as it likes is the f32 epilogue:
+ * s = scale_a·scale_b[j] applied to R − Z at once, or to R and to Z
+ * separately and then subtracted (oneDNN's AMX kernels do that), scale_a and
+ * scale_b one after the other or their product, then the bias.  With
+ * u = 2^-24, each of R and Z takes at most four roundings on its way to
+ * s·R and s·Z (its conversion to f32, the scale product, at most two
+ * multiplies): 4u·s·(|R| + |Z|) plus second-order terms (the 4.01); the
+ * subtraction, the bias add and a final multiply of the difference take
+ * fewer than 8u·(|s·(R − Z)| + |bias|) together.  ReLU does not widen an
+ * error.  With zp = 0 the first term is 4u·|s·R|: what the separate
+ * roundings of the one term can do. */
+static double int8_peer_bound(double s, double raw, double comp, double scaled, double bias)
+{
+    return ldexp(4.01 * fabs(s) * (fabs(raw) + fabs(comp)), -24) +
+           ldexp(fabs(scaled) + fabs(bias), -21) + 1e-30;
+}
+
 /* int8: the integer sum is exact, so the output is the dequantized exact
- * value up to a few float roundings (the scale product, the bias, the
- * multiply): 8·2^-24·(|scale·acc| + |bias|). */
+ * value up to the float roundings of its epilogue, in whatever order the
+ * peer does them (int8_peer_bound). */
 static void int8_case(typed_case *c, float *scale_b)
 {
     dt_peer_problem *p = &c->p;
@@ -550,13 +570,18 @@ static void int8_case(typed_case *c, float *scale_b)
     CU_ASSERT_PTR_NOT_NULL_FATAL(c->tol);
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
-            int64_t acc = 0;
-            for (int64_t k = 0; k < K; k++)
-                acc += (int64_t)(x[i * K + k] - p->zp_a) * w[j * K + k];
-            double scaled = (double)p->scale_a * (double)scale_b[j] * (double)acc;
+            int64_t raw = 0, wsum = 0;
+            for (int64_t k = 0; k < K; k++) {
+                raw += (int64_t)x[i * K + k] * w[j * K + k];
+                wsum += w[j * K + k];
+            }
+            int64_t comp = (int64_t)p->zp_a * wsum;
+            double s = (double)p->scale_a * (double)scale_b[j];
+            double scaled = s * (double)(raw - comp);
             double b = c->bias ? c->bias[j] : 0.0;
             c->want[i * N + j] = ref_act(scaled + b, p->act);
-            c->tol[i * N + j] = ldexp(fabs(scaled) + fabs(b), -21) + 1e-30;
+            c->tol[i * N + j] =
+                int8_peer_bound(s, (double)raw, (double)comp, scaled, b);
         }
 }
 
@@ -771,6 +796,81 @@ static void test_int8(void)
     }
 }
 
+/* The int8 peer check itself, on any CPU: results dequantized in f32 in
+ * each order a library may pick (the one scale on R − Z; the scales on R
+ * and Z separately, as oneDNN's AMX kernels do; scale_a then scale_b; the
+ * bias before the subtraction) are within int8_peer_bound, while one
+ * element off by 1.5 bounds, or a dropped zero-point compensation, fails. */
+static void test_int8_bound(void)
+{
+    float scale_b[768];
+    int orders = 0;
+    for (int nk = 0; nk < 3; nk++)
+        for (int zp = 0; zp < 2; zp++) {
+            typed_case c = {.p = {.b_const = 1, .b_trans = 1, .batch = 1, .M = 37,
+                                  .N = typed_NKs[nk][0], .K = typed_NKs[nk][1], .bias = 1,
+                                  .act = nk == 1 ? DT_PEER_ACT_RELU : DT_PEER_ACT_NONE,
+                                  .threads = 1, .dtype = DT_PEER_INT8, .scale_a = 0.037f,
+                                  .zp_a = zp ? 131 : 0}};
+            int8_case(&c, scale_b);
+            const dt_peer_problem *p = &c.p;
+            int64_t ny = p->M * p->N;
+            float *got = malloc((size_t)ny * sizeof(float));
+            float *nocomp = malloc((size_t)ny * sizeof(float));
+            CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(nocomp);
+            const uint8_t *x = c.x;
+            const int8_t *w = c.w;
+            for (int order = 0; order < 4; order++, orders++) {
+                for (int64_t i = 0; i < p->M; i++)
+                    for (int64_t j = 0; j < p->N; j++) {
+                        int32_t raw = 0, wsum = 0;
+                        for (int64_t k = 0; k < p->K; k++) {
+                            raw += (int32_t)x[i * p->K + k] * w[j * p->K + k];
+                            wsum += w[j * p->K + k];
+                        }
+                        int32_t comp = p->zp_a * wsum;
+                        volatile float sa = p->scale_a, sb = scale_b[j], b = c.bias[j];
+                        volatile float s = sa * sb, r, z, y;
+                        switch (order) {
+                        case 0: y = (float)(raw - comp) * s + b; break;
+                        case 1: r = (float)raw * s, z = (float)comp * s, y = r - z + b; break;
+                        case 2:
+                            r = (float)raw * sa, r = r * sb, z = (float)comp * sa, z = z * sb;
+                            y = r - z;
+                            y = y + b;
+                            break;
+                        default: r = (float)raw * s + b, z = (float)comp * s, y = r - z; break;
+                        }
+                        float v = y;
+                        if (p->act == DT_PEER_ACT_RELU && v < 0)
+                            v = 0;
+                        got[i * p->N + j] = v;
+                        volatile float n0 = (float)raw * s + b;
+                        nocomp[i * p->N + j] = n0;
+                    }
+                int bad = compare_tol("int8 bound, reordered", &c, got);
+                if (bad)
+                    printf("\n    order %d N=%lld K=%lld zp=%d: %d outside the bound", order,
+                           (long long)p->N, (long long)p->K, p->zp_a, bad);
+                CU_ASSERT_EQUAL(bad, 0);
+            }
+            /* one element beyond the bound is caught */
+            int64_t at = ny / 2;
+            while (at < ny - 1 && c.want[at] == 0) /* relu's zeros: take a live one */
+                at++;
+            got[at] = (float)(c.want[at] + 1.5 * c.tol[at]);
+            CU_ASSERT_EQUAL(compare_tol("int8 bound, 1.5x off (expected)", &c, got), 1);
+            /* so is a library that forgets the zero point's compensation */
+            if (p->zp_a)
+                CU_ASSERT(compare_tol("int8 bound, no compensation (expected)", &c, nocomp) >
+                          ny / 2);
+            free(got), free(nocomp);
+            typed_free(&c);
+        }
+    printf("\n    %d dequantisation orders within the bound; off-bound results caught\n", orders);
+}
+
 /* Malformed dtypes and quantization parameters are DT_EINVAL; the f32-only
  * peers refuse bf16 and int8 with DT_EUNSUPPORTED. */
 static void test_typed_invalid(void)
@@ -936,6 +1036,7 @@ int main(void)
         {"invalid problems and operands", test_invalid},
         {"bf16 dense and batch_matmul against the reference", test_bf16},
         {"int8 dense against the exact integer result", test_int8},
+        {"int8 peer bound: any dequantisation order in, an error out", test_int8_bound},
         {"invalid dtypes and quantization parameters", test_typed_invalid},
         {"FMA peak", test_fma_peak},
         {"peak per dtype", test_peaks},
