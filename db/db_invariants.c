@@ -14,6 +14,13 @@ typedef struct {
     const char *sql;
 } rule;
 
+/* A stored time is a finite positive number; TIME_TEXT prints one as
+ * stored (quoted when text or a blob). */
+#define TIME_OK(c) \
+    "(typeof(" c ") IN ('integer', 'real') AND " c " > 0 AND " c " < 9e999)"
+#define TIME_TEXT(c) \
+    " CASE WHEN typeof(" c ") IN ('integer', 'real') THEN printf('%g', " c ") ELSE quote(" c ") END"
+
 static const rule rules[] = {
     {"workload",
      "SELECT printf('workloads row %d (%s) has op %s, its key names %s', id, key, op,"
@@ -28,14 +35,21 @@ static const rule rules[] = {
      "SELECT printf('measurements row %d has the unknown status ''%s''', id, status)"
      " FROM measurements WHERE status NOT IN ('ok', 'compile_error', 'compile_timeout',"
      " 'run_crash', 'run_timeout', 'wrong_answer', 'worker_lost') ORDER BY id"},
+    /* an ok record's times are finite positive numbers (SQLite stores NaN
+     * as NULL, keeps +-inf as REAL and text or a blob in a REAL column as
+     * they are: text compares above every number, so "NOT x > 0" alone
+     * lets text and +inf through) */
     {"measurement",
-     "SELECT printf('measurements row %d is ok but its times are not positive"
-     " (min_ns %s, median_ns %s)', id, coalesce(min_ns, 'NULL'), coalesce(median_ns, 'NULL'))"
-     " FROM measurements WHERE status = 'ok' AND (min_ns IS NULL OR median_ns IS NULL"
-     " OR NOT min_ns > 0 OR NOT median_ns > 0) ORDER BY id"},
+     "SELECT printf('measurements row %d is ok but its times are not positive finite numbers"
+     " (min_ns %s, median_ns %s)', id," TIME_TEXT("min_ns") "," TIME_TEXT("median_ns") ")"
+     " FROM measurements WHERE status = 'ok' AND NOT (" TIME_OK("min_ns") " AND "
+     TIME_OK("median_ns") ") ORDER BY id"},
     {"measurement",
-     "SELECT printf('measurements row %d has min_ns %g above its median_ns %g', id, min_ns,"
-     " median_ns) FROM measurements WHERE min_ns > median_ns ORDER BY id"},
+     "SELECT printf('measurements row %d has min_ns %s above its median_ns %s', id,"
+     TIME_TEXT("min_ns") "," TIME_TEXT("median_ns") ") FROM measurements"
+     " WHERE typeof(min_ns) IN ('integer', 'real') AND typeof(median_ns) IN ('integer', 'real')"
+     " AND min_ns > median_ns AND (status <> 'ok' OR (" TIME_OK("min_ns") " AND "
+     TIME_OK("median_ns") ")) ORDER BY id"},
     {"measurement",
      "SELECT printf('measurements row %d has %d threads', id, threads) FROM measurements"
      " WHERE NOT threads >= 1 ORDER BY id"},
