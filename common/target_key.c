@@ -59,6 +59,8 @@ void dt_target_key_parts_of(const dt_target *t, dt_target_key_parts *out)
 int dt_target_key_format(const dt_target_key_parts *p, char *buf, size_t n)
 {
     char l1d[32], l2[32], l3[32];
+    if (!buf || !n) /* no room even for the NUL (and no NULL to write to) */
+        return DT_EINVAL;
     if (!dt_arch_valid(p->arch) || (unsigned)p->isa >= DT_ISA_COUNT || p->cores < 1 ||
         p->cores > DT_KEY_MAX_CORES)
         return DT_EINVAL;

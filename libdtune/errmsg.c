@@ -21,6 +21,28 @@ int dt_lib_fail(int code, const char *msg)
     return code;
 }
 
+int dt_lib_check(const char *fn, const dtune *db, const char *workload, const char *target,
+                 int threads, const void *out, const char *out_name)
+{
+    char msg[160];
+    if (!db)
+        snprintf(msg, sizeof msg, "%s: db is NULL (open one with dtune_open)", fn);
+    else if (!workload || !*workload)
+        snprintf(msg, sizeof msg, "%s: workload is %s (a workload key, e.g. "
+                 "\"dense(M=1..128,N=768,K=768)\")", fn, workload ? "empty" : "NULL");
+    else if (target && !*target)
+        snprintf(msg, sizeof msg, "%s: target is empty (a target key, or NULL for this "
+                 "machine)", fn);
+    else if (threads < 0 || threads > DT_LIB_MAX_THREADS)
+        snprintf(msg, sizeof msg, "%s: threads is %d; it must be 0..%d (0: the highest tuned "
+                 "count)", fn, threads, DT_LIB_MAX_THREADS);
+    else if (!out)
+        snprintf(msg, sizeof msg, "%s: %s is NULL", fn, out_name);
+    else
+        return 0;
+    return dt_lib_fail(DTUNE_EINVAL, msg);
+}
+
 DTUNE_API const char *dtune_errmsg(void) { return tls_msg; }
 
 DTUNE_API const char *dtune_errstr(int code) { return dt_strerror(code); }

@@ -7,17 +7,19 @@
 DTUNE_API int dtune_export(dtune *db, const char *workload, const char *target, int threads,
                            const char *out_c_path)
 {
-    if (!db || !workload || !out_c_path)
-        return dt_lib_fail(DTUNE_EINVAL, "dtune_export: db, workload and out_c_path must not "
-                                         "be NULL");
-    if (threads < 0)
-        return dt_lib_fail(DTUNE_EINVAL, "dtune_export: threads must be >= 0 (0: the highest)");
+    int rc = dt_lib_check("dtune_export", db, workload, target, threads, out_c_path,
+                          "out_c_path");
+    if (rc)
+        return rc;
+    if (!*out_c_path)
+        return dt_lib_fail(DTUNE_EINVAL, "dtune_export: out_c_path is empty (a path "
+                                         "\".../NAME.c\")");
     dt_export_opts o = {.workload_key = workload,
                         .target_key = target ? target : dt_dispatch_cache_local_target(db->cache),
                         .threads = threads};
     dt_err e;
     pthread_mutex_lock(&db->mu);
-    int rc = dt_export_write(db->db, &o, out_c_path, &e);
+    rc = dt_export_write(db->db, &o, out_c_path, &e);
     pthread_mutex_unlock(&db->mu);
     return dt_lib_status(rc, &e);
 }

@@ -23,8 +23,9 @@ DTUNE_API int dtune_open(const char *path, dtune **out)
     if (!out)
         return dt_lib_fail(DTUNE_EINVAL, "dtune_open: out is NULL");
     *out = NULL;
-    if (!path)
-        return dt_lib_fail(DTUNE_EINVAL, "dtune_open: path is NULL");
+    if (!path || !*path)
+        return dt_lib_fail(DTUNE_EINVAL, path ? "dtune_open: path is empty"
+                                              : "dtune_open: path is NULL");
     dt_err e;
     dtune *h = calloc(1, sizeof *h);
     if (!h)

@@ -17,6 +17,17 @@ struct dtune {
     dt_db *db;                /* read-only: kernel sources and exports */
 };
 
+/* The highest thread count a lookup or export accepts: a schedule is tuned
+ * for at most the cores of a target, and no machine has more than this. */
+#define DT_LIB_MAX_THREADS 65536
+
+/* Checks a call's common arguments: fn names the function in the message;
+ * db, workload and out must not be NULL (out: any pointer that must be
+ * set), workload and target (when not NULL) must not be empty, threads
+ * must be 0..DT_LIB_MAX_THREADS.  Returns 0 or dt_lib_fail(DTUNE_EINVAL). */
+int dt_lib_check(const char *fn, const dtune *db, const char *workload, const char *target,
+                 int threads, const void *out, const char *out_name);
+
 /* Records the outcome of a public call for dtune_errmsg: e->msg when rc is
  * an error, "" when rc is 0.  Returns rc. */
 int dt_lib_status(int rc, const dt_err *e);

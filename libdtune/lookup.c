@@ -1,5 +1,6 @@
 /* dtune_lookup, dtune_lookup_values: the dispatch cache's answer copied into
  * the caller's dtune_schedule. */
+#include <stdio.h>
 #include <string.h>
 
 #include "libdtune/internal.h"
@@ -13,13 +14,14 @@ _Static_assert(DTUNE_KEY_MAX == DT_KEY_MAX && DTUNE_TARGET_MAX == DT_TARGET_KEY_
 /* Copies a NUL-terminated string that fits (the sizes above match). */
 #define COPY(dst, src) memcpy((dst), (src), strlen(src) + 1)
 
-static int lookup(dtune *db, const dt_dispatch_query *q, dtune_schedule *out)
+static int lookup(dtune *db, const char *fn, const dt_dispatch_query *q, dtune_schedule *out)
 {
-    if (!db || !out || !q->workload_key)
-        return dt_lib_fail(DTUNE_EINVAL, "dtune_lookup: db, workload and out must not be NULL");
+    int rc = dt_lib_check(fn, db, q->workload_key, q->target_key, q->threads, out, "out");
+    if (rc)
+        return rc;
     dt_err e;
     dt_dispatch_cache_result r;
-    int rc = dt_dispatch_cache_lookup(db->cache, q, &r, &e);
+    rc = dt_dispatch_cache_lookup(db->cache, q, &r, &e);
     if (rc)
         return dt_lib_status(rc, &e);
     out->kernel_id = r.kernel_id;
@@ -46,14 +48,22 @@ DTUNE_API int dtune_lookup(dtune *db, const char *workload, const char *shape,
                                          "takes values)");
     dt_dispatch_query q = {.workload_key = workload, .shape = shape, .target_key = target,
                            .threads = threads};
-    return lookup(db, &q, out);
+    return lookup(db, "dtune_lookup", &q, out);
 }
 
 DTUNE_API int dtune_lookup_values(dtune *db, const char *workload, const int64_t *vals,
                                   int nvals, const char *target, int threads,
                                   dtune_schedule *out)
 {
+    char msg[128];
+    if (nvals < 0 || nvals > DT_MAX_VARS) {
+        snprintf(msg, sizeof msg, "dtune_lookup_values: nvals is %d; a workload has 0..%d "
+                 "variables", nvals, DT_MAX_VARS);
+        return dt_lib_fail(DTUNE_EINVAL, msg);
+    }
+    if (!vals && nvals > 0)
+        return dt_lib_fail(DTUNE_EINVAL, "dtune_lookup_values: vals is NULL");
     dt_dispatch_query q = {.workload_key = workload, .vals = vals, .nvals = nvals,
                            .target_key = target, .threads = threads};
-    return lookup(db, &q, out);
+    return lookup(db, "dtune_lookup_values", &q, out);
 }

@@ -3,6 +3,7 @@
  * kernel was generated for (its op and attribute values): the row decides
  * the source, and a workload that disagrees is an error, not a second
  * source (docs/libdtune.md). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,9 +47,21 @@ static int check_workload(dt_db *db, int64_t id, const char *key, dt_err *e)
 DTUNE_API int dtune_kernel_source(dtune *db, int64_t kernel_id, const char *workload,
                                   char **src)
 {
-    if (!db || !src)
-        return dt_lib_fail(DTUNE_EINVAL, "dtune_kernel_source: db and src must not be NULL");
+    if (!src)
+        return dt_lib_fail(DTUNE_EINVAL, "dtune_kernel_source: src is NULL");
     *src = NULL;
+    if (!db)
+        return dt_lib_fail(DTUNE_EINVAL, "dtune_kernel_source: db is NULL (open one with "
+                                         "dtune_open)");
+    if (kernel_id < 1) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "dtune_kernel_source: kernel id %lld is not one (ids are "
+                 ">= 1, from dtune_lookup)", (long long)kernel_id);
+        return dt_lib_fail(DTUNE_EINVAL, msg);
+    }
+    if (workload && !*workload)
+        return dt_lib_fail(DTUNE_EINVAL, "dtune_kernel_source: workload is empty (NULL, or "
+                                         "the workload key the kernel was looked up for)");
     dt_err e;
     pthread_mutex_lock(&db->mu);
     int rc = workload ? check_workload(db->db, kernel_id, workload, &e) : 0;

@@ -17,9 +17,16 @@
  * - Every symbol is prefixed dtune_ (macros DTUNE_).  Functions that can
  *   fail return DTUNE_OK (0) or a negative DTUNE_E* code.
  * - Errors: dtune_errmsg() is the message of the calling thread's most
- *   recent call to dtune_open, dtune_lookup, dtune_lookup_values,
- *   dtune_kernel_source or dtune_export ("" when that call succeeded).  It is thread-local, so threads sharing a handle never
- *   see each other's messages.
+ *   recent call to dtune_workload_canonical, dtune_target_key, dtune_open,
+ *   dtune_lookup, dtune_lookup_values, dtune_kernel_source or dtune_export
+ *   ("" when that call succeeded).  It is thread-local, so threads sharing
+ *   a handle never see each other's messages.
+ * - Arguments: no call crashes on NULL or out-of-range arguments (NULL
+ *   handles, strings or out-pointers, empty keys or paths, zero buffer
+ *   sizes, nvals < 0, threads < 0 or above 65536, kernel ids < 1): each is
+ *   DTUNE_EINVAL with a message naming the argument.  Pointers that are not
+ *   NULL must point to what the call says (a size larger than the buffer
+ *   cannot be detected).
  * - Ownership: strings passed in are read during the call only.  Results are
  *   plain values written into caller memory (dtune_schedule), or malloc'ed
  *   buffers the caller releases with dtune_free (dtune_kernel_source).  No
@@ -74,14 +81,17 @@ DTUNE_API const char *dtune_version(void);
 /* Writes the canonical form of a workload key (docs/workload-keys.md) into
  * out[0..out_size).  Returns 0 on success; on a malformed key returns a
  * negative code and, if err is not NULL, writes the reason into
- * err[0..err_size).  A too-small out buffer is an error (-1). */
+ * err[0..err_size) (also dtune_errmsg).  A too-small out buffer (out_size 0
+ * included) and a NULL key are errors (-1). */
 DTUNE_API int dtune_workload_canonical(const char *key, char *out, size_t out_size, char *err,
                                        size_t err_size);
 
 /* Writes the key of the machine this process runs on (the target key under
  * which schedules are stored, e.g. "x86_64-avx512-2c-48K.1M.32M"; format in
  * docs/targets.md) into out[0..out_size).  Honours DTUNE_TARGET_ISA and
- * DTUNE_TARGET_CORES.  Returns 0, or a negative code with the reason in err. */
+ * DTUNE_TARGET_CORES.  Returns 0, or a negative code with the reason in err
+ * (when not NULL) and dtune_errmsg; a NULL out or an out_size below the
+ * key's length + 1 is DTUNE_EINVAL (DTUNE_TARGET_MAX always fits). */
 DTUNE_API int dtune_target_key(char *out, size_t out_size, char *err, size_t err_size);
 
 /* ---- errors ----------------------------------------------------------------- */
@@ -147,7 +157,7 @@ typedef struct dtune_schedule {
  * "dense(M=1..128,N=768,K=768)") for one shape, given as text naming every
  * variable ("M=37", "batch=2,seq=37"), and fills *out.  target is a target
  * key, or NULL for this machine.  threads selects the schedule tuned for
- * that many threads, 0 the highest count that has one.  Every valid shape
+ * that many threads (1..65536), 0 the highest count that has one.  Every valid shape
  * gets a kernel: shapes outside the tuned set are flagged extrapolated.
  * DTUNE_EINVAL for a malformed key or shape; DTUNE_ENOTFOUND when the
  * workload, the target or a schedule for that thread count is missing (the
@@ -157,7 +167,9 @@ DTUNE_API int dtune_lookup(dtune *db, const char *workload, const char *shape,
                            const char *target, int threads, dtune_schedule *out);
 
 /* dtune_lookup with the shape as values: vals[0..nvals) in the order of the
- * variables in the canonical key (sorted by name; for "M=1..128" just M). */
+ * variables in the canonical key (sorted by name; for "M=1..128" just M).
+ * nvals must be the workload's variable count (0..8); vals may be NULL only
+ * when nvals is 0. */
 DTUNE_API int dtune_lookup_values(dtune *db, const char *workload, const int64_t *vals,
                                   int nvals, const char *target, int threads,
                                   dtune_schedule *out);
@@ -172,7 +184,8 @@ DTUNE_API int dtune_lookup_values(dtune *db, const char *workload, const int64_t
  * not, it is only checked: a workload whose op or attribute values are not
  * the kernel's is DTUNE_EINVAL (a kernel id dtune_lookup gave for that
  * workload always passes).  *src is malloc'ed; release it with dtune_free.
- * DTUNE_ENOTFOUND when there is no such kernel. */
+ * DTUNE_ENOTFOUND when there is no such kernel; a kernel_id below 1 (never
+ * an id) is DTUNE_EINVAL.  *src is NULL after any error. */
 DTUNE_API int dtune_kernel_source(dtune *db, int64_t kernel_id, const char *workload,
                                   char **src);
 
