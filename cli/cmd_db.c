@@ -224,6 +224,26 @@ static int db_backup(int argc, char **argv)
     rc = dt_db_check(copy, &e);
     int version = dt_db_schema_version(copy);
     dt_db_close(copy);
+    if (rc == DT_EINVAL) {
+        /* the copy is page for page the source: whose damage is it? */
+        dt_err es;
+        int src_rc = dt_db_open(o.db, DT_DB_READONLY, &db, &es);
+        if (src_rc == DT_OK) {
+            src_rc = dt_db_check(db, &es);
+            dt_db_close(db);
+        }
+        if (src_rc == DT_EINVAL) {
+            dt_errf(&e, DT_EINVAL,
+                    "%s; the backup %s is a faithful copy of it, damage included (run 'dtune "
+                    "db check --db %s' to see every problem)",
+                    es.msg, o.arg, o.db);
+        } else if (src_rc == DT_OK) {
+            char msg[DT_ERR_MSG_MAX];
+            snprintf(msg, sizeof msg, "%s", e.msg);
+            dt_errf(&e, DT_EINVAL, "the backup is damaged though the source %s checks clean: "
+                    "%s", o.db, msg);
+        }
+    }
     if (rc != DT_OK)
         return dt_cli_fail(&e);
     if (o.json) {

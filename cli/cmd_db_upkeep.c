@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "db/db.h"
@@ -206,6 +207,13 @@ int dt_cmd_db_check(int argc, char **argv)
 
 /* ---- prune ------------------------------------------------------------------- */
 
+/* A problem of a file merge or prune refuses, on stderr (as db check prints it). */
+static void print_problem(const char *kind, const char *message, void *ud)
+{
+    (void)ud;
+    fprintf(stderr, "%-12s %s\n", kind, message);
+}
+
 int dt_cmd_db_prune(int argc, char **argv)
 {
     up_opts o;
@@ -224,9 +232,21 @@ int dt_cmd_db_prune(int argc, char **argv)
     po.keep_failed = o.keep_failed;
     po.dry_run = o.dry_run;
     po.vacuum = !o.no_vacuum;
+    /* identified read-only first: a file prune cannot use (missing, empty,
+     * another version, not dtune's) is refused without writing anything */
     dt_db *db;
+    struct stat sb;
+    if (stat(o.db, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0) {
+        dt_errf(&e, DT_ENOTDTUNE, "%s is not a dtune database: it is empty (0 bytes); nothing to "
+                "prune", o.db);
+        return dt_cli_fail(&e);
+    }
+    if (dt_db_open(o.db, DT_DB_READONLY, &db, &e) != DT_OK)
+        return dt_cli_fail(&e);
+    dt_db_close(db);
     if (dt_db_open(o.db, 0, &db, &e) != DT_OK)
         return dt_cli_fail(&e);
+    po.on_problem = print_problem;
     dt_db_prune_info info;
     rc = dt_db_prune(db, &po, &info, &e);
     dt_db_close(db);
@@ -360,6 +380,26 @@ int dt_cmd_db_merge(int argc, char **argv)
     }
     dt_err e;
     dt_db *db;
+    /* every source is opened and checked before the destination is opened
+     * (or created): a source merge refuses (missing, another version,
+     * damaged) leaves the destination as it was, even after other sources */
+    for (int i = 0; i < o.nargs; i++) {
+        dt_err e2;
+        if ((rc = dt_db_open(o.args[i], DT_DB_READONLY, &db, &e2)) == DT_OK) {
+            char doing[DT_ERR_MSG_MAX / 2];
+            snprintf(doing, sizeof doing, "merge %s", o.args[i]);
+            rc = dt_db_require_sound(db, doing, print_problem, NULL, &e);
+            dt_db_close(db);
+        } else {
+            dt_errf(&e, rc, "cannot merge %s: %s", o.args[i], e2.msg);
+        }
+        if (rc) {
+            rc = dt_cli_fail(&e);
+            fprintf(stderr, "dtune: nothing was merged into %s\n", o.db);
+            free(o.args);
+            return rc;
+        }
+    }
     if (dt_db_open(o.db, DT_DB_CREATE, &db, &e) != DT_OK) {
         free(o.args);
         return dt_cli_fail(&e);

@@ -391,6 +391,16 @@ typedef void (*dt_db_problem_cb)(const char *kind, const char *message, void *ud
 #define DT_DB_CHECK_MAX_PER_RULE 20
 int dt_db_check_all(dt_db *db, dt_db_problem_cb cb, void *ud, int64_t *problems, dt_err *e);
 
+/* dt_db_check_all as a refusal, for what must not run on a damaged file
+ * (merge reads its sources, prune its file with it).  DT_OK when nothing
+ * was found; else DT_EINVAL "cannot DOING: database PATH is damaged (N
+ * problems): ..." where ... is the problems themselves when cb is NULL (as
+ * many as the message holds, then where to see them all), or "listed" when
+ * cb (may be NULL) was given each of them.  Other codes: the check could
+ * not run. */
+int dt_db_require_sound(dt_db *db, const char *doing, dt_db_problem_cb cb, void *ud,
+                        dt_err *e);
+
 /* How long finished jobs (done, failed, cancelled) are kept. */
 typedef struct {
     int64_t max_age_s; /* updated more than this long ago: deleted; < 0: no age limit */
@@ -419,6 +429,10 @@ typedef struct {
     bool dry_run;        /* count only */
     bool vacuum;         /* VACUUM after deleting (not in a dry run) */
     int64_t now;         /* 0: the clock (for job ages and the kernels' grace period) */
+    /* a damaged file is never pruned (dt_db_require_sound): its problems go
+     * to on_problem when set, else into the error message */
+    dt_db_problem_cb on_problem;
+    void *problem_ud;
 } dt_db_prune_opts;
 
 #define DT_DB_PRUNE_KEEP_DEFAULT 8
@@ -445,7 +459,9 @@ typedef struct {
 /* dt_db_prune_opts with the defaults. */
 dt_db_prune_opts dt_db_prune_defaults(void);
 /* Deletes what o does not keep in one transaction (or counts it, dry_run),
- * then VACUUMs and checkpoints the WAL when o->vacuum.  Safe beside a
+ * then VACUUMs and checkpoints the WAL when o->vacuum.  A file with any
+ * problem dt_db_check_all finds is refused first (DT_EINVAL, nothing
+ * written).  Safe beside a
  * running daemon or tune: it waits for their write lock like any writer. */
 int dt_db_prune(dt_db *db, const dt_db_prune_opts *o, dt_db_prune_info *out, dt_err *e);
 

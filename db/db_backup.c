@@ -15,6 +15,21 @@ int dt_db_backup(dt_db *db, const char *dest, dt_db_backup_info *out, dt_err *e)
 {
     if (!dest || !*dest)
         return dt_errf(e, DT_EINVAL, "the backup destination is empty");
+    /* SQLite treats NAME-wal, NAME-shm and NAME-journal as side files of
+     * the database NAME: the next writer of NAME (dtune db init, a tune, the
+     * daemon) deletes or overwrites one when it finds it stale, and a copy
+     * named like the source's own would be taken for its write-ahead log */
+    static const char *const sides[] = {"-wal", "-shm", "-journal"};
+    size_t dl = strlen(dest);
+    for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
+        size_t sl = strlen(sides[i]);
+        if (dl > sl && !strcmp(dest + dl - sl, sides[i]))
+            return dt_errf(e, DT_EINVAL,
+                           "%s ends in '%s', the name of an SQLite side file of the database "
+                           "%.*s: its next writer would delete or overwrite the backup; "
+                           "choose another name",
+                           dest, sides[i], (int)(dl - sl), dest);
+    }
     struct stat st;
     if (stat(dest, &st) == 0)
         return dt_errf(e, DT_EINVAL, "%s already exists; a backup never overwrites a file", dest);

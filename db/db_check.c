@@ -322,3 +322,42 @@ int dt_db_check_all(dt_db *db, dt_db_problem_cb cb, void *ud, int64_t *problems,
         *problems = c.problems;
     return rc;
 }
+
+/* The problems of a refused file, into the error message. */
+typedef struct {
+    char text[DT_ERR_MSG_MAX];
+    size_t len;
+    bool full;
+} problem_text;
+
+static void add_problem(const char *kind, const char *message, void *ud)
+{
+    problem_text *t = ud;
+    if (t->full)
+        return;
+    char line[DT_ERR_MSG_MAX];
+    int n = snprintf(line, sizeof line, "%s[%s] %s", t->len ? "; " : "", kind, message);
+    /* room for the closing hint */
+    if (n < 0 || t->len + (size_t)n >= sizeof t->text / 2) {
+        t->full = true;
+        return;
+    }
+    memcpy(t->text + t->len, line, (size_t)n + 1);
+    t->len += (size_t)n;
+}
+
+int dt_db_require_sound(dt_db *db, const char *doing, dt_db_problem_cb cb, void *ud, dt_err *e)
+{
+    problem_text t = {.len = 0};
+    int64_t n = 0;
+    int rc = dt_db_check_all(db, cb ? cb : add_problem, cb ? ud : &t, &n, e);
+    if (rc || n == 0)
+        return rc;
+    if (cb)
+        return dt_errf(e, DT_EINVAL, "cannot %s: database %s is damaged (%lld problem%s, listed above)",
+                       doing, db->path, (long long)n, n == 1 ? "" : "s");
+    return dt_errf(e, DT_EINVAL, "cannot %s: database %s is damaged (%lld problem%s): %s%s; run "
+                   "'dtune db check --db %s'%s",
+                   doing, db->path, (long long)n, n == 1 ? "" : "s", t.text,
+                   t.full ? "; ..." : "", db->path, t.full ? " for all of them" : " for details");
+}

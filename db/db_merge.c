@@ -5,6 +5,7 @@
 #include "db/db_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -355,6 +356,16 @@ int dt_db_merge(dt_db *db, const char *src_path, dt_db_schedule_score_fn score, 
     merge_ctx c = {.dst = db, .src = src, .e = e, .info = out};
     /* one read transaction on the source: one consistent state of it */
     rc = dt_db_exec(src, "BEGIN", e, "reading the source");
+    /* a damaged source is not merged: its rows would be copied as they are
+     * (JSON that does not parse, impossible times) or not at all (pages
+     * SQLite cannot read), and the destination would inherit the damage.
+     * Checked inside the read transaction: what is checked is what is
+     * copied. */
+    if (rc == DT_OK) {
+        char doing[DT_ERR_MSG_MAX / 2];
+        snprintf(doing, sizeof doing, "merge %s", src_path);
+        rc = dt_db_require_sound(src, doing, NULL, NULL, e);
+    }
     if (rc == DT_OK)
         rc = dt_db_begin(db, e);
     if (rc == DT_OK) {

@@ -127,9 +127,16 @@ int dt_db_prune(dt_db *db, const dt_db_prune_opts *o, dt_db_prune_info *out, dt_
         return dt_errf(e, DT_EINVAL, "pruning %s: keep must be >= 1 and keep_failed >= 0",
                        db->path);
     int64_t now = o->now ? o->now : dt_db_now();
-    out->size_before = out->size_after = dt_db_file_bytes(db->path);
-    int rc = dt_db_begin(db, e);
+    /* a damaged file is not pruned: deleting by rules over rows that break
+     * them (impossible times rank first, a damaged index hides rows) would
+     * lose what the damage report needs, and VACUUM rewrites every page */
+    char doing[DT_ERR_MSG_MAX / 2];
+    snprintf(doing, sizeof doing, "prune %s", db->path);
+    int rc = dt_db_require_sound(db, doing, o->on_problem, o->problem_ud, e);
     if (rc)
+        return rc;
+    out->size_before = out->size_after = dt_db_file_bytes(db->path);
+    if ((rc = dt_db_begin(db, e)))
         return rc;
     sqlite3_stmt *st = NULL;
     const char *tail = keep_sql;

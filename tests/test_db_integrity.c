@@ -1,0 +1,413 @@
+/* Database integrity (issue 27): impossible times reported by db check,
+ * merge and prune refusing damaged files (nothing written), backup refusing
+ * destinations named like another database's side files, a newer source
+ * refused before the merge's destination is created, prune of a 0-byte
+ * file, and a backup of a damaged source naming the source.  Damage is
+ * planted with sqlite3 directly. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "db/db.h"
+#include "tests/dt_test.h"
+
+#define TARGET "x86_64-integrity-1c"
+#define WKEY "dense(M=1..4,N=16,K=16)"
+
+static void sql_exec(const char *path, const char *sql)
+{
+    sqlite3 *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(path, &s), SQLITE_OK);
+    char *err = NULL;
+    int rc = sqlite3_exec(s, sql, NULL, NULL, &err);
+    if (rc != SQLITE_OK)
+        fprintf(stderr, "sql failed: %s: %s\n", sql, err ? err : "");
+    CU_ASSERT_EQUAL(rc, SQLITE_OK);
+    sqlite3_free(err);
+    sqlite3_close(s);
+}
+
+static bool exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* The bytes of a file (malloc'ed, *n its size), NULL when unreadable. */
+static char *file_bytes(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc(sz > 0 ? (size_t)sz : 1);
+    *n = b ? fread(b, 1, (size_t)(sz > 0 ? sz : 0), f) : 0;
+    fclose(f);
+    return b;
+}
+
+/* A clean database: kernels 1..nk measured on M=1..4 (kernel i: i*100 ns),
+ * a schedule of M=1..4 on kernel 1, one job.  Closed, checkpointed. */
+static void make_db(const char *path, int nk, const char *uid)
+{
+    unlink(path);
+    dt_db *db;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_CREATE, &db, &e), 0);
+    int64_t t, w, k1 = 0;
+    CU_ASSERT_EQUAL(dt_db_target_upsert(db, TARGET, "generic", NULL, &t, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_workload_upsert(db, WKEY, "dense", "{}", &w, &e), 0);
+    for (int i = 1; i <= nk; i++) {
+        char ann[64];
+        snprintf(ann, sizeof ann, "{\"MR\":%d,\"NR\":16}", i);
+        int64_t k;
+        CU_ASSERT_EQUAL(dt_db_kernel_intern(db, "dense", "direct", ann, NULL, &k, &e), 0);
+        if (i == 1)
+            k1 = k;
+        for (int m = 1; m <= 4; m++) {
+            char shape[16], u[64];
+            snprintf(shape, sizeof shape, "M=%d", m);
+            snprintf(u, sizeof u, "%s-%d-%d", uid, i, m);
+            dt_db_measurement r = {.kernel_id = k, .target_id = t, .workload_id = w,
+                                   .shape = shape, .threads = 1, .status = DT_TRIAL_OK,
+                                   .min_ns = i * 100.0, .median_ns = i * 100.0, .trial_uid = u};
+            CU_ASSERT_EQUAL(dt_db_measurement_insert(db, &r, NULL, NULL, &e), 0);
+        }
+    }
+    dt_db_schedule row = {.shape_lo = "M=1", .shape_hi = "M=4", .kernel_id = k1,
+                          .predicted_ns = 100, .measured_ns = 100};
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(db, w, t, 1, &row, 1, &e), 0);
+    int64_t job;
+    CU_ASSERT_EQUAL(dt_db_job_create(db, "{\"workload\":\"x\"}", NULL, &job, &e), 0);
+    dt_db_close(db);
+}
+
+typedef struct {
+    char text[16384];
+    int n;
+} problems;
+
+static void collect(const char *kind, const char *msg, void *ud)
+{
+    problems *p = ud;
+    size_t len = strlen(p->text);
+    snprintf(p->text + len, sizeof p->text - len, "[%s] %s\n", kind, msg);
+    p->n++;
+}
+
+static int64_t check_all(const char *path, problems *p)
+{
+    dt_db *db;
+    dt_err e;
+    if (dt_db_open(path, DT_DB_READONLY, &db, &e)) {
+        fprintf(stderr, "open %s: %s\n", path, e.msg);
+        return -1;
+    }
+    int64_t n = -1;
+    CU_ASSERT_EQUAL(dt_db_check_all(db, collect, p, &n, &e), 0);
+    dt_db_close(db);
+    return n;
+}
+
+static int64_t rows(const char *path, const char *table)
+{
+    dt_db *db;
+    dt_err e;
+    if (dt_db_open(path, DT_DB_READONLY, &db, &e))
+        return -1;
+    dt_db_stats_info s;
+    int64_t n = -1;
+    if (dt_db_stats(db, &s, &e) == 0)
+        for (int i = 0; i < DT_DB_N_TABLES; i++)
+            if (!strcmp(s.tables[i].name, table))
+                n = s.tables[i].rows;
+    dt_db_close(db);
+    return n;
+}
+
+/* Ok records 1..8 of make_db(path, 2) given impossible times. */
+static const char impossible_sql[] =
+    "PRAGMA ignore_check_constraints = ON;"
+    "UPDATE measurements SET min_ns = 9e999 WHERE id = 1;"            /* +inf */
+    "UPDATE measurements SET median_ns = 9e999 WHERE id = 2;"         /* +inf */
+    "UPDATE measurements SET min_ns = -9e999 WHERE id = 3;"           /* -inf */
+    "UPDATE measurements SET min_ns = 'fast' WHERE id = 4;"           /* not a number */
+    "UPDATE measurements SET median_ns = x'00' WHERE id = 5;"         /* a blob */
+    "UPDATE measurements SET min_ns = 0 WHERE id = 6;"                /* zero */
+    "UPDATE measurements SET min_ns = -5, median_ns = -1 WHERE id = 7;" /* negative */
+    "UPDATE measurements SET min_ns = 500, median_ns = 200 WHERE id = 8;"; /* min > median */
+
+/* ---- item 2: impossible times already stored ---------------------------------- */
+
+static void test_check_impossible_times(void)
+{
+    const char *path = dt_test_path("times.db");
+    make_db(path, 2, "t");
+    sql_exec(path, impossible_sql);
+    problems p = {{0}, 0};
+    int64_t n = check_all(path, &p);
+    for (int id = 1; id <= 8; id++) {
+        char want[64];
+        snprintf(want, sizeof want, "[measurement] measurements row %d ", id);
+        if (!strstr(p.text, want))
+            fprintf(stderr, "missing: %s\nin:\n%s", want, p.text);
+        CU_ASSERT_PTR_NOT_NULL(strstr(p.text, want));
+    }
+    /* each row once: 8 problems, nothing else */
+    CU_ASSERT_EQUAL(n, 8);
+    CU_ASSERT_EQUAL(p.n, 8);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.text, "(min_ns Inf, median_ns 100)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.text, "min_ns 'fast'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.text, "min_ns 500 above its median_ns 200"));
+    /* the real command: exit 2, the rows listed */
+    dt_test_proc pr;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db check --db %s", path), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.out, "measurements row 1 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.out, "measurements row 4 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.out, "8 problems found"));
+    dt_test_proc_free(&pr);
+}
+
+/* ---- item 3: merge and prune refuse damaged files ----------------------------- */
+
+/* Swaps an index's definition: its entries no longer match the rows, and
+ * SQLite's integrity_check reports one problem per row. */
+static const char bad_index_sql[] =
+    "PRAGMA writable_schema = ON;"
+    "UPDATE sqlite_schema SET sql = 'CREATE INDEX measurements_by_target ON measurements"
+    " (created_at)' WHERE name = 'measurements_by_target';"
+    "PRAGMA writable_schema = OFF;";
+
+static void expect_merge_refused(const char *dst, const char *src, const char *want)
+{
+    dt_db *db;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(dst, 0, &db, &e), 0);
+    dt_db_merge_info m;
+    CU_ASSERT_EQUAL(dt_db_merge(db, src, NULL, NULL, &m, &e), DT_EINVAL);
+    if (!strstr(e.msg, want) || !strstr(e.msg, "damaged"))
+        fprintf(stderr, "merge of %s said: %s\n(wanted %s)\n", src, e.msg, want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "damaged"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, want));
+    dt_db_close(db);
+}
+
+static void test_merge_refuses_damage(void)
+{
+    const char *dst = dt_test_path("mdst.db"), *json = dt_test_path("mjson.db"),
+               *integ = dt_test_path("minteg.db"), *times = dt_test_path("mtimes.db");
+    make_db(dst, 1, "d");
+    make_db(json, 3, "j");
+    sql_exec(json, "UPDATE kernels SET annotation = '{broken' WHERE id = 2;");
+    make_db(integ, 3, "i");
+    sql_exec(integ, bad_index_sql);
+    make_db(times, 2, "s");
+    sql_exec(times, impossible_sql);
+    size_t n0, n1;
+    char *before = file_bytes(dst, &n0);
+    expect_merge_refused(dst, json, "the annotation of kernels row 2 is not valid JSON");
+    expect_merge_refused(dst, integ, "integrity");
+    expect_merge_refused(dst, times, "measurements row 1 ");
+    /* nothing written: the destination is as it was, and checks clean */
+    CU_ASSERT_EQUAL(rows(dst, "kernels"), 1);
+    CU_ASSERT_EQUAL(rows(dst, "measurements"), 4);
+    problems p = {{0}, 0};
+    CU_ASSERT_EQUAL(check_all(dst, &p), 0);
+    char *after = file_bytes(dst, &n1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(before);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(after);
+    CU_ASSERT(n0 == n1 && memcmp(before, after, n0) == 0);
+    free(before);
+    free(after);
+
+    /* the real command: exit 2, the problems listed, no destination made */
+    const char *fresh = dt_test_path("mfresh.db");
+    unlink(fresh);
+    dt_test_proc pr;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db merge %s --db %s", json, fresh), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "the annotation of kernels row 2 is not valid JSON"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "damaged"));
+    CU_ASSERT(!exists(fresh));
+    dt_test_proc_free(&pr);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db merge %s --db %s", integ, dst), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "integrity"));
+    dt_test_proc_free(&pr);
+    /* a clean source before a damaged one: nothing merged at all */
+    const char *clean = dt_test_path("mclean.db");
+    make_db(clean, 2, "c");
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db merge %s %s --db %s", clean, times, dst), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "measurements row 8 "));
+    dt_test_proc_free(&pr);
+    CU_ASSERT_EQUAL(rows(dst, "measurements"), 4);
+}
+
+static void test_prune_refuses_damage(void)
+{
+    const char *path = dt_test_path("pdamaged.db");
+    make_db(path, 3, "p");
+    sql_exec(path, "UPDATE kernels SET annotation = '{broken' WHERE id = 2;");
+    sql_exec(path, impossible_sql);
+    size_t n0, n1;
+    char *before = file_bytes(path, &n0);
+    dt_db *db;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, 0, &db, &e), 0);
+    dt_db_prune_opts o = dt_db_prune_defaults();
+    o.keep = 1;
+    dt_db_prune_info info;
+    CU_ASSERT_EQUAL(dt_db_prune(db, &o, &info, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "damaged"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "not valid JSON"));
+    dt_db_close(db);
+    CU_ASSERT_EQUAL(rows(path, "measurements"), 12);
+    dt_test_proc pr;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db prune --keep 1 --db %s", path), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "damaged"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "the annotation of kernels row 2 is not valid JSON"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "measurements row 8 "));
+    dt_test_proc_free(&pr);
+    CU_ASSERT_EQUAL(rows(path, "measurements"), 12);
+    char *after = file_bytes(path, &n1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(before);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(after);
+    CU_ASSERT(n0 == n1 && memcmp(before, after, n0) == 0);
+    free(before);
+    free(after);
+    /* integrity damage too */
+    const char *integ = dt_test_path("pinteg.db");
+    make_db(integ, 2, "q");
+    sql_exec(integ, bad_index_sql);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db prune --keep 1 --db %s", integ), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "integrity"));
+    dt_test_proc_free(&pr);
+    CU_ASSERT_EQUAL(rows(integ, "measurements"), 8);
+}
+
+/* ---- item 4: backup destinations named like side files ------------------------ */
+
+static void test_backup_side_file_names(void)
+{
+    const char *src = dt_test_path("bsrc.db");
+    make_db(src, 1, "b");
+    static const char *const names[] = {"bsrc.db-wal", "bsrc.db-shm", "bsrc.db-journal",
+                                        "other.db-wal", "x-journal"};
+    dt_db *db;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(src, DT_DB_READONLY, &db, &e), 0);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char *dest = strdup(dt_test_path(names[i]));
+        unlink(dest);
+        dt_db_backup_info info;
+        CU_ASSERT_EQUAL(dt_db_backup(db, dest, &info, &e), DT_EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "side file"));
+        CU_ASSERT(!exists(dest));
+        dt_test_proc pr;
+        CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db backup %s --db %s", dest, src), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "side file"));
+        dt_test_proc_free(&pr);
+        CU_ASSERT(!exists(dest));
+        free(dest);
+    }
+    dt_db_close(db);
+    /* such names inside a name are fine */
+    const char *ok = dt_test_path("bsrc-wal.db");
+    unlink(ok);
+    dt_test_proc pr;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db backup %s --db %s", ok, src), 0);
+    dt_test_proc_free(&pr);
+    CU_ASSERT(exists(ok));
+}
+
+/* ---- item 5: the small ones ----------------------------------------------------- */
+
+static void test_merge_future_no_destination(void)
+{
+    const char *future = dt_test_path("future.db"), *fresh = dt_test_path("new.db"),
+               *older = dt_test_path("older.db");
+    make_db(future, 1, "f");
+    sql_exec(future, "PRAGMA user_version = 9");
+    unlink(fresh);
+    dt_test_proc pr;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db merge %s --db %s", future, fresh), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "schema version 9"));
+    dt_test_proc_free(&pr);
+    CU_ASSERT(!exists(fresh));
+    /* an empty (older) source, a missing one: the same */
+    FILE *f = fopen(older, "w");
+    fclose(f);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db merge %s --db %s", older, fresh), 2);
+    dt_test_proc_free(&pr);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db merge %s --db %s", dt_test_path("gone.db"), fresh),
+                    2);
+    dt_test_proc_free(&pr);
+    CU_ASSERT(!exists(fresh));
+}
+
+static void test_prune_empty_file(void)
+{
+    const char *path = dt_test_path("zero.db");
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    dt_test_proc pr;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db prune --db %s", path), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "not a dtune database"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "empty"));
+    CU_ASSERT_PTR_NULL(strstr(pr.out, "before"));
+    dt_test_proc_free(&pr);
+    struct stat sb;
+    CU_ASSERT_EQUAL(stat(path, &sb), 0);
+    CU_ASSERT_EQUAL(sb.st_size, 0);
+    char side[4200];
+    snprintf(side, sizeof side, "%s-wal", path);
+    CU_ASSERT(!exists(side));
+    snprintf(side, sizeof side, "%s-shm", path);
+    CU_ASSERT(!exists(side));
+    /* a missing file is not created */
+    const char *gone = dt_test_path("gone-prune.db");
+    unlink(gone);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db prune --db %s", gone), 2);
+    dt_test_proc_free(&pr);
+    CU_ASSERT(!exists(gone));
+}
+
+static void test_backup_damaged_source(void)
+{
+    const char *src = dt_test_path("bdamaged.db"), *dest = dt_test_path("bdamaged-copy.db");
+    make_db(src, 2, "x");
+    sql_exec(src, "UPDATE kernels SET annotation = '{broken' WHERE id = 2;");
+    unlink(dest);
+    dt_test_proc pr;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db backup %s --db %s", dest, src), 2);
+    char want[4400];
+    snprintf(want, sizeof want, "database %s is damaged", src);
+    if (!strstr(pr.err, want))
+        fprintf(stderr, "backup said: %s", pr.err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, want));
+    snprintf(want, sizeof want, "database %s is damaged", dest);
+    CU_ASSERT_PTR_NULL(strstr(pr.err, want));
+    dt_test_proc_free(&pr);
+}
+
+int main(void)
+{
+    CU_TestInfo tests[] = {
+        {"db check reports impossible times of ok records", test_check_impossible_times},
+        {"db merge refuses a damaged source, writes nothing", test_merge_refuses_damage},
+        {"db prune refuses a damaged file, deletes nothing", test_prune_refuses_damage},
+        {"db backup refuses -wal, -shm, -journal destinations", test_backup_side_file_names},
+        {"db merge of a newer source creates no destination", test_merge_future_no_destination},
+        {"db prune of a 0-byte file: not a dtune database, nothing made", test_prune_empty_file},
+        {"db backup of a damaged source says the source is damaged", test_backup_damaged_source},
+        CU_TEST_INFO_NULL,
+    };
+    CU_SuiteInfo suites[] = {
+        {"db integrity", dt_test_suite_init, dt_test_suite_cleanup, NULL, NULL, tests},
+        CU_SUITE_INFO_NULL,
+    };
+    return dt_test_main(suites);
+}
