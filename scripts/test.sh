@@ -3,25 +3,44 @@
 # normal build (build/), then the same suites under ASan+UBSan (build-asan/),
 # then with clang (build-clang/); a gcc Release build (build-release/) checks
 # that every configuration a user may pick builds with warnings as errors.
+# Each configuration ends with what its suites skipped and which native
+# back-ends they ran (scripts/test_report.sh); the last line names this CPU
+# and the back-ends the normal build ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$(date +%s)
+
+# run_suites DIR: ctest in DIR, the suites reporting skips and back-ends
+# into DIR/test-report.tsv, then its summary
+run_suites() {
+    local dir=$1
+    export DTUNE_TEST_REPORT="$PWD/$dir/test-report.tsv"
+    rm -f "$DTUNE_TEST_REPORT"
+    (cd "$dir" && ctest --output-on-failure -j2)
+    scripts/test_report.sh "$DTUNE_TEST_REPORT" "$dir" | tee "$dir/test-summary.txt"
+    unset DTUNE_TEST_REPORT
+}
 
 scripts/setup.sh
 echo "== op names only in the ops' own files"
 scripts/check_op_names.sh
 echo "== tests (build/)"
-(cd build && ctest --output-on-failure -j2)
+run_suites build
 
 echo "== tests under ASan+UBSan (build-asan/)"
 BUILD_DIR=build-asan BUILD_TYPE=Debug EXTRA_CMAKE_ARGS="-DDTUNE_SANITIZE=ON" scripts/setup.sh
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-(cd build-asan && ctest --output-on-failure -j2)
+run_suites build-asan
 
 echo "== tests built with clang, Release (build-clang/)"
 CC=clang BUILD_DIR=build-clang BUILD_TYPE=Release scripts/setup.sh
 unset ASAN_OPTIONS UBSAN_OPTIONS
-(cd build-clang && ctest --output-on-failure -j2)
+run_suites build-clang
 
 echo "== Release build with gcc (build-release/): warnings are errors"
 BUILD_DIR=build-release BUILD_TYPE=Release scripts/setup.sh
+
+cpu=$(build/dtune info --json | sed -n 's/^ *"model": "\(.*\)",$/\1/p; s/.*"model":"\([^"]*\)".*/\1/p' | head -n 1)
+echo "== all passed in $(( $(date +%s) - start )) s on ${cpu:-this CPU} ($(build/dtune info --json | grep -o '"key": *"[^"]*"' | head -n 1))"
+grep 'native back-ends run' build/test-summary.txt

@@ -11,6 +11,7 @@
 #include "sketch/workload.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <ftw.h>
@@ -22,6 +23,94 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The suite's skips: distinct reasons with their counts (a test binary is
+ * one process, and CUnit runs its tests one after the other). */
+enum { DT_TEST_MAX_SKIPS = 32 };
+static struct {
+    char why[200];
+    int count;
+} g_skips[DT_TEST_MAX_SKIPS];
+static int g_nskips, g_skipped;
+
+static void report_line(const char *kind, const char *a, const char *b, const char *c)
+{
+    const char *path = getenv("DTUNE_TEST_REPORT");
+    if (!path || !*path)
+        return;
+    char line[600];
+    int n = snprintf(line, sizeof line, "%s\t%s\t%s%s%s\n", kind, a, b, c ? "\t" : "",
+                     c ? c : "");
+    if (n <= 0)
+        return;
+    /* one write of a short line with O_APPEND: suites run in parallel */
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, line, strlen(line));
+    (void)w;
+    close(fd);
+}
+
+static void count_skip(const char *why)
+{
+    g_skipped++;
+    report_line("skip", program_invocation_short_name, why, NULL);
+    for (int i = 0; i < g_nskips; i++)
+        if (!strcmp(g_skips[i].why, why)) {
+            g_skips[i].count++;
+            return;
+        }
+    if (g_nskips < DT_TEST_MAX_SKIPS) {
+        snprintf(g_skips[g_nskips].why, sizeof g_skips[0].why, "%s", why);
+        g_skips[g_nskips++].count = 1;
+    }
+}
+
+void dt_test_skip(const char *fmt, ...)
+{
+    char why[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    printf("\n    skipped: %s\n", why);
+    count_skip(why);
+}
+
+void dt_test_backend(const char *name, const char *why)
+{
+    if (!why) {
+        report_line("backend", name, "ran", NULL);
+        return;
+    }
+    char what[200];
+    snprintf(what, sizeof what, "back-end %s: %s", name, why);
+    printf("\n    skipped: %s\n", what);
+    count_skip(what);
+    report_line("backend", name, "skipped", why);
+}
+
+void dt_test_isa_backends(const char *dtype, dt_isa top)
+{
+    char name[64], why[96];
+    snprintf(why, sizeof why, "this CPU's target runs at most %s", dt_isa_name(top));
+    for (int isa = 0; isa < DT_ISA_COUNT; isa++) {
+        snprintf(name, sizeof name, "%s %s", dtype, dt_isa_name((dt_isa)isa));
+        dt_test_backend(name, isa <= (int)top ? NULL : why);
+    }
+}
+
+static void print_skips(void)
+{
+    printf("\n%s: skipped %d", program_invocation_short_name, g_skipped);
+    for (int i = 0; i < g_nskips; i++) {
+        printf("%s%s", i ? "; " : ": ", g_skips[i].why);
+        if (g_skips[i].count > 1)
+            printf(" (x%d)", g_skips[i].count);
+    }
+    printf("\n");
+}
 
 int dt_test_main(CU_SuiteInfo *suites)
 {
@@ -37,6 +126,7 @@ int dt_test_main(CU_SuiteInfo *suites)
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
     unsigned ran = CU_get_number_of_tests_run();
     CU_cleanup_registry();
+    print_skips();
     return (failed == 0 && ran > 0) ? 0 : 1;
 }
 

@@ -21,6 +21,22 @@
  * process exit code (0 only when every test passed and at least one ran). */
 int dt_test_main(CU_SuiteInfo *suites);
 
+/* A check that cannot run here (no such instruction, not root, no clang):
+ * prints "skipped: WHY" at once and counts it.  dt_test_main closes every
+ * suite with "skipped N: WHY; WHY (xK)" (or "skipped 0"), and with
+ * $DTUNE_TEST_REPORT set appends "skip<TAB>SUITE<TAB>WHY" to that file for
+ * scripts/test.sh's summary.  A skip never makes a suite fail or pass. */
+void dt_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Records that the native kernels of a back-end ("f32 avx2", "bf16
+ * avx512_bf16") were built and verified in this suite (why NULL), or were
+ * not, and why (also counted as a skip); appended to $DTUNE_TEST_REPORT as
+ * "backend<TAB>NAME<TAB>ran" or "backend<TAB>NAME<TAB>skipped<TAB>WHY". */
+void dt_test_backend(const char *name, const char *why);
+/* dt_test_backend for a dtype's kernels on every ISA: "DTYPE generic",
+ * "DTYPE avx2", "DTYPE avx512" ran up to top, the rest skipped (this CPU's
+ * target stops at top). */
+void dt_test_isa_backends(const char *dtype, dt_isa top);
+
 /* Creates a fresh directory under $TMPDIR (or /tmp); returns a malloc'ed path. */
 char *dt_test_tmpdir(void);
 /* dt_test_tmpdir, plus DTUNE_CACHE_DIR set to its "cache" subdirectory

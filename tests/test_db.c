@@ -1007,7 +1007,7 @@ static bool is_root(void)
 {
     if (geteuid() == 0)
         return true;
-    fprintf(stderr, "(skipped: switching uids needs root) ");
+    dt_test_skip("switching uids needs root");
     return false;
 }
 

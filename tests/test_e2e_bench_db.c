@@ -262,7 +262,7 @@ static void test_bmm_dispatched(void)
 static void test_threads(void)
 {
     if (g_cpus < 2) {
-        printf("\n    one CPU: skipped\n");
+        dt_test_skip("one CPU: a 2-thread schedule cannot run");
         return;
     }
     const schedule_spec specs[2] = {{DENSE_KEY, "M", 1, 1, {{1, 16, 0}}},

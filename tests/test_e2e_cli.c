@@ -415,7 +415,7 @@ static bool exists(const char *dir, const char *name)
 static void test_query_export_other_uid(void)
 {
     if (geteuid() != 0) {
-        fprintf(stderr, "(skipped: switching uids needs root) ");
+        dt_test_skip("switching uids needs root");
         return;
     }
     char *dir = dt_test_tmpdir();

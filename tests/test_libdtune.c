@@ -610,7 +610,7 @@ static int other_round(other_ctx *c, bool writer_first, const dt_db_schedule *ro
 static void test_open_as_other_uid(void)
 {
     if (geteuid() != 0) {
-        fprintf(stderr, "(skipped: switching uids needs root) ");
+        dt_test_skip("switching uids needs root");
         return;
     }
     CU_ASSERT_EQUAL_FATAL(chmod(g_dir, 0755), 0);
@@ -644,7 +644,7 @@ static void test_open_as_other_uid(void)
 static void test_open_errors_other_uid(void)
 {
     if (geteuid() != 0) {
-        fprintf(stderr, "(skipped: switching uids needs root) ");
+        dt_test_skip("switching uids needs root");
         return;
     }
     CU_ASSERT_EQUAL_FATAL(chmod(g_dir, 0755), 0);

@@ -66,6 +66,7 @@ static void test_sketch_backend_matrix(void)
             }
     }
     dt_test_build_and_verify(&g_builder, kops, anns, n, NULL);
+    dt_test_isa_backends("f32", g_target.isa);
 }
 
 /* Hand-picked corner annotations: the smallest tiles, scratch stores,

@@ -28,6 +28,7 @@ static char *g_dir;
 static dt_builder g_builder; /* -Wall -Wextra -Werror: kernels build warning-free */
 static dt_target g_target;
 static int g_native;         /* bf16 runs natively on this machine */
+static const char *g_native_why = "no native bf16 here"; /* why not, when not */
 
 static int setup(void)
 {
@@ -37,7 +38,7 @@ static int setup(void)
     const char *how;
     g_native = dt_dtype_native(DT_DTYPE_BF16, &g_target, &how);
     if (!g_native)
-        fprintf(stderr, "\n  bf16 native back-end not tested: %s\n", how);
+        g_native_why = how;
     return 0;
 }
 
@@ -92,11 +93,8 @@ static void test_sketch_backend_matrix(void)
     dt_rng_seed(&rng, 20261123);
     for (int be = 0; be < NBE; be++) {
         dt_target t;
-        if (!backend_target(be, &t)) {
-            fprintf(stderr, "\n  skipped back-end %s: not on this CPU",
-                    be == 1 ? "avx2" : "native");
+        if (!backend_target(be, &t))
             continue;
-        }
         for (int sk = 0; sk < DT_SKETCH_COUNT; sk++)
             for (int i = 0; i < PER; i++) {
                 dt_err e;
@@ -108,6 +106,15 @@ static void test_sketch_backend_matrix(void)
             }
     }
     dt_test_build_and_verify(&g_builder, kops, anns, n, NULL);
+    for (int be = 0; be < NBE; be++) {
+        dt_target t;
+        static const char *const names[NBE] = {"bf16 portable (generic vectors)",
+                                               "bf16 portable (avx2 vectors)",
+                                               "bf16 native (avx512_bf16)"};
+        dt_test_backend(names[be], backend_target(be, &t) ? NULL
+                                   : be == 1            ? "no AVX2 on this CPU"
+                                                        : g_native_why);
+    }
 }
 
 /* Corner annotations per back-end: the smallest tiles, scratch stores,
@@ -162,7 +169,7 @@ static void test_corner_annotations(void)
 static void test_native_without_bf16_instructions(void)
 {
     if (!g_native) {
-        fprintf(stderr, "\n  skipped: no native bf16 back-end here");
+        dt_test_skip("the native bf16 kernel without vdpbf16ps: no native bf16 back-end here");
         return;
     }
     dt_builder b = g_builder;

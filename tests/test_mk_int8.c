@@ -24,6 +24,7 @@ static char *g_dir;
 static dt_builder g_builder;
 static dt_target g_target;
 static int g_native; /* this CPU runs int8 natively (avx512_vnni) */
+static const char *g_native_why = "no native int8 here"; /* why not, when not */
 
 static int setup(void)
 {
@@ -33,7 +34,7 @@ static int setup(void)
     g_native = dt_dtype_native(DT_DTYPE_INT8, &g_target, &how) &&
                dt_dtype_target(DT_DTYPE_INT8, &g_target).isa == DT_ISA_AVX512;
     if (!g_native)
-        fprintf(stderr, "\n  int8 native back-end not tested here: %s\n", how);
+        g_native_why = how;
     /* generated kernels compile warning-free (the export tests' flags) */
     size_t len = strlen(g_builder.flags);
     snprintf(g_builder.flags + len, sizeof g_builder.flags - len, " -Wall -Wextra -Werror");
@@ -95,6 +96,10 @@ static void test_sketch_backend_matrix(void)
                 n++;
             }
     dt_test_build_and_verify(&g_builder, kops, anns, n, NULL);
+    dt_test_backend("int8 portable (generic vectors)", NULL);
+    dt_test_backend("int8 portable (avx2 vectors)",
+                    g_target.isa_max >= DT_ISA_AVX2 ? NULL : "no AVX2 on this CPU");
+    dt_test_backend("int8 native (avx512_vnni)", g_native ? NULL : g_native_why);
 }
 
 /* Hand-picked corners on each back-end: the smallest tiles, scratch stores,
@@ -313,7 +318,7 @@ static void test_bit_exact(void)
 static void test_native_fallbacks(void)
 {
     if (!g_native) {
-        fprintf(stderr, "\n  skipped: no native int8 back-end here\n");
+        dt_test_skip("the native int8 kernel's fallbacks: no native int8 back-end here");
         return;
     }
     static const char *const extra[] = {"-mno-avx512vnni", "-mno-avx512vnni -mno-avx512bw"};

@@ -76,6 +76,7 @@ static void test_sketch_backend_matrix(void)
             }
     }
     dt_test_build_and_verify(&g_builder, kops, anns, n, NULL);
+    dt_test_isa_backends("w8a32", g_target.isa);
 }
 
 /* The smallest tiles, scratch stores, n_inner, unroll 8 with prefetch,
@@ -417,7 +418,7 @@ static void test_portable_clang(void)
     dt_err e;
     if (dt_builder_init(&b, "clang",
                         DT_BUILD_DEFAULT_FLAGS " " WARN_FLAGS " -Wno-unused-function", g_dir, &e) != 0) {
-        fprintf(stderr, "\n  (no clang: skipped)\n");
+        dt_test_skip("no clang to build the portable kernels with");
         return;
     }
     dt_rng rng;
