@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "daemon/daemon.h"
+#include "daemon/http_auth.h"
 #include "db/db.h"
 #include "measure/wire.h"
 
@@ -41,7 +42,8 @@ static void usage(FILE *out)
             "  --workers LIST         measure on dtune workers (HOST:PORT,...)\n"
             "  --token-file FILE      the workers' shared token (mode 600)\n"
             "  --api-token-file FILE  bearer token (mode 600) required on POST and DELETE;\n"
-            "                         mandatory when HOST is not a loopback address\n"
+            "                         mandatory when HOST is not a loopback address; one\n"
+            "                         word of visible ASCII (head -c 32 /dev/urandom | base64)\n"
             "  --request-timeout S    a request must arrive whole within S seconds\n"
             "                         (default 10)\n"
             "  --idle-timeout S       keep-alive connections idle this long are closed\n"
@@ -154,14 +156,28 @@ int dt_cmd_daemon(int argc, char **argv)
         return dt_cli_fail(&e);
     char *token = NULL;
     size_t tlen = 0;
-    if (a.api_token_file && (rc = dt_token_read(a.api_token_file, &token, &tlen, &e))) {
-        dt_err_prefix(&e, "--api-token-file");
-        return dt_cli_fail(&e);
+    if (a.api_token_file) {
+        /* read with its length: a token that is set is always enforced, and
+         * one that cannot be sent in an Authorization header is refused */
+        char what[4200];
+        snprintf(what, sizeof what, "token file %s", a.api_token_file);
+        if ((rc = dt_token_read(a.api_token_file, &token, &tlen, &e)) ||
+            (rc = dt_http_token_check(token, tlen, what, &e))) {
+            if (token) {
+                memset(token, 0, tlen);
+                free(token);
+            }
+            dt_err_prefix(&e, "--api-token-file");
+            return dt_cli_fail(&e);
+        }
     }
     a.o.api_token = token;
+    a.o.api_token_len = tlen;
     if (!a.o.db_path)
         a.o.db_path = dt_cli_default_db();
     rc = dt_daemon_run(&a.o, &e);
+    if (token)
+        memset(token, 0, tlen);
     free(token);
     return rc ? dt_cli_fail(&e) : DT_EXIT_OK;
 }

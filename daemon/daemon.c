@@ -18,6 +18,7 @@
 #include "common/target.h"
 #include "daemon/api.h"
 #include "daemon/http.h"
+#include "daemon/http_auth.h"
 #include "daemon/jobs.h"
 #include "daemon/metrics.h"
 #include "db/db.h"
@@ -200,7 +201,12 @@ int dt_daemon_run(const dt_daemon_opts *o, dt_err *e)
     /* a malformed address is that, not a missing token */
     if ((rc = dt_daemon_check_listen(listen, e)))
         return rc;
-    if (!dt_daemon_is_loopback(listen) && !(o->api_token && o->api_token[0]))
+    /* a token that is set is enforced: one the server could not compare
+     * (empty, a NUL, ...) is an error, never "no token" */
+    if (o->api_token &&
+        (rc = dt_http_token_check(o->api_token, o->api_token_len, "the API token", e)))
+        return rc;
+    if (!dt_daemon_is_loopback(listen) && !o->api_token)
         return dt_errf(e, DT_EINVAL,
                        "listening on %s (not a loopback address) requires --api-token-file: "
                        "a bearer token for every mutating request",
@@ -246,7 +252,8 @@ int dt_daemon_run(const dt_daemon_opts *o, dt_err *e)
                   .default_threads = threads, .metrics = metrics,
                   .kernel_source = dt_export_kernel_source, .http_stats = http_stats,
                   .http_stats_ud = d, .started_s = dt_now_s()};
-    dt_http_server_opts so = {.listen = listen, .token = o->api_token, .handler = dt_api_handle,
+    dt_http_server_opts so = {.listen = listen, .token = o->api_token,
+                              .token_len = o->api_token_len, .handler = dt_api_handle,
                               .ud = &api};
     so.limits.request_timeout_s = o->request_timeout_s;
     so.limits.idle_timeout_s = o->idle_timeout_s;

@@ -14,7 +14,10 @@
  * resumes at the next start), then dt_daemon_run returns 0.
  *
  * Safety: the listen address must be loopback unless api_token is set
- * (every mutating request then needs "Authorization: Bearer TOKEN").
+ * (every mutating request then needs "Authorization: Bearer TOKEN").  A set
+ * token is always enforced, compared with its length; one that fails
+ * dt_http_token_check (daemon/http_auth.h: empty, a NUL, a space, a control
+ * or non-ASCII byte) is refused before anything starts.
  *
  * Ownership: options are borrowed for the call. */
 #ifndef DT_DAEMON_DAEMON_H
@@ -27,7 +30,8 @@
 typedef struct dt_daemon_opts {
     const char *db_path;
     const char *listen;           /* NULL: "127.0.0.1:8710" */
-    const char *api_token;        /* bearer token or NULL */
+    const char *api_token;        /* bearer token (api_token_len bytes) or NULL: none */
+    size_t api_token_len;
     const char *workers, *token_file; /* remote measurement (both) or NULL */
     int threads;                  /* default threads of a job's kernels; 0: all cores */
     double request_timeout_s;     /* 0: the server's default */
@@ -52,8 +56,9 @@ int dt_daemon_check_listen(const char *listen, dt_err *e);
  * when out of memory). */
 char *dt_daemon_lock_path(const char *db_path);
 
-/* Runs until SIGTERM or SIGINT.  DT_EINVAL for a bad address, or a
- * non-loopback one without a token (checked in that order); DT_EBUSY when
+/* Runs until SIGTERM or SIGINT.  DT_EINVAL for a bad address, a token
+ * that cannot be enforced, or a non-loopback address without a token
+ * (checked in that order); DT_EBUSY when
  * another process holds the database's lock file (the message names its
  * pid); other codes when the database, the target or the socket fail at
  * start, or the job runner cannot run.  A second SIGTERM or SIGINT while

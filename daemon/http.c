@@ -54,7 +54,8 @@ struct dt_http_server {
     int listen_open;
     int closing;
     int port;
-    char *token;
+    char *token;      /* token_len bytes, or NULL: no token */
+    size_t token_len;
     dt_http_limits lim;
     dt_http_handler handler;
     void *ud;
@@ -83,6 +84,8 @@ static uint64_t ms_of(double s) { return s <= 0 ? 1 : (uint64_t)ceil(s * 1000.0)
 static void server_maybe_free(dt_http_server *s)
 {
     if (s->closing && !s->listen_open && dt_net_set_count(&s->conns) == 0) {
+        if (s->token)
+            memset(s->token, 0, s->token_len);
         free(s->token);
         free(s);
     }
@@ -206,7 +209,7 @@ static void on_request(const dt_http_parsed *r, void *ud)
         return;
     int keep = r->keep_alive && !s->closing;
     if (s->token && dt_http_method_mutates(r->req.method) &&
-        !dt_http_bearer_ok(r->authorization, s->token)) {
+        !dt_http_bearer_ok(r->authorization, s->token, s->token_len)) {
         conn_error(c, 401,
                    r->authorization ? "wrong bearer token"
                                     : "this method needs an Authorization: Bearer token",
@@ -468,15 +471,23 @@ int dt_http_server_start(uv_loop_t *loop, const dt_http_server_opts *o, dt_http_
     int rc = dt_http_parse_listen(o->listen, "listen", &addr, e);
     if (rc)
         return rc;
+    /* a token that is set is enforced, whatever its bytes: one that could not
+     * be presented is refused here rather than quietly weakened */
+    if (o->token && (rc = dt_http_token_check(o->token, o->token_len, "the bearer token", e)))
+        return rc;
     dt_http_server *s = calloc(1, sizeof *s);
     if (!s)
         return dt_errf(e, DT_ENOMEM, "out of memory starting the HTTP server");
     s->handler = o->handler;
     s->ud = o->ud;
     limits_fill(&s->lim, &o->limits);
-    if (o->token && o->token[0] && !(s->token = strdup(o->token))) {
-        free(s);
-        return dt_errf(e, DT_ENOMEM, "out of memory starting the HTTP server");
+    if (o->token) {
+        if (!(s->token = malloc(o->token_len))) {
+            free(s);
+            return dt_errf(e, DT_ENOMEM, "out of memory starting the HTTP server");
+        }
+        memcpy(s->token, o->token, o->token_len);
+        s->token_len = o->token_len;
     }
     dt_net_ops ops = {.conn_size = sizeof(dt_hconn), .release = on_conn_release,
                       .write_done = on_write_done, .evictable = conn_evictable,

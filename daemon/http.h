@@ -69,9 +69,13 @@ void dt_http_limits_default(dt_http_limits *l);
 
 typedef struct dt_http_server_opts {
     const char *listen;         /* "127.0.0.1:8710"; port 0 = ephemeral */
-    const char *token;          /* bearer token (copied) or NULL/"": when set, POST/PUT/PATCH/
-                                 * DELETE need "Authorization: Bearer TOKEN" → else 401
-                                 * with "WWW-Authenticate: Bearer" (compared in constant time) */
+    const char *token;          /* bearer token (token_len bytes, copied) or NULL for none:
+                                 * when set, POST/PUT/PATCH/DELETE need "Authorization:
+                                 * Bearer TOKEN" → else 401 with "WWW-Authenticate: Bearer"
+                                 * (compared whole, in constant time).  A set token is always
+                                 * enforced: it must pass dt_http_token_check
+                                 * (daemon/http_auth.h), else the server does not start. */
+    size_t token_len;
     dt_http_limits limits;
     dt_http_handler handler;
     void *ud;
@@ -95,8 +99,9 @@ int dt_http_parse_listen(const char *listen, const char *what, struct sockaddr_s
 
 /* Binds and starts listening on loop.  o->listen as dt_http_parse_listen.  Ignores
  * SIGPIPE for the process (a write to a vanished client is then an error on
- * that connection only).  DT_EINVAL for a malformed address, DT_EIO when it
- * cannot bind (the half-made server is then freed by the loop's next run). */
+ * that connection only).  DT_EINVAL for a malformed address or a token that
+ * fails dt_http_token_check, DT_EIO when it cannot bind (the half-made
+ * server is then freed by the loop's next run). */
 int dt_http_server_start(uv_loop_t *loop, const dt_http_server_opts *o, dt_http_server **out,
                          dt_err *e);
 int dt_http_server_port(const dt_http_server *s);   /* the bound port */

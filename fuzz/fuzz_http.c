@@ -58,7 +58,7 @@ static void on_request(const dt_http_parsed *r, void *ud)
         hbytes += strlen(q->headers[i].name) + strlen(q->headers[i].value);
     }
     check(hbytes <= f->lim.max_header_bytes);
-    if (dt_http_method_mutates(q->method) && !dt_http_bearer_ok(r->authorization, "tok")) {
+    if (dt_http_method_mutates(q->method) && !dt_http_bearer_ok(r->authorization, "tok", 3)) {
         size_t n;
         char *b = dt_http_error_json(401, "no token", &n);
         respond(401, b, b ? n : 0, r->keep_alive, r->head);

@@ -87,6 +87,31 @@ int dt_token_read(const char *path, char **token, size_t *len, dt_err *e)
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         n--;
     buf[n] = '\0';
+    /* The token is used with its length everywhere, but a NUL byte in it is
+     * a broken file (e.g. made from /dev/zero or a binary key) and would cut
+     * it short wherever it meets a C string; a control character (a line
+     * break inside, an escape) cannot travel in an HTTP header and is no
+     * more a typed secret than a NUL is.  So only bytes 0x20..0x7e and
+     * 0x80..0xff pass, whatever the token is for. */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)buf[i];
+        if (ch >= 0x20 && ch != 0x7f)
+            continue;
+        char what[32];
+        if (ch == 0)
+            snprintf(what, sizeof what, "a NUL byte");
+        else if (ch == '\n' || ch == '\r')
+            snprintf(what, sizeof what, "a line break");
+        else
+            snprintf(what, sizeof what, "a control character (0x%02x)", ch);
+        sodium_memzero(buf, DT_TOKEN_FILE_MAX + 1);
+        free(buf);
+        return dt_errf(e, DT_EINVAL,
+                       "token file %s has %s at byte offset %zu; a token is one line of "
+                       "printable characters (make one with: "
+                       "head -c 32 /dev/urandom | base64 > FILE)",
+                       path, what, i);
+    }
     if (n < DT_TOKEN_MIN) {
         sodium_memzero(buf, DT_TOKEN_FILE_MAX + 1);
         free(buf);

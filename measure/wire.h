@@ -67,8 +67,11 @@ int dt_wire_next(dt_wire_decoder *d, dt_msg_type *type, json_t **payload, dt_err
 
 /* ---- authentication (libsodium HMAC-SHA256) ---- */
 #define DT_TOKEN_MIN 16 /* bytes of token at least */
-/* Reads a token file: its bytes without a trailing newline; refuses files
- * readable by others (mode & 077) and tokens under DT_TOKEN_MIN bytes. */
+/* Reads a token file: its bytes without a trailing newline (LF, CR LF);
+ * refuses files readable by others (mode & 077), tokens under DT_TOKEN_MIN
+ * bytes, and tokens with a NUL byte, a line break or another control
+ * character (0x00..0x1f, 0x7f) anywhere: DT_EINVAL naming the file and the
+ * byte offset.  *token is NUL-terminated; *len is its length. */
 int dt_token_read(const char *path, char **token, size_t *len, dt_err *e);
 void dt_nonce_new(char out[65]); /* 32 random bytes, hex */
 /* hex HMAC-SHA256(token, label | a | b) into out[65]. */

@@ -250,14 +250,42 @@ static void test_msg_and_auth(void)
     CU_ASSERT_TRUE(dt_http_method_mutates("POST"));
     CU_ASSERT_TRUE(dt_http_method_mutates("DELETE"));
     CU_ASSERT_FALSE(dt_http_method_mutates("GET"));
-    CU_ASSERT_TRUE(dt_http_bearer_ok(NULL, NULL));
-    CU_ASSERT_TRUE(dt_http_bearer_ok("Bearer s3cret", "s3cret"));
-    CU_ASSERT_TRUE(dt_http_bearer_ok("bearer s3cret", "s3cret"));
-    CU_ASSERT_FALSE(dt_http_bearer_ok(NULL, "s3cret"));
-    CU_ASSERT_FALSE(dt_http_bearer_ok("Bearer s3cre", "s3cret"));
-    CU_ASSERT_FALSE(dt_http_bearer_ok("Bearer s3cretX", "s3cret"));
-    CU_ASSERT_FALSE(dt_http_bearer_ok("Basic s3cret", "s3cret"));
-    CU_ASSERT_FALSE(dt_http_bearer_ok("Bearer ", "s3cret"));
+#define OK(auth, tok) dt_http_bearer_ok(auth, tok, sizeof tok - 1)
+    CU_ASSERT_TRUE(dt_http_bearer_ok(NULL, NULL, 0));
+    CU_ASSERT_TRUE(dt_http_bearer_ok("whatever", NULL, 0));
+    CU_ASSERT_TRUE(OK("Bearer s3cret", "s3cret"));
+    CU_ASSERT_TRUE(OK("bearer s3cret", "s3cret"));
+    CU_ASSERT_TRUE(OK("Bearer   s3cret", "s3cret"));
+    CU_ASSERT_FALSE(OK(NULL, "s3cret"));
+    CU_ASSERT_FALSE(OK("Bearer s3cre", "s3cret"));
+    CU_ASSERT_FALSE(OK("Bearer s3cretX", "s3cret"));
+    CU_ASSERT_FALSE(OK("Basic s3cret", "s3cret"));
+    CU_ASSERT_FALSE(OK("Bearer ", "s3cret"));
+    /* the token is its length, not its strlen: a NUL inside (had one got
+     * this far) neither ends it nor switches it off */
+    CU_ASSERT_FALSE(OK("Bearer x", "x\0AAAAAAAAAAAAAAAA"));
+    CU_ASSERT_FALSE(OK("Bearer ", "\0AAAAAAAAAAAAAAAA"));
+    CU_ASSERT_FALSE(OK(NULL, "\0AAAAAAAAAAAAAAAA"));
+    CU_ASSERT_FALSE(dt_http_bearer_ok("Bearer ", "", 0)); /* empty matches nothing */
+    CU_ASSERT_FALSE(dt_http_bearer_ok("Bearer s3cret", "s3cretXYZ", 6) &&
+                    dt_http_bearer_ok("Bearer s3cretXYZ", "s3cretXYZ", 6));
+    CU_ASSERT_TRUE(dt_http_bearer_ok("Bearer s3cret", "s3cretXYZ", 6));
+#undef OK
+    /* which tokens can be API tokens */
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_http_token_check("abc+/=-_.~!AZ09", 15, NULL, &e), 0);
+    CU_ASSERT_EQUAL(dt_http_token_check("x\0AAAA", 6, "T", &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "T has a NUL byte at byte offset 1"));
+    CU_ASSERT_EQUAL(dt_http_token_check("ab cd", 5, "T", &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "a space at byte offset 2"));
+    CU_ASSERT_EQUAL(dt_http_token_check("ab\tcd", 5, "T", &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "byte 0x09 at byte offset 2"));
+    CU_ASSERT_EQUAL(dt_http_token_check("abc\xc3\xa4", 5, "T", &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "byte 0xc3 at byte offset 3"));
+    CU_ASSERT_EQUAL(dt_http_token_check("abc\x7f", 4, "T", &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_http_token_check("", 0, "T", &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "T is empty"));
+    CU_ASSERT_EQUAL(dt_http_token_check(NULL, 0, "T", &e), DT_EINVAL);
 }
 
 /* Every file under tests/data/fuzz/http/ (inputs the fuzzer found, and
@@ -350,6 +378,7 @@ static tsrv *srv_start(const dt_http_limits *lim, const char *token)
     memset(&o, 0, sizeof o);
     o.listen = "127.0.0.1:0";
     o.token = token;
+    o.token_len = token ? strlen(token) : 0;
     if (lim)
         o.limits = *lim;
     o.handler = echo_handler;
@@ -1010,6 +1039,24 @@ static void test_server_bad_listen(void)
     CU_ASSERT_EQUAL(dt_http_parse_listen("127.0.0.1:0", "--listen", &ss, &e), 0);
     CU_ASSERT_EQUAL(dt_http_parse_listen("[::1]:8710", "--listen", &ss, &e), 0);
     CU_ASSERT_EQUAL(dt_http_parse_listen("localhost:8710", NULL, &ss, &e), 0);
+    /* a set token is enforced or the server does not start: never "a NUL
+     * first means no token" or "the bytes before the NUL are the token" */
+    o.listen = "127.0.0.1:0";
+    static const char nul0[] = "\0AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", nul1[] = "x\0AAAAAAAAAAAAAAAA";
+    o.token = nul0;
+    o.token_len = sizeof nul0 - 1;
+    CU_ASSERT_EQUAL(dt_http_server_start(&loop, &o, &s, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "a NUL byte at byte offset 0"));
+    o.token = nul1;
+    o.token_len = sizeof nul1 - 1;
+    CU_ASSERT_EQUAL(dt_http_server_start(&loop, &o, &s, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "a NUL byte at byte offset 1"));
+    o.token = "";
+    o.token_len = 0;
+    CU_ASSERT_EQUAL(dt_http_server_start(&loop, &o, &s, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "empty"));
+    o.token = NULL;
     uv_run(&loop, UV_RUN_DEFAULT);
     CU_ASSERT_EQUAL(uv_loop_close(&loop), 0);
 }
