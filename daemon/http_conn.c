@@ -13,6 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "daemon/http_msg.h"
+
 /* Here rather than in http.c so that the parser links without libuv. */
 void dt_http_limits_default(dt_http_limits *l)
 {
@@ -49,6 +51,7 @@ static int on_message_begin(http_parser *p)
     c->nheaders = 0;
     c->hbytes = 0;
     c->in_value = 0;
+    c->in_body = 0;
     c->expect_continue = 0;
     c->partial = 1;
     return 0;
@@ -102,6 +105,10 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
     }
     if (count_header_bytes(c, len))
         return -1;
+    /* http-parser (built lenient) takes "Content-Length : 5" as a name with a
+     * space; RFC 9112 §5.1 says such a request must be rejected with 400 */
+    if (memchr(at, ' ', len) || memchr(at, '\t', len))
+        return fail(c, 400, "whitespace in a header name or before its colon (RFC 9112 5.1)");
     size_t start = c->hdr.len;
     dt_sb_appendn(&c->hdr, at, len);
     if (c->hdr.oom)
@@ -146,14 +153,29 @@ static void trim_values(dt_http_conn *c)
     }
 }
 
+/* How many headers are called name (lower-case); after end_header. */
+static int count_headers(const dt_http_conn *c, const char *name)
+{
+    int n = 0;
+    for (int i = 0; i < c->nheaders; i++)
+        n += !strcmp(c->hdr.data + c->hoff[i][0], name);
+    return n;
+}
+
 static int on_headers_complete(http_parser *p)
 {
     dt_http_conn *c = conn_of(p);
     end_header(c);
     if (c->hdr.oom)
         return oom(c);
+    if (p->http_major != 1 || p->http_minor > 1)
+        return fail(c, 505, "HTTP/%u.%u is not supported: send HTTP/1.1 or HTTP/1.0",
+                    (unsigned)p->http_major, (unsigned)p->http_minor);
     if (c->nheaders > 0)
         trim_values(c);
+    /* two credentials: which one was checked would be the parser's choice */
+    if (c->nheaders > 1 && count_headers(c, "authorization") > 1)
+        return fail(c, 400, "more than one Authorization header");
     if (p->flags & F_CHUNKED)
         return fail(c, 411, "chunked request bodies are not accepted: send a Content-Length");
     if (p->uses_transfer_encoding)
@@ -169,6 +191,7 @@ static int on_headers_complete(http_parser *p)
         c->expect_continue = 1;
     if (c->expect_continue && c->on_continue)
         c->on_continue(c->ud);
+    c->in_body = 1;
     return 0;
 }
 
@@ -213,6 +236,34 @@ static long pct_decode(char *dst, const char *s, size_t n)
     return (long)o;
 }
 
+/* 1 when the query s[0..n), its well-formed percent escapes decoded, is
+ * UTF-8; 0 when not; -1 when out of memory.  ('&' and '=' are ASCII, so
+ * every parameter's name and value then is UTF-8 too; malformed escapes and
+ * %00 are left for the routes to refuse.) */
+static int query_utf8(const char *s, size_t n)
+{
+    char *buf = malloc(n + 1);
+    if (!buf)
+        return -1;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        int hi = -1, lo = -1;
+        if (s[i] == '%' && i + 2 < n) {
+            hi = hexval((unsigned char)s[i + 1]);
+            lo = hexval((unsigned char)s[i + 2]);
+        }
+        if (hi >= 0 && lo >= 0) {
+            buf[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            buf[o++] = s[i];
+        }
+    }
+    int ok = dt_http_utf8_bad(buf, o) == o;
+    free(buf);
+    return ok;
+}
+
 /* Splits the target into a decoded path and the raw query, both copied into
  * c->pq: "path\0query\0".  (A separate buffer: appending a piece of url to
  * url itself would read freed memory when the append reallocates; the
@@ -246,12 +297,23 @@ static int split_target(dt_http_conn *c, const char **path, const char **query)
     if (dl < 0)
         return fail(c, 400, "malformed percent escape in the request path");
     c->pq.len = (size_t)dl;
+    size_t bad = dt_http_utf8_bad(c->pq.data, c->pq.len);
+    if (bad < c->pq.len)
+        return fail(c, 400,
+                    "the request path is not UTF-8 (byte 0x%02x at offset %zu once "
+                    "percent-decoded)",
+                    (unsigned char)c->pq.data[bad], bad);
     dt_sb_appendn(&c->pq, "", 1);
     size_t qstart = c->pq.len;
     dt_sb_appendn(&c->pq, c->url.data + qoff, qlen);
     if (c->pq.oom)
         return oom(c);
     c->pq.data[c->pq.len] = '\0';
+    int qu = query_utf8(c->pq.data + qstart, c->pq.len - qstart);
+    if (qu < 0)
+        return oom(c);
+    if (!qu)
+        return fail(c, 400, "the request query is not UTF-8 once percent-decoded");
     *path = c->pq.data;
     *query = c->pq.data + qstart;
     return 0;
@@ -283,13 +345,15 @@ static int on_message_complete(http_parser *p)
     r.http_minor = p->http_minor;
     r.authorization = c->nheaders ? find_header(c, "authorization") : NULL;
     c->partial = 0;
+    c->in_body = 0;
     c->requests++;
     if (c->on_request)
         c->on_request(&r, c->ud);
-    if (!r.keep_alive || c->stop) {
+    if (!r.keep_alive || c->stop)
         c->done = 1;
-        http_parser_pause(p, 1);
-    }
+    /* always: dt_http_conn_feed checks the next request's head before
+     * http-parser sees it */
+    http_parser_pause(p, 1);
     return 0;
 }
 
@@ -303,6 +367,40 @@ static const http_parser_settings dt_settings = {
     .on_message_complete = on_message_complete,
 };
 
+/* Checks the head's line endings in d[0..n) (RFC 9112 2.2: every line of
+ * the head, and each blank line before a request, ends in CR LF; a bare LF
+ * or CR is an error here, not a line end as http-parser would take it).
+ * Returns how many bytes belong to the head: up to and including the LF of
+ * its blank line (the check then starts over for the next request), or n;
+ * on a bad byte it fails (c->status) and returns its offset. */
+static size_t check_head(dt_http_conn *c, const char *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char ch = d[i];
+        if (c->head_cr) {
+            c->head_cr = 0;
+            if (ch != '\n') {
+                fail(c, 400, "a CR not followed by LF in the request head: lines end with CR LF");
+                return i;
+            }
+            if (c->head_bol && c->head_seen) { /* the blank line: the head is whole */
+                c->head_seen = 0;
+                return i + 1;
+            }
+            c->head_bol = 1;
+        } else if (ch == '\r') {
+            c->head_cr = 1;
+        } else if (ch == '\n') {
+            fail(c, 400, "a bare LF in the request head: lines end with CR LF");
+            return i;
+        } else {
+            c->head_seen = 1;
+            c->head_bol = 0;
+        }
+    }
+    return n;
+}
+
 void dt_http_conn_init(dt_http_conn *c, const dt_http_limits *lim, const char *peer,
                        dt_http_on_request on_request, dt_http_on_continue on_continue,
                        void *ud)
@@ -315,6 +413,7 @@ void dt_http_conn_init(dt_http_conn *c, const dt_http_limits *lim, const char *p
     c->on_request = on_request;
     c->on_continue = on_continue;
     c->ud = ud;
+    c->head_bol = 1;
     dt_sb_init(&c->url);
     dt_sb_init(&c->hdr);
     dt_sb_init(&c->body);
@@ -354,21 +453,39 @@ int dt_http_conn_feed(dt_http_conn *c, const char *data, size_t n, int *status, 
 {
     if (c->done || n == 0)
         return result(c, status, e);
-    size_t np = http_parser_execute(&c->p, &dt_settings, data, n);
-    enum http_errno err = HTTP_PARSER_ERRNO(&c->p);
-    if (c->status) {
-        c->done = 1;
-    } else if (err == HPE_PAUSED) {
-        c->done = 1;
-    } else if (err != HPE_OK) {
-        map_errno(c, err);
-        c->done = 1;
-    } else if (c->p.upgrade) {
-        fail(c, 501, "protocol upgrades and CONNECT are not supported");
-        c->done = 1;
-    } else if (np != n) {
-        fail(c, 400, "malformed request: the parser stopped early");
-        c->done = 1;
+    size_t off = 0;
+    while (off < n && !c->done) {
+        size_t len = n - off;
+        if (!c->in_body) {
+            /* the head goes to http-parser only once checked, up to its end
+             * (the bytes before a bad one are not given: the error is the
+             * request's answer either way) */
+            len = check_head(c, data + off, len);
+            if (c->status) {
+                c->done = 1;
+                break;
+            }
+        }
+        size_t np = http_parser_execute(&c->p, &dt_settings, data + off, len);
+        enum http_errno err = HTTP_PARSER_ERRNO(&c->p);
+        if (c->status) {
+            c->done = 1;
+        } else if (err == HPE_PAUSED) { /* a request completed */
+            if (!c->done)
+                http_parser_pause(&c->p, 0);
+            off += np;
+            continue;
+        } else if (err != HPE_OK) {
+            map_errno(c, err);
+            c->done = 1;
+        } else if (c->p.upgrade) {
+            fail(c, 501, "protocol upgrades and CONNECT are not supported");
+            c->done = 1;
+        } else if (np != len) {
+            fail(c, 400, "malformed request: the parser stopped early");
+            c->done = 1;
+        }
+        off += np;
     }
     if (c->status)
         c->partial = 0;

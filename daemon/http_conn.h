@@ -10,8 +10,19 @@
  *   - Content-Length over max_body                          → 413 (before the body is read)
  *   - Transfer-Encoding: chunked                            → 411 (send a Content-Length)
  *   - any other transfer coding, protocol upgrades, CONNECT → 501
+ *   - a version other than HTTP/1.0 and HTTP/1.1            → 505
  *   - anything malformed (http-parser errors, a bad percent
  *     escape or %00 in the path)                            → 400
+ *   - and what http-parser lets through (RFC 9112), also 400:
+ *     a line of the head (request line, headers, the blank
+ *     line, blank lines before a request) not ending in
+ *     CR LF (a bare LF or a bare CR); whitespace in a header
+ *     name (before its colon); a second Authorization
+ *     header; a path, or a query once percent-decoded, that
+ *     is not UTF-8 (malformed escapes in the query are left
+ *     to the routes)
+ * The head is checked byte by byte before http-parser sees it, and handed
+ * to it up to its blank line; the body goes to it unchecked.
  * After an error, or after a request that does not keep the connection
  * alive (Connection: close, HTTP/1.0 without keep-alive), the connection is
  * done: further bytes are ignored.
@@ -58,6 +69,10 @@ typedef struct dt_http_conn {
     int nheaders;
     size_t hbytes;                /* header name and value bytes of this request */
     int in_value;                 /* the last header callback was a value */
+    int in_body;                  /* headers complete, the message not yet */
+    int head_cr;                  /* head check: the last byte was a CR */
+    int head_bol;                 /* head check: at the start of a line */
+    int head_seen;                /* head check: a byte of a request line seen */
     int expect_continue;
     size_t partial;               /* bytes of the request being parsed (0 between requests) */
     int done;                     /* no more requests on this connection */
@@ -76,7 +91,7 @@ void dt_http_conn_free(dt_http_conn *c);
 /* Feeds n bytes (n may be 0).  Calls on_request for every request they
  * complete.  Returns 0, or DT_EINVAL when the bytes break a rule above:
  * *status (may be NULL) gets the status to answer (400, 411, 413, 414, 431,
- * 501) and e the message.  Once the connection is done (an error, a request
+ * 501, 503 when out of memory, 505) and e the message.  Once the connection is done (an error, a request
  * without keep-alive, dt_http_conn_stop) further calls return the same
  * result without parsing. */
 int dt_http_conn_feed(dt_http_conn *c, const char *data, size_t n, int *status, dt_err *e);

@@ -74,8 +74,81 @@ int dt_http_format_response(int status, const char *content_type, const char *bo
     return 0;
 }
 
+/* Length of the well-formed UTF-8 sequence at s[0..n), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    unsigned lo = 0x80, hi = 0xbf; /* range of the second byte */
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0)
+            lo = 0xa0; /* overlong */
+        else if (c == 0xed)
+            hi = 0x9f; /* surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0)
+            lo = 0x90; /* overlong */
+        else if (c == 0xf4)
+            hi = 0x8f; /* over U+10FFFF */
+    } else {
+        return 0; /* a continuation byte, 0xc0, 0xc1, 0xf5..0xff */
+    }
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+size_t dt_http_utf8_bad(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        size_t k = utf8_seq(u + i, n - i);
+        if (!k)
+            return i;
+        i += k;
+    }
+    return n;
+}
+
+char *dt_http_utf8_text(const char *in, char *out, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)(in ? in : "");
+    size_t len = strlen((const char *)u), o = 0;
+    for (size_t i = 0; i < len;) {
+        size_t k = utf8_seq(u + i, len - i);
+        if (k) {
+            if (o + k >= n)
+                break;
+            memcpy(out + o, u + i, k);
+            o += k;
+            i += k;
+        } else {
+            if (o + 4 >= n)
+                break;
+            snprintf(out + o, n - o, "\\x%02x", u[i]);
+            o += 4;
+            i++;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
 char *dt_http_error_json(int status, const char *message, size_t *len)
 {
+    char text[1024];
+    if (message && dt_http_utf8_bad(message, strlen(message)) != strlen(message))
+        message = dt_http_utf8_text(message, text, sizeof text);
     json_t *o = json_pack("{s:{s:i,s:s}}", "error", "status", status, "message",
                           message ? message : dt_http_reason(status));
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;

@@ -6,8 +6,8 @@
  * (daemon/http_auth.h), an echo handler's JSON, the response bytes and the
  * JSON error body (daemon/http_msg.h).  Besides crashes and sanitizer
  * reports it aborts when a parsed request breaks the parser's promises
- * (path starts with '/', sizes within the limits, lower-case names, a
- * status in the documented set). */
+ * (path starts with '/' and is UTF-8, sizes within the limits, lower-case
+ * names, a status in the documented set). */
 #include <ctype.h>
 #include <jansson.h>
 #include <stdint.h>
@@ -48,16 +48,21 @@ static void on_request(const dt_http_parsed *r, void *ud)
     const dt_http_request *q = &r->req;
     check(q->method && q->path && q->query && q->body && q->peer);
     check(q->path[0] == '/');
+    check(dt_http_utf8_bad(q->path, strlen(q->path)) == strlen(q->path));
     check(q->body_len <= f->lim.max_body && q->body[q->body_len] == '\0');
     check(strlen(q->query) <= f->lim.max_url);
     check(q->nheaders >= 0 && q->nheaders <= DT_HTTP_MAX_HEADERS);
     size_t hbytes = 0;
+    int nauth = 0;
     for (int i = 0; i < q->nheaders; i++) {
         for (const char *s = q->headers[i].name; *s; s++)
-            check(!isupper((unsigned char)*s));
+            check(!isupper((unsigned char)*s) && *s != ' ' && *s != '\t');
+        if (!strcmp(q->headers[i].name, "authorization"))
+            nauth++;
         hbytes += strlen(q->headers[i].name) + strlen(q->headers[i].value);
     }
     check(hbytes <= f->lim.max_header_bytes);
+    check(nauth <= 1);
     if (dt_http_method_mutates(q->method) && !dt_http_bearer_ok(r->authorization, "tok", 3)) {
         size_t n;
         char *b = dt_http_error_json(401, "no token", &n);
@@ -80,7 +85,7 @@ static void answer_error(int rc, int status, const dt_err *e)
     if (!rc)
         return;
     check(status == 400 || status == 411 || status == 413 || status == 414 || status == 431 ||
-          status == 501 || status == 503);
+          status == 501 || status == 503 || status == 505);
     size_t n;
     char *b = dt_http_error_json(status, e->msg, &n);
     respond(status, b, b ? n : 0, 0, 0);

@@ -185,6 +185,98 @@ static void test_parse_errors(void)
     CU_ASSERT_EQUAL(g.n, 1);
 }
 
+/* RFC 9112 framing that http-parser lets through: whitespace between a
+ * field name and its colon (§5.1), bare LF or bare CR line endings (§2.2),
+ * versions other than HTTP/1.0 and 1.1; and a second Authorization header,
+ * which would make "which one was checked" ambiguous.  Each case fed whole
+ * and in pieces of 1..3 bytes. */
+static void test_parse_strict(void)
+{
+    struct {
+        const char *req;
+        int status;
+    } cases[] = {
+        {"POST / HTTP/1.1\r\nContent-Length : 2\r\n\r\n{}", 400},
+        {"POST / HTTP/1.1\r\nContent-Length\t: 2\r\n\r\n{}", 400},
+        {"GET / HTTP/1.1\r\nHost : a\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nauthorization: Bearer a\r\nX: 1\r\nAUTHORIZATION: Bearer a\r\n\r\n",
+         400},
+        {"GET / HTTP/9.9\r\n\r\n", 505},
+        {"GET / HTTP/2.0\r\n\r\n", 505},
+        {"GET / HTTP/1.2\r\n\r\n", 505},
+        {"GET / HTTP/0.9\r\n\r\n", 505},
+        {"GET / HTTP/1.1\nHost: a\n\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\n\n", 400},
+        {"GET / HTTP/1.1\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\n\r\n\nGET / HTTP/1.1\r\n\r\n", 400}, /* bare LF between requests */
+        {"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\na\nbGET / HTTP/1.1\n\n", 400},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (size_t step = 0; step <= 3; step++) {
+            got_t g;
+            int done = 0;
+            int st = feed(&g, cases[i].req, step, &done);
+            CU_ASSERT_EQUAL(st, cases[i].status);
+            if (st != cases[i].status)
+                fprintf(stderr, "\n  case %zu step %zu: %d, want %d\n", i, step, st,
+                        cases[i].status);
+            CU_ASSERT_EQUAL(done, 1);
+        }
+    }
+    /* what stays accepted: a body with bare LFs (only the head is checked),
+     * blank CRLF lines between requests, one Authorization, HTTP/1.0 */
+    for (size_t step = 0; step <= 3; step++) {
+        got_t g;
+        CU_ASSERT_EQUAL(feed(&g,
+                             "POST /a HTTP/1.1\r\nAuthorization: Bearer x\r\nContent-Length: 5\r\n"
+                             "\r\na\nb\rc"
+                             "\r\n\r\nGET /b HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                             "POST /c HTTP/1.1\r\nContent-Length: 1\r\n\r\n\n",
+                             step, NULL),
+                        0);
+        CU_ASSERT_EQUAL_FATAL(g.n, 3);
+        CU_ASSERT_STRING_EQUAL(g.body[0], "a\nb\rc");
+        CU_ASSERT_STRING_EQUAL(g.auth[0], "Bearer x");
+        CU_ASSERT_STRING_EQUAL(g.path[1], "/b");
+        CU_ASSERT_STRING_EQUAL(g.body[2], "\n");
+    }
+}
+
+/* A path or query whose percent-decoded bytes are not UTF-8 is 400 at the
+ * parser: the routes quote them in JSON, which must be UTF-8. */
+static void test_parse_utf8(void)
+{
+    const char *bad[] = {
+        "GET /v1/jobs/%ff HTTP/1.1\r\n\r\n",
+        "GET /v1/jobs/\xff HTTP/1.1\r\n\r\n",
+        "GET /a%c3 HTTP/1.1\r\n\r\n",            /* cut short */
+        "GET /a%c0%af HTTP/1.1\r\n\r\n",         /* overlong '/' */
+        "GET /a%ed%a0%80 HTTP/1.1\r\n\r\n",      /* a UTF-16 surrogate */
+        "GET /a%f4%90%80%80 HTTP/1.1\r\n\r\n",   /* over U+10FFFF */
+        "GET /v1/schedules?workload=%ff&M=1 HTTP/1.1\r\n\r\n",
+        "GET /v1/schedules?workload=x&M=%e2%82 HTTP/1.1\r\n\r\n",
+        "GET /x?\xc3 HTTP/1.1\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        got_t g;
+        int st = feed(&g, bad[i], 0, NULL);
+        CU_ASSERT_EQUAL(st, 400);
+        if (st != 400)
+            fprintf(stderr, "\n  case %zu: %d\n", i, st);
+        CU_ASSERT_EQUAL(g.n, 0);
+    }
+    got_t g;
+    CU_ASSERT_EQUAL(feed(&g, "GET /caf%c3%a9?w=%e2%82%ac&x=%zz HTTP/1.1\r\n\r\n", 0, NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(g.n, 1);
+    CU_ASSERT_STRING_EQUAL(g.path[0], "/caf\xc3\xa9");
+    CU_ASSERT_STRING_EQUAL(g.query[0], "w=%e2%82%ac&x=%zz"); /* raw; bad escapes are the routes' */
+    CU_ASSERT_EQUAL(feed(&g, "GET /%f0%9f%98%80 HTTP/1.1\r\n\r\n", 0, NULL), 0);
+    CU_ASSERT_STRING_EQUAL(g.path[0], "/\xf0\x9f\x98\x80");
+}
+
 static void test_parse_many_headers(void)
 {
     char req[4096] = "GET / HTTP/1.1\r\n";
@@ -883,6 +975,42 @@ static void test_server_token(void)
     srv_stop(t);
 }
 
+/* The strict-framing answers over a socket: each a JSON error and a closed
+ * connection; the server goes on serving. */
+static void test_server_strict(void)
+{
+    dt_http_limits l = test_limits();
+    tsrv *t = srv_start(&l, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    struct {
+        const char *req;
+        int status;
+    } cases[] = {
+        {"GET / HTTP/9.9\r\n\r\n", 505},
+        {"GET /v1/jobs/%ff HTTP/1.1\r\n\r\n", 400},
+        {"GET /v1/schedules?workload=%ff&M=1 HTTP/1.1\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nContent-Length : 2\r\n\r\n{}", 400},
+        {"GET / HTTP/1.1\nHost: x\n\n", 400},
+        {"POST / HTTP/1.1\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n"
+         "Content-Length: 0\r\n\r\n",
+         400},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        client *c = cl_open(t->port);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        cl_sends(c, cases[i].req);
+        resp r = cl_read(c);
+        CU_ASSERT_EQUAL(r.status, cases[i].status);
+        CU_ASSERT_EQUAL(error_status(&r), cases[i].status);
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.headers, "Connection: close"));
+        resp_free(&r);
+        CU_ASSERT_TRUE(cl_eof(c, 5));
+        cl_close(c);
+    }
+    CU_ASSERT_EQUAL(quick_get(t->port), 200);
+    srv_stop(t);
+}
+
 static void test_server_max_connections(void)
 {
     dt_http_limits l = test_limits();
@@ -1068,6 +1196,8 @@ int main(void)
         {"pipelined requests and bodies", test_parse_pipelined_and_body},
         {"Connection: close and HTTP/1.0", test_parse_connection_close},
         {"errors map to statuses", test_parse_errors},
+        {"RFC 9112 framing: colon, line ends, version, one Authorization", test_parse_strict},
+        {"paths and queries must be UTF-8", test_parse_utf8},
         {"header count limit and empty values", test_parse_many_headers},
         {"eof inside a request, 100-continue", test_parse_eof_and_continue},
         {"response bytes, error JSON, bearer check", test_msg_and_auth},
@@ -1080,6 +1210,7 @@ int main(void)
         {"limits, garbage, chunked", test_server_limits},
         {"slow client 408, idle time-out", test_server_timeouts},
         {"bearer token", test_server_token},
+        {"strict framing, version, UTF-8 over a socket", test_server_strict},
         {"connection limit", test_server_max_connections},
         {"idle connections evicted at the limit", test_server_idle_eviction},
         {"close with clients connected", test_server_close_with_clients},
