@@ -3,11 +3,13 @@
  * and each request counted in the metrics by route. */
 #include "daemon/api.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/clock.h"
 #include "daemon/api_routes.h"
 #include "daemon/api_util.h"
+#include "daemon/http_msg.h"
 
 /* ---- routing ----------------------------------------------------------------------- */
 
@@ -26,6 +28,11 @@ static void not_allowed(const dt_http_request *req, dt_http_response *res, const
 static dt_route route(dt_api *a, const dt_http_request *req, dt_http_response *res)
 {
     const char *p = req->path;
+    size_t plen = strlen(p);
+    if (dt_http_utf8_bad(p, plen) != plen) { /* the server refuses these already */
+        dt_api_error(res, 400, "the request path '%s' is not UTF-8", p);
+        return DT_ROUTE_OTHER;
+    }
     if (strcmp(p, "/healthz") == 0) {
         if (method_is(req, "GET"))
             dt_api_healthz(a, res);
@@ -54,7 +61,7 @@ static dt_route route(dt_api *a, const dt_http_request *req, dt_http_response *r
         if (!method_is(req, "GET") && !method_is(req, "DELETE"))
             not_allowed(req, res, "GET, DELETE");
         else if (id <= 0)
-            dt_api_error(res, 400, "job id must be a positive integer, not '%s'", p + 9);
+            dt_api_error(res, 400, "job id must be " DT_API_ID_RANGE ", not '%.64s'", p + 9);
         else if (method_is(req, "GET"))
             dt_api_job_get(a, id, res);
         else
@@ -69,23 +76,23 @@ static dt_route route(dt_api *a, const dt_http_request *req, dt_http_response *r
         return DT_ROUTE_SCHEDULES;
     }
     size_t pl = strlen(p);
-    static const char ksfx[] = "/source";
-    if (strncmp(p, "/v1/kernels/", 12) == 0 && pl > 12 + strlen(ksfx) &&
-        strcmp(p + pl - strlen(ksfx), ksfx) == 0) {
-        char idtext[32];
-        size_t il = pl - 12 - strlen(ksfx);
-        if (il < sizeof idtext && !memchr(p + 12, '/', il)) {
-            memcpy(idtext, p + 12, il);
-            idtext[il] = 0;
-            int64_t id = dt_api_parse_id(idtext);
-            if (!method_is(req, "GET"))
-                not_allowed(req, res, "GET");
-            else if (id <= 0)
-                dt_api_error(res, 400, "kernel id must be a positive integer, not '%s'", idtext);
-            else
-                dt_api_kernel_source(a, id, res);
-            return DT_ROUTE_KERNEL_SOURCE;
-        }
+    static const char kpfx[] = "/v1/kernels/", ksfx[] = "/source";
+    const size_t kpl = sizeof kpfx - 1, ksl = sizeof ksfx - 1;
+    if (strncmp(p, kpfx, kpl) == 0 && pl > kpl + ksl && strcmp(p + pl - ksl, ksfx) == 0 &&
+        !memchr(p + kpl, '/', pl - kpl - ksl)) {
+        /* any length: an id over INT64_MAX gets the range, not "no route" */
+        size_t il = pl - kpl - ksl;
+        char idtext[72];
+        snprintf(idtext, sizeof idtext, "%.*s", (int)(il < 64 ? il : 64), p + kpl);
+        int64_t id = il < 64 ? dt_api_parse_id(idtext) : 0;
+        if (!method_is(req, "GET"))
+            not_allowed(req, res, "GET");
+        else if (id <= 0)
+            dt_api_error(res, 400, "kernel id must be " DT_API_ID_RANGE ", not '%s%s'", idtext,
+                         il > 64 ? "..." : "");
+        else
+            dt_api_kernel_source(a, id, res);
+        return DT_ROUTE_KERNEL_SOURCE;
     }
     if (strcmp(p, "/v1/workloads") == 0) {
         if (method_is(req, "GET"))

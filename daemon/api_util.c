@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "daemon/http_msg.h"
 
 void dt_api_json(dt_http_response *res, int status, json_t *body)
 {
@@ -30,12 +31,17 @@ void dt_api_json(dt_http_response *res, int status, json_t *body)
 
 void dt_api_error(dt_http_response *res, int status, const char *fmt, ...)
 {
-    char msg[DT_ERR_MSG_MAX];
+    char msg[DT_ERR_MSG_MAX], text[DT_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    dt_api_json(res, status, json_pack("{s:{s:i, s:s}}", "error", "status", status, "message", msg));
+    /* a message quoting the request (or cut inside a character) may not be
+     * UTF-8, which JSON strings must be: never a 500 for that */
+    const char *m = msg;
+    if (dt_http_utf8_bad(msg, strlen(msg)) != strlen(msg))
+        m = dt_http_utf8_text(msg, text, sizeof text);
+    dt_api_json(res, status, json_pack("{s:{s:i, s:s}}", "error", "status", status, "message", m));
 }
 
 int dt_api_status_of(int code)
@@ -52,13 +58,16 @@ int dt_api_status_of(int code)
 
 int64_t dt_api_parse_id(const char *text)
 {
-    if (!text || !*text || strlen(text) > 18)
+    if (!text || !*text)
         return 0;
     int64_t v = 0;
     for (const char *p = text; *p; p++) {
-        if (!isdigit((unsigned char)*p))
+        if (*p < '0' || *p > '9')
             return 0;
-        v = v * 10 + (*p - '0');
+        int d = *p - '0';
+        if (v > (INT64_MAX - d) / 10)
+            return 0; /* over INT64_MAX */
+        v = v * 10 + d;
     }
     return v;
 }
@@ -88,7 +97,7 @@ int dt_api_decode(const char *s, size_t len, char *buf, size_t n)
         buf[o++] = (char)ch;
     }
     buf[o] = 0;
-    return 0;
+    return dt_http_utf8_bad(buf, o) == o ? 0 : -1;
 }
 
 int dt_api_query_param(const char *query, const char *name, char *buf, size_t n)

@@ -22,15 +22,17 @@ void dt_api_error(dt_http_response *res, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The HTTP status for a DT_E* code: 400, 404, 422, 503 (busy) or 500. */
 int dt_api_status_of(int code);
-/* A positive decimal id from text; 0 when it is not one. */
+/* A positive decimal id from text (digits only, 1..INT64_MAX); 0 when it
+ * is not one. */
 int64_t dt_api_parse_id(const char *text);
+#define DT_API_ID_RANGE "an integer from 1 to 9223372036854775807" /* INT64_MAX */
 
 /* Percent-decodes s[0..len) into buf (size n; '+' stays '+'); -1 when
- * malformed (a bad escape, %00) or too long. */
+ * malformed (a bad escape, %00, bytes that are not UTF-8) or too long. */
 int dt_api_decode(const char *s, size_t len, char *buf, size_t n);
 /* Value of query parameter name in a raw query string, percent-decoded
  * ('+' stays '+': workload keys use it); into buf (size n).  Returns 1 when
- * found, 0 when absent, -1 when malformed or too long. */
+ * found, 0 when absent, -1 when malformed (as dt_api_decode) or too long. */
 int dt_api_query_param(const char *query, const char *name, char *buf, size_t n);
 
 #endif

@@ -489,6 +489,106 @@ static void test_routes(void)
     done(&a);
 }
 
+/* The message of a JSON error answer ("" when there is none). */
+static const char *err_message(const answer *a)
+{
+    const char *m =
+        json_string_value(json_object_get(json_object_get(a->json, "error"), "message"));
+    return m ? m : "";
+}
+
+/* Ids up to INT64_MAX are ids (404 when there is no such one); past it the
+ * message says the range.  (9223372036854775807 used to be "must be a
+ * positive integer".) */
+static void test_id_range(void)
+{
+    answer a = call("GET", "/v1/kernels/9223372036854775807/source", NULL, NULL);
+    CU_ASSERT_EQUAL(a.status, 404);
+    CU_ASSERT_EQUAL(err_status(&a), 404);
+    done(&a);
+    a = call("GET", "/v1/jobs/9223372036854775807", NULL, NULL);
+    CU_ASSERT_EQUAL(a.status, 404);
+    CU_ASSERT_EQUAL(err_status(&a), 404);
+    done(&a);
+    a = call("DELETE", "/v1/jobs/9223372036854775807", NULL, NULL);
+    CU_ASSERT_EQUAL(a.status, 404);
+    done(&a);
+    a = call("GET", "/v1/jobs/1000000000000000000", NULL, NULL); /* 19 digits */
+    CU_ASSERT_EQUAL(a.status, 404);
+    done(&a);
+    const char *over[] = {"/v1/kernels/9223372036854775808/source",
+                          "/v1/kernels/99999999999999999999999/source",
+                          "/v1/kernels/1234567890123456789012345678901234567890/source",
+                          "/v1/jobs/9223372036854775808"};
+    for (size_t i = 0; i < sizeof over / sizeof over[0]; i++) {
+        a = call("GET", over[i], NULL, NULL);
+        CU_ASSERT_EQUAL(a.status, 400);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err_message(&a), "from 1 to 9223372036854775807"));
+        done(&a);
+    }
+    const char *bad[] = {"/v1/kernels/0/source", "/v1/kernels/-1/source",
+                         "/v1/kernels/+1/source", "/v1/jobs/0", "/v1/jobs/1x", "/v1/jobs/ 1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        a = call("GET", bad[i], NULL, NULL);
+        CU_ASSERT_EQUAL(a.status, 400);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err_message(&a), "from 1 to 9223372036854775807"));
+        done(&a);
+    }
+    /* leading zeros are still the number */
+    char path[64];
+    snprintf(path, sizeof path, "/v1/kernels/000%lld/source", (long long)g_kid);
+    a = call("GET", path, NULL, NULL);
+    CU_ASSERT_EQUAL(a.status, 200);
+    done(&a);
+    CU_ASSERT_EQUAL(dt_api_parse_id("9223372036854775807"), INT64_MAX);
+    CU_ASSERT_EQUAL(dt_api_parse_id("9223372036854775808"), 0);
+    CU_ASSERT_EQUAL(dt_api_parse_id("18446744073709551617"), 0);
+    CU_ASSERT_EQUAL(dt_api_parse_id("42"), 42);
+}
+
+/* Bytes that are not UTF-8 in a path or a query are the client's mistake:
+ * 400 with a message, never a 500 (jansson refuses such strings, so every
+ * answer that quoted them used to fail as "out of memory"). */
+static void test_bad_utf8(void)
+{
+    struct {
+        const char *path, *query;
+    } cases[] = {
+        {"/v1/jobs/\xff", NULL},
+        {"/v1/kernels/\xff/source", NULL},
+        {"/nope/\xc3", NULL},
+        {"/healthz\xff", NULL},
+        {"/v1/schedules", "workload=%ff&M=1"},
+        {"/v1/schedules", "workload=" KEY "&M=%ff"},
+        {"/v1/schedules", "workload=" KEY "&%ff=1"},
+        {"/v1/schedules", "workload=" KEY "&M=1&target=%c0%af"},
+        {"/v1/schedules", "workload=" KEY "&M=1&threads=%ed%a0%80"},
+        {"/v1/jobs", "state=%ff"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        answer a = call("GET", cases[i].path, cases[i].query, NULL);
+        CU_ASSERT_EQUAL(a.status, 400);
+        CU_ASSERT_EQUAL(err_status(&a), 400);
+        if (a.status != 400)
+            fprintf(stderr, "\n  case %zu: %d %s\n", i, a.status, a.text ? a.text : "");
+        done(&a);
+    }
+    /* a job id that is not UTF-8 is named in the answer, made readable */
+    answer a = call("DELETE", "/v1/jobs/1\xff", NULL, NULL);
+    CU_ASSERT_EQUAL(a.status, 400);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err_message(&a), "1\\xff"));
+    done(&a);
+    /* UTF-8 itself is fine */
+    a = call("GET", "/v1/schedules", "workload=" KEY "&M=%c3%a9", NULL);
+    CU_ASSERT_EQUAL(a.status, 400);
+    CU_ASSERT_PTR_NULL(strstr(err_message(&a), "UTF-8"));
+    done(&a);
+    a = call("GET", "/caf\xc3\xa9", NULL, NULL);
+    CU_ASSERT_EQUAL(a.status, 404);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err_message(&a), "/caf\xc3\xa9"));
+    done(&a);
+}
+
 static int setup(void)
 {
     g_dir = dt_test_tmpdir();
@@ -526,6 +626,8 @@ int main(void)
                            {"query strings and the loopback rule", test_query_and_loopback},
                            {"Prometheus text", test_metrics_text},
                            {"routing, status codes and JSON errors", test_routes},
+                           {"ids up to INT64_MAX", test_id_range},
+                           {"paths and queries that are not UTF-8 are 400", test_bad_utf8},
                            CU_TEST_INFO_NULL};
     CU_SuiteInfo suites[] = {{"daemon", setup, teardown, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
     return dt_test_main(suites);
