@@ -19,11 +19,19 @@ enum { DT_EXIT_OK = 0, DT_EXIT_USAGE = 1, DT_EXIT_INPUT = 2, DT_EXIT_RUNTIME = 3
 /* Database used when --db is not given: $DTUNE_DB, else ./dtune.db. */
 const char *dt_cli_default_db(void);
 
-/* Prints "dtune CMD: <message>" and a pointer to --help on stderr; returns 1. */
+/* s escaped for a terminal (common/escape.h: control characters as "\x1b",
+ * "\n", ...): for names, paths and other text from outside that go into a
+ * table or a message.  The result lives in a ring of 8 buffers, so up to 8
+ * may be used at once (in one printf); the CLI prints from one thread. */
+const char *dt_cli_safe(const char *s);
+
+/* Prints "dtune CMD: <message>" (escaped) and a pointer to --help on
+ * stderr; returns 1. */
 int dt_cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Prints "dtune: error: <e->msg>" on stderr; returns the exit code for e. */
+/* Prints "dtune: error: <e->msg>" (escaped) on stderr; returns the exit
+ * code for e. */
 int dt_cli_fail(const dt_err *e);
 
 /* Option values: on a bad value they print the usage error for cmd and

@@ -63,7 +63,7 @@ void dt_cli_print_untuned(FILE *out, const dt_ox_import *imp, const char *path)
 {
     if (!imp)
         return;
-    fprintf(out, "%s: %lld nodes, %lld in tuned ops", path, (long long)imp->nnodes,
+    fprintf(out, "%s: %lld nodes, %lld in tuned ops", dt_cli_safe(path), (long long)imp->nnodes,
             (long long)imp->ntuned);
     if (!imp->nuntuned) {
         fprintf(out, "; every node is tuned\n");
@@ -78,7 +78,7 @@ void dt_cli_print_untuned(FILE *out, const dt_ox_import *imp, const char *path)
                      (long long)u->instances);
         else
             snprintf(n, sizeof n, "%lld node%s", (long long)u->nodes, u->nodes == 1 ? "" : "s");
-        fprintf(out, "  %-40s %-18s %s\n", u->what, n, u->why);
+        fprintf(out, "  %-40s %-18s %s\n", dt_cli_safe(u->what), n, dt_cli_safe(u->why));
     }
 }
 

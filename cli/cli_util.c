@@ -1,4 +1,5 @@
 #include "cli/cli.h"
+#include "common/escape.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -13,20 +14,32 @@ const char *dt_cli_default_db(void)
     return (env && *env) ? env : "dtune.db";
 }
 
+const char *dt_cli_safe(const char *s)
+{
+    static char *ring[8];
+    static unsigned next;
+    unsigned i = next++ % 8;
+    free(ring[i]);
+    ring[i] = dt_escape_dup(s);
+    return ring[i] ? ring[i] : "(out of memory)";
+}
+
 int dt_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "dtune %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nTry 'dtune %s --help'.\n", cmd);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "dtune %s: %s\nTry 'dtune %s --help'.\n", dt_cli_safe(cmd), dt_cli_safe(msg),
+            dt_cli_safe(cmd));
     return DT_EXIT_USAGE;
 }
 
 int dt_cli_fail(const dt_err *e)
 {
-    fprintf(stderr, "dtune: error: %s\n", e->msg[0] ? e->msg : dt_strerror(e->code));
+    fprintf(stderr, "dtune: error: %s\n",
+            dt_cli_safe(e->msg[0] ? e->msg : dt_strerror(e->code)));
     return dt_exit_code(e->code);
 }
 

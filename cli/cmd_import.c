@@ -66,15 +66,15 @@ static int write_file(const char *path, const char *text, dt_err *e)
 
 static void report_text(const dt_model *m, const dt_ox_import *imp, const char *path)
 {
-    fprintf(stderr, "%s: model %s, variables", path, m->name);
+    fprintf(stderr, "%s: model %s, variables", dt_cli_safe(path), dt_cli_safe(m->name));
     for (int i = 0; i < m->nvars; i++) {
         char d[256];
         dt_domain_print(&m->vars[i].dom, d, sizeof d);
-        fprintf(stderr, " %s=%s", m->vars[i].name, d);
+        fprintf(stderr, " %s=%s", dt_cli_safe(m->vars[i].name), d);
     }
     fprintf(stderr, "; %d distinct workload%s:\n", m->nworkloads, m->nworkloads == 1 ? "" : "s");
     for (int i = 0; i < m->nworkloads; i++)
-        fprintf(stderr, "  %-72s x%lld\n", m->workloads[i].key,
+        fprintf(stderr, "  %-72s x%lld\n", dt_cli_safe(m->workloads[i].key),
                 (long long)m->workloads[i].count);
     dt_cli_print_untuned(stderr, imp, path);
 }

@@ -158,7 +158,7 @@ static json_t *stats_json(const dt_dispatch_stats *st)
 
 static void print_stats(const dt_dispatch *d, const dt_dispatch_stats *st)
 {
-    printf("schedule of %s at %d thread%s: %d range%s, %d kernel%s (", d->key, d->threads,
+    printf("schedule of %s at %d thread%s: %d range%s, %d kernel%s (", dt_cli_safe(d->key), d->threads,
            d->threads == 1 ? "" : "s", st->ranges, st->ranges == 1 ? "" : "s", st->kernels,
            st->kernels == 1 ? "" : "s");
     for (int i = 0; i < st->nids; i++)
@@ -288,16 +288,17 @@ int dt_cmd_query(int argc, char **argv)
             char *ann = json_dumps(json_object_get(o, "annotation"), JSON_COMPACT);
             json_t *pr = json_object_get(o, "predicted_ns"), *me = json_object_get(o, "measured_ns"),
                    *ex = json_object_get(o, "measured_ns_this_shape");
-            printf("%s %s -> kernel %lld (%s%s)\n", json_string_value(json_object_get(o, "workload")),
-                   json_string_value(json_object_get(o, "shape")),
+            printf("%s %s -> kernel %lld (%s%s)\n",
+                   dt_cli_safe(json_string_value(json_object_get(o, "workload"))),
+                   dt_cli_safe(json_string_value(json_object_get(o, "shape"))),
                    (long long)json_integer_value(json_object_get(o, "kernel_id")),
-                   json_string_value(json_object_get(o, "sketch")),
+                   dt_cli_safe(json_string_value(json_object_get(o, "sketch"))),
                    json_is_true(json_object_get(o, "extrapolated")) ? ", extrapolated" : "");
             printf("  range      %s .. %s, %d thread%s\n",
-                   json_string_value(json_array_get(json_object_get(o, "range"), 0)),
-                   json_string_value(json_array_get(json_object_get(o, "range"), 1)), d->threads,
+                   dt_cli_safe(json_string_value(json_array_get(json_object_get(o, "range"), 0))),
+                   dt_cli_safe(json_string_value(json_array_get(json_object_get(o, "range"), 1))), d->threads,
                    d->threads == 1 ? "" : "s");
-            printf("  annotation %s\n", ann ? ann : "?");
+            printf("  annotation %s\n", ann ? dt_cli_safe(ann) : "?");
             printf("  time       ");
             print_time("predicted", pr);
             printf(", ");

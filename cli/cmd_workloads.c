@@ -149,7 +149,7 @@ static void print_shapes_text(const dt_workload *w)
 
 static int print_text(const dt_model *m, int with_shapes, const dt_ox_import *imp, const char *path)
 {
-    printf("model %s: %d distinct workload%s, %lld shape%s of", m->name, m->nworkloads,
+    printf("model %s: %d distinct workload%s, %lld shape%s of", dt_cli_safe(m->name), m->nworkloads,
            m->nworkloads == 1 ? "" : "s", (long long)dt_model_nshapes(m),
            dt_model_nshapes(m) == 1 ? "" : "s");
     for (int i = 0; i < m->nvars; i++) {
@@ -158,7 +158,7 @@ static int print_text(const dt_model *m, int with_shapes, const dt_ox_import *im
             snprintf(d, sizeof d, "%lld", (long long)m->vars[i].dom.values[0]);
         else
             dt_domain_print(&m->vars[i].dom, d, sizeof d);
-        printf(" %s=%s", m->vars[i].name, d);
+        printf(" %s=%s", dt_cli_safe(m->vars[i].name), d);
     }
     printf("\n\n %3s  %-64s %5s %7s  %-21s %s\n", "#", "workload", "count", "shapes",
            "GFLOP/call min..max", "ops");
@@ -172,10 +172,10 @@ static int print_text(const dt_model *m, int with_shapes, const dt_ox_import *im
         total += fs.expected_gflop * (double)mw->count;
         char range[64];
         snprintf(range, sizeof range, "%.4g..%.4g", fs.min_gflop, fs.max_gflop);
-        printf(" %3d  %-64s %5lld %7lld  %-21s", i + 1, mw->key, (long long)mw->count,
+        printf(" %3d  %-64s %5lld %7lld  %-21s", i + 1, dt_cli_safe(mw->key), (long long)mw->count,
                (long long)dt_workload_nshapes(mw->w), range);
         for (int k = 0; k < mw->nops; k++)
-            printf("%s%s", k ? "," : "", mw->ops[k]);
+            printf("%s%s", k ? "," : "", dt_cli_safe(mw->ops[k]));
         printf("\n");
         if (with_shapes)
             print_shapes_text(mw->w);

@@ -71,7 +71,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             dt_log_set_level(DT_LOG_ERROR);
         } else {
-            fprintf(stderr, "dtune: unknown option '%s'\nTry 'dtune --help'.\n", a);
+            fprintf(stderr, "dtune: unknown option '%s'\nTry 'dtune --help'.\n", dt_cli_safe(a));
             return DT_EXIT_USAGE;
         }
     }
@@ -85,6 +85,6 @@ int main(int argc, char **argv)
     for (size_t c = 0; c < N_COMMANDS; c++)
         if (!strcmp(argv[i], commands[c].name))
             return commands[c].run(argc - i, argv + i);
-    fprintf(stderr, "dtune: unknown command '%s'\nTry 'dtune --help'.\n", argv[i]);
+    fprintf(stderr, "dtune: unknown command '%s'\nTry 'dtune --help'.\n", dt_cli_safe(argv[i]));
     return DT_EXIT_USAGE;
 }

@@ -1,5 +1,7 @@
 #include "common/log.h"
 
+#include "common/escape.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -59,12 +61,28 @@ void dt_log(dt_log_level level, const char *fmt, ...)
     gmtime_r(&ts.tv_sec, &tm);
     char stamp[32];
     strftime(stamp, sizeof stamp, "%H:%M:%S", &tm);
+    /* the message, then its escaped form: names and worker messages in it
+     * came from outside, and one line must stay one line (common/escape.h) */
+    char text[512], shown[1024];
+    char *msg = text, *heap_msg = NULL, *heap_shown = NULL;
     va_list ap;
     va_start(ap, fmt);
-    pthread_mutex_lock(&g_lock);
-    fprintf(stderr, "dtune %s.%03ld %s: ", stamp, ts.tv_nsec / 1000000L, tags[level]);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    pthread_mutex_unlock(&g_lock);
+    int len = vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    if (len < 0) {
+        text[0] = '\0';
+    } else if ((size_t)len >= sizeof text && (heap_msg = malloc((size_t)len + 1))) {
+        va_start(ap, fmt);
+        vsnprintf(heap_msg, (size_t)len + 1, fmt, ap);
+        va_end(ap);
+        msg = heap_msg;
+    }
+    const char *out = shown;
+    if (dt_escape(msg, shown, sizeof shown) >= sizeof shown && (heap_shown = dt_escape_dup(msg)))
+        out = heap_shown;
+    pthread_mutex_lock(&g_lock);
+    fprintf(stderr, "dtune %s.%03ld %s: %s\n", stamp, ts.tv_nsec / 1000000L, tags[level], out);
+    pthread_mutex_unlock(&g_lock);
+    free(heap_shown);
+    free(heap_msg);
 }

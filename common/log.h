@@ -14,6 +14,9 @@ dt_log_level dt_log_get_level(void);
  * DTUNE_LOG from the environment so that child processes do not repeat it.
  * Call it at start-up, before threads exist (it may call unsetenv). */
 void dt_log_init_from_env(void);
+/* One line "dtune HH:MM:SS.mmm LEVEL: message" on stderr.  The message is
+ * escaped (common/escape.h): control characters in names or in a worker's
+ * error text come out as "\x1b", "\n", ..., never raw. */
 void dt_log(dt_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define dt_log_error(...) dt_log(DT_LOG_ERROR, __VA_ARGS__)

@@ -52,9 +52,14 @@ enum {
 /* Opsets of the default domain ("" or "ai.onnx") the reader accepts. */
 #define DT_OX_OPSET_MIN 11
 #define DT_OX_OPSET_MAX 18
-/* IR versions accepted (ONNX 1.6 .. 1.14 write 6 .. 9). */
+/* IR versions accepted: ONNX 1.6 .. 1.14 write 6 .. 9, 1.15 writes 9, 1.16
+ * and 1.17 (and current torch exports) 10, 1.18 11.  IR 10 added the
+ * UINT4/INT4 element types (and function overloads), IR 11 FLOAT4E2M1:
+ * element types of weights, which are never read (a tensor of a type
+ * dtune has no values for keeps its name, type and dims only), and fields
+ * the reader drops; so reading 10 and 11 needs nothing new. */
 #define DT_OX_IR_MIN 3
-#define DT_OX_IR_MAX 9
+#define DT_OX_IR_MAX 11
 
 /* One dim of a declared shape. */
 typedef struct {
@@ -141,8 +146,10 @@ typedef struct {
  * "source: what" (and the node, "source: node 'name' (#i, Op): what"). */
 int dt_ox_read(const void *buf, size_t len, const char *source, dt_ox_graph **out, dt_err *e);
 /* Reads path (at most DT_OX_MAX_FILE_BYTES; DT_EINVAL when it names no file
- * or a directory, DT_EIO when it cannot be read)
- * and parses it with dt_ox_read. */
+ * or something that is not a regular file after symlinks are followed — a
+ * directory, FIFO, device or socket, refused without reading or waiting:
+ * common/file.h's dt_open_regular — DT_EIO when it cannot be read) and
+ * parses it with dt_ox_read. */
 int dt_ox_read_file(const char *path, dt_ox_graph **out, dt_err *e);
 void dt_ox_graph_free(dt_ox_graph *g);
 

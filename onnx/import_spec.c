@@ -127,6 +127,15 @@ static int dim_below_one(const dt_ox_op *op, const dt_var *vars, int nvars, char
             for (int v = 0; v < nused && len < n; v++)
                 len += (size_t)snprintf(msg + len, n - len, "%s%s=%lld", v ? "," : "", names[v],
                                         (long long)vals[v]);
+            /* a dim that uses no variable is this for every shape: name the
+             * variables that have one value (what --var seq=0..0 made of it) */
+            int nfixed = 0;
+            for (int v = 0; !nused && v < nvars && len < n; v++)
+                if (vars[v].dom.n == 1)
+                    len += (size_t)snprintf(msg + len, n - len, "%s%s=%lld", nfixed++ ? "," : "",
+                                            vars[v].name, (long long)vars[v].dom.values[0]);
+            if (!nused && !nfixed && len < n)
+                len += (size_t)snprintf(msg + len, n - len, "every shape");
             if (len < n)
                 snprintf(msg + len, n - len, "; every dim must be >= 1");
             found = 1;
@@ -229,10 +238,13 @@ static void op_name(const dt_ox_graph *g, int node, const spec_op *sofar, int n,
 
 /* ---- JSON text ---- */
 
-/* Appends a JSON value in jansson's one-line form ("a": 1, "b": [1, 2]). */
+/* Appends a JSON value in jansson's one-line form ("a": 1, "b": [1, 2]),
+ * ASCII only: names from the model reach a terminal when the spec goes to
+ * stdout, and jansson escapes only C0 controls by itself (a C1 control such
+ * as U+009B, CSI, would pass raw); \uXXXX reads back as the same string. */
 static void append_json(dt_strbuf *sb, json_t *v)
 {
-    char *t = v ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
+    char *t = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
     if (!t)
         sb->oom = 1;
     else

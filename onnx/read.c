@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "onnx/graph.h"
 #include "onnx/read_internal.h"
 
@@ -451,90 +452,41 @@ int dt_ox_read(const void *buf, size_t len, const char *source, dt_ox_graph **ou
 
 /* ---- files ---------------------------------------------------------------- */
 
-/* A pipe or other stream: read whole, at most DT_OX_MAX_FILE_BYTES. */
-static int read_stream(int fd, const char *path, uint8_t **buf, size_t *len, dt_err *e)
-{
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *b = malloc(cap);
-    for (;;) {
-        if (!b)
-            return dt_errf(e, DT_ENOMEM, "%s: out of memory reading it", path);
-        ssize_t got = read(fd, b + n, cap - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            int err = errno;
-            free(b);
-            return dt_errf(e, DT_EIO, "cannot read %s: %s", path, strerror(err));
-        }
-        if (got == 0)
-            break;
-        n += (size_t)got;
-        if ((int64_t)n > DT_OX_MAX_FILE_BYTES) {
-            free(b);
-            return dt_errf(e, DT_EINVAL, "%s: more than %" PRId64 " bytes; larger files are refused",
-                           path, (int64_t)DT_OX_MAX_FILE_BYTES);
-        }
-        if (n == cap) {
-            uint8_t *q = realloc(b, cap *= 2);
-            if (!q)
-                free(b);
-            b = q;
-        }
-    }
-    *buf = b;
-    *len = n;
-    return 0;
-}
-
 /* A regular file is mapped, not read: the walker skips the weights without
  * touching their pages, so a 2 GB model costs the pages of its structure.
- * (common/file.h's dt_read_file would read all of it into the heap.)  A file
- * truncated by someone else while mapped would raise SIGBUS; dtune does not
- * guard against concurrent writers of its inputs. */
+ * (common/file.h's dt_read_file would read all of it into the heap.)  It is
+ * opened by common/file.h's dt_open_regular, the one checked opening of a
+ * user's file: a FIFO, a device (/dev/zero), a socket or a directory is
+ * refused before a byte is read.  A file truncated by someone else while
+ * mapped would raise SIGBUS; dtune does not guard against concurrent writers
+ * of its inputs. */
 int dt_ox_read_file(const char *path, dt_ox_graph **out, dt_err *e)
 {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        /* a path that names no file (or a directory, below) is bad input,
-         * not a failure of the machine: the CLI exits 2 for it */
-        return dt_errf(e, errno == ENOENT || errno == ENOTDIR ? DT_EINVAL : DT_EIO,
-                       "cannot open %s: %s", path, strerror(errno));
-    struct stat st;
-    int err = fstat(fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
-    if (err) {
-        close(fd);
-        return dt_errf(e, err == EISDIR ? DT_EINVAL : DT_EIO, "cannot read %s: %s", path,
-                       strerror(err));
-    }
-    int rc;
-    if (!S_ISREG(st.st_mode)) {
-        uint8_t *buf = NULL;
-        size_t len = 0;
-        rc = read_stream(fd, path, &buf, &len, e);
-        close(fd);
-        if (rc)
-            return rc;
-        rc = dt_ox_read(buf, len, path, out, e);
-        free(buf);
+    int fd;
+    int64_t size;
+    int rc = dt_open_regular(path, &fd, &size, e);
+    if (rc == DT_ENOTFOUND)
+        /* a path that names no file is bad input, not a failure of the
+         * machine: the CLI exits 2 for it (so for a non-regular file) */
+        e->code = rc = DT_EINVAL;
+    if (rc)
         return rc;
-    }
-    if ((int64_t)st.st_size > DT_OX_MAX_FILE_BYTES) {
+    if (size > DT_OX_MAX_FILE_BYTES) {
         close(fd);
         return dt_errf(e, DT_EINVAL, "%s is %lld bytes; at most %" PRId64 " are accepted", path,
-                       (long long)st.st_size, (int64_t)DT_OX_MAX_FILE_BYTES);
+                       (long long)size, (int64_t)DT_OX_MAX_FILE_BYTES);
     }
-    if (st.st_size == 0) {
+    if (size == 0) {
         close(fd);
         return dt_ox_read("", 0, path, out, e);
     }
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    err = errno;
+    void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int err = errno;
     close(fd);
     if (map == MAP_FAILED)
         return dt_errf(e, DT_EIO, "cannot read %s: %s", path, strerror(err));
-    rc = dt_ox_read(map, (size_t)st.st_size, path, out, e);
-    munmap(map, (size_t)st.st_size);
+    rc = dt_ox_read(map, (size_t)size, path, out, e);
+    munmap(map, (size_t)size);
     return rc;
 }

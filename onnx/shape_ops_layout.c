@@ -124,8 +124,12 @@ int ox_rule_transpose(ox_node *c)
     for (int i = 0; i < r; i++) {
         if (np < 0)
             perm[i] = r - 1 - i;
-        else if ((rc = ox_axis(c, p[i], r, &perm[i])))
-            return rc;
+        else if (p[i] < 0 || p[i] >= r) /* no negative axes here: ONNX's perm is a
+                                           permutation of 0..rank-1 */
+            return ox_fail(c, "perm entry %lld is outside 0..%d; perm must be a permutation of "
+                           "0..rank-1", (long long)p[i], r - 1);
+        else
+            perm[i] = (int)p[i];
         if (seen & (1u << perm[i]))
             return ox_fail(c, "perm is not a permutation (%d appears twice)", perm[i]);
         seen |= 1u << perm[i];

@@ -1,6 +1,7 @@
 #include "sketch/expr.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,9 +141,10 @@ static int fail_too_deep(parser *p, size_t pos)
 }
 
 /* Every parse function returns the height of the tree it built in *h, so
- * that a long chain ("1+1+...") is refused as surely as deep parentheses:
- * the functions that walk a tree later (canonicalize, print, eval, free)
- * recurse on its height. */
+ * that a long alternating chain ("1-1+1-...", "a*b/c*d/...") is refused as
+ * surely as deep parentheses: the functions that walk a tree later
+ * (canonicalize, print, eval, free) recurse on its height.  A run of one
+ * associative operator is one n-ary node and does not grow it. */
 static int parse_expr(parser *p, dt_expr **out, int *h);
 
 static int parse_factor(parser *p, dt_expr **out, int *h)
@@ -230,7 +232,12 @@ static int parse_factor(parser *p, dt_expr **out, int *h)
     return fail_unexpected(p, p->pos);
 }
 
-/* One precedence level: operands from sub, joined by the two operators. */
+/* One precedence level: operands from sub, joined by the two operators.
+ * A run of the associative operator (kind_a: '+' or '*') extends one n-ary
+ * node, so "seq*seq*...*seq" is a flat product of height 2 however long it
+ * is (the tree dt_expr_canonicalize would make of it anyway); only a change
+ * of operator ("a*b/c*d") or a parenthesis nests, and only nesting counts
+ * towards DT_EXPR_MAX_DEPTH.  Evaluation is left to right either way. */
 static int parse_level(parser *p, dt_expr **out, int *h,
                        int (*sub)(parser *, dt_expr **, int *), char op_a, dt_expr_kind kind_a,
                        char op_b, dt_expr_kind kind_b)
@@ -239,6 +246,8 @@ static int parse_level(parser *p, dt_expr **out, int *h,
     int rc = sub(p, &lhs, h);
     if (rc)
         return rc;
+    int lhs_open = 0; /* lhs is an n-ary kind_a node this loop made: extend it */
+    int cap = 0;      /* room in its args */
     for (;;) {
         skip_ws(p);
         char c = p->s[p->pos];
@@ -251,6 +260,29 @@ static int parse_level(parser *p, dt_expr **out, int *h,
         if ((rc = sub(p, &rhs, &hr))) {
             dt_expr_free(lhs);
             return rc;
+        }
+        if (c == op_a && lhs_open) {
+            if (hr + 1 > *h)
+                *h = hr + 1;
+            if (*h > DT_EXPR_MAX_DEPTH) {
+                dt_expr_free(lhs);
+                dt_expr_free(rhs);
+                return fail_too_deep(p, op_pos);
+            }
+            if (lhs->nargs == cap) { /* doubling: a long run stays linear */
+                dt_expr **args = cap <= INT_MAX / 2
+                                     ? realloc(lhs->args, (size_t)cap * 2 * sizeof *args)
+                                     : NULL;
+                if (!args) {
+                    dt_expr_free(lhs);
+                    dt_expr_free(rhs);
+                    return dt_errf(p->e, DT_ENOMEM, "out of memory");
+                }
+                lhs->args = args;
+                cap *= 2;
+            }
+            lhs->args[lhs->nargs++] = rhs;
+            continue;
         }
         *h = (hr > *h ? hr : *h) + 1;
         if (*h > DT_EXPR_MAX_DEPTH) {
@@ -265,6 +297,8 @@ static int parse_level(parser *p, dt_expr **out, int *h,
             return dt_errf(p->e, DT_ENOMEM, "out of memory");
         }
         lhs = x;
+        lhs_open = c == op_a;
+        cap = 2;
     }
     *out = lhs;
     return 0;

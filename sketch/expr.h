@@ -39,7 +39,9 @@ typedef struct dt_expr {
 } dt_expr;
 
 /* The tallest expression tree dt_expr_parse builds: parentheses, unary
- * minus and operator chains all count.  Every function here recurses on a
+ * minus and changes of operator in a chain ("a-b+c", "a*b/c") count; a run
+ * of one of '+' or '*' ("seq*seq*...*seq") is one flat n-ary node of any
+ * length.  Every function here recurses on a
  * tree's height, so the limit keeps a hostile key ("((((…" or "1+1+…")
  * from overflowing even a 256 KB thread stack.  Code that builds trees by
  * other means (the ONNX front end) must keep to it too. */

@@ -228,7 +228,7 @@ static int check_shape(const dt_workload *w, const int64_t *vals, dt_err *e)
     int rc = dt_workload_dims(w, vals, dims, e);
     if (rc) {
         dt_shape_format(w, vals, shape, sizeof shape);
-        return dt_err_prefix(e, "at %s", shape);
+        return dt_err_prefix(e, "at %s", shape[0] ? shape : "every shape");
     }
     for (int d = 0; d < w->op->ndims; d++) {
         if (dims[d] < 1) {

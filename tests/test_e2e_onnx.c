@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "tests/dt_test.h"
 
 #define ONNX(name) DTUNE_SOURCE_DIR "/tests/data/onnx/" name
@@ -186,6 +188,12 @@ static void test_bad_input(void)
         {"import " ONNX("bad-huge-dims.onnx") " --var batch=1 --var seq=1..8", 2,
          "overflows int64"},
         {"import " ONNX("bad-unnamed-dim.onnx"), 2, "input_d0"},
+        /* issue 27: perm must be a permutation of 0..rank-1; -1 is not an entry */
+        {"import " ONNX("bad-transpose-perm.onnx") " --var batch=1", 2,
+         "perm entry -1 is outside 0..1"},
+        /* issue 27: a dim that is 0 for every shape names the shape, not "at ;" */
+        {"import " ONNX("bert-base.onnx") " --var batch=1 --var seq=0..0", 2,
+         "at batch=1,seq=0"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dt_test_proc p;
@@ -215,6 +223,159 @@ static void test_bad_input(void)
     free(dir);
 }
 
+/* Runs `DTUNE_BIN args` under `timeout -s KILL limit_s` (and, without the
+ * sanitizers, a 4 GB address-space limit), stdout discarded; *err gets its
+ * stderr (malloc'ed).  Returns the exit code (137 when killed). */
+static int run_limited(double limit_s, char **err, const char *dir, const char *args)
+{
+    char cmd[16384], ep[4096];
+    snprintf(ep, sizeof ep, "%s/limited.err", dir);
+#ifdef DTUNE_TEST_SANITIZE
+    const char *ulimit = "";
+#else
+    const char *ulimit = "ulimit -v 4000000 2>/dev/null; ";
+#endif
+    snprintf(cmd, sizeof cmd, "%sexec timeout -s KILL %.0f '%s' %s >/dev/null 2>'%s' </dev/null",
+             ulimit, limit_s, DTUNE_BIN, args, ep);
+    int st = system(cmd);
+    *err = dt_test_slurp(ep);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* issue 27: a model that is not a regular file is refused at once, without
+ * reading it (a symlink to /dev/zero read 6 GB for 14 s) or waiting for a
+ * writer (a FIFO blocked forever); for specs as for .onnx files */
+static void test_not_regular_files(void)
+{
+    char *dir = dt_test_tmpdir();
+    char zero[1024], fifo[1024], fifo_json[1024], zero_json[1024], args[4096];
+    snprintf(zero, sizeof zero, "%s/z.onnx", dir);
+    snprintf(zero_json, sizeof zero_json, "%s/z.json", dir);
+    snprintf(fifo, sizeof fifo, "%s/f.onnx", dir);
+    snprintf(fifo_json, sizeof fifo_json, "%s/f.json", dir);
+    CU_ASSERT_EQUAL_FATAL(symlink("/dev/zero", zero), 0);
+    CU_ASSERT_EQUAL_FATAL(symlink("/dev/zero", zero_json), 0);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo_json, 0600), 0);
+    char dir_onnx[1024];
+    snprintf(dir_onnx, sizeof dir_onnx, "%s/d.onnx", dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(dir_onnx, 0700), 0);
+    struct {
+        const char *cmd, *path, *tail, *what;
+    } cases[] = {
+        {"import", zero, "--var a=1", "character device"},
+        {"workloads", zero, "--var a=1", "character device"},
+        {"import", fifo, "--var a=1", "FIFO"},
+        {"workloads", fifo_json, "", "FIFO"},
+        {"workloads", zero_json, "", "character device"},
+        {"tune", fifo_json, "--trials 5", "FIFO"},
+        {"import", dir_onnx, "--var a=1", "directory"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *err = NULL;
+        snprintf(args, sizeof args, "%s '%s' %s", cases[i].cmd, cases[i].path, cases[i].tail);
+        double t0 = dt_now_s();
+        int code = run_limited(20, &err, dir, args);
+        double took = dt_now_s() - t0;
+        if (code != 2 || !strstr(err, "not a regular file") || !strstr(err, cases[i].what) ||
+            took > 5)
+            fprintf(stderr, "\n  dtune %s: exit %d after %.1f s, stderr: %s", args, code, took,
+                    err);
+        CU_ASSERT_EQUAL(code, 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "not a regular file"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].what));
+        CU_ASSERT(took < 5);
+        free(err);
+    }
+    dt_test_rmtree(dir);
+    free(dir);
+}
+
+/* Whether s reached the terminal clean: no control byte but the newlines
+ * that end lines, no C1 control (UTF-8 C2 80..9F), and no line that a name
+ * started ("FAKE LINE" follows a CR LF in the names of the test models). */
+static int clean(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7f)
+            return 0;
+        if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+            return 0;
+    }
+    return strstr(s, "\nFAKE LINE") == NULL && strncmp(s, "FAKE LINE", 9) != 0;
+}
+
+static void check_clean(const dt_test_proc *p, const char *what)
+{
+    if (!clean(p->out) || !clean(p->err))
+        fprintf(stderr, "\n  %s: raw control characters on stdout or stderr (exit %d)\n", what,
+                p->exit_code);
+    CU_ASSERT(clean(p->out));
+    CU_ASSERT(clean(p->err));
+}
+
+/* issue 27: node, tensor, graph and file names with ESC, CR, LF, BEL and a
+ * C1 control are escaped in every message, table and report */
+static void test_hostile_names(void)
+{
+    char *dir = dt_test_tmpdir();
+    /* the model's name is its file's: give the file a hostile one */
+    char evil[4096];
+    snprintf(evil, sizeof evil, "%s/m\x1b[31m\r\nFAKE LINE\x07.onnx", dir);
+    CU_ASSERT_EQUAL_FATAL(symlink(ONNX("ctrl-names.onnx"), evil), 0);
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "import '%s' --var batch=1..4", evil), 0);
+    check_clean(&p, "import ctrl-names.onnx");
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "m\\x1b[31m\\r\\nFAKE LINE\\x07"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "\"op\": \"dense\"")); /* the spec, as JSON */
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "\\u001B[31m")); /* JSON's escapes */
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "\\u009B2J"));
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "workloads '%s' --var batch=1..4", evil), 0);
+    check_clean(&p, "workloads ctrl-names.onnx");
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "\\x1b[31m"));
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "workloads '%s' --var batch=1..4 --shapes", evil), 0);
+    check_clean(&p, "workloads --shapes ctrl-names.onnx");
+    dt_test_proc_free(&p);
+    /* an error naming the node and its dangling input */
+    CU_ASSERT_EQUAL(
+        dt_test_run_dtune(&p, "import '%s' --var batch=1", ONNX("bad-ctrl-names.onnx")), 2);
+    check_clean(&p, "import bad-ctrl-names.onnx");
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "dangling input"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "bias\\x1b[31m\\x1b]0;pwned\\x07\\r\\nFAKE LINE\\u009b2J"));
+    dt_test_proc_free(&p);
+    /* a hostile --var and a hostile spec: model and op names in the table */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "import '%s' --var 'batch=1\x1b[2J'",
+                                      ONNX("ctrl-names.onnx")), 2);
+    check_clean(&p, "import --var with ESC");
+    dt_test_proc_free(&p);
+    char *spec = dt_test_write_file(
+        dir, "spec.json",
+        "{\"name\": \"n\\u001b[31m\\r\\nFAKE LINE\\u0007\", \"variables\": {\"seq\": "
+        "{\"range\": [1, 4]}}, \"ops\": [{\"name\": \"op\\u001b]0;t\\u0007\\nFAKE LINE\", "
+        "\"op\": \"dense\", \"M\": \"seq\", \"N\": 8, \"K\": 8}]}");
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "workloads '%s'", spec), 0);
+    check_clean(&p, "workloads spec.json");
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "op\\x1b]0;t\\x07\\nFAKE LINE"));
+    dt_test_proc_free(&p);
+    free(spec);
+    dt_test_rmtree(dir);
+    free(dir);
+}
+
+/* issue 30: IR versions 10 (onnx 1.16, 1.17, current torch exports) and 11
+ * (onnx 1.18) are read; 12 is not known yet */
+static void test_newer_ir(void)
+{
+    char *a = workload_list("workloads " ONNX("ir10-dense.onnx") " --var batch=1..8 --json");
+    char *b = workload_list("workloads " ONNX("ir11-dense.onnx") " --var batch=1..8 --json");
+    CU_ASSERT_STRING_EQUAL(a, "dense(M=1..8,N=768,K=768,epilogue=bias) x1\n");
+    CU_ASSERT_STRING_EQUAL(b, a);
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -222,6 +383,9 @@ int main(void)
         {"import: spec file, stdout, --json report, --name", test_import_writes_spec},
         {"tune X.onnx: the schedule is found under the imported key", test_tune_from_onnx},
         {"bad input: exit codes and messages", test_bad_input},
+        {"a FIFO, /dev/zero or a directory is refused at once", test_not_regular_files},
+        {"names with ESC, CR, LF, BEL are escaped in messages and tables", test_hostile_names},
+        {"IR versions 10 and 11 are read", test_newer_ir},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"e2e onnx", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

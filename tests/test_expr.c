@@ -218,11 +218,52 @@ static void test_depth_limit(void)
     s = nested(at, "1+", "1", ""); /* a chain of at+1 operands is at levels deep */
     expect_parses(s, at + 1);
     free(s);
+    /* issue 27: a run of one operator is flat, not nested ("seq*seq*..."
+     * of 200 factors said "nested too deeply"): one n-ary node of any length */
     s = nested(100000, "1+", "1", "");
+    expect_parses(s, 100001);
+    free(s);
+    s = nested(100000, "1*", "1", "");
+    expect_parses(s, 1);
+    free(s);
+    s = nested(100000, "2*", "1", ""); /* 2^100000: an overflow, not a crash */
+    dt_expr *x = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_expr_parse(s, &x, NULL, &e), 0);
+    CU_ASSERT_EQUAL(dt_expr_canonicalize(&x, &e), DT_EOVERFLOW);
+    dt_expr_free(x);
+    free(s);
+    s = nested(199, "seq*", "seq", "");
+    CU_ASSERT_EQUAL_FATAL(dt_expr_parse(s, &x, NULL, &e), 0);
+    CU_ASSERT_EQUAL(x->kind, DT_EXPR_MUL);
+    CU_ASSERT_EQUAL(x->nargs, 200);
+    char buf[1024];
+    CU_ASSERT_EQUAL(dt_expr_print(x, buf, sizeof buf), strlen(s));
+    CU_ASSERT_STRING_EQUAL(buf, s); /* as written, before and after canonicalizing */
+    CU_ASSERT_EQUAL(dt_expr_canonicalize(&x, &e), 0);
+    dt_expr_print(x, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, s);
+    const char *names[] = {"seq"};
+    int64_t one = 1, v = 0;
+    CU_ASSERT_EQUAL(dt_expr_bind(x, names, 1, &e), 0);
+    CU_ASSERT_EQUAL(dt_expr_eval(x, &one, &v, &e), 0);
+    CU_ASSERT_EQUAL(v, 1);
+    dt_expr_free(x);
+    free(s);
+    /* a chain that changes operator nests at every change: still refused */
+    s = nested(100000, "1+1-", "1", "");
     expect_too_deep(s);
     free(s);
-    s = nested(100000, "2*", "1", "");
+    s = nested(100000, "8*2/", "1", "");
     expect_too_deep(s);
+    free(s);
+    s = nested(at / 2, "1+1-", "1", ""); /* at changes: at levels */
+    expect_parses(s, 1);
+    free(s);
+    /* a flat run inside parentheses inside a flat run: heights add per level */
+    s = nested(DT_EXPR_MAX_DEPTH / 2 - 1, "(x*x*x+", "1", ")");
+    CU_ASSERT_EQUAL(dt_expr_parse(s, &x, NULL, &e), 0);
+    dt_expr_free(x);
     free(s);
 }
 

@@ -728,8 +728,9 @@ static void test_wire_errors(void)
 
 static void test_versions(void)
 {
-    expect_fail(tiny(2, "", 13), "IR version 2 is outside the accepted 3..9");
-    expect_fail(tiny(10, "", 13), "IR version 10 is outside");
+    expect_fail(tiny(2, "", 13), "IR version 2 is outside the accepted 3..11");
+    /* issue 30: 10 (onnx 1.16, 1.17, torch) and 11 (onnx 1.18) are read; 12 is not */
+    expect_fail(tiny(12, "", 13), "IR version 12 is outside the accepted 3..11");
     expect_fail(tiny(8, "", 10), "opset 10 of the default domain is outside the accepted 11..18");
     expect_fail(tiny(8, "", 19), "opset 19 of the default domain");
     expect_fail(tiny(8, NULL, 0), "no opset_import for the default domain");
@@ -741,8 +742,8 @@ static void test_versions(void)
     m->graph = NULL;
     expect_fail(m, "not an ONNX model (the ModelProto has no graph)");
     /* "ai.onnx" names the default domain too; both ends of the ranges */
-    int64_t ok[][2] = {{3, 11}, {9, 18}};
-    for (int i = 0; i < 2; i++) {
+    int64_t ok[][2] = {{3, 11}, {9, 18}, {10, 18}, {11, 18}};
+    for (int i = 0; i < 4; i++) {
         size_t len;
         uint8_t *b = pack(tiny(ok[i][0], i ? "ai.onnx" : "", ok[i][1]), &len);
         dt_ox_graph *g = NULL;
@@ -751,6 +752,34 @@ static void test_versions(void)
         CU_ASSERT(g->ir_version == ok[i][0] && g->opset == ok[i][1]);
         dt_ox_graph_free(g);
     }
+    /* the element types IR 10 and 11 added (UINT4 21, INT4 22, FLOAT4E2M1
+     * 23) in initializers: name, type and dims kept, no values read */
+    Onnx__TensorProto *t4[3];
+    for (int k = 0; k < 3; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "w%d", 21 + k);
+        t4[k] = tensor(name, 21 + k, 1, (int64_t[]){4});
+        set_raw(t4[k], "\x12\x34", 2); /* 4 elements of 4 bits */
+    }
+    m = model(11, "", 18,
+              graph(LIST(node("r", "Relu", "", STRS("x"), STRS("y"), NULL)),
+                    LIST(t4[0], t4[1], t4[2]), LIST(vi("x", DT_OX_FLOAT, STRS("n", "4"))),
+                    LIST(vi("y", DT_OX_FLOAT, STRS("n", "4")))));
+    size_t len;
+    uint8_t *b = pack(m, &len);
+    dt_ox_graph *g = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(read_buf(b, len, &g, &e), 0);
+    for (int k = 0; k < 3; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "w%d", 21 + k);
+        const dt_ox_tensor *w = init(g, name);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+        CU_ASSERT_EQUAL(w->elem_type, 21 + k);
+        CU_ASSERT_EQUAL(w->numel, 4);
+        CU_ASSERT_FALSE(w->has_values);
+    }
+    dt_ox_graph_free(g);
     free_all();
 }
 
