@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/target.h"
 #include "db/db.h"
+#include "measure/pool.h"
 #include "measure/trial.h"
 #include "sketch/annotation.h"
 #include "sketch/workload.h"
@@ -61,10 +62,14 @@ static void usage(FILE *out)
             "  -h, --help          show this help\n"
             "\n"
             "Progress goes to stderr. A --workers run fails (exit 3) when every worker is\n"
-            "refused (other target, other token) or none has been usable for %.0f s.\n"
+            "refused (other target, other token, no version, silent twice) or none has been\n"
+            "usable for %.0f s. A worker that stops answering is dropped after %.0f s of\n"
+            "silence (DTUNE_POOL_SILENT_S overrides it); a time no CPU could reach is a\n"
+            "worker fault (worker_lost), never a result. A run in which every trial ends\n"
+            "worker_lost measured nothing: it fails (exit 3) after printing its results.\n"
             "\n"
             "Exit codes: 0 ok, 1 usage error, 2 bad input, 3 runtime failure.\n",
-            NO_WORKER_GRACE_S);
+            NO_WORKER_GRACE_S, DT_POOL_SILENT_S);
 }
 
 typedef struct {
@@ -260,9 +265,9 @@ static void print_table(run *r)
 static void print_summary(run *r, FILE *f, const char *mode, double wall)
 {
     tally c = count_trials(r);
-    fprintf(f, "%lld of %lld trials measured %s in %.1f s (%.1f trials/min); recorded %lld "
+    fprintf(f, "%lld of %lld trial%s measured %s in %.1f s (%.1f trials/min); recorded %lld "
                "new in %s",
-            (long long)c.got, (long long)r->total, mode, wall,
+            (long long)c.got, (long long)r->total, r->total == 1 ? "" : "s", mode, wall,
             wall > 0 ? (double)c.got * 60.0 / wall : 0, (long long)c.recorded,
             dt_db_path(r->db));
     if (c.already)
@@ -352,7 +357,6 @@ int dt_cmd_measure(int argc, char **argv)
                            .seed = a.seed,
                            .flush_cache = a.cold,
                            .no_worker_grace_s = NO_WORKER_GRACE_S,
-                           .batch_deadline_s = dt_measurer_batch_deadline(r.nshapes),
                            .progress = on_progress,
                            .ud = &r};
     if ((rc = dt_measurer_open(&mo, r.db, &t, r.tkey, &m, &e)))
@@ -360,14 +364,15 @@ int dt_cmd_measure(int argc, char **argv)
 
     const char *mode = a.workers ? "on workers" : "locally";
     if (dt_log_get_level() >= DT_LOG_WARN)
-        fprintf(stderr, "measure: %d kernel%s x %d shape%s = %lld trials of %s on %s\n", r.nk,
-                r.nk == 1 ? "" : "s", r.nshapes, r.nshapes == 1 ? "" : "s", (long long)r.total, r.wkey,
-                a.workers ? a.workers : "this machine");
+        fprintf(stderr, "measure: %d kernel%s x %d shape%s = %lld trial%s of %s on %s\n", r.nk,
+                r.nk == 1 ? "" : "s", r.nshapes, r.nshapes == 1 ? "" : "s", (long long)r.total,
+                r.total == 1 ? "" : "s", r.wkey, a.workers ? a.workers : "this machine");
     r.t0 = dt_now_s();
     dt_mrun mr = {.w = w, .kernels = r.kernels, .nk = r.nk, .trials = r.trials,
                   .n = (int)r.total};
     rc = dt_measurer_measure(m, &mr, &e);
     double wall = dt_now_s() - r.t0;
+    int64_t faults = dt_measurer_faults(m);
     dt_measurer_close(m);
     m = NULL;
     progress(&r, 1);
@@ -382,6 +387,21 @@ int dt_cmd_measure(int argc, char **argv)
         print_summary(&r, stdout, mode, wall);
         rc = DT_EXIT_OK;
     }
+    if (faults > 0)
+        fprintf(stderr, "measure: warning: %lld impossible time%s refused as worker fault%s "
+                        "(recorded worker_lost)\n",
+                (long long)faults, faults == 1 ? "" : "s", faults == 1 ? "" : "s");
+    tally done = count_trials(&r);
+    if (rc == DT_EXIT_OK && r.total > 0 && done.counts[DT_TRIAL_WORKER_LOST] == r.total) {
+        /* nothing measured: every trial's worker was lost, silent or lying */
+        const char *why = "";
+        for (int64_t i = 0; i < r.total && !why[0]; i++)
+            if (r.trials[i].res.error)
+                why = r.trials[i].res.error;
+        fprintf(stderr, "dtune: error: nothing was measured: all %lld trial%s ended worker_lost%s%.600s\n",
+                (long long)r.total, r.total == 1 ? "" : "s", why[0] ? ": " : "", why);
+        rc = DT_EXIT_RUNTIME;
+    }
     run_free(&r);
     free(ann);
     free(vals);
@@ -392,9 +412,10 @@ fail:
     if (r.db && r.trials) {
         tally c = count_trials(&r);
         if (c.recorded + c.already)
-            fprintf(stderr, "measure: %lld of %lld trials were measured and recorded before "
+            fprintf(stderr, "measure: %lld of %lld trial%s were measured and recorded before "
                             "the failure\n",
-                    (long long)(c.recorded + c.already), (long long)r.total);
+                    (long long)(c.recorded + c.already), (long long)r.total,
+                    r.total == 1 ? "" : "s");
     }
     run_free(&r);
     free(ann);

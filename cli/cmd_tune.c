@@ -216,8 +216,9 @@ static void on_event(const dt_tune_event *ev, void *ud)
     if (ev->trials_budget > 0)
         snprintf(budget, sizeof budget, "/%lld", (long long)ev->trials_budget);
     if (ev->kind == DT_TUNE_EV_RESUMED) {
-        fprintf(stderr, "tune: %s: resuming from %lld recorded trials of %d kernels\n",
-                ev->task->name, (long long)ev->task->resumed, ev->task->nk);
+        fprintf(stderr, "tune: %s: resuming from %lld recorded trial%s of %d kernel%s\n",
+                ev->task->name, (long long)ev->task->resumed, ev->task->resumed == 1 ? "" : "s",
+                ev->task->nk, ev->task->nk == 1 ? "" : "s");
         return;
     }
     if (ev->kind == DT_TUNE_EV_SKIPPED) {
@@ -236,11 +237,12 @@ static void on_event(const dt_tune_event *ev, void *ud)
             fprintf(stderr, "\r%*s\r", ps->last_len, "");
         ps->last_len = 0;
         fprintf(stderr,
-                "tune: %s: selected %d range%s, %d kernel%s of %d (%lld selection trials), "
+                "tune: %s: selected %d range%s, %d kernel%s of %d (%lld selection trial%s), "
                 "objective %s, loss %s\n",
                 ev->task->name, ev->select.ranges, ev->select.ranges == 1 ? "" : "s",
                 ev->select.kernels, ev->select.kernels == 1 ? "" : "s",
-                ev->select.best_kernels, (long long)ev->select.trials, obj, loss);
+                ev->select.best_kernels, (long long)ev->select.trials,
+                ev->select.trials == 1 ? "" : "s", obj, loss);
         return;
     }
     char tau[16] = "n/a";
@@ -414,8 +416,9 @@ static void print_table(const char *db, const dt_task *t, int n, const dt_tune_r
            r->nskipped);
     printf("model latency (sum of count x mean time%s): %s at %d thread%s\n",
            r->nskipped ? ", scheduled workloads only" : "", l, threads, threads == 1 ? "" : "s");
-    printf("%lld trials measured in %.1f s (%lld recorded in total) into %s\n",
-           (long long)r->trials_new, r->seconds, (long long)r->trials_total, db);
+    printf("%lld trial%s measured in %.1f s (%lld recorded in total) into %s\n",
+           (long long)r->trials_new, r->trials_new == 1 ? "" : "s", r->seconds,
+           (long long)r->trials_total, db);
     for (int j = 0; j < r->ncms; j++) {
         char tw[16], ta[16], rc[16];
         fmt_metric(r->cm[j].tau_within_shape, 3, tw, sizeof tw);
@@ -531,10 +534,10 @@ int dt_cmd_tune(int argc, char **argv)
     if (stop_flag) {
         /* stopped: what was kept is printed above; 128 + the signal */
         if (!ps.quiet)
-            fprintf(stderr, "tune: stopped by signal %d: %lld trials recorded, %d of %d "
+            fprintf(stderr, "tune: stopped by signal %d: %lld trial%s recorded, %d of %d "
                             "workload%s scheduled\n",
-                    (int)stop_flag, (long long)res->trials_total, res->nscheduled, n,
-                    n == 1 ? "" : "s");
+                    (int)stop_flag, (long long)res->trials_total,
+                    res->trials_total == 1 ? "" : "s", res->nscheduled, n, n == 1 ? "" : "s");
         rc = 128 + (int)stop_flag;
     } else if (rc == DT_EXIT_OK && res->nscheduled == 0) {
         fprintf(stderr, "dtune: error: no workload got a schedule (every one was skipped: "

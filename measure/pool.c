@@ -13,7 +13,12 @@
  * connection it arrived on, so an answer for an attempt that was given up
  * (connection lost, deadline passed) or a repeated answer is dropped, and
  * each trial reaches on_result exactly once: from the one RESULT accepted
- * for its batch, or as worker_lost after the batch was lost twice. */
+ * for its batch, or as worker_lost after the batch was lost twice.
+ *
+ * What a worker says is not trusted: an ok time that is physically
+ * impossible (dt_trial_result_possible) becomes a worker fault (worker_lost,
+ * the worker and the value in its error, counted per worker), and a worker
+ * that stops answering is dropped within the silence limit (pool.h). */
 #include "measure/pool.h"
 
 #include <errno.h>
@@ -37,7 +42,9 @@
 #define POOL_MAX_WORKERS 256
 #define BACKOFF_MIN_S 0.2
 #define BACKOFF_MAX_S 10.0
-#define HANDSHAKE_TIMEOUT_S 10.0 /* connect + HELLO + AUTH */
+#define HANDSHAKE_TIMEOUT_S 10.0 /* connect + HELLO + AUTH (at most the silence limit) */
+#define PING_EVERY_MAX_S 5.0     /* a live worker is sent a PING this often (or a third of
+                                  * the silence limit when that is shorter) */
 #define REASON_MAX 320
 
 typedef enum {
@@ -77,6 +84,9 @@ typedef struct pworker {
     int fails;      /* consecutive failed attempts (for quieter logs) */
     int inflight;
     int max_batch;
+    int silences;   /* consecutive silences (handshake or live) without a RESULT or PONG */
+    int64_t faults; /* impossible results it sent */
+    double last_rx; /* dt_now_s of the last bytes from it */
     char name[128];
     char reason[REASON_MAX]; /* last failure; written under p->mu */
 } pworker;
@@ -90,6 +100,7 @@ typedef struct pbatch {
     pbstate st;
     int timer_init;
     uv_timer_t deadline;
+    double deadline_s; /* of the attempt in flight */
     pconn *conn;       /* in flight on */
     pworker *w;
     uint64_t wire_id;
@@ -108,7 +119,9 @@ struct dt_pool {
     size_t token_len;
     char *target_key; /* NULL: any */
     int inflight;
-    double deadline_s;
+    double deadline_s; /* 0: per batch, dt_batch_deadline_s */
+    double silent_s;
+    int cores;
     dt_pool_result_fn on_result;
     void *ud;
     int nworkers;
@@ -120,6 +133,7 @@ struct dt_pool {
     uv_thread_t thread;
     dt_net_set conns; /* every connection until its handles closed */
     pblist queue, flight;
+    uint64_t cancel_done_loop;
     uint64_t next_wire_id;
     int rr;
     int stopping;
@@ -132,6 +146,8 @@ struct dt_pool {
     int64_t submitted, delivered;
     int live_now, refused;
     uint64_t live_events;
+    int64_t faults;               /* impossible results, every worker */
+    uint64_t cancel_req, cancel_done;
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -413,8 +429,8 @@ static void deadline_fired(uv_timer_t *t)
     if (pb->st != PB_FLIGHT || !pb->w)
         return;
     pworker *w = pb->w;
-    worker_fail(w, 0, "no answer to a batch of %d trial(s) within the %g s deadline",
-                pb->b.ntrials, pb->p->deadline_s);
+    worker_fail(w, 0, "no answer to a batch of %d trial(s) within its %g s deadline",
+                pb->b.ntrials, pb->deadline_s);
 }
 
 static void send_batch(dt_pool *p, pworker *w, pbatch *pb)
@@ -431,7 +447,8 @@ static void send_batch(dt_pool *p, pworker *w, pbatch *pb)
     pb->wire_id = ++p->next_wire_id;
     list_push_back(&p->flight, pb);
     w->inflight++;
-    uv_timer_start(&pb->deadline, deadline_fired, (uint64_t)(p->deadline_s * 1000.0), 0);
+    pb->deadline_s = p->deadline_s > 0 ? p->deadline_s : dt_batch_deadline_s(&pb->b);
+    uv_timer_start(&pb->deadline, deadline_fired, (uint64_t)(pb->deadline_s * 1000.0), 0);
 
     json_t *jb = dt_batch_to_json(&pb->b);
     json_t *msg = json_object();
@@ -505,6 +522,50 @@ static int is_hex64(const char *s)
     return 1;
 }
 
+/* ---- liveness ---------------------------------------------------------------- */
+
+/* w said nothing for the silence limit (live) or the handshake limit (after
+ * connecting): dropped like any failure; the second time in a row without
+ * a RESULT or PONG in between it is refused for good. */
+static void worker_silent(pworker *w, const char *what)
+{
+    w->silences++;
+    if (w->silences >= DT_POOL_MAX_SILENCES)
+        worker_fail(w, 1, "silent: %s (%d times in a row: not used again)", what, w->silences);
+    else
+        worker_fail(w, 0, "silent: %s", what);
+}
+
+static void heartbeat_tick(uv_timer_t *t)
+{
+    pconn *c = t->data;
+    pworker *w = c->w;
+    dt_pool *p = c->p;
+    if (!w || w->st != W_LIVE || p->stopping)
+        return;
+    double quiet = dt_now_s() - w->last_rx;
+    if (quiet >= p->silent_s) {
+        char what[160];
+        snprintf(what, sizeof what, "no answer for %.1f s (silence limit %g s, PING unanswered)",
+                 quiet, p->silent_s);
+        worker_silent(w, what);
+        return;
+    }
+    conn_send(c, DT_MSG_PING, json_object());
+}
+
+/* Every ping interval: a PING, or the worker dropped when nothing came
+ * back for the silence limit.  The worker answers PING while it measures
+ * (its loop never blocks), so this does not depend on the batch's length. */
+static void heartbeat_start(pconn *c)
+{
+    dt_pool *p = c->p;
+    double every = p->silent_s / 3 < PING_EVERY_MAX_S ? p->silent_s / 3 : PING_EVERY_MAX_S;
+    uint64_t ms = (uint64_t)(every * 1000.0);
+    c->w->last_rx = dt_now_s();
+    uv_timer_start(&c->nc.timer, heartbeat_tick, ms ? ms : 1, ms ? ms : 1);
+}
+
 static void on_hello(pconn *c, const json_t *pl)
 {
     pworker *w = c->w;
@@ -516,7 +577,14 @@ static void on_hello(pconn *c, const json_t *pl)
         return;
     }
     static const char mine[] = "dtune " DTUNE_VERSION;
-    if (version && strcmp(version, mine) != 0) {
+    if (!version) {
+        worker_fail(w, 1,
+                    "worker %s sent a HELLO without \"version\": not a dtune worker of a known "
+                    "protocol version (this is %s; run the same dtune version there)",
+                    w->addr, mine);
+        return;
+    }
+    if (strcmp(version, mine) != 0) {
         worker_fail(w, 1, "worker %s runs %s but this is %s; use the same dtune version",
                     w->addr, version, mine);
         return;
@@ -557,6 +625,7 @@ static void on_auth_ok(pconn *c, const json_t *pl)
     uv_timer_stop(&c->nc.timer);
     w->st = W_LIVE;
     w->fails = 0;
+    heartbeat_start(c);
     w->backoff_s = BACKOFF_MIN_S;
     pthread_mutex_lock(&p->mu);
     p->live_now++;
@@ -644,6 +713,41 @@ static void on_result(pconn *c, const json_t *pl)
         worker_fail(w, 0, "malformed RESULT for batch %" PRIu64 ": %s", id, bad);
         return;
     }
+    /* what is physically impossible is the worker's fault, never a result */
+    dt_workload *wl = NULL;
+    dt_err we;
+    if (dt_workload_parse_key(pb->b.workload, &wl, &we) != 0)
+        wl = NULL; /* cannot happen (we made the key); the bound is then 0 */
+    int nfaults = 0;
+    for (int k = 0; k < n; k++) {
+        dt_trial_result *r = &res[slot[k]];
+        char why[256];
+        if (dt_trial_result_possible(wl, &pb->b.trials[k], r, p->cores, why, sizeof why))
+            continue;
+        char msg[1024];
+        snprintf(msg, sizeof msg,
+                 "worker fault: worker %.300s (%.127s) reported an impossible time for shape "
+                 "%.127s: %.255s",
+                 w->addr, w->name, pb->b.trials[k].shape, why);
+        if (nfaults++ == 0)
+            dt_log_warn("pool: %s; recorded as worker_lost, never as a result", msg);
+        char *copy = strdup(msg);
+        free(r->error);
+        r->error = copy;
+        r->status = DT_TRIAL_WORKER_LOST;
+        r->min_ns = r->median_ns = NAN;
+    }
+    dt_workload_free(wl);
+    if (nfaults) {
+        w->faults += nfaults;
+        pthread_mutex_lock(&p->mu);
+        p->faults += nfaults;
+        pthread_mutex_unlock(&p->mu);
+        dt_log_warn("pool: worker %s: %d impossible result(s) in batch %" PRIu64
+                    " (%lld from it so far)",
+                    w->addr, nfaults, id, (long long)w->faults);
+    }
+    w->silences = 0;
     uv_timer_stop(&pb->deadline);
     list_remove(&p->flight, pb);
     w->inflight--;
@@ -691,7 +795,7 @@ static void on_frame(pconn *c, dt_msg_type type, const json_t *pl)
         switch (type) {
         case DT_MSG_RESULT: on_result(c, pl); return;
         case DT_MSG_PING: conn_send(c, DT_MSG_PONG, json_object()); return;
-        case DT_MSG_PONG: return;
+        case DT_MSG_PONG: w->silences = 0; return;
         case DT_MSG_ERROR: worker_fail(w, 0, "worker says: %s", msg ? msg : "(no message)"); return;
         default: worker_fail(w, 0, "unexpected %s from a live worker", dt_msg_name(type)); return;
         }
@@ -731,6 +835,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         free(buf->base);
         return;
     }
+    w->last_rx = dt_now_s();
     dt_err e;
     int rc = dt_wire_feed(&c->dec, buf->base, (size_t)nread, &e);
     free(buf->base);
@@ -750,11 +855,26 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         worker_fail(w, w->st != W_LIVE, "protocol error from worker %s: %s", w->addr, e.msg);
 }
 
+static double handshake_s(const dt_pool *p)
+{
+    return p->silent_s < HANDSHAKE_TIMEOUT_S ? p->silent_s : HANDSHAKE_TIMEOUT_S;
+}
+
 static void hs_timeout(uv_timer_t *t)
 {
     pconn *c = t->data;
-    if (c->w && c->w->st != W_LIVE)
-        worker_fail(c->w, 0, "no handshake within %.0f s", HANDSHAKE_TIMEOUT_S);
+    pworker *w = c->w;
+    if (!w || w->st == W_LIVE)
+        return;
+    char what[160];
+    if (w->st == W_HELLO || w->st == W_AUTH) {
+        /* connected, but the peer does not talk: the same as a silent worker */
+        snprintf(what, sizeof what, "connected, but no %s within %g s (not a dtune worker, or "
+                 "a stopped one?)", w->st == W_HELLO ? "HELLO" : "AUTH_OK", handshake_s(c->p));
+        worker_silent(w, what);
+    } else {
+        worker_fail(w, 0, "no connection within %g s", handshake_s(c->p));
+    }
 }
 
 static void connect_cb(uv_connect_t *req, int status)
@@ -800,7 +920,7 @@ static void gai_cb(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
     c->creq.data = c;
     w->c = c;
     w->st = W_CONNECTING;
-    uv_timer_start(&c->nc.timer, hs_timeout, (uint64_t)(HANDSHAKE_TIMEOUT_S * 1000.0), 0);
+    uv_timer_start(&c->nc.timer, hs_timeout, (uint64_t)(handshake_s(p) * 1000.0), 0);
     int rc = uv_tcp_connect(&c->creq, &c->nc.tcp, res->ai_addr, connect_cb);
     uv_freeaddrinfo(res);
     if (rc < 0)
@@ -844,6 +964,27 @@ static void shutdown_loop(dt_pool *p)
     uv_close((uv_handle_t *)&p->async, NULL);
 }
 
+/* Abandons every queued and in-flight batch (dt_pool_cancel): their
+ * trials count as delivered without a callback; a late RESULT for one is
+ * dropped (its id is no longer in flight). */
+static void cancel_all(dt_pool *p)
+{
+    int64_t n = 0;
+    pblist *lists[] = {&p->queue, &p->flight};
+    for (int l = 0; l < 2; l++)
+        while (lists[l]->head) {
+            pbatch *pb = lists[l]->head;
+            list_remove(lists[l], pb);
+            if (pb->st == PB_FLIGHT && pb->w && pb->w->inflight > 0)
+                pb->w->inflight--;
+            n += pb->b.ntrials;
+            pbatch_release(pb);
+        }
+    if (n)
+        dt_log_info("pool: %lld trial(s) abandoned unanswered", (long long)n);
+    count_delivered(p, (int)n);
+}
+
 static void async_cb(uv_async_t *a)
 {
     dt_pool *p = a->data;
@@ -853,6 +994,7 @@ static void async_cb(uv_async_t *a)
     pblist in = p->incoming;
     p->incoming.head = p->incoming.tail = NULL;
     int stop = p->stop;
+    uint64_t cancel = p->cancel_req;
     pthread_mutex_unlock(&p->mu);
     while (in.head) {
         pbatch *pb = in.head;
@@ -862,6 +1004,14 @@ static void async_cb(uv_async_t *a)
         pb->timer_init = 1;
         pb->st = PB_QUEUED;
         list_push_back(&p->queue, pb);
+    }
+    if (cancel != p->cancel_done_loop) {
+        cancel_all(p);
+        p->cancel_done_loop = cancel;
+        pthread_mutex_lock(&p->mu);
+        p->cancel_done = cancel;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
     }
     if (stop) {
         shutdown_loop(p);
@@ -956,7 +1106,20 @@ int dt_pool_open(const dt_pool_opts *o, dt_pool **out, dt_err *e)
     memcpy(p->token, o->token, o->token_len);
     p->token_len = o->token_len;
     p->inflight = o->inflight > 0 ? o->inflight : 1;
-    p->deadline_s = o->batch_deadline_s > 0 ? o->batch_deadline_s : 300.0;
+    p->deadline_s = o->batch_deadline_s > 0 ? o->batch_deadline_s : 0;
+    p->cores = o->cores;
+    p->silent_s = o->silent_s > 0 ? o->silent_s : DT_POOL_SILENT_S;
+    const char *env = getenv("DTUNE_POOL_SILENT_S");
+    if (!(o->silent_s > 0) && env && *env) {
+        char *end;
+        double v = strtod(env, &end);
+        if (*end || !(v >= 0.1 && v <= 86400)) {
+            pool_free(p);
+            return dt_errf(e, DT_EINVAL,
+                           "DTUNE_POOL_SILENT_S='%.40s': expected seconds in 0.1..86400", env);
+        }
+        p->silent_s = v;
+    }
     p->on_result = o->on_result;
     p->ud = o->ud;
 
@@ -1137,8 +1300,8 @@ int dt_pool_drain(dt_pool *p, double timeout_s, dt_err *e)
     return rc;
 }
 
-int dt_pool_drain_patient(dt_pool *p, double grace_s, int (*tick)(void *ud), void *ud,
-                          dt_err *e)
+int dt_pool_drain_patient(dt_pool *p, double grace_s, double until, int (*tick)(void *ud),
+                          void *ud, dt_err *e)
 {
     double unusable_since = dt_now_s();
     for (;;) {
@@ -1148,9 +1311,20 @@ int dt_pool_drain_patient(dt_pool *p, double grace_s, int (*tick)(void *ud), voi
             if (slice < 0.5)
                 slice = 0.5;
         }
-        int rc = dt_pool_drain(p, slice, e);
+        int capped = 0;
+        if (until > 0 && until - t < slice) {
+            slice = until - t;
+            capped = 1;
+        }
+        int rc = slice > 0 ? dt_pool_drain(p, slice, e) : DT_EBUSY;
         if (rc == 0)
             return 0;
+        if (until > 0 && dt_now_s() >= until - 1e-3 && (capped || slice <= 0) &&
+            (rc == DT_EBUSY || rc == DT_EIO)) {
+            int64_t left = dt_pool_outstanding(p);
+            return dt_errf(e, DT_EBUSY, "the time is up with %lld trial%s unanswered",
+                           (long long)left, left == 1 ? "" : "s");
+        }
         if (rc == DT_EBUSY) {
             unusable_since = dt_now_s(); /* a worker was live: the grace period starts again */
         } else if (!(rc == DT_EIO && dt_now_s() - t >= slice - 0.05 &&
@@ -1161,6 +1335,36 @@ int dt_pool_drain_patient(dt_pool *p, double grace_s, int (*tick)(void *ud), voi
         if (tick && tick(ud))
             return 0;
     }
+}
+
+int64_t dt_pool_outstanding(dt_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int64_t n = p->submitted - p->delivered;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+int64_t dt_pool_faults(dt_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int64_t n = p->faults;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+int64_t dt_pool_cancel(dt_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int64_t left = p->submitted - p->delivered;
+    uint64_t gen = ++p->cancel_req;
+    pthread_mutex_unlock(&p->mu);
+    uv_async_send(&p->async);
+    pthread_mutex_lock(&p->mu);
+    while (p->cancel_done < gen && !p->stop)
+        pthread_cond_wait(&p->cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    return left;
 }
 
 int dt_pool_live_workers(dt_pool *p)

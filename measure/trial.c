@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "microkernel/build.h"
+
 /* Limits of what from_json accepts (documented in docs/measurement.md). */
 #define MAX_THREADS 1024
 #define MAX_WARMUP 1000000
@@ -499,4 +501,93 @@ int dt_trial_result_from_json(const json_t *j, dt_trial_result *out, dt_err *e)
     }
     memcpy(out->uid, uid, DT_TRIAL_UID_LEN + 1);
     return 0;
+}
+
+/* ---- what is physically possible ------------------------------------------- */
+
+/* Per core per cycle, the widest unit of any CPU for the dtype's arithmetic,
+ * counting a multiply-add as 2 operations (how op->flops counts):
+ *   f32, w8a32 (f32 FMA after dequantising): 64 = two 512-bit FMA ports ×
+ *     16 lanes × 2 (AVX-512 / AVX10, the widest f32 SIMD of any x86 CPU;
+ *     Arm SVE/SME cores of today do less per core and cycle);
+ *   bf16: 1024 = Intel AMX-BF16 (TDPBF16PS: 16×16×32 multiply-adds in 16
+ *     cycles per core);
+ *   int8: 2048 = Intel AMX-INT8 (TDPBUSD: twice bf16's rate).
+ * No back-end of this project reaches them (its widest are AVX-512 FMA,
+ * vdpbf16ps and vpdpbusd), so a future AMX back-end is covered too; and
+ * DT_PEAK_SAFETY (8×) on top leaves room for a matrix unit doing f32 at up
+ * to 512 per cycle (AMX-TF32 style, Arm SME) before anything honest could
+ * come near the bound. */
+double dt_peak_ops_per_cycle(dt_dtype d)
+{
+    switch (d) {
+    case DT_DTYPE_F32:
+    case DT_DTYPE_W8A32: return 64.0;
+    case DT_DTYPE_BF16: return 1024.0;
+    case DT_DTYPE_INT8: return 2048.0;
+    default: return 2048.0;
+    }
+}
+
+/* The lower bound on a trial's time.  Why it never rejects an honest time:
+ * a trial does at least its useful operations (local padding only adds
+ * work), on at most `cores` cores (threads of the trial or cores of the
+ * target, the larger), each at most DT_PEAK_MAX_CLOCK_HZ (no shipping CPU
+ * exceeds ~6.2 GHz even in single-core boost) and at most
+ * dt_peak_ops_per_cycle(d) operations per cycle; DT_PEAK_SAFETY multiplies
+ * the resulting peak by 8 more.  On a 2-core AMX machine a bf16 trial is
+ * refused only when it claims over 2 × 10 GHz × 1024 × 8 = 164 TFLOP/s,
+ * over 20× what AMX peaks at there (2 × ~3.5 GHz × 1024 = 7 TFLOP/s); an f32
+ * trial over 10 TFLOP/s, 20× AVX-512's peak.  And 1e-12 ns is refused for
+ * any trial: 2 operations of int8 on 1024 cores still take over 1e-8 ns. */
+double dt_trial_min_possible_ns(double flops, dt_dtype d, int cores)
+{
+    if (!(flops > 0) || !isfinite(flops))
+        return 0;
+    if (cores < 1)
+        cores = 1;
+    double ops_per_s = (double)cores * DT_PEAK_MAX_CLOCK_HZ * dt_peak_ops_per_cycle(d) *
+                       DT_PEAK_SAFETY;
+    return flops / ops_per_s * 1e9;
+}
+
+int dt_time_possible(double min_ns, double flops, dt_dtype d, int cores)
+{
+    return isfinite(min_ns) && min_ns > 0 && min_ns >= dt_trial_min_possible_ns(flops, d, cores);
+}
+
+int dt_trial_result_possible(const dt_workload *w, const dt_trial *t, const dt_trial_result *r,
+                             int cores, char *why, size_t n)
+{
+    if (r->status != DT_TRIAL_OK)
+        return 1;
+    if (!isfinite(r->min_ns) || !isfinite(r->median_ns) || !(r->min_ns > 0)) {
+        snprintf(why, n, "ok with min_ns %g, median_ns %g (not a positive finite time)",
+                 r->min_ns, r->median_ns);
+        return 0;
+    }
+    if (r->min_ns > r->median_ns) {
+        snprintf(why, n, "ok with min_ns %g above median_ns %g", r->min_ns, r->median_ns);
+        return 0;
+    }
+    double flops = w && w->op && w->op->flops ? w->op->flops(t->dims, w->attrs) : 0;
+    int c = t->threads > cores ? t->threads : cores;
+    double bound = dt_trial_min_possible_ns(flops, w ? w->dtype : DT_DTYPE_INT8, c);
+    if (r->min_ns < bound) {
+        snprintf(why, n,
+                 "ok with min_ns %g for %.4g operations of %s on %d core%s: at least %.3g ns on "
+                 "any CPU (%.3g TFLOP/s claimed)",
+                 r->min_ns, flops, w ? dt_dtype_name(w->dtype) : "?", c, c == 1 ? "" : "s",
+                 bound, flops / r->min_ns * 1e-3);
+        return 0;
+    }
+    return 1;
+}
+
+double dt_batch_deadline_s(const dt_batch *b)
+{
+    double d = DT_BUILD_DEFAULT_TIMEOUT + DT_BATCH_DEADLINE_SLACK_S;
+    double per = b->timing.run_timeout_s > 0 ? b->timing.run_timeout_s : 20.0;
+    d += (double)(b->ntrials > 0 ? b->ntrials : 0) * (per + 1.0);
+    return d > DT_BATCH_DEADLINE_FLOOR_S ? d : DT_BATCH_DEADLINE_FLOOR_S;
 }

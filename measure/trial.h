@@ -91,4 +91,47 @@ int dt_batch_from_json(const json_t *j, dt_batch *out, dt_err *e);
 json_t *dt_trial_result_to_json(const dt_trial_result *r);
 int dt_trial_result_from_json(const json_t *j, dt_trial_result *out, dt_err *e);
 
+/* ---- what is physically possible ----------------------------------------- */
+
+/* The bound on a trial's time: no CPU runs faster than
+ *   cores × DT_PEAK_MAX_CLOCK_HZ × dt_peak_ops_per_cycle(dtype) × DT_PEAK_SAFETY
+ * operations per second, so a trial of `flops` useful operations cannot take
+ * less than dt_trial_min_possible_ns.  See measure/trial.c for why each
+ * number is generous; docs/measurement.md, "Impossible times". */
+#define DT_PEAK_MAX_CLOCK_HZ 10e9 /* no CPU core clocks near this (records are ~6 GHz) */
+#define DT_PEAK_SAFETY 8.0        /* on top of every other ceiling */
+
+/* The most operations (2 per multiply-add) per cycle per core that any unit
+ * of any CPU can do on the arithmetic of dtype d (f32 / w8a32: 64, bf16:
+ * 1024, int8: 2048; an out-of-range value gets the largest). */
+double dt_peak_ops_per_cycle(dt_dtype d);
+
+/* The shortest time (ns) in which any CPU could do `flops` operations of
+ * dtype d on `cores` cores (at least 1): the bound above.  0 for flops <= 0
+ * or not finite. */
+double dt_trial_min_possible_ns(double flops, dt_dtype d, int cores);
+
+/* Whether an ok result's times are possible for trial t of workload w:
+ * finite, > 0, min_ns <= median_ns, and min_ns >= dt_trial_min_possible_ns
+ * of the trial's FLOPs on max(t->threads, cores) cores (cores: the
+ * target's, 0 when unknown).  1 if possible; 0 with why (what is wrong and
+ * the values, no prefix) otherwise.  Results that are not ok are possible. */
+int dt_trial_result_possible(const dt_workload *w, const dt_trial *t, const dt_trial_result *r,
+                             int cores, char *why, size_t n);
+
+/* The same test on a recorded time (a stored record, a cost-model label):
+ * 1 if min_ns is finite, > 0 and at least the bound for `flops` of d on
+ * `cores` cores. */
+int dt_time_possible(double min_ns, double flops, dt_dtype d, int cores);
+
+/* How long a worker may take on batch b before it is given up, derived from
+ * the batch itself: the build's limit (DT_BUILD_DEFAULT_TIMEOUT), then every
+ * trial up to its run_timeout_s plus a second, plus DT_BATCH_DEADLINE_SLACK_S;
+ * never below DT_BATCH_DEADLINE_FLOOR_S.  An honest worker always answers
+ * before it: the runner kills a trial at run_timeout_s and a build at its
+ * limit. */
+#define DT_BATCH_DEADLINE_FLOOR_S 60.0
+#define DT_BATCH_DEADLINE_SLACK_S 30.0
+double dt_batch_deadline_s(const dt_batch *b);
+
 #endif

@@ -5,7 +5,10 @@
  *     still reaches on_result exactly once;
  *   - the measurement session (tuner/measurer.h) on fake workers: batches
  *     split by the pool and answered twice, each trial recorded once; an ok
- *     without a time recorded as wrong_answer;
+ *     without a time recorded as a worker fault (worker_lost);
+ *   - fake workers that lie (ok in 1e-12 or 1e-300 ns: worker faults naming
+ *     the worker and the value), send a HELLO without "version" (refused),
+ *     or go silent once live (dropped within DTUNE_POOL_SILENT_S);
  *   - two real `dtune worker` processes: measure several batches, SIGKILL
  *     one worker while its batch is in flight, every trial delivered and
  *     recorded once; a job for another target and a wrong token refused
@@ -197,8 +200,11 @@ static void fake_batch(const dt_workload *w, int n, dt_batch *b)
 
 /* ---- fake workers ------------------------------------------------------------ */
 
-/* FAKE_ZERO answers like FAKE_DUP, but ok with min_ns 0: an ok without a time */
-enum { FAKE_DUP, FAKE_CLOSE, FAKE_SILENT, FAKE_ZERO };
+/* FAKE_ZERO answers like FAKE_DUP, but ok with min_ns 0: an ok without a time;
+ * FAKE_LIE ok with min_ns g_lie_ns (impossible); FAKE_NOVERSION sends a HELLO
+ * without "version", then behaves like FAKE_DUP */
+enum { FAKE_DUP, FAKE_CLOSE, FAKE_SILENT, FAKE_ZERO, FAKE_LIE, FAKE_NOVERSION };
+static double g_lie_ns = 1e-12;
 #define FAKE_MAX_BATCH 3 /* larger batches are split by the pool */
 
 typedef struct {
@@ -254,10 +260,15 @@ static void fake_serve(fake_worker *f, int fd)
     dt_wire_decoder_init(&d);
     char wn[65], mac[65];
     dt_nonce_new(wn);
-    fake_send(fd, DT_MSG_HELLO,
-              json_pack("{s:s, s:s, s:s, s:s, s:i}", "worker", "fake", "target", g_target_key,
-                        "nonce", wn, "version", "dtune " DTUNE_VERSION, "max_batch",
-                        FAKE_MAX_BATCH));
+    if (f->mode == FAKE_NOVERSION)
+        fake_send(fd, DT_MSG_HELLO,
+                  json_pack("{s:s, s:s, s:s, s:i}", "worker", "fake", "target", g_target_key,
+                            "nonce", wn, "max_batch", FAKE_MAX_BATCH));
+    else
+        fake_send(fd, DT_MSG_HELLO,
+                  json_pack("{s:s, s:s, s:s, s:s, s:i}", "worker", "fake", "target",
+                            g_target_key, "nonce", wn, "version", "dtune " DTUNE_VERSION,
+                            "max_batch", FAKE_MAX_BATCH));
     dt_msg_type t;
     json_t *p;
     if (fake_recv(fd, &d, &t, &p) != 1 || t != DT_MSG_AUTH) {
@@ -298,6 +309,8 @@ static void fake_serve(fake_worker *f, int fd)
                                      .repeats = 3};
                 if (f->mode == FAKE_ZERO)
                     r.min_ns = r.median_ns = 0;
+                if (f->mode == FAKE_LIE)
+                    r.min_ns = r.median_ns = g_lie_ns;
                 memcpy(r.uid, b.trials[i].uid, sizeof r.uid);
                 json_array_append_new(res, dt_trial_result_to_json(&r));
             }
@@ -515,6 +528,123 @@ static void test_fake_deadline(void)
     check_exactly_once(&t);
     CU_ASSERT_EQUAL(count_status(&t, DT_TRIAL_WORKER_LOST), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(t.error[0], "deadline"));
+    fake_stop(&f);
+    tally_free(&t);
+    dt_workload_free(w);
+}
+
+/* A worker answering ok in an impossible time: each trial a worker fault
+ * (worker_lost, the worker and the value in its error), never ok. */
+static void test_fake_lies(void)
+{
+    static const double lies[] = {1e-12, 1e-300};
+    static const char *const texts[] = {"1e-12", "1e-300"};
+    for (int l = 0; l < 2; l++) {
+        g_lie_ns = lies[l];
+        fake_worker f;
+        fake_start(&f, FAKE_LIE);
+        dt_workload *w;
+        CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(WORKLOAD, &w, NULL), 0);
+        tally t;
+        tally_init(&t);
+        char addr[64];
+        snprintf(addr, sizeof addr, "127.0.0.1:%d", f.port);
+        dt_pool *p = open_pool(addr, TOKEN, g_target_key, 30, &t);
+        dt_batch b;
+        fake_batch(w, 3, &b);
+        tally_add(&t, &b, 0);
+        dt_err e;
+        CU_ASSERT_EQUAL(dt_pool_submit(p, &b, &e), 0);
+        dt_batch_free(&b);
+        CU_ASSERT_EQUAL(dt_pool_drain(p, 20, &e), 0);
+        dt_pool_close(p);
+        check_exactly_once(&t);
+        CU_ASSERT_EQUAL(count_status(&t, DT_TRIAL_OK), 0);
+        CU_ASSERT_EQUAL(count_status(&t, DT_TRIAL_WORKER_LOST), 3);
+        if (!strstr(t.error[0], "impossible") || !strstr(t.error[0], addr) ||
+            !strstr(t.error[0], texts[l]))
+            fprintf(stderr, "\n  error: %s\n", t.error[0]);
+        CU_ASSERT_PTR_NOT_NULL(strstr(t.error[0], "impossible"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(t.error[0], addr));
+        CU_ASSERT_PTR_NOT_NULL(strstr(t.error[0], texts[l]));
+        fake_stop(&f);
+        tally_free(&t);
+        dt_workload_free(w);
+    }
+    g_lie_ns = 1e-12;
+}
+
+/* A HELLO without "version": not a dtune worker of a known protocol
+ * version; refused with a clear message, nothing sent to it. */
+static void test_fake_no_version(void)
+{
+    fake_worker f;
+    fake_start(&f, FAKE_NOVERSION);
+    dt_workload *w;
+    CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(WORKLOAD, &w, NULL), 0);
+    tally t;
+    tally_init(&t);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", f.port);
+    dt_pool *p = open_pool(addr, TOKEN, g_target_key, 30, &t);
+    dt_batch b;
+    fake_batch(w, 2, &b);
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_pool_submit(p, &b, &e), 0);
+    dt_batch_free(&b);
+    CU_ASSERT_EQUAL(dt_pool_drain(p, 10, &e), DT_EIO);
+    if (!strstr(e.msg, "version"))
+        fprintf(stderr, "\n  message: %s\n", e.msg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "version"));
+    CU_ASSERT_EQUAL(dt_pool_live_workers(p), 0);
+    dt_pool_close(p);
+    CU_ASSERT_EQUAL(t.callbacks, 0);
+    CU_ASSERT_EQUAL(fake_batches(&f), 0);
+    fake_stop(&f);
+    tally_free(&t);
+    dt_workload_free(w);
+}
+
+/* A live worker that stops answering (no RESULT, no PONG) is dropped within
+ * the silence limit, long before its batch deadline: the batch is lost
+ * twice (worker_lost) and the worker refused after going silent twice. */
+static void test_fake_silent_dropped(void)
+{
+    fake_worker f;
+    fake_start(&f, FAKE_SILENT);
+    dt_workload *w;
+    CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(WORKLOAD, &w, NULL), 0);
+    tally t;
+    tally_init(&t);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", f.port);
+    setenv("DTUNE_POOL_SILENT_S", "0.5", 1);
+    dt_pool *p = open_pool(addr, TOKEN, g_target_key, 300, &t);
+    unsetenv("DTUNE_POOL_SILENT_S");
+    dt_batch b;
+    fake_batch(w, 2, &b);
+    tally_add(&t, &b, 0);
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_pool_submit(p, &b, &e), 0);
+    dt_batch_free(&b);
+    double t0 = dt_now_s();
+    int rc = dt_pool_drain(p, 20, &e);
+    if (rc)
+        fprintf(stderr, "\n  drain: %s\n", e.msg);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT(dt_now_s() - t0 < 10);
+    check_exactly_once(&t);
+    CU_ASSERT_EQUAL(count_status(&t, DT_TRIAL_WORKER_LOST), 2);
+    if (!strstr(t.error[0], "silent"))
+        fprintf(stderr, "\n  error: %s\n", t.error[0]);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t.error[0], "silent"));
+    /* silent twice in a row: refused for good, the message says why */
+    fake_batch(w, 1, &b);
+    CU_ASSERT_EQUAL(dt_pool_submit(p, &b, &e), 0);
+    dt_batch_free(&b);
+    CU_ASSERT_EQUAL(dt_pool_drain(p, 10, &e), DT_EIO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "silent"));
+    dt_pool_close(p);
     fake_stop(&f);
     tally_free(&t);
     dt_workload_free(w);
@@ -904,7 +1034,7 @@ static void test_measure_errors(void)
 
 /* The measurement session on fake workers that answer every batch twice
  * (and split it: at most 3 trials each): every trial recorded once; and on
- * one that says ok without a time: recorded as wrong_answer. */
+ * one that says ok without a time: recorded as a worker fault. */
 static void test_session_on_fake_workers(void)
 {
     dt_workload *w;
@@ -956,10 +1086,14 @@ static void test_session_on_fake_workers(void)
                 CU_ASSERT_EQUAL(t[i].res.status, DT_TRIAL_OK);
                 CU_ASSERT_DOUBLE_EQUAL(t[i].res.min_ns, 1000, 1e-9);
             } else {
-                CU_ASSERT_EQUAL(t[i].res.status, DT_TRIAL_WRONG_ANSWER);
+                /* a worker fault: the worker and the value named, never ok */
+                CU_ASSERT_EQUAL(t[i].res.status, DT_TRIAL_WORKER_LOST);
                 CU_ASSERT(isnan(t[i].res.min_ns));
-                CU_ASSERT_TRUE(t[i].res.error &&
-                               strstr(t[i].res.error, "without a positive time"));
+                if (!(t[i].res.error && strstr(t[i].res.error, "impossible") &&
+                      strstr(t[i].res.error, addr)))
+                    fprintf(stderr, "\n  error: %s\n", t[i].res.error);
+                CU_ASSERT_TRUE(t[i].res.error && strstr(t[i].res.error, "impossible") &&
+                               strstr(t[i].res.error, addr));
             }
         }
         int64_t n = 0;
@@ -967,6 +1101,11 @@ static void test_session_on_fake_workers(void)
         dt_db_measurement_filter okf = {.workload_id = r.workload_id, .ok_only = true};
         CU_ASSERT_EQUAL(dt_db_measurement_count(db, &okf, &n, &e), 0);
         CU_ASSERT_EQUAL(n, 8); /* the first run's: the second adds none */
+        if (mode == 1) {
+            dt_db_measurement_filter lostf = {.workload_id = r.workload_id};
+            CU_ASSERT_EQUAL(dt_db_measurement_count(db, &lostf, &n, &e), 0);
+            CU_ASSERT_EQUAL(n, 16);
+        }
         dt_mtrials_free(t, 8);
         dt_db_close(db);
         db_counts(path, &n, &distinct);
@@ -997,6 +1136,10 @@ int main(void)
         {"repeated and unknown RESULTs are dropped", test_fake_duplicates_dropped},
         {"a batch lost twice is worker_lost; requeued elsewhere it is ok", test_fake_lost_twice},
         {"deadline", test_fake_deadline},
+        {"impossible times are worker faults, never ok", test_fake_lies},
+        {"a HELLO without version is refused", test_fake_no_version},
+        {"a live worker gone silent is dropped within the silence limit",
+         test_fake_silent_dropped},
         {"measurement session: answered twice, recorded once; ok without a time",
          test_session_on_fake_workers},
         CU_TEST_INFO_NULL,

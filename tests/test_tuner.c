@@ -28,6 +28,7 @@
 #include "microkernel/loader.h"
 #include "microkernel/reference.h"
 #include "dispatch/dispatch.h"
+#include "measure/trial.h"
 #include "tuner/tune.h"
 
 static char *dir;
@@ -450,6 +451,71 @@ static void test_budget_minimums(void)
     CU_ASSERT_EQUAL(dt_tune_check_budget(0, 30, 0, 6, 6, &e), 0);
     /* no budget at all (a caller's default applies elsewhere) */
     CU_ASSERT_EQUAL(dt_tune_check_budget(0, 0, 0, 6, 6, &e), 0);
+    /* one trial is singular */
+    CU_ASSERT_EQUAL(dt_tune_check_budget(1, 0, 0, 1, 1, &e), DT_EINVAL);
+    if (!strstr(e.msg, "a budget of 1 trial is"))
+        fprintf(stderr, "\n  message: %s\n", e.msg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "a budget of 1 trial is"));
+}
+
+/* Copies of ok records with impossible times (as a lying worker left them
+ * before pool.c rejected such results): the next tune of that workload
+ * trains and selects all the same, never choosing a kernel for its
+ * impossible time. */
+typedef struct {
+    dt_db_measurement m[4];
+    char shape[4][64];
+    int n;
+} first_ok;
+
+static int take_ok(const dt_db_measurement *m, void *ud)
+{
+    first_ok *f = ud;
+    if (m->status != DT_TRIAL_OK || f->n == 4)
+        return 0;
+    f->m[f->n] = *m;
+    snprintf(f->shape[f->n], sizeof f->shape[0], "%s", m->shape);
+    f->m[f->n].shape = f->shape[f->n];
+    f->n++;
+    return 0;
+}
+
+static void test_poisoned_records_skipped(void)
+{
+    const char *key = "dense(M=1..6,N=32,K=16)";
+    char path[4096];
+    snprintf(path, sizeof path, "%s/poisoned.db", dir);
+    dt_tune_result r;
+    dt_task t;
+    CU_ASSERT_EQUAL_FATAL(tune_key(key, path, DT_STRATEGY_JOINT, 16, &r, &t), 0);
+    dt_task_free(&t);
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, 0, &db, &e), 0);
+    first_ok f = {.n = 0};
+    dt_db_measurement_filter okf = {.ok_only = true};
+    CU_ASSERT_EQUAL_FATAL(dt_db_measurement_list(db, &okf, take_ok, &f, &e), 0);
+    CU_ASSERT_FATAL(f.n >= 3);
+    static const double bad[] = {1e-300, 1e-12, 1e-6};
+    for (int i = 0; i < 3; i++) {
+        dt_db_measurement m = f.m[i];
+        char uid[DT_TRIAL_UID_LEN + 1];
+        dt_trial_uid_new(uid);
+        m.trial_uid = uid;
+        m.min_ns = m.median_ns = bad[i];
+        m.error = NULL;
+        CU_ASSERT_EQUAL(dt_db_measurement_insert(db, &m, NULL, NULL, &e), 0);
+    }
+    dt_db_close(db);
+    /* more trials: the tune trains its cost model on every record */
+    int rc = tune_key(key, path, DT_STRATEGY_JOINT, 40, &r, &t);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc == 0) {
+        CU_ASSERT(r.nscheduled == 1);
+        /* the objective is a real time, not one of the impossible ones */
+        CU_ASSERT(!(r.sel[0].objective < 1.0));
+    }
+    dt_task_free(&t);
 }
 
 static void test_budget_split(void)
@@ -1135,6 +1201,8 @@ int main(void)
         {"search round: per-shape and random strategies", test_search_round_strategies},
         {"strategy names and search defaults", test_strategy_names},
         {"budget minimums and their refusal", test_budget_minimums},
+        {"records with impossible times: skipped by training and selection",
+         test_poisoned_records_skipped},
         {"budget split: reserve, first rounds, selection shares", test_budget_split},
         {"tight budget: every workload scheduled; below it refused",
          test_tight_budget_schedules_all},

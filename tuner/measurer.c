@@ -29,6 +29,7 @@ typedef struct {
     dt_batch *b;               /* [nb] */
     int nb;
     int *batch_of;             /* [n] trial -> batch */
+    int *slot_of;              /* [n] trial -> its slot in its batch */
     int **trial_of;            /* [nb][ntrials] batch slot -> trial */
     int *left;                 /* [nb] results still to come */
     uid_ref *index;            /* [n] sorted by uid */
@@ -47,6 +48,9 @@ struct dt_measurer {
     pthread_mutex_t mu;        /* guards cur, the run's trials and the database while a
                                 * pool delivers */
     run_state *cur;            /* the run pool results belong to */
+    int cores;                 /* the target's, for the impossible-time bound */
+    double deadline;           /* dt_now_s after which pool waits stop (0: none) */
+    int64_t faults;            /* results refused as impossible here (local) */
     int64_t trials;
     double seconds;
 };
@@ -111,13 +115,20 @@ static void take_result(dt_measurer *m, run_state *st, const dt_trial_result *re
     t->got = 1;
     t->res = *res;
     t->res.error = NULL;
+    char why[256];
     if (res->status == DT_TRIAL_OK &&
-        !(res->min_ns > 0 && isfinite(res->min_ns) && isfinite(res->median_ns))) {
-        /* an ok without a usable time: nothing may take it for a fast kernel */
-        char msg[128];
-        snprintf(msg, sizeof msg, "the trial reported ok without a positive time (min_ns %g)",
-                 res->min_ns);
-        t->res.status = DT_TRIAL_WRONG_ANSWER;
+        !dt_trial_result_possible(r->w, &st->b[st->batch_of[ref->trial]]
+                                              .trials[st->slot_of[ref->trial]],
+                                  res, m->cores, why, sizeof why)) {
+        /* a time no CPU could reach (the pool refuses those from workers
+         * already; this is the local runner, or a check of last resort):
+         * nothing may take it for a fast kernel */
+        char msg[400];
+        snprintf(msg, sizeof msg, "worker fault: %s reported an impossible time: %s",
+                 m->pool ? "a worker" : "the local runner", why);
+        dt_log_warn("measure: trial %s (shape %s): %s", res->uid, t->text, msg);
+        m->faults++;
+        t->res.status = DT_TRIAL_WORKER_LOST;
         t->res.min_ns = t->res.median_ns = NAN;
         t->res.error = strdup(msg);
     } else if (res->status != DT_TRIAL_OK) {
@@ -203,9 +214,9 @@ int dt_measurer_open(const dt_measurer_opts *o, dt_db *db, const dt_target *tg,
         m->o.min_time_s = 0.005;
     if (!(m->o.no_worker_grace_s > 0))
         m->o.no_worker_grace_s = 30;
-    if (!(m->o.batch_deadline_s > 0))
-        m->o.batch_deadline_s = 600;
     m->db = db;
+    if (tg)
+        m->cores = tg->cores > tg->logical_cpus ? tg->cores : tg->logical_cpus;
     pthread_mutex_init(&m->mu, NULL);
     int rc = dt_measurer_register(db, tg, target_key, NULL, &m->target_id, NULL, e);
     if (rc) {
@@ -231,6 +242,7 @@ int dt_measurer_open(const dt_measurer_opts *o, dt_db *db, const dt_target *tg,
                            .target_key = target_key,
                            .inflight = 1,
                            .batch_deadline_s = m->o.batch_deadline_s,
+                           .cores = m->cores,
                            .on_result = pool_result,
                            .ud = m};
         rc = dt_pool_open(&po, &m->pool, e);
@@ -255,15 +267,12 @@ void dt_measurer_close(dt_measurer *m)
 }
 
 int64_t dt_measurer_trials(const dt_measurer *m) { return m->trials; }
-double dt_measurer_seconds(const dt_measurer *m) { return m->seconds; }
-
-double dt_measurer_batch_deadline(int ntrials)
+void dt_measurer_set_deadline(dt_measurer *m, double at) { m->deadline = at > 0 ? at : 0; }
+int64_t dt_measurer_faults(const dt_measurer *m)
 {
-    dt_timing t;
-    dt_timing_default(&t);
-    double d = DT_BUILD_DEFAULT_TIMEOUT + 60 + ntrials * (t.run_timeout_s + 1);
-    return d > 300 ? d : 300;
+    return m->faults + (m->pool ? dt_pool_faults(m->pool) : 0);
 }
+double dt_measurer_seconds(const dt_measurer *m) { return m->seconds; }
 
 void dt_mtrials_free(dt_mtrial *trials, int n)
 {
@@ -317,6 +326,7 @@ static void state_free(run_state *st)
         free(st->trial_of[b]);
     free(st->b);
     free(st->batch_of);
+    free(st->slot_of);
     free(st->trial_of);
     free(st->left);
     free(st->index);
@@ -375,8 +385,9 @@ static int make_batches(dt_measurer *m, run_state *st, char **src, dt_err *e)
     dt_mrun *r = st->r;
     int n = r->n;
     st->batch_of = malloc((size_t)n * sizeof *st->batch_of);
+    st->slot_of = malloc((size_t)n * sizeof *st->slot_of);
     st->index = malloc((size_t)n * sizeof *st->index);
-    if (!st->batch_of || !st->index)
+    if (!st->batch_of || !st->slot_of || !st->index)
         return dt_errf(e, DT_ENOMEM, "out of memory");
     st->nb = dt_measurer_plan(r->trials, n, DT_BATCH_MAX_TRIALS, st->batch_of);
     if (st->nb < 0) {
@@ -421,6 +432,7 @@ static int make_batches(dt_measurer *m, run_state *st, char **src, dt_err *e)
         memcpy(t->uid, tr->uid, sizeof t->uid);
         memcpy(t->text, tr->shape, sizeof t->text);
         st->trial_of[st->batch_of[i]][bt->ntrials] = i;
+        st->slot_of[i] = bt->ntrials;
         bt->ntrials++;
         st->index[i] = (uid_ref){t->uid, i};
     }
@@ -467,6 +479,10 @@ static int drain_tick(void *ud)
 
 static int run_pool(dt_measurer *m, run_state *st, dt_err *e)
 {
+    if (m->deadline > 0 && dt_now_s() >= m->deadline) {
+        st->r->timed_out = 1; /* nothing is sent once the time is up */
+        return 0;
+    }
     pthread_mutex_lock(&m->mu);
     m->cur = st;
     pthread_mutex_unlock(&m->mu);
@@ -474,7 +490,17 @@ static int run_pool(dt_measurer *m, run_state *st, dt_err *e)
     for (int b = 0; !rc && b < st->nb; b++)
         rc = dt_pool_submit(m->pool, &st->b[b], e);
     if (!rc)
-        rc = dt_pool_drain_patient(m->pool, m->o.no_worker_grace_s, drain_tick, m, e);
+        rc = dt_pool_drain_patient(m->pool, m->o.no_worker_grace_s, m->deadline, drain_tick, m,
+                                   e);
+    if (rc == DT_EBUSY && m->deadline > 0 && dt_now_s() >= m->deadline - 1e-3) {
+        /* the time is up with batches in flight: stop waiting, abandon them
+         * (their trials are not recorded: they were not measured) */
+        dt_log_warn("measure: %s; not waiting for them", e->msg);
+        rc = 0;
+        st->r->timed_out = 1;
+    }
+    if (dt_pool_outstanding(m->pool) > 0)
+        dt_pool_cancel(m->pool); /* nothing of this run may reach the next one */
     pthread_mutex_lock(&m->mu);
     m->cur = NULL;
     /* what arrived of batches left incomplete (the pool gave up) is recorded too */
@@ -495,6 +521,7 @@ int dt_measurer_measure(dt_measurer *m, dt_mrun *r, dt_err *e)
         if (t->kernel < 0 || t->kernel >= r->nk)
             return dt_errf(e, DT_EINVAL, "trial %d names kernel %d of %d", i, t->kernel, r->nk);
         t->got = t->recorded = t->already = 0;
+        r->timed_out = 0;
         t->uid[0] = t->text[0] = '\0';
         dt_trial_result_free(&t->res);
         memset(&t->res, 0, sizeof t->res);
@@ -553,6 +580,7 @@ int dt_measurer_run(dt_measurer *m, dt_task *t, dt_mreq *reqs, int n, dt_err *e)
         ts[i].threads = t->threads;
         reqs[i].status = DT_TRIAL_WORKER_LOST;
         reqs[i].ns = NAN;
+        reqs[i].recorded = 0;
     }
     dt_mrun run = {.w = t->w, .workload_id = t->workload_id, .kernels = ks, .nk = nk,
                    .trials = ts, .n = n};
@@ -564,6 +592,7 @@ int dt_measurer_run(dt_measurer *m, dt_task *t, dt_mreq *reqs, int n, dt_err *e)
         if (!ts[i].recorded)
             continue;
         int ok = ts[i].res.status == DT_TRIAL_OK;
+        reqs[i].recorded = 1;
         reqs[i].status = ts[i].res.status;
         reqs[i].ns = ok ? ts[i].res.min_ns : NAN;
         if (dt_task_record(t, reqs[i].k, reqs[i].s, ok ? reqs[i].ns : INFINITY)) {

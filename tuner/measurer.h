@@ -12,10 +12,14 @@
  * trial exactly once (measurements.trial_uid): each batch in one
  * transaction as soon as its last result arrives.  A failed trial (compile
  * error, crash, time-out, wrong answer, lost worker) is a record like any
- * other, with its status.  A result that says ok without a positive time
- * is recorded as wrong_answer: a time of 0 cannot be used, and nothing
- * downstream may mistake it for the fastest kernel.  A trial whose result
- * never arrived (the pool gave up) is not recorded: it was not measured.
+ * other, with its status.  A result that says ok with a time no CPU could
+ * reach (dt_trial_result_possible: not finite, <= 0, min over median, under
+ * the FLOP bound) is a worker fault, recorded as worker_lost with the value
+ * in its error (the pool already turns those from workers into faults naming
+ * the worker; this catches the local runner): nothing downstream may mistake
+ * it for the fastest kernel.  A trial whose result never arrived (the pool
+ * gave up, or the session's deadline passed) is not recorded: it was not
+ * measured.
  *
  * Shapes travel as values in process (dt_trial.vals); their canonical text
  * is derived once, for the wire (docs/workers.md keeps text there), the
@@ -47,7 +51,8 @@ typedef struct dt_measurer_opts {
     uint64_t seed;             /* inputs */
     int flush_cache;           /* cold-cache trials (dt_timing.flush_cache) */
     double no_worker_grace_s;  /* give up when no worker is usable this long (30) */
-    double batch_deadline_s;   /* a worker's limit for one batch (default 600) */
+    double batch_deadline_s;   /* a worker's limit for one batch (0: derived from each
+                                * batch, dt_batch_deadline_s) */
     const char *runner_exe;    /* the dtune binary for local trials (NULL: this one) */
     /* Progress (may be NULL): after every result and between waits for
      * workers, with the session's lock held, on the thread that took the
@@ -99,6 +104,8 @@ typedef struct dt_mrun {
     int nk;
     dt_mtrial *trials;
     int n;
+    int timed_out;             /* out: the session's deadline passed with trials of
+                                * this run unanswered (they are not recorded) */
 } dt_mrun;
 
 /* Measures and records every trial of r (see the top of this file); the
@@ -120,9 +127,13 @@ void dt_mtrials_free(dt_mtrial *trials, int n);
  * (a negative kernel index) / DT_ENOMEM. */
 int dt_measurer_plan(const dt_mtrial *trials, int n, int max_trials, int *batch_of);
 
-/* A worker's limit for a batch of ntrials default-timed trials: its build,
- * then every trial up to its time limit; at least 300 s. */
-double dt_measurer_batch_deadline(int ntrials);
+/* After at (a dt_now_s time; 0: never) runs on workers stop waiting: batches
+ * still in flight are abandoned, their trials not recorded (r->timed_out);
+ * a run started after it sends nothing.  For a time budget (dt_tune's
+ * --time).  Local runs are not cut: each trial has its own time limit. */
+void dt_measurer_set_deadline(dt_measurer *m, double at);
+/* Results refused as impossible (worker faults) in this session. */
+int64_t dt_measurer_faults(const dt_measurer *m);
 
 /* Trials recorded and seconds spent in dt_measurer_measure by this session. */
 int64_t dt_measurer_trials(const dt_measurer *m);
@@ -136,6 +147,8 @@ typedef struct dt_mreq {
     /* filled by dt_measurer_run */
     dt_trial_status status;    /* worker_lost when not recorded */
     double ns;                 /* min ns when ok, else NAN */
+    int recorded;              /* its record exists (0: no result came, e.g. the
+                                * session's deadline passed) */
 } dt_mreq;
 
 /* Measures reqs[0..n) of task t at t->threads through dt_measurer_measure

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
+#include "measure/trial.h"
+
 void dt_costmodel_name(const char *op, dt_dtype dtype, char *buf, size_t n)
 {
     if (dtype == DT_DTYPE_F32)
@@ -62,9 +65,18 @@ static int fill_row(dt_predictor *p, const dt_workload *w, const int64_t *dims,
     if (!(ns > 0) || !isfinite(ns) ||
         dt_cm_point_make(w->op, w->attrs, dims, a, &p->tg, &pt, &e2) != 0)
         return 0;
+    int cores = p->tg.cores > p->tg.logical_cpus ? p->tg.cores : p->tg.logical_cpus;
+    if (a->threads > cores)
+        cores = a->threads;
     double label = dt_cm_label(&pt, ns);
-    if (!isfinite(label))
+    /* a time no CPU could reach (a lying worker's, stored before the pool
+     * refused them) is no label: one such row would make every training
+     * fail (XGBoost refuses a non-finite label) or skew the model */
+    if (!dt_time_possible(ns, pt.flops, p->dtype, cores) || !isfinite(label) ||
+        !isfinite((float)label)) {
+        p->impossible++;
         return 0;
+    }
     dt_cm_row *r = new_row(p, e);
     if (!r)
         return DT_ENOMEM;
@@ -211,7 +223,12 @@ int dt_predictor_load(dt_predictor *p, dt_db *db, dt_err *e)
 {
     load_ctx l = {.p = p, .db = db, .e = e};
     dt_db_measurement_filter f = {.target_id = p->target_id, .ok_only = true};
+    int before = p->impossible;
     int rc = dt_db_measurement_list(db, &f, load_row, &l, e);
+    if (p->impossible > before)
+        dt_log_warn("cost model %s: %d stored record%s with an impossible time skipped (not "
+                    "trained on; `dtune db check` lists them)",
+                    p->op, p->impossible - before, p->impossible - before == 1 ? "" : "s");
     if (l.rc)
         rc = l.rc == DT_ENOMEM ? dt_errf(e, DT_ENOMEM, "out of memory") : l.rc;
     for (int i = 0; i < l.nwl; i++)

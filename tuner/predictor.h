@@ -42,6 +42,8 @@ typedef struct dt_predictor {
     dt_cm_row *rows;
     int n, cap;
     int skipped;            /* records of the op that could not be used (dt_predictor_load) */
+    int impossible;         /* of those and of the rows added: times no CPU could reach
+                             * (dt_time_possible), never trained on */
     dt_xgb *costmodel;      /* NULL: f_adapt only */
     int trained_rows;       /* rows the cost model was trained on (0: loaded or none) */
     dt_xgb_params params;
@@ -56,7 +58,11 @@ void dt_costmodel_name(const char *op, dt_dtype dtype, char *buf, size_t n);
 void dt_predictor_free(dt_predictor *p);
 
 /* Loads every ok record of the op on the target from db as training rows,
- * and the latest stored model (a warm start) when its columns match. */
+ * and the latest stored model (a warm start) when its columns match.  A
+ * record whose time is impossible (measure/trial.h, dt_time_possible: not
+ * finite, <= 0, or under the FLOP bound of the target) or whose label does
+ * not fit a float is skipped and counted (skipped, impossible; a warning
+ * is logged), never trained on: a poisoned database still trains. */
 int dt_predictor_load(dt_predictor *p, dt_db *db, dt_err *e);
 
 /* Adds the row of kernel k of task t measured on shape s in ns. */

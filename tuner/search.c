@@ -379,6 +379,8 @@ int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search
     int np = 0;
     for (int i = 0; i < rl.n && pa && ma; i++) {
         const dt_mreq *q = &rl.q[i];
+        if (!q->recorded)
+            continue; /* not measured (no result came): no trial */
         info->trials++;
         if (q->status != DT_TRIAL_OK) {
             info->failed++;

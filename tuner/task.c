@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
+#include "measure/trial.h"
 #include "tuner/measurer.h"
 
 int dt_task_init(dt_task *t, const char *name, const dt_workload *w, double count, int threads,
@@ -191,6 +193,8 @@ typedef struct {
     int64_t *ids;   /* kernel ids seen, and their task index (-1: unusable) */
     int *idx;
     int nids, cap;
+    int cores;      /* the target's, for dt_time_possible */
+    int impossible; /* ok records with a time no CPU could reach: skipped */
     int rc;
     dt_err *e;
 } loader;
@@ -250,6 +254,17 @@ static int load_one(const dt_db_measurement *m, void *ud)
         !in_domain || !dt_workload_shape_index(l->t->w, vals, &s, NULL))
         return 0;
     double ns = m->status == DT_TRIAL_OK ? m->min_ns : INFINITY;
+    if (m->status == DT_TRIAL_OK) {
+        const dt_workload *w = l->t->w;
+        double flops = w->op->flops(l->t->dims + s * DT_MAX_DIMS, w->attrs);
+        int cores = m->threads > l->cores ? m->threads : l->cores;
+        if (!dt_time_possible(ns, flops, w->dtype, cores)) {
+            /* a lying worker's time: not a measurement (the kernel is not
+             * failed either: it may be measured again) */
+            l->impossible++;
+            return 0;
+        }
+    }
     if (dt_task_record(l->t, k, s, ns)) {
         l->rc = DT_ENOMEM;
         return DT_ENOMEM;
@@ -266,8 +281,14 @@ int dt_task_attach(dt_task *t, dt_db *db, const dt_target *tg, const char *targe
     if (rc)
         return rc;
     loader l = {.t = t, .db = db, .e = e};
+    if (tg)
+        l.cores = tg->cores > tg->logical_cpus ? tg->cores : tg->logical_cpus;
     dt_db_measurement_filter f = {.workload_id = t->workload_id, .target_id = t->target_id};
     rc = dt_db_measurement_list(db, &f, load_one, &l, e);
+    if (l.impossible)
+        dt_log_warn("tune: %s: %d stored record%s with an impossible time skipped (a worker "
+                    "fault; `dtune db check` lists them)",
+                    t->name, l.impossible, l.impossible == 1 ? "" : "s");
     if (l.rc)
         rc = l.rc == DT_ENOMEM ? dt_errf(e, DT_ENOMEM, "out of memory") : l.rc;
     free(l.ids);

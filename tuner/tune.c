@@ -62,9 +62,10 @@ int dt_tune_check_budget(int64_t trials, double time_s, int64_t used, int unmeas
         if (used > 0)
             snprintf(rec, sizeof rec, ", on top of the %lld already recorded", (long long)used);
         return dt_errf(e, DT_EINVAL,
-                       "a budget of %lld trials is too small for %d workload%s: it needs at "
+                       "a budget of %lld trial%s is too small for %d workload%s: it needs at "
                        "least %lld (%d for each of the %d workload%s not measured yet%s)",
-                       (long long)trials, ntasks, ntasks == 1 ? "" : "s", (long long)mt,
+                       (long long)trials, trials == 1 ? "" : "s", ntasks, ntasks == 1 ? "" : "s",
+                       (long long)mt,
                        DT_TUNE_MIN_FIRST_TRIALS, unmeasured, unmeasured == 1 ? "" : "s", rec);
     }
     double ms = dt_tune_min_seconds(unmeasured);
@@ -268,6 +269,10 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
         rc = dt_measurer_open(&o->meas, db, tg, target_key, &m, e);
     if (rc)
         goto out;
+    /* a time budget holds with batches in flight on workers: past it the
+     * session stops waiting for them (their trials are not recorded) */
+    if (o->time_s > 0)
+        dt_measurer_set_deadline(m, t0 + o->time_s);
 
     int topk = o->strategy == DT_STRATEGY_PER_SHAPE ? 0 : o->topk;
     int64_t need = 0;
@@ -410,8 +415,9 @@ int dt_tune(dt_db *db, const dt_target *tg, const char *target_key, dt_task *tas
                                     : "no trials: the budget ran out before its first round");
             else
                 snprintf(r->reason[i], sizeof r->reason[i],
-                         "none of its %lld trials ran successfully (every kernel failed)",
-                         (long long)t->trials);
+                         "none of its %lld trial%s ran successfully (every kernel failed, or "
+                         "its workers did)",
+                         (long long)t->trials, t->trials == 1 ? "" : "s");
             r->sel[i].objective = NAN;
             r->sel[i].best_objective = NAN;
             r->sel[i].loss = NAN;
