@@ -566,41 +566,49 @@ static void heartbeat_start(pconn *c)
     uv_timer_start(&c->nc.timer, heartbeat_tick, ms ? ms : 1, ms ? ms : 1);
 }
 
+int dt_pool_hello_check(const json_t *pl, const char *addr, const char *target_key,
+                        dt_pool_hello *out, dt_err *e)
+{
+    memset(out, 0, sizeof *out);
+    const char *target = jstr(pl, "target"), *nonce = jstr(pl, "nonce"),
+               *version = jstr(pl, "version"), *name = jstr(pl, "worker");
+    if (!target || !is_hex64(nonce))
+        return dt_errf(e, DT_EINVAL, "worker %s sent a malformed HELLO (target, nonce)", addr);
+    static const char mine[] = "dtune " DTUNE_VERSION;
+    if (!version)
+        return dt_errf(e, DT_EINVAL,
+                       "worker %s sent a HELLO without \"version\": not a dtune worker of a "
+                       "known protocol version (this is %s; run the same dtune version there)",
+                       addr, mine);
+    if (strcmp(version, mine) != 0)
+        return dt_errf(e, DT_EINVAL, "worker %s runs %.100s but this is %s; use the same dtune "
+                       "version", addr, version, mine);
+    if (target_key && strcmp(target, target_key) != 0)
+        return dt_errf(e, DT_EINVAL, "worker %s has target %.100s but the job is for %s", addr,
+                       target, target_key);
+    json_t *mb = json_object_get(pl, "max_batch");
+    out->max_batch = json_is_integer(mb) && json_integer_value(mb) > 0 &&
+                             json_integer_value(mb) < DT_BATCH_MAX_TRIALS
+                         ? (int)json_integer_value(mb)
+                         : DT_BATCH_MAX_TRIALS;
+    snprintf(out->name, sizeof out->name, "%s", name ? name : "?");
+    snprintf(out->nonce, sizeof out->nonce, "%s", nonce);
+    return 0;
+}
+
 static void on_hello(pconn *c, const json_t *pl)
 {
     pworker *w = c->w;
     dt_pool *p = c->p;
-    const char *target = jstr(pl, "target"), *nonce = jstr(pl, "nonce"),
-               *version = jstr(pl, "version"), *name = jstr(pl, "worker");
-    if (!target || !is_hex64(nonce)) {
-        worker_fail(w, 1, "worker %s sent a malformed HELLO (target, nonce)", w->addr);
+    dt_pool_hello h;
+    dt_err e;
+    if (dt_pool_hello_check(pl, w->addr, p->target_key, &h, &e) != 0) {
+        worker_fail(w, 1, "%s", e.msg);
         return;
     }
-    static const char mine[] = "dtune " DTUNE_VERSION;
-    if (!version) {
-        worker_fail(w, 1,
-                    "worker %s sent a HELLO without \"version\": not a dtune worker of a known "
-                    "protocol version (this is %s; run the same dtune version there)",
-                    w->addr, mine);
-        return;
-    }
-    if (strcmp(version, mine) != 0) {
-        worker_fail(w, 1, "worker %s runs %s but this is %s; use the same dtune version",
-                    w->addr, version, mine);
-        return;
-    }
-    if (p->target_key && strcmp(target, p->target_key) != 0) {
-        worker_fail(w, 1, "worker %s has target %s but the job is for %s", w->addr, target,
-                    p->target_key);
-        return;
-    }
-    json_t *mb = json_object_get(pl, "max_batch");
-    w->max_batch = json_is_integer(mb) && json_integer_value(mb) > 0 &&
-                           json_integer_value(mb) < DT_BATCH_MAX_TRIALS
-                       ? (int)json_integer_value(mb)
-                       : DT_BATCH_MAX_TRIALS;
-    snprintf(w->name, sizeof w->name, "%s", name ? name : "?");
-    snprintf(c->w_nonce, sizeof c->w_nonce, "%s", nonce);
+    w->max_batch = h.max_batch;
+    snprintf(w->name, sizeof w->name, "%s", h.name);
+    snprintf(c->w_nonce, sizeof c->w_nonce, "%s", h.nonce);
     dt_nonce_new(c->c_nonce);
     char mac[65];
     dt_auth_mac(p->token, p->token_len, "dtune-auth-c", c->w_nonce, c->c_nonce, mac);

@@ -61,6 +61,20 @@ typedef struct dt_pool_opts {
 } dt_pool_opts;
 
 int dt_pool_open(const dt_pool_opts *o, dt_pool **out, dt_err *e);
+
+/* A worker's HELLO as the pool reads it (socket-free, for tests and the
+ * wire fuzzer): "target" a string, "nonce" 64 hex digits, "version" a
+ * string equal to "dtune " DTUNE_VERSION, target equal to target_key (when
+ * not NULL); "worker" and "max_batch" optional (max_batch outside
+ * 1..DT_BATCH_MAX_TRIALS-1 means DT_BATCH_MAX_TRIALS).  0 and *out filled,
+ * or DT_EINVAL with why (the worker named by addr). */
+typedef struct dt_pool_hello {
+    char name[128];
+    char nonce[65];
+    int max_batch;
+} dt_pool_hello;
+int dt_pool_hello_check(const json_t *hello, const char *addr, const char *target_key,
+                        dt_pool_hello *out, dt_err *e);
 /* Queues a batch (copied). */
 int dt_pool_submit(dt_pool *p, const dt_batch *b, dt_err *e);
 /* Waits until every submitted trial has a result, or timeout_s passes

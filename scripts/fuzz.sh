@@ -6,13 +6,13 @@
 # build-fuzz/artifacts/.  New corpus entries go to build-fuzz/corpus/TARGET;
 # the committed seeds in fuzz/corpus/TARGET are read, never written.
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: http, model_spec, onnx
+#   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: http, model_spec, onnx, wire
 #
 # docs/http.md says what it found so far.
 set -eu
 SECONDS_PER_TARGET=${1:-120}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-"http model_spec onnx"}
+TARGETS=${*:-"http model_spec onnx wire"}
 cd "$(dirname "$0")/.."
 
 if ! command -v clang >/dev/null 2>&1; then
@@ -66,16 +66,28 @@ for t in $TARGETS; do
         build onnx -I"$OUT/generated" fuzz/fuzz_onnx.c onnx/read.c onnx/read_trim.c \
             onnx/read_tensor.c onnx/graph.c "$OUT/generated/onnx/onnx.pb-c.c" onnx/shape*.c \
             sketch/expr.c sketch/domain.c common/error.c common/strbuf.c ;;
-    *) echo "fuzz.sh: unknown target '$t' (http, model_spec, onnx)" >&2; exit 2 ;;
+    wire)
+        # the worker wire: frames, then the pool's HELLO check and the trial /
+        # batch / result JSON (pool.c for dt_pool_hello_check: libuv linked,
+        # no socket opened)
+        LIBS="-lsodium -luv -lpthread"
+        build wire fuzz/fuzz_wire.c measure/wire.c measure/auth.c measure/trial.c \
+            measure/pool.c net/conn.c net/addr.c sketch/expr.c sketch/domain.c sketch/dtype.c \
+            sketch/op_*.c sketch/workload*.c common/error.c common/strbuf.c common/json_locate.c \
+            common/json_util.c common/mem.c common/log.c common/clock.c common/target*.c \
+            common/escape.c common/file.c common/trial_status.c ;;
+    *) echo "fuzz.sh: unknown target '$t' (http, model_spec, onnx, wire)" >&2; exit 2 ;;
     esac
 done
 
 status=0
 for t in $TARGETS; do
     mkdir -p "$OUT/corpus/$t"
-    dict=fuzz/$t.dict
+    dict=""
+    [ -f "fuzz/$t.dict" ] && dict="-dict=fuzz/$t.dict"
     echo "fuzz.sh: running fuzz_$t for $SECONDS_PER_TARGET s" >&2
-    if ! "$OUT/fuzz_$t" "$OUT/corpus/$t" "fuzz/corpus/$t" -dict="$dict" \
+    # shellcheck disable=SC2086
+    if ! "$OUT/fuzz_$t" "$OUT/corpus/$t" "fuzz/corpus/$t" $dict \
         -max_total_time="$SECONDS_PER_TARGET" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$t-" 2>"$OUT/fuzz_$t.log"; then
         echo "fuzz.sh: fuzz_$t FOUND A CRASH (log: $OUT/fuzz_$t.log):" >&2
