@@ -238,17 +238,29 @@ static void op_name(const dt_ox_graph *g, int node, const spec_op *sofar, int n,
 
 /* ---- JSON text ---- */
 
-/* Appends a JSON value in jansson's one-line form ("a": 1, "b": [1, 2]),
- * ASCII only: names from the model reach a terminal when the spec goes to
- * stdout, and jansson escapes only C0 controls by itself (a C1 control such
- * as U+009B, CSI, would pass raw); \uXXXX reads back as the same string. */
+/* Appends a JSON value in jansson's one-line form ("a": 1, "b": [1, 2]).
+ * Names from the model reach a terminal when the spec goes to stdout, and
+ * jansson escapes only the C0 controls: the C1 controls (U+0080..U+009F,
+ * UTF-8 C2 80..C2 9F, e.g. CSI) are escaped here as \u0080..\u009F, which
+ * read back as the same string.  Outside strings JSON has no such bytes. */
 static void append_json(dt_strbuf *sb, json_t *v)
 {
-    char *t = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
-    if (!t)
+    char *t = v ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
+    if (!t) {
         sb->oom = 1;
-    else
-        dt_sb_append(sb, t);
+    } else {
+        static const char hex[] = "0123456789ABCDEF";
+        const unsigned char *p = (const unsigned char *)t, *run = p;
+        for (; *p; p++) {
+            if (p[0] != 0xC2 || p[1] < 0x80 || p[1] > 0x9F)
+                continue;
+            dt_sb_appendn(sb, (const char *)run, (size_t)(p - run));
+            char esc[7] = {'\\', 'u', '0', '0', hex[p[1] >> 4], hex[p[1] & 15], 0};
+            dt_sb_append(sb, esc);
+            run = ++p + 1;
+        }
+        dt_sb_append(sb, (const char *)run);
+    }
     free(t);
     json_decref(v);
 }

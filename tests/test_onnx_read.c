@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -930,7 +931,20 @@ static void test_files(void)
     CU_ASSERT_EQUAL(dt_ox_read_file(path, &g, &e), DT_EINVAL); /* no such file: bad input */
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "No such file"));
     CU_ASSERT_EQUAL(dt_ox_read_file(dir, &g, &e), DT_EINVAL); /* a directory: bad input */
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "Is a directory"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "is not a regular file (a directory)"));
+    /* issue 27: a FIFO (no writer: the open must not wait) and a device are
+     * refused before a byte is read */
+    char fifo[1100], zero[1100];
+    snprintf(fifo, sizeof fifo, "%s/f.onnx", dir);
+    snprintf(zero, sizeof zero, "%s/z.onnx", dir);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    CU_ASSERT_EQUAL_FATAL(symlink("/dev/zero", zero), 0);
+    alarm(20);
+    CU_ASSERT_EQUAL(dt_ox_read_file(fifo, &g, &e), DT_EINVAL);
+    alarm(0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "is not a regular file (a FIFO)"));
+    CU_ASSERT_EQUAL(dt_ox_read_file(zero, &g, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "is not a regular file (a character device)"));
     char *empty = dt_test_write_file(dir, "empty.onnx", "");
     CU_ASSERT_EQUAL(dt_ox_read_file(empty, &g, &e), DT_EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "empty.onnx: empty file, not an ONNX model"));
