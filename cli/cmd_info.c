@@ -7,12 +7,13 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/amx.h"
 #include "common/target.h"
 #include "peers/peer.h"
 #include "sketch/dtype.h"
 
 /* Seconds each probe runs (best of its repeats); --peaks takes about
- * (3 kinds + bandwidth) × thread counts × this, plus the buffer's first touch. */
+ * (5 kinds + bandwidth) × thread counts × this, plus the buffer's first touch. */
 #define DT_INFO_PROBE_S 0.25
 #define DT_INFO_MAX_COUNTS 32
 
@@ -23,7 +24,8 @@ static void dt_info_usage(FILE *out)
             "\n"
             "Show the target detected on this machine: CPU model, architecture, the\n"
             "vector ISA chosen for micro-kernels and the CPU features behind it,\n"
-            "whether AMX is present (dtune has no AMX kernels), how each dtype runs\n"
+            "whether AMX is present and this process may use it (dtune has no AMX\n"
+            "GEMM kernels yet), how each dtype runs\n"
             "(f32, bf16, int8, w8a32: its native back-end, or portable), physical\n"
             "and logical cores, cache sizes and sharing, and the target key under\n"
             "which schedules for this machine are stored (docs/targets.md).\n"
@@ -31,7 +33,8 @@ static void dt_info_usage(FILE *out)
             "Options:\n"
             "  --json       print one JSON object instead of text\n"
             "  --peaks      also measure (a few seconds) the compute peak of each dtype's\n"
-            "               instruction (f32 FMA, bf16 vdpbf16ps, int8 vpdpbusd) and the\n"
+            "               instruction (f32 FMA, bf16 vdpbf16ps, int8 vpdpbusd; where AMX\n"
+            "               is usable, amx_bf16 tdpbf16ps and amx_int8 tdpbusd) and the\n"
             "               memory read bandwidth, at 1, 2, 4, ... up to the cores\n"
             "  -h, --help   show this help\n"
             "\n"
@@ -95,17 +98,19 @@ static void dt_print_dtypes(const dt_target *t)
     printf("\n");
 }
 
-/* AMX is named even when absent: dtune has no AMX kernels, and a reader
- * comparing with a library that uses AMX should see that at once. */
+/* AMX is named even when absent: dtune has no AMX GEMM kernels yet, and a
+ * reader comparing with a library that uses AMX should see that at once.
+ * "usable" means this process was granted tile data (common/amx.h). */
 static void dt_print_amx(const dt_target *t)
 {
-    uint32_t amx = DT_FEAT_BIT(DT_FEAT_AMX_TILE) | DT_FEAT_BIT(DT_FEAT_AMX_INT8) |
-                   DT_FEAT_BIT(DT_FEAT_AMX_BF16);
+    const char *why = NULL;
+    int usable = dt_amx_usable(t, &why);
     printf("%-12s", "amx:");
-    if (t->features & amx)
-        printf(" present, not used (dtune has no AMX kernels)\n");
-    else if (t->cpu_features & amx)
-        printf(" in the CPU but disabled by the OS\n");
+    if (usable)
+        printf(" present and usable (tile data permission granted); dtune has no AMX GEMM "
+               "kernels yet\n");
+    else if (dt_amx_present(t))
+        printf(" present but unusable: %s\n", why);
     else
         printf(" not present\n");
 }
@@ -189,7 +194,12 @@ static void dt_print_peaks(const dt_info_peaks *m)
         printf("  %-10s %-8s", dt_peak_kind_name((dt_peak_kind)k),
                dt_peak_unit((dt_peak_kind)k));
         dt_print_values(m->peak[k], m->ncounts);
-        printf("   %s\n", ins ? ins : "no instruction on this CPU");
+        if (ins)
+            printf("   %s\n", ins);
+        else if (k == DT_PEAK_AMX_BF16 || k == DT_PEAK_AMX_INT8)
+            printf("   no AMX: %s\n", dt_peak_why_not((dt_peak_kind)k));
+        else
+            printf("   %s\n", dt_peak_why_not((dt_peak_kind)k));
     }
     printf("%-12s %-8s", "bandwidth:", "GB/s");
     dt_print_values(m->read_gbps, m->ncounts);
@@ -233,7 +243,19 @@ static json_t *dt_json_dtypes(const dt_target *t)
     return o;
 }
 
-/* "peaks": {"threads": [1, 2], "f32": {"unit", "instruction", "values"}, ...} */
+/* "amx": {"present": true, "usable": false, "reason": "..."}: reason null when
+ * usable. */
+static json_t *dt_json_amx(const dt_target *t)
+{
+    const char *why = NULL;
+    int usable = dt_amx_usable(t, &why);
+    return json_pack("{s:b, s:b, s:o}", "present", dt_amx_present(t), "usable", usable,
+                     "reason", why ? json_string(why) : json_null());
+}
+
+/* "peaks": {"threads": [1, 2], "f32": {"unit", "instruction", "values"}, ...};
+ * a kind without an instruction here (every AMX kind where AMX is unusable)
+ * has "instruction": null and null values. */
 static json_t *dt_json_peaks(const dt_info_peaks *m)
 {
     json_t *o = json_pack("{s:o, s:f}", "threads", dt_json_threads(m), "seconds_per_probe",
@@ -259,7 +281,8 @@ static json_t *dt_json_bandwidth(const dt_info_peaks *m)
 static int dt_print_json(const dt_target *t, const dt_info_peaks *m)
 {
     json_t *root = dt_target_to_json(t);
-    int ok = root && !json_object_set_new(root, "dtypes", dt_json_dtypes(t));
+    int ok = root && !json_object_set_new(root, "dtypes", dt_json_dtypes(t)) &&
+             !json_object_set_new(root, "amx", dt_json_amx(t));
     if (ok && m)
         ok = !json_object_set_new(root, "peaks", dt_json_peaks(m)) &&
              !json_object_set_new(root, "bandwidth", dt_json_bandwidth(m));

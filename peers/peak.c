@@ -15,17 +15,31 @@
  *   - a loop whose result is unused is deleted: every accumulator is summed
  *     into a volatile sink at the end.
  * The vector functions are compiled with target attributes, so the file
- * needs no -march flags. */
+ * needs no -march flags.
+ *
+ * AMX (amx_bf16 tdpbf16ps, amx_int8 tdpbusd): each thread asks for the
+ * process's tile permission (dt_amx_request; granted once per process, but
+ * every thread about to use tiles asks), configures its own 8 tiles as
+ * 16 rows × 64 bytes, loads A and B once (tmm6, tmm7) and AMX_CHAINS
+ * accumulators (tmm0..5, each from different values), then runs
+ * tdpbf16ps / tdpbusd tmm_i, tmm6, tmm7 round-robin: six independent
+ * chains cover the instruction's latency (a TMUL op every 16 cycles, a
+ * result ~50 cycles later).  The tiles are stored and summed into the sink
+ * at the end, and released. */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define PEAK_X86 1
 #endif
 
+#include "common/amx.h"
 #include "common/clock.h"
+#include "common/mem.h"
 #include "common/target.h"
 #include "peers/peer.h"
 #include "peers/peer_internal.h"
@@ -187,11 +201,166 @@ __attribute__((target("avx2,avxvnni"), noinline)) static uint64_t int8_avxvnni(d
 }
 #endif
 
+/* ---- AMX: tile dot products (16×16 accumulators, K = 32 bf16 or 64 bytes) --- */
+
+#if defined(__x86_64__)
+#define PEAK_AMX 1
+#define AMX_CHAINS 6
+#define AMX_BLOCK 256 /* iterations (6 instructions, ~100 cycles each) between clock reads */
+
+/* The 64-byte LDTILECFG operand, palette 1: every tile 16 rows × 64 bytes. */
+static void amx_config(unsigned char cfg[64])
+{
+    memset(cfg, 0, 64);
+    cfg[0] = 1;
+    for (int t = 0; t < 8; t++) {
+        cfg[16 + 2 * t] = 64;
+        cfg[48 + t] = 16;
+    }
+}
+
+/* A (tmm6) and B (tmm7) tiles of one repeated 32-bit pattern; C tiles
+ * (tmm0..5) of chain-specific 32-bit values. */
+typedef struct amx_tiles {
+    _Alignas(64) uint32_t ab[16][16];
+    _Alignas(64) uint32_t ba[16][16];
+    _Alignas(64) uint32_t c[AMX_CHAINS][16][16];
+} amx_tiles;
+
+#define AMX_LOOP(INSN)                                                                     \
+    uint64_t blocks = 0;                                                                   \
+    double t0 = dt_now_s(), t;                                                             \
+    do {                                                                                   \
+        for (int it = 0; it < AMX_BLOCK; it++) {                                           \
+            INSN(0, 6, 7);                                                                 \
+            INSN(1, 6, 7);                                                                 \
+            INSN(2, 6, 7);                                                                 \
+            INSN(3, 6, 7);                                                                 \
+            INSN(4, 6, 7);                                                                 \
+            INSN(5, 6, 7);                                                                 \
+        }                                                                                  \
+        blocks++;                                                                          \
+        t = dt_now_s();                                                                    \
+    } while (t - t0 < seconds);                                                            \
+    *elapsed = t - t0
+
+#define AMX_LOAD_ALL(x)                                                                    \
+    do {                                                                                   \
+        __asm__ volatile("" ::: "memory");                                                 \
+        _tile_loadd(0, (x)->c[0], 64);                                                     \
+        _tile_loadd(1, (x)->c[1], 64);                                                     \
+        _tile_loadd(2, (x)->c[2], 64);                                                     \
+        _tile_loadd(3, (x)->c[3], 64);                                                     \
+        _tile_loadd(4, (x)->c[4], 64);                                                     \
+        _tile_loadd(5, (x)->c[5], 64);                                                     \
+        _tile_loadd(6, (x)->ab, 64);                                                       \
+        _tile_loadd(7, (x)->ba, 64);                                                       \
+    } while (0)
+
+#define AMX_STORE_ALL(x)                                                                   \
+    do {                                                                                   \
+        _tile_stored(0, (x)->c[0], 64);                                                    \
+        _tile_stored(1, (x)->c[1], 64);                                                    \
+        _tile_stored(2, (x)->c[2], 64);                                                    \
+        _tile_stored(3, (x)->c[3], 64);                                                    \
+        _tile_stored(4, (x)->c[4], 64);                                                    \
+        _tile_stored(5, (x)->c[5], 64);                                                    \
+        __asm__ volatile("" ::: "memory");                                                 \
+    } while (0)
+
+/* The bits of a float as a uint32 */
+static uint32_t peak_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* Two bf16 (round-to-nearest-even of f) in one dword. */
+static uint32_t peak_bf16_pair(float f)
+{
+    uint32_t u = peak_f32_bits(f);
+    uint32_t h = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return h | h << 16;
+}
+
+__attribute__((target("amx-tile,amx-bf16"), noinline)) static uint64_t amx_bf16(double seconds,
+                                                                              double *elapsed)
+{
+    *elapsed = 0.0;
+    if (dt_amx_request(NULL))
+        return 0;
+    amx_tiles *x = dt_alloc64(sizeof *x);
+    if (!x)
+        return 0;
+    /* products 2e-6 per pair: the sums grow slowly and stay finite */
+    uint32_t a = peak_bf16_pair(peak_bf16_a), b = peak_bf16_pair(peak_bf16_b);
+    for (int r = 0; r < 16; r++)
+        for (int j = 0; j < 16; j++) {
+            x->ab[r][j] = a;
+            x->ba[r][j] = b;
+            for (int i = 0; i < AMX_CHAINS; i++)
+                x->c[i][r][j] = peak_f32_bits(peak_seed + 0.01f * (float)i);
+        }
+    unsigned char cfg[64];
+    amx_config(cfg);
+    __asm__ volatile("" ::: "memory");
+    _tile_loadconfig(cfg);
+    AMX_LOAD_ALL(x);
+    AMX_LOOP(_tile_dpbf16ps);
+    AMX_STORE_ALL(x);
+    _tile_release();
+    float sum = 0.0f;
+    for (int i = 0; i < AMX_CHAINS; i++) {
+        float f;
+        memcpy(&f, &x->c[i][i][i], 4);
+        sum += f;
+    }
+    peak_sink = sum;
+    free(x);
+    return blocks * AMX_BLOCK * AMX_CHAINS;
+}
+
+__attribute__((target("amx-tile,amx-int8"), noinline)) static uint64_t amx_int8(double seconds,
+                                                                              double *elapsed)
+{
+    *elapsed = 0.0;
+    if (dt_amx_request(NULL))
+        return 0;
+    amx_tiles *x = dt_alloc64(sizeof *x);
+    if (!x)
+        return 0;
+    uint32_t a = (uint8_t)peak_u8 * 0x01010101u, b = (uint8_t)(int8_t)peak_s8 * 0x01010101u;
+    for (int r = 0; r < 16; r++)
+        for (int j = 0; j < 16; j++) {
+            x->ab[r][j] = a;
+            x->ba[r][j] = b;
+            for (int i = 0; i < AMX_CHAINS; i++)
+                x->c[i][r][j] = (uint32_t)(peak_seed_i + i);
+        }
+    unsigned char cfg[64];
+    amx_config(cfg);
+    __asm__ volatile("" ::: "memory");
+    _tile_loadconfig(cfg);
+    AMX_LOAD_ALL(x);
+    AMX_LOOP(_tile_dpbusd);
+    AMX_STORE_ALL(x);
+    _tile_release();
+    uint32_t sum = 0; /* unsigned: the s32 sums wrap */
+    for (int i = 0; i < AMX_CHAINS; i++)
+        sum += x->c[i][i][i];
+    peak_sink_i = (int32_t)sum;
+    free(x);
+    return blocks * AMX_BLOCK * AMX_CHAINS;
+}
+#endif
+
 /* ---- the probes, best first per kind ------------------------------------------ */
 
 typedef struct peak_probe {
     dt_peak_kind kind;
     uint32_t needs;      /* DT_FEAT_BIT mask of usable features */
+    int amx;             /* also needs the process's AMX tile permission */
     int madds;           /* multiply-adds per instruction */
     const char *instruction;
     uint64_t (*kernel)(double seconds, double *elapsed);
@@ -200,16 +369,22 @@ typedef struct peak_probe {
 #define F(x) DT_FEAT_BIT(DT_FEAT_##x)
 static const peak_probe probes[] = {
 #ifdef PEAK_X86
-    {DT_PEAK_F32_FMA, F(AVX512F) | F(FMA), 16, "avx512 vfmadd231ps zmm", f32_avx512},
-    {DT_PEAK_F32_FMA, F(AVX2) | F(FMA), 8, "avx2 vfmadd231ps ymm", f32_avx2},
+    {DT_PEAK_F32_FMA, F(AVX512F) | F(FMA), 0, 16, "avx512 vfmadd231ps zmm", f32_avx512},
+    {DT_PEAK_F32_FMA, F(AVX2) | F(FMA), 0, 8, "avx2 vfmadd231ps ymm", f32_avx2},
 #endif
-    {DT_PEAK_F32_FMA, 0, 1, "scalar multiply-add", f32_scalar},
+    {DT_PEAK_F32_FMA, 0, 0, 1, "scalar multiply-add", f32_scalar},
 #ifdef PEAK_X86
-    {DT_PEAK_BF16_DP, F(AVX512F) | F(AVX512_BF16), 32, "avx512_bf16 vdpbf16ps zmm",
+    {DT_PEAK_BF16_DP, F(AVX512F) | F(AVX512_BF16), 0, 32, "avx512_bf16 vdpbf16ps zmm",
      bf16_avx512},
-    {DT_PEAK_INT8_DP, F(AVX512F) | F(AVX512_VNNI), 64, "avx512_vnni vpdpbusd zmm",
+    {DT_PEAK_INT8_DP, F(AVX512F) | F(AVX512_VNNI), 0, 64, "avx512_vnni vpdpbusd zmm",
      int8_avx512},
-    {DT_PEAK_INT8_DP, F(AVX2) | F(AVX_VNNI), 32, "avx_vnni vpdpbusd ymm", int8_avxvnni},
+    {DT_PEAK_INT8_DP, F(AVX2) | F(AVX_VNNI), 0, 32, "avx_vnni vpdpbusd ymm", int8_avxvnni},
+#endif
+#ifdef PEAK_AMX
+    {DT_PEAK_AMX_BF16, F(AMX_TILE) | F(AMX_BF16), 1, 16 * 16 * 32,
+     "amx_bf16 tdpbf16ps tmm (16x16 f32, K=32 bf16)", amx_bf16},
+    {DT_PEAK_AMX_INT8, F(AMX_TILE) | F(AMX_INT8), 1, 16 * 16 * 64,
+     "amx_int8 tdpbusd tmm (16x16 s32, K=64 u8*s8)", amx_int8},
 #endif
 };
 #undef F
@@ -219,20 +394,37 @@ static const peak_probe *probe_for(dt_peak_kind k)
 {
     uint32_t have = dt_peer_machine()->features;
     for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++)
-        if (probes[i].kind == k && (have & probes[i].needs) == probes[i].needs)
+        if (probes[i].kind == k && (have & probes[i].needs) == probes[i].needs &&
+            (!probes[i].amx || dt_amx_usable(dt_peer_machine(), NULL)))
             return &probes[i];
     return NULL;
 }
 
+static int kind_is_amx(dt_peak_kind k)
+{
+    return k == DT_PEAK_AMX_BF16 || k == DT_PEAK_AMX_INT8;
+}
+
+const char *dt_peak_why_not(dt_peak_kind k)
+{
+    if (probe_for(k))
+        return NULL;
+    const char *why = NULL;
+    if (kind_is_amx(k) && !dt_amx_usable(dt_peer_machine(), &why) && why)
+        return why;
+    return "no instruction on this CPU";
+}
+
 const char *dt_peak_kind_name(dt_peak_kind k)
 {
-    static const char *const names[DT_PEAK_COUNT] = {"f32", "bf16", "int8"};
+    static const char *const names[DT_PEAK_COUNT] = {"f32", "bf16", "int8", "amx_bf16",
+                                                     "amx_int8"};
     return k >= 0 && k < DT_PEAK_COUNT ? names[k] : "?";
 }
 
 const char *dt_peak_unit(dt_peak_kind k)
 {
-    return k == DT_PEAK_INT8_DP ? "GOP/s" : "GFLOP/s";
+    return k == DT_PEAK_INT8_DP || k == DT_PEAK_AMX_INT8 ? "GOP/s" : "GFLOP/s";
 }
 
 const char *dt_peak_instruction(dt_peak_kind k)

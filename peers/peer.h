@@ -88,19 +88,27 @@ typedef enum {
     DT_PEAK_BF16_DP,     /* vdpbf16ps (avx512_bf16): 32 bf16 multiply-adds per zmm, 2 flops each */
     DT_PEAK_INT8_DP,     /* vpdpbusd (avx512_vnni zmm: 64, avx_vnni ymm: 32 u8·s8
                           * multiply-adds), 2 ops each */
+    DT_PEAK_AMX_BF16,    /* tdpbf16ps on 16×16 f32 tiles, K = 32 bf16: 8192 multiply-adds */
+    DT_PEAK_AMX_INT8,    /* tdpbusd on 16×16 s32 tiles, K = 64 u8·s8: 16384 multiply-adds */
     DT_PEAK_COUNT
 } dt_peak_kind;
 
-/* "f32", "bf16", "int8"; "?" for an out-of-range value. */
+/* "f32", "bf16", "int8", "amx_bf16", "amx_int8"; "?" for an out-of-range value. */
 const char *dt_peak_kind_name(dt_peak_kind k);
-/* "GFLOP/s" (f32, bf16) or "GOP/s" (int8). */
+/* "GFLOP/s" (f32, bf16, amx_bf16) or "GOP/s" (int8, amx_int8). */
 const char *dt_peak_unit(dt_peak_kind k);
 /* The instruction the probe of k runs on this machine, e.g. "avx512_bf16
- * vdpbf16ps zmm"; NULL when the CPU (or OS) lacks every instruction for k. */
+ * vdpbf16ps zmm"; NULL when the CPU (or OS) lacks every instruction for k.
+ * The AMX kinds also need the process's tile permission (common/amx.h). */
 const char *dt_peak_instruction(dt_peak_kind k);
+/* Why k has no probe here (NULL when it has one): "no instruction on this
+ * CPU", or for the AMX kinds dt_amx_usable's reason ("this CPU has no AMX",
+ * "Linux refused AMX tile data: ..."); a static string. */
+const char *dt_peak_why_not(dt_peak_kind k);
 
 /* Measured peak of k with `threads` threads (OpenMP, each running its own
- * chains), in GFLOP/s or GOP/s (2 per multiply-add), summed over threads:
+ * chains; an AMX thread asks dt_amx_request first and configures its own
+ * tiles), in GFLOP/s or GOP/s (2 per multiply-add), summed over threads:
  * run for about `seconds`, best of 3 repeats.  NAN when the CPU lacks the
  * instruction (dt_peak_instruction is NULL) or k is out of range.
  * f32 always has a probe (AVX-512, AVX2+FMA, or scalar). */
