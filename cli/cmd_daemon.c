@@ -164,7 +164,7 @@ int dt_cmd_daemon(int argc, char **argv)
         if ((rc = dt_token_read(a.api_token_file, &token, &tlen, &e)) ||
             (rc = dt_http_token_check(token, tlen, what, &e))) {
             if (token) {
-                memset(token, 0, tlen);
+                explicit_bzero(token, tlen);
                 free(token);
             }
             dt_err_prefix(&e, "--api-token-file");
@@ -177,7 +177,7 @@ int dt_cmd_daemon(int argc, char **argv)
         a.o.db_path = dt_cli_default_db();
     rc = dt_daemon_run(&a.o, &e);
     if (token)
-        memset(token, 0, tlen);
+        explicit_bzero(token, tlen); /* not elided before free */
     free(token);
     return rc ? dt_cli_fail(&e) : DT_EXIT_OK;
 }

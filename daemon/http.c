@@ -85,7 +85,7 @@ static void server_maybe_free(dt_http_server *s)
 {
     if (s->closing && !s->listen_open && dt_net_set_count(&s->conns) == 0) {
         if (s->token)
-            memset(s->token, 0, s->token_len);
+            explicit_bzero(s->token, s->token_len); /* not elided before free */
         free(s->token);
         free(s);
     }
