@@ -23,6 +23,7 @@
 #include "common/amx.h"
 #include "common/target.h"
 #include "microkernel/build.h"
+#include "peers/peer.h"
 #include "tests/dt_test.h"
 
 #ifndef DT_AMX_EMULATE
@@ -698,6 +699,74 @@ static void test_permission(void)
     CU_ASSERT(why && strstr(why, "only part of AMX"));
 }
 
+/* `dtune info` and its JSON say what dt_amx_usable says. */
+static void test_cli_info(void)
+{
+    if (g_fake_no_amx) {
+        dt_test_skip("dtune info on a CPU without AMX: DT_TEST_NO_AMX changes only this test");
+        return;
+    }
+    const char *why = NULL;
+    int usable = dt_amx_usable(&g_target, &why);
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "info"), 0);
+    const char *line = strstr(p.out, "\namx:");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(line);
+    const char *want = usable                       ? "\namx:         present and usable"
+                       : dt_amx_present(&g_target) ? "\namx:         present but unusable: "
+                                                   : "\namx:         not present\n";
+    CU_ASSERT(!strncmp(line, want, strlen(want)));
+    dt_test_proc_free(&p);
+    int code = -1;
+    json_t *j = dt_test_run_dtune_json(&code, "info --json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    json_t *amx = json_object_get(j, "amx");
+    CU_ASSERT(json_is_boolean(json_object_get(amx, "present")));
+    CU_ASSERT_EQUAL(json_is_true(json_object_get(amx, "present")), dt_amx_present(&g_target));
+    CU_ASSERT_EQUAL(json_is_true(json_object_get(amx, "usable")), usable);
+    json_t *reason = json_object_get(amx, "reason");
+    CU_ASSERT(usable ? json_is_null(reason)
+                     : json_is_string(reason) && !strcmp(json_string_value(reason), why));
+    json_decref(j);
+}
+
+/* The AMX peak probes: "amx_bf16" / "amx_int8", and where AMX is usable a
+ * short measurement at 1 and 2 threads (each OpenMP thread requesting and
+ * configuring its own tiles); elsewhere NAN and the reason. */
+static void test_peaks(void)
+{
+    CU_ASSERT_STRING_EQUAL(dt_peak_kind_name(DT_PEAK_AMX_BF16), "amx_bf16");
+    CU_ASSERT_STRING_EQUAL(dt_peak_kind_name(DT_PEAK_AMX_INT8), "amx_int8");
+    CU_ASSERT_STRING_EQUAL(dt_peak_unit(DT_PEAK_AMX_BF16), "GFLOP/s");
+    CU_ASSERT_STRING_EQUAL(dt_peak_unit(DT_PEAK_AMX_INT8), "GOP/s");
+    const char *why = NULL;
+    /* the probes look at the real machine: DT_TEST_NO_AMX does not apply */
+    dt_target real;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_target_detect(&real, &e), 0);
+    int usable = dt_amx_usable(&real, &why);
+    for (int k = DT_PEAK_AMX_BF16; k <= DT_PEAK_AMX_INT8; k++) {
+        const char *ins = dt_peak_instruction((dt_peak_kind)k);
+        CU_ASSERT_EQUAL(ins != NULL, usable);
+        CU_ASSERT_EQUAL(dt_peak_why_not((dt_peak_kind)k) == NULL, usable);
+        double one = dt_peak_gops((dt_peak_kind)k, 1, 0.06);
+        double two = dt_peak_gops((dt_peak_kind)k, 2, 0.06);
+        if (!usable) {
+            CU_ASSERT(isnan(one) && isnan(two));
+            continue;
+        }
+        /* every AMX CPU so far does ≥ 1 TOP/s per core; the machine may be
+         * shared, so only sanity is judged */
+        CU_ASSERT(one > 100.0);
+        CU_ASSERT(two > 100.0);
+        printf("\n    %s: 1 thread %.0f, 2 threads %.0f %s (%s)", dt_peak_kind_name((dt_peak_kind)k),
+               one, two, dt_peak_unit((dt_peak_kind)k), ins);
+    }
+    if (!usable)
+        dt_test_skip("AMX peak probes: %s", why);
+    printf("\n");
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -708,6 +777,8 @@ int main(void)
         {"the builder's emulated build == in-process emulation", test_built_emulated},
         {"native tiles == emulation, bit for bit", test_native_vs_emulation},
         {"two threads", test_two_threads},
+        {"dtune info: the amx line and JSON", test_cli_info},
+        {"peak probes amx_bf16, amx_int8", test_peaks},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"amx", setup, teardown, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
