@@ -58,14 +58,14 @@ for t in $TARGETS; do
     model_spec)
         build model_spec fuzz/fuzz_model_spec.c sketch/expr.c sketch/domain.c sketch/dtype.c sketch/model.c \
             sketch/op_*.c sketch/workload*.c common/error.c common/strbuf.c common/json_locate.c \
-            common/json_util.c common/mem.c common/log.c ;;
+            common/json_util.c common/mem.c common/log.c common/escape.c common/target*.c ;;
     onnx)
         gen_onnx
         LIBS="-lprotobuf-c"
         # the reader, then shape propagation over what it read
         build onnx -I"$OUT/generated" fuzz/fuzz_onnx.c onnx/read.c onnx/read_trim.c \
             onnx/read_tensor.c onnx/graph.c "$OUT/generated/onnx/onnx.pb-c.c" onnx/shape*.c \
-            sketch/expr.c sketch/domain.c common/error.c common/strbuf.c ;;
+            sketch/expr.c sketch/domain.c common/error.c common/strbuf.c common/file.c ;;
     wire)
         # the worker wire: frames, then the pool's HELLO check and the trial /
         # batch / result JSON (pool.c for dt_pool_hello_check: libuv linked,
