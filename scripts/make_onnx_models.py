@@ -700,6 +700,24 @@ BAD = [
 ]
 
 
+def load_extensions():
+    """Adds the GOOD and BAD lists of every scripts/onnx_models_*.py (sorted by
+    name): each such module builds its models with this file's helpers
+    (`import make_onnx_models as base`), so a family of test models lives in
+    a file of its own."""
+    import glob
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    for path in sorted(glob.glob(os.path.join(here, "onnx_models_*.py"))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        GOOD.extend(getattr(mod, "GOOD", []))
+        BAD.extend(getattr(mod, "BAD", []))
+
+
 def check(model, data):
     """onnx.checker.check_model(full_check=False): each node against its
     schema at the model's opset, topological order, names, tensors.  The
@@ -747,6 +765,7 @@ def main():
     out = args[0] if args else os.path.normpath(os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "onnx"))
     os.makedirs(out, exist_ok=True)
+    load_extensions()
     failures = 0
     for fname, make in GOOD + BAD:
         m = make()
