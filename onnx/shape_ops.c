@@ -44,6 +44,7 @@ static const entry default_ops[] = {
     {"Cos", ox_rule_unary},
     {"Cosh", ox_rule_unary},
     {"CumSum", ox_rule_unary},
+    {"DepthToSpace", ox_rule_depth_space},
     {"DequantizeLinear", ox_rule_dequantize},
     {"Div", ox_rule_elementwise},
     {"Dropout", ox_rule_unary},
@@ -55,7 +56,10 @@ static const entry default_ops[] = {
     {"Expand", ox_rule_expand},
     {"Flatten", ox_rule_flatten},
     {"Floor", ox_rule_unary},
+    {"GRU", ox_rule_rnn},
     {"Gather", ox_rule_gather},
+    {"GatherElements", ox_rule_gather_elements},
+    {"GatherND", ox_rule_gather_nd},
     {"Gelu", ox_rule_unary},
     {"Gemm", ox_rule_gemm},
     {"GlobalAveragePool", ox_rule_global_pool},
@@ -72,6 +76,7 @@ static const entry default_ops[] = {
     {"IsInf", ox_rule_unary},
     {"IsNaN", ox_rule_unary},
     {"LRN", ox_rule_unary},
+    {"LSTM", ox_rule_rnn},
     {"LayerNormalization", ox_rule_layer_norm},
     {"LeakyRelu", ox_rule_unary},
     {"Less", ox_rule_elementwise},
@@ -92,6 +97,7 @@ static const entry default_ops[] = {
     {"Mul", ox_rule_elementwise},
     {"Neg", ox_rule_unary},
     {"Not", ox_rule_unary},
+    {"OneHot", ox_rule_one_hot},
     {"Or", ox_rule_elementwise},
     {"PRelu", ox_rule_elementwise},
     {"Pad", ox_rule_pad},
@@ -99,6 +105,7 @@ static const entry default_ops[] = {
     {"QLinearConv", ox_rule_conv},
     {"QLinearMatMul", ox_rule_matmul},
     {"QuantizeLinear", ox_rule_quantize},
+    {"RNN", ox_rule_rnn},
     {"Range", ox_rule_range},
     {"Reciprocal", ox_rule_unary},
     {"ReduceL1", ox_rule_reduce},
@@ -113,9 +120,10 @@ static const entry default_ops[] = {
     {"ReduceSumSquare", ox_rule_reduce},
     {"Relu", ox_rule_unary},
     {"Reshape", ox_rule_reshape},
+    {"Resize", ox_rule_resize},
     {"Round", ox_rule_unary},
     {"ScatterElements", ox_rule_unary},
-    {"ScatterND", ox_rule_unary},
+    {"ScatterND", ox_rule_scatter_nd},
     {"Selu", ox_rule_unary},
     {"Shape", ox_rule_shape},
     {"Shrink", ox_rule_unary},
@@ -128,6 +136,7 @@ static const entry default_ops[] = {
     {"Softmax", ox_rule_unary},
     {"Softplus", ox_rule_unary},
     {"Softsign", ox_rule_unary},
+    {"SpaceToDepth", ox_rule_depth_space},
     {"Split", ox_rule_split},
     {"Sqrt", ox_rule_unary},
     {"Squeeze", ox_rule_squeeze},
@@ -162,7 +171,7 @@ typedef struct {
     const char *why;
 } refusal;
 
-static const char control[] = "control flow (a subgraph) is not supported";
+static const char control[] = "control flow: its body is a subgraph, which dtune does not read";
 static const char data_dependent[] = "its output shape depends on the element values";
 static const char sequence[] = "sequences are not supported";
 
@@ -170,7 +179,8 @@ static const refusal refusals[] = {
     {"Compress", data_dependent},     {"ConcatFromSequence", sequence},
     {"If", control},                  {"Loop", control},
     {"NonMaxSuppression", data_dependent}, {"NonZero", data_dependent},
-    {"Scan", control},                {"SequenceAt", sequence},
+    {"Scan", control},
+    {"SequenceAt", sequence},
     {"SequenceConstruct", sequence},  {"SequenceEmpty", sequence},
     {"SequenceErase", sequence},      {"SequenceInsert", sequence},
     {"SequenceLength", sequence},     {"SequenceMap", control},

@@ -50,4 +50,23 @@ int ox_rule_reduce(ox_node *c);      /* Reduce* */
 int ox_rule_arg_reduce(ox_node *c);  /* ArgMax, ArgMin */
 int ox_rule_topk(ox_node *c);
 
+/* shape_ops_index.c: indexing ops */
+int ox_rule_gather_nd(ox_node *c);
+int ox_rule_scatter_nd(ox_node *c);
+int ox_rule_gather_elements(ox_node *c);
+int ox_rule_one_hot(ox_node *c);
+int ox_rule_depth_space(ox_node *c); /* DepthToSpace, SpaceToDepth */
+
+/* shape_ops_resize.c */
+int ox_rule_resize(ox_node *c);
+
+/* shape_ops_rnn.c: recurrent ops */
+int ox_rule_rnn(ox_node *c);         /* LSTM, GRU, RNN */
+
+/* shape_ops_declared.c: output k of c as the model declares it (value_info,
+ * graph outputs), for a rule that cannot derive it; when it is not declared
+ * with constants and model variables only, an ox_fail saying why (what the
+ * rule could not derive) */
+int ox_declared_out(ox_node *c, int k, const char *why);
+
 #endif
