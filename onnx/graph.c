@@ -46,6 +46,7 @@ void dt_ox_graph_free(dt_ox_graph *g)
     free_values(g->inputs, g->ninputs);
     free_values(g->outputs, g->noutputs);
     free_values(g->value_infos, g->nvalue_infos);
+    free_strings(g->warnings, g->nwarnings);
     for (int i = 0; g->inits && i < g->ninits; i++)
         dt_ox_tensor_clear(&g->inits[i]);
     free(g->inits);

@@ -49,22 +49,36 @@ enum {
  * GELU pattern) needs them, weights never. */
 #define DT_OX_MAX_VALUES 64
 
-/* Opsets of the default domain ("" or "ai.onnx") the reader accepts. */
+/* Opsets of the default domain ("" or "ai.onnx") the reader knows: 11 (ONNX
+ * 1.6) to 28 (the current onnx package).  Below 11 a file is refused (ops
+ * such as Pad, Slice, Squeeze took their axes and pads as attributes with
+ * other meanings before 11 and 13); above DT_OX_OPSET_KNOWN it is read
+ * anyway (DT_OX_OPSET_MAX: no upper bound), every op by the newest
+ * definition dtune knows, with a warning (dt_ox_graph.warnings).  Every op
+ * with a shape rule is read by the definition of the file's opset
+ * (docs/onnx-import.md, "Versions"). */
 #define DT_OX_OPSET_MIN 11
-#define DT_OX_OPSET_MAX 18
-/* IR versions accepted: ONNX 1.6 .. 1.14 write 6 .. 9, 1.15 writes 9, 1.16
- * and 1.17 (and current torch exports) 10, 1.18 11.  IR 10 added the
- * UINT4/INT4 element types (and function overloads), IR 11 FLOAT4E2M1:
- * element types of weights, which are never read (a tensor of a type
- * dtune has no values for keeps its name, type and dims only), and fields
- * the reader drops; so reading 10 and 11 needs nothing new. */
+#define DT_OX_OPSET_KNOWN 28
+#define DT_OX_OPSET_MAX INT64_MAX
+/* IR versions: 3 is the first with opset_import; ONNX 1.6 .. 1.15 write
+ * 6 .. 9, 1.16 and 1.17 (and current torch exports) 10, 1.18 11, 1.19 12,
+ * 1.20 13, the current onnx package 14.  IR 10 .. 14 added element types
+ * (UINT4/INT4, FLOAT4E2M1, FLOAT8E8M0, 2-bit types), function overloads,
+ * multi-device configuration and metadata: element types of weights, which
+ * are never read (a tensor of a type dtune has no values for keeps its name,
+ * type and dims), and fields the reader drops.  A version above
+ * DT_OX_IR_KNOWN is read anyway (protobuf skips fields it does not know)
+ * with a warning; below DT_OX_IR_MIN, or none given, it is refused. */
 #define DT_OX_IR_MIN 3
-#define DT_OX_IR_MAX 11
+#define DT_OX_IR_KNOWN 14
+#define DT_OX_IR_MAX INT64_MAX /* accepted: no upper bound */
 
 /* One dim of a declared shape. */
 typedef struct {
-    char *param;   /* dim_param (a symbolic name), or NULL */
-    int64_t value; /* dim_value >= 0 when param == NULL; -1: not given */
+    char *param;   /* dim_param (a symbolic name), or NULL: no dim_param, an empty
+                      one or "?" (a dynamic dim without a name) */
+    int64_t value; /* dim_value >= 0 when param == NULL; -1: dynamic (not given,
+                      or dim_value -1 as older Paddle exports write it) */
 } dt_ox_dim;
 
 /* A graph input or output, or a value_info entry: its declared type. */
@@ -112,7 +126,8 @@ typedef struct {
 typedef struct {
     char *name;    /* "" when the file gives none; messages then use node #index */
     char *op_type;
-    char *domain;  /* "" for the default domain */
+    char *domain;  /* "" for the default domain ("ai.onnx" is stored as ""); any
+                      other domain is kept as written (com.microsoft, custom ops) */
     int ninputs;
     char **inputs; /* "" = an omitted optional input */
     int noutputs;
@@ -137,12 +152,15 @@ typedef struct {
     dt_ox_tensor *inits;
     int nnodes;
     dt_ox_node *nodes; /* in file order (ONNX requires topological order; shape.c checks) */
+    int nwarnings;
+    char **warnings; /* what was read despite a doubt: an IR version or opset newer
+                        than dtune knows ("source: IR version 15 is newer than ...") */
 } dt_ox_graph;
 
 /* Parses an ONNX ModelProto from buf[0..len).  source names it in messages.
- * Bad input (not protobuf, not an ONNX model, truncated, IR version or opset
- * outside the accepted ranges, a non-default-domain node, limits above
- * exceeded, an initializer whose dims overflow) is DT_EINVAL with a message
+ * Bad input (not protobuf, not an ONNX model, truncated, IR version below 3
+ * or none, opset below 11, limits above exceeded, an initializer whose dims
+ * overflow, a dim_value below -1) is DT_EINVAL with a message
  * "source: what" (and the node, "source: node 'name' (#i, Op): what"). */
 int dt_ox_read(const void *buf, size_t len, const char *source, dt_ox_graph **out, dt_err *e);
 /* Reads path (at most DT_OX_MAX_FILE_BYTES; DT_EINVAL when it names no file

@@ -30,6 +30,9 @@ void dt_ox_import_free(dt_ox_import *r)
         free(r->untuned[i].why);
     }
     free(r->untuned);
+    for (int i = 0; i < r->nwarnings; i++)
+        free(r->warnings[i]);
+    free(r->warnings);
     free(r);
 }
 
@@ -217,8 +220,25 @@ int dt_ox_import_graph(const dt_ox_graph *g, const char *model_name, const char 
     wl->nuntuned = 0;
     r->nnodes = g->nnodes;
     r->ntuned = wl->ntuned;
-    *out = r;
+    if (g->nwarnings && !(r->warnings = calloc((size_t)g->nwarnings, sizeof *r->warnings))) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < g->nwarnings; i++) {
+        if (!(r->warnings[i] = strdup(g->warnings[i]))) {
+            rc = dt_errf(e, DT_ENOMEM, "out of memory");
+            goto out;
+        }
+        r->nwarnings++;
+    }
 out:
+    if (rc && r) {
+        dt_ox_import_free(r);
+        r = NULL;
+        *out = NULL;
+    } else if (!rc) {
+        *out = r;
+    }
     free(spec);
     dt_ox_wl_free(wl);
     if (s)

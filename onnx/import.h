@@ -36,6 +36,10 @@ typedef struct {
     int64_t ntuned;    /* nodes covered by the spec's ops (MatMul/Gemm and
                           what was fused into them: bias Add, GELU, quantization,
                           the constants only they read) */
+    int nwarnings;
+    char **warnings;   /* "x.onnx: IR version 15 is newer than dtune knows (14): ...":
+                          what the import read despite a doubt (onnx/graph.h's
+                          dt_ox_graph.warnings); the CLI prints them on stderr */
 } dt_ox_import;
 
 /* Reads path (.onnx), propagates shapes with the variables given as

@@ -2,7 +2,8 @@
  *
  * dt_ox_trim (read_trim.c) first copies the ModelProto without the weights;
  * protobuf-c unpacks that copy; this file checks the model (IR version,
- * opset, domains, limits) and converts the main graph. */
+ * opset, limits; a version newer than dtune knows is a warning) and converts
+ * the main graph. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -51,6 +52,28 @@ static int node_fail(reader *r, int i, const char *fmt, ...)
 }
 
 static int oom(reader *r) { return fail(r, DT_ENOMEM, "out of memory reading the model"); }
+
+static int warn(reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Adds "source: what" to the graph's warnings; 0 or DT_ENOMEM. */
+static int warn(reader *r, const char *fmt, ...)
+{
+    char msg[DT_ERR_MSG_MAX], line[DT_ERR_MSG_MAX + 300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(line, sizeof line, "%s: %s", r->source, msg);
+    dt_ox_graph *g = r->g;
+    char **w = realloc(g->warnings, (size_t)(g->nwarnings + 1) * sizeof *w);
+    if (!w)
+        return oom(r);
+    g->warnings = w;
+    if (!(w[g->nwarnings] = strdup(line)))
+        return oom(r);
+    g->nwarnings++;
+    return 0;
+}
 
 /* A copy of s ("" for NULL) into *dst; 0 or DT_ENOMEM. */
 static int copy_str(reader *r, char **dst, const char *s)
@@ -129,12 +152,18 @@ static int read_value(reader *r, const Onnx__ValueInfoProto *vi, const char *wha
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
         v->dims[d].value = -1;
         if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-            if (dim->dim_value < 0)
-                return fail(r, DT_EINVAL, "%s '%s': dim %zu is %" PRId64 " (dim_value must be >= 0)",
+            /* -1 is how older Paddle (and some TF) exports write a dynamic
+             * dim: one without a name, as if no value were given */
+            if (dim->dim_value < -1)
+                return fail(r, DT_EINVAL,
+                            "%s '%s': dim %zu is %" PRId64 " (dim_value must be >= 0, or -1 "
+                            "for a dynamic dim)",
                             what, v->name, d, dim->dim_value);
             v->dims[d].value = dim->dim_value;
         } else if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                   dim->dim_param && dim->dim_param[0]) {
+                   dim->dim_param && dim->dim_param[0] && strcmp(dim->dim_param, "?") != 0) {
+            /* "" and "?" name nothing: a dynamic dim without a name, which
+             * gets one of its own (onnx/shape.h), not one shared by all */
             if (copy_str(r, &v->dims[d].param, dim->dim_param))
                 return DT_ENOMEM;
         }
@@ -260,11 +289,8 @@ static int read_node(reader *r, int i, const Onnx__NodeProto *p)
     const char *dom = p->domain ? p->domain : "";
     if (!strcmp(dom, "ai.onnx"))
         dom = ""; /* one spelling of the default domain */
-    if (dom[0] && strcmp(dom, "com.microsoft"))
-        return node_fail(r, i,
-                         "domain '%.200s' is not supported (only the default ONNX domain and "
-                         "com.microsoft)",
-                         dom);
+    /* any other domain is read too: an op of a domain without shape rules
+     * takes its shapes from value_info or has unknown ones (onnx/shape.h) */
     if (copy_str(r, &n->domain, dom))
         return DT_ENOMEM;
     if (p->n_input > DT_OX_MAX_IO || p->n_output > DT_OX_MAX_IO)
@@ -388,10 +414,14 @@ static int read_model(reader *r, const Onnx__ModelProto *m)
     if (!m->graph)
         return fail(r, DT_EINVAL, "not an ONNX model (the ModelProto has no graph)");
     g->ir_version = m->has_ir_version ? m->ir_version : 0;
-    if (g->ir_version < DT_OX_IR_MIN || g->ir_version > DT_OX_IR_MAX)
-        return fail(r, DT_EINVAL, "IR version %" PRId64 "%s is outside the accepted %d..%d",
-                    g->ir_version, m->has_ir_version ? "" : " (none given)", DT_OX_IR_MIN,
-                    DT_OX_IR_MAX);
+    if (g->ir_version < DT_OX_IR_MIN)
+        return fail(r, DT_EINVAL, "IR version %" PRId64 "%s is not accepted (at least %d)",
+                    g->ir_version, m->has_ir_version ? "" : " (none given)", DT_OX_IR_MIN);
+    if (g->ir_version > DT_OX_IR_KNOWN &&
+        warn(r, "IR version %" PRId64 " is newer than dtune knows (%d): read as IR %d, its new "
+                "fields skipped",
+             g->ir_version, DT_OX_IR_KNOWN, DT_OX_IR_KNOWN))
+        return DT_ENOMEM;
     int found = 0;
     for (size_t i = 0; i < m->n_opset_import && !found; i++) {
         const Onnx__OperatorSetIdProto *o = m->opset_import[i];
@@ -403,11 +433,16 @@ static int read_model(reader *r, const Onnx__ModelProto *m)
     }
     if (!found)
         return fail(r, DT_EINVAL, "no opset_import for the default domain (\"\" or \"ai.onnx\")");
-    if (g->opset < DT_OX_OPSET_MIN || g->opset > DT_OX_OPSET_MAX)
+    if (g->opset < DT_OX_OPSET_MIN)
         return fail(r, DT_EINVAL,
-                    "opset %" PRId64 " of the default domain is outside the accepted %d..%d "
-                    "(export the model with an opset in that range)",
-                    g->opset, DT_OX_OPSET_MIN, DT_OX_OPSET_MAX);
+                    "opset %" PRId64 " of the default domain is older than dtune reads "
+                    "(%d..%d; export the model with opset %d or newer)",
+                    g->opset, DT_OX_OPSET_MIN, DT_OX_OPSET_KNOWN, DT_OX_OPSET_MIN);
+    if (g->opset > DT_OX_OPSET_KNOWN &&
+        warn(r, "opset %" PRId64 " of the default domain is newer than dtune knows (%d): every op "
+                "is read by its opset-%d definition",
+             g->opset, DT_OX_OPSET_KNOWN, DT_OX_OPSET_KNOWN))
+        return DT_ENOMEM;
     const char *pv = m->producer_version ? m->producer_version : "";
     size_t plen = strlen(m->producer_name ? m->producer_name : "") + 1 + strlen(pv) + 1;
     g->producer = malloc(plen);

@@ -14,6 +14,7 @@
 #include "common/file.h"
 #include "onnx/graph.h"
 #include "onnx/read_internal.h"
+#include "onnx/shape.h"
 #include "tests/dt_test.h"
 
 /* ---- building models ------------------------------------------------------ */
@@ -727,32 +728,53 @@ static void test_wire_errors(void)
     free_all();
 }
 
+/* Reads m; 0 and the graph, or fails the test. */
+static dt_ox_graph *read_ok(const Onnx__ModelProto *m)
+{
+    size_t len;
+    uint8_t *b = pack(m, &len);
+    dt_ox_graph *g = NULL;
+    dt_err e;
+    int rc = read_buf(b, len, &g, &e);
+    if (rc)
+        fprintf(stderr, "\n%s\n", e.msg);
+    CU_ASSERT_EQUAL(rc, 0);
+    return g;
+}
+
 static void test_versions(void)
 {
-    expect_fail(tiny(2, "", 13), "IR version 2 is outside the accepted 3..11");
-    /* issue 30: 10 (onnx 1.16, 1.17, torch) and 11 (onnx 1.18) are read; 12 is not */
-    expect_fail(tiny(12, "", 13), "IR version 12 is outside the accepted 3..11");
-    expect_fail(tiny(8, "", 10), "opset 10 of the default domain is outside the accepted 11..18");
-    expect_fail(tiny(8, "", 19), "opset 19 of the default domain");
+    expect_fail(tiny(2, "", 13), "IR version 2 is not accepted (at least 3)");
+    expect_fail(tiny(8, "", 10), "opset 10 of the default domain is older than dtune reads (11..28");
     expect_fail(tiny(8, NULL, 0), "no opset_import for the default domain");
     expect_fail(tiny(8, "com.microsoft", 1), "no opset_import for the default domain");
+    /* issue 30: every IR version and opset current tools write is read
+     * without a doubt: torch (IR 10, opset 17/18), onnx 1.18 (11, 23), 1.19
+     * (12, 24), 1.20 (13, 25), the current onnx package (14, 28) */
+    int64_t known[][2] = {{3, 11}, {9, 18}, {10, 18}, {11, 23}, {12, 24}, {13, 25}, {14, 28}};
+    for (int i = 0; i < 7; i++) {
+        dt_ox_graph *g = read_ok(tiny(known[i][0], i % 2 ? "ai.onnx" : "", known[i][1]));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        CU_ASSERT(g->ir_version == known[i][0] && g->opset == known[i][1]);
+        CU_ASSERT_EQUAL(g->nwarnings, 0);
+        dt_ox_graph_free(g);
+    }
+    /* newer than dtune knows: read anyway, with a warning each */
+    dt_ox_graph *g = read_ok(tiny(15, "", 29));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL_FATAL(g->nwarnings, 2);
+    CU_ASSERT_STRING_EQUAL(g->warnings[0], "t.onnx: IR version 15 is newer than dtune knows (14): "
+                                           "read as IR 14, its new fields skipped");
+    CU_ASSERT_STRING_EQUAL(g->warnings[1], "t.onnx: opset 29 of the default domain is newer than "
+                                           "dtune knows (28): every op is read by its opset-28 "
+                                           "definition");
+    dt_ox_graph_free(g);
     Onnx__ModelProto *m = tiny(8, "", 13);
     m->has_ir_version = 0;
     expect_fail(m, "IR version 0 (none given)");
     m = tiny(8, "", 13);
     m->graph = NULL;
     expect_fail(m, "not an ONNX model (the ModelProto has no graph)");
-    /* "ai.onnx" names the default domain too; both ends of the ranges */
-    int64_t ok[][2] = {{3, 11}, {9, 18}, {10, 18}, {11, 18}};
-    for (int i = 0; i < 4; i++) {
-        size_t len;
-        uint8_t *b = pack(tiny(ok[i][0], i ? "ai.onnx" : "", ok[i][1]), &len);
-        dt_ox_graph *g = NULL;
-        dt_err e;
-        CU_ASSERT_EQUAL_FATAL(read_buf(b, len, &g, &e), 0);
-        CU_ASSERT(g->ir_version == ok[i][0] && g->opset == ok[i][1]);
-        dt_ox_graph_free(g);
-    }
     /* the element types IR 10 and 11 added (UINT4 21, INT4 22, FLOAT4E2M1
      * 23) in initializers: name, type and dims kept, no values read */
     Onnx__TensorProto *t4[3];
@@ -766,11 +788,8 @@ static void test_versions(void)
               graph(LIST(node("r", "Relu", "", STRS("x"), STRS("y"), NULL)),
                     LIST(t4[0], t4[1], t4[2]), LIST(vi("x", DT_OX_FLOAT, STRS("n", "4"))),
                     LIST(vi("y", DT_OX_FLOAT, STRS("n", "4")))));
-    size_t len;
-    uint8_t *b = pack(m, &len);
-    dt_ox_graph *g = NULL;
-    dt_err e;
-    CU_ASSERT_EQUAL_FATAL(read_buf(b, len, &g, &e), 0);
+    g = read_ok(m);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     for (int k = 0; k < 3; k++) {
         char name[8];
         snprintf(name, sizeof name, "w%d", 21 + k);
@@ -789,11 +808,16 @@ static void test_domains_and_nodes(void)
     Onnx__ModelProto *m = tiny(8, "", 13);
     Onnx__NodeProto *n = node("cu", "MyOp", "custom.ops", STRS("y"), STRS("z"), NULL);
     m->graph->node = array(LIST(m->graph->node[0], n), &m->graph->n_node);
-    expect_fail(m, "t.onnx: node 'cu' (#1, MyOp): domain 'custom.ops' is not supported");
+    /* issue 30: a custom domain's op is read (its shapes come from value_info
+     * or are unknown: onnx/shape.h), not refused */
+    dt_ox_graph *g = read_ok(m);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_STRING_EQUAL(g->nodes[1].domain, "custom.ops");
+    dt_ox_graph_free(g);
     n->domain = str("com.microsoft");
     size_t len;
     uint8_t *b = pack(m, &len);
-    dt_ox_graph *g = NULL;
+    g = NULL;
     dt_err e;
     CU_ASSERT_EQUAL_FATAL(read_buf(b, len, &g, &e), 0);
     CU_ASSERT_STRING_EQUAL(g->nodes[1].domain, "com.microsoft");
@@ -876,9 +900,68 @@ static void test_value_errors(void)
     m->graph->input[0]->type->tensor_type->shape->dim[0]->value_case =
         ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
     m->graph->input[0]->type->tensor_type->shape->dim[0]->dim_value = -4;
-    expect_fail(m, "graph input 'x': dim 0 is -4 (dim_value must be >= 0)");
+    expect_fail(m, "graph input 'x': dim 0 is -4 (dim_value must be >= 0, or -1 for a dynamic "
+                   "dim)");
     m->graph->input[0] = vi("", DT_OX_FLOAT, NULL);
     expect_fail(m, "graph input #0 has no name");
+    free_all();
+}
+
+/* Dim i of value v set to a dim_value (param NULL) or a dim_param. */
+static void set_dim(Onnx__ValueInfoProto *v, int i, int64_t value, const char *param)
+{
+    Onnx__TensorShapeProto__Dimension *d = v->type->tensor_type->shape->dim[i];
+    d->value_case = param ? ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
+                          : ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    if (param) /* dim_value and dim_param share a union (a oneof) */
+        d->dim_param = str(param);
+    else
+        d->dim_value = value;
+}
+
+/* issue 30: dim_value -1 (older Paddle exports), dim_param "?" and "" are
+ * dynamic dims without a name, on inputs, outputs and value_info alike. */
+static void test_unnamed_dims(void)
+{
+    Onnx__ModelProto *m = tiny(8, "", 13);
+    Onnx__ValueInfoProto *x = vi("x", DT_OX_FLOAT, STRS("a", "b", "c", "d", "4"));
+    set_dim(x, 0, -1, NULL);
+    set_dim(x, 1, 0, "?");
+    set_dim(x, 2, 0, "");
+    set_dim(x, 3, 0, "h");
+    m->graph->input[0] = x;
+    Onnx__ValueInfoProto *y = vi("y", DT_OX_FLOAT, STRS("a", "4"));
+    set_dim(y, 0, -1, NULL);
+    m->graph->output[0] = y;
+    dt_ox_graph *g = read_ok(m);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    const dt_ox_value *in = &g->inputs[0];
+    CU_ASSERT_EQUAL_FATAL(in->rank, 5);
+    for (int d = 0; d < 3; d++) {
+        CU_ASSERT_PTR_NULL(in->dims[d].param);
+        CU_ASSERT_EQUAL(in->dims[d].value, -1);
+    }
+    CU_ASSERT_STRING_EQUAL(in->dims[3].param, "h");
+    CU_ASSERT_EQUAL(in->dims[4].value, 4);
+    CU_ASSERT_EQUAL(g->outputs[0].dims[0].value, -1);
+    CU_ASSERT_PTR_NULL(g->outputs[0].dims[0].param);
+    /* each unnamed dim is a variable of its own: x_d0, x_d1, x_d2, then h */
+    char **names = NULL;
+    int n = 0;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_ox_graph_var_names(g, &names, &n, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(n, 4);
+    CU_ASSERT_STRING_EQUAL(names[0], "x_d0");
+    CU_ASSERT_STRING_EQUAL(names[1], "x_d1");
+    CU_ASSERT_STRING_EQUAL(names[2], "x_d2");
+    CU_ASSERT_STRING_EQUAL(names[3], "h");
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    dt_ox_graph_free(g);
+    /* below -1 is not a dim */
+    set_dim(y, 0, -2, NULL);
+    expect_fail(m, "graph output 'y': dim 0 is -2 (dim_value must be >= 0, or -1");
     free_all();
 }
 
@@ -1009,6 +1092,7 @@ int main(void)
         {"domains and node limits", test_domains_and_nodes},
         {"tensor errors", test_tensor_errors},
         {"graph input errors", test_value_errors},
+        {"dim_value -1, dim_param \"?\" and \"\": unnamed dims", test_unnamed_dims},
         {"node count limit", test_too_many_nodes},
         {"structure memory estimate", test_structure_estimate},
         {"files: missing, directory, empty, valid, truncated", test_files},
