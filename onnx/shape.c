@@ -1,9 +1,11 @@
 /* Shape propagation driver (onnx/shape.h): the tensor table, the
  * topological order of the nodes, one rule per node (shape_ops*.c), and the
  * public view of the result. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strbuf.h"
 #include "onnx/shape_int.h"
 
 static const char *src(const dt_ox_graph *g)
@@ -82,6 +84,9 @@ void dt_ox_shapes_free(dt_ox_shapes *s)
     }
     free(s->t);
     free(s->tab);
+    free(s->how);
+    free(s->unk_in);
+    free(s->norule);
     free(s);
 }
 
@@ -102,6 +107,24 @@ int dt_ox_is_graph_output(const dt_ox_shapes *s, const char *tensor)
 {
     int i = ox_find(s, tensor);
     return i >= 0 && s->t[i].is_output;
+}
+
+dt_ox_shapes_how dt_ox_node_shapes(const dt_ox_shapes *s, int node)
+{
+    return s && s->how && node >= 0 && node < s->nnodes ? (dt_ox_shapes_how)s->how[node]
+                                                        : DT_OX_SHAPES_RULE;
+}
+
+const char *dt_ox_node_shapes_note(const dt_ox_shapes *s, int node)
+{
+    switch (dt_ox_node_shapes(s, node)) {
+    case DT_OX_SHAPES_VALUE_INFO:
+        return "shapes from value_info";
+    case DT_OX_SHAPES_UNKNOWN:
+        return "shapes unknown";
+    default:
+        return NULL;
+    }
 }
 
 /* ---- the public view of a tensor ---------------------------------------------- */
@@ -136,8 +159,10 @@ static int add_inputs(const dt_ox_graph *g, dt_ox_shapes *s, sym_ctx *sc, const 
             return dt_errf(e, DT_EINVAL, "%s: graph input '%s' is declared twice", src(g), in->name);
         ox_tensor *t = &s->t[ti];
         t->pub.elem_type = in->elem_type;
-        if (in->rank < 0)
-            continue; /* no declared shape: an error only if a node reads it */
+        if (in->rank < 0) {
+            t->unknown = 1; /* no declared shape: its readers' shapes are unknown */
+            continue;
+        }
         if (in->rank > DT_OX_MAX_RANK)
             return dt_errf(e, DT_EINVAL, "%s: graph input '%s' has rank %d (at most %d)", src(g),
                            in->name, in->rank, DT_OX_MAX_RANK);
@@ -328,31 +353,207 @@ out:
 
 /* ---- propagation ---------------------------------------------------------------- */
 
-static int run_node(const dt_ox_graph *g, dt_ox_shapes *s, sym_ctx *sc, int i, dt_err *e)
+static const char no_rule_domain[] = "no shape rule for domain";
+
+/* What a propagation runs with. */
+typedef struct {
+    const dt_ox_graph *g;
+    dt_ox_shapes *s;
+    sym_ctx *sc;
+    dt_err *e;
+    ox_varname *vn; /* the model variables */
+    int nvn;
+    const sym **vsym; /* each one's sym (constant when it has one value) */
+} prop;
+
+/* The ops workload extraction tunes (onnx/workloads.c tries exactly these):
+ * their dims must be known. */
+static int is_tuned_op(const dt_ox_node *n)
 {
+    static const char *const ops[] = {"MatMul", "Gemm", "MatMulInteger"};
+    if (n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+        return 0;
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+        if (strcmp(n->op_type, ops[k]) == 0)
+            return 1;
+    return 0;
+}
+
+/* The dims value_info declares for t, when every one is a constant or a
+ * dim_param of a model variable: 1 and t's shape set; else 0. */
+static int declared_shape(prop *p, ox_tensor *t)
+{
+    const dt_ox_value *vi = t->vi;
+    if (!vi || vi->rank < 0 || vi->rank > DT_OX_MAX_RANK)
+        return 0;
+    const sym *dims[DT_OX_MAX_RANK];
+    for (int a = 0; a < vi->rank; a++) {
+        const dt_ox_dim *d = &vi->dims[a];
+        dims[a] = NULL;
+        if (d->param) {
+            for (int k = 0; k < p->nvn && !dims[a]; k++)
+                if (p->vn[k].param && strcmp(p->vn[k].param, d->param) == 0)
+                    dims[a] = p->vsym[k];
+        } else if (d->value >= 0 && d->value <= OX_DIM_MAX) {
+            dims[a] = sym_const(p->sc, d->value);
+        }
+        if (!dims[a])
+            return 0; /* unnamed, not a model variable, or out of range */
+    }
+    memcpy(t->dims, dims, (size_t)vi->rank * sizeof dims[0]);
+    t->pub.rank = vi->rank;
+    t->pub.elem_type = vi->elem_type;
+    t->known = 1;
+    return 1;
+}
+
+/* Node c not run by a rule (unk_in: the input of unknown shape, or -1 when
+ * the op has none, norule saying why): its outputs from value_info, else
+ * unknown. */
+static int outputs_declared(prop *p, ox_node *c, int unk_in, const char *norule)
+{
+    dt_ox_shapes *s = p->s;
+    int all = 1, all_const = 1, rc = 0;
+    for (int k = 0; k < c->nin; k++)
+        if (c->in[k] && !(c->in[k]->known && c->in[k]->pub.is_const))
+            all_const = 0;
+    for (int k = 0; k < c->nout; k++) {
+        ox_tensor *t = c->out[k];
+        if (!t)
+            continue;
+        if (!declared_shape(p, t)) {
+            t->unknown = 1;
+            all = 0;
+            continue;
+        }
+        t->pub.is_const = all_const;
+        if (sym_failed(p->sc))
+            return sym_take_err(p->sc, p->e);
+        if ((rc = publish(p->sc, t, c, p->e)))
+            return rc;
+    }
+    s->how[c->idx] = all ? DT_OX_SHAPES_VALUE_INFO : DT_OX_SHAPES_UNKNOWN;
+    s->unk_in[c->idx] = unk_in;
+    s->norule[c->idx] = norule;
+    return 0;
+}
+
+/* One step of the chain: node i's label, and for a node without a rule why
+ * and which output value_info did not give. */
+static void chain_step(prop *p, dt_strbuf *sb, int i)
+{
+    const dt_ox_graph *g = p->g;
+    char label[320];
+    dt_ox_node_label(g, i, label, sizeof label);
+    const char *why = p->s->norule[i];
+    if (!why) {
+        dt_sb_append(sb, label);
+        return;
+    }
+    size_t n = strlen(label);
+    if (n && label[n - 1] == ')') /* "'x' (#3, LSTM)" -> "'x' (#3, LSTM: no shape rule ...)" */
+        label[n - 1] = '\0';
+    const char *out = "";
+    for (int k = 0; k < g->nodes[i].noutputs && !out[0]; k++) {
+        int ti = ox_find(p->s, g->nodes[i].outputs[k]);
+        if (ti >= 0 && p->s->t[ti].unknown)
+            out = g->nodes[i].outputs[k];
+    }
+    if (why == no_rule_domain)
+        dt_sb_appendf(sb, "%s: %s '%.100s', no value_info for '%.200s'%s", label, why,
+                      g->nodes[i].domain, out, n ? ")" : "");
+    else
+        dt_sb_appendf(sb, "%s: %s, no value_info for '%.200s'%s", label, why, out, n ? ")" : "");
+}
+
+/* "input 'x' has unknown dims ...; they are unknown from: A -> B -> this
+ * node" for tuned node c reading tensor ti of unknown shape. */
+static int unknown_chain_fail(prop *p, ox_node *c, int k, int ti)
+{
+    enum { MAXSTEPS = 64, SHOWN_END = 6 };
+    int steps[MAXSTEPS], n = 0, input = -1;
+    for (int t = ti; n < MAXSTEPS;) {
+        int pr = p->s->t[t].pub.producer;
+        if (pr < 0) {
+            input = t;
+            break;
+        }
+        steps[n++] = pr;
+        if (p->s->unk_in[pr] < 0)
+            break;
+        t = p->s->unk_in[pr];
+    }
+    dt_strbuf sb;
+    dt_sb_init(&sb);
+    dt_sb_append(&sb, "");
+    if (input >= 0)
+        dt_sb_appendf(&sb, "graph input '%.200s' (declared without a shape) -> ",
+                      p->s->t[input].pub.name);
+    /* origin first; a long chain keeps its origin and its last steps */
+    for (int j = n - 1; j >= 0; j--) {
+        if (n > SHOWN_END + 1 && j < n - 1 && j >= SHOWN_END) {
+            if (j == n - 2)
+                dt_sb_appendf(&sb, "... (%d more) -> ", n - 1 - SHOWN_END);
+            continue;
+        }
+        chain_step(p, &sb, steps[j]);
+        dt_sb_append(&sb, " -> ");
+    }
+    dt_sb_append(&sb, "this node");
+    int rc = sb.oom ? dt_errf(p->e, DT_ENOMEM, "out of memory")
+                    : ox_fail(c,
+                              "input '%.200s' has unknown dims, and this op is what dtune tunes "
+                              "(its dims must be known); they are unknown from: %s",
+                              c->n->inputs[k], sb.data);
+    dt_sb_free(&sb);
+    return rc;
+}
+
+/* Why (domain, op) has no rule, for the chain: static text (the domain is
+ * added when the chain is written). */
+static const char *no_rule_why(const char *domain, const char *why)
+{
+    if (!why)
+        return domain[0] ? no_rule_domain : "no shape rule";
+    if (strcmp(why, "this op type is not supported") == 0)
+        return "no shape rule";
+    return why;
+}
+
+static int run_node(prop *p, int i)
+{
+    const dt_ox_graph *g = p->g;
+    dt_ox_shapes *s = p->s;
+    sym_ctx *sc = p->sc;
+    dt_err *e = p->e;
     const dt_ox_node *n = &g->nodes[i];
     ox_node c = {.g = g, .idx = i, .n = n, .s = s, .sc = sc, .e = e};
     if (n->ninputs > DT_OX_MAX_IO || n->noutputs > DT_OX_MAX_IO)
         return ox_fail(&c, "more than %d inputs or outputs", DT_OX_MAX_IO);
     c.nin = n->ninputs;
     c.nout = n->noutputs;
+    int unk_in = -1, unk_k = -1;
     for (int k = 0; k < c.nin; k++) {
         int ti = ox_find(s, n->inputs[k]);
         c.in[k] = ti >= 0 ? &s->t[ti] : NULL;
-        if (c.in[k] && !c.in[k]->known)
-            return ox_fail(&c, "input '%s' has no shape (a graph input declared without one)",
-                           n->inputs[k]);
+        if (c.in[k] && !c.in[k]->known && unk_in < 0) {
+            unk_in = ti;
+            unk_k = k;
+        }
     }
     for (int k = 0; k < c.nout; k++) {
         int ti = ox_find(s, n->outputs[k]);
         c.out[k] = ti >= 0 && s->t[ti].pub.producer == i ? &s->t[ti] : NULL;
     }
+    if (unk_in >= 0) {
+        if (is_tuned_op(n))
+            return unknown_chain_fail(p, &c, unk_k, unk_in);
+        return outputs_declared(p, &c, unk_in, NULL);
+    }
     const char *why = NULL;
     ox_rule rule = ox_rule_find(n->domain, n->op_type, &why);
-    if (!rule && !why)
-        return ox_fail(&c, "ops of domain '%.100s' are not supported", n->domain);
     if (!rule)
-        return ox_fail(&c, "%s", why);
+        return outputs_declared(p, &c, -1, no_rule_why(n->domain, why));
     int rc = rule(&c);
     if (rc)
         return rc;
@@ -396,31 +597,39 @@ static int count_tensors(const dt_ox_graph *g, int *count)
     return 0;
 }
 
-static int setup(const dt_ox_graph *g, const dt_ox_vars *vars, dt_ox_shapes *s, sym_ctx *sc,
-                 dt_err *e)
+/* Each tensor's declared type: value_info first, else as a graph output. */
+static void add_declared(const dt_ox_graph *g, dt_ox_shapes *s)
 {
-    ox_varname *v = NULL;
-    int nv = 0, rc = ox_var_list(g, &v, &nv, e);
-    if (rc || (rc = ox_check_vars(g, v, nv, vars, e))) {
-        free(v);
+    for (int i = 0; i < g->nvalue_infos; i++) {
+        int ti = ox_find(s, g->value_infos[i].name);
+        if (ti >= 0 && !s->t[ti].vi)
+            s->t[ti].vi = &g->value_infos[i];
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        int ti = ox_find(s, g->outputs[i].name);
+        if (ti >= 0 && !s->t[ti].vi)
+            s->t[ti].vi = &g->outputs[i];
+    }
+}
+
+static int setup(prop *p, const dt_ox_vars *vars)
+{
+    const dt_ox_graph *g = p->g;
+    dt_ox_shapes *s = p->s;
+    sym_ctx *sc = p->sc;
+    dt_err *e = p->e;
+    int rc = ox_var_list(g, &p->vn, &p->nvn, e);
+    if (rc || (rc = ox_check_vars(g, p->vn, p->nvn, vars, e)))
         return rc;
-    }
-    const sym **vsym = calloc((size_t)nv + 1, sizeof *vsym);
-    if (!vsym) {
-        free(v);
+    if (!(p->vsym = calloc((size_t)p->nvn + 1, sizeof *p->vsym)))
         return dt_errf(e, DT_ENOMEM, "out of memory");
-    }
-    for (int k = 0; k < nv; k++)
+    for (int k = 0; k < p->nvn; k++)
         for (int j = 0; j < vars->n; j++)
-            if (strcmp(vars->vars[j].name, v[k].name) == 0)
-                vsym[k] = sym_var(sc, v[k].name, &vars->vars[j].dom);
+            if (strcmp(vars->vars[j].name, p->vn[k].name) == 0)
+                p->vsym[k] = sym_var(sc, p->vn[k].name, &vars->vars[j].dom);
     if (sym_failed(sc))
-        rc = sym_take_err(sc, e);
-    if (!rc)
-        rc = add_inputs(g, s, sc, v, nv, vsym, e);
-    free(vsym);
-    free(v);
-    if (rc || (rc = add_inits(g, s, sc, e)))
+        return sym_take_err(sc, e);
+    if ((rc = add_inputs(g, s, sc, p->vn, p->nvn, p->vsym, e)) || (rc = add_inits(g, s, sc, e)))
         return rc;
     for (int i = 0; i < g->nnodes; i++) {
         const dt_ox_node *n = &g->nodes[i];
@@ -433,6 +642,7 @@ static int setup(const dt_ox_graph *g, const dt_ox_vars *vars, dt_ox_shapes *s, 
         if (ti >= 0)
             s->t[ti].is_output = 1;
     }
+    add_declared(g, s);
     return 0;
 }
 
@@ -445,26 +655,31 @@ int dt_ox_propagate(const dt_ox_graph *g, const dt_ox_vars *vars, dt_ox_shapes *
     dt_ox_shapes *s = calloc(1, sizeof *s);
     sym_ctx *sc = sym_ctx_new();
     int *order = malloc(((size_t)g->nnodes + 1) * sizeof *order);
-    size_t cap = 16;
+    size_t cap = 16, nn = (size_t)g->nnodes + 1;
     while (cap < 2 * (size_t)count + 2)
         cap *= 2;
     if (s) {
         s->t = calloc((size_t)count + 1, sizeof *s->t);
         s->tab = malloc(cap * sizeof *s->tab);
         s->tabcap = cap;
+        s->nnodes = g->nnodes;
+        s->how = calloc(nn, sizeof *s->how);
+        s->unk_in = calloc(nn, sizeof *s->unk_in);
+        s->norule = calloc(nn, sizeof *s->norule);
     }
-    if (!s || !sc || !order || !s->t || !s->tab) {
+    prop p = {.g = g, .s = s, .sc = sc, .e = e};
+    if (!s || !sc || !order || !s->t || !s->tab || !s->how || !s->unk_in || !s->norule) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
         goto out;
     }
     memset(s->tab, 0xff, cap * sizeof *s->tab); /* -1: empty */
-    if ((rc = setup(g, vars, s, sc, e)) || (rc = order_nodes(g, s, order, e)))
+    if ((rc = setup(&p, vars)) || (rc = order_nodes(g, s, order, e)))
         goto out;
     for (int i = 0; i < s->n && !rc; i++)
         if (s->t[i].known && s->t[i].pub.producer < 0)
             rc = publish(sc, &s->t[i], NULL, e);
     for (int k = 0; k < g->nnodes && !rc; k++)
-        rc = run_node(g, s, sc, order[k], e);
+        rc = run_node(&p, order[k]);
 out:
     if (s && s->t)
         for (int i = 0; i < s->n; i++) { /* the syms die with sc */
@@ -472,6 +687,8 @@ out:
             s->t[i].vals = NULL;
             memset(s->t[i].dims, 0, sizeof s->t[i].dims);
         }
+    free(p.vsym);
+    free(p.vn);
     sym_ctx_free(sc);
     free(order);
     if (rc) {

@@ -9,10 +9,24 @@
  * target is computed from a Shape resolves symbolically.
  *
  * Every node is propagated in topological order (a cycle or an input that no
- * node, initializer or graph input produces is an error).  A node whose op
- * is not covered, or whose inputs make no sense (ranks that do not
- * broadcast, a Reshape whose element counts differ, an axis out of range), stops
- * propagation with DT_EINVAL naming the node, its op type and why.
+ * node, initializer or graph input produces is an error).  A node whose
+ * inputs make no sense (ranks that do not broadcast, a Reshape whose element
+ * counts differ, an axis out of range) stops propagation with DT_EINVAL
+ * naming the node, its op type and why.
+ *
+ * Unknown shapes: a node whose op has no rule (LSTM, Resize, If, a custom
+ * domain's op, ...) or that reads a tensor of unknown shape (the output of
+ * such a node, or a graph input declared without a shape) is not run by a
+ * rule: each of its outputs takes the type and shape declared for it in
+ * the graph's value_info (or as a graph output) when every dim there is a
+ * constant or a dim_param of the model's variables; otherwise the output's
+ * shape is unknown (dt_ox_shape_of gives NULL).  Such a node is
+ * DT_OX_SHAPES_VALUE_INFO or DT_OX_SHAPES_UNKNOWN (dt_ox_node_shapes).  Only
+ * a GEMM node that workload extraction would tune — MatMul, Gemm or
+ * MatMulInteger of the default domain — reading a tensor of unknown shape is
+ * an error: "cannot propagate shapes: input 'x' has unknown dims, and this
+ * op is what dtune tunes; they are unknown from: 'lstm' (#3, LSTM: no shape
+ * rule, no value_info for 'y') -> 'r' (#4, Reshape) -> this node".
  *
  * Expressions stay small: a dim or value whose expression would be taller
  * than DT_EXPR_MAX_DEPTH levels or too large to write out fails naming the
@@ -92,5 +106,20 @@ const int *dt_ox_consumers(const dt_ox_shapes *s, const char *tensor, int *n);
 
 /* 1 when the tensor is a graph output (a pattern must not fuse it away). */
 int dt_ox_is_graph_output(const dt_ox_shapes *s, const char *tensor);
+
+/* How a node's output shapes were found. */
+typedef enum {
+    DT_OX_SHAPES_RULE = 0,   /* by the op's shape rule */
+    DT_OX_SHAPES_VALUE_INFO, /* from the graph's value_info / outputs (no rule, or
+                                an input of unknown shape) */
+    DT_OX_SHAPES_UNKNOWN,    /* at least one output's shape is unknown */
+} dt_ox_shapes_how;
+
+/* How node i's outputs got their shapes (DT_OX_SHAPES_RULE for an index out
+ * of range). */
+dt_ox_shapes_how dt_ox_node_shapes(const dt_ox_shapes *s, int node);
+/* The note the untuned list adds to such a node: "shapes from value_info",
+ * "shapes unknown", or NULL for a node run by its rule. */
+const char *dt_ox_node_shapes_note(const dt_ox_shapes *s, int node);
 
 #endif

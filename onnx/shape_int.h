@@ -31,6 +31,10 @@ typedef struct {
                           product is nv <= DT_OX_MAX_VALUES, an integer type) */
     const sym **vals;  /* nv entries (owned array; the syms belong to the sym_ctx) */
     int is_output;     /* a graph output */
+    int unknown;       /* 1: no shape can be derived (an op without a rule and no
+                          value_info, or computed from such a tensor); known is 0 */
+    const dt_ox_value *vi; /* its declared type in value_info (else as a graph
+                          output), or NULL */
     int ncons, capcons;
     int *cons;         /* consuming nodes, ascending, each once */
 } ox_tensor;
@@ -40,6 +44,12 @@ struct dt_ox_shapes {
     ox_tensor *t;
     int *tab;          /* open addressing: name -> index into t, -1 empty */
     size_t tabcap;
+    int nnodes;
+    unsigned char *how;   /* per node: dt_ox_shapes_how */
+    int *unk_in;          /* per node not run by its rule: the tensor (index into t)
+                             whose unknown shape kept the rule from running; -1: the
+                             node has no rule (then norule says why) */
+    const char **norule;  /* per node: why it has no rule (static text), or NULL */
 };
 
 typedef struct {
