@@ -16,9 +16,12 @@
 #include "common/strbuf.h"
 #include "sketch/model.h"
 
-/* Op names of the spec stay under its 128-byte limit, with room for a
- * "~N" that makes them unique. */
-#define NAME_MAX_BYTES 100
+/* Op names of the spec fit whole, with a "~N" that makes them unique, into
+ * the 63 bytes of a tuning task's name (tuner/task.h), which `dtune tune`
+ * prints: a longer node name keeps its tail from a '/' after a "…"
+ * ("…/encoder/layer.0/attention/self/MatMul_1"), where node names differ. */
+#define NAME_MAX_BYTES 58
+#define ELLIPSIS "\xe2\x80\xa6" /* U+2026, 3 bytes */
 /* Untuned kinds listed by name in the description; the rest are counted. */
 #define DESC_MAX_UNTUNED 12
 
@@ -218,11 +221,23 @@ static void op_name(const dt_ox_graph *g, int node, const spec_op *sofar, int n,
 {
     const dt_ox_node *nd = &g->nodes[node];
     char base[NAME_MAX_BYTES + 1];
-    if (nd->name[0])
+    size_t len = strlen(nd->name);
+    if (len > NAME_MAX_BYTES) {
+        /* the tail from the first '/' that leaves room for the "…", else
+         * the last bytes from a character's start */
+        size_t keep = NAME_MAX_BYTES - (sizeof ELLIPSIS - 1);
+        const char *tail = nd->name + len - keep, *slash = strchr(tail, '/');
+        if (slash && slash[1])
+            tail = slash;
+        while (((unsigned char)*tail & 0xC0) == 0x80)
+            tail++;
+        memcpy(base, ELLIPSIS, sizeof ELLIPSIS - 1);
+        utf8_copy(tail, keep, base + sizeof ELLIPSIS - 1);
+    } else if (nd->name[0])
         utf8_copy(nd->name, NAME_MAX_BYTES, base);
     else {
-        char t[80];
-        utf8_copy(nd->op_type, 64, t);
+        char t[41];
+        utf8_copy(nd->op_type, 40, t);
         snprintf(base, sizeof base, "%s#%d", t, node);
     }
     snprintf(out, NAME_MAX_BYTES + 16, "%s", base);

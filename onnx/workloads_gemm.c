@@ -74,6 +74,99 @@ static int transpose_perm(const dt_ox_node *t, int rank, int64_t *perm)
     return 0;
 }
 
+/* 1 when the product of t's dims after axis equals that of u's dims after
+ * ub (the flat-order stride of those axes), 0 when not or not provable,
+ * or DT_ENOMEM. */
+static int same_inner(dt_ox_wctx *c, int node, const dt_ox_shape *t, int a,
+                      const dt_ox_shape *u, int ub)
+{
+    dt_expr *x = NULL, *y = NULL;
+    dt_err keep = *c->e;
+    int rc = dt_ox_product(c, node, t->dims + a + 1, t->rank - a - 1, &x);
+    if (!rc)
+        rc = dt_ox_product(c, node, u->dims + ub + 1, u->rank - ub - 1, &y);
+    int eq = !rc && dt_expr_equal(x, y);
+    dt_expr_free(x);
+    dt_expr_free(y);
+    if (rc == DT_ENOMEM)
+        return DT_ENOMEM;
+    *c->e = keep; /* an overflowing product only means "not provably NT" */
+    return eq;
+}
+
+/* 1 when d divides whole (equal, or constants with no remainder). */
+static int divides(const dt_expr *d, const dt_expr *whole)
+{
+    if (dt_expr_equal(d, whole))
+        return 1;
+    return d->kind == DT_EXPR_CONST && whole->kind == DT_EXPR_CONST && d->value > 0 &&
+           whole->value % d->value == 0;
+}
+
+static int reshape_like(const dt_ox_node *n)
+{
+    return dt_ox_is(n, "Reshape") || dt_ox_is(n, "Flatten") || dt_ox_is(n, "Squeeze") ||
+           dt_ox_is(n, "Unsqueeze") || dt_ox_is(n, "Identity");
+}
+
+/* The most Transpose and Reshape nodes followed back from a batch_matmul's
+ * second operand. */
+#define NT_MAX_CHAIN 8
+
+/* 1 when axis a of tensor t (K of a batch_matmul's second operand) has
+ * stride 1 in the memory of the tensor its Transpose/Reshape chain starts
+ * from: the op reads that source as N×K (layout NT).  Walking back:
+ *   Transpose(perm)  axis a of the output is axis perm[a] of the input;
+ *   Reshape-like     (flat order kept) axis a is the inner part of the
+ *                    input's axis b when both have the same inner stride
+ *                    (the product of the dims after them) and dim a
+ *                    divides dim b: a run along a is a run along b;
+ *   anything else    the source, laid out row-major: a must be its last
+ *                    axis but for trailing 1s, and a Transpose must have
+ *                    moved it there.
+ * So Kᵀ as Reshape → Transpose([0,2,1]) → Reshape, or [b,s,12,64] →
+ * Transpose([0,2,3,1]), are NT; a chain that leaves K strided is NN.
+ * Returns 0/1, or DT_ENOMEM. */
+static int k_contiguous(dt_ox_wctx *c, int node, const dt_ox_shape *t, int a)
+{
+    int moved = 0; /* a Transpose moved K: without one, K is never the last axis but N = 1 */
+    for (int step = 0; step <= NT_MAX_CHAIN; step++) {
+        const dt_ox_node *p = t->producer >= 0 ? &c->g->nodes[t->producer] : NULL;
+        const dt_ox_shape *u = p && p->ninputs >= 1 ? dt_ox_wshape(c, p->inputs[0]) : NULL;
+        if (step < NT_MAX_CHAIN && u && dt_ox_is(p, "Transpose") && u->rank == t->rank) {
+            int64_t perm[DT_OX_MAX_RANK];
+            if (transpose_perm(p, t->rank, perm) || perm[a] < 0 || perm[a] >= u->rank)
+                return 0;
+            moved |= perm[a] != a;
+            a = (int)perm[a];
+            t = u;
+            continue;
+        }
+        if (step < NT_MAX_CHAIN && u && reshape_like(p)) {
+            int found = -1;
+            for (int b = u->rank - 1; b >= 0 && found < 0; b--) {
+                if (!divides(t->dims[a], u->dims[b]))
+                    continue;
+                int r = same_inner(c, node, t, a, u, b);
+                if (r < 0)
+                    return r;
+                if (r)
+                    found = b;
+            }
+            if (found < 0)
+                return 0;
+            a = found;
+            t = u;
+            continue;
+        }
+        for (int d = a + 1; d < t->rank; d++)
+            if (t->dims[d]->kind != DT_EXPR_CONST || t->dims[d]->value != 1)
+                return 0;
+        return moved;
+    }
+    return 0;
+}
+
 /* Two activations: batch_matmul.  trans_b: Gemm's transB (B is [N, K]). */
 static int match_bmm(dt_ox_wctx *c, int i, const dt_ox_shape *a, const dt_ox_shape *b, int trans_b)
 {
@@ -99,14 +192,16 @@ static int match_bmm(dt_ox_wctx *c, int i, const dt_ox_shape *a, const dt_ox_sha
     dt_ox_fused f = {0};
     dt_ox_fuse(&f, i);
     op.attr = trans_b ? "NT" : "NN";
-    /* B = Transpose(S) with K (B's axis r-2) from S's last axis: the op reads
-     * S as N×K.  The Transpose stays listed (data movement), as the other
-     * heads' Transposes do: which of them a runtime folds into strides is
-     * its choice, not the GEMM's. */
-    int t = b->producer;
-    if (!trans_b && t >= 0 && dt_ox_is(&c->g->nodes[t], "Transpose")) {
-        int64_t perm[DT_OX_MAX_RANK];
-        if (transpose_perm(&c->g->nodes[t], r, perm) == 0 && perm[r - 2] == r - 1)
+    /* B made by Transposes and Reshapes that take K (B's axis r-2) from the
+     * last axis of the tensor they start from: the op reads that source as
+     * N×K.  The Transposes and Reshapes stay listed (data movement), as the
+     * other heads' do: which of them a runtime folds into strides is its
+     * choice, not the GEMM's. */
+    if (!trans_b) {
+        int nt = k_contiguous(c, i, b, r - 2);
+        if (nt < 0)
+            return nt;
+        if (nt)
             op.attr = "NT";
     }
     dt_expr *bx = NULL, *mx = NULL, *nx = NULL, *kx = NULL;
@@ -180,6 +275,9 @@ int dt_ox_match_matmul(dt_ox_wctx *c, int i)
         }
         if (qdq)
             return dt_ox_match_qdq(c, i, b->producer, trans_b, &d);
+        int cast_w = 0, rc = dt_ox_match_cast_weight(c, i, trans_b, &d, &cast_w);
+        if (rc || cast_w)
+            return rc;
         if (dtype_of(a->elem_type, b->elem_type, &d.dtype))
             return dt_ox_reject(c, i, "%s operands: dense takes float (f32) or bfloat16 (or "
                                       "int8 through the quantization patterns)",

@@ -127,6 +127,13 @@ int dt_ox_match_matmul_integer(dt_ox_wctx *c, int node);
  * workloads_quant.c. */
 int dt_ox_match_qdq(dt_ox_wctx *c, int node, int wdq, int trans_b, dt_ox_dense *d);
 
+/* A MatMul/Gemm whose weight (its B operand) is Mul(Cast(int W, to=float),
+ * scale), the Mul's operands in either order, with 2-D Transposes before
+ * or after it: *matched = 1, and a w8a32 dense added or the GEMM rejected
+ * with the reason (u8 or 4-bit weights, scales along K); *matched = 0 when
+ * the weight is not made so.  workloads_quant.c. */
+int dt_ox_match_cast_weight(dt_ox_wctx *c, int node, int trans_b, dt_ox_dense *d, int *matched);
+
 /* 1 for the quantization nodes (DynamicQuantizeLinear, QuantizeLinear,
  * DequantizeLinear): covered only by quantized ops whose inputs they make.
  * workloads_quant.c. */

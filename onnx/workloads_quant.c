@@ -9,6 +9,10 @@
  *            its own or a constant)
  *   QDQ      MatMul(DequantizeLinear(x_q u8), DequantizeLinear(W_q s8))
  *            (w8a32 when the activation is float)
+ *   torch    MatMul(x float, Mul(Cast(W_q s8, to=float), scale)), the Mul's
+ *            operands in either order, Transposes of the weight on either
+ *            side of it (weight-only int8, w8a32: what torch's exporter
+ *            writes for a weight-only quantized Linear)
  * A weight zero point must be 0 (s8 weights are symmetric); one too large
  * for the reader to keep the values of (over DT_OX_MAX_VALUES elements) is
  * taken to be 0, as ONNX Runtime's quantizer writes it.  Anything else
@@ -16,6 +20,9 @@
 #include <string.h>
 
 #include "onnx/workloads_match.h"
+
+/* ONNX's 4-bit element types (IR 10): weights dtune has no dtype for. */
+enum { OX_UINT4 = 21, OX_INT4 = 22 };
 
 static const dt_ox_node *node_at(const dt_ox_wctx *c, int i) { return &c->g->nodes[i]; }
 
@@ -28,6 +35,8 @@ static const char *weight_problem(const dt_ox_wctx *c, const char *w, const char
         return "the int8 operand is not a constant weight (dtune's int8 is dense only)";
     if (ws->elem_type == DT_OX_UINT8)
         return "uint8 weights: dtune's int8 and w8a32 take s8 weights";
+    if (ws->elem_type == OX_UINT4 || ws->elem_type == OX_INT4)
+        return "4-bit weights: no dtune dtype (int8 and w8a32 take s8 weights)";
     if (ws->elem_type != DT_OX_INT8)
         return "weights neither int8 nor uint8";
     if (ws->rank != 2)
@@ -156,6 +165,104 @@ int dt_ox_match_qdq(dt_ox_wctx *c, int node, int wdq, int trans_b, dt_ox_dense *
         return dt_ox_reject(c, node, "%s activations with int8 weights",
                             dt_ox_type_name(a->elem_type));
     }
+    return dt_ox_finish_dense(c, d);
+}
+
+/* A float constant of one element, [N] or [1, N] (n_first: [N, 1], the
+ * scale of a [N, K] weight's rows). */
+static int channel_scale(const dt_ox_wctx *c, const char *s, const dt_expr *n, int n_first)
+{
+    const dt_ox_shape *ss = dt_ox_wshape(c, s);
+    if (!ss || !ss->is_const || ss->elem_type != DT_OX_FLOAT)
+        return 0;
+    if (dt_ox_is_single(ss))
+        return 1;
+    if (!n_first)
+        return dt_ox_const_vector(c, s, n, 2);
+    return ss->rank == 2 && dt_expr_equal(ss->dims[0], n) &&
+           ss->dims[1]->kind == DT_EXPR_CONST && ss->dims[1]->value == 1;
+}
+
+/* 1 for a 2-D Transpose that swaps the axes (*swap = 1) or keeps them. */
+static int transpose_2d(const dt_ox_node *t, int *swap)
+{
+    const dt_ox_attr *p = dt_ox_attr_find(t, "perm");
+    if (!dt_ox_is(t, "Transpose"))
+        return 0;
+    if (!p) {
+        *swap = 1;
+        return 1;
+    }
+    if (p->type != DT_OX_ATTR_INTS || p->n != 2)
+        return 0;
+    *swap = p->ints[0] == 1;
+    return 1;
+}
+
+/* The most nodes between a weight-only int8 weight and its GEMM: Cast, Mul
+ * and a Transpose on either side. */
+#define CAST_CHAIN_MAX 6
+
+int dt_ox_match_cast_weight(dt_ox_wctx *c, int node, int trans_b, dt_ox_dense *d, int *matched)
+{
+    const char *t = node_at(c, node)->inputs[1];
+    int n_first = trans_b; /* N is axis 0 of the tensor at hand */
+    int mul = -1, cast = -1, scale_n_first = 0;
+    const char *scale = NULL;
+    *matched = 0;
+    for (int step = 0; step < CAST_CHAIN_MAX && cast < 0; step++) {
+        const dt_ox_shape *sh = dt_ox_wshape(c, t);
+        const dt_ox_node *p = sh && sh->producer >= 0 ? node_at(c, sh->producer) : NULL;
+        int swap = 0;
+        if (!p || p->ninputs < 1 || sh->rank != 2)
+            return 0;
+        if (transpose_2d(p, &swap)) {
+            n_first ^= swap;
+            t = p->inputs[0];
+        } else if (mul < 0 && dt_ox_is(p, "Mul") && p->ninputs == 2) {
+            /* Mul(Cast(W), scale) or Mul(scale, Cast(W)): the weight side is
+             * the one a Cast or Transpose makes */
+            int k = -1;
+            for (int j = 0; j < 2 && k < 0; j++) {
+                const dt_ox_shape *x = dt_ox_wshape(c, p->inputs[j]);
+                const dt_ox_node *xp = x && x->producer >= 0 ? node_at(c, x->producer) : NULL;
+                if (xp && (dt_ox_is(xp, "Cast") || dt_ox_is(xp, "Transpose")) &&
+                    dt_ox_same_dims(x, sh))
+                    k = j;
+            }
+            if (k < 0)
+                return 0;
+            mul = sh->producer;
+            scale = p->inputs[1 - k];
+            scale_n_first = n_first;
+            t = p->inputs[k];
+        } else if (mul >= 0 && dt_ox_is(p, "Cast")) {
+            const dt_ox_attr *to = dt_ox_attr_find(p, "to");
+            if (!to || to->type != DT_OX_ATTR_INT || to->i != DT_OX_FLOAT)
+                return 0;
+            cast = sh->producer;
+            t = p->inputs[0];
+        } else {
+            return 0;
+        }
+    }
+    const dt_ox_shape *w = dt_ox_wshape(c, t);
+    if (cast < 0 || !w || dt_ox_type_values(w->elem_type) != 1)
+        return 0; /* not a Cast from integers: a float weight scaled, not quantized */
+    *matched = 1;
+    /* a Transpose between the Cast and W: W itself is [N, K] when n_first */
+    const char *why = weight_problem(c, t, "");
+    if (why)
+        return dt_ox_reject(c, node, "%s", why);
+    if (!channel_scale(c, scale, d->n, scale_n_first))
+        return dt_ox_reject(c, node, "weight scales along K (or not a float constant): dtune's "
+                                     "w8a32 has one scale per output channel");
+    const dt_ox_shape *a = dt_ox_wshape(c, d->a);
+    if (a->elem_type != DT_OX_FLOAT)
+        return dt_ox_reject(c, node, "%s activations with int8 weights: dtune's w8a32 takes "
+                                     "float activations",
+                            dt_ox_type_name(a->elem_type));
+    d->dtype = DT_DTYPE_W8A32;
     return dt_ox_finish_dense(c, d);
 }
 

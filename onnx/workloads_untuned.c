@@ -230,6 +230,54 @@ static int known_values(const dt_ox_wctx *c, int i)
     return outs > 0;
 }
 
+/* Quantized GEMMs in forms dtune has no dtype for (a MatMul, Gemm or
+ * MatMulInteger a pattern did not take has its own reason instead). */
+static const struct {
+    const char *domain, *op, *why;
+} quant_gemms[] = {
+    {"com.microsoft", "MatMulNBits", "4-bit weights: no dtune dtype"},
+    {"com.microsoft", "MatMulBnb4", "4-bit weights (bitsandbytes NF4/FP4): no dtune dtype"},
+    {"com.microsoft", "MatMulFpQ4", "4-bit weights: no dtune dtype"},
+    {"com.microsoft", "GatherBlockQuantized", "a block-quantized embedding table: not a GEMM"},
+    {"", "QLinearMatMul", "its u8 output is requantized: dtune's int8 writes f32"},
+    {"com.microsoft", "QOrderedMatMul", "int8 in a CUDA-ordered layout: no dtune dtype"},
+    {"com.microsoft", "DynamicQuantizeMatMul",
+     "a fused dynamic-quantization MatMul: dtune takes its int8 from the "
+     "DynamicQuantizeLinear → MatMulInteger pattern"},
+    {"com.microsoft", "MatMulIntegerToFloat",
+     "a fused MatMulInteger with dequantization: dtune takes its int8 from the "
+     "MatMulInteger → Cast → Mul pattern"},
+};
+
+/* The reason a quantized GEMM of a kind dtune has no dtype for stays
+ * untuned, or NULL. */
+static const char *quant_gemm_why(const dt_ox_node *x, int dflt)
+{
+    for (size_t k = 0; k < sizeof quant_gemms / sizeof quant_gemms[0]; k++)
+        if ((quant_gemms[k].domain[0] ? !strcmp(x->domain, quant_gemms[k].domain) : dflt) &&
+            !strcmp(x->op_type, quant_gemms[k].op))
+            return quant_gemms[k].why;
+    return NULL;
+}
+
+/* 1 when node i is a DequantizeLinear of rows gathered from a constant
+ * table: a quantized embedding lookup (Gather(table_q, ids) →
+ * DequantizeLinear), not the input of a GEMM. */
+static int dequantizes_embedding(const dt_ox_wctx *c, int i)
+{
+    const dt_ox_node *x = nd(c, i);
+    if (!dt_ox_is(x, "DequantizeLinear") || x->ninputs < 1)
+        return 0;
+    const dt_ox_shape *in = dt_ox_wshape(c, x->inputs[0]);
+    const dt_ox_node *p = in && in->producer >= 0 ? nd(c, in->producer) : NULL;
+    if (!p || p->ninputs < 1 || (!dt_ox_is(p, "Gather") && !dt_ox_is(p, "GatherElements")))
+        return 0;
+    const dt_ox_shape *table = dt_ox_wshape(c, p->inputs[0]);
+    return table && table->is_const;
+}
+
+#define EMBEDDING_DQ_WHY "dequantizes an embedding table (Gather): not a GEMM"
+
 /* The kind and (what, why) of a single uncovered node; what may be written
  * into buf. */
 static kind classify(const dt_ox_wctx *c, int i, char *buf, size_t n, const char **what,
@@ -249,12 +297,20 @@ static kind classify(const dt_ox_wctx *c, int i, char *buf, size_t n, const char
     else if (c->why[i]) {
         *why = c->why[i];
         return K_GEMM;
-    } else if (known_values(c, i)) {
+    } else if (quant_gemm_why(x, dflt) && !dt_ox_all_const(c, i)) {
+        *why = quant_gemm_why(x, dflt);
+        return K_GEMM;
+    } else if (known_values(c, i) || (dflt && !strcmp(x->op_type, "Range"))) {
+        /* Range makes indices (position ids) from a length, even when the
+         * length is symbolic and its values are not known */
         *what = "shape arithmetic";
         k = K_SHAPE;
     } else if (dt_ox_all_const(c, i)) {
         *what = "constant folding";
         k = K_FOLDING;
+    } else if (dequantizes_embedding(c, i)) {
+        *why = EMBEDDING_DQ_WHY;
+        return K_QUANT;
     } else if (dflt)
         k = kind_of_op(x->op_type);
     else if (!strcmp(x->domain, "com.microsoft") && strstr(x->op_type, "LayerNormalization"))

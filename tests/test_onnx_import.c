@@ -981,6 +981,265 @@ static void test_names_and_nothing(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "Softmax"));
 }
 
+/* ---- issue 30: patterns and labels ------------------------------------------- */
+
+/* torch's weight-only int8 (w8a32-torch.onnx): Mul(Cast(int8 W), scale)
+ * per channel [1, N], per tensor [] with the scale first, and [N, 1] on an
+ * [N, K] weight transposed after: three w8a32 denses, every node tuned. */
+static void test_w8a32_torch_file(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "w8a32-torch.onnx", VARS("batch=1..2", "seq=1..8"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "dense(M=batch*seq,N=1024,K=256,epilogue=bias+relu,dtype=w8a32;"
+                        "batch=1..2,seq=1..8) x1; "
+                        "dense(M=batch*seq,N=256,K=1024,epilogue=bias,dtype=w8a32;"
+                        "batch=1..2,seq=1..8) x1; "
+                        "dense(M=batch*seq,N=128,K=256,dtype=w8a32;batch=1..2,seq=1..8) x1");
+    CU_ASSERT_EQUAL(imp->nuntuned, 0); /* the Casts, Muls and the Transpose are in the ops */
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* Mul(Cast(W), scale) variants: a [1] scale, Gemm transB=1 with [N, 1]
+ * scales, a Transpose before the Cast; not dtune's: scales along K, uint8
+ * weights, a Cast of float weights (a scaled float weight: f32). */
+static void test_w8a32_cast_variants(void)
+{
+    static const struct {
+        int wtype;          /* the weight's element type */
+        int nk;             /* the int8 weight is [N, K] (else [K, N]) */
+        int gemm;           /* Gemm transB=1 on the [N, K] result (else MatMul) */
+        int transpose_w;    /* Transpose(W) before the Cast */
+        const char *scale;  /* the scale's dims */
+        const char *want;   /* the dense, or NULL: rejected with why */
+        const char *why;
+    } cases[] = {
+        {DT_OX_INT8, 0, 0, 0, "1", "dense(M=1..64,N=256,K=768,dtype=w8a32) x1", NULL},
+        {DT_OX_INT8, 1, 1, 0, "256,1", "dense(M=1..64,N=256,K=768,dtype=w8a32) x1", NULL},
+        {DT_OX_INT8, 1, 0, 1, "1,256", "dense(M=1..64,N=256,K=768,dtype=w8a32) x1", NULL},
+        {DT_OX_INT8, 0, 0, 0, "768,1", NULL, "along K"},
+        {DT_OX_UINT8, 0, 0, 0, "1,256", NULL, "uint8 weights"},
+        {DT_OX_FLOAT16, 0, 0, 0, "1,256", "dense(M=1..64,N=256,K=768) x1", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dt_ox_graph *g = tg_new();
+        tg_input(g, "x", DT_OX_FLOAT, "seq,768");
+        if (cases[i].nk)
+            tg_weight(g, "wq", cases[i].wtype, 256, 768);
+        else
+            tg_weight(g, "wq", cases[i].wtype, 768, 256);
+        if (!strcmp(cases[i].scale, "1"))
+            tg_weight(g, "s", DT_OX_FLOAT, 1);
+        else if (!strcmp(cases[i].scale, "256,1"))
+            tg_weight(g, "s", DT_OX_FLOAT, 256, 1);
+        else if (!strcmp(cases[i].scale, "768,1"))
+            tg_weight(g, "s", DT_OX_FLOAT, 768, 1);
+        else
+            tg_weight(g, "s", DT_OX_FLOAT, 1, 256);
+        const char *w = "wq";
+        if (cases[i].transpose_w) {
+            tg_attr_ints(tg_node(g, "Transpose", "tw", "wq", "wt"), "perm", 2,
+                         (const int64_t[]){1, 0});
+            w = "wt";
+        }
+        char in[32];
+        snprintf(in, sizeof in, "%s", w);
+        tg_attr_i(tg_node(g, "Cast", "cast", in, "wf"), "to", DT_OX_FLOAT);
+        tg_node(g, "Mul", "scale", "s,wf", "wd");
+        if (cases[i].gemm)
+            tg_attr_i(tg_node(g, "Gemm", "mm", "x,wd", "out"), "transB", 1);
+        else
+            tg_node(g, "MatMul", "mm", "x,wd", "out");
+        tg_output(g, "out");
+        tg_weight(g, "w2", DT_OX_FLOAT, 768, 8);
+        tg_node(g, "MatMul", "mm2", "x,w2", "out2");
+        tg_output(g, "out2");
+        dt_err e;
+        dt_ox_import *imp;
+        dt_model *m = tg_import(g, VARS("seq=1..64"), &imp, &e);
+        if (!m)
+            fprintf(stderr, "\ncast weight %zu: %s\n", i, e.msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        char *got = summary(m);
+        if (cases[i].want) {
+            if (!strstr(got, cases[i].want))
+                fprintf(stderr, "\ncase %zu: %s\n", i, got);
+            CU_ASSERT_PTR_NOT_NULL(strstr(got, cases[i].want));
+        } else {
+            const dt_ox_untuned *u = untuned(imp, "MatMul");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+            if (!strstr(u->why, cases[i].why))
+                fprintf(stderr, "\ncase %zu: %s\n", i, u->why);
+            CU_ASSERT_PTR_NOT_NULL(strstr(u->why, cases[i].why));
+        }
+        free(got);
+        dt_model_free(m);
+        dt_ox_import_free(imp);
+    }
+}
+
+/* attn-reshape-kt.onnx: Kᵀ as Reshape → Transpose([0,2,1]) → Reshape of a
+ * Gemm's output keeps K contiguous: q·kᵀ is NT. */
+static void test_nt_reshape_chain_file(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "attn-reshape-kt.onnx", VARS("batch=1", "seq=1..64"),
+                              &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "dense(M=1..64,N=384,K=384,epilogue=bias) x4; "
+                        "batch_matmul(B=12,M=seq,N=seq,K=32,layout=NT;seq=1..64) x1; "
+                        "batch_matmul(B=12,M=seq,N=32,K=seq,layout=NN;seq=1..64) x1");
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Transpose"), 4); /* the chains stay listed */
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* Chains of Reshapes and Transposes before a batch_matmul's B: NT exactly
+ * when they take K from the source's last axis. */
+static void test_nt_chains(void)
+{
+    static const struct {
+        const char *src;      /* the source's dims */
+        int64_t perm1[4];     /* the first Transpose (rank 3 or 4: perm1[3] < 0 for 3) */
+        const char *shape1;   /* a Reshape after it ("": none) */
+        int64_t perm2[3];     /* a second Transpose ({-1}: none) */
+        const char *layout;
+    } cases[] = {
+        /* [h,s,64] → T[0,2,1] → Reshape [h,64,s] */
+        {"h,s,64", {0, 2, 1, -1}, "h,64,s", {-1}, "NT"},
+        /* [s,h*64=256] → Reshape [s,4,64] → T[1,2,0] → [4,64,s] */
+        {"s,256", {-1}, "", {-1}, "NT"},
+        /* [h,64,s] → T[0,2,1] → T[0,2,1]: back to K strided */
+        {"h,64,s", {0, 2, 1, -1}, "", {0, 2, 1}, "NN"},
+        /* [h,s,64] → Reshape [h,s,64] (no Transpose) then T[0,2,1] */
+        {"h,s,64", {-1}, "h,s,64", {0, 2, 1}, "NT"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dt_ox_graph *g = tg_new();
+        tg_input(g, "a", DT_OX_FLOAT, "h,s,64");
+        const char *cur = "src";
+        tg_input(g, "src", DT_OX_FLOAT, cases[i].src);
+        if (i == 1) {
+            /* [s,256] → Reshape [s,4,64] → Transpose [1,2,0] */
+            dt_ox_tensor *t = tg_tensor(g, "shp", DT_OX_INT64, 1, (int64_t)3);
+            t->has_values = 1;
+            t->ivals = zalloc(3 * sizeof *t->ivals);
+            t->ivals[0] = 0, t->ivals[1] = 4, t->ivals[2] = 64;
+            tg_node(g, "Reshape", "r", "src,shp", "r");
+            tg_attr_ints(tg_node(g, "Transpose", "t", "r", "bt"), "perm", 3,
+                         (const int64_t[]){1, 2, 0});
+            cur = "bt";
+        } else {
+            if (cases[i].perm1[0] >= 0) {
+                tg_attr_ints(tg_node(g, "Transpose", "t1", cur, "t1"), "perm", 3,
+                             cases[i].perm1);
+                cur = "t1";
+            }
+            if (cases[i].shape1[0]) {
+                /* the target from Shape(a) / Shape(src): [h, 64, s] or [h, s, 64] */
+                tg_node(g, "Shape", "sh", "a", "sh");
+                dt_ox_tensor *t = tg_tensor(g, "idx", DT_OX_INT64, 1, (int64_t)3);
+                t->has_values = 1;
+                t->ivals = zalloc(3 * sizeof *t->ivals);
+                int r = !strcmp(cases[i].shape1, "h,64,s");
+                t->ivals[0] = 0, t->ivals[1] = r ? 2 : 1, t->ivals[2] = r ? 1 : 2;
+                tg_attr_i(tg_node(g, "Gather", "ga", "sh,idx", "shp"), "axis", 0);
+                tg_node(g, "Reshape", "r", cur[0] == 't' ? "t1,shp" : "src,shp", "r");
+                cur = "r";
+            }
+            if (cases[i].perm2[0] >= 0) {
+                char in[8];
+                snprintf(in, sizeof in, "%s", cur);
+                tg_attr_ints(tg_node(g, "Transpose", "t2", in, "t2"), "perm", 3, cases[i].perm2);
+                cur = "t2";
+            }
+        }
+        char in[16];
+        snprintf(in, sizeof in, "%s%s", i == 1 ? "a4," : "a,", cur);
+        if (i == 1) { /* a4 [4, s, 64] so the batch dims match */
+            tg_input(g, "a4", DT_OX_FLOAT, "4,s,64");
+        }
+        tg_node(g, "MatMul", "bmm", in, "out");
+        tg_output(g, "out");
+        dt_err e;
+        dt_ox_import *imp;
+        dt_model *m = i == 1 ? tg_import(g, VARS("h=1..4", "s=1..32"), &imp, &e)
+                             : tg_import(g, VARS("h=1..4", "s=1..32"), &imp, &e);
+        if (!m)
+            fprintf(stderr, "\nchain %zu: %s\n", i, e.msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT_EQUAL_FATAL(m->nworkloads, 1);
+        char want[32];
+        snprintf(want, sizeof want, "layout=%s", cases[i].layout);
+        if (!strstr(m->workloads[0].key, want))
+            fprintf(stderr, "\nchain %zu: %s, want %s\n", i, m->workloads[0].key, want);
+        CU_ASSERT_PTR_NOT_NULL(strstr(m->workloads[0].key, want));
+        dt_model_free(m);
+        dt_ox_import_free(imp);
+    }
+}
+
+/* The untuned list names what these are: a DequantizeLinear after an
+ * embedding Gather, Range with the shape arithmetic, 4-bit MatMulNBits and
+ * QLinearMatMul with why dtune has no dtype for them. */
+static void test_untuned_labels(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "embedding-int8-gather.onnx",
+                              VARS("batch=1", "seq=1..64"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    const dt_ox_untuned *u = untuned(imp, "DequantizeLinear");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_STRING_EQUAL(u->why, "dequantizes an embedding table (Gather): not a GEMM");
+    CU_ASSERT_PTR_NULL(untuned(imp, "Range"));
+    CU_ASSERT(untuned_nodes(imp, "shape arithmetic") >= 1);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+    /* gpt2-block.onnx's position ids: Range(0, seq, 1), seq symbolic */
+    m = import_file(ONNX_DIR "gpt2-block.onnx", VARS("batch=1", "seq=1..128"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_PTR_NULL(untuned(imp, "Range"));
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+
+    dt_err e;
+    imp = NULL;
+    if (dt_ox_import_file(ONNX_DIR "matmulnbits-4bit.onnx", NULL, VARS("batch=1", "seq=1..8"),
+                          &imp, &e)) {
+        /* until shape propagation gets past an op without a rule */
+        dt_test_skip("matmulnbits-4bit.onnx: %s", e.msg);
+    } else {
+        check_accounting(imp);
+        u = untuned(imp, "com.microsoft.MatMulNBits");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+        CU_ASSERT_STRING_EQUAL(u->why, "4-bit weights: no dtune dtype");
+        CU_ASSERT_EQUAL(imp->nuntuned, 1);
+        dt_ox_import_free(imp);
+    }
+
+    dt_ox_graph *g = tg_new();
+    tg_input(g, "x", DT_OX_FLOAT, "seq,64");
+    tg_input(g, "xq", DT_OX_UINT8, "seq,64");
+    tg_weight(g, "wq", DT_OX_UINT8, 64, 16);
+    tg_scalar(g, "sa", 0.01);
+    tg_iscalar(g, "za", DT_OX_UINT8, 128);
+    tg_weight(g, "w", DT_OX_FLOAT, 64, 16);
+    tg_node(g, "QLinearMatMul", "qmm", "xq,sa,za,wq,sa,za,sa,za", "yq");
+    tg_output(g, "yq");
+    tg_node(g, "MatMul", "mm", "x,w", "y");
+    tg_output(g, "y");
+    m = tg_import(g, VARS("seq=1..8"), &imp, &e);
+    if (!m)
+        fprintf(stderr, "\nqlinear: %s\n", e.msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    u = untuned(imp, "QLinearMatMul");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_PTR_NOT_NULL(strstr(u->why, "requantized"));
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
 int main(void)
 {
     CU_TestInfo files[] = {
@@ -1006,6 +1265,11 @@ int main(void)
         {"more than 8 dynamic dims", test_too_many_vars},
         {"batch_matmul layouts", test_batch_matmul},
         {"op names, nothing to tune", test_names_and_nothing},
+        {"w8a32-torch.onnx: Mul(Cast(int8 W), scale) as w8a32", test_w8a32_torch_file},
+        {"Mul(Cast(W), scale): scales, Transposes, Gemm; not dtune's", test_w8a32_cast_variants},
+        {"attn-reshape-kt.onnx: NT through Reshape/Transpose/Reshape", test_nt_reshape_chain_file},
+        {"NT through Reshape/Transpose chains, NN when K is strided", test_nt_chains},
+        {"untuned labels: embedding DQ, Range, MatMulNBits, QLinearMatMul", test_untuned_labels},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"onnx import: test models", NULL, NULL, NULL, NULL, files},
