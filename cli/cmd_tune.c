@@ -255,13 +255,23 @@ static void on_event(const dt_tune_event *ev, void *ud)
     } else {
         tb[0] = 0;
     }
-    char line[512];
+    /* the objective holds the cost model's prediction on every shape not
+     * measured yet: say which it is (a prediction can be far off) */
+    char what[64];
+    if (ev->predicted_shapes <= 0)
+        snprintf(what, sizeof what, "measured");
+    else if (ev->predicted_shapes >= ev->task->nshapes)
+        snprintf(what, sizeof what, "predicted");
+    else
+        snprintf(what, sizeof what, "predicted on %lld/%lld shapes",
+                 (long long)ev->predicted_shapes, (long long)ev->task->nshapes);
+    char line[640];
     int len = snprintf(line, sizeof line,
-                       "[%d/%d %s] round %d | trials %lld%s | best %s | model %s | "
+                       "[%d/%d %s] round %d | trials %lld%s | best %s %s | model %s | "
                        "%.0f trials/min | tau %s | %s%s",
-                       ev->task_index + 1, ev->ntasks, ev->task->name, ev->task->rounds,
-                       (long long)ev->trials_used, budget, obj, lat, ev->trials_per_min, tau, el,
-                       tb);
+                       ev->task_index + 1, ev->ntasks, dt_cli_safe(ev->task->name),
+                       ev->task->rounds, (long long)ev->trials_used, budget, obj, what, lat,
+                       ev->trials_per_min, tau, el, tb);
     if (ps->tty) {
         int pad = ps->last_len > len ? ps->last_len - len : 0;
         fprintf(stderr, "\r%s%*s", line, pad, "");
@@ -372,11 +382,81 @@ static void fmt_metric(double v, int decimals, char *buf, size_t n)
         snprintf(buf, n, "n/a");
 }
 
+/* The widest workload name of the summary, in characters. */
+#define NAME_COL_MAX 40
+
+/* Characters (not bytes) of UTF-8 text. */
+static int utf8_width(const char *s)
+{
+    int w = 0;
+    for (; *s; s++)
+        w += ((unsigned char)*s & 0xC0) != 0x80;
+    return w;
+}
+
+/* Bytes of the path prefix ("a/b/") that every name shares, so the summary
+ * shows what tells ONNX node names apart ("/model/model.0/auto_model/
+ * encoder/layer.0/attention/self/query/MatMul" and ".../key/MatMul" share
+ * 57 bytes); 0 when fewer than two names or no '/' is shared. */
+static size_t shared_prefix(const dt_task *t, int n)
+{
+    if (n < 2)
+        return 0;
+    size_t len = strlen(t[0].name);
+    for (int i = 1; i < n; i++) {
+        size_t k = 0;
+        while (k < len && t[i].name[k] == t[0].name[k])
+            k++;
+        len = k;
+    }
+    while (len > 0 && t[0].name[len - 1] != '/')
+        len--;
+    /* a name that is all prefix keeps it whole */
+    for (int i = 0; i < n; i++)
+        if (!t[i].name[len])
+            return 0;
+    return len;
+}
+
+/* The summary's name of a task, escaped: without the shared prefix, and
+ * when still longer than NAME_COL_MAX characters its tail after a "…"
+ * (names differ at their end: ".../query/MatMul", ".../MatMul_1"). */
+static void display_name(const char *name, size_t prefix, char *out, size_t n)
+{
+    const char *s = name + prefix;
+    const char *safe = dt_cli_safe(s);
+    int w = utf8_width(safe);
+    if (w <= NAME_COL_MAX) {
+        snprintf(out, n, "%s", safe);
+        return;
+    }
+    const char *p = safe;
+    for (int drop = w - (NAME_COL_MAX - 1); drop > 0; drop--) /* skip characters */
+        for (p++; ((unsigned char)*p & 0xC0) == 0x80; p++)
+            ;
+    snprintf(out, n, "\xe2\x80\xa6%s", p); /* U+2026 */
+}
+
 static void print_table(const char *db, const dt_task *t, int n, const dt_tune_result *r,
                         int threads, int max_kernels)
 {
-    printf("%-14s %6s %7s %7s %7s %6s %8s %12s %8s %7s  %s\n", "workload", "shapes", "kernels",
-           "trials", "rounds", "ranges", "kernels*", "mean time", "GFLOP/s", "loss", "outcome");
+    size_t prefix = shared_prefix(t, n);
+    char(*names)[4 * NAME_COL_MAX + 8] = calloc((size_t)(n ? n : 1), sizeof *names);
+    int col = 8; /* "workload" */
+    for (int i = 0; names && i < n; i++) {
+        display_name(t[i].name, prefix, names[i], sizeof names[i]);
+        if (utf8_width(names[i]) > col)
+            col = utf8_width(names[i]);
+    }
+    if (prefix) {
+        char pre[sizeof t[0].name];
+        snprintf(pre, sizeof pre, "%.*s", (int)prefix, t[0].name);
+        printf("workloads (# as in dtune workloads; names without their shared prefix %s):\n",
+               dt_cli_safe(pre));
+    }
+    printf("%3s  %-*s %6s %7s %7s %7s %6s %8s %12s %8s %7s  %s\n", "#", col, "workload", "shapes",
+           "kernels", "trials", "rounds", "ranges", "kernels*", "mean time", "GFLOP/s", "loss",
+           "outcome");
     double lat = 0, ulat = 0;
     for (int i = 0; i < n; i++) {
         char obj[32], gf[32] = "-";
@@ -388,9 +468,11 @@ static void print_table(const char *db, const dt_task *t, int n, const dt_tune_r
         if (sched && isfinite(r->sel[i].loss))
             snprintf(loss, sizeof loss, "%.2f%%", 100 * r->sel[i].loss);
         snprintf(ks, sizeof ks, "%d/%d", r->sel[i].kernels, r->sel[i].best_kernels);
-        printf("%-14.14s %6lld %7d %7lld %7d %6d %8s %12s %8s %7s  %s\n", t[i].name,
-               (long long)t[i].nshapes, t[i].nk, (long long)t[i].trials, t[i].rounds, r->sel[i].ranges,
-               ks, obj, gf, loss, dt_tune_outcome_name(r->outcome[i]));
+        const char *nm = names ? names[i] : dt_cli_safe(t[i].name);
+        /* %-*s pads bytes: pad by characters (a name may hold UTF-8) */
+        printf("%3d  %s%*s %6lld %7d %7lld %7d %6d %8s %12s %8s %7s  %s\n", i + 1, nm,
+               col - utf8_width(nm), "", (long long)t[i].nshapes, t[i].nk, (long long)t[i].trials,
+               t[i].rounds, r->sel[i].ranges, ks, obj, gf, loss, dt_tune_outcome_name(r->outcome[i]));
         if (sched) {
             lat += t[i].count * r->sel[i].objective;
             ulat += t[i].count * r->sel[i].best_objective;
@@ -398,7 +480,7 @@ static void print_table(const char *db, const dt_task *t, int n, const dt_tune_r
     }
     for (int i = 0; i < n; i++)
         if (r->outcome[i] == DT_TUNE_SKIPPED)
-            printf("skipped %s (%s): %s\n", t[i].name, t[i].key, r->reason[i]);
+            printf("skipped %s (%s): %s\n", dt_cli_safe(t[i].name), t[i].key, r->reason[i]);
     char l[32], ul[32], kb[32];
     fmt_ns(r->nscheduled > 0 ? lat : NAN, l, sizeof l);
     fmt_ns(r->nscheduled > 0 ? ulat : NAN, ul, sizeof ul);
@@ -431,6 +513,7 @@ static void print_table(const char *db, const dt_task *t, int n, const dt_tune_r
     }
     if (r->stopped)
         printf("stopped by a signal: schedules hold what was measured\n");
+    free(names);
 }
 
 /* ---- setup ----------------------------------------------------------------------------- */

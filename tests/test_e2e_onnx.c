@@ -376,6 +376,85 @@ static void test_newer_ir(void)
     free(b);
 }
 
+/* The line of text holding `needle` (a copy), or NULL. */
+static char *line_with(const char *text, const char *needle)
+{
+    const char *at = strstr(text, needle);
+    if (!at)
+        return NULL;
+    const char *b = at, *e = strchr(at, '\n');
+    while (b > text && b[-1] != '\n')
+        b--;
+    size_t n = e ? (size_t)(e - b) : strlen(b);
+    char *l = malloc(n + 1);
+    if (l) {
+        memcpy(l, b, n);
+        l[n] = 0;
+    }
+    return l;
+}
+
+/* issue 30, point 8: `dtune tune` on MiniLM-style names (one 57-byte prefix
+ * before the part that differs) tells its workloads apart in the summary,
+ * numbered as `dtune workloads` numbers them, and its progress lines say
+ * whether "best" is measured or a cost-model prediction. */
+static void test_tune_labels(void)
+{
+    char *dir = dt_test_tmpdir_with_cache();
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "tune '%s' --var batch=1 --var 'seq={4,8}' --db "
+                                          "'%s/t.db' --trials 12 --threads 1 --min-time 0.5",
+                                      ONNX("attn-reshape-kt.onnx"), dir), 0);
+    /* the summary: three rows that differ, the shared prefix said once */
+    static const char *const rows[] = {"  1  query/Gemm ", "  2  MatMul ", "  3  MatMul_1 "};
+    for (int i = 0; i < 3; i++) {
+        if (!strstr(p.out, rows[i]))
+            fprintf(stderr, "\nno '%s' in:\n%s\n", rows[i], p.out);
+        CU_ASSERT_PTR_NOT_NULL(strstr(p.out, rows[i]));
+    }
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "shared prefix \xe2\x80\xa6/auto_model/encoder/layer.0/"
+                                         "attention/self/"));
+    /* every progress line labels its best: measured, or predicted */
+    int rounds = 0;
+    for (const char *l = strstr(p.err, "] round "); l; l = strstr(l + 1, "] round ")) {
+        char *line = line_with(l, "] round ");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(line);
+        const char *best = strstr(line, "| best ");
+        CU_ASSERT_PTR_NOT_NULL(best);
+        if (best && !strstr(best, " measured |") && !strstr(best, " predicted"))
+            fprintf(stderr, "\nunlabelled: %s\n", line);
+        CU_ASSERT(best && (strstr(best, " measured |") || strstr(best, " predicted")));
+        free(line);
+        rounds++;
+    }
+    CU_ASSERT(rounds >= 3);
+    dt_test_proc_free(&p);
+    dt_test_rmtree(dir);
+    free(dir);
+}
+
+/* issue 30, points 6 and 8 through the binary: the weight-only int8 MLP
+ * torch writes is w8a32, and the untuned list names an embedding's
+ * DequantizeLinear and Range for what they are. */
+static void test_patterns_listed(void)
+{
+    char *w = workload_list("workloads " ONNX("w8a32-torch.onnx") " --var batch=1 --var "
+                            "seq=1..8 --json");
+    CU_ASSERT_STRING_EQUAL(w, "dense(M=1..8,N=1024,K=256,epilogue=bias+relu,dtype=w8a32) x1\n"
+                              "dense(M=1..8,N=256,K=1024,epilogue=bias,dtype=w8a32) x1\n"
+                              "dense(M=1..8,N=128,K=256,dtype=w8a32) x1\n");
+    free(w);
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "workloads '%s' --var batch=1 --var seq=1..8",
+                                      ONNX("embedding-int8-gather.onnx")), 0);
+    char *dq = line_with(p.out, "DequantizeLinear");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dq);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dq, "dequantizes an embedding table (Gather): not a GEMM"));
+    free(dq);
+    CU_ASSERT_PTR_NULL(strstr(p.out, "Range"));
+    dt_test_proc_free(&p);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -386,6 +465,8 @@ int main(void)
         {"a FIFO, /dev/zero or a directory is refused at once", test_not_regular_files},
         {"names with ESC, CR, LF, BEL are escaped in messages and tables", test_hostile_names},
         {"IR versions 10 and 11 are read", test_newer_ir},
+        {"tune: distinct summary names, best measured or predicted", test_tune_labels},
+        {"w8a32 from Mul(Cast), embedding DQ and Range labels", test_patterns_listed},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"e2e onnx", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

@@ -172,11 +172,30 @@ static int64_t least_tuned_shape(const dt_task *t)
     return best;
 }
 
+/* Shapes of t whose best known time is not a measurement (a prediction, or
+ * nothing yet); every shape when memory runs out. */
+static int64_t predicted_shapes(const dt_task *t)
+{
+    double *best = malloc((size_t)t->nshapes * sizeof *best);
+    int *arg = malloc((size_t)t->nshapes * sizeof *arg);
+    int64_t n = t->nshapes;
+    if (best && arg) {
+        dt_task_best(t, best, arg);
+        n = 0;
+        for (int64_t s = 0; s < t->nshapes; s++)
+            n += arg[s] < 0 || isnan(dt_task_measured(t, arg[s], s));
+    }
+    free(best);
+    free(arg);
+    return n;
+}
+
 static void emit(const dt_tune_opts *o, dt_tune_event *ev, const dt_task *tasks, int n,
                  int64_t used, double t0, int64_t run_trials)
 {
     if (!o->on_event)
         return;
+    ev->predicted_shapes = ev->task ? predicted_shapes(ev->task) : 0;
     ev->ntasks = n;
     ev->trials_used = used;
     ev->trials_budget = o->trials;

@@ -63,6 +63,9 @@ typedef struct dt_tune_event {
     double elapsed_s, time_budget_s; /* time_budget 0: none */
     double trials_per_min;        /* this run's */
     double model_latency_ns;      /* Σ count · objective over the tasks */
+    int64_t predicted_shapes;     /* shapes of .task whose best known time (in its
+                                   * objective) is a cost-model prediction, not a
+                                   * measurement: 0 = the objective is measured */
 } dt_tune_event;
 
 typedef struct dt_tune_opts {
