@@ -361,11 +361,18 @@ int dt_ox_collect_untuned(dt_ox_wctx *c)
     for (int i = 0; i < nn && rc >= 0; i++) {
         if (c->cover[i] >= 0)
             continue;
-        char buf[300];
+        char buf[300], why_note[640];
         const char *what = LN_WHAT, *why = kind_why[K_NORM];
         kind k = K_NORM;
         if (label[i] == LABEL_NONE)
             k = classify(c, i, buf, sizeof buf, &what, &why);
+        /* an op without a shape rule (or reading a tensor of unknown
+         * shape) says where its shapes came from */
+        const char *note = dt_ox_node_shapes_note(c->s, i);
+        if (note) {
+            snprintf(why_note, sizeof why_note, "%s (%s)", why, note);
+            why = why_note;
+        }
         if ((rc = group(&gs, what, why, k)) >= 0) {
             c->wl->untuned[rc].nodes++;
             /* an op type counts its nodes, a pattern its occurrences */
