@@ -75,7 +75,8 @@ static void check_graph(const dt_ox_graph *g)
     for (int i = 0; i < g->nnodes; i++) {
         const dt_ox_node *n = &g->nodes[i];
         check(n->name && n->op_type && n->op_type[0] && n->domain);
-        check(!n->domain[0] || !strcmp(n->domain, "com.microsoft"));
+        /* any domain is read; the default one is stored as "" */
+        check(strcmp(n->domain, "ai.onnx") != 0);
         check(n->ninputs <= DT_OX_MAX_IO && n->noutputs <= DT_OX_MAX_IO);
         for (int k = 0; k < n->ninputs; k++)
             check(n->inputs[k] != NULL);
