@@ -208,7 +208,7 @@ static void test_merge_refuses_damage(void)
     sql_exec(integ, bad_index_sql);
     make_db(times, 2, "s");
     sql_exec(times, impossible_sql);
-    size_t n0, n1;
+    size_t n0 = 0, n1 = 0;
     char *before = file_bytes(dst, &n0);
     expect_merge_refused(dst, json, "the annotation of kernels row 2 is not valid JSON");
     expect_merge_refused(dst, integ, "integrity");
@@ -252,7 +252,7 @@ static void test_prune_refuses_damage(void)
     make_db(path, 3, "p");
     sql_exec(path, "UPDATE kernels SET annotation = '{broken' WHERE id = 2;");
     sql_exec(path, impossible_sql);
-    size_t n0, n1;
+    size_t n0 = 0, n1 = 0;
     char *before = file_bytes(path, &n0);
     dt_db *db;
     dt_err e;
