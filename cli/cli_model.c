@@ -49,6 +49,7 @@ int dt_cli_model_text(const char *path, const dt_cli_vars *v, char **text, size_
         e->code = rc = DT_EINVAL;
     if (rc)
         return rc;
+    dt_cli_print_import_warnings(*imp);
     *text = strdup((*imp)->spec_json);
     if (!*text) {
         dt_ox_import_free(*imp);
@@ -57,6 +58,12 @@ int dt_cli_model_text(const char *path, const dt_cli_vars *v, char **text, size_
     }
     *len = strlen(*text);
     return 0;
+}
+
+void dt_cli_print_import_warnings(const dt_ox_import *imp)
+{
+    for (int i = 0; imp && i < imp->nwarnings; i++)
+        fprintf(stderr, "dtune: warning: %s\n", dt_cli_safe(imp->warnings[i]));
 }
 
 void dt_cli_print_untuned(FILE *out, const dt_ox_import *imp, const char *path)
@@ -93,6 +100,9 @@ json_t *dt_cli_untuned_json(const dt_ox_import *imp)
                                              (json_int_t)imp->untuned[i].nodes, "instances",
                                              (json_int_t)imp->untuned[i].instances, "why",
                                              imp->untuned[i].why));
-    return json_pack("{s:I, s:I, s:o}", "nodes", (json_int_t)imp->nnodes, "tuned_nodes",
-                     (json_int_t)imp->ntuned, "untuned", arr);
+    json_t *warnings = json_array();
+    for (int i = 0; i < imp->nwarnings; i++)
+        json_array_append_new(warnings, json_string(imp->warnings[i]));
+    return json_pack("{s:I, s:I, s:o, s:o}", "nodes", (json_int_t)imp->nnodes, "tuned_nodes",
+                     (json_int_t)imp->ntuned, "untuned", arr, "warnings", warnings);
 }

@@ -33,11 +33,15 @@ int dt_cli_is_onnx(const char *path);
 int dt_cli_model_text(const char *path, const dt_cli_vars *v, char **text, size_t *len,
                       dt_ox_import **imp, dt_err *e);
 
+/* The import's warnings (what was read despite a doubt: an IR version or
+ * opset newer than dtune knows), one "dtune: warning: ..." line each on
+ * stderr, escaped. */
+void dt_cli_print_import_warnings(const dt_ox_import *imp);
 /* What an import did not tune, after a header line ("x.onnx: 1234 nodes,
  * 96 in tuned ops; not tuned:"), one line per kind with its node count and
  * why; nothing for imp == NULL. */
 void dt_cli_print_untuned(FILE *out, const dt_ox_import *imp, const char *path);
-/* The same as JSON: {"nodes": N, "tuned_nodes": T, "untuned": [{"what",
+/* The same as JSON: {"nodes": N, "tuned_nodes": T, "warnings": [...], "untuned": [{"what",
  * "nodes", "instances", "why"}, ...]}; NULL for imp == NULL. */
 json_t *dt_cli_untuned_json(const dt_ox_import *imp);
 

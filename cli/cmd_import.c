@@ -147,6 +147,7 @@ int dt_cmd_import(int argc, char **argv)
         e.code = DT_EINVAL;
     if (rc)
         return dt_cli_fail(&e);
+    dt_cli_print_import_warnings(imp);
     /* the import checked its spec loads; loading again gives the report */
     dt_model *m = NULL;
     if ((rc = dt_model_parse(imp->spec_json, strlen(imp->spec_json), path, &m, &e)) ||

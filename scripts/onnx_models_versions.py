@@ -144,8 +144,16 @@ def make_image_minus1_dims():
                    ir_version=6)
 
 
+def make_ir15_future():
+    """A file from a future onnx: IR 15, newer than dtune knows.  It is read
+    (protobuf skips what it does not know) with a warning."""
+    g = base.small_dense_graph("main_graph", ["batch", base.HIDDEN])
+    return g.model(21, "A dense in a file of IR 15, newer than dtune knows.", ir_version=15)
+
+
 GOOD = [
     ("ir14-opset28-mlp.onnx", make_ir14_opset28),
+    ("ir15-future.onnx", make_ir15_future),
     ("custom-op-value-info.onnx", make_custom_op_value_info),
     ("nms-unknown.onnx", make_nms_unknown),
     ("image-question-dims.onnx", make_image_question_dims),

@@ -374,6 +374,42 @@ static void test_newer_ir(void)
     free(b);
 }
 
+/* A file of an IR version newer than dtune knows (15) is read, and the
+ * import says so: a warning on stderr from import, workloads and tune's
+ * model reading, and in import --json's "onnx" object. */
+static void test_future_ir_warned(void)
+{
+    char *a = workload_list("workloads " ONNX("ir15-future.onnx") " --var batch=1..8 --json");
+    CU_ASSERT_STRING_EQUAL(a, "dense(M=1..8,N=768,K=768,epilogue=bias) x1\n");
+    free(a);
+    dt_test_proc p;
+    dt_test_run_dtune(&p, "workloads " ONNX("ir15-future.onnx") " --var batch=1..8");
+    CU_ASSERT_EQUAL(p.exit_code, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "dtune: warning: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "IR version 15 is newer than dtune knows"));
+    dt_test_proc_free(&p);
+    char *dir = dt_test_tmpdir();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+    char args[4500];
+    snprintf(args, sizeof args,
+             "import " ONNX("ir15-future.onnx") " --var batch=1..8 -o %s/s.json --json", dir);
+    int code = -1;
+    json_t *root = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL(code, 0);
+    json_t *w = json_object_get(json_object_get(root, "onnx"), "warnings");
+    CU_ASSERT_EQUAL(json_array_size(w), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_array_get(w, 0)) ?: "", "IR version 15"));
+    json_decref(root);
+    /* a known version warns about nothing */
+    snprintf(args, sizeof args,
+             "import " ONNX("ir10-dense.onnx") " --var batch=1..8 -o %s/t.json --json", dir);
+    root = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(json_object_get(root, "onnx"), "warnings")), 0);
+    json_decref(root);
+    dt_test_rmtree(dir);
+    free(dir);
+}
+
 /* The line of text holding `needle` (a copy), or NULL. */
 static char *line_with(const char *text, const char *needle)
 {
@@ -472,6 +508,7 @@ int main(void)
         {"a FIFO, /dev/zero or a directory is refused at once", test_not_regular_files},
         {"names with ESC, CR, LF, BEL are escaped in messages and tables", test_hostile_names},
         {"IR versions 10 and 11 are read", test_newer_ir},
+        {"IR 15 (newer than known) is read with a warning", test_future_ir_warned},
         {"tune: distinct summary names, best measured or predicted", test_tune_labels},
         {"w8a32 from Mul(Cast), embedding DQ and Range labels", test_patterns_listed},
         CU_TEST_INFO_NULL,
