@@ -317,7 +317,7 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
     json_object_set_new(root, "workloads_scheduled", json_integer(r->nscheduled));
     json_object_set_new(root, "workloads_skipped", json_integer(r->nskipped));
     json_object_set_new(root, "max_kernels", max_kernels_json(a->max_kernels));
-    double lat = 0, ulat = 0;
+    double lat = 0, ulat = 0, elat = 0;
     for (int i = 0; i < n; i++) {
         json_t *w = json_object();
         json_object_set_new(w, "name", json_string(t[i].name));
@@ -345,11 +345,14 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
         json_object_set_new(w, "selection_trials", json_integer(r->sel[i].trials));
         json_object_set_new(w, "unmeasured_shapes", json_integer(r->sel[i].unmeasured));
         json_object_set_new(w, "objective_ns", dt_json_num_or_null(r->sel[i].objective));
+        json_object_set_new(w, "estimated_objective_ns",
+                            dt_json_num_or_null(r->sel[i].estimate));
         json_object_set_new(w, "gflops", dt_json_num_or_null(task_gflops(&t[i])));
         json_array_append_new(ws, w);
         if (r->outcome[i] == DT_TUNE_SCHEDULED) {
             lat += t[i].count * r->sel[i].objective;
             ulat += t[i].count * r->sel[i].best_objective;
+            elat += t[i].count * r->sel[i].estimate;
         }
     }
     /* over the scheduled workloads; null when none or when a winner's time
@@ -358,6 +361,10 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
                         dt_json_num_or_null(r->nscheduled > 0 ? lat : NAN));
     json_object_set_new(root, "model_latency_unrestricted_ns",
                         dt_json_num_or_null(r->nscheduled > 0 ? ulat : NAN));
+    /* the same with every unmeasured shape at its prediction: a number
+     * whenever model_latency_ns is null for that reason */
+    json_object_set_new(root, "model_latency_estimated_ns",
+                        dt_json_num_or_null(r->nscheduled > 0 ? elat : NAN));
     json_object_set_new(root, "workloads", ws);
     for (int j = 0; j < r->ncms; j++)
         json_array_append_new(ms, json_pack("{s:s, s:I, s:o, s:o, s:o}", "op", r->cm[j].op,
@@ -457,11 +464,17 @@ static void print_table(const char *db, const dt_task *t, int n, const dt_tune_r
     printf("%3s  %-*s %6s %7s %7s %7s %6s %8s %12s %8s %7s  %s\n", "#", col, "workload", "shapes",
            "kernels", "trials", "rounds", "ranges", "kernels*", "mean time", "GFLOP/s", "loss",
            "outcome");
-    double lat = 0, ulat = 0;
+    double lat = 0, ulat = 0, elat = 0;
+    int64_t unmeasured = 0, shapes = 0;
     for (int i = 0; i < n; i++) {
-        char obj[32], gf[32] = "-";
+        char obj[40], gf[32] = "-";
         int sched = r->outcome[i] == DT_TUNE_SCHEDULED;
         fmt_ns(sched ? r->sel[i].objective : NAN, obj, sizeof obj);
+        if (sched && isnan(r->sel[i].objective) && isfinite(r->sel[i].estimate)) {
+            char est[32];
+            fmt_ns(r->sel[i].estimate, est, sizeof est);
+            snprintf(obj, sizeof obj, "~%s", est); /* some shapes at their prediction */
+        }
         if (isfinite(task_gflops(&t[i])))
             snprintf(gf, sizeof gf, "%.1f", task_gflops(&t[i]));
         char loss[16] = "-", ks[24];
@@ -476,13 +489,21 @@ static void print_table(const char *db, const dt_task *t, int n, const dt_tune_r
         if (sched) {
             lat += t[i].count * r->sel[i].objective;
             ulat += t[i].count * r->sel[i].best_objective;
+            elat += t[i].count * r->sel[i].estimate;
+            unmeasured += r->sel[i].unmeasured;
+            shapes += t[i].nshapes;
         }
     }
     for (int i = 0; i < n; i++)
         if (r->outcome[i] == DT_TUNE_SKIPPED)
             printf("skipped %s (%s): %s\n", dt_cli_safe(t[i].name), t[i].key, r->reason[i]);
-    char l[32], ul[32], kb[32];
+    char l[40], ul[32], kb[32];
     fmt_ns(r->nscheduled > 0 ? lat : NAN, l, sizeof l);
+    if (r->nscheduled > 0 && isnan(lat) && isfinite(elat)) {
+        char el[32];
+        fmt_ns(elat, el, sizeof el);
+        snprintf(l, sizeof l, "~%s", el);
+    }
     fmt_ns(r->nscheduled > 0 ? ulat : NAN, ul, sizeof ul);
     if (max_kernels == DT_SELECT_AUTO)
         snprintf(kb, sizeof kb, "auto (loss <= %g %%)", 100 * DT_SELECT_LOSS_TOL);
@@ -491,13 +512,28 @@ static void print_table(const char *db, const dt_task *t, int n, const dt_tune_r
     else
         snprintf(kb, sizeof kb, "%d", max_kernels);
     printf("\n(kernels* = distinct kernels dispatched / of the unrestricted per-shape choice; "
-           "mean time = weighted over the shape set, measured; loss = its excess over the "
-           "unrestricted choice's; - = not every shape measured)\n");
+           "mean time = weighted over the shape set, measured; ~ = some shapes at the cost "
+           "model's prediction, not measured; loss = its excess over the unrestricted "
+           "choice's)\n");
     printf("kernel budget %s; unrestricted model latency %s\n", kb, ul);
     printf("%d of %d workload%s scheduled, %d skipped\n", r->nscheduled, n, n == 1 ? "" : "s",
            r->nskipped);
     printf("model latency (sum of count x mean time%s): %s at %d thread%s\n",
            r->nskipped ? ", scheduled workloads only" : "", l, threads, threads == 1 ? "" : "s");
+    if (unmeasured > 0) {
+        /* say which shapes the number predicts, and why they were not measured */
+        printf("  %lld of %lld shapes are the cost model's prediction, not measured: the "
+               "budget ended before the selection measured the kernel dispatched on them (",
+               (long long)unmeasured, (long long)shapes);
+        const char *sep = "";
+        for (int i = 0; i < n; i++)
+            if (r->outcome[i] == DT_TUNE_SCHEDULED && r->sel[i].unmeasured > 0) {
+                printf("%s#%d %s: %lld", sep, i + 1, names ? names[i] : dt_cli_safe(t[i].name),
+                       (long long)r->sel[i].unmeasured);
+                sep = ", ";
+            }
+        printf("); the same command again with a larger --trials or --time measures them\n");
+    }
     printf("%lld trial%s measured in %.1f s (%lld recorded in total) into %s\n",
            (long long)r->trials_new, r->trials_new == 1 ? "" : "s", r->seconds,
            (long long)r->trials_total, db);

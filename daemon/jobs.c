@@ -98,11 +98,12 @@ static json_t *progress_json(const run_ctx *c)
         if (c->selected[i])
             json_object_set_new(
                 w, "selected",
-                json_pack("{s:i, s:i, s:I, s:I, s:o, s:i, s:o, s:o}", "ranges",
+                json_pack("{s:i, s:i, s:I, s:I, s:o, s:o, s:i, s:o, s:o}", "ranges",
                           c->sel[i].ranges, "kernels", c->sel[i].kernels, "trials",
                           (json_int_t)c->sel[i].trials, "unmeasured",
                           (json_int_t)c->sel[i].unmeasured, "objective_ns",
-                          dt_json_num_or_null(c->sel[i].objective), "unrestricted_kernels",
+                          dt_json_num_or_null(c->sel[i].objective), "estimated_objective_ns",
+                          dt_json_num_or_null(c->sel[i].estimate), "unrestricted_kernels",
                           c->sel[i].best_kernels, "unrestricted_objective_ns",
                           dt_json_num_or_null(c->sel[i].best_objective), "loss",
                           dt_json_num_or_null(c->sel[i].loss)));

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ctype.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -503,6 +504,50 @@ static void test_max_kernels(void)
     dt_test_proc_free(&p);
 }
 
+/* issue 33: a budget that ends before the selection measured every shape's
+ * dispatched kernel (40 trials for 64 shapes) still gives a model latency:
+ * the unmeasured shapes at the cost model's prediction, marked "~", with a
+ * line saying how many shapes of which workload and why; --json has
+ * model_latency_estimated_ns beside the (then null) measured one. */
+static void test_latency_with_unmeasured_shapes(void)
+{
+    const char *key = "dense(M=1..64,N=48,K=32,epilogue=bias)";
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "tune '%s' --db '%s/u.db' --trials 40 --threads 1",
+                                      key, g_dir),
+                    0);
+    const char *lat = strstr(p.out, "model latency (sum of count x mean time): ");
+    CU_ASSERT_PTR_NOT_NULL(lat);
+    if (lat) {
+        lat += strlen("model latency (sum of count x mean time): ");
+        /* a number, never "-": "~1.2 us" (estimated) or "1.2 us" */
+        CU_ASSERT(lat[0] == '~' || isdigit((unsigned char)lat[0]));
+        if (lat[0] == '~') {
+            CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "shapes are the cost model's prediction, "
+                                                 "not measured: the budget ended"));
+        }
+        if (lat[0] != '~' || !strstr(p.out, "(#1 dense: "))
+            printf("\n%s\n", p.out);
+    }
+    dt_test_proc_free(&p);
+    char args[2048];
+    int code;
+    snprintf(args, sizeof args, "tune '%s' --db '%s/u.db' --trials 40 --threads 1 --json", key,
+             g_dir);
+    json_t *t = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL_FATAL(code, 0);
+    json_t *w = json_array_get(json_object_get(t, "workloads"), 0);
+    CU_ASSERT_TRUE(json_is_number(json_object_get(t, "model_latency_estimated_ns")));
+    CU_ASSERT_TRUE(json_is_number(json_object_get(w, "estimated_objective_ns")));
+    if (json_integer_value(json_object_get(w, "unmeasured_shapes")) == 0) {
+        CU_ASSERT_TRUE(json_equal(json_object_get(w, "estimated_objective_ns"),
+                                  json_object_get(w, "objective_ns")));
+    } else {
+        CU_ASSERT_TRUE(json_is_null(json_object_get(t, "model_latency_ns")));
+    }
+    json_decref(t);
+}
+
 /* ---- SIGINT ------------------------------------------------------------------------ */
 
 static void test_sigint_keeps_and_exits_130(void)
@@ -575,6 +620,8 @@ int main(void)
         {"a model on a time budget: every workload scheduled", test_model_time_budget},
         {"SIGINT mid-tune: kept, printed, exit 130", test_sigint_keeps_and_exits_130},
         {"--max-kernels 2: summary, query and export report the kernels", test_max_kernels},
+        {"a model latency with unmeasured shapes: estimated, marked, explained",
+         test_latency_with_unmeasured_shapes},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"e2e tune", setup, teardown, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

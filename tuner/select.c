@@ -227,8 +227,10 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
         }
     }
     for (int64_t s = 0; s < t->nshapes; s++) {
+        /* its time on this shape is unknown, unless the neighbour's kernel it
+         * takes was measured here too */
         if (win[s] < 0)
-            wns[s] = NAN; /* its time on this shape is unknown */
+            wns[s] = fb[s] >= 0 && !t->k[fb[s]].failed ? dt_task_measured(t, fb[s], s) : NAN;
         win[s] = fb[s];
     }
     free(fb);
@@ -241,7 +243,7 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
     select_stats(t, win, wns, info);
     /* ranges */
     int nr = 0;
-    double obj = 0;
+    double obj = 0, est = 0;
     for (int64_t s = 0; s < t->nshapes;) {
         int64_t e2 = s;
         while (e2 + 1 < t->nshapes && win[e2 + 1] == win[s])
@@ -254,6 +256,9 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
             ms += wns[j];
             mknown &= !isnan(wns[j]);
             obj += t->weight[j] * wns[j];
+            est += t->weight[j] * (!isnan(wns[j])  ? wns[j]
+                                   : t->k[k].pred ? t->k[k].pred[j]
+                                                  : NAN);
             ws += 1;
         }
         int64_t vals[DT_MAX_VARS];
@@ -272,6 +277,7 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
     }
     info->ranges = nr;
     info->objective = obj;
+    info->estimate = est;
     for (int i = 0; i < nr; i++) {
         int dup = 0;
         for (int j = 0; j < i; j++)

@@ -63,6 +63,9 @@ typedef struct dt_select_info {
     int kernels;          /* distinct kernels dispatched */
     int64_t unmeasured;   /* shapes whose winner was never measured on them */
     double objective;     /* Σ w_s · measured ns of the winner (NAN when some is unknown) */
+    double estimate;      /* the same with each of the `unmeasured` shapes at its winner's
+                           * predicted ns: what the dispatch is expected to cost (= objective
+                           * when every shape is measured; NAN only without a prediction) */
     int max_kernels;      /* the budget asked for: K, DT_SELECT_AUTO or DT_SELECT_ALL */
     int best_kernels;     /* distinct kernels of the per-shape fastest (unrestricted) */
     double best_objective;/* Σ w_s · fastest measured ns on s (NAN when some shape has none) */
