@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "common/log.h"
 
 #define DT_TOKEN_FILE_MAX 4096 /* a token file larger than this is a mistake */
@@ -29,19 +30,22 @@ int dt_token_read(const char *path, char **token, size_t *len, dt_err *e)
 {
     *token = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return dt_errf(e, errno == ENOENT ? DT_ENOTFOUND : DT_EINVAL,
-                       "cannot open token file %s: %s", path, strerror(errno));
+    /* the one checked opening of user files: a FIFO does not block, and
+     * anything but a regular file is refused */
+    int fd;
+    int64_t size;
+    int rc = dt_open_regular(path, &fd, &size, e);
+    if (rc) {
+        if (rc == DT_EIO) /* unreadable (permissions): the file given is wrong, exit 2 */
+            e->code = rc = DT_EINVAL;
+        dt_err_prefix(e, "token file");
+        return rc;
+    }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int err = errno;
         close(fd);
         return dt_errf(e, DT_EIO, "cannot stat token file %s: %s", path, strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return dt_errf(e, DT_EINVAL, "token file %s is not a regular file", path);
     }
     if (st.st_mode & 077) {
         close(fd);

@@ -120,6 +120,21 @@ static void test_token_read(void)
     CU_ASSERT_EQUAL(len, 28);
     CU_ASSERT_EQUAL(read_token("utf8", utf8, sizeof utf8 - 1, msg, sizeof msg, &len), 0);
     CU_ASSERT_EQUAL(len, sizeof utf8 - 1);
+    /* a FIFO (no writer) is refused at once, not waited on; so is a directory */
+    char fifo[4200];
+    snprintf(fifo, sizeof fifo, "%s/fifo-token", g_dir);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    char *tok = NULL;
+    size_t tl = 0;
+    dt_err e;
+    double t0 = dt_now_s();
+    CU_ASSERT_EQUAL(dt_token_read(fifo, &tok, &tl, &e), DT_EINVAL);
+    CU_ASSERT(dt_now_s() - t0 < 2.0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "is not a regular file (a FIFO)"));
+    CU_ASSERT_PTR_NULL(tok);
+    CU_ASSERT_EQUAL(dt_token_read(g_dir, &tok, &tl, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "token file"));
+    CU_ASSERT_EQUAL(dt_token_read("/nonexistent/token", &tok, &tl, &e), DT_ENOTFOUND);
 }
 
 /* ---- the daemon with --api-token-file -------------------------------------------------- */
