@@ -1076,7 +1076,7 @@ static void pool_free(dt_pool *p)
     if (!p)
         return;
     if (p->token) {
-        memset(p->token, 0, p->token_len);
+        explicit_bzero(p->token, p->token_len); /* a memset before free may be elided */
         free(p->token);
     }
     free(p->target_key);
@@ -1094,6 +1094,9 @@ int dt_pool_open(const dt_pool_opts *o, dt_pool **out, dt_err *e)
     *out = NULL;
     if (!o || !o->workers || !o->on_result || !o->token || o->token_len == 0)
         return dt_errf(e, DT_EINVAL, "pool: workers, token and on_result are required");
+    if (o->token_len < DT_TOKEN_MIN) /* the worker's own rule (measure/worker.c) */
+        return dt_errf(e, DT_EINVAL, "pool: the token is %zu bytes; at least %d are required",
+                       o->token_len, DT_TOKEN_MIN);
     dt_pool *p = calloc(1, sizeof *p);
     if (!p)
         return dt_errf(e, DT_ENOMEM, "pool: out of memory");

@@ -246,7 +246,7 @@ int dt_measurer_open(const dt_measurer_opts *o, dt_db *db, const dt_target *tg,
                            .on_result = pool_result,
                            .ud = m};
         rc = dt_pool_open(&po, &m->pool, e);
-        memset(token, 0, token_len);
+        explicit_bzero(token, token_len); /* a memset before free may be elided */
         free(token);
         if (rc) {
             dt_measurer_close(m);
