@@ -103,7 +103,6 @@ const char *ox_str(ox_node *c, const sym *p, char *buf, size_t n);
 /* ---- attributes (shape_util.c): a wrong attribute type is an ox_fail ---- */
 const dt_ox_attr *ox_attr(const ox_node *c, const char *name);
 int ox_attr_int(ox_node *c, const char *name, int64_t def, int64_t *out);
-int ox_attr_float(ox_node *c, const char *name, double def, double *out);
 /* *s = the string, or def when absent. */
 int ox_attr_str(ox_node *c, const char *name, const char *def, const char **s);
 /* *n = -1 when absent; else the INTS values in *v (pointing into the graph). */

@@ -68,18 +68,6 @@ int ox_attr_int(ox_node *c, const char *name, int64_t def, int64_t *out)
     return 0;
 }
 
-int ox_attr_float(ox_node *c, const char *name, double def, double *out)
-{
-    const dt_ox_attr *a = ox_attr(c, name);
-    *out = def;
-    if (!a)
-        return 0;
-    if (a->type != DT_OX_ATTR_FLOAT)
-        return wrong_type(c, name, "a float");
-    *out = a->f;
-    return 0;
-}
-
 int ox_attr_str(ox_node *c, const char *name, const char *def, const char **s)
 {
     const dt_ox_attr *a = ox_attr(c, name);
