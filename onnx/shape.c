@@ -23,7 +23,7 @@ static uint64_t hash_str(const char *s)
     return h;
 }
 
-int ox_find(const dt_ox_shapes *s, const char *name)
+int dt_ox_find(const dt_ox_shapes *s, const char *name)
 {
     if (!s || !name || !name[0] || !s->tabcap)
         return -1;
@@ -92,20 +92,20 @@ void dt_ox_shapes_free(dt_ox_shapes *s)
 
 const dt_ox_shape *dt_ox_shape_of(const dt_ox_shapes *s, const char *tensor)
 {
-    int i = ox_find(s, tensor);
+    int i = dt_ox_find(s, tensor);
     return i >= 0 && s->t[i].known ? &s->t[i].pub : NULL;
 }
 
 const int *dt_ox_consumers(const dt_ox_shapes *s, const char *tensor, int *n)
 {
-    int i = ox_find(s, tensor);
+    int i = dt_ox_find(s, tensor);
     *n = i >= 0 ? s->t[i].ncons : 0;
     return i >= 0 ? s->t[i].cons : NULL;
 }
 
 int dt_ox_is_graph_output(const dt_ox_shapes *s, const char *tensor)
 {
-    int i = ox_find(s, tensor);
+    int i = dt_ox_find(s, tensor);
     return i >= 0 && s->t[i].is_output;
 }
 
@@ -134,15 +134,15 @@ const char *dt_ox_node_shapes_note(const dt_ox_shapes *s, int node)
 static int publish(sym_ctx *sc, ox_tensor *t, ox_node *c, dt_err *e)
 {
     for (int k = 0; k < t->pub.rank; k++)
-        if (!t->pub.dims[k] && !(t->pub.dims[k] = sym_to_expr(sc, t->dims[k])))
-            return c ? ox_sym_fail(c) : sym_take_err(sc, e);
+        if (!t->pub.dims[k] && !(t->pub.dims[k] = dt_ox_sym_to_expr(sc, t->dims[k])))
+            return c ? dt_ox_sym_fail(c) : dt_ox_sym_take_err(sc, e);
     if (t->nv >= 0 && !t->pub.vals) {
         if (!(t->pub.vals = calloc((size_t)(t->nv ? t->nv : 1), sizeof *t->pub.vals)))
             return dt_errf(e, DT_ENOMEM, "out of memory");
         t->pub.nvals = t->nv;
         for (int k = 0; k < t->nv; k++)
-            if (!(t->pub.vals[k] = sym_to_expr(sc, t->vals[k])))
-                return c ? ox_sym_fail(c) : sym_take_err(sc, e);
+            if (!(t->pub.vals[k] = dt_ox_sym_to_expr(sc, t->vals[k])))
+                return c ? dt_ox_sym_fail(c) : dt_ox_sym_take_err(sc, e);
     }
     return 0;
 }
@@ -156,7 +156,8 @@ static int add_inputs(const dt_ox_graph *g, dt_ox_shapes *s, sym_ctx *sc, const 
         const dt_ox_value *in = &g->inputs[i];
         int ti = add_tensor(s, in->name, -1);
         if (ti < 0)
-            return dt_errf(e, DT_EINVAL, "%s: graph input '%s' is declared twice", src(g), in->name);
+            return dt_errf(e, DT_EINVAL, "%s: graph input '%s' is declared twice", src(g),
+                           in->name);
         ox_tensor *t = &s->t[ti];
         t->pub.elem_type = in->elem_type;
         if (in->rank < 0) {
@@ -167,14 +168,15 @@ static int add_inputs(const dt_ox_graph *g, dt_ox_shapes *s, sym_ctx *sc, const 
             return dt_errf(e, DT_EINVAL, "%s: graph input '%s' has rank %d (at most %d)", src(g),
                            in->name, in->rank, DT_OX_MAX_RANK);
         for (int a = 0; a < in->rank; a++) {
-            int k = ox_var_of_dim(v, nv, g, i, a);
+            int k = dt_ox_var_of_dim(v, nv, g, i, a);
             if (k >= 0)
                 t->dims[a] = vsym[k];
             else if (in->dims[a].value > OX_DIM_MAX)
-                return dt_errf(e, DT_EINVAL, "%s: graph input '%s' has dim %d = %lld (at most 2^40)",
-                               src(g), in->name, a, (long long)in->dims[a].value);
+                return dt_errf(e, DT_EINVAL,
+                               "%s: graph input '%s' has dim %d = %lld (at most 2^40)", src(g),
+                               in->name, a, (long long)in->dims[a].value);
             else
-                t->dims[a] = sym_const(sc, in->dims[a].value);
+                t->dims[a] = dt_ox_sym_const(sc, in->dims[a].value);
         }
         t->known = 1;
         t->pub.rank = in->rank;
@@ -205,7 +207,7 @@ static int add_inits(const dt_ox_graph *g, dt_ox_shapes *s, sym_ctx *sc, dt_err 
             if (in->dims[a] < 0 || in->dims[a] > OX_DIM_MAX)
                 return dt_errf(e, DT_EINVAL, "%s: initializer '%s' has dim %d = %lld", src(g),
                                in->name, a, (long long)in->dims[a]);
-            t->dims[a] = sym_const(sc, in->dims[a]);
+            t->dims[a] = dt_ox_sym_const(sc, in->dims[a]);
         }
         t->known = 1;
         t->pub.rank = in->rank;
@@ -216,15 +218,15 @@ static int add_inits(const dt_ox_graph *g, dt_ox_shapes *s, sym_ctx *sc, dt_err 
             if (!t->vals)
                 return dt_errf(e, DT_ENOMEM, "out of memory");
             for (int64_t k = 0; k < in->numel; k++)
-                t->vals[k] = sym_const(sc, in->ivals[k]);
+                t->vals[k] = dt_ox_sym_const(sc, in->ivals[k]);
             t->nv = (int)in->numel;
         }
         if (in->has_values && in->fvals && all_equal(in->fvals, in->numel)) {
             t->pub.has_fval = 1;
             t->pub.fval = in->fvals[0];
         }
-        if (sym_failed(sc))
-            return sym_take_err(sc, e);
+        if (dt_ox_sym_failed(sc))
+            return dt_ox_sym_take_err(sc, e);
     }
     return 0;
 }
@@ -280,7 +282,7 @@ static int cycle_node(const dt_ox_graph *g, const dt_ox_shapes *s, const int *in
         const dt_ox_node *n = &g->nodes[u];
         int next = -1;
         for (int k = 0; k < n->ninputs && next < 0; k++) {
-            int ti = ox_find(s, n->inputs[k]);
+            int ti = dt_ox_find(s, n->inputs[k]);
             int p = ti >= 0 ? s->t[ti].pub.producer : -1;
             if (p >= 0 && indeg[p] > 0)
                 next = p;
@@ -307,7 +309,7 @@ static int order_nodes(const dt_ox_graph *g, dt_ox_shapes *s, int *order, dt_err
         for (int k = 0; k < n->ninputs && !rc; k++) {
             if (!n->inputs[k][0])
                 continue;
-            int ti = ox_find(s, n->inputs[k]);
+            int ti = dt_ox_find(s, n->inputs[k]);
             if (ti < 0) {
                 rc = node_err(g, i, e, "input", n->inputs[k]);
                 break;
@@ -328,7 +330,7 @@ static int order_nodes(const dt_ox_graph *g, dt_ox_shapes *s, int *order, dt_err
         order[no++] = u;
         const dt_ox_node *n = &g->nodes[u];
         for (int k = 0; k < n->noutputs; k++) {
-            int ti = ox_find(s, n->outputs[k]);
+            int ti = dt_ox_find(s, n->outputs[k]);
             if (ti < 0 || s->t[ti].pub.producer != u)
                 continue;
             const ox_tensor *t = &s->t[ti];
@@ -395,7 +397,7 @@ static int declared_shape(prop *p, ox_tensor *t)
                 if (p->vn[k].param && strcmp(p->vn[k].param, d->param) == 0)
                     dims[a] = p->vsym[k];
         } else if (d->value >= 0 && d->value <= OX_DIM_MAX) {
-            dims[a] = sym_const(p->sc, d->value);
+            dims[a] = dt_ox_sym_const(p->sc, d->value);
         }
         if (!dims[a])
             return 0; /* unnamed, not a model variable, or out of range */
@@ -427,8 +429,8 @@ static int outputs_declared(prop *p, ox_node *c, int unk_in, const char *norule)
             continue;
         }
         t->pub.is_const = all_const;
-        if (sym_failed(p->sc))
-            return sym_take_err(p->sc, p->e);
+        if (dt_ox_sym_failed(p->sc))
+            return dt_ox_sym_take_err(p->sc, p->e);
         if ((rc = publish(p->sc, t, c, p->e)))
             return rc;
     }
@@ -455,7 +457,7 @@ static void chain_step(prop *p, dt_strbuf *sb, int i)
         label[n - 1] = '\0';
     const char *out = "";
     for (int k = 0; k < g->nodes[i].noutputs && !out[0]; k++) {
-        int ti = ox_find(p->s, g->nodes[i].outputs[k]);
+        int ti = dt_ox_find(p->s, g->nodes[i].outputs[k]);
         if (ti >= 0 && p->s->t[ti].unknown)
             out = g->nodes[i].outputs[k];
     }
@@ -501,10 +503,10 @@ static int unknown_chain_fail(prop *p, ox_node *c, int k, int ti)
     }
     dt_sb_append(&sb, "this node");
     int rc = sb.oom ? dt_errf(p->e, DT_ENOMEM, "out of memory")
-                    : ox_fail(c,
-                              "input '%.200s' has unknown dims, and this op is what dtune tunes "
-                              "(its dims must be known); they are unknown from: %s",
-                              c->n->inputs[k], sb.data);
+                    : dt_ox_fail(c,
+                                 "input '%.200s' has unknown dims, and this op is what dtune tunes "
+                                 "(its dims must be known); they are unknown from: %s",
+                                 c->n->inputs[k], sb.data);
     dt_sb_free(&sb);
     return rc;
 }
@@ -529,12 +531,12 @@ static int run_node(prop *p, int i)
     const dt_ox_node *n = &g->nodes[i];
     ox_node c = {.g = g, .idx = i, .n = n, .s = s, .sc = sc, .e = e};
     if (n->ninputs > DT_OX_MAX_IO || n->noutputs > DT_OX_MAX_IO)
-        return ox_fail(&c, "more than %d inputs or outputs", DT_OX_MAX_IO);
+        return dt_ox_fail(&c, "more than %d inputs or outputs", DT_OX_MAX_IO);
     c.nin = n->ninputs;
     c.nout = n->noutputs;
     int unk_in = -1, unk_k = -1;
     for (int k = 0; k < c.nin; k++) {
-        int ti = ox_find(s, n->inputs[k]);
+        int ti = dt_ox_find(s, n->inputs[k]);
         c.in[k] = ti >= 0 ? &s->t[ti] : NULL;
         if (c.in[k] && !c.in[k]->known && unk_in < 0) {
             unk_in = ti;
@@ -542,7 +544,7 @@ static int run_node(prop *p, int i)
         }
     }
     for (int k = 0; k < c.nout; k++) {
-        int ti = ox_find(s, n->outputs[k]);
+        int ti = dt_ox_find(s, n->outputs[k]);
         c.out[k] = ti >= 0 && s->t[ti].pub.producer == i ? &s->t[ti] : NULL;
     }
     if (unk_in >= 0) {
@@ -551,19 +553,19 @@ static int run_node(prop *p, int i)
         return outputs_declared(p, &c, unk_in, NULL);
     }
     const char *why = NULL;
-    ox_rule rule = ox_rule_find(n->domain, n->op_type, &why);
+    ox_rule rule = dt_ox_rule_find(n->domain, n->op_type, &why);
     if (!rule)
         return outputs_declared(p, &c, -1, no_rule_why(n->domain, why));
     int rc = rule(&c);
     if (rc)
         return rc;
-    if (sym_failed(sc)) { /* left by a value computation: an overflow leaves it unknown */
+    if (dt_ox_sym_failed(sc)) { /* left by a value computation: an overflow leaves it unknown */
         dt_err se = {0};
-        int code = sym_take_err(sc, &se);
+        int code = dt_ox_sym_take_err(sc, &se);
         if (code == DT_ENOMEM)
             return dt_errf(e, DT_ENOMEM, "out of memory");
         if (code != DT_EOVERFLOW)
-            return ox_fail(&c, "%s", se.msg);
+            return dt_ox_fail(&c, "%s", se.msg);
     }
     int all_const = 0;
     for (int k = 0; k < c.nin; k++)
@@ -577,7 +579,7 @@ static int run_node(prop *p, int i)
         if (!t)
             continue;
         if (!t->known)
-            return ox_fail(&c, "output #%d ('%s') is not supported", k, t->pub.name);
+            return dt_ox_fail(&c, "output #%d ('%s') is not supported", k, t->pub.name);
         if (!c.const_set[k])
             t->pub.is_const = all_const;
         if ((rc = publish(sc, t, &c, e)))
@@ -601,12 +603,12 @@ static int count_tensors(const dt_ox_graph *g, int *count)
 static void add_declared(const dt_ox_graph *g, dt_ox_shapes *s)
 {
     for (int i = 0; i < g->nvalue_infos; i++) {
-        int ti = ox_find(s, g->value_infos[i].name);
+        int ti = dt_ox_find(s, g->value_infos[i].name);
         if (ti >= 0 && !s->t[ti].vi)
             s->t[ti].vi = &g->value_infos[i];
     }
     for (int i = 0; i < g->noutputs; i++) {
-        int ti = ox_find(s, g->outputs[i].name);
+        int ti = dt_ox_find(s, g->outputs[i].name);
         if (ti >= 0 && !s->t[ti].vi)
             s->t[ti].vi = &g->outputs[i];
     }
@@ -618,17 +620,17 @@ static int setup(prop *p, const dt_ox_vars *vars)
     dt_ox_shapes *s = p->s;
     sym_ctx *sc = p->sc;
     dt_err *e = p->e;
-    int rc = ox_var_list(g, &p->vn, &p->nvn, e);
-    if (rc || (rc = ox_check_vars(g, p->vn, p->nvn, vars, e)))
+    int rc = dt_ox_var_list(g, &p->vn, &p->nvn, e);
+    if (rc || (rc = dt_ox_check_vars(g, p->vn, p->nvn, vars, e)))
         return rc;
     if (!(p->vsym = calloc((size_t)p->nvn + 1, sizeof *p->vsym)))
         return dt_errf(e, DT_ENOMEM, "out of memory");
     for (int k = 0; k < p->nvn; k++)
         for (int j = 0; j < vars->n; j++)
             if (strcmp(vars->vars[j].name, p->vn[k].name) == 0)
-                p->vsym[k] = sym_var(sc, p->vn[k].name, &vars->vars[j].dom);
-    if (sym_failed(sc))
-        return sym_take_err(sc, e);
+                p->vsym[k] = dt_ox_sym_var(sc, p->vn[k].name, &vars->vars[j].dom);
+    if (dt_ox_sym_failed(sc))
+        return dt_ox_sym_take_err(sc, e);
     if ((rc = add_inputs(g, s, sc, p->vn, p->nvn, p->vsym, e)) || (rc = add_inits(g, s, sc, e)))
         return rc;
     for (int i = 0; i < g->nnodes; i++) {
@@ -638,7 +640,7 @@ static int setup(prop *p, const dt_ox_vars *vars)
                 return node_err(g, i, e, "output", n->outputs[k]);
     }
     for (int i = 0; i < g->noutputs; i++) {
-        int ti = ox_find(s, g->outputs[i].name);
+        int ti = dt_ox_find(s, g->outputs[i].name);
         if (ti >= 0)
             s->t[ti].is_output = 1;
     }
@@ -653,7 +655,7 @@ int dt_ox_propagate(const dt_ox_graph *g, const dt_ox_vars *vars, dt_ox_shapes *
     if (count_tensors(g, &count))
         return dt_errf(e, DT_EINVAL, "%s: too many tensors", src(g));
     dt_ox_shapes *s = calloc(1, sizeof *s);
-    sym_ctx *sc = sym_ctx_new();
+    sym_ctx *sc = dt_ox_sym_ctx_new();
     int *order = malloc(((size_t)g->nnodes + 1) * sizeof *order);
     size_t cap = 16, nn = (size_t)g->nnodes + 1;
     while (cap < 2 * (size_t)count + 2)
@@ -689,7 +691,7 @@ out:
         }
     free(p.vsym);
     free(p.vn);
-    sym_ctx_free(sc);
+    dt_ox_sym_ctx_free(sc);
     free(order);
     if (rc) {
         dt_ox_shapes_free(s);

@@ -4,13 +4,13 @@
  *
  * A rule (shape_ops_*.c) reads c->in[] (NULL for an omitted optional
  * input; every present input has a known shape) and sets each present
- * output with ox_set_out, then optionally its values (ox_set_vals, integer
- * tensors only), its all-equal float value (ox_set_fval) and is_const
- * (ox_set_const; by default an output is constant when every present input
+ * output with dt_ox_set_out, then optionally its values (dt_ox_set_vals, integer
+ * tensors only), its all-equal float value (dt_ox_set_fval) and is_const
+ * (dt_ox_set_const; by default an output is constant when every present input
  * is).  Dims and values are symbolic integers (onnx/shape_sym.h); the driver
  * turns them into the public dt_expr form after the rule ran.  A rule fails
- * with ox_fail ("cannot propagate shapes: why", naming the node) or, when a
- * sym_* operation failed, ox_sym_fail. */
+ * with dt_ox_fail ("cannot propagate shapes: why", naming the node) or, when a
+ * sym_* operation failed, dt_ox_sym_fail. */
 #ifndef DT_ONNX_SHAPE_INT_H
 #define DT_ONNX_SHAPE_INT_H
 
@@ -69,7 +69,7 @@ typedef int (*ox_rule)(ox_node *c);
 
 /* ---- the table (shape.c) ---- */
 /* Index of a tensor by name, -1 when absent. */
-int ox_find(const dt_ox_shapes *s, const char *name);
+int dt_ox_find(const dt_ox_shapes *s, const char *name);
 
 /* ---- variables (shape_vars.c) ---- */
 /* The variable of each dynamic dim of the graph inputs, in order of first
@@ -80,88 +80,87 @@ typedef struct {
     char name[DT_NAME_MAX]; /* valid, distinct: what --var names */
 } ox_varname;
 /* The list (*v malloc'd, free it); DT_ENOMEM only. */
-int ox_var_list(const dt_ox_graph *g, ox_varname **v, int *n, dt_err *e);
+int dt_ox_var_list(const dt_ox_graph *g, ox_varname **v, int *n, dt_err *e);
 /* Index into the list of input `input`'s dim `axis`, -1 for a static dim. */
-int ox_var_of_dim(const ox_varname *v, int n, const dt_ox_graph *g, int input, int axis);
+int dt_ox_var_of_dim(const ox_varname *v, int n, const dt_ox_graph *g, int input, int axis);
 /* Checks vars against the list: every name given once, nothing else. */
-int ox_check_vars(const dt_ox_graph *g, const ox_varname *v, int n, const dt_ox_vars *vars,
-                  dt_err *e);
+int dt_ox_check_vars(const dt_ox_graph *g, const ox_varname *v, int n, const dt_ox_vars *vars,
+                     dt_err *e);
 
 /* ---- rules by op (shape_ops.c) ---- */
 /* The rule of (domain, op_type), or NULL with *why saying why it has none
  * (NULL *why: no op of that domain has one). */
-ox_rule ox_rule_find(const char *domain, const char *op_type, const char **why);
+ox_rule dt_ox_rule_find(const char *domain, const char *op_type, const char **why);
 
 /* ---- failures (shape_util.c) ---- */
 /* DT_EINVAL "SOURCE: node LABEL: cannot propagate shapes: what". */
-int ox_fail(ox_node *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The sym_ctx's sticky error as an ox_fail (DT_ENOMEM stays DT_ENOMEM). */
-int ox_sym_fail(ox_node *c);
+int dt_ox_fail(ox_node *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The sym_ctx's sticky error as an dt_ox_fail (DT_ENOMEM stays DT_ENOMEM). */
+int dt_ox_sym_fail(ox_node *c);
 /* Canonical text of p for messages. */
-const char *ox_str(ox_node *c, const sym *p, char *buf, size_t n);
+const char *dt_ox_str(ox_node *c, const sym *p, char *buf, size_t n);
 
-/* ---- attributes (shape_util.c): a wrong attribute type is an ox_fail ---- */
-const dt_ox_attr *ox_attr(const ox_node *c, const char *name);
-int ox_attr_int(ox_node *c, const char *name, int64_t def, int64_t *out);
+/* ---- attributes (shape_util.c): a wrong attribute type is an dt_ox_fail ---- */
+const dt_ox_attr *dt_ox_attr_get(const ox_node *c, const char *name);
+int dt_ox_attr_int(ox_node *c, const char *name, int64_t def, int64_t *out);
 /* *s = the string, or def when absent. */
-int ox_attr_str(ox_node *c, const char *name, const char *def, const char **s);
+int dt_ox_attr_str(ox_node *c, const char *name, const char *def, const char **s);
 /* *n = -1 when absent; else the INTS values in *v (pointing into the graph). */
-int ox_attr_ints(ox_node *c, const char *name, const int64_t **v, int *n);
+int dt_ox_attr_ints(ox_node *c, const char *name, const int64_t **v, int *n);
 
 /* ---- inputs (shape_util.c) ---- */
 /* Input i, failing "input #i is missing" when omitted. */
-int ox_need(ox_node *c, int i, ox_tensor **t);
-/* The constant integer values of input i (at most max): every value known
- * and a constant, else an ox_fail naming what. */
-int ox_input_ints(ox_node *c, int i, const char *what, int64_t *buf, int max, int *n);
-/* ox_input_ints of an optional input: *n = -1 when it is omitted. */
-int ox_opt_input_ints(ox_node *c, int i, const char *what, int64_t *buf, int max, int *n);
+int dt_ox_need(ox_node *c, int i, ox_tensor **t);
+/* The constant integer values of optional input i (at most max): every
+ * value known and a constant, else an dt_ox_fail naming what; *n = -1 when it
+ * is omitted. */
+int dt_ox_opt_input_ints(ox_node *c, int i, const char *what, int64_t *buf, int max, int *n);
 /* The known values of input i (at most max), symbolic ones included. */
-int ox_input_syms(ox_node *c, int i, const char *what, const sym **buf, int max, int *n);
+int dt_ox_input_syms(ox_node *c, int i, const char *what, const sym **buf, int max, int *n);
 /* Integer list from attribute attr if given, else from input i if present
- * (ox_input_ints), else *n = -1.  The opset-dependent "axes"/"split": older
+ * (dt_ox_opt_input_ints), else *n = -1.  The opset-dependent "axes"/"split": older
  * opsets give attributes, newer ones inputs; either is accepted. */
-int ox_ints_attr_or_input(ox_node *c, const char *attr, int i, int64_t *buf, int max, int *n);
+int dt_ox_ints_attr_or_input(ox_node *c, const char *attr, int i, int64_t *buf, int max, int *n);
 /* Normalises axis (negative counts from the end) into [0, rank). */
-int ox_axis(ox_node *c, int64_t axis, int rank, int *out);
+int dt_ox_axis(ox_node *c, int64_t axis, int rank, int *out);
 /* Normalises and checks a list of distinct axes; mask gets bit per axis. */
-int ox_axes(ox_node *c, const int64_t *axes, int n, int rank, uint32_t *mask);
+int dt_ox_axes(ox_node *c, const int64_t *axes, int n, int rank, uint32_t *mask);
 
 /* ---- outputs (shape_util.c) ---- */
 /* Sets output k (nothing when it is omitted): type, rank and dims. */
-int ox_set_out(ox_node *c, int k, int elem_type, int rank, const sym *const *dims);
+int dt_ox_set_out(ox_node *c, int k, int elem_type, int rank, const sym *const *dims);
 /* Output k gets input t's type and shape. */
-int ox_same_shape(ox_node *c, int k, const ox_tensor *t);
-/* Values of output k (after ox_set_out); kept only for integer types with
+int dt_ox_same_shape(ox_node *c, int k, const ox_tensor *t);
+/* Values of output k (after dt_ox_set_out); kept only for integer types with
  * constant dims whose product is nv (dropped otherwise).  A NULL entry
  * means unknown values (dropped); so does a sym_ctx that failed with an
  * int64 overflow (the error is cleared); any other failure (an expression
  * too large or too deep, no memory) fails naming the node. */
-int ox_set_vals(ox_node *c, int k, int nv, const sym *const *vals);
-void ox_set_fval(ox_node *c, int k, double v);
-void ox_set_const(ox_node *c, int k, int is_const);
+int dt_ox_set_vals(ox_node *c, int k, int nv, const sym *const *vals);
+void dt_ox_set_fval(ox_node *c, int k, double v);
+void dt_ox_set_const(ox_node *c, int k, int is_const);
 /* Output k gets t's values (integer values and all-equal float value). */
-int ox_pass_values(ox_node *c, int k, const ox_tensor *t);
+int dt_ox_pass_values(ox_node *c, int k, const ox_tensor *t);
 
 /* ---- shapes (shape_util.c) ---- */
 /* numpy broadcasting of a and b into out (rank max(ra, rb)): equal dims,
- * or one of them 1; anything else is an ox_fail naming both. */
-int ox_broadcast(ox_node *c, int ra, const sym *const *a, int rb, const sym *const *b, int *r,
-                 const sym **out);
+ * or one of them 1; anything else is an dt_ox_fail naming both. */
+int dt_ox_broadcast(ox_node *c, int ra, const sym *const *a, int rb, const sym *const *b, int *r,
+                    const sym **out);
 /* 1 when a and b are equal at every shape of the domains. */
-int ox_equal(ox_node *c, const sym *a, const sym *b);
+int dt_ox_equal(ox_node *c, const sym *a, const sym *b);
 /* The product of dims[0..n). */
-const sym *ox_product(ox_node *c, const sym *const *dims, int n);
+const sym *dt_ox_dims_product(ox_node *c, const sym *const *dims, int n);
 /* 1 and the constant dims of t when they are all constant. */
-int ox_const_dims(const ox_tensor *t, int64_t *dims);
+int dt_ox_const_dims(const ox_tensor *t, int64_t *dims);
 
 /* For broadcasting values: map[i] = the flat index into a tensor of dims
  * da (rank ra) read by output element i of dims dout (rank r). */
-void ox_bcast_map(int r, const int64_t *dout, int ra, const int64_t *da, int64_t nout,
-                  int64_t *map);
+void dt_ox_bcast_map(int r, const int64_t *dout, int ra, const int64_t *da, int64_t nout,
+                     int64_t *map);
 
 /* ---- element types (shape_util.c) ---- */
-int ox_is_int_type(int t);   /* integers and bool */
-int ox_is_float_type(int t);
+int dt_ox_is_int_type(int t); /* integers and bool */
+int dt_ox_is_float_type(int t);
 
 #endif

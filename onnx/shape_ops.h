@@ -6,67 +6,67 @@
 #include "onnx/shape_int.h"
 
 /* shape_ops_elem.c: elementwise ops, casts, quantization */
-int ox_rule_unary(ox_node *c);       /* same shape; Not/IsNaN/IsInf -> bool */
-int ox_rule_elementwise(ox_node *c); /* numpy broadcasting, integer value arithmetic */
-int ox_rule_where(ox_node *c);
-int ox_rule_cast(ox_node *c);        /* Cast, CastLike */
-int ox_rule_dynquant(ox_node *c);    /* DynamicQuantizeLinear */
-int ox_rule_quantize(ox_node *c);    /* QuantizeLinear */
-int ox_rule_dequantize(ox_node *c);  /* DequantizeLinear */
-int ox_rule_bias_act(ox_node *c);    /* com.microsoft Gelu, FastGelu, BiasGelu, QuickGelu */
+int dt_ox_rule_unary(ox_node *c);       /* same shape; Not/IsNaN/IsInf -> bool */
+int dt_ox_rule_elementwise(ox_node *c); /* numpy broadcasting, integer value arithmetic */
+int dt_ox_rule_where(ox_node *c);
+int dt_ox_rule_cast(ox_node *c);       /* Cast, CastLike */
+int dt_ox_rule_dynquant(ox_node *c);   /* DynamicQuantizeLinear */
+int dt_ox_rule_quantize(ox_node *c);   /* QuantizeLinear */
+int dt_ox_rule_dequantize(ox_node *c); /* DequantizeLinear */
+int dt_ox_rule_bias_act(ox_node *c);   /* com.microsoft Gelu, FastGelu, BiasGelu, QuickGelu */
 
 /* shape_ops_data.c: constants and shape-valued tensors */
-int ox_rule_constant(ox_node *c);
-int ox_rule_constant_of_shape(ox_node *c);
-int ox_rule_shape(ox_node *c);
-int ox_rule_size(ox_node *c);
-int ox_rule_gather(ox_node *c);
-int ox_rule_unsqueeze(ox_node *c);
-int ox_rule_squeeze(ox_node *c);
-int ox_rule_concat(ox_node *c);
-int ox_rule_range(ox_node *c);
-int ox_rule_expand(ox_node *c);
-int ox_rule_tile(ox_node *c);
+int dt_ox_rule_constant(ox_node *c);
+int dt_ox_rule_constant_of_shape(ox_node *c);
+int dt_ox_rule_shape(ox_node *c);
+int dt_ox_rule_size(ox_node *c);
+int dt_ox_rule_gather(ox_node *c);
+int dt_ox_rule_unsqueeze(ox_node *c);
+int dt_ox_rule_squeeze(ox_node *c);
+int dt_ox_rule_concat(ox_node *c);
+int dt_ox_rule_range(ox_node *c);
+int dt_ox_rule_expand(ox_node *c);
+int dt_ox_rule_tile(ox_node *c);
 
 /* shape_ops_layout.c: reshaping and slicing */
-int ox_rule_reshape(ox_node *c);
-int ox_rule_flatten(ox_node *c);
-int ox_rule_transpose(ox_node *c);
-int ox_rule_slice(ox_node *c);
-int ox_rule_split(ox_node *c);
-int ox_rule_pad(ox_node *c);
+int dt_ox_rule_reshape(ox_node *c);
+int dt_ox_rule_flatten(ox_node *c);
+int dt_ox_rule_transpose(ox_node *c);
+int dt_ox_rule_slice(ox_node *c);
+int dt_ox_rule_split(ox_node *c);
+int dt_ox_rule_pad(ox_node *c);
 
 /* shape_ops_nn.c: matrix products, convolutions, pooling, normalisation, reductions */
-int ox_rule_matmul(ox_node *c);      /* MatMul, MatMulInteger, QLinearMatMul */
-int ox_rule_gemm(ox_node *c);
-int ox_rule_conv(ox_node *c);        /* Conv, ConvInteger, QLinearConv */
-int ox_rule_conv_transpose(ox_node *c);
-int ox_rule_pool(ox_node *c);        /* MaxPool, AveragePool, LpPool */
-int ox_rule_global_pool(ox_node *c);
-int ox_rule_layer_norm(ox_node *c);  /* LayerNormalization (and com.microsoft's) */
-int ox_rule_skip_layer_norm(ox_node *c);
-int ox_rule_batch_norm(ox_node *c);
-int ox_rule_reduce(ox_node *c);      /* Reduce* */
-int ox_rule_arg_reduce(ox_node *c);  /* ArgMax, ArgMin */
-int ox_rule_topk(ox_node *c);
+int dt_ox_rule_matmul(ox_node *c); /* MatMul, MatMulInteger, QLinearMatMul */
+int dt_ox_rule_gemm(ox_node *c);
+int dt_ox_rule_conv(ox_node *c); /* Conv, ConvInteger, QLinearConv */
+int dt_ox_rule_conv_transpose(ox_node *c);
+int dt_ox_rule_pool(ox_node *c); /* MaxPool, AveragePool, LpPool */
+int dt_ox_rule_global_pool(ox_node *c);
+int dt_ox_rule_layer_norm(ox_node *c); /* LayerNormalization (and com.microsoft's) */
+int dt_ox_rule_skip_layer_norm(ox_node *c);
+int dt_ox_rule_batch_norm(ox_node *c);
+int dt_ox_rule_reduce(ox_node *c);     /* Reduce* */
+int dt_ox_rule_arg_reduce(ox_node *c); /* ArgMax, ArgMin */
+int dt_ox_rule_topk(ox_node *c);
 
 /* shape_ops_index.c: indexing ops */
-int ox_rule_gather_nd(ox_node *c);
-int ox_rule_scatter_nd(ox_node *c);
-int ox_rule_gather_elements(ox_node *c);
-int ox_rule_one_hot(ox_node *c);
-int ox_rule_depth_space(ox_node *c); /* DepthToSpace, SpaceToDepth */
+int dt_ox_rule_gather_nd(ox_node *c);
+int dt_ox_rule_scatter_nd(ox_node *c);
+int dt_ox_rule_gather_elements(ox_node *c);
+int dt_ox_rule_one_hot(ox_node *c);
+int dt_ox_rule_depth_space(ox_node *c); /* DepthToSpace, SpaceToDepth */
 
 /* shape_ops_resize.c */
-int ox_rule_resize(ox_node *c);
+int dt_ox_rule_resize(ox_node *c);
 
 /* shape_ops_rnn.c: recurrent ops */
-int ox_rule_rnn(ox_node *c);         /* LSTM, GRU, RNN */
+int dt_ox_rule_rnn(ox_node *c); /* LSTM, GRU, RNN */
 
 /* shape_ops_declared.c: output k of c as the model declares it (value_info,
  * graph outputs), for a rule that cannot derive it; when it is not declared
- * with constants and model variables only, an ox_fail saying why (what the
+ * with constants and model variables only, an dt_ox_fail saying why (what the
  * rule could not derive) */
-int ox_declared_out(ox_node *c, int k, const char *why);
+int dt_ox_declared_out(ox_node *c, int k, const char *why);
 
 #endif

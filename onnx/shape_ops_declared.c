@@ -30,7 +30,7 @@ static const sym *input_dim(ox_node *c, const char *param)
         for (int a = 0; a < g->inputs[i].rank; a++) {
             const char *p = g->inputs[i].dims[a].param;
             if (p && strcmp(p, param) == 0) {
-                int t = ox_find(c->s, g->inputs[i].name);
+                int t = dt_ox_find(c->s, g->inputs[i].name);
                 if (t >= 0 && c->s->t[t].known && a < c->s->t[t].pub.rank)
                     return c->s->t[t].dims[a];
             }
@@ -38,7 +38,7 @@ static const sym *input_dim(ox_node *c, const char *param)
     return NULL;
 }
 
-int ox_declared_out(ox_node *c, int k, const char *why)
+int dt_ox_declared_out(ox_node *c, int k, const char *why)
 {
     if (k >= c->nout || !c->out[k])
         return 0;
@@ -50,14 +50,15 @@ int ox_declared_out(ox_node *c, int k, const char *why)
         if (d->param && (dims[a] = input_dim(c, d->param)))
             continue;
         if (!d->param && d->value >= 0 && d->value <= OX_DIM_MAX) {
-            dims[a] = sym_const(c->sc, d->value);
+            dims[a] = dt_ox_sym_const(c->sc, d->value);
             continue;
         }
         rank = -1;
     }
     if (rank < 0 || rank > DT_OX_MAX_RANK)
-        return ox_fail(c, "the shape of output '%s' is not known: %s, and the model declares no "
+        return dt_ox_fail(c,
+                          "the shape of output '%s' is not known: %s, and the model declares no "
                           "shape of constants and model variables for it (value_info)",
-                       c->n->outputs[k], why);
-    return ox_set_out(c, k, v->elem_type, rank, dims);
+                          c->n->outputs[k], why);
+    return dt_ox_set_out(c, k, v->elem_type, rank, dims);
 }

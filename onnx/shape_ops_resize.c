@@ -33,7 +33,7 @@ static int const_floats(ox_node *c, int i, double *buf, int max, int *n)
 {
     const ox_tensor *t = c->in[i];
     int64_t d[DT_OX_MAX_RANK], numel = 1;
-    if (!t || !ox_const_dims(t, d))
+    if (!t || !dt_ox_const_dims(t, d))
         return 0;
     for (int k = 0; k < t->pub.rank; k++)
         numel *= d[k]; /* small: checked below before any use */
@@ -89,7 +89,7 @@ static int given(ox_node *c, int i, int64_t *count)
         return 0;
     const ox_tensor *t = c->in[i];
     int64_t d[DT_OX_MAX_RANK];
-    if (t->pub.rank != 1 || !ox_const_dims(t, d)) {
+    if (t->pub.rank != 1 || !dt_ox_const_dims(t, d)) {
         *count = -1; /* not a vector of known length */
         return 1;
     }
@@ -102,7 +102,7 @@ static int unknown(ox_node *c, int axis, const char *why)
 {
     char msg[400];
     snprintf(msg, sizeof msg, "dim %d of the output is not known: %s", axis, why);
-    int rc = ox_declared_out(c, 0, msg);
+    int rc = dt_ox_declared_out(c, 0, msg);
     return rc ? rc : UNKNOWN_DECLARED;
 }
 
@@ -113,19 +113,19 @@ static int by_sizes(ox_node *c, const ox_tensor *x, int si, const int *axes, int
     const char *policy;
     char s[128];
     int n, rc;
-    if ((rc = ox_attr_str(c, "keep_aspect_ratio_policy", "stretch", &policy)))
+    if ((rc = dt_ox_attr_str(c, "keep_aspect_ratio_policy", "stretch", &policy)))
         return rc;
     if (si >= c->nin || c->in[si]->nv < 0)
         return unknown(c, axes[0], "the sizes are not known values (computed from shapes and "
                                    "constants)");
-    if ((rc = ox_input_syms(c, si, "the sizes", sz, DT_OX_MAX_RANK, &n)))
+    if ((rc = dt_ox_input_syms(c, si, "the sizes", sz, DT_OX_MAX_RANK, &n)))
         return rc;
     if (n != na)
-        return ox_fail(c, "%d sizes for %d axes", n, na);
+        return dt_ox_fail(c, "%d sizes for %d axes", n, na);
     for (int i = 0; i < n; i++)
-        if (sym_signs(c->sc, sz[i]) & SYM_LT)
-            return ox_fail(c, "size %d is %s, which may be negative", i,
-                           ox_str(c, sz[i], s, sizeof s));
+        if (dt_ox_sym_signs(c->sc, sz[i]) & SYM_LT)
+            return dt_ox_fail(c, "size %d is %s, which may be negative", i,
+                              dt_ox_str(c, sz[i], s, sizeof s));
     if (strcmp(policy, "stretch") == 0) {
         for (int i = 0; i < n; i++)
             dims[axes[i]] = sz[i];
@@ -133,23 +133,24 @@ static int by_sizes(ox_node *c, const ox_tensor *x, int si, const int *axes, int
     }
     int larger = strcmp(policy, "not_smaller") == 0;
     if (!larger && strcmp(policy, "not_larger") != 0)
-        return ox_fail(c, "keep_aspect_ratio_policy '%.40s' is not stretch, not_larger or "
+        return dt_ox_fail(c,
+                          "keep_aspect_ratio_policy '%.40s' is not stretch, not_larger or "
                           "not_smaller",
-                       policy);
+                          policy);
     double scale = 0;
     int64_t in[DT_OX_MAX_RANK], want;
     for (int i = 0; i < n; i++) {
-        if (!sym_is_const(x->dims[axes[i]], &in[i]) || !sym_is_const(sz[i], &want))
+        if (!dt_ox_sym_is_const(x->dims[axes[i]], &in[i]) || !dt_ox_sym_is_const(sz[i], &want))
             return unknown(c, axes[i], "keep_aspect_ratio_policy needs constant input dims and "
                                        "sizes");
         if (in[i] == 0)
-            return ox_fail(c, "input dim %d is 0: no aspect ratio", axes[i]);
+            return dt_ox_fail(c, "input dim %d is 0: no aspect ratio", axes[i]);
         double r = (double)want / (double)in[i];
         if (i == 0 || (larger ? r > scale : r < scale))
             scale = r;
     }
     for (int i = 0; i < n; i++)
-        dims[axes[i]] = sym_const(c->sc, (int64_t)floor(scale * (double)in[i] + 0.5));
+        dims[axes[i]] = dt_ox_sym_const(c->sc, (int64_t)floor(scale * (double)in[i] + 0.5));
     return 0;
 }
 
@@ -159,12 +160,12 @@ static int by_scales(ox_node *c, const ox_tensor *x, int si, const int *axes, in
     double sc[DT_OX_MAX_RANK], roi[2 * DT_OX_MAX_RANK];
     const char *mode;
     int n, nroi = 0, rc;
-    if ((rc = ox_attr_str(c, "coordinate_transformation_mode", "half_pixel", &mode)))
+    if ((rc = dt_ox_attr_str(c, "coordinate_transformation_mode", "half_pixel", &mode)))
         return rc;
     if (!const_floats(c, si, sc, DT_OX_MAX_RANK, &n))
         return unknown(c, axes[0], "the scales are not known constants");
     if (n != na)
-        return ox_fail(c, "%d scales for %d axes", n, na);
+        return dt_ox_fail(c, "%d scales for %d axes", n, na);
     int crop = strcmp(mode, "tf_crop_and_resize") == 0 && c->g->opset >= 11;
     if (crop && (!const_floats(c, 1, roi, 2 * DT_OX_MAX_RANK, &nroi) || nroi != 2 * na))
         return unknown(c, axes[0], "tf_crop_and_resize needs the roi as known constants (start "
@@ -175,40 +176,41 @@ static int by_scales(ox_node *c, const ox_tensor *x, int si, const int *axes, in
         int64_t p, q, d;
         char s[128];
         if (!(f > 0) || !isfinite(f) || f > 1e6)
-            return ox_fail(c, "scale %d is %g: it must be positive", i, f);
-        if (sym_is_const(x->dims[a], &d)) {
+            return dt_ox_fail(c, "scale %d is %g: it must be positive", i, f);
+        if (dt_ox_sym_is_const(x->dims[a], &d)) {
             double o = floor((double)d * f);
             if (o > (double)OX_DIM_MAX)
-                return ox_fail(c, "dim %d would be %g (at most 2^40)", a, o);
-            dims[a] = sym_const(c->sc, (int64_t)o);
+                return dt_ox_fail(c, "dim %d would be %g (at most 2^40)", a, o);
+            dims[a] = dt_ox_sym_const(c->sc, (int64_t)o);
         } else if (fraction(f, &p, &q)) {
-            dims[a] = sym_floordiv(c->sc, sym_mul(c->sc, x->dims[a], sym_const(c->sc, p)),
-                                   sym_const(c->sc, q));
+            dims[a] = dt_ox_sym_floordiv(
+                c->sc, dt_ox_sym_mul(c->sc, x->dims[a], dt_ox_sym_const(c->sc, p)),
+                dt_ox_sym_const(c->sc, q));
         } else {
             char why[200];
-            snprintf(why, sizeof why, "scale %g is no exact fraction, and the input dim is %s",
-                     f, ox_str(c, x->dims[a], s, sizeof s));
+            snprintf(why, sizeof why, "scale %g is no exact fraction, and the input dim is %s", f,
+                     dt_ox_str(c, x->dims[a], s, sizeof s));
             return unknown(c, a, why);
         }
     }
     return 0;
 }
 
-int ox_rule_resize(ox_node *c)
+int dt_ox_rule_resize(ox_node *c)
 {
     ox_tensor *x;
-    int rc = ox_need(c, 0, &x);
+    int rc = dt_ox_need(c, 0, &x);
     if (rc)
         return rc;
     int r = x->pub.rank, axes[DT_OX_MAX_RANK], na = r;
     const int64_t *av;
     int nav;
-    if ((rc = ox_attr_ints(c, "axes", &av, &nav)))
+    if ((rc = dt_ox_attr_ints(c, "axes", &av, &nav)))
         return rc;
     if (nav >= 0) {
         uint32_t mask;
-        if (nav > r || (rc = ox_axes(c, av, nav, r, &mask)))
-            return rc ? rc : ox_fail(c, "%d axes for rank %d", nav, r);
+        if (nav > r || (rc = dt_ox_axes(c, av, nav, r, &mask)))
+            return rc ? rc : dt_ox_fail(c, "%d axes for rank %d", nav, r);
         for (int i = 0; i < nav; i++)
             axes[i] = (int)(av[i] < 0 ? av[i] + r : av[i]);
         na = nav;
@@ -217,21 +219,21 @@ int ox_rule_resize(ox_node *c)
             axes[i] = i;
     }
     if (r < 1 || na < 1)
-        return ox_fail(c, "nothing to resize (rank %d, %d axes)", r, na);
+        return dt_ox_fail(c, "nothing to resize (rank %d, %d axes)", r, na);
     const sym *dims[DT_OX_MAX_RANK];
     memcpy(dims, x->dims, (size_t)r * sizeof dims[0]);
     int old = c->g->opset < 11; /* opset 10: (X, scales) */
     int64_t nsc, nsz;
     int has_scales = given(c, old ? 1 : 2, &nsc), has_sizes = !old && given(c, 3, &nsz);
     if (has_scales && has_sizes)
-        return ox_fail(c, "both scales and sizes are given (only one may be)");
+        return dt_ox_fail(c, "both scales and sizes are given (only one may be)");
     if (has_sizes)
         rc = by_sizes(c, x, 3, axes, na, dims);
     else if (has_scales)
         rc = by_scales(c, x, old ? 1 : 2, axes, na, dims);
     else
-        rc = ox_fail(c, "neither scales nor sizes are given");
+        rc = dt_ox_fail(c, "neither scales nor sizes are given");
     if (rc == UNKNOWN_DECLARED)
         return 0;
-    return rc ? rc : ox_set_out(c, 0, x->pub.elem_type, r, dims);
+    return rc ? rc : dt_ox_set_out(c, 0, x->pub.elem_type, r, dims);
 }

@@ -17,16 +17,16 @@ static int is(const ox_node *c, const char *op)
     return strcmp(c->n->op_type, op) == 0;
 }
 
-int ox_rule_rnn(ox_node *c)
+int dt_ox_rule_rnn(ox_node *c)
 {
     ox_tensor *x, *w, *r;
     int64_t hidden, layout;
     const char *dir;
-    int rc = ox_need(c, 0, &x);
-    if (rc || (rc = ox_need(c, 1, &w)) || (rc = ox_need(c, 2, &r)) ||
-        (rc = ox_attr_int(c, "hidden_size", -1, &hidden)) ||
-        (rc = ox_attr_int(c, "layout", 0, &layout)) ||
-        (rc = ox_attr_str(c, "direction", "forward", &dir)))
+    int rc = dt_ox_need(c, 0, &x);
+    if (rc || (rc = dt_ox_need(c, 1, &w)) || (rc = dt_ox_need(c, 2, &r)) ||
+        (rc = dt_ox_attr_int(c, "hidden_size", -1, &hidden)) ||
+        (rc = dt_ox_attr_int(c, "layout", 0, &layout)) ||
+        (rc = dt_ox_attr_str(c, "direction", "forward", &dir)))
         return rc;
     int gates = is(c, "LSTM") ? 4 : is(c, "GRU") ? 3 : 1;
     int ndir;
@@ -35,33 +35,34 @@ int ox_rule_rnn(ox_node *c)
     else if (strcmp(dir, "bidirectional") == 0)
         ndir = 2;
     else
-        return ox_fail(c, "direction '%.40s' is not forward, reverse or bidirectional", dir);
+        return dt_ox_fail(c, "direction '%.40s' is not forward, reverse or bidirectional", dir);
     if (layout != 0 && layout != 1)
-        return ox_fail(c, "layout %lld is not 0 or 1", (long long)layout);
+        return dt_ox_fail(c, "layout %lld is not 0 or 1", (long long)layout);
     if (x->pub.rank != 3)
-        return ox_fail(c, "X has rank %d, 3 is needed", x->pub.rank);
+        return dt_ox_fail(c, "X has rank %d, 3 is needed", x->pub.rank);
     if (w->pub.rank != 3 || r->pub.rank != 3)
-        return ox_fail(c, "W and R have ranks %d and %d, 3 is needed", w->pub.rank, r->pub.rank);
+        return dt_ox_fail(c, "W and R have ranks %d and %d, 3 is needed", w->pub.rank, r->pub.rank);
     char s1[128], s2[128];
-    const sym *nd = sym_const(c->sc, ndir), *hs;
+    const sym *nd = dt_ox_sym_const(c->sc, ndir), *hs;
     if (hidden < 0) { /* not given: R's last dim */
         hs = r->dims[2];
-        if (!sym_is_const(hs, &hidden))
-            return ox_fail(c, "without hidden_size, R's last dim (%s) must be a constant",
-                           ox_str(c, hs, s1, sizeof s1));
+        if (!dt_ox_sym_is_const(hs, &hidden))
+            return dt_ox_fail(c, "without hidden_size, R's last dim (%s) must be a constant",
+                              dt_ox_str(c, hs, s1, sizeof s1));
     }
     if (hidden < 1 || hidden > OX_DIM_MAX)
-        return ox_fail(c, "hidden_size %lld is not a valid dim", (long long)hidden);
-    hs = sym_const(c->sc, hidden);
+        return dt_ox_fail(c, "hidden_size %lld is not a valid dim", (long long)hidden);
+    hs = dt_ox_sym_const(c->sc, hidden);
     /* the weights must agree: W [ndir, gates*hidden, input], R [ndir, gates*hidden, hidden] */
-    const sym *gh = sym_const(c->sc, gates * hidden);
+    const sym *gh = dt_ox_sym_const(c->sc, gates * hidden);
     const sym *want[] = {nd, gh, x->dims[2], nd, gh, hs};
     const ox_tensor *wr[] = {w, w, w, r, r, r};
     for (int i = 0; i < 6; i++)
-        if (!ox_equal(c, wr[i]->dims[i % 3], want[i]))
-            return ox_fail(c, "dim %d of %s is %s, %s expected (direction %s, hidden_size %lld)",
-                           i % 3, i < 3 ? "W" : "R", ox_str(c, wr[i]->dims[i % 3], s1, sizeof s1),
-                           ox_str(c, want[i], s2, sizeof s2), dir, (long long)hidden);
+        if (!dt_ox_equal(c, wr[i]->dims[i % 3], want[i]))
+            return dt_ox_fail(c, "dim %d of %s is %s, %s expected (direction %s, hidden_size %lld)",
+                              i % 3, i < 3 ? "W" : "R",
+                              dt_ox_str(c, wr[i]->dims[i % 3], s1, sizeof s1),
+                              dt_ox_str(c, want[i], s2, sizeof s2), dir, (long long)hidden);
     const sym *seq = x->dims[layout ? 1 : 0], *batch = x->dims[layout ? 0 : 1];
     const sym *y[4], *yh[3];
     if (layout) {
@@ -72,12 +73,12 @@ int ox_rule_rnn(ox_node *c)
         yh[0] = nd, yh[1] = batch, yh[2] = hs;
     }
     int type = x->pub.elem_type;
-    if ((rc = ox_set_out(c, 0, type, 4, y)) || (rc = ox_set_out(c, 1, type, 3, yh)))
+    if ((rc = dt_ox_set_out(c, 0, type, 4, y)) || (rc = dt_ox_set_out(c, 1, type, 3, yh)))
         return rc;
     if (gates == 4)
-        rc = ox_set_out(c, 2, type, 3, yh);
+        rc = dt_ox_set_out(c, 2, type, 3, yh);
     else if (c->nout > 2 && c->out[2])
-        return ox_fail(c, "a %s has two outputs (Y, Y_h), this one has %d", c->n->op_type,
-                       c->nout);
+        return dt_ox_fail(c, "a %s has two outputs (Y, Y_h), this one has %d", c->n->op_type,
+                          c->nout);
     return rc;
 }

@@ -7,19 +7,19 @@
 
 /* ---- errors --------------------------------------------------------------- */
 
-int sy_record(sym_ctx *c, const dt_err *e)
+int dt_ox_sy_record(sym_ctx *c, const dt_err *e)
 {
     if (c->err.code == 0)
         c->err = *e;
     return e->code;
 }
 
-int sym_failed(const sym_ctx *c)
+int dt_ox_sym_failed(const sym_ctx *c)
 {
     return c->err.code != 0;
 }
 
-int sym_take_err(sym_ctx *c, dt_err *e)
+int dt_ox_sym_take_err(sym_ctx *c, dt_err *e)
 {
     int code = c->err.code;
     if (code && e)
@@ -28,7 +28,7 @@ int sym_take_err(sym_ctx *c, dt_err *e)
     return code;
 }
 
-int sy_too_large(dt_err *e)
+int dt_ox_sy_too_large(dt_err *e)
 {
     return dt_errf(e, DT_EINVAL,
                    "symbolic expression too large (more than %d terms, a term of more than %d "
@@ -36,7 +36,7 @@ int sy_too_large(dt_err *e)
                    SYM_MAX_TERMS, SYM_MAX_DEG, SYM_MAX_NODES);
 }
 
-int sy_too_deep(dt_err *e)
+int dt_ox_sy_too_deep(dt_err *e)
 {
     return dt_errf(e, DT_EINVAL, "expression nested too deeply (more than %d levels)",
                    DT_EXPR_MAX_DEPTH);
@@ -60,7 +60,7 @@ static int mul64(int64_t a, int64_t b, int64_t *r, dt_err *e)
     return 0;
 }
 
-int sy_fdiv64(int64_t a, int64_t b, int64_t *r, dt_err *e)
+int dt_ox_sy_fdiv64(int64_t a, int64_t b, int64_t *r, dt_err *e)
 {
     if (b == 0)
         return dt_errf(e, DT_EINVAL, "division by zero (%lld / 0)", (long long)a);
@@ -102,7 +102,7 @@ static int term_cmp(const term *a, const term *b)
 static int term_mul(const term *a, const term *b, term *out, dt_err *e)
 {
     if (a->deg + b->deg > SYM_MAX_DEG)
-        return sy_too_large(e);
+        return dt_ox_sy_too_large(e);
     int rc = mul64(a->coef, b->coef, &out->coef, e);
     if (rc)
         return rc;
@@ -114,7 +114,7 @@ static int term_mul(const term *a, const term *b, term *out, dt_err *e)
 }
 
 /* 1 when b's factors are a sub-multiset of a's; the rest into *rest. */
-int sy_term_divides(const term *a, const term *b, term *rest)
+int dt_ox_sy_term_divides(const term *a, const term *b, term *rest)
 {
     int i = 0, j = 0, k = 0;
     while (i < a->deg) {
@@ -134,7 +134,7 @@ int sy_term_divides(const term *a, const term *b, term *rest)
 }
 
 /* Adds coef*t's monomial into p, keeping the order and merging. */
-int sy_poly_add_term(poly *p, const term *t, int64_t coef, dt_err *e)
+int dt_ox_sy_poly_add_term(poly *p, const term *t, int64_t coef, dt_err *e)
 {
     if (coef == 0)
         return 0;
@@ -158,7 +158,7 @@ int sy_poly_add_term(poly *p, const term *t, int64_t coef, dt_err *e)
             hi = mid;
     }
     if (p->n == SYM_MAX_TERMS)
-        return sy_too_large(e);
+        return dt_ox_sy_too_large(e);
     memmove(&p->t[lo + 1], &p->t[lo], (size_t)(p->n - lo) * sizeof p->t[0]);
     p->t[lo] = *t;
     p->t[lo].coef = coef;
@@ -166,7 +166,7 @@ int sy_poly_add_term(poly *p, const term *t, int64_t coef, dt_err *e)
     return 0;
 }
 
-void sy_poly_of(const sym *s, poly *p)
+void dt_ox_sy_poly_of(const sym *s, poly *p)
 {
     p->n = s->n;
     memcpy(p->t, s->t, (size_t)s->n * sizeof s->t[0]);
@@ -183,25 +183,26 @@ static void poly_const(poly *p, int64_t v)
 }
 
 /* out += k * a */
-int sy_poly_axpy(poly *out, int64_t k, const poly *a, dt_err *e)
+int dt_ox_sy_poly_axpy(poly *out, int64_t k, const poly *a, dt_err *e)
 {
     for (int i = 0; i < a->n; i++) {
         int64_t cf;
         int rc = mul64(k, a->t[i].coef, &cf, e);
-        if (rc || (rc = sy_poly_add_term(out, &a->t[i], cf, e)))
+        if (rc || (rc = dt_ox_sy_poly_add_term(out, &a->t[i], cf, e)))
             return rc;
     }
     return 0;
 }
 
 /* out += m * a for a term m */
-int sy_poly_add_term_times(poly *out, const term *m, const poly *a, int64_t sign, dt_err *e)
+int dt_ox_sy_poly_add_term_times(poly *out, const term *m, const poly *a, int64_t sign, dt_err *e)
 {
     for (int i = 0; i < a->n; i++) {
         term t = {.coef = 0};
         int64_t cf;
         int rc = term_mul(m, &a->t[i], &t, e);
-        if (rc || (rc = mul64(t.coef, sign, &cf, e)) || (rc = sy_poly_add_term(out, &t, cf, e)))
+        if (rc || (rc = mul64(t.coef, sign, &cf, e)) ||
+            (rc = dt_ox_sy_poly_add_term(out, &t, cf, e)))
             return rc;
     }
     return 0;
@@ -211,14 +212,14 @@ static int poly_mul(const poly *a, const poly *b, poly *out, dt_err *e)
 {
     out->n = 0;
     for (int i = 0; i < a->n; i++) {
-        int rc = sy_poly_add_term_times(out, &a->t[i], b, 1, e);
+        int rc = dt_ox_sy_poly_add_term_times(out, &a->t[i], b, 1, e);
         if (rc)
             return rc;
     }
     return 0;
 }
 
-int sy_poly_is_const(const poly *p, int64_t *v)
+int dt_ox_sy_poly_is_const(const poly *p, int64_t *v)
 {
     if (p->n == 0) {
         *v = 0;
@@ -233,7 +234,7 @@ int sy_poly_is_const(const poly *p, int64_t *v)
 
 /* ---- interning ------------------------------------------------------------ */
 
-uint64_t sy_mix(uint64_t h, uint64_t v)
+uint64_t dt_ox_sy_mix(uint64_t h, uint64_t v)
 {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
     return h * 0x100000001b3ull;
@@ -243,10 +244,10 @@ static uint64_t poly_hash(const poly *p)
 {
     uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)p->n;
     for (int i = 0; i < p->n; i++) {
-        h = sy_mix(h, (uint64_t)p->t[i].coef);
-        h = sy_mix(h, (uint64_t)p->t[i].deg);
+        h = dt_ox_sy_mix(h, (uint64_t)p->t[i].coef);
+        h = dt_ox_sy_mix(h, (uint64_t)p->t[i].deg);
         for (int j = 0; j < p->t[i].deg; j++)
-            h = sy_mix(h, (uint64_t)p->t[i].f[j]);
+            h = dt_ox_sy_mix(h, (uint64_t)p->t[i].f[j]);
     }
     return h;
 }
@@ -272,7 +273,7 @@ static int term_height(const sym_ctx *c, const term *t, int64_t cf)
     return h + t->deg - 1 + (cf != 1);
 }
 
-/* Mirrors sym_to_expr's shape: the positive terms summed, minus the sum of
+/* Mirrors dt_ox_sym_to_expr's shape: the positive terms summed, minus the sum of
  * the negative ones; an n-ary chain of k operands parses k-1 levels tall. */
 static int poly_height(const sym_ctx *c, const poly *p)
 {
@@ -297,7 +298,7 @@ static int poly_height(const sym_ctx *c, const poly *p)
     return (hp > hn ? hp : hn) + 1;
 }
 
-/* Nodes of sym_to_expr's tree: operands, an operator per product and sum. */
+/* Nodes of dt_ox_sym_to_expr's tree: operands, an operator per product and sum. */
 static int poly_size(const sym_ctx *c, const poly *p)
 {
     int64_t n = 2; /* the sum and the difference */
@@ -349,7 +350,7 @@ static int tab_grow(sym_ctx *c)
     return 0;
 }
 
-int sy_intern(sym_ctx *c, const poly *p, const sym **out, dt_err *e)
+int dt_ox_sy_intern(sym_ctx *c, const poly *p, const sym **out, dt_err *e)
 {
     if ((c->tabn + 1) * 2 > c->tabcap && tab_grow(c))
         return dt_errf(e, DT_ENOMEM, "out of memory");
@@ -362,9 +363,9 @@ int sy_intern(sym_ctx *c, const poly *p, const sym **out, dt_err *e)
         }
     int height = poly_height(c, p), size = poly_size(c, p);
     if (height > DT_EXPR_MAX_DEPTH)
-        return sy_too_deep(e);
+        return dt_ox_sy_too_deep(e);
     if (size > SYM_MAX_NODES)
-        return sy_too_large(e);
+        return dt_ox_sy_too_large(e);
     sym *s = malloc(sizeof *s + (size_t)p->n * sizeof p->t[0]);
     if (!s)
         return dt_errf(e, DT_ENOMEM, "out of memory");
@@ -384,23 +385,23 @@ int sy_intern(sym_ctx *c, const poly *p, const sym **out, dt_err *e)
     return 0;
 }
 
-int sy_intern_const(sym_ctx *c, int64_t v, const sym **out, dt_err *e)
+int dt_ox_sy_intern_const(sym_ctx *c, int64_t v, const sym **out, dt_err *e)
 {
     poly p;
     poly_const(&p, v);
-    return sy_intern(c, &p, out, e);
+    return dt_ox_sy_intern(c, &p, out, e);
 }
 
-int sy_intern_atom(sym_ctx *c, int id, const sym **out, dt_err *e)
+int dt_ox_sy_intern_atom(sym_ctx *c, int id, const sym **out, dt_err *e)
 {
     poly p = {.n = 1};
     p.t[0].coef = 1;
     p.t[0].deg = 1;
     p.t[0].f[0] = id;
-    return sy_intern(c, &p, out, e);
+    return dt_ox_sy_intern(c, &p, out, e);
 }
 
-int sy_new_atom(sym_ctx *c, int *id, dt_err *e)
+int dt_ox_sy_new_atom(sym_ctx *c, int *id, dt_err *e)
 {
     if (c->natoms == c->capatoms) {
         int cap = c->capatoms ? c->capatoms * 2 : 32;
@@ -417,12 +418,12 @@ int sy_new_atom(sym_ctx *c, int *id, dt_err *e)
 
 /* ---- context -------------------------------------------------------------- */
 
-sym_ctx *sym_ctx_new(void)
+sym_ctx *dt_ox_sym_ctx_new(void)
 {
     return calloc(1, sizeof(sym_ctx));
 }
 
-void sym_ctx_free(sym_ctx *c)
+void dt_ox_sym_ctx_free(sym_ctx *c)
 {
     if (!c)
         return;
@@ -436,45 +437,45 @@ void sym_ctx_free(sym_ctx *c)
     free(c);
 }
 
-const sym *sym_const(sym_ctx *c, int64_t v)
+const sym *dt_ox_sym_const(sym_ctx *c, int64_t v)
 {
     const sym *s = NULL;
     dt_err e;
-    if (sy_intern_const(c, v, &s, &e))
-        sy_record(c, &e);
+    if (dt_ox_sy_intern_const(c, v, &s, &e))
+        dt_ox_sy_record(c, &e);
     return s;
 }
 
-const sym *sym_var(sym_ctx *c, const char *name, const dt_domain *dom)
+const sym *dt_ox_sym_var(sym_ctx *c, const char *name, const dt_domain *dom)
 {
     dt_err e;
     if (!dom || dom->n < 1) {
         dt_errf(&e, DT_EINVAL, "variable '%s' has an empty domain", name);
-        sy_record(c, &e);
+        dt_ox_sy_record(c, &e);
         return NULL;
     }
     if (dom->n == 1) /* a single value is that constant */
-        return sym_const(c, dom->values[0]);
+        return dt_ox_sym_const(c, dom->values[0]);
     for (int v = 0; v < c->nvars; v++) {
         const atom *a = &c->atoms[c->var_atom[v]];
         if (strcmp(a->name, name) == 0) {
             const sym *s = NULL;
-            if (sy_intern_atom(c, c->var_atom[v], &s, &e))
-                sy_record(c, &e);
+            if (dt_ox_sy_intern_atom(c, c->var_atom[v], &s, &e))
+                dt_ox_sy_record(c, &e);
             return s;
         }
     }
     if (c->nvars == SYM_MAX_VARS) {
         dt_errf(&e, DT_EINVAL, "more than %d variables", SYM_MAX_VARS);
-        sy_record(c, &e);
+        dt_ox_sy_record(c, &e);
         return NULL;
     }
     int id = 0;
     char *copy = strdup(name);
-    if (!copy || sy_new_atom(c, &id, &e)) {
+    if (!copy || dt_ox_sy_new_atom(c, &id, &e)) {
         free(copy);
         dt_errf(&e, DT_ENOMEM, "out of memory");
-        sy_record(c, &e);
+        dt_ox_sy_record(c, &e);
         return NULL;
     }
     atom *a = &c->atoms[id];
@@ -489,8 +490,8 @@ const sym *sym_var(sym_ctx *c, const char *name, const dt_domain *dom)
     a->vmask = 1ull << c->nvars;
     c->var_atom[c->nvars++] = id;
     const sym *s = NULL;
-    if (sy_intern_atom(c, id, &s, &e))
-        sy_record(c, &e);
+    if (dt_ox_sy_intern_atom(c, id, &s, &e))
+        dt_ox_sy_record(c, &e);
     return s;
 }
 
@@ -508,7 +509,7 @@ static int eval_atom(const sym_ctx *c, int id, const int64_t *vv, int64_t *out)
     int64_t n, d;
     if (eval_sym(c, a->num, vv, &n) || eval_sym(c, a->den, vv, &d))
         return -1;
-    return sy_fdiv64(n, d, out, NULL) ? -1 : 0;
+    return dt_ox_sy_fdiv64(n, d, out, NULL) ? -1 : 0;
 }
 
 static int eval_sym(const sym_ctx *c, const sym *p, const int64_t *vv, int64_t *out)
@@ -570,7 +571,7 @@ static int enumerate_signs(const sym_ctx *c, const sym *p)
     return mask;
 }
 
-int sym_is_const(const sym *p, int64_t *v)
+int dt_ox_sym_is_const(const sym *p, int64_t *v)
 {
     if (!p || p->n > 1 || (p->n == 1 && p->t[0].deg))
         return 0;
@@ -578,7 +579,7 @@ int sym_is_const(const sym *p, int64_t *v)
     return 1;
 }
 
-int sym_bounds(const sym *p, int64_t *lo, int64_t *hi)
+int dt_ox_sym_bounds(const sym *p, int64_t *lo, int64_t *hi)
 {
     if (!p || !p->bounded)
         return 0;
@@ -587,7 +588,7 @@ int sym_bounds(const sym *p, int64_t *lo, int64_t *hi)
     return 1;
 }
 
-int sym_signs(sym_ctx *c, const sym *p)
+int dt_ox_sym_signs(sym_ctx *c, const sym *p)
 {
     if (!p)
         return SYM_ANY;
@@ -601,18 +602,18 @@ int sym_signs(sym_ctx *c, const sym *p)
 static int sub_(sym_ctx *c, const sym *a, const sym *b, const sym **out, dt_err *e)
 {
     poly p;
-    sy_poly_of(a, &p);
+    dt_ox_sy_poly_of(a, &p);
     for (int i = 0; i < b->n; i++) {
         if (b->t[i].coef == INT64_MIN)
             return dt_errf(e, DT_EOVERFLOW, "negating %lld overflows int64", (long long)INT64_MIN);
-        int rc = sy_poly_add_term(&p, &b->t[i], -b->t[i].coef, e);
+        int rc = dt_ox_sy_poly_add_term(&p, &b->t[i], -b->t[i].coef, e);
         if (rc)
             return rc;
     }
-    return sy_intern(c, &p, out, e);
+    return dt_ox_sy_intern(c, &p, out, e);
 }
 
-int sym_cmp(sym_ctx *c, const sym *a, const sym *b)
+int dt_ox_sym_cmp(sym_ctx *c, const sym *a, const sym *b)
 {
     if (!a || !b)
         return SYM_ANY;
@@ -621,7 +622,7 @@ int sym_cmp(sym_ctx *c, const sym *a, const sym *b)
     const sym *d = NULL;
     dt_err e;
     if (sub_(c, a, b, &d, &e) == 0)
-        return sym_signs(c, d);
+        return dt_ox_sym_signs(c, d);
     /* a - b does not fit: compare the bounds */
     if (!a->bounded || !b->bounded)
         return SYM_ANY;
@@ -631,57 +632,57 @@ int sym_cmp(sym_ctx *c, const sym *a, const sym *b)
 
 /* ---- arithmetic ----------------------------------------------------------- */
 
-const sym *sy_done(sym_ctx *c, int rc, const sym *s, const dt_err *e)
+const sym *dt_ox_sy_done(sym_ctx *c, int rc, const sym *s, const dt_err *e)
 {
     if (rc) {
-        sy_record(c, e);
+        dt_ox_sy_record(c, e);
         return NULL;
     }
     return s;
 }
 
-const sym *sym_add(sym_ctx *c, const sym *a, const sym *b)
+const sym *dt_ox_sym_add(sym_ctx *c, const sym *a, const sym *b)
 {
     if (!a || !b)
         return NULL;
     poly p, q;
     dt_err e;
     const sym *s = NULL;
-    sy_poly_of(a, &p);
-    sy_poly_of(b, &q);
-    int rc = sy_poly_axpy(&p, 1, &q, &e);
+    dt_ox_sy_poly_of(a, &p);
+    dt_ox_sy_poly_of(b, &q);
+    int rc = dt_ox_sy_poly_axpy(&p, 1, &q, &e);
     if (!rc)
-        rc = sy_intern(c, &p, &s, &e);
-    return sy_done(c, rc, s, &e);
+        rc = dt_ox_sy_intern(c, &p, &s, &e);
+    return dt_ox_sy_done(c, rc, s, &e);
 }
 
-const sym *sym_sub(sym_ctx *c, const sym *a, const sym *b)
+const sym *dt_ox_sym_sub(sym_ctx *c, const sym *a, const sym *b)
 {
     if (!a || !b)
         return NULL;
     const sym *s = NULL;
     dt_err e;
     int rc = sub_(c, a, b, &s, &e);
-    return sy_done(c, rc, s, &e);
+    return dt_ox_sy_done(c, rc, s, &e);
 }
 
-int sy_mul(sym_ctx *c, const sym *a, const sym *b, const sym **out, dt_err *e)
+int dt_ox_sy_mul(sym_ctx *c, const sym *a, const sym *b, const sym **out, dt_err *e)
 {
     poly p, q, r;
-    sy_poly_of(a, &p);
-    sy_poly_of(b, &q);
+    dt_ox_sy_poly_of(a, &p);
+    dt_ox_sy_poly_of(b, &q);
     int rc = poly_mul(&p, &q, &r, e);
-    return rc ? rc : sy_intern(c, &r, out, e);
+    return rc ? rc : dt_ox_sy_intern(c, &r, out, e);
 }
 
-const sym *sym_mul(sym_ctx *c, const sym *a, const sym *b)
+const sym *dt_ox_sym_mul(sym_ctx *c, const sym *a, const sym *b)
 {
     if (!a || !b)
         return NULL;
     const sym *s = NULL;
     dt_err e;
-    int rc = sy_mul(c, a, b, &s, &e);
-    return sy_done(c, rc, s, &e);
+    int rc = dt_ox_sy_mul(c, a, b, &s, &e);
+    return dt_ox_sy_done(c, rc, s, &e);
 }
 
 /* ---- expressions ---------------------------------------------------------- */

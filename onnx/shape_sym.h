@@ -8,16 +8,16 @@
  * atoms — the model variables and floor quotients floor(p/q) that did not
  * simplify — in a normal form: terms merged and sorted, so equal
  * polynomials are the same object (they are interned in a sym_ctx) and
- * (h+2-3)/1+1 is h.  sym_to_expr writes one as a canonical dt_expr.
+ * (h+2-3)/1+1 is h.  dt_ox_sym_to_expr writes one as a canonical dt_expr.
  *
  * Errors are sticky: a function that fails (overflow, a division by zero,
  * a polynomial past the size or depth limits, no memory) records the first
  * error in the context and returns NULL, and every function given a NULL
  * operand returns NULL; so a rule chains calls and checks once
- * (sym_failed / sym_take_err).
+ * (dt_ox_sym_failed / dt_ox_sym_take_err).
  *
  * Ownership: every sym belongs to its sym_ctx and lives until
- * sym_ctx_free. */
+ * dt_ox_sym_ctx_free. */
 #ifndef DT_ONNX_SHAPE_SYM_H
 #define DT_ONNX_SHAPE_SYM_H
 
@@ -39,53 +39,53 @@
  * shape when there are at most this many. */
 #define SYM_ENUM_MAX 16384
 
-/* Masks of what a comparison can be (sym_cmp, sym_signs). */
+/* Masks of what a comparison can be (dt_ox_sym_cmp, dt_ox_sym_signs). */
 enum { SYM_LT = 1, SYM_EQ = 2, SYM_GT = 4, SYM_ANY = 7 };
 
 typedef struct sym sym;
 typedef struct sym_ctx sym_ctx;
 
-sym_ctx *sym_ctx_new(void);
-void sym_ctx_free(sym_ctx *c);
+sym_ctx *dt_ox_sym_ctx_new(void);
+void dt_ox_sym_ctx_free(sym_ctx *c);
 
-/* 1 once an operation failed; sym_take_err copies that error into e (if not
+/* 1 once an operation failed; dt_ox_sym_take_err copies that error into e (if not
  * NULL), clears it and returns its code (0 when none). */
-int sym_failed(const sym_ctx *c);
-int sym_take_err(sym_ctx *c, dt_err *e);
+int dt_ox_sym_failed(const sym_ctx *c);
+int dt_ox_sym_take_err(sym_ctx *c, dt_err *e);
 
 /* A model variable: dom (non-empty, kept by pointer: it must outlive c)
  * gives its bounds and the values sign questions enumerate. */
-const sym *sym_var(sym_ctx *c, const char *name, const dt_domain *dom);
-const sym *sym_const(sym_ctx *c, int64_t v);
-const sym *sym_add(sym_ctx *c, const sym *a, const sym *b);
-const sym *sym_sub(sym_ctx *c, const sym *a, const sym *b);
-const sym *sym_mul(sym_ctx *c, const sym *a, const sym *b);
+const sym *dt_ox_sym_var(sym_ctx *c, const char *name, const dt_domain *dom);
+const sym *dt_ox_sym_const(sym_ctx *c, int64_t v);
+const sym *dt_ox_sym_add(sym_ctx *c, const sym *a, const sym *b);
+const sym *dt_ox_sym_sub(sym_ctx *c, const sym *a, const sym *b);
+const sym *dt_ox_sym_mul(sym_ctx *c, const sym *a, const sym *b);
 /* floor(a / b); b == 0 is an error, a b that may be 0 is kept symbolic. */
-const sym *sym_floordiv(sym_ctx *c, const sym *a, const sym *b);
+const sym *dt_ox_sym_floordiv(sym_ctx *c, const sym *a, const sym *b);
 /* ceil(a / b) for b > 0 at every shape (an error otherwise). */
-const sym *sym_ceildiv(sym_ctx *c, const sym *a, const sym *b);
+const sym *dt_ox_sym_ceildiv(sym_ctx *c, const sym *a, const sym *b);
 /* a - b*floor(a/b). */
-const sym *sym_mod(sym_ctx *c, const sym *a, const sym *b);
+const sym *dt_ox_sym_mod(sym_ctx *c, const sym *a, const sym *b);
 /* a / b when b divides a at every shape, shown by polynomial division
  * (768*batch*seq / (batch*seq) = 768): 1 and *q; 0 when that cannot be
  * shown (no error recorded); a negative code on a sticky error. */
-int sym_divexact(sym_ctx *c, const sym *a, const sym *b, const sym **q);
+int dt_ox_sym_divexact(sym_ctx *c, const sym *a, const sym *b, const sym **q);
 
 /* 1 and *v when p is a constant. */
-int sym_is_const(const sym *p, int64_t *v);
+int dt_ox_sym_is_const(const sym *p, int64_t *v);
 /* What p can be compared with 0 / a with b, over every shape of the
  * variables' domains: a mask of SYM_LT, SYM_EQ, SYM_GT (SYM_ANY when
  * unknown; NULL operands give SYM_ANY).  Exact for constants and for
  * anything whose shapes can be enumerated, else from interval bounds. */
-int sym_signs(sym_ctx *c, const sym *p);
-int sym_cmp(sym_ctx *c, const sym *a, const sym *b);
+int dt_ox_sym_signs(sym_ctx *c, const sym *p);
+int dt_ox_sym_cmp(sym_ctx *c, const sym *a, const sym *b);
 /* Bounds of p over the domains: 1 and [*lo, *hi] (possibly loose), 0 when
  * unbounded (an overflow). */
-int sym_bounds(const sym *p, int64_t *lo, int64_t *hi);
+int dt_ox_sym_bounds(const sym *p, int64_t *lo, int64_t *hi);
 
 /* A new canonical expression (caller frees); NULL with a sticky error. */
-dt_expr *sym_to_expr(sym_ctx *c, const sym *p);
+dt_expr *dt_ox_sym_to_expr(sym_ctx *c, const sym *p);
 /* Its canonical text, for messages ("?" when it cannot be written). */
-const char *sym_str(sym_ctx *c, const sym *p, char *buf, size_t n);
+const char *dt_ox_sym_str(sym_ctx *c, const sym *p, char *buf, size_t n);
 
 #endif

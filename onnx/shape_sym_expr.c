@@ -144,7 +144,7 @@ static dt_expr *poly_expr(sym_ctx *c, const sym *p, int *unshowable)
     return x;
 }
 
-dt_expr *sym_to_expr(sym_ctx *c, const sym *p)
+dt_expr *dt_ox_sym_to_expr(sym_ctx *c, const sym *p)
 {
     if (!p)
         return NULL;
@@ -157,24 +157,24 @@ dt_expr *sym_to_expr(sym_ctx *c, const sym *p)
                     (long long)INT64_MIN);
         else
             dt_errf(&e, DT_ENOMEM, "out of memory");
-        sy_record(c, &e);
+        dt_ox_sy_record(c, &e);
         return NULL;
     }
     if (dt_expr_canonicalize(&x, &e)) {
         dt_expr_free(x);
-        sy_record(c, &e);
+        dt_ox_sy_record(c, &e);
         return NULL;
     }
     return x;
 }
 
-const char *sym_str(sym_ctx *c, const sym *p, char *buf, size_t n)
+const char *dt_ox_sym_str(sym_ctx *c, const sym *p, char *buf, size_t n)
 {
     snprintf(buf, n, "?");
     if (!p)
         return buf;
     dt_err keep = c->err;
-    dt_expr *x = sym_to_expr(c, p);
+    dt_expr *x = dt_ox_sym_to_expr(c, p);
     c->err = keep; /* a message must not turn into a failure */
     if (x) {
         size_t need = dt_expr_print(x, buf, n);

@@ -17,7 +17,7 @@ typedef struct {
 /* Terms are kept greatest first in a graded lexicographic order (higher
  * degree first, then the smaller atom id at the first difference): a
  * monomial order, which is what makes the leading-term division of
- * sym_divexact exact. */
+ * dt_ox_sym_divexact exact. */
 typedef struct {
     int n;
     term t[SYM_MAX_TERMS];
@@ -60,31 +60,31 @@ struct sym_ctx {
 
 /* ---- shape_sym.c ---- */
 /* Records e as the context's sticky error (if it has none); returns its code. */
-int sy_record(sym_ctx *c, const dt_err *e);
+int dt_ox_sy_record(sym_ctx *c, const dt_err *e);
 /* The "too large" / "too deep" failures; return DT_EINVAL. */
-int sy_too_large(dt_err *e);
-int sy_too_deep(dt_err *e);
-uint64_t sy_mix(uint64_t h, uint64_t v);
+int dt_ox_sy_too_large(dt_err *e);
+int dt_ox_sy_too_deep(dt_err *e);
+uint64_t dt_ox_sy_mix(uint64_t h, uint64_t v);
 /* floor(a / b), checked. */
-int sy_fdiv64(int64_t a, int64_t b, int64_t *r, dt_err *e);
+int dt_ox_sy_fdiv64(int64_t a, int64_t b, int64_t *r, dt_err *e);
 /* 1 when b's factors are a sub-multiset of a's, the rest into rest->f/deg. */
-int sy_term_divides(const term *a, const term *b, term *rest);
+int dt_ox_sy_term_divides(const term *a, const term *b, term *rest);
 /* p += coef * (t's monomial), keeping the order. */
-int sy_poly_add_term(poly *p, const term *t, int64_t coef, dt_err *e);
-void sy_poly_of(const sym *s, poly *p);
+int dt_ox_sy_poly_add_term(poly *p, const term *t, int64_t coef, dt_err *e);
+void dt_ox_sy_poly_of(const sym *s, poly *p);
 /* out += k * a */
-int sy_poly_axpy(poly *out, int64_t k, const poly *a, dt_err *e);
+int dt_ox_sy_poly_axpy(poly *out, int64_t k, const poly *a, dt_err *e);
 /* out += sign * m * a for a term m */
-int sy_poly_add_term_times(poly *out, const term *m, const poly *a, int64_t sign, dt_err *e);
-int sy_poly_is_const(const poly *p, int64_t *v);
+int dt_ox_sy_poly_add_term_times(poly *out, const term *m, const poly *a, int64_t sign, dt_err *e);
+int dt_ox_sy_poly_is_const(const poly *p, int64_t *v);
 /* The interned sym of p (or of a constant, or of atom id alone). */
-int sy_intern(sym_ctx *c, const poly *p, const sym **out, dt_err *e);
-int sy_intern_const(sym_ctx *c, int64_t v, const sym **out, dt_err *e);
-int sy_intern_atom(sym_ctx *c, int id, const sym **out, dt_err *e);
+int dt_ox_sy_intern(sym_ctx *c, const poly *p, const sym **out, dt_err *e);
+int dt_ox_sy_intern_const(sym_ctx *c, int64_t v, const sym **out, dt_err *e);
+int dt_ox_sy_intern_atom(sym_ctx *c, int id, const sym **out, dt_err *e);
 /* A new zeroed atom; *id its index. */
-int sy_new_atom(sym_ctx *c, int *id, dt_err *e);
-int sy_mul(sym_ctx *c, const sym *a, const sym *b, const sym **out, dt_err *e);
+int dt_ox_sy_new_atom(sym_ctx *c, int *id, dt_err *e);
+int dt_ox_sy_mul(sym_ctx *c, const sym *a, const sym *b, const sym **out, dt_err *e);
 /* s, or NULL with e recorded when rc is an error. */
-const sym *sy_done(sym_ctx *c, int rc, const sym *s, const dt_err *e);
+const sym *dt_ox_sy_done(sym_ctx *c, int rc, const sym *s, const dt_err *e);
 
 #endif

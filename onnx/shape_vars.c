@@ -68,7 +68,7 @@ static void make_name(const ox_varname *v, int n, const char *param, const char 
     }
 }
 
-int ox_var_list(const dt_ox_graph *g, ox_varname **out, int *nout, dt_err *e)
+int dt_ox_var_list(const dt_ox_graph *g, ox_varname **out, int *nout, dt_err *e)
 {
     ox_varname *v = NULL;
     int n = 0, cap = 0;
@@ -105,7 +105,7 @@ int ox_var_list(const dt_ox_graph *g, ox_varname **out, int *nout, dt_err *e)
     return 0;
 }
 
-int ox_var_of_dim(const ox_varname *v, int n, const dt_ox_graph *g, int input, int axis)
+int dt_ox_var_of_dim(const ox_varname *v, int n, const dt_ox_graph *g, int input, int axis)
 {
     const dt_ox_dim *d = &g->inputs[input].dims[axis];
     const char *param = d->param && d->param[0] ? d->param : NULL;
@@ -123,7 +123,7 @@ int dt_ox_graph_var_names(const dt_ox_graph *g, char ***names, int *n, dt_err *e
     int nv;
     *names = NULL;
     *n = 0;
-    int rc = ox_var_list(g, &v, &nv, e);
+    int rc = dt_ox_var_list(g, &v, &nv, e);
     if (rc)
         return rc;
     char **out = calloc((size_t)(nv ? nv : 1), sizeof *out);
@@ -152,8 +152,8 @@ static const char *sbs(const dt_strbuf *sb)
     return sb->data ? sb->data : "";
 }
 
-int ox_check_vars(const dt_ox_graph *g, const ox_varname *v, int n, const dt_ox_vars *vars,
-                  dt_err *e)
+int dt_ox_check_vars(const dt_ox_graph *g, const ox_varname *v, int n, const dt_ox_vars *vars,
+                     dt_err *e)
 {
     int nvars = vars ? vars->n : 0;
     for (int i = 0; i < nvars; i++) {

@@ -1209,7 +1209,7 @@ static int actual_signs(const int64_t *v)
 
 static void check_sval(sym_ctx *sc, const sval *x)
 {
-    dt_expr *ex = sym_to_expr(sc, x->s);
+    dt_expr *ex = dt_ox_sym_to_expr(sc, x->s);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ex);
     static char text[1 << 16], again[1 << 16];
     CU_ASSERT_FATAL(dt_expr_print(ex, text, sizeof text) < sizeof text);
@@ -1234,7 +1234,7 @@ static void check_sval(sym_ctx *sc, const sval *x)
     CU_ASSERT_STRING_EQUAL(again, text);
     dt_expr_free(re);
     dt_expr_free(ex);
-    int m = sym_signs(sc, x->s), want = actual_signs(x->v);
+    int m = dt_ox_sym_signs(sc, x->s), want = actual_signs(x->v);
     CU_ASSERT_EQUAL((want & ~m), 0);
 }
 
@@ -1243,21 +1243,21 @@ static void test_sym_arithmetic(void)
     dt_domain da, db;
     CU_ASSERT_EQUAL_FATAL(dt_domain_range(&da, 1, NA, 1, NULL), 0);
     CU_ASSERT_EQUAL_FATAL(dt_domain_range(&db, 1, NB, 1, NULL), 0);
-    sym_ctx *sc = sym_ctx_new();
+    sym_ctx *sc = dt_ox_sym_ctx_new();
     CU_ASSERT_PTR_NOT_NULL_FATAL(sc);
     enum { POOL = 48 };
     sval pool[POOL];
     int n = 0;
-    pool[n].s = sym_var(sc, "a", &da);
+    pool[n].s = dt_ox_sym_var(sc, "a", &da);
     for (int i = 0; i < NPTS; i++)
         pool[n].v[i] = 1 + i / NB;
     n++;
-    pool[n].s = sym_var(sc, "b", &db);
+    pool[n].s = dt_ox_sym_var(sc, "b", &db);
     for (int i = 0; i < NPTS; i++)
         pool[n].v[i] = 1 + i % NB;
     n++;
     for (int64_t k = -3; k <= 5; k++, n++) {
-        pool[n].s = sym_const(sc, k);
+        pool[n].s = dt_ox_sym_const(sc, k);
         for (int i = 0; i < NPTS; i++)
             pool[n].v[i] = k;
     }
@@ -1269,7 +1269,7 @@ static void test_sym_arithmetic(void)
         sval r;
         int ypos = actual_signs(y->v) == SYM_GT, ok = 1;
         int64_t yc;
-        int yconst = sym_is_const(y->s, &yc);
+        int yconst = dt_ox_sym_is_const(y->s, &yc);
         if ((op == 3 || op == 5 || op == 6) && !(yconst ? yc != 0 : ypos))
             continue;
         if (op == 4 && !ypos)
@@ -1291,14 +1291,26 @@ static void test_sym_arithmetic(void)
             continue;
         const sym *q = NULL;
         switch (op) {
-        case 0: r.s = sym_add(sc, x->s, y->s); break;
-        case 1: r.s = sym_sub(sc, x->s, y->s); break;
-        case 2: r.s = sym_mul(sc, x->s, y->s); break;
-        case 3: r.s = sym_floordiv(sc, x->s, y->s); break;
-        case 4: r.s = sym_ceildiv(sc, x->s, y->s); break;
-        case 5: r.s = sym_mod(sc, x->s, y->s); break;
+        case 0:
+            r.s = dt_ox_sym_add(sc, x->s, y->s);
+            break;
+        case 1:
+            r.s = dt_ox_sym_sub(sc, x->s, y->s);
+            break;
+        case 2:
+            r.s = dt_ox_sym_mul(sc, x->s, y->s);
+            break;
+        case 3:
+            r.s = dt_ox_sym_floordiv(sc, x->s, y->s);
+            break;
+        case 4:
+            r.s = dt_ox_sym_ceildiv(sc, x->s, y->s);
+            break;
+        case 5:
+            r.s = dt_ox_sym_mod(sc, x->s, y->s);
+            break;
         default: /* an exact quotient must multiply back */
-            if (sym_divexact(sc, x->s, y->s, &q) == 1) {
+            if (dt_ox_sym_divexact(sc, x->s, y->s, &q) == 1) {
                 exact++;
                 for (int i = 0; i < NPTS; i++)
                     CU_ASSERT_EQUAL(floordiv64(x->v[i], y->v[i]) * y->v[i], x->v[i]);
@@ -1310,12 +1322,12 @@ static void test_sym_arithmetic(void)
             }
             break;
         }
-        int m = sym_cmp(sc, x->s, y->s), want = 0;
+        int m = dt_ox_sym_cmp(sc, x->s, y->s), want = 0;
         for (int i = 0; i < NPTS; i++)
             want |= x->v[i] < y->v[i] ? SYM_LT : x->v[i] == y->v[i] ? SYM_EQ : SYM_GT;
         CU_ASSERT_EQUAL(want & ~m, 0);
         if (!r.s) { /* too large or deep: allowed, and then an error is recorded */
-            sym_take_err(sc, NULL);
+            dt_ox_sym_take_err(sc, NULL);
             continue;
         }
         check_sval(sc, &r);
@@ -1328,16 +1340,22 @@ static void test_sym_arithmetic(void)
     CU_ASSERT(made > 3000);
     CU_ASSERT(exact > 10);
     /* the rules the shape code relies on */
-    const sym *a = pool[0].s, *one = sym_const(sc, 1), *two = sym_const(sc, 2);
+    const sym *a = pool[0].s, *one = dt_ox_sym_const(sc, 1), *two = dt_ox_sym_const(sc, 2);
     char buf[128];
-    const sym *conv = sym_add(sc, sym_floordiv(sc, sym_sub(sc, sym_add(sc, a, two), sym_const(sc, 3)), one), one);
-    CU_ASSERT_STRING_EQUAL(sym_str(sc, conv, buf, sizeof buf), "a");
-    const sym *half = sym_floordiv(sc, sym_add(sc, sym_mul(sc, a, two), one), two);
-    CU_ASSERT_STRING_EQUAL(sym_str(sc, half, buf, sizeof buf), "a");
-    const sym *nest = sym_floordiv(sc, sym_floordiv(sc, sym_sub(sc, a, one), two), two);
-    CU_ASSERT_STRING_EQUAL(sym_str(sc, nest, buf, sizeof buf), "(a-1)/4");
-    CU_ASSERT_EQUAL(sym_cmp(sc, a, sym_const(sc, 6)), SYM_LT | SYM_EQ);
-    sym_ctx_free(sc);
+    const sym *conv = dt_ox_sym_add(
+        sc,
+        dt_ox_sym_floordiv(sc, dt_ox_sym_sub(sc, dt_ox_sym_add(sc, a, two), dt_ox_sym_const(sc, 3)),
+                           one),
+        one);
+    CU_ASSERT_STRING_EQUAL(dt_ox_sym_str(sc, conv, buf, sizeof buf), "a");
+    const sym *half =
+        dt_ox_sym_floordiv(sc, dt_ox_sym_add(sc, dt_ox_sym_mul(sc, a, two), one), two);
+    CU_ASSERT_STRING_EQUAL(dt_ox_sym_str(sc, half, buf, sizeof buf), "a");
+    const sym *nest =
+        dt_ox_sym_floordiv(sc, dt_ox_sym_floordiv(sc, dt_ox_sym_sub(sc, a, one), two), two);
+    CU_ASSERT_STRING_EQUAL(dt_ox_sym_str(sc, nest, buf, sizeof buf), "(a-1)/4");
+    CU_ASSERT_EQUAL(dt_ox_sym_cmp(sc, a, dt_ox_sym_const(sc, 6)), SYM_LT | SYM_EQ);
+    dt_ox_sym_ctx_free(sc);
     dt_domain_free(&da);
     dt_domain_free(&db);
 }
