@@ -1,6 +1,6 @@
 /* Shape propagation driver (onnx/shape.h): the tensor table, the
- * topological order of the nodes, one rule per node (shape_ops*.c), and the
- * public view of the result. */
+ * topological order of the nodes, one rule per node (op_table.c,
+ * shape_ops_*.c), and the public view of the result. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -553,7 +553,7 @@ static int run_node(prop *p, int i)
         return outputs_declared(p, &c, unk_in, NULL);
     }
     const char *why = NULL;
-    ox_rule rule = dt_ox_rule_find(n->domain, n->op_type, &why);
+    dt_ox_rule rule = dt_ox_rule_find(n->domain, n->op_type, &why);
     if (!rule)
         return outputs_declared(p, &c, -1, no_rule_why(n->domain, why));
     int rc = rule(&c);

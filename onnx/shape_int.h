@@ -1,6 +1,7 @@
-/* What the shape propagation's files share (internal to onnx/shape*.c):
- * the tensor table, the context a per-op rule runs in, and the helpers
- * rules use to read attributes and inputs and to set outputs.
+/* What the shape propagation's files share (internal to onnx/shape*.c and
+ * onnx/op_table.c): the tensor table, the context a per-op rule runs in,
+ * and the helpers rules use to read attributes and inputs and to set
+ * outputs.
  *
  * A rule (shape_ops_*.c) reads c->in[] (NULL for an omitted optional
  * input; every present input has a known shape) and sets each present
@@ -16,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "onnx/op_table.h"
 #include "onnx/shape.h"
 #include "onnx/shape_sym.h"
 
@@ -52,7 +54,7 @@ struct dt_ox_shapes {
     const char **norule;  /* per node: why it has no rule (static text), or NULL */
 };
 
-typedef struct {
+typedef struct ox_node {
     const dt_ox_graph *g;
     int idx;                         /* node index */
     const dt_ox_node *n;
@@ -64,8 +66,6 @@ typedef struct {
     ox_tensor *out[DT_OX_MAX_IO];    /* NULL: omitted */
     int const_set[DT_OX_MAX_IO];     /* the rule decided is_const of output k */
 } ox_node;
-
-typedef int (*ox_rule)(ox_node *c);
 
 /* ---- the table (shape.c) ---- */
 /* Index of a tensor by name, -1 when absent. */
@@ -87,10 +87,10 @@ int dt_ox_var_of_dim(const ox_varname *v, int n, const dt_ox_graph *g, int input
 int dt_ox_check_vars(const dt_ox_graph *g, const ox_varname *v, int n, const dt_ox_vars *vars,
                      dt_err *e);
 
-/* ---- rules by op (shape_ops.c) ---- */
+/* ---- rules by op (op_table.c) ---- */
 /* The rule of (domain, op_type), or NULL with *why saying why it has none
  * (NULL *why: no op of that domain has one). */
-ox_rule dt_ox_rule_find(const char *domain, const char *op_type, const char **why);
+dt_ox_rule dt_ox_rule_find(const char *domain, const char *op_type, const char **why);
 
 /* ---- failures (shape_util.c) ---- */
 /* DT_EINVAL "SOURCE: node LABEL: cannot propagate shapes: what". */

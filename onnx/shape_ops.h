@@ -1,5 +1,6 @@
-/* The per-op shape rules (internal to onnx/shape*.c); shape_ops.c maps op
- * types to them.  Each reads and sets what onnx/shape_int.h describes. */
+/* The per-op shape rules (internal to onnx/shape*.c and onnx/op_table.c,
+ * which maps op types to them).  Each reads and sets what
+ * onnx/shape_int.h describes. */
 #ifndef DT_ONNX_SHAPE_OPS_H
 #define DT_ONNX_SHAPE_OPS_H
 

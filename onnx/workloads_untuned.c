@@ -7,98 +7,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx/op_table.h"
 #include "onnx/workloads_match.h"
 
-static const char *const elementwise[] = {
-    "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Exp", "Log", "Erf", "Tanh",
-    "Sigmoid", "Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu", "Gelu", "HardSigmoid",
-    "HardSwish", "Softplus", "Softsign", "Mish", "Neg", "Abs", "Ceil", "Floor", "Round", "Sign",
-    "Clip", "Max", "Min", "Mean", "Sum", "Mod", "Cast", "CastLike", "Where", "Equal", "Less",
-    "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf",
-    "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-    "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "ThresholdedRelu",
-    "Shrink", NULL};
-static const char *const movement[] = {
-    "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice",
-    "Gather", "GatherElements", "GatherND", "Expand", "Tile", "Pad", "Identity", "Dropout",
-    "ScatterND", "ScatterElements", "DepthToSpace", "SpaceToDepth", "Resize", "Upsample",
-    "Trilu", "Compress", "OneHot", NULL};
-static const char *const reduction[] = {
-    "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-    "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "TopK",
-    "CumSum", NULL};
-static const char *const normalization[] = {
-    "LayerNormalization", "BatchNormalization", "InstanceNormalization", "GroupNormalization",
-    "LpNormalization", "MeanVarianceNormalization", "LRN", NULL};
-static const char *const pooling[] = {"MaxPool", "AveragePool", "GlobalAveragePool",
-                                      "GlobalMaxPool", "LpPool", "GlobalLpPool", "MaxRoiPool",
-                                      NULL};
-static const char *const conv[] = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", NULL};
+typedef dt_ox_kind kind;
 
-static int in(const char *const *list, const char *op)
-{
-    for (int i = 0; list[i]; i++)
-        if (!strcmp(list[i], op))
-            return 1;
-    return 0;
-}
-
-/* Kinds of untuned nodes, in the order the list gives them: what costs
- * time first (a GEMM dtune could not express, then the other compute), what
- * does no tensor work last. */
-typedef enum {
-    K_GEMM, /* a MatMul/Gemm left untuned: its own reason */
-    K_CONV,
-    K_SOFTMAX,
-    K_NORM,
-    K_REDUCE,
-    K_POOL,
-    K_ELEMENTWISE,
-    K_QUANT,
-    K_MOVEMENT,
-    K_OTHER,
-    K_SHAPE,
-    K_FOLDING,
-    K_CONSTANT,
-} kind;
-
+/* The reason of each kind (a kind's nodes without a reason of their own). */
 static const char *const kind_why[] = {
-    [K_GEMM] = NULL,
-    [K_CONV] = "conv2d is not a dtune op yet",
-    [K_SOFTMAX] = "softmax: not a GEMM",
-    [K_NORM] = "normalization: not a GEMM",
-    [K_REDUCE] = "reduction: not a GEMM",
-    [K_POOL] = "pooling: not a GEMM",
-    [K_ELEMENTWISE] = "elementwise: not a GEMM",
-    [K_QUANT] = "quantizes for an op dtune does not tune",
-    [K_MOVEMENT] = "data movement: not a GEMM",
-    [K_OTHER] = "not a GEMM: dtune tunes dense and batch_matmul",
-    [K_SHAPE] = "computes shapes and indices from known values: no tensor work",
-    [K_FOLDING] = "computed once from initializers",
-    [K_CONSTANT] = "a constant: no computation",
+    [DT_OX_KIND_GEMM] = NULL,
+    [DT_OX_KIND_CONV] = "conv2d is not a dtune op yet",
+    [DT_OX_KIND_SOFTMAX] = "softmax: not a GEMM",
+    [DT_OX_KIND_NORM] = "normalization: not a GEMM",
+    [DT_OX_KIND_REDUCE] = "reduction: not a GEMM",
+    [DT_OX_KIND_POOL] = "pooling: not a GEMM",
+    [DT_OX_KIND_ELEMENTWISE] = "elementwise: not a GEMM",
+    [DT_OX_KIND_QUANT] = "quantizes for an op dtune does not tune",
+    [DT_OX_KIND_MOVEMENT] = "data movement: not a GEMM",
+    [DT_OX_KIND_OTHER] = "not a GEMM: dtune tunes dense and batch_matmul",
+    [DT_OX_KIND_SHAPE] = "computes shapes and indices from known values: no tensor work",
+    [DT_OX_KIND_FOLDING] = "computed once from initializers",
+    [DT_OX_KIND_CONSTANT] = "a constant: no computation",
 };
 
-/* The kind of a default-domain op type. */
-static kind kind_of_op(const char *op)
+/* The kind of an op type (onnx/op_table.c); a com.microsoft op the table
+ * does not list by its name: a LayerNormalization or a Gelu variant. */
+static kind kind_of_op(const dt_ox_optype *op, const dt_ox_node *x)
 {
-    if (in(conv, op))
-        return K_CONV;
-    if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax") || !strcmp(op, "Hardmax"))
-        return K_SOFTMAX;
-    if (in(normalization, op))
-        return K_NORM;
-    if (in(reduction, op))
-        return K_REDUCE;
-    if (in(pooling, op))
-        return K_POOL;
-    if (in(elementwise, op))
-        return K_ELEMENTWISE;
-    if (in(movement, op))
-        return K_MOVEMENT;
-    if (!strcmp(op, "QuantizeLinear") || !strcmp(op, "DequantizeLinear") ||
-        !strcmp(op, "DynamicQuantizeLinear"))
-        return K_QUANT;
-    return K_OTHER;
+    if (op)
+        return op->kind;
+    if (!strcmp(x->domain, "com.microsoft") && strstr(x->op_type, "LayerNormalization"))
+        return DT_OX_KIND_NORM;
+    if (!strcmp(x->domain, "com.microsoft") && strstr(x->op_type, "Gelu"))
+        return DT_OX_KIND_ELEMENTWISE; /* not after a GEMM, or not the erf GELU (FastGelu) */
+    return DT_OX_KIND_OTHER;
 }
 
 /* ---- patterns of several nodes ---- */
@@ -230,36 +171,6 @@ static int known_values(const dt_ox_wctx *c, int i)
     return outs > 0;
 }
 
-/* Quantized GEMMs in forms dtune has no dtype for (a MatMul, Gemm or
- * MatMulInteger a pattern did not take has its own reason instead). */
-static const struct {
-    const char *domain, *op, *why;
-} quant_gemms[] = {
-    {"com.microsoft", "MatMulNBits", "4-bit weights: no dtune dtype"},
-    {"com.microsoft", "MatMulBnb4", "4-bit weights (bitsandbytes NF4/FP4): no dtune dtype"},
-    {"com.microsoft", "MatMulFpQ4", "4-bit weights: no dtune dtype"},
-    {"com.microsoft", "GatherBlockQuantized", "a block-quantized embedding table: not a GEMM"},
-    {"", "QLinearMatMul", "its u8 output is requantized: dtune's int8 writes f32"},
-    {"com.microsoft", "QOrderedMatMul", "int8 in a CUDA-ordered layout: no dtune dtype"},
-    {"com.microsoft", "DynamicQuantizeMatMul",
-     "a fused dynamic-quantization MatMul: dtune takes its int8 from the "
-     "DynamicQuantizeLinear → MatMulInteger pattern"},
-    {"com.microsoft", "MatMulIntegerToFloat",
-     "a fused MatMulInteger with dequantization: dtune takes its int8 from the "
-     "MatMulInteger → Cast → Mul pattern"},
-};
-
-/* The reason a quantized GEMM of a kind dtune has no dtype for stays
- * untuned, or NULL. */
-static const char *quant_gemm_why(const dt_ox_node *x, int dflt)
-{
-    for (size_t k = 0; k < sizeof quant_gemms / sizeof quant_gemms[0]; k++)
-        if ((quant_gemms[k].domain[0] ? !strcmp(x->domain, quant_gemms[k].domain) : dflt) &&
-            !strcmp(x->op_type, quant_gemms[k].op))
-            return quant_gemms[k].why;
-    return NULL;
-}
-
 /* 1 when node i is a DequantizeLinear of rows gathered from a constant
  * table: a quantized embedding lookup (Gather(table_q, ids) →
  * DequantizeLinear), not the input of a GEMM. */
@@ -285,6 +196,7 @@ static kind classify(const dt_ox_wctx *c, int i, char *buf, size_t n, const char
 {
     const dt_ox_node *x = nd(c, i);
     int dflt = !x->domain[0] || !strcmp(x->domain, "ai.onnx");
+    const dt_ox_optype *op = dt_ox_optype_find(x->domain, x->op_type);
     kind k;
     if (dflt)
         *what = x->op_type;
@@ -292,33 +204,28 @@ static kind classify(const dt_ox_wctx *c, int i, char *buf, size_t n, const char
         snprintf(buf, n, "%s.%s", x->domain, x->op_type);
         *what = buf;
     }
-    if (dflt && !strcmp(x->op_type, "Constant"))
-        k = K_CONSTANT;
+    if (op && op->kind == DT_OX_KIND_CONSTANT)
+        k = DT_OX_KIND_CONSTANT;
     else if (c->why[i]) {
         *why = c->why[i];
-        return K_GEMM;
-    } else if (quant_gemm_why(x, dflt) && !dt_ox_all_const(c, i)) {
-        *why = quant_gemm_why(x, dflt);
-        return K_GEMM;
-    } else if (known_values(c, i) || (dflt && !strcmp(x->op_type, "Range"))) {
+        return DT_OX_KIND_GEMM;
+    } else if (op && op->gemm_why && !dt_ox_all_const(c, i)) {
+        /* a quantized GEMM in a form dtune has no dtype for */
+        *why = op->gemm_why;
+        return DT_OX_KIND_GEMM;
+    } else if (known_values(c, i) || (op && op->kind == DT_OX_KIND_SHAPE)) {
         /* Range makes indices (position ids) from a length, even when the
          * length is symbolic and its values are not known */
         *what = "shape arithmetic";
-        k = K_SHAPE;
+        k = DT_OX_KIND_SHAPE;
     } else if (dt_ox_all_const(c, i)) {
         *what = "constant folding";
-        k = K_FOLDING;
+        k = DT_OX_KIND_FOLDING;
     } else if (dequantizes_embedding(c, i)) {
         *why = EMBEDDING_DQ_WHY;
-        return K_QUANT;
-    } else if (dflt)
-        k = kind_of_op(x->op_type);
-    else if (!strcmp(x->domain, "com.microsoft") && strstr(x->op_type, "LayerNormalization"))
-        k = K_NORM;
-    else if (!strcmp(x->domain, "com.microsoft") && strstr(x->op_type, "Gelu"))
-        k = K_ELEMENTWISE; /* not after a GEMM, or not the erf GELU (FastGelu) */
-    else
-        k = K_OTHER;
+        return DT_OX_KIND_QUANT;
+    } else
+        k = kind_of_op(op, x);
     *why = kind_why[k];
     return k;
 }
@@ -362,8 +269,8 @@ int dt_ox_collect_untuned(dt_ox_wctx *c)
         if (c->cover[i] >= 0)
             continue;
         char buf[300], why_note[640];
-        const char *what = LN_WHAT, *why = kind_why[K_NORM];
-        kind k = K_NORM;
+        const char *what = LN_WHAT, *why = kind_why[DT_OX_KIND_NORM];
+        kind k = DT_OX_KIND_NORM;
         if (label[i] == LABEL_NONE)
             k = classify(c, i, buf, sizeof buf, &what, &why);
         /* an op without a shape rule (or reading a tensor of unknown
