@@ -7,6 +7,10 @@
 #   scripts/coverage.sh              # table on stdout, build-cov/coverage.json
 #   scripts/coverage.sh --min tuner=70 --min microkernel=70
 #                                    # exit 1 when a folder is below its floor
+#   COVERAGE_DIR=build-asan COVERAGE_REPORT_ONLY=1 scripts/coverage.sh ...
+#                                    # the counters of a build made with
+#                                    # --coverage elsewhere (scripts/test.sh's
+#                                    # ASan build), without building again
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +18,7 @@ MINS=()
 while (($#)); do
   case $1 in
     --min) MINS+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "coverage.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -26,7 +30,7 @@ if ! command -v lcov >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends lcov
 fi
 
-OUT=build-cov
+OUT=${COVERAGE_DIR:-build-cov}
 if [ -z "${COVERAGE_REPORT_ONLY:-}" ]; then   # set it to re-read the last run's counters
 BUILD_DIR=$OUT BUILD_TYPE=Debug EXTRA_CMAKE_ARGS="-DCMAKE_C_FLAGS=--coverage" scripts/setup.sh >/dev/null
 lcov --quiet --zerocounters --directory "$OUT"
@@ -66,7 +70,8 @@ awk -v root="$PWD/" -v json="$OUT/coverage.json" '
 status=0
 for m in "${MINS[@]}"; do
   dir=${m%%=*}; floor=${m#*=}
-  pct=$(python3 -c "import json,sys;print(json.load(open('$OUT/coverage.json')).get('$dir',{}).get('percent',0))" 2>/dev/null || echo 0)
+  pct=$(sed -n "s/.*\"$dir\": {[^}]*\"percent\": \([0-9.]*\)}.*/\1/p" "$OUT/coverage.json")
+  pct=${pct:-0}
   if awk -v p="$pct" -v f="$floor" 'BEGIN{exit !(p < f)}'; then
     echo "coverage.sh: $dir at $pct % is below its floor of $floor %" >&2
     status=1

@@ -22,6 +22,7 @@ PACKAGES=(
   libonnx-dev                   # onnx.proto, from which the ONNX reader (onnx/) is generated
   protobuf-c-compiler libprotobuf-c-dev   # protoc-c and the runtime of that generated reader
   python3-onnx                  # only the script that generates the ONNX test models uses it
+  lcov                          # scripts/test.sh's line coverage (scripts/coverage.sh)
 )
 
 missing=()
