@@ -2,6 +2,7 @@
  * dispatcher, packing and the entry point (docs/export.md).  What differs
  * per op comes from its export hooks (export_op.h). */
 #include "export/export_internal.h"
+#include "microkernel/mk_op.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -257,11 +258,14 @@ static void emit_packing(dt_strbuf *sb, const dt_export_plan *p)
     dt_sb_append(sb, checked ? "    return 0;\n}\n" : "}\n");
 }
 
-static int any_avx(const dt_export_plan *p)
+/* Whether a kernel's back-end uses intrinsics (microkernel/mk_op.h). */
+static int any_intrinsics(const dt_export_plan *p)
 {
-    for (int k = 0; k < p->nk; k++)
-        if (p->k[k].ann.isa != DT_ISA_GENERIC)
+    for (int k = 0; k < p->nk; k++) {
+        const dt_mk_backend *mb = dt_mk_backend_of(dt_backend_of(p->kop.dtype, p->k[k].ann.isa));
+        if (mb && mb->intrinsics)
             return 1;
+    }
     return 0;
 }
 
@@ -282,7 +286,7 @@ int dt_export_emit_c(const dt_export_plan *p, char **out, dt_err *e)
     /* the kernels' system headers first, before any renaming macro exists */
     dt_sb_append(&sb, "#include <math.h>\n#include <omp.h>\n#include <stddef.h>\n"
                       "#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n");
-    if (any_avx(p))
+    if (any_intrinsics(p))
         dt_sb_append(&sb, "#include <immintrin.h>\n");
     dt_sb_appendf(&sb, "\n#ifndef %s_THREADS\n#define %s_THREADS %d\n#endif\n\n", p->name,
                   p->name, p->d->threads);

@@ -53,9 +53,9 @@ static int in_source(const dt_mk_op *m, const dt_mk_op *mo)
 }
 
 static void emit_defines(dt_strbuf *sb, const dt_kernel_op *kop, const dt_mk_op *mo,
-                         const dt_gemm *g, const dt_annotation *a)
+                         const dt_backend *be, const dt_gemm *g, const dt_annotation *a)
 {
-    int vl = dt_isa_vec_floats(a->isa);
+    int vl = be->vec_floats;
     char *ann = dt_annotation_to_string(a);
     char what[128];
     dt_kernel_op_describe(kop, what, sizeof what);
@@ -63,9 +63,9 @@ static void emit_defines(dt_strbuf *sb, const dt_kernel_op *kop, const dt_mk_op 
                       " edit the generator, not this file. */\n",
                   what, ann ? ann : "?", DTUNE_VERSION);
     free(ann);
-    static const char *isa_macro[] = {"DT_ISA_GENERIC", "DT_ISA_AVX2", "DT_ISA_AVX512"};
     static const char *par_macro[] = {"DT_PAR_N", "DT_PAR_M", "DT_PAR_MN"};
-    dt_sb_appendf(sb, "#define %s 1\n#define %s 1\n", isa_macro[a->isa], par_macro[a->par]);
+    dt_sb_appendf(sb, "#define %s 1\n#define %s 1\n", dt_mk_backend_of(be)->macro,
+                  par_macro[a->par]);
     dt_sb_appendf(sb,
                   "#define VL %d\n#define MR %d\n#define NR %d\n#define NV %d\n#define KC %d\n"
                   "#define MC %d\n#define NC %d\n#define UNROLL %d\n#define PF %d\n"
@@ -142,21 +142,26 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
         return dt_errf(e, DT_EUNSUPPORTED, "no micro-kernel generator for op %s%s%s",
                        kop->op->name, kop->dtype ? " of dtype " : "",
                        kop->dtype ? dt_dtype_name(kop->dtype) : "");
-    if (a->nr % dt_isa_vec_floats(a->isa) != 0)
+    const dt_backend *be = dt_backend_of(kop->dtype, a->isa);
+    const dt_mk_backend *mb = dt_mk_backend_of(be);
+    if (!mb)
+        return dt_errf(e, DT_EUNSUPPORTED, "no %s back-end for isa %s", dt_dtype_name(kop->dtype),
+                       dt_isa_name(a->isa));
+    if (a->nr % be->vec_floats != 0)
         return dt_errf(e, DT_EINVAL, "nr %d is not a multiple of the vector width %d", a->nr,
-                       dt_isa_vec_floats(a->isa));
+                       be->vec_floats);
     dt_gemm g;
     int rc = dt_kernel_op_gemm(kop, &g, e);
     if (rc)
         return rc;
     dt_strbuf sb;
     dt_sb_init(&sb);
-    emit_defines(&sb, kop, mo, &g, a);
+    emit_defines(&sb, kop, mo, be, &g, a);
     emit_prelude(&sb, mo);
     dt_sb_append(&sb, mo->backend->types);
     dt_sb_append(&sb, mo->backend->epilogue);
     emit_info(&sb, kop, a);
-    mo->backend->emit_ukr(&sb, a);
+    mb->emit_ukr(&sb, be, a);
     dt_sb_append(&sb, mo->backend->driver);
     for (int i = 0; i < dt_mk_op_count(); i++)
         if (in_source(dt_mk_op_at(i), mo))

@@ -3,13 +3,13 @@
  * dt_ukr is an MR×NR tile of f32 accumulators c<i>_<v>, like f32's, so the
  * accumulate / bias / activation / store end is dt_emit_store_f32.
  *
- *   native (isa avx512; only sampled where dt_dtype_native says avx512_bf16):
+ *   native (row bf16/avx512_bf16, sketch/backend.h; dt_mk_ukr_bf16_dp):
  *     K groups of KG = 2.  A step is one group: NV full-vector loads of the
  *     packed B panel ([kc/2][NR][2]: 16 columns × 2 k per zmm), per row one
  *     32-bit broadcast of A's pair and NV vdpbf16ps.  In the stream sketch
  *     A is read in place, so an odd K's last group is assembled as (a, 0)
  *     rather than read past the row.
- *   portable (isa generic or avx2): KG = 1, a bf16 widened to f32 by a
+ *   portable (rows portable-generic, portable-avx2; dt_mk_ukr_bf16_portable): KG = 1, a bf16 widened to f32 by a
  *     16-bit shift (B: VL bf16 zero-extended to 32-bit lanes; A: a 16-bit
  *     broadcast), then the f32 FMA of the prelude. */
 #include "microkernel/emit.h"
@@ -88,7 +88,7 @@ static void emit_native_loop(dt_strbuf *sb, const dt_annotation *a, int nv, int 
 
 static void emit_portable_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream)
 {
-    int vl = dt_isa_vec_floats(a->isa);
+    int vl = a->nr / nv;
     emit_prefetch(sb, a, "k", u, a->nr);
     dt_sb_append(sb, "        {\n");
     for (int v = 0; v < nv; v++)
@@ -107,11 +107,10 @@ static void emit_portable_step(dt_strbuf *sb, const dt_annotation *a, int nv, in
     dt_sb_append(sb, "        }\n");
 }
 
-static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
+static void emit_ukr(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a, int native)
 {
-    int nv = a->nr / dt_isa_vec_floats(a->isa);
+    int nv = a->nr / be->vec_floats;
     int stream = a->sketch == DT_SKETCH_STREAM;
-    int native = a->isa == DT_ISA_AVX512;
     dt_sb_appendf(sb,
                   "/* C tile (MR×NR at c, row stride ldc) = [C +] A·B in f32, then bias and\n"
                   " * activation when last.  A: %s.  b: a [kc%s][NR]%s bf16 panel.%s */\n",
@@ -132,13 +131,23 @@ static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
     dt_sb_append(sb, "}\n\n");
 }
 
+/* the portable rows: bf16 widened to f32, the f32 FMA */
+void dt_mk_ukr_bf16_portable(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
+{
+    emit_ukr(sb, be, a, 0);
+}
+
+/* the native row: vdpbf16ps on pairs of k (KG 2) */
+void dt_mk_ukr_bf16_dp(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
+{
+    emit_ukr(sb, be, a, 1);
+}
+
 const dt_mk_dtype dt_mk_dtype_bf16 = {
     .dtype = DT_DTYPE_BF16,
     .prelude = dt_tpl_prelude_h,
     .types = dt_tpl_types_bf16_h,
     .epilogue = dt_tpl_act_h,
     .driver = dt_tpl_driver_c,
-    .emit_ukr = emit_ukr,
-    .kg_avx512 = 2,
     .qtail_col_bytes = 0,
 };

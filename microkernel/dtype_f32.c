@@ -15,7 +15,7 @@
 /* One K step u (0..UNROLL-1) of the MR×NR outer product. */
 static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream)
 {
-    int vl = dt_isa_vec_floats(a->isa);
+    int vl = a->nr / nv;
     if (a->prefetch > 0) {
         int lines = (a->nr * 4 + 63) / 64;
         for (int l = 0; l < lines; l++)
@@ -81,7 +81,7 @@ void dt_emit_k_loop(dt_strbuf *sb, const dt_annotation *a, int nv, int stream,
 void dt_emit_store_f32(dt_strbuf *sb, const dt_annotation *a, int nv,
                        void (*pre)(dt_strbuf *sb, const dt_annotation *a, int nv))
 {
-    int vl = dt_isa_vec_floats(a->isa);
+    int vl = a->nr / nv;
     int masked = a->store == DT_STORE_MASK;
     /* accumulate */
     dt_sb_append(sb, "    if (accumulate) {\n");
@@ -151,9 +151,9 @@ void dt_emit_store_f32(dt_strbuf *sb, const dt_annotation *a, int nv,
     }
 }
 
-static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
+void dt_mk_ukr_f32(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
 {
-    int nv = a->nr / dt_isa_vec_floats(a->isa);
+    int nv = a->nr / be->vec_floats;
     int stream = a->sketch == DT_SKETCH_STREAM;
     dt_sb_appendf(sb,
                   "/* C tile (MR×NR at c, row stride ldc) = [C +] A·B, then bias and activation\n"
@@ -173,7 +173,5 @@ const dt_mk_dtype dt_mk_dtype_f32 = {
     .types = dt_tpl_types_f32_h,
     .epilogue = dt_tpl_act_h,
     .driver = dt_tpl_driver_c,
-    .emit_ukr = emit_ukr,
-    .kg_avx512 = 1,
     .qtail_col_bytes = 0,
 };

@@ -2,10 +2,10 @@
  * u8 activations × s8 weights with s32 accumulation, dequantized to f32 on
  * the last K block (template/types_int8.h says what a kernel computes and
  * defines the macros used below).  The register kernel dt_ukr:
- *   native (isa avx512): an MR×NR tile of __m512i s32 accumulators; per K
+ *   native (row int8/avx512_vnni, sketch/backend.h; dt_mk_ukr_int8_dp): an MR×NR tile of __m512i s32 accumulators; per K
  *     group of 4, NV full-vector loads of the packed B panel [K/4][NR][4]
  *     and, per row, one 32-bit broadcast of A's quad and NV vpdpbusd;
- *   portable (generic, avx2): uint32 GCC vectors, KG = 1: per k, NV loads
+ *   portable (rows portable-generic, portable-avx2): uint32 GCC vectors, KG = 1: per k, NV loads
  *     of VL s8 widened to 32 bits, per row a broadcast u8 and NV
  *     multiply-adds.
  * The end of the kernel: accumulate adds C's int32 bits (partial sums of
@@ -196,12 +196,11 @@ static void emit_store(dt_strbuf *sb, const dt_annotation *a, int nv, int vl)
         dt_sb_append(sb, "    (void)m_valid; (void)n_valid;\n");
 }
 
-static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
+static void emit_ukr(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a, int native)
 {
-    int vl = dt_isa_vec_floats(a->isa);
+    int vl = be->vec_floats;
     int nv = a->nr / vl;
     int stream = a->sketch == DT_SKETCH_STREAM;
-    int native = a->isa == DT_ISA_AVX512;
     dt_sb_appendf(sb,
                   "/* C tile (MR×NR at c, row stride ldc): s32 sums of u8·s8 [+ C's s32 partial"
                   " sums];\n * when last, scale_a·scale_b[n]·(sum − zp_a·colsum[n]), bias and"
@@ -237,13 +236,23 @@ static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
                      "#endif\n\n");
 }
 
+/* the portable rows: u8 and s8 widened to 32-bit lanes */
+void dt_mk_ukr_int8_portable(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
+{
+    emit_ukr(sb, be, a, 0);
+}
+
+/* the native row: vpdpbusd on quads of k (KG 4) */
+void dt_mk_ukr_int8_dp(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
+{
+    emit_ukr(sb, be, a, 1);
+}
+
 const dt_mk_dtype dt_mk_dtype_int8 = {
     .dtype = DT_DTYPE_INT8,
     .prelude = dt_tpl_prelude_h,
     .types = dt_tpl_types_int8_h,
     .epilogue = dt_tpl_act_h,
     .driver = dt_tpl_driver_c,
-    .emit_ukr = emit_ukr,
-    .kg_avx512 = 4,
     .qtail_col_bytes = 8, /* colsum int32 + scale_b float per padded column */
 };

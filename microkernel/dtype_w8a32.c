@@ -41,7 +41,7 @@ static void emit_prefetch(dt_strbuf *sb, const dt_annotation *a, int u)
  * s8, MR broadcasts of A, MR·NV FMAs. */
 static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream)
 {
-    int vl = dt_isa_vec_floats(a->isa);
+    int vl = a->nr / nv;
     emit_prefetch(sb, a, u);
     dt_sb_append(sb, "        {\n");
     for (int v = 0; v < nv; v++)
@@ -61,7 +61,7 @@ static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, in
 /* The dequantization on the last K block: times the columns' scales. */
 static void emit_scale(dt_strbuf *sb, const dt_annotation *a, int nv)
 {
-    int vl = dt_isa_vec_floats(a->isa);
+    int vl = a->nr / nv;
     dt_sb_append(sb, "        const float *qs = q->scale_b + col;\n");
     for (int v = 0; v < nv; v++)
         dt_sb_appendf(sb, "        vf qs%d = VLOAD(qs + %d);\n", v, v * vl);
@@ -70,9 +70,9 @@ static void emit_scale(dt_strbuf *sb, const dt_annotation *a, int nv)
             dt_sb_appendf(sb, "        c%d_%d = c%d_%d * qs%d;\n", i, v, i, v, v);
 }
 
-static void emit_ukr(dt_strbuf *sb, const dt_annotation *a)
+void dt_mk_ukr_w8a32(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
 {
-    int nv = a->nr / dt_isa_vec_floats(a->isa);
+    int nv = a->nr / be->vec_floats;
     int stream = a->sketch == DT_SKETCH_STREAM;
     dt_sb_appendf(sb,
                   "/* C tile (MR×NR at c, row stride ldc) = [C +] A·float(B), then on the last\n"
@@ -93,7 +93,5 @@ const dt_mk_dtype dt_mk_dtype_w8a32 = {
     .types = dt_tpl_types_w8a32_h,
     .epilogue = dt_tpl_act_h,
     .driver = dt_tpl_driver_c,
-    .emit_ukr = emit_ukr,
-    .kg_avx512 = 1,
     .qtail_col_bytes = 4,
 };

@@ -5,6 +5,18 @@
 
 #include "common/strbuf.h"
 #include "sketch/annotation.h"
+#include "sketch/backend.h"
+
+/* The register-kernel emitters of the back-end rows
+ * (microkernel/backend_emit.c): f32's and w8a32's for each of their rows;
+ * bf16's and int8's portable one (widening to 32-bit lanes) and their dot
+ * product one (vdpbf16ps pairs, vpdpbusd quads). */
+void dt_mk_ukr_f32(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
+void dt_mk_ukr_w8a32(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
+void dt_mk_ukr_bf16_portable(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
+void dt_mk_ukr_bf16_dp(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
+void dt_mk_ukr_int8_portable(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
+void dt_mk_ukr_int8_dp(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
 
 /* A register kernel's signature and opening brace, the same for every
  * dtype: `static … void dt_ukr(int64_t kc, const TA *restrict a, int64_t lda,

@@ -10,7 +10,8 @@
  *   source group, `#define <selector> <1 for this op>` and its macros (0/1),
  *   then DT_BIAS and DT_ACT from the GEMM view; the dtype's prelude (its
  *   "@OP_MACROS@" replaced by the group's selectors and macros), types and
- *   epilogue; dtk_info; the dtype's register kernel (emit_ukr); the dtype's
+ *   epilogue; dtk_info; the back-end row's register kernel (dt_mk_backend,
+ *   microkernel/backend_emit.c: emit_ukr); the dtype's
  *   driver; the driver section of every op of the group.
  * Ops of one source group (group > 0) carry each other's selectors and
  * driver sections, each compiled only under its selector: that is how the
@@ -28,6 +29,7 @@
 #include "common/strbuf.h"
 #include "microkernel/loader.h"
 #include "sketch/annotation.h"
+#include "sketch/backend.h"
 #include "sketch/dtype.h"
 #include "sketch/op.h"
 
@@ -40,15 +42,27 @@ typedef struct dt_mk_dtype {
     const char *types;    /* element types, K group, entry-point names (template/types_*.h) */
     const char *epilogue; /* the vector activation dt_act, selected by DT_ACT */
     const char *driver;   /* packing, cache blocking, work items (template/driver.c) */
-    /* The register kernel dt_ukr for annotation a. */
-    void (*emit_ukr)(dt_strbuf *sb, const dt_annotation *a);
-    /* The packed B's layout as its types block defines it (for sizes known
-     * without a built kernel: export): KG on AVX-512 (1 on the other
-     * back-ends; 0 means 1), and the bytes per padded column after the
-     * panels (DT_QTAIL_BYTES: int8 8, w8a32 4). */
-    int kg_avx512;
+    /* The bytes per padded column after the packed panels, as its types
+     * block defines them (DT_QTAIL_BYTES: int8 8, w8a32 4), for sizes known
+     * without a built kernel (export).  The panels' K group is the back-end
+     * row's (sketch/backend.h, dt_backend.kg). */
     int qtail_col_bytes;
 } dt_mk_dtype;
+
+/* The code of one back-end row (sketch/backend.h), in
+ * microkernel/backend_emit.c: a row of the table is a row of hooks here. */
+typedef struct dt_mk_backend {
+    /* The macro its templates are compiled under (`#define <macro> 1`):
+     * the vector macros of template/prelude.h, the types blocks' choice of
+     * K group and register kernel helpers. */
+    const char *macro;
+    int intrinsics; /* its code includes <immintrin.h> */
+    /* The register kernel dt_ukr for annotation a. */
+    void (*emit_ukr)(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
+} dt_mk_backend;
+
+/* The hooks of row b, or NULL (b NULL, or a row without code). */
+const dt_mk_backend *dt_mk_backend_of(const dt_backend *b);
 
 typedef struct dt_mk_op {
     const dt_op_desc *op;
@@ -71,8 +85,9 @@ typedef struct dt_mk_op {
 } dt_mk_op;
 
 /* The K group of the packed layout of m's kernels with annotation a: the
- * dtype's KG on AVX-512 (bf16 2, int8 4), else 1.  Two kernels share a
- * packing of constant weights exactly when their NR and K group agree. */
+ * back-end row's (dt_backend_of(dtype, a->isa)->kg: 1; bf16's vdpbf16ps
+ * row 2, int8's vpdpbusd row 4).  Two kernels share a packing of constant
+ * weights exactly when their NR and K group agree. */
 int dt_mk_packed_kg(const dt_mk_op *m, const dt_annotation *a);
 /* Bytes of the constant B (N×K) packed by a kernel of m with annotation a:
  * what its packed_size entry point returns, computed without building it. */

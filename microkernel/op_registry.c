@@ -34,7 +34,8 @@ const dt_mk_op *dt_mk_op_find(const dt_op_desc *op, dt_dtype dtype)
 
 int dt_mk_packed_kg(const dt_mk_op *m, const dt_annotation *a)
 {
-    return a->isa == DT_ISA_AVX512 && m->backend->kg_avx512 > 1 ? m->backend->kg_avx512 : 1;
+    const dt_backend *b = dt_backend_of(m->backend->dtype, a->isa);
+    return b ? b->kg : 1;
 }
 
 size_t dt_mk_packed_bytes(const dt_mk_op *m, const dt_annotation *a, int64_t N, int64_t K)

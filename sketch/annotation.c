@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sketch/annotation_internal.h"
+#include "sketch/backend.h"
 
 /* ---- names ----------------------------------------------------------------- */
 
@@ -96,11 +97,12 @@ int dt_annotation_check(const dt_annotation *a, const dt_target *t, unsigned *ba
         FAIL(DT_F_BIT(DT_F_ISA), "isa %d out of range (generic, avx2, avx512)", (int)a->isa);
     if ((unsigned)t->isa >= DT_ISA_COUNT)
         FAIL(DT_F_BIT(DT_F_ISA), "target isa %d out of range", (int)t->isa);
-    if (a->isa > t->isa)
+    if (!dt_backend_isa_admits(t, a->isa))
         FAIL(DT_F_BIT(DT_F_ISA), "isa %s is above the target's isa %s", dt_isa_name(a->isa),
              dt_isa_name(t->isa));
-    const int vl = dt_isa_vec_floats(a->isa);
-    const int regs = dt_isa_vec_regs(a->isa, t->arch);
+    const dt_backend *geom = dt_backend_geometry(a->isa);
+    const int vl = geom->vec_floats;
+    const int regs = dt_backend_vec_regs(geom, t->arch);
     const char *isa = dt_isa_name(a->isa);
 
     /* register tile */

@@ -11,6 +11,7 @@
 
 #include "sketch/annotation.h"
 #include "sketch/annotation_internal.h"
+#include "sketch/backend.h"
 
 #define SAMPLE_TRIES 10000
 #define MUTATE_TRIES 1000
@@ -42,8 +43,9 @@ static uint64_t u64min(uint64_t a, uint64_t b)
 static void space_init(space *s, const dt_target *t, dt_isa isa)
 {
     s->t = t;
-    s->vl = dt_isa_vec_floats(isa);
-    s->regs = dt_isa_vec_regs(isa, t->arch);
+    const dt_backend *geom = dt_backend_geometry(isa);
+    s->vl = geom->vec_floats;
+    s->regs = dt_backend_vec_regs(geom, t->arch);
     s->cores = t->cores < 1 ? 1 : t->cores;
     s->l1d = t->l1d.size ? t->l1d.size : DT_ANN_L1D_DEFAULT;
     s->l2 = t->l2.size ? t->l2.size : DT_ANN_L2_DEFAULT;

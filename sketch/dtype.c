@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "sketch/backend.h"
 
 static const struct {
     const char *name;
@@ -51,43 +52,33 @@ int dt_dtype_native(dt_dtype d, const dt_target *t, const char **how)
     const char *dummy;
     if (!how)
         how = &dummy;
-    switch (d) {
-    case DT_DTYPE_BF16:
-        if (t->isa >= DT_ISA_AVX512 && dt_target_has(t, DT_FEAT_AVX512_BF16) &&
-            dt_target_has(t, DT_FEAT_AVX512BW) && dt_target_has(t, DT_FEAT_AVX512VL)) {
-            *how = "avx512_bf16";
-            return 1;
-        }
-        *how = t->isa < DT_ISA_AVX512 && dt_target_has(t, DT_FEAT_AVX512_BF16)
-                   ? "portable (the isa in use is below avx512)"
-                   : "portable (no avx512_bf16)";
-        return 0;
-    case DT_DTYPE_INT8:
-        if (t->isa >= DT_ISA_AVX512 && dt_target_has(t, DT_FEAT_AVX512_VNNI) &&
-            dt_target_has(t, DT_FEAT_AVX512BW)) {
-            *how = "avx512_vnni";
-            return 1;
-        }
-        /* AVX-VNNI (256-bit vpdpbusd) has no back-end yet: portable there too */
-        *how = t->isa < DT_ISA_AVX512 && dt_target_has(t, DT_FEAT_AVX512_VNNI)
-                   ? "portable (the isa in use is below avx512)"
-               : dt_target_has(t, DT_FEAT_AVX_VNNI) ? "portable (avx_vnni back-end not written)"
-                                                    : "portable (no avx512_vnni)";
-        return 0;
-    case DT_DTYPE_F32:
-    case DT_DTYPE_W8A32:
-        *how = dt_isa_name(t->isa);
-        return 1;
-    default:
+    const dt_backend *b = dt_backend_of(d, t->isa);
+    if (!b) {
         *how = "?";
         return 0;
     }
+    if (!b->portable && dt_backend_usable(b, t, NULL)) {
+        *how = b->name;
+        return 1;
+    }
+    /* why not: the reason of d's own back-end (its last row that is not a
+     * portable stand-in) */
+    *how = "portable";
+    for (int i = dt_backend_count() - 1; i >= 0; i--) {
+        const dt_backend *o = dt_backend_at(i);
+        if (o->dtype == d && !o->portable) {
+            dt_backend_usable(o, t, how);
+            break;
+        }
+    }
+    return 0;
 }
 
 dt_target dt_dtype_target(dt_dtype d, const dt_target *t)
 {
     dt_target out = *t;
-    if (!dt_dtype_native(d, t, NULL))
-        dt_target_set_isa(&out, DT_ISA_GENERIC);
+    const dt_backend *p = dt_backend_portable(d);
+    if (!dt_dtype_native(d, t, NULL) && p)
+        dt_target_set_isa(&out, p->isa);
     return out;
 }

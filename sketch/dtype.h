@@ -11,9 +11,9 @@
  *          (Σ (a - zp)·b), then bias and activation.
  *   w8a32  weight-only int8: A f32, B s8 with per-N scales, dequantized in
  *          registers; f32 accumulation; C f32.
- * Each dtype says which CPU feature runs it natively; without it, kernels
- * use the portable back-end of that dtype (correct on any x86-64/aarch64,
- * only slower). */
+ * The back-ends of each dtype, and which CPU features they need, are rows of
+ * sketch/backend.h; without its own back-end's features a dtype's kernels
+ * use its portable row (correct on any x86-64/aarch64, only slower). */
 #ifndef DT_SKETCH_DTYPE_H
 #define DT_SKETCH_DTYPE_H
 
@@ -49,15 +49,17 @@ int dt_dtype_size(dt_dtype d);
 int dt_dtype_quantized(dt_dtype d);
 int dt_dtype_a_quantized(dt_dtype d);
 
-/* How the target runs d: 1 when the CPU has what d's native back-end needs
- * (f32, w8a32: any; bf16: avx512_bf16; int8: avx512_vnni), 0
- * when d's kernels fall back to the portable back-end.  *how (may be NULL)
- * gets a short text: "avx512_bf16", "portable (no avx512_bf16)". */
+/* How the target runs d (sketch/backend.h): 1 when the target's row of d
+ * (dt_backend_of(d, t->isa)) is d's own back-end and t runs it (f32, w8a32:
+ * always; bf16, int8: where the CPU has their dot-product instruction), 0
+ * when d's kernels fall back to a portable row.  *how (may be NULL) gets a
+ * short text: the row's name ("avx512_bf16", "avx2"), or why not, from d's
+ * own row ("portable (no avx512_bf16)"). */
 int dt_dtype_native(dt_dtype d, const dt_target *t, const char **how);
 
 /* The target as d's kernels see it: t itself when d runs natively, else t
- * with its ISA lowered to generic, so that annotations sampled and
- * validated for d select d's portable back-end. */
+ * with its ISA lowered to that of d's portable row (generic), so that
+ * annotations sampled and validated for d select d's portable back-end. */
 dt_target dt_dtype_target(dt_dtype d, const dt_target *t);
 
 #endif

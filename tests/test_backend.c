@@ -1,6 +1,7 @@
-/* The golden check for the back-end table to come (issue 29, point 1: one
- * row per (dtype, back-end) replacing the isa ladder), which must change
- * nothing: the sources of a fixed sample of
+/* The back-end table (sketch/backend.h, microkernel/backend_emit.c): one row
+ * per (dtype, isa), a portable row per dtype that any CPU runs, the rows'
+ * features, geometry, K groups, peaks and hooks; and the golden check that
+ * the table changed nothing: the sources of a fixed sample of
  * kernels — every (op, dtype) with every attribute combination × isa ×
  * sketch, sampled, mutated and crossed annotations on fixed x86-64 and
  * aarch64 targets, and corner annotations — hash to the digest taken
@@ -22,7 +23,9 @@
 #include "microkernel/build.h"
 #include "microkernel/codegen.h"
 #include "microkernel/mk_op.h"
+#include "peers/peer.h"
 #include "sketch/annotation.h"
+#include "sketch/backend.h"
 #include "sketch/dtype.h"
 #include "sketch/op.h"
 #include "tests/dt_test.h"
@@ -299,13 +302,176 @@ static void test_golden_sources(void)
     dt_sb_free(&g.lines);
 }
 
+
+/* ---- the table's invariants ------------------------------------------------- */
+
+/* One row per (dtype, isa), found by dt_backend_of, its id its index. */
+static void test_rows(void)
+{
+    static const char *const want[] = {
+        "f32/generic",      "f32/avx2",          "f32/avx512",
+        "bf16/portable-generic", "bf16/portable-avx2", "bf16/avx512_bf16",
+        "int8/portable-generic", "int8/portable-avx2", "int8/avx512_vnni",
+        "w8a32/generic",    "w8a32/avx2",        "w8a32/avx512",
+    };
+    CU_ASSERT_EQUAL(dt_backend_count(), (int)(sizeof want / sizeof want[0]));
+    CU_ASSERT_PTR_NULL(dt_backend_at(-1));
+    CU_ASSERT_PTR_NULL(dt_backend_at(dt_backend_count()));
+    for (int i = 0; i < dt_backend_count(); i++) {
+        const dt_backend *b = dt_backend_at(i);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+        CU_ASSERT_EQUAL((int)b->id, i);
+        char name[64];
+        CU_ASSERT_STRING_EQUAL(dt_backend_full_name(b, name, sizeof name), want[i]);
+        CU_ASSERT_PTR_EQUAL(dt_backend_of(b->dtype, b->isa), b);
+        for (int j = 0; j < i; j++) {
+            const dt_backend *o = dt_backend_at(j);
+            CU_ASSERT_FALSE(o->dtype == b->dtype && o->isa == b->isa);
+            CU_ASSERT_FALSE(o->dtype == b->dtype && strcmp(o->name, b->name) == 0);
+        }
+    }
+    /* every dtype has a row on every isa */
+    for (int d = 0; d < DT_DTYPE_COUNT; d++)
+        for (int isa = 0; isa < DT_ISA_COUNT; isa++)
+            CU_ASSERT_PTR_NOT_NULL(dt_backend_of((dt_dtype)d, (dt_isa)isa));
+    CU_ASSERT_PTR_NULL(dt_backend_of(DT_DTYPE_COUNT, DT_ISA_GENERIC));
+    CU_ASSERT_PTR_NULL(dt_backend_of(DT_DTYPE_F32, (dt_isa)DT_ISA_COUNT));
+}
+
+/* Every dtype has a portable row that any CPU runs: generic vectors, no
+ * feature, on x86-64 without any extension and on aarch64. */
+static void test_portable_rows(void)
+{
+    const char *arches[] = {"x86_64", "aarch64"};
+    for (int d = 0; d < DT_DTYPE_COUNT; d++) {
+        const dt_backend *p = dt_backend_portable((dt_dtype)d);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_EQUAL(p->dtype, (dt_dtype)d);
+        CU_ASSERT_EQUAL(p->isa, DT_ISA_GENERIC);
+        CU_ASSERT_EQUAL(p->needs, 0u);
+        CU_ASSERT_EQUAL(p->kg, 1);
+        for (int ar = 0; ar < 2; ar++) {
+            dt_target t = fixed_target(arches[ar]);
+            t.features = t.cpu_features = 0;
+            dt_target_set_isa(&t, DT_ISA_GENERIC);
+            const char *why = "?";
+            CU_ASSERT_TRUE(dt_backend_usable(p, &t, &why));
+            CU_ASSERT_PTR_NULL(why);
+            /* and a dtype's kernels on such a CPU are its portable row's */
+            dt_target dt = dt_dtype_target((dt_dtype)d, &t);
+            CU_ASSERT_PTR_EQUAL(dt_backend_of((dt_dtype)d, dt.isa), p);
+        }
+    }
+}
+
+/* Features, geometry, K groups and packed layouts as the code had them
+ * before the table (the ISA ladder, dt_mk_dtype.kg_avx512). */
+static void test_row_contents(void)
+{
+#define B(f) DT_FEAT_BIT(DT_FEAT_##f)
+    for (int i = 0; i < dt_backend_count(); i++) {
+        const dt_backend *b = dt_backend_at(i);
+        char name[64];
+        dt_backend_full_name(b, name, sizeof name);
+        int bf16_dp = b->dtype == DT_DTYPE_BF16 && b->isa == DT_ISA_AVX512;
+        int int8_dp = b->dtype == DT_DTYPE_INT8 && b->isa == DT_ISA_AVX512;
+        /* features beyond the isa's own */
+        uint32_t needs = bf16_dp ? B(AVX512_BF16) | B(AVX512BW) | B(AVX512VL)
+                         : int8_dp ? B(AVX512_VNNI) | B(AVX512BW)
+                                   : 0;
+        CU_ASSERT_EQUAL(b->needs, needs);
+        /* stand-ins: bf16's and int8's rows below avx512 */
+        CU_ASSERT_EQUAL(b->portable, (b->dtype == DT_DTYPE_BF16 || b->dtype == DT_DTYPE_INT8) &&
+                                         !bf16_dp && !int8_dp);
+        /* geometry: the isa's, the same for every dtype's row of it */
+        const dt_backend *geom = dt_backend_geometry(b->isa);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(geom);
+        CU_ASSERT_EQUAL(b->vec_floats, dt_isa_vec_floats(b->isa));
+        CU_ASSERT_EQUAL(b->vec_floats, geom->vec_floats);
+        const char *arches[] = {"x86_64", "aarch64", NULL};
+        for (int ar = 0; ar < 3; ar++) {
+            CU_ASSERT_EQUAL(dt_backend_vec_regs(b, arches[ar]), dt_isa_vec_regs(b->isa, arches[ar]));
+            CU_ASSERT_EQUAL(dt_backend_vec_regs(b, arches[ar]), dt_backend_vec_regs(geom, arches[ar]));
+        }
+        CU_ASSERT_EQUAL(b->tiles, 0);
+        /* K groups: vdpbf16ps pairs, vpdpbusd quads, else single k */
+        CU_ASSERT_EQUAL(b->kg, bf16_dp ? 2 : int8_dp ? 4 : 1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b->packed_b);
+        CU_ASSERT_STRING_EQUAL(b->packed_b, bf16_dp   ? "[strip][K/2][NR][2]"
+                                            : int8_dp ? "[strip][K/4][NR][4]"
+                                                      : "[strip][K][NR]");
+        /* the peak probe: a peers/peer.h kind; the FMA unless the row has
+         * its own dot product */
+        int kind = -1;
+        for (int k = 0; k < DT_PEAK_COUNT; k++)
+            if (strcmp(dt_peak_kind_name((dt_peak_kind)k), b->peak) == 0)
+                kind = k;
+        if (kind < 0)
+            fprintf(stderr, "\n  %s: peak %s is no peak kind\n", name, b->peak);
+        CU_ASSERT_EQUAL(kind, bf16_dp ? DT_PEAK_BF16_DP : int8_dp ? DT_PEAK_INT8_DP
+                                                                  : DT_PEAK_F32_FMA);
+        CU_ASSERT_PTR_NOT_NULL(b->cflags);
+        CU_ASSERT_STRING_EQUAL(b->cflags, "");
+        /* its code: the templates' macro, intrinsics off the generic rows */
+        const dt_mk_backend *mb = dt_mk_backend_of(b);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mb);
+        CU_ASSERT_PTR_NOT_NULL(mb->emit_ukr);
+        static const char *const macro[] = {"DT_ISA_GENERIC", "DT_ISA_AVX2", "DT_ISA_AVX512"};
+        CU_ASSERT_STRING_EQUAL(mb->macro, macro[b->isa]);
+        CU_ASSERT_EQUAL(mb->intrinsics, b->isa != DT_ISA_GENERIC);
+        /* the packed layout of every (op, dtype) with this row is the row's */
+        for (int m = 0; m < dt_mk_op_count(); m++) {
+            const dt_mk_op *mo = dt_mk_op_at(m);
+            if (mo->backend->dtype != b->dtype)
+                continue;
+            dt_annotation a = {.isa = b->isa, .nr = b->vec_floats};
+            CU_ASSERT_EQUAL(dt_mk_packed_kg(mo, &a), b->kg);
+        }
+    }
+    CU_ASSERT_PTR_NULL(dt_mk_backend_of(NULL));
+#undef B
+}
+
+/* On this machine: a dtype is native exactly when its target's row is its
+ * own and runs here; the target its kernels see runs their row. */
+static void test_this_machine(void)
+{
+    dt_target t;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_target_detect(&t, &e), 0);
+    for (int d = 0; d < DT_DTYPE_COUNT; d++) {
+        const char *how = NULL;
+        int native = dt_dtype_native((dt_dtype)d, &t, &how);
+        const dt_backend *b = dt_backend_of((dt_dtype)d, t.isa);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+        CU_ASSERT_EQUAL(native, !b->portable && dt_backend_usable(b, &t, NULL));
+        if (native)
+            CU_ASSERT_STRING_EQUAL(how, b->name);
+        dt_target dt = dt_dtype_target((dt_dtype)d, &t);
+        const dt_backend *run = dt_backend_of((dt_dtype)d, dt.isa);
+        CU_ASSERT_TRUE(dt_backend_usable(run, &t, NULL));
+        char name[64];
+        printf("\n    %-7s %-22s (%s)", dt_dtype_name((dt_dtype)d),
+               dt_backend_full_name(run, name, sizeof name), how);
+    }
+    printf("\n");
+}
+
 int main(void)
 {
     static CU_TestInfo golden_tests[] = {
         {"sources, back-ends, packing and messages as before the table", test_golden_sources},
         CU_TEST_INFO_NULL,
     };
+    static CU_TestInfo table_tests[] = {
+        {"one row per (dtype, isa)", test_rows},
+        {"every dtype has a portable row any CPU runs", test_portable_rows},
+        {"features, geometry, K groups, peaks, hooks", test_row_contents},
+        {"this machine's rows", test_this_machine},
+        CU_TEST_INFO_NULL,
+    };
     static CU_SuiteInfo suites[] = {
+        {"table", NULL, NULL, NULL, NULL, table_tests},
         {"golden", NULL, NULL, NULL, NULL, golden_tests},
         CU_SUITE_INFO_NULL,
     };

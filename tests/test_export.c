@@ -536,7 +536,7 @@ static void check_dense_dt(void *h, const char *name, const dt_workload *w, json
     CU_ASSERT_EQUAL((int64_t)bytes, want);
     /* kernels 1 and 2 have one NR: one region unless their K groups differ
      * (bf16, int8 natively on AVX-512) */
-    int two_kg = dt_dtype_target(d, &g_t).isa == DT_ISA_AVX512 && m->backend->kg_avx512 > 1;
+    int two_kg = dt_backend_of(d, dt_dtype_target(d, &g_t).isa)->kg > 1;
     CU_ASSERT_EQUAL(regions, two_kg ? 3 : 2);
 
     dt_operands o;

@@ -1,0 +1,128 @@
+/* The back-end table (sketch/backend.h). */
+#include "sketch/backend.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define F(x) DT_FEAT_BIT(DT_FEAT_##x)
+
+/* The vector geometry of each isa, shared by every dtype's row of it. */
+#define GEOM_GENERIC .vec_floats = 4, .vec_regs = 16, .vec_regs_aarch64 = 32
+#define GEOM_AVX2 .vec_floats = 8, .vec_regs = 16
+#define GEOM_AVX512 .vec_floats = 16, .vec_regs = 32
+
+#define PANEL_KG1 .kg = 1, .packed_b = "[strip][K][NR]"
+
+/* A row that needs nothing beyond its isa (dt_dtype_native never asks why). */
+#define PLAIN .key = -1, .hint = -1
+
+static const dt_backend rows[DT_BACKEND_COUNT] = {
+    /* f32: the f32 FMA on every isa */
+    [DT_BACKEND_F32_GENERIC] = {DT_BACKEND_F32_GENERIC, DT_DTYPE_F32, "generic", DT_ISA_GENERIC,
+                                0, 0, PLAIN, GEOM_GENERIC, PANEL_KG1, .peak = "f32",
+                                .cflags = ""},
+    [DT_BACKEND_F32_AVX2] = {DT_BACKEND_F32_AVX2, DT_DTYPE_F32, "avx2", DT_ISA_AVX2, 0, 0, PLAIN,
+                             GEOM_AVX2, PANEL_KG1, .peak = "f32", .cflags = ""},
+    [DT_BACKEND_F32_AVX512] = {DT_BACKEND_F32_AVX512, DT_DTYPE_F32, "avx512", DT_ISA_AVX512, 0,
+                               0, PLAIN, GEOM_AVX512, PANEL_KG1, .peak = "f32", .cflags = ""},
+    /* bf16: widened to f32 (portable), or vdpbf16ps on pairs of k */
+    [DT_BACKEND_BF16_GENERIC] = {DT_BACKEND_BF16_GENERIC, DT_DTYPE_BF16, "portable-generic",
+                                 DT_ISA_GENERIC, 1, 0, PLAIN, GEOM_GENERIC, PANEL_KG1,
+                                 .peak = "f32", .cflags = ""},
+    [DT_BACKEND_BF16_AVX2] = {DT_BACKEND_BF16_AVX2, DT_DTYPE_BF16, "portable-avx2", DT_ISA_AVX2,
+                              1, 0, PLAIN, GEOM_AVX2, PANEL_KG1, .peak = "f32", .cflags = ""},
+    [DT_BACKEND_BF16_AVX512BF16] = {DT_BACKEND_BF16_AVX512BF16, DT_DTYPE_BF16, "avx512_bf16",
+                                    DT_ISA_AVX512, 0,
+                                    F(AVX512_BF16) | F(AVX512BW) | F(AVX512VL),
+                                    .key = DT_FEAT_AVX512_BF16, .hint = -1,
+                                    .why_isa = "portable (the isa in use is below avx512)",
+                                    .why_missing = "portable (no avx512_bf16)", GEOM_AVX512,
+                                    .kg = 2, .packed_b = "[strip][K/2][NR][2]", .peak = "bf16",
+                                    .cflags = ""},
+    /* int8: widened to 32-bit lanes (portable), or vpdpbusd on quads of k */
+    [DT_BACKEND_INT8_GENERIC] = {DT_BACKEND_INT8_GENERIC, DT_DTYPE_INT8, "portable-generic",
+                                 DT_ISA_GENERIC, 1, 0, PLAIN, GEOM_GENERIC, PANEL_KG1,
+                                 .peak = "f32", .cflags = ""},
+    [DT_BACKEND_INT8_AVX2] = {DT_BACKEND_INT8_AVX2, DT_DTYPE_INT8, "portable-avx2", DT_ISA_AVX2,
+                              1, 0, PLAIN, GEOM_AVX2, PANEL_KG1, .peak = "f32", .cflags = ""},
+    [DT_BACKEND_INT8_AVX512VNNI] = {DT_BACKEND_INT8_AVX512VNNI, DT_DTYPE_INT8, "avx512_vnni",
+                                    DT_ISA_AVX512, 0, F(AVX512_VNNI) | F(AVX512BW),
+                                    .key = DT_FEAT_AVX512_VNNI, .hint = DT_FEAT_AVX_VNNI,
+                                    .why_isa = "portable (the isa in use is below avx512)",
+                                    .why_hint = "portable (avx_vnni back-end not written)",
+                                    .why_missing = "portable (no avx512_vnni)", GEOM_AVX512,
+                                    .kg = 4, .packed_b = "[strip][K/4][NR][4]", .peak = "int8",
+                                    .cflags = ""},
+    /* w8a32: s8 weights converted to f32, the f32 FMA on every isa */
+    [DT_BACKEND_W8A32_GENERIC] = {DT_BACKEND_W8A32_GENERIC, DT_DTYPE_W8A32, "generic",
+                                  DT_ISA_GENERIC, 0, 0, PLAIN, GEOM_GENERIC, PANEL_KG1,
+                                  .peak = "f32", .cflags = ""},
+    [DT_BACKEND_W8A32_AVX2] = {DT_BACKEND_W8A32_AVX2, DT_DTYPE_W8A32, "avx2", DT_ISA_AVX2, 0, 0,
+                               PLAIN, GEOM_AVX2, PANEL_KG1, .peak = "f32", .cflags = ""},
+    [DT_BACKEND_W8A32_AVX512] = {DT_BACKEND_W8A32_AVX512, DT_DTYPE_W8A32, "avx512",
+                                 DT_ISA_AVX512, 0, 0, PLAIN, GEOM_AVX512, PANEL_KG1,
+                                 .peak = "f32", .cflags = ""},
+};
+
+int dt_backend_count(void) { return DT_BACKEND_COUNT; }
+
+const dt_backend *dt_backend_at(int i)
+{
+    return i >= 0 && i < DT_BACKEND_COUNT ? &rows[i] : NULL;
+}
+
+const dt_backend *dt_backend_of(dt_dtype d, dt_isa isa)
+{
+    for (int i = 0; i < DT_BACKEND_COUNT; i++)
+        if (rows[i].dtype == d && rows[i].isa == isa)
+            return &rows[i];
+    return NULL;
+}
+
+const dt_backend *dt_backend_portable(dt_dtype d)
+{
+    return dt_backend_of(d, DT_ISA_GENERIC);
+}
+
+const dt_backend *dt_backend_geometry(dt_isa isa)
+{
+    return dt_backend_of(DT_DTYPE_F32, isa);
+}
+
+const char *dt_backend_full_name(const dt_backend *b, char *buf, int n)
+{
+    snprintf(buf, (size_t)n, "%s/%s", b ? dt_dtype_name(b->dtype) : "?", b ? b->name : "?");
+    return buf;
+}
+
+int dt_backend_vec_regs(const dt_backend *b, const char *arch)
+{
+    if (b->vec_regs_aarch64 && arch && strcmp(arch, "aarch64") == 0)
+        return b->vec_regs_aarch64;
+    return b->vec_regs;
+}
+
+int dt_backend_isa_admits(const dt_target *t, dt_isa isa)
+{
+    return isa <= t->isa;
+}
+
+int dt_backend_usable(const dt_backend *b, const dt_target *t, const char **why)
+{
+    const char *dummy;
+    if (!why)
+        why = &dummy;
+    *why = NULL;
+    int isa_ok = dt_backend_isa_admits(t, b->isa);
+    if (isa_ok && (t->features & b->needs) == b->needs)
+        return 1;
+    if (!isa_ok && b->key >= 0 && dt_target_has(t, (dt_feature)b->key))
+        *why = b->why_isa;
+    else if (b->hint >= 0 && dt_target_has(t, (dt_feature)b->hint))
+        *why = b->why_hint;
+    else
+        *why = b->why_missing;
+    if (!*why)
+        *why = isa_ok ? "the CPU lacks a feature it needs" : "the isa in use is below its isa";
+    return 0;
+}
