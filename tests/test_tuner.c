@@ -402,26 +402,23 @@ static void test_per_shape_and_random(void)
 /* ---- the budget split ------------------------------------------------------------ */
 
 /* The first-round caps of tasks whose usable records are measured[i], in the
- * scheduler's order (no usable record first), each round using its whole
- * cap; returns the trials left after the first rounds. */
+ * scheduler's order (dt_tune_first_next, dt_tune_first_cap: the code
+ * dt_tune runs), each round using its whole cap; returns the trials left
+ * after the first rounds. */
 static int64_t first_rounds(int64_t left, int64_t reserve, const int *measured, int n,
                             int64_t *cap)
 {
-    int done[16] = {0};
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < n; i++) {
-            if (measured[i] != pass)
-                continue;
-            int waiting = 0, uw = 0;
-            for (int j = 0; j < n; j++)
-                if (!done[j]) {
-                    waiting++;
-                    uw += !measured[j];
-                }
-            cap[i] = dt_tune_first_share(left, reserve, waiting, uw, !measured[i]);
-            done[i] = 1;
-            left -= cap[i];
-        }
+    char waiting[16], meas[16];
+    for (int i = 0; i < n; i++) {
+        waiting[i] = 1;
+        meas[i] = (char)measured[i];
+    }
+    int i;
+    while ((i = dt_tune_first_next(waiting, meas, n)) >= 0) {
+        cap[i] = dt_tune_first_cap(left, reserve, waiting, meas, n, i);
+        waiting[i] = 0;
+        left -= cap[i];
+    }
     return left;
 }
 
@@ -582,6 +579,23 @@ static void test_budget_split(void)
     CU_ASSERT_EQUAL(dt_tune_first_share(0, 0, 1, 1, 1), 0);
     CU_ASSERT_EQUAL(dt_tune_select_share(0, 3), 0);
     CU_ASSERT_EQUAL(dt_tune_select_share(10, 3), 3);
+
+    /* the order of the first rounds: no usable record first, model order */
+    char waiting[4] = {1, 1, 1, 1}, meas[4] = {1, 0, 1, 0};
+    static const int order[4] = {1, 3, 0, 2};
+    for (int j = 0; j < 4; j++) {
+        int i = dt_tune_first_next(waiting, meas, 4);
+        CU_ASSERT_EQUAL(i, order[j]);
+        if (i < 0)
+            break;
+        waiting[i] = 0;
+    }
+    CU_ASSERT_EQUAL(dt_tune_first_next(waiting, meas, 4), -1);
+    /* the waiting tasks and the unmeasured among them are counted: 10 left,
+     * 2 reserved, 2 waiting (one unmeasured) */
+    char w2[3] = {0, 1, 1}, m2[3] = {0, 0, 1};
+    CU_ASSERT_EQUAL(dt_tune_first_cap(10, 2, w2, m2, 3, 1), dt_tune_first_share(10, 2, 2, 1, 1));
+    CU_ASSERT_EQUAL(dt_tune_first_cap(10, 2, w2, m2, 3, 2), dt_tune_first_share(10, 2, 2, 1, 0));
 }
 
 /* ---- multi-workload tunes -------------------------------------------------------- */

@@ -209,176 +209,238 @@ static int add_req(reqlist *r, int k, int64_t s, float pred)
     return 0;
 }
 
-int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search_opts *o,
-                    const int64_t *focus, int nfocus, int64_t max_trials, dt_rng *rng,
-                    const dt_target *tg, dt_round_info *info, dt_err *e)
-{
-    double t0 = dt_now_s();
-    memset(info, 0, sizeof *info);
-    info->tau = NAN;
-    int kpr = o->kernels_per_round > 0 ? o->kernels_per_round : 8;
-    int spk = o->strategy == DT_STRATEGY_PER_SHAPE ? 1 : o->shapes_per_kernel;
-    if (spk < 1)
-        spk = 1;
-    int ncand = o->candidates > kpr ? o->candidates : kpr * 4;
-    int cap = kpr * spk + kpr + 8;
-    double *best = malloc((size_t)t->nshapes * sizeof *best);
-    int *arg = malloc((size_t)t->nshapes * sizeof *arg);
-    char *mark = malloc((size_t)(t->nk + 1));
-    int *par = calloc((size_t)(t->nk + 1), sizeof *par);
-    cand *c = calloc((size_t)ncand, sizeof *c);
-    float *preds = malloc((size_t)ncand * (size_t)nfocus * sizeof *preds);
-    shape_score *tmp = malloc((size_t)nfocus * sizeof *tmp);
-    int64_t *shp = malloc((size_t)nfocus * sizeof *shp);
-    double *cur = malloc((size_t)t->nshapes * sizeof *cur);
-    reqlist rl = {malloc((size_t)cap * sizeof *rl.q), malloc((size_t)cap * sizeof *rl.pred), 0,
-                  cap};
-    int rc = 0;
-    if (!best || !arg || !mark || !par || !c || !preds || !tmp || !shp || !cur || !rl.q ||
-        !rl.pred) {
-        rc = dt_errf(e, DT_ENOMEM, "out of memory");
-        goto out;
-    }
-    dt_task_best(t, best, arg);
-    memcpy(cur, best, (size_t)t->nshapes * sizeof *cur);
+/* One round's scratch and requests. */
+typedef struct round_ws {
+    dt_task *t;
+    const dt_search_opts *o;
+    const int64_t *focus;
+    int nfocus;
+    int kpr, spk;         /* kernels per round, shapes per kernel */
+    int fresh;            /* fresh samples only (cold start, random strategy) */
+    double *best;         /* [nshapes] best known time */
+    int *arg;             /* [nshapes] its kernel */
+    double *cur;          /* [nshapes] best, lowered by the picks' predictions */
+    char *mark;           /* [nk + 1] */
+    int *par;             /* [nk + 1] parents */
+    cand *c;              /* [ncand] */
+    int ncand, nc;
+    float *preds;         /* [ncand * nfocus] */
+    shape_score *tmp;     /* [nfocus] */
+    int64_t *shp;         /* [nfocus] */
+    reqlist rl;
+} round_ws;
 
-    /* a cold start (no model at all) or the random strategy: fresh samples */
-    int fresh = o->strategy == DT_STRATEGY_RANDOM || (!p->costmodel && t->nk == 0);
+static void ws_free(round_ws *w)
+{
+    free(w->best);
+    free(w->arg);
+    free(w->mark);
+    free(w->par);
+    free(w->c);
+    free(w->preds);
+    free(w->tmp);
+    free(w->shp);
+    free(w->cur);
+    free(w->rl.q);
+    free(w->rl.pred);
+}
+
+static int ws_alloc(round_ws *w, dt_err *e)
+{
+    const dt_task *t = w->t;
+    int nfocus = w->nfocus;
+    int cap = w->kpr * w->spk + w->kpr + 8;
+    w->best = malloc((size_t)t->nshapes * sizeof *w->best);
+    w->arg = malloc((size_t)t->nshapes * sizeof *w->arg);
+    w->mark = malloc((size_t)(t->nk + 1));
+    w->par = calloc((size_t)(t->nk + 1), sizeof *w->par);
+    w->c = calloc((size_t)w->ncand, sizeof *w->c);
+    w->preds = malloc((size_t)w->ncand * (size_t)nfocus * sizeof *w->preds);
+    w->tmp = malloc((size_t)nfocus * sizeof *w->tmp);
+    w->shp = malloc((size_t)nfocus * sizeof *w->shp);
+    w->cur = malloc((size_t)t->nshapes * sizeof *w->cur);
+    w->rl = (reqlist){malloc((size_t)cap * sizeof *w->rl.q),
+                      malloc((size_t)cap * sizeof *w->rl.pred), 0, cap};
+    if (!w->best || !w->arg || !w->mark || !w->par || !w->c || !w->preds || !w->tmp ||
+        !w->shp || !w->cur || !w->rl.q || !w->rl.pred)
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* Step 1: the candidates, bred from the focus shapes' elites (fresh
+ * samples on a cold start or for the random strategy), each predicted on
+ * the focus shapes. */
+static int make_candidates(round_ws *w, dt_predictor *p, dt_rng *rng, const dt_target *tg,
+                           dt_err *e)
+{
+    const dt_task *t = w->t;
+    const dt_search_opts *o = w->o;
     int npar = 0;
-    if (!fresh) {
-        elites(t, focus, nfocus, o->elite_per_shape > 0 ? o->elite_per_shape : 3, mark);
+    if (!w->fresh) {
+        elites(t, w->focus, w->nfocus, o->elite_per_shape > 0 ? o->elite_per_shape : 3,
+               w->mark);
         /* per-shape (Ansor-style) breeds only from what was measured on its shape */
         int own = o->strategy == DT_STRATEGY_PER_SHAPE;
         for (int k = 0; k < t->nk; k++)
-            if (mark[k] && (!own || !isnan(dt_task_measured(t, k, focus[0]))))
-                par[npar++] = k;
+            if (w->mark[k] && (!own || !isnan(dt_task_measured(t, k, w->focus[0]))))
+                w->par[npar++] = k;
     }
-    int nc = breed(t, par, npar, fresh ? kpr : ncand, fresh, rng, tg, c);
-    for (int i = 0; i < nc && !rc; i++) {
-        c[i].pred = preds + (size_t)i * nfocus;
-        rc = dt_predictor_predict(p, t, &c[i].a, focus, nfocus, c[i].pred, e);
+    w->nc = breed(t, w->par, npar, w->fresh ? w->kpr : w->ncand, w->fresh, rng, tg, w->c);
+    int rc = 0;
+    for (int i = 0; i < w->nc && !rc; i++) {
+        w->c[i].pred = w->preds + (size_t)i * w->nfocus;
+        rc = dt_predictor_predict(p, t, &w->c[i].a, w->focus, w->nfocus, w->c[i].pred, e);
     }
-    if (rc)
-        goto out;
+    return rc;
+}
 
-    int nrand = fresh ? kpr : (int)lround(kpr * o->epsilon);
-    if (!fresh && nrand < 1 && kpr >= 4 && o->epsilon > 0)
-        nrand = 1;
-    int ngreedy = kpr - nrand;
-    /* greedy picks: largest predicted lowering of the focus objective */
-    for (int pick = 0; pick < ngreedy && pick < nc; pick++) {
-        int bi = -1;
-        double bv = -INFINITY;
-        for (int i = 0; i < nc; i++) {
-            if (c[i].picked)
-                continue;
-            double v = 0, closeness = 0;
-            for (int f = 0; f < nfocus; f++) {
-                double b = cur[focus[f]], pr = c[i].pred[f], w = t->weight[focus[f]];
-                if (!isfinite(b))
-                    v += w * 1e12;
-                else if (pr < b)
-                    v += w * (b - pr);
-                else
-                    closeness -= w * (pr / b - 1);
-            }
-            double score = v > 0 ? v : closeness - 1e-9; /* nothing gains: the closest */
-            if (score > bv) {
-                bv = score;
-                bi = i;
-            }
+/* The unpicked candidate with the largest predicted lowering of the focus
+ * objective (w->cur), or the closest when none lowers it; -1 when none. */
+static int best_candidate(const round_ws *w)
+{
+    const dt_task *t = w->t;
+    int bi = -1;
+    double bv = -INFINITY;
+    for (int i = 0; i < w->nc; i++) {
+        if (w->c[i].picked)
+            continue;
+        double v = 0, closeness = 0;
+        for (int f = 0; f < w->nfocus; f++) {
+            double b = w->cur[w->focus[f]], pr = w->c[i].pred[f], wt = t->weight[w->focus[f]];
+            if (!isfinite(b))
+                v += wt * 1e12;
+            else if (pr < b)
+                v += wt * (b - pr);
+            else
+                closeness -= wt * (pr / b - 1);
         }
+        double score = v > 0 ? v : closeness - 1e-9; /* nothing gains: the closest */
+        if (score > bv) {
+            bv = score;
+            bi = i;
+        }
+    }
+    return bi;
+}
+
+/* Step 2: greedy picks, each on the shapes where it matters most. */
+static int pick_greedy(round_ws *w, int ngreedy, dt_err *e)
+{
+    dt_task *t = w->t;
+    for (int pick = 0; pick < ngreedy && pick < w->nc; pick++) {
+        int bi = best_candidate(w);
         if (bi < 0)
             break;
-        c[bi].picked = 1;
-        int npicked = pick_shapes(t, focus, nfocus, cur, c[bi].pred, spk, shp, tmp);
-        int k = dt_task_add(t, &c[bi].a, 0, e);
-        if (k < 0) {
-            rc = k;
-            goto out;
-        }
+        cand *c = &w->c[bi];
+        c->picked = 1;
+        int npicked = pick_shapes(t, w->focus, w->nfocus, w->cur, c->pred, w->spk, w->shp,
+                                  w->tmp);
+        int k = dt_task_add(t, &c->a, 0, e);
+        if (k < 0)
+            return k;
         for (int j = 0; j < npicked; j++)
-            add_req(&rl, k, shp[j], c[bi].pred[tmp[j].f]);
-        for (int f = 0; f < nfocus; f++)
-            if (c[bi].pred[f] < cur[focus[f]])
-                cur[focus[f]] = c[bi].pred[f];
+            add_req(&w->rl, k, w->shp[j], c->pred[w->tmp[j].f]);
+        for (int f = 0; f < w->nfocus; f++)
+            if (c->pred[f] < w->cur[w->focus[f]])
+                w->cur[w->focus[f]] = c->pred[f];
     }
-    /* ε: random candidates on shapes drawn by weight */
+    return 0;
+}
+
+/* Step 3: ε, random candidates on shapes drawn by weight. */
+static int pick_random(round_ws *w, int nrand, dt_rng *rng, dt_err *e)
+{
+    dt_task *t = w->t;
     for (int r = 0; r < nrand; r++) {
         int left = 0;
-        for (int i = 0; i < nc; i++)
-            left += !c[i].picked;
+        for (int i = 0; i < w->nc; i++)
+            left += !w->c[i].picked;
         if (!left)
             break;
         int j = dt_rng_below(rng, left), i = 0;
         for (;; i++)
-            if (!c[i].picked && j-- == 0)
+            if (!w->c[i].picked && j-- == 0)
                 break;
-        c[i].picked = 1;
-        int k = dt_task_add(t, &c[i].a, 0, e);
-        if (k < 0) {
-            rc = k;
-            goto out;
-        }
-        for (int q = 0; q < spk; q++) {
-            int64_t s = q == 0 && nfocus == 1 ? focus[0] : draw_shape(t, focus, nfocus, rng);
+        w->c[i].picked = 1;
+        int k = dt_task_add(t, &w->c[i].a, 0, e);
+        if (k < 0)
+            return k;
+        for (int q = 0; q < w->spk; q++) {
+            int64_t s = q == 0 && w->nfocus == 1 ? w->focus[0]
+                                                 : draw_shape(t, w->focus, w->nfocus, rng);
             int f = 0;
-            while (focus[f] != s)
+            while (w->focus[f] != s)
                 f++;
-            add_req(&rl, k, s, c[i].pred[f]);
+            add_req(&w->rl, k, s, w->c[i].pred[f]);
         }
     }
-    /* grounding: a focus shape whose best time is only a prediction gets
-     * that kernel measured there (the heaviest shapes first) */
-    if (!fresh && o->strategy == DT_STRATEGY_JOINT) {
-        int budget = kpr / 2 > 0 ? kpr / 2 : 1;
-        for (int g = 0; g < budget; g++) {
-            int64_t bs = -1;
-            double bw = 0;
-            for (int f = 0; f < nfocus; f++) {
-                int64_t s = focus[f];
-                int k = arg[s];
-                if (k < 0 || !isnan(dt_task_measured(t, k, s)))
-                    continue;
-                int dup = 0;
-                for (int i = 0; i < rl.n; i++)
-                    dup |= rl.q[i].k == k && rl.q[i].s == s;
-                if (!dup && t->weight[s] * best[s] > bw) {
-                    bw = t->weight[s] * best[s];
-                    bs = s;
-                }
+    return 0;
+}
+
+/* Step 4 (joint): grounding, a focus shape whose best time is only a
+ * prediction gets that kernel measured there (the heaviest shapes first). */
+static void add_grounding(round_ws *w)
+{
+    const dt_task *t = w->t;
+    int budget = w->kpr / 2 > 0 ? w->kpr / 2 : 1;
+    for (int g = 0; g < budget; g++) {
+        int64_t bs = -1;
+        double bw = 0;
+        for (int f = 0; f < w->nfocus; f++) {
+            int64_t s = w->focus[f];
+            int k = w->arg[s];
+            if (k < 0 || !isnan(dt_task_measured(t, k, s)))
+                continue;
+            int dup = 0;
+            for (int i = 0; i < w->rl.n; i++)
+                dup |= w->rl.q[i].k == k && w->rl.q[i].s == s;
+            if (!dup && t->weight[s] * w->best[s] > bw) {
+                bw = t->weight[s] * w->best[s];
+                bs = s;
             }
-            if (bs < 0)
-                break;
-            add_req(&rl, arg[bs], bs, (float)best[bs]);
         }
+        if (bs < 0)
+            break;
+        add_req(&w->rl, w->arg[bs], bs, (float)w->best[bs]);
     }
-    if (rl.n > max_trials)
-        rl.n = (int)max_trials;
-    /* kernels picked but left without a trial by the cap are dropped */
+}
+
+/* Step 5: the requests cut to max_trials; kernels picked but left without a
+ * trial are dropped; the new kernels counted into info. */
+static void cap_requests(round_ws *w, int64_t max_trials, dt_round_info *info)
+{
+    dt_task *t = w->t;
+    reqlist *rl = &w->rl;
+    if (rl->n > max_trials)
+        rl->n = (int)max_trials;
     while (t->nk > 0 && t->k[t->nk - 1].id == 0 && t->k[t->nk - 1].nm == 0) {
         int k = t->nk - 1, used = 0;
-        for (int i = 0; i < rl.n; i++)
-            used |= rl.q[i].k == k;
+        for (int i = 0; i < rl->n; i++)
+            used |= rl->q[i].k == k;
         if (used)
             break;
         free(t->k[k].pred);
         t->nk--;
     }
-
-    for (int i = 0; i < rl.n; i++) {
+    for (int i = 0; i < rl->n; i++) {
         int first = 1;
         for (int j = 0; j < i; j++)
-            first &= rl.q[j].k != rl.q[i].k;
-        info->kernels += first && t->k[rl.q[i].k].nm == 0;
+            first &= rl->q[j].k != rl->q[i].k;
+        info->kernels += first && t->k[rl->q[i].k].nm == 0;
     }
-    if ((rc = dt_measurer_run(m, t, rl.q, rl.n, e)))
-        goto out;
-    /* quality on unseen data, then learn from it */
-    double *pa = malloc((size_t)rl.n * sizeof *pa), *ma = malloc((size_t)rl.n * sizeof *ma);
+}
+
+/* Step 6, after the trials: the predictor's quality on them (unseen data),
+ * then it learns from them; the task's objective anew. */
+static int learn(round_ws *w, dt_predictor *p, dt_round_info *info, dt_err *e)
+{
+    dt_task *t = w->t;
+    const reqlist *rl = &w->rl;
+    int rc = 0;
+    double *pa = malloc((size_t)rl->n * sizeof *pa), *ma = malloc((size_t)rl->n * sizeof *ma);
     int np = 0;
-    for (int i = 0; i < rl.n && pa && ma; i++) {
-        const dt_mreq *q = &rl.q[i];
+    for (int i = 0; i < rl->n && pa && ma; i++) {
+        const dt_mreq *q = &rl->q[i];
         if (!q->recorded)
             continue; /* not measured (no result came): no trial */
         info->trials++;
@@ -388,8 +450,8 @@ int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search
         }
         if (!rc)
             rc = dt_predictor_add(p, t, q->k, q->s, q->ns, e);
-        if (isfinite(rl.pred[i]) && rl.pred[i] > 0) {
-            pa[np] = t->flops[q->s] / rl.pred[i];
+        if (isfinite(rl->pred[i]) && rl->pred[i] > 0) {
+            pa[np] = t->flops[q->s] / rl->pred[i];
             ma[np++] = t->flops[q->s] / q->ns;
         }
     }
@@ -402,19 +464,45 @@ int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search
         rc = dt_predictor_train(p, &trained, e);
     if (!rc)
         rc = dt_search_refresh(t, p, e);
-    info->objective = dt_task_best(t, best, NULL);
+    info->objective = dt_task_best(t, w->best, NULL);
+    return rc;
+}
+
+int dt_search_round(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_search_opts *o,
+                    const int64_t *focus, int nfocus, int64_t max_trials, dt_rng *rng,
+                    const dt_target *tg, dt_round_info *info, dt_err *e)
+{
+    double t0 = dt_now_s();
+    memset(info, 0, sizeof *info);
+    info->tau = NAN;
+    round_ws w = {.t = t, .o = o, .focus = focus, .nfocus = nfocus};
+    w.kpr = o->kernels_per_round > 0 ? o->kernels_per_round : 8;
+    w.spk = o->strategy == DT_STRATEGY_PER_SHAPE ? 1 : o->shapes_per_kernel;
+    if (w.spk < 1)
+        w.spk = 1;
+    w.ncand = o->candidates > w.kpr ? o->candidates : w.kpr * 4;
+    int rc = ws_alloc(&w, e);
+    if (rc)
+        goto out;
+    dt_task_best(t, w.best, w.arg);
+    memcpy(w.cur, w.best, (size_t)t->nshapes * sizeof *w.cur);
+    /* a cold start (no model at all) or the random strategy: fresh samples */
+    w.fresh = o->strategy == DT_STRATEGY_RANDOM || (!p->costmodel && t->nk == 0);
+    if ((rc = make_candidates(&w, p, rng, tg, e)))
+        goto out;
+    int nrand = w.fresh ? w.kpr : (int)lround(w.kpr * o->epsilon);
+    if (!w.fresh && nrand < 1 && w.kpr >= 4 && o->epsilon > 0)
+        nrand = 1;
+    if ((rc = pick_greedy(&w, w.kpr - nrand, e)) || (rc = pick_random(&w, nrand, rng, e)))
+        goto out;
+    if (!w.fresh && o->strategy == DT_STRATEGY_JOINT)
+        add_grounding(&w);
+    cap_requests(&w, max_trials, info);
+    if ((rc = dt_measurer_run(m, t, w.rl.q, w.rl.n, e)))
+        goto out;
+    rc = learn(&w, p, info, e);
 out:
-    free(best);
-    free(arg);
-    free(mark);
-    free(par);
-    free(c);
-    free(preds);
-    free(tmp);
-    free(shp);
-    free(cur);
-    free(rl.q);
-    free(rl.pred);
+    ws_free(&w);
     info->seconds = dt_now_s() - t0;
     return rc;
 }

@@ -89,72 +89,46 @@ int dt_select_final(dt_task *t, dt_predictor *p, dt_measurer *m, int topk, int64
     return dt_select_run(t, p, m, &o, db, info, e);
 }
 
-int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_opts *o,
-                  dt_db *db, dt_select_info *info, dt_err *e)
+/* Step 1: the top-k requests in order of value, so a budget that cannot pay
+ * for all of them buys the most useful: every shape's top kernel first (the
+ * heaviest shapes, by weight · known ns, first), then the second, ...; at
+ * most `allowed` into q[]; returns how many, or a negative code. */
+static int topk_requests(const dt_task *t, int topk, int64_t allowed, dt_mreq *q, dt_err *e)
 {
-    memset(info, 0, sizeof *info);
-    int rc = 0;
-    int topk = o->topk;
-    int64_t max_trials = o->max_trials;
-    info->max_kernels = o->max_kernels;
-    if (topk > 16)
-        topk = 16;
-    /* predictions of every kernel that ran, from the final model */
-    for (int k = 0; k < t->nk && !rc; k++)
-        if (!t->k[k].failed && t->k[k].nm > 0)
-            rc = dt_predictor_predict_kernel(p, t, k, e);
-    if (rc)
-        return rc;
-    int64_t cap = t->nshapes * (topk > 0 ? topk : 1);
-    dt_mreq *q = malloc((size_t)cap * sizeof *q);
-    int *win = malloc((size_t)t->nshapes * sizeof *win);
-    double *wns = malloc((size_t)t->nshapes * sizeof *wns);
-    dt_db_schedule *rows = calloc((size_t)t->nshapes, sizeof *rows);
-    char (*text)[2][128] = calloc((size_t)t->nshapes, sizeof *text);
-    if (!q || !win || !wns || !rows || !text) {
-        rc = dt_errf(e, DT_ENOMEM, "out of memory");
-        goto out;
-    }
-    /* the requests in order of value, so a budget that cannot pay for all
-     * of them buys the most useful: every shape's top kernel first (the
-     * heaviest shapes, by weight · known ns, first), then the second, ... */
     int n = 0;
-    int64_t topk_trials = max_trials - dt_select_verify_share(t, topk, o->max_kernels, max_trials);
-    if (topk > 0 && topk_trials > 0) {
-        int (*top)[16] = malloc((size_t)t->nshapes * sizeof *top);
-        int *cnt = malloc((size_t)t->nshapes * sizeof *cnt);
-        shape_key *order = malloc((size_t)t->nshapes * sizeof *order);
-        if (!top || !cnt || !order) {
-            free(top);
-            free(cnt);
-            free(order);
-            rc = dt_errf(e, DT_ENOMEM, "out of memory");
-            goto out;
-        }
-        for (int64_t s = 0; s < t->nshapes; s++) {
-            double val[16];
-            cnt[s] = dt_task_topk(t, s, topk, top[s], val);
-            order[s] = (shape_key){s, cnt[s] > 0 ? t->weight[s] * val[0] : -1};
-        }
-        qsort(order, (size_t)t->nshapes, sizeof *order, cmp_shape_key);
-        for (int rank = 0; rank < topk && n < topk_trials; rank++)
-            for (int64_t j = 0; j < t->nshapes && n < topk_trials; j++) {
-                int64_t s = order[j].s;
-                if (rank < cnt[s] && isnan(dt_task_measured(t, top[s][rank], s)))
-                    q[n++] = (dt_mreq){.k = top[s][rank], .s = s};
-            }
+    if (topk <= 0 || allowed <= 0)
+        return 0;
+    int (*top)[16] = malloc((size_t)t->nshapes * sizeof *top);
+    int *cnt = malloc((size_t)t->nshapes * sizeof *cnt);
+    shape_key *order = malloc((size_t)t->nshapes * sizeof *order);
+    if (!top || !cnt || !order) {
         free(top);
         free(cnt);
         free(order);
+        return dt_errf(e, DT_ENOMEM, "out of memory");
     }
-    /* in chunks, so that records reach the database as they come */
-    for (int i = 0; i < n && !rc; i += 64)
-        rc = dt_measurer_run(m, t, q + i, n - i < 64 ? n - i : 64, e);
-    if (rc)
-        goto out;
-    info->trials = n;
+    for (int64_t s = 0; s < t->nshapes; s++) {
+        double val[16];
+        cnt[s] = dt_task_topk(t, s, topk, top[s], val);
+        order[s] = (shape_key){s, cnt[s] > 0 ? t->weight[s] * val[0] : -1};
+    }
+    qsort(order, (size_t)t->nshapes, sizeof *order, cmp_shape_key);
+    for (int rank = 0; rank < topk && n < allowed; rank++)
+        for (int64_t j = 0; j < t->nshapes && n < allowed; j++) {
+            int64_t s = order[j].s;
+            if (rank < cnt[s] && isnan(dt_task_measured(t, top[s][rank], s)))
+                q[n++] = (dt_mreq){.k = top[s][rank], .s = s};
+        }
+    free(top);
+    free(cnt);
+    free(order);
+    return n;
+}
 
-    /* winners: the fastest measured kernel of each shape */
+/* Step 2: every shape's winner, its fastest measured kernel (win -1 /
+ * wns +inf when none); returns whether any shape has one. */
+static int fastest_winners(const dt_task *t, int *win, double *wns)
+{
     int any = 0;
     for (int64_t s = 0; s < t->nshapes; s++) {
         win[s] = -1;
@@ -170,22 +144,17 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
         }
         any |= win[s] >= 0;
     }
-    if (!any) {
-        rc = dt_errf(e, DT_ENOTFOUND, "%s: no kernel ran successfully; nothing to dispatch",
-                     t->key);
-        goto out;
-    }
-    /* a kernel budget: the set of at most K kernels, each shape to its
-     * fastest member (measured where the budget allows) */
-    if (o->max_kernels != DT_SELECT_ALL &&
-        (rc = dt_select_budget_winners(t, m, o, max_trials - n, win, wns, info, e)))
-        goto out;
-    /* fewer, longer ranges: a shape keeps its left neighbour's winner when
-     * that kernel was measured within DT_SELECT_TIE of the best on it (the
-     * difference is noise-level, and a range boundary costs a dispatch);
-     * under the automatic budget only while the loss stays within its
-     * tolerance (num / den: the dispatched and the fastest measured time,
-     * over the shapes where both are known, as select_stats counts them) */
+    return any;
+}
+
+/* Step 3: fewer, longer ranges: a shape keeps its left neighbour's winner
+ * when that kernel was measured within DT_SELECT_TIE of the best on it (the
+ * difference is noise-level, and a range boundary costs a dispatch); under
+ * the automatic budget only while the loss stays within its tolerance
+ * (num / den: the dispatched and the fastest measured time, over the shapes
+ * where both are known, as select_stats counts them). */
+static void merge_ties(const dt_task *t, const dt_select_opts *o, int *win, double *wns)
+{
     double tol = o->loss_tol > 0 ? o->loss_tol : DT_SELECT_LOSS_TOL, num = 0, den = 0;
     if (o->max_kernels == DT_SELECT_AUTO)
         for (int64_t s = 0; s < t->nshapes; s++) {
@@ -210,13 +179,16 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
             wns[s] = v;
         }
     }
-    /* shapes without a winner: the nearest shape's that has one (by index,
-     * the left one first) */
+}
+
+/* Step 4: shapes without a winner take the nearest shape's that has one (by
+ * index, the left one first); their time is unknown (NAN) unless that
+ * kernel was measured there too. */
+static int fill_gaps(const dt_task *t, int *win, double *wns, dt_err *e)
+{
     int *fb = malloc((size_t)t->nshapes * sizeof *fb);
-    if (!fb) {
-        rc = dt_errf(e, DT_ENOMEM, "out of memory");
-        goto out;
-    }
+    if (!fb)
+        return dt_errf(e, DT_ENOMEM, "out of memory");
     for (int64_t s = 0; s < t->nshapes; s++) {
         fb[s] = win[s];
         for (int64_t d = 1; fb[s] < 0 && (s - d >= 0 || s + d < t->nshapes); d++) {
@@ -227,21 +199,19 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
         }
     }
     for (int64_t s = 0; s < t->nshapes; s++) {
-        /* its time on this shape is unknown, unless the neighbour's kernel it
-         * takes was measured here too */
         if (win[s] < 0)
             wns[s] = fb[s] >= 0 && !t->k[fb[s]].failed ? dt_task_measured(t, fb[s], s) : NAN;
         win[s] = fb[s];
     }
     free(fb);
-    if (win[0] < 0) { /* no shape has one (cannot happen when `any`) */
-        rc = dt_errf(e, DT_ENOTFOUND, "%s: no kernel can run; nothing to dispatch", t->key);
-        goto out;
-    }
-    for (int64_t s = 0; s < t->nshapes; s++)
-        info->unmeasured += isnan(wns[s]);
-    select_stats(t, win, wns, info);
-    /* ranges */
+    return 0;
+}
+
+/* Step 5: the ranges of equal winners into rows[] (their shape text in
+ * text[]), the objective and estimate into info; returns how many. */
+static int make_ranges(const dt_task *t, const int *win, const double *wns,
+                       dt_db_schedule *rows, char (*text)[2][128], dt_select_info *info)
+{
     int nr = 0;
     double obj = 0, est = 0;
     for (int64_t s = 0; s < t->nshapes;) {
@@ -286,6 +256,68 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
             info->kernel_ids[info->nids++] = rows[i].kernel_id;
         info->kernels += !dup;
     }
+    return nr;
+}
+
+int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_opts *o,
+                  dt_db *db, dt_select_info *info, dt_err *e)
+{
+    memset(info, 0, sizeof *info);
+    int rc = 0;
+    int topk = o->topk;
+    int64_t max_trials = o->max_trials;
+    info->max_kernels = o->max_kernels;
+    if (topk > 16)
+        topk = 16;
+    /* predictions of every kernel that ran, from the final model */
+    for (int k = 0; k < t->nk && !rc; k++)
+        if (!t->k[k].failed && t->k[k].nm > 0)
+            rc = dt_predictor_predict_kernel(p, t, k, e);
+    if (rc)
+        return rc;
+    int64_t cap = t->nshapes * (topk > 0 ? topk : 1);
+    dt_mreq *q = malloc((size_t)cap * sizeof *q);
+    int *win = malloc((size_t)t->nshapes * sizeof *win);
+    double *wns = malloc((size_t)t->nshapes * sizeof *wns);
+    dt_db_schedule *rows = calloc((size_t)t->nshapes, sizeof *rows);
+    char (*text)[2][128] = calloc((size_t)t->nshapes, sizeof *text);
+    if (!q || !win || !wns || !rows || !text) {
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+        goto out;
+    }
+    int64_t topk_trials = max_trials - dt_select_verify_share(t, topk, o->max_kernels, max_trials);
+    int n = topk_requests(t, topk, topk_trials, q, e);
+    if (n < 0) {
+        rc = n;
+        goto out;
+    }
+    /* in chunks, so that records reach the database as they come */
+    for (int i = 0; i < n && !rc; i += 64)
+        rc = dt_measurer_run(m, t, q + i, n - i < 64 ? n - i : 64, e);
+    if (rc)
+        goto out;
+    info->trials = n;
+    if (!fastest_winners(t, win, wns)) {
+        rc = dt_errf(e, DT_ENOTFOUND, "%s: no kernel ran successfully; nothing to dispatch",
+                     t->key);
+        goto out;
+    }
+    /* a kernel budget: the set of at most K kernels, each shape to its
+     * fastest member (measured where the budget allows) */
+    if (o->max_kernels != DT_SELECT_ALL &&
+        (rc = dt_select_budget_winners(t, m, o, max_trials - n, win, wns, info, e)))
+        goto out;
+    merge_ties(t, o, win, wns);
+    if ((rc = fill_gaps(t, win, wns, e)))
+        goto out;
+    if (win[0] < 0) { /* no shape has one (cannot happen when any has) */
+        rc = dt_errf(e, DT_ENOTFOUND, "%s: no kernel can run; nothing to dispatch", t->key);
+        goto out;
+    }
+    for (int64_t s = 0; s < t->nshapes; s++)
+        info->unmeasured += isnan(wns[s]);
+    select_stats(t, win, wns, info);
+    int nr = make_ranges(t, win, wns, rows, text, info);
     rc = dt_db_schedule_replace(db, t->workload_id, t->target_id, t->threads, rows, (size_t)nr,
                                 e);
 out:

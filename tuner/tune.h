@@ -150,6 +150,21 @@ int64_t dt_tune_reserve(int64_t need, int64_t budget);
 int64_t dt_tune_first_share(int64_t left, int64_t reserve, int waiting, int unmeasured_waiting,
                             int unmeasured);
 
+/* The first rounds as the scheduler gives them (tune.c uses these; the
+ * tests drive them).  waiting[i] is nonzero while task i still waits for
+ * its first round (not finished, not had or been passed over for it),
+ * measured[i] when it has a usable record (a successful trial).
+ * dt_tune_first_next: the next task to get its first round, the first
+ * waiting one with no usable record, else the first waiting one (model
+ * order); -1 when none waits. */
+int dt_tune_first_next(const char *waiting, const char *measured, int n);
+/* dt_tune_first_share for waiting task i out of `left` trials (or
+ * trial-equivalents of the time left) with `reserve` held back, the waiting
+ * tasks (i included) and the unmeasured among them counted from waiting[] /
+ * measured[].  The caller then clears waiting[i]. */
+int64_t dt_tune_first_cap(int64_t left, int64_t reserve, const char *waiting,
+                          const char *measured, int n, int i);
+
 /* Selection trials allowed to the next of `tasks_left` tasks out of `left`:
  * an even share; what a task does not use carries over to the later ones. */
 int64_t dt_tune_select_share(int64_t left, int tasks_left);
