@@ -20,6 +20,7 @@
 #include "tuner/curve.h"
 #include "tuner/kset.h"
 #include "tuner/tune.h"
+#include "tuner/tune_json.h"
 
 static void usage(FILE *out)
 {
@@ -291,20 +292,11 @@ static void on_signal(int sig)
 
 /* ---- output ------------------------------------------------------------------------ */
 
-static double task_gflops(const dt_task *t)
-{
-    /* weighted mean throughput of the objective: Σ w·flops / Σ w·ns */
-    double f = 0;
-    for (int64_t s = 0; s < t->nshapes; s++)
-        f += t->weight[s] * t->flops[s];
-    return isfinite(t->objective) && t->objective > 0 ? f / t->objective : NAN;
-}
-
 static int print_json(const char *what, const char *tkey, const char *db, const tune_args *a,
                       int threads, const dt_task *t, int n, const dt_tune_result *r,
                       const dt_tune_curve *curve)
 {
-    json_t *root = json_object(), *ws = json_array(), *ms = json_array();
+    json_t *root = json_object(), *ws = json_array();
     json_object_set_new(root, "model", json_string(what));
     json_object_set_new(root, "target", json_string(tkey));
     json_object_set_new(root, "db", json_string(db));
@@ -317,62 +309,15 @@ static int print_json(const char *what, const char *tkey, const char *db, const 
     json_object_set_new(root, "workloads_scheduled", json_integer(r->nscheduled));
     json_object_set_new(root, "workloads_skipped", json_integer(r->nskipped));
     json_object_set_new(root, "max_kernels", max_kernels_json(a->max_kernels));
-    double lat = 0, ulat = 0, elat = 0;
-    for (int i = 0; i < n; i++) {
-        json_t *w = json_object();
-        json_object_set_new(w, "name", json_string(t[i].name));
-        json_object_set_new(w, "workload", json_string(t[i].key));
-        json_object_set_new(w, "count", json_real(t[i].count));
-        json_object_set_new(w, "shapes", json_integer(t[i].nshapes));
-        json_object_set_new(w, "kernels", json_integer(t[i].nk));
-        json_object_set_new(w, "trials", json_integer(t[i].trials));
-        json_object_set_new(w, "resumed_trials", json_integer(t[i].resumed));
-        json_object_set_new(w, "rounds", json_integer(t[i].rounds));
-        json_object_set_new(w, "outcome", json_string(dt_tune_outcome_name(r->outcome[i])));
-        json_object_set_new(w, "skip_reason", r->outcome[i] == DT_TUNE_SKIPPED
-                                                  ? json_string(r->reason[i])
-                                                  : json_null());
-        json_object_set_new(w, "ranges", json_integer(r->sel[i].ranges));
-        json_object_set_new(w, "dispatched_kernels", json_integer(r->sel[i].kernels));
-        json_t *ids = json_array();
-        for (int j = 0; j < r->sel[i].nids; j++)
-            json_array_append_new(ids, json_integer(r->sel[i].kernel_ids[j]));
-        json_object_set_new(w, "kernel_ids", ids);
-        json_object_set_new(w, "unrestricted_kernels", json_integer(r->sel[i].best_kernels));
-        json_object_set_new(w, "unrestricted_objective_ns",
-                            dt_json_num_or_null(r->sel[i].best_objective));
-        json_object_set_new(w, "loss", dt_json_num_or_null(r->sel[i].loss));
-        json_object_set_new(w, "selection_trials", json_integer(r->sel[i].trials));
-        json_object_set_new(w, "unmeasured_shapes", json_integer(r->sel[i].unmeasured));
-        json_object_set_new(w, "objective_ns", dt_json_num_or_null(r->sel[i].objective));
-        json_object_set_new(w, "estimated_objective_ns",
-                            dt_json_num_or_null(r->sel[i].estimate));
-        json_object_set_new(w, "gflops", dt_json_num_or_null(task_gflops(&t[i])));
-        json_array_append_new(ws, w);
-        if (r->outcome[i] == DT_TUNE_SCHEDULED) {
-            lat += t[i].count * r->sel[i].objective;
-            ulat += t[i].count * r->sel[i].best_objective;
-            elat += t[i].count * r->sel[i].estimate;
-        }
-    }
-    /* over the scheduled workloads; null when none or when a winner's time
-     * on some shape is unknown */
-    json_object_set_new(root, "model_latency_ns",
-                        dt_json_num_or_null(r->nscheduled > 0 ? lat : NAN));
-    json_object_set_new(root, "model_latency_unrestricted_ns",
-                        dt_json_num_or_null(r->nscheduled > 0 ? ulat : NAN));
-    /* the same with every unmeasured shape at its prediction: a number
-     * whenever model_latency_ns is null for that reason */
-    json_object_set_new(root, "model_latency_estimated_ns",
-                        dt_json_num_or_null(r->nscheduled > 0 ? elat : NAN));
+    for (int i = 0; i < n; i++)
+        json_array_append_new(
+            ws, dt_tune_workload_json(&t[i], DT_TUNE_JSON_RESULT,
+                                      dt_tune_outcome_name(r->outcome[i]),
+                                      r->outcome[i] == DT_TUNE_SKIPPED ? r->reason[i] : NULL,
+                                      &r->sel[i]));
+    dt_tune_latency_json(root, t, n, r);
     json_object_set_new(root, "workloads", ws);
-    for (int j = 0; j < r->ncms; j++)
-        json_array_append_new(ms, json_pack("{s:s, s:I, s:o, s:o, s:o}", "op", r->cm[j].op,
-                                            "records", (json_int_t)r->cm[j].records,
-                                            "kendall_tau_within_shape",
-                                            dt_json_num_or_null(r->cm[j].tau_within_shape),
-                                            "kendall_tau", dt_json_num_or_null(r->cm[j].tau_all),
-                                            "topk_recall", dt_json_num_or_null(r->cm[j].recall)));
+    json_t *ms = dt_tune_cost_models_json(r);
     json_object_set_new(root, "cost_models", ms);
     json_t *cj = dt_tune_curve_json(curve, t, n);
     json_object_set_new(root, "curve", cj ? cj : json_null());
@@ -475,8 +420,8 @@ static void print_table(const char *db, const dt_task *t, int n, const dt_tune_r
             fmt_ns(r->sel[i].estimate, est, sizeof est);
             snprintf(obj, sizeof obj, "~%s", est); /* some shapes at their prediction */
         }
-        if (isfinite(task_gflops(&t[i])))
-            snprintf(gf, sizeof gf, "%.1f", task_gflops(&t[i]));
+        if (isfinite(dt_tune_task_gflops(&t[i])))
+            snprintf(gf, sizeof gf, "%.1f", dt_tune_task_gflops(&t[i]));
         char loss[16] = "-", ks[24];
         if (sched && isfinite(r->sel[i].loss))
             snprintf(loss, sizeof loss, "%.2f%%", 100 * r->sel[i].loss);

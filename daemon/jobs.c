@@ -16,6 +16,7 @@
 #include "daemon/job_spec.h"
 #include "tuner/curve.h"
 #include "tuner/tune.h"
+#include "tuner/tune_json.h"
 
 struct dt_jobs {
     char *db_path, *target_key, *workers, *token_file, *runner_exe;
@@ -77,36 +78,12 @@ static json_t *progress_json(const run_ctx *c)
     json_object_set_new(p, "workloads_scheduled", json_integer(c->nselected));
     json_object_set_new(p, "workloads_skipped", json_integer(c->nskipped));
     for (int i = 0; i < c->n; i++) {
-        const dt_task *t = &c->tasks[i];
-        json_t *w = json_object();
-        json_object_set_new(w, "name", json_string(t->name));
-        json_object_set_new(w, "workload", json_string(t->key));
-        json_object_set_new(w, "count", json_real(t->count));
-        json_object_set_new(w, "shapes", json_integer(t->nshapes));
-        json_object_set_new(w, "kernels", json_integer(t->nk));
-        json_object_set_new(w, "trials", json_integer(t->trials));
-        json_object_set_new(w, "rounds", json_integer(t->rounds));
-        json_object_set_new(w, "objective_ns", dt_json_num_or_null(t->objective));
-        json_object_set_new(w, "best_objective_ns", dt_json_num_or_null(t->best_objective));
-        json_object_set_new(w, "finished", json_boolean(t->done));
-        /* null until its selection: scheduled (a schedule stored) or skipped */
-        json_object_set_new(w, "outcome", c->selected[i]  ? json_string("scheduled")
-                                          : c->skipped[i] ? json_string("skipped")
-                                                          : json_null());
-        json_object_set_new(w, "skip_reason",
-                            c->skipped[i] ? json_string(c->skipped[i]) : json_null());
-        if (c->selected[i])
-            json_object_set_new(
-                w, "selected",
-                json_pack("{s:i, s:i, s:I, s:I, s:o, s:o, s:i, s:o, s:o}", "ranges",
-                          c->sel[i].ranges, "kernels", c->sel[i].kernels, "trials",
-                          (json_int_t)c->sel[i].trials, "unmeasured",
-                          (json_int_t)c->sel[i].unmeasured, "objective_ns",
-                          dt_json_num_or_null(c->sel[i].objective), "estimated_objective_ns",
-                          dt_json_num_or_null(c->sel[i].estimate), "unrestricted_kernels",
-                          c->sel[i].best_kernels, "unrestricted_objective_ns",
-                          dt_json_num_or_null(c->sel[i].best_objective), "loss",
-                          dt_json_num_or_null(c->sel[i].loss)));
+        /* outcome null until its selection: scheduled (a schedule stored) or skipped */
+        json_t *w = dt_tune_workload_json(&c->tasks[i], DT_TUNE_JSON_PROGRESS,
+                                          c->selected[i]  ? "scheduled"
+                                          : c->skipped[i] ? "skipped"
+                                                          : NULL,
+                                          c->skipped[i], c->selected[i] ? &c->sel[i] : NULL);
         json_array_append_new(ws, w);
     }
     json_object_set_new(p, "workloads", ws);
