@@ -1,6 +1,19 @@
-/* Dispatch tables: loading the schedule of a workload and finding a shape's range. */
+/* Dispatch tables: loading the schedule of a workload and finding a shape's range.
+ *
+ * Invariants (asserted in Debug and sanitizer builds):
+ *   - a built table's ranges are sorted and disjoint: for every range
+ *     0 <= lo <= hi < nshapes of its workload, and r[i-1].hi < r[i].lo;
+ *     rows that break this are refused (DT_EINVAL) before the table exists,
+ *     so the asserts check the refusal, not the input;
+ *   - a lookup answers with a range of the table; a hit not flagged
+ *     extrapolated is a shape of the set inside its range (lo <= idx <= hi).
+ * Covering every shape of the set is the tuner's invariant for what it
+ * writes (tuner/select.c asserts it); a table loaded from a database may
+ * have gaps (another writer, an import), and a shape in a gap is flagged
+ * extrapolated and goes to the nearer neighbouring range. */
 #include "dispatch/dispatch.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +37,20 @@ static int shape_idx(const dt_workload *w, const char *text, int64_t *idx, dt_er
         return dt_errf(e, DT_EINVAL, "shape %s is not in the workload's shape set", text);
     return 0;
 }
+
+#ifndef NDEBUG
+/* The table invariant above. */
+static int table_ok(const dt_dispatch *d)
+{
+    int64_t ns = dt_workload_nshapes(d->w);
+    for (int i = 0; i < d->n; i++) {
+        const dt_dispatch_range *r = &d->r[i];
+        if (r->lo < 0 || r->lo > r->hi || r->hi >= ns || (i > 0 && d->r[i - 1].hi >= r->lo))
+            return 0;
+    }
+    return 1;
+}
+#endif
 
 int dt_dispatch_from_rows(const dt_workload *w, int threads, const dt_db_schedule *rows,
                           size_t n, dt_dispatch **out, dt_err *e)
@@ -65,6 +92,7 @@ int dt_dispatch_from_rows(const dt_workload *w, int threads, const dt_db_schedul
             dt_dispatch_free(d);
             return rc;
         }
+    assert(table_ok(d));
     *out = d;
     return 0;
 }
@@ -149,6 +177,8 @@ int dt_dispatch_find(const dt_dispatch *d, const int64_t *vals, dt_dispatch_hit 
         if (lo + 1 < d->n && d->r[lo + 1].lo - idx < idx - r->hi)
             r = &d->r[lo + 1];
     }
+    assert(r >= d->r && r < d->r + d->n);
+    assert(!exact || (r->lo <= idx && idx <= r->hi));
     hit->range = r;
     hit->extrapolated = !exact;
     hit->shape_idx = idx;

@@ -1,6 +1,13 @@
-/* Kernel-set selection under a budget (see kset.h). */
+/* Kernel-set selection under a budget (see kset.h).
+ *
+ * Invariant (asserted in Debug and sanitizer builds): a set returned for a
+ * budget K holds n kernels, 1 <= n <= min(K, nk), as strictly ascending
+ * candidate indices in [0, nk) (so no kernel twice); dt_kset_auto's is such
+ * a set for some K <= nk.  The choice only ever adds a candidate, swaps one
+ * for another or drops one (prune), so the size never passes K. */
 #include "tuner/kset.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +62,19 @@ double dt_kset_objective(const dt_kset *p, const int *set, int n)
     }
     return o;
 }
+
+#ifndef NDEBUG
+/* The invariant above: set[0..n) a valid set for budget K. */
+static int set_ok(const dt_kset *p, int K, const int *set, int n)
+{
+    if (n < 1 || n > K || n > p->nk)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (set[i] < 0 || set[i] >= p->nk || (i > 0 && set[i] <= set[i - 1]))
+            return 0;
+    return 1;
+}
+#endif
 
 /* A change counts only when it lowers the objective by more than rounding. */
 static int lower(double a, double b)
@@ -220,6 +240,7 @@ int dt_kset_greedy(const dt_kset *p, int K, int *set, double *obj, dt_err *e)
     cur = refine(p, set, n, &x, cur);
     scratch_free(&x);
     n = prune(p, set, n, &cur);
+    assert(set_ok(p, K, set, n));
     if (obj)
         *obj = cur;
     return n;
@@ -267,6 +288,7 @@ int dt_kset_exact(const dt_kset *p, int K, int *set, double *obj, dt_err *e)
             idx[j] = idx[j - 1] + 1;
     }
     int n = prune(p, set, K, &best);
+    assert(set_ok(p, K, set, n));
     if (obj)
         *obj = best;
     return n;
@@ -294,6 +316,7 @@ int dt_kset_auto(const dt_kset *p, double tol, int *set, double *obj, dt_err *e)
         if (o <= target * (1 + 1e-12) || n < K) /* n < K: more would not help */
             break;
     }
+    assert(set_ok(p, p->nk, set, n));
     if (obj)
         *obj = o;
     return n;

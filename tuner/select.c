@@ -1,6 +1,19 @@
-/* Per-shape measured choice and dispatch ranges (see select.h). */
+/* Per-shape measured choice and dispatch ranges (see select.h).
+ *
+ * Invariants (asserted in Debug and sanitizer builds), before a schedule is
+ * written:
+ *   - every shape of the set is covered: each shape s has a winner win[s],
+ *     a valid kernel index 0 <= win[s] < nk (fill_gaps gives a shape no
+ *     kernel ran on its nearest neighbour's);
+ *   - under a kernel budget K > 0 at most K distinct kernels are dispatched
+ *     (the budgeted set, select_budget.c; ties and gaps only take a
+ *     neighbour's kernel, never a new one);
+ *   - the ranges partition the shape set: the first starts at shape 0, each
+ *     next one right after the previous, the last ends at nshapes - 1, and
+ *     neighbouring ranges have different kernels. */
 #include "tuner/select.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,6 +272,42 @@ static int make_ranges(const dt_task *t, const int *win, const double *wns,
     return nr;
 }
 
+#ifndef NDEBUG
+/* The winners' invariants above: every shape covered by a valid kernel
+ * index, at most max_kernels distinct ones when it is a budget K > 0. */
+static int winners_ok(const dt_task *t, const int *win, int max_kernels)
+{
+    char *seen = calloc((size_t)(t->nk > 0 ? t->nk : 1), 1);
+    int distinct = 0, ok = 1;
+    for (int64_t s = 0; s < t->nshapes && ok; s++) {
+        ok = win[s] >= 0 && win[s] < t->nk;
+        if (ok && seen && !seen[win[s]]) {
+            seen[win[s]] = 1;
+            distinct++;
+        }
+    }
+    free(seen);
+    return ok && (max_kernels <= 0 || distinct <= max_kernels);
+}
+
+/* The ranges partition [0, nshapes) into runs of one kernel each. */
+static int ranges_ok(const dt_task *t, const int *win, const dt_select_info *info,
+                     const dt_db_schedule *rows, int nr)
+{
+    int64_t s = 0;
+    for (int i = 0; i < nr; i++) {
+        int64_t e2 = s;
+        while (e2 + 1 < t->nshapes && win[e2 + 1] == win[s])
+            e2++;
+        if (rows[i].kernel_id != t->k[win[s]].id || (i > 0 && win[s] == win[s - 1]))
+            return 0;
+        s = e2 + 1;
+    }
+    return s == t->nshapes && nr >= 1 && info->ranges == nr &&
+           (info->max_kernels <= 0 || info->kernels <= info->max_kernels);
+}
+#endif
+
 int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_opts *o,
                   dt_db *db, dt_select_info *info, dt_err *e)
 {
@@ -314,10 +363,12 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
         rc = dt_errf(e, DT_ENOTFOUND, "%s: no kernel can run; nothing to dispatch", t->key);
         goto out;
     }
+    assert(winners_ok(t, win, o->max_kernels));
     for (int64_t s = 0; s < t->nshapes; s++)
         info->unmeasured += isnan(wns[s]);
     select_stats(t, win, wns, info);
     int nr = make_ranges(t, win, wns, rows, text, info);
+    assert(ranges_ok(t, win, info, rows, nr));
     rc = dt_db_schedule_replace(db, t->workload_id, t->target_id, t->threads, rows, (size_t)nr,
                                 e);
 out:

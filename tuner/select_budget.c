@@ -1,6 +1,17 @@
-/* The final selection under a kernel budget (see select_budget.h). */
+/* The final selection under a kernel budget (see select_budget.h).
+ *
+ * Invariants (asserted in Debug and sanitizer builds):
+ *   - the candidates are at most DT_KSET_MAX kernels of the task, each with
+ *     a measurement and no failure;
+ *   - a budgeted set (max_kernels K > 0) holds at most K candidates, each
+ *     once; only the automatic budget may grow its set afterwards
+ *     (auto_within_tol, up to DT_KSET_MAX);
+ *   - each shape's winner is a member of the set (a valid kernel index) or
+ *     -1 when no member can run it, so at most |set| distinct kernels are
+ *     dispatched. */
 #include "tuner/select_budget.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +122,8 @@ static int candidates(const dt_task *t, int *cand, double *tm, double *tmm, doub
                 best[s] = v;
         }
     }
+    for (int j = 0; j < nc; j++)
+        assert(cand[j] >= 0 && cand[j] < t->nk && !t->k[cand[j]].failed && t->k[cand[j]].nm > 0);
     /* measured only: an unmeasured pair is taken as its estimate, but at
      * least DT_SELECT_TIE slower than the fastest measured on its shape (a
      * measured kernel wins a tie); a shape nobody measured counts for
@@ -127,6 +140,37 @@ static int candidates(const dt_task *t, int *cand, double *tm, double *tmm, doub
         }
     return nc;
 }
+
+#ifndef NDEBUG
+/* The set invariant: n members, distinct positions in [0, nc). */
+static int set_ok(const int *set, int n, int nc, int max)
+{
+    if (n < 1 || n > nc || n > max)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        if (set[i] < 0 || set[i] >= nc)
+            return 0;
+        for (int j = 0; j < i; j++)
+            if (set[j] == set[i])
+                return 0;
+    }
+    return 1;
+}
+
+/* The winners' invariant: each one a member's kernel, or -1. */
+static int winners_in_set(const dt_task *t, const int *cand, const int *set, int n,
+                          const int *win)
+{
+    for (int64_t s = 0; s < t->nshapes; s++) {
+        int in = win[s] == -1;
+        for (int i = 0; i < n && !in; i++)
+            in = win[s] == cand[set[i]];
+        if (!in)
+            return 0;
+    }
+    return 1;
+}
+#endif
 
 /* Every shape to the set's fastest: on measured times (measured_only), the
  * fastest member measured on it, else the best by mx, else by estimate.
@@ -159,6 +203,7 @@ static int dispatch(const dt_task *t, const int *cand, int nc, const int *set, i
         if (bj >= 0 && isnan(wns[s]))
             order[nq++] = (shape_val){s, t->weight[s] * tm[s * nc + bj]};
     }
+    assert(winners_in_set(t, cand, set, n, win));
     return nq;
 }
 
@@ -202,6 +247,7 @@ static int auto_within_tol(const dt_task *t, const int *cand, int nc, const doub
         if (dup) /* cannot happen: the member fastest on ws would win it */
             return n;
         set[n++] = wj;
+        assert(set_ok(set, n, nc, DT_KSET_MAX));
         dispatch(t, cand, nc, set, n, tmm, tm, 1, win, wns, order);
     }
 }
@@ -247,6 +293,7 @@ int dt_select_budget_winners(dt_task *t, dt_measurer *m, const dt_select_opts *o
             rc = n;
             break;
         }
+        assert(set_ok(set, n, nc, o->max_kernels > 0 ? o->max_kernels : DT_KSET_MAX));
         int nq = dispatch(t, cand, nc, set, n, mx, tm, measured_only, win, wns, order);
         if (measured_only && o->max_kernels == DT_SELECT_AUTO)
             auto_within_tol(t, cand, nc, tmm, tol, set, n, tm, win, wns, order);
