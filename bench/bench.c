@@ -390,6 +390,214 @@ static dt_peer_problem peer_problem(const dt_gemm *g, const problem *p, int thre
     return pp;
 }
 
+/* The result's arrays for nshapes shapes and r->ncands candidates. */
+static int alloc_result(dt_bench_result *r, const dt_workload *w, int nshapes, dt_err *e)
+{
+    int nd = w->op->ndims;
+    r->shapes = malloc((size_t)(nshapes * (w->nvars ? w->nvars : 1)) * sizeof *r->shapes);
+    r->dims = malloc((size_t)(nshapes * nd) * sizeof *r->dims);
+    r->gflop = malloc((size_t)nshapes * sizeof *r->gflop);
+    r->cands = calloc((size_t)r->ncands, sizeof *r->cands);
+    r->seconds = malloc((size_t)(r->ncands * nshapes) * sizeof *r->seconds);
+    r->peer_pack_s = malloc((size_t)(r->ncands * nshapes) * sizeof *r->peer_pack_s);
+    r->verified = calloc((size_t)(r->ncands * nshapes) + 1, sizeof *r->verified);
+    r->verify_msg = calloc((size_t)(r->ncands * nshapes) + 1, sizeof *r->verify_msg);
+    if (!r->shapes || !r->dims || !r->gflop || !r->cands || !r->seconds || !r->peer_pack_s ||
+        !r->verified || !r->verify_msg)
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* The largest tensors any shape needs (elements). */
+typedef struct {
+    int64_t x, w, y, n, k;
+} max_sizes;
+
+/* Fills the result's shapes, dims and GFLOP per shape and the largest
+ * sizes; p->g becomes the first shape's GEMM view (the weights' N and K,
+ * which constant weights need the same in every shape). */
+static int scan_shapes(const dt_workload *w, const int64_t *shapes, int nshapes,
+                       dt_bench_result *r, problem *p, max_sizes *mx, dt_err *e)
+{
+    int nd = w->op->ndims;
+    *mx = (max_sizes){1, 1, 1, 1, 1};
+    dt_gemm first = {0};
+    for (int s = 0; s < nshapes; s++) {
+        memcpy(r->shapes + s * w->nvars, shapes + s * w->nvars, (size_t)w->nvars * sizeof *shapes);
+        int64_t *d = r->dims + s * nd;
+        int rc;
+        if ((rc = dt_workload_dims(w, shapes + s * w->nvars, d, e)) ||
+            (rc = dt_op_gemm(w->op, w->attrs, d, &p->g, e)))
+            return rc;
+        r->gflop[s] = w->op->flops(d, w->attrs) * 1e-9;
+        const dt_gemm *g = &p->g;
+        if (g->batch * g->M * g->K > mx->x)
+            mx->x = g->batch * g->M * g->K;
+        if (g->batch * g->N * g->K > mx->w)
+            mx->w = g->batch * g->N * g->K;
+        if (g->batch * g->M * g->N > mx->y)
+            mx->y = g->batch * g->M * g->N;
+        mx->n = g->N > mx->n ? g->N : mx->n;
+        mx->k = g->K > mx->k ? g->K : mx->k;
+        if (s == 0)
+            first = *g;
+        if (g->b_const && (g->N != first.N || g->K != first.K))
+            return dt_errf(e, DT_EUNSUPPORTED, "%s benchmarks need constant N and K",
+                           w->op->name);
+    }
+    p->g = first;
+    return 0;
+}
+
+/* The problem's operands and buffers at the largest sizes. */
+static int alloc_problem(problem *p, dt_dtype dtype, const max_sizes *mx, const dt_bench_opts *o,
+                         dt_err *e)
+{
+    int rc;
+    p->dtype = dtype;
+    if ((rc = dt_operands_make_flat(&p->o, dtype, mx->x, mx->w, mx->n, o->seed, e)))
+        return rc;
+    p->Y = alloc_floats(mx->y + GUARD_N);
+    if (dtype == DT_DTYPE_W8A32 && (p->W32 = alloc_floats(mx->w)))
+        for (int64_t i = 0; i < mx->w; i++) /* W[n][k] of the constant N×K weights */
+            p->W32[i] = (float)p->o.colscale[i / p->g.K] * p->o.Bref[i];
+    if (o->verify_shapes) {
+        size_t cells = (size_t)mx->y * sizeof(double);
+        p->ref = dt_alloc64(cells);
+        p->mag = dt_alloc64(cells);
+        p->Bt = alloc_floats(mx->k * dt_ref_ldb(mx->n));
+    }
+    if (!p->Y || (dtype == DT_DTYPE_W8A32 && !p->W32) ||
+        (o->verify_shapes && (!p->ref || !p->mag || !p->Bt)))
+        return dt_errf(e, DT_ENOMEM, "out of memory for the benchmark's tensors");
+    return 0;
+}
+
+/* The extern candidate (o->ext) at index c, its weights packed once. */
+static void add_extern(dt_bench_result *r, cand_rt *rts, int c, const problem *p,
+                       const dt_bench_opts *o)
+{
+    dt_bench_cand *xc = &r->cands[c];
+    xc->kind = DT_CAND_EXTERN;
+    snprintf(xc->name, sizeof xc->name, "%s", o->ext->name);
+    rts[c].ext = o->ext;
+    set_status(xc, "ok", NULL);
+    if (p->g.b_const && o->ext->pack) {
+        dt_err pe;
+        double t0 = dt_now_s();
+        if (o->ext->pack(o->ext->ctx, p->o.B, p->o.scale_b, &pe))
+            set_status(xc, "pack_error", pe.msg);
+        xc->pack_s = dt_now_s() - t0;
+    }
+}
+
+/* The wanted peers from index c on. */
+static void add_peers(dt_bench_result *r, cand_rt *rts, int c, const dt_peer_desc *const *peers,
+                      int npeers_all, const dt_bench_opts *o)
+{
+    for (int i = 0; i < npeers_all; i++) {
+        if (!peer_wanted(o->peers, peers[i]->name))
+            continue;
+        r->cands[c].kind = DT_CAND_PEER;
+        snprintf(r->cands[c].name, sizeof r->cands[c].name, "%s", peers[i]->name);
+        set_status(&r->cands[c], "ok", NULL);
+        rts[c++].peer = peers[i];
+    }
+}
+
+/* Creates the peers' state for shape s (p->g its GEMM view) and packs their
+ * weights, timed; a peer refusing a shape stays in for the others (no
+ * state), its first reason kept. */
+static void peers_prepare(dt_bench_result *r, cand_rt *rts, int first_peer, const problem *p,
+                          int s, int threads)
+{
+    dt_peer_problem pp = peer_problem(&p->g, p, threads);
+    for (int c = first_peer; c < r->ncands; c++) {
+        dt_err pe;
+        r->peer_pack_s[c * r->nshapes + s] = NAN;
+        if (rts[c].peer->create(&pp, &rts[c].state, &pe)) {
+            rts[c].state = NULL;
+            if (!r->cands[c].message)
+                r->cands[c].message = strdup(pe.msg);
+            continue;
+        }
+        double t0 = dt_now_s();
+        if (rts[c].peer->pack(rts[c].state, p->W32 ? (const void *)p->W32 : p->o.B, &pe)) {
+            rts[c].peer->destroy(rts[c].state);
+            rts[c].state = NULL;
+            if (!r->cands[c].message)
+                r->cands[c].message = strdup(pe.msg);
+            continue;
+        }
+        r->peer_pack_s[c * r->nshapes + s] = dt_now_s() - t0;
+    }
+}
+
+static void peers_release(const dt_bench_result *r, cand_rt *rts, int first_peer)
+{
+    for (int c = first_peer; c < r->ncands; c++)
+        if (rts[c].state) {
+            rts[c].peer->destroy(rts[c].state);
+            rts[c].state = NULL;
+        }
+}
+
+/* Verifies (o->verify_shapes) and times every candidate at each shape in
+ * turn, the peak measured again after the last. */
+static int run_shapes(const dt_workload *w, const int64_t *shapes, dt_bench_result *r,
+                      cand_rt *rts, int nkernels, int first_peer, problem *p,
+                      const dt_bench_opts *o, dt_err *e)
+{
+    int nshapes = r->nshapes, nd = w->op->ndims;
+    for (int s = 0; s < nshapes; s++) {
+        dt_op_gemm(w->op, w->attrs, r->dims + s * nd, &p->g, NULL); /* checked above */
+        /* the peers' problem is the op's GEMM view */
+        peers_prepare(r, rts, first_peer, p, s, o->threads);
+        p->vals = shapes + s * w->nvars;
+        int rc = 0;
+        if (!o->verify_shapes || !(rc = verify_shape(r, rts, nkernels, p, s, o, e)))
+            time_shape(r, rts, nkernels, p, s, o);
+        peers_release(r, rts, first_peer);
+        if (rc)
+            return rc;
+        if (s + 1 == nshapes)
+            measure_peak(r, o->threads);
+        if (o->progress) {
+            char shape[128];
+            dt_shape_format(w, shapes + s * w->nvars, shape, sizeof shape);
+            fprintf(stderr, "\rbench: %d/%d shapes (%s)   ", s + 1, nshapes, shape);
+            if (s + 1 == nshapes)
+                fprintf(stderr, "\n");
+        }
+    }
+    return 0;
+}
+
+/* Unloads the kernels and frees their packed weights (shared between
+ * kernels of one layout) and the problem's buffers. */
+static void free_run(cand_rt *rts, int ncands, int nkernels, problem *p)
+{
+    if (rts) {
+        for (int i = 0; i < ncands; i++) {
+            if (i < nkernels) {
+                int shared = 0;
+                for (int j = 0; j < i; j++)
+                    shared |= rts[j].packed == rts[i].packed;
+                if (!shared)
+                    free(rts[i].packed);
+                dt_kernel_unload(&rts[i].k);
+            }
+        }
+        free(rts);
+    }
+    dt_operands_free(&p->o);
+    free(p->W32);
+    free(p->Y);
+    free(p->ref);
+    free(p->mag);
+    free(p->Bt);
+}
+
 int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
                  const dt_annotation *kernels, int nkernels, const dt_target *t,
                  const dt_builder *b, const dt_bench_opts *o, dt_bench_result *r, dt_err *e)
@@ -402,170 +610,34 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
     for (int i = 0; i < npeers_all; i++)
         npeers += peer_wanted(o->peers, peers[i]->name);
     int next = o->ext ? 1 : 0; /* the extern candidate sits at index nkernels */
-    int nd = w->op->ndims;
     r->nshapes = nshapes;
     r->nvars = w->nvars;
     r->ncands = nkernels + next + npeers;
-    r->shapes = malloc((size_t)(nshapes * (w->nvars ? w->nvars : 1)) * sizeof *r->shapes);
-    r->dims = malloc((size_t)(nshapes * nd) * sizeof *r->dims);
-    r->gflop = malloc((size_t)nshapes * sizeof *r->gflop);
-    r->cands = calloc((size_t)r->ncands, sizeof *r->cands);
-    r->seconds = malloc((size_t)(r->ncands * nshapes) * sizeof *r->seconds);
-    r->peer_pack_s = malloc((size_t)(r->ncands * nshapes) * sizeof *r->peer_pack_s);
-    r->verified = calloc((size_t)(r->ncands * nshapes) + 1, sizeof *r->verified);
-    r->verify_msg = calloc((size_t)(r->ncands * nshapes) + 1, sizeof *r->verify_msg);
-    cand_rt *rts = calloc((size_t)r->ncands, sizeof *rts);
     problem p = {0};
-    int rc = 0;
-    if (!r->shapes || !r->dims || !r->gflop || !r->cands || !r->seconds || !r->peer_pack_s ||
-        !r->verified || !r->verify_msg || !rts) {
+    max_sizes mx;
+    int rc = alloc_result(r, w, nshapes, e);
+    cand_rt *rts = calloc((size_t)r->ncands, sizeof *rts);
+    if (!rc && !rts)
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
+    if (rc || (rc = scan_shapes(w, shapes, nshapes, r, &p, &mx, e)) ||
+        (rc = alloc_problem(&p, w->dtype, &mx, o, e)))
         goto out;
-    }
-    /* shapes, dims, sizes by role and the largest buffers any shape needs */
-    int64_t max_x = 1, max_w = 1, max_y = 1, max_n = 1, max_k = 1;
-    dt_gemm first = {0};
-    for (int s = 0; s < nshapes; s++) {
-        memcpy(r->shapes + s * w->nvars, shapes + s * w->nvars, (size_t)w->nvars * sizeof *shapes);
-        int64_t *d = r->dims + s * nd;
-        if ((rc = dt_workload_dims(w, shapes + s * w->nvars, d, e)) ||
-            (rc = dt_op_gemm(w->op, w->attrs, d, &p.g, e)))
-            goto out;
-        r->gflop[s] = w->op->flops(d, w->attrs) * 1e-9;
-        const dt_gemm *g = &p.g;
-        if (g->batch * g->M * g->K > max_x)
-            max_x = g->batch * g->M * g->K;
-        if (g->batch * g->N * g->K > max_w)
-            max_w = g->batch * g->N * g->K;
-        if (g->batch * g->M * g->N > max_y)
-            max_y = g->batch * g->M * g->N;
-        max_n = g->N > max_n ? g->N : max_n;
-        max_k = g->K > max_k ? g->K : max_k;
-        if (s == 0)
-            first = *g;
-        if (g->b_const && (g->N != first.N || g->K != first.K)) {
-            rc = dt_errf(e, DT_EUNSUPPORTED, "%s benchmarks need constant N and K",
-                         w->op->name);
-            goto out;
-        }
-    }
-    p.g = first; /* the weights' N and K (constant weights) */
-    p.dtype = w->dtype;
-    if ((rc = dt_operands_make_flat(&p.o, w->dtype, max_x, max_w, max_n, o->seed, e)))
-        goto out;
-    p.Y = alloc_floats(max_y + GUARD_N);
-    if (w->dtype == DT_DTYPE_W8A32 && (p.W32 = alloc_floats(max_w)))
-        for (int64_t i = 0; i < max_w; i++) /* W[n][k] of the constant N×K weights */
-            p.W32[i] = (float)p.o.colscale[i / first.K] * p.o.Bref[i];
-    if (o->verify_shapes) {
-        size_t cells = (size_t)max_y * sizeof(double);
-        p.ref = dt_alloc64(cells);
-        p.mag = dt_alloc64(cells);
-        p.Bt = alloc_floats(max_k * dt_ref_ldb(max_n));
-    }
-    if (!p.Y || (w->dtype == DT_DTYPE_W8A32 && !p.W32) ||
-        (o->verify_shapes && (!p.ref || !p.mag || !p.Bt))) {
-        rc = dt_errf(e, DT_ENOMEM, "out of memory for the benchmark's tensors");
-        goto out;
-    }
 
     if ((rc = build_kernels(&kop, kernels, nkernels, t, b, o, r->dims, r->cands, rts, e)))
         goto out;
     if (p.g.b_const && (rc = pack_weights(r->cands, rts, nkernels, &p, e)))
         goto out;
-    if (o->ext) {
-        dt_bench_cand *xc = &r->cands[nkernels];
-        xc->kind = DT_CAND_EXTERN;
-        snprintf(xc->name, sizeof xc->name, "%s", o->ext->name);
-        rts[nkernels].ext = o->ext;
-        set_status(xc, "ok", NULL);
-        if (p.g.b_const && o->ext->pack) {
-            dt_err pe;
-            double t0 = dt_now_s();
-            if (o->ext->pack(o->ext->ctx, p.o.B, p.o.scale_b, &pe))
-                set_status(xc, "pack_error", pe.msg);
-            xc->pack_s = dt_now_s() - t0;
-        }
-    }
-    for (int i = 0, c = nkernels + next; i < npeers_all; i++) {
-        if (!peer_wanted(o->peers, peers[i]->name))
-            continue;
-        r->cands[c].kind = DT_CAND_PEER;
-        snprintf(r->cands[c].name, sizeof r->cands[c].name, "%s", peers[i]->name);
-        set_status(&r->cands[c], "ok", NULL);
-        rts[c++].peer = peers[i];
-    }
+    if (o->ext)
+        add_extern(r, rts, nkernels, &p, o);
+    add_peers(r, rts, nkernels + next, peers, npeers_all, o);
     r->peak_kind = peak_kind_of(w->dtype, t);
     if (o->progress)
         fprintf(stderr, "bench: measuring the %s peak...\n", dt_peak_kind_name(r->peak_kind));
     dt_omp_pin_threads(o->threads); /* kernels and peers alike (omp_pin.h) */
     measure_peak(r, o->threads);
-
-    for (int s = 0; s < nshapes; s++) {
-        dt_op_gemm(w->op, w->attrs, r->dims + s * nd, &p.g, NULL); /* checked above */
-        /* the peers' problem is the op's GEMM view */
-        dt_peer_problem pp = peer_problem(&p.g, &p, o->threads);
-        p.vals = shapes + s * w->nvars;
-        for (int c = nkernels + next; c < r->ncands; c++) {
-            dt_err pe;
-            r->peer_pack_s[c * nshapes + s] = NAN;
-            if (rts[c].peer->create(&pp, &rts[c].state, &pe)) {
-                /* a peer refusing a shape stays in for the others; its first
-                 * reason is kept */
-                rts[c].state = NULL;
-                if (!r->cands[c].message)
-                    r->cands[c].message = strdup(pe.msg);
-                continue;
-            }
-            double t0 = dt_now_s();
-            if (rts[c].peer->pack(rts[c].state, p.W32 ? (const void *)p.W32 : p.o.B, &pe)) {
-                rts[c].peer->destroy(rts[c].state);
-                rts[c].state = NULL;
-                if (!r->cands[c].message)
-                    r->cands[c].message = strdup(pe.msg);
-                continue;
-            }
-            r->peer_pack_s[c * nshapes + s] = dt_now_s() - t0;
-        }
-        if (!o->verify_shapes || !(rc = verify_shape(r, rts, nkernels, &p, s, o, e)))
-            time_shape(r, rts, nkernels, &p, s, o);
-        for (int c = nkernels + next; c < r->ncands; c++)
-            if (rts[c].state) {
-                rts[c].peer->destroy(rts[c].state);
-                rts[c].state = NULL;
-            }
-        if (rc)
-            goto out;
-        if (s + 1 == nshapes)
-            measure_peak(r, o->threads);
-        if (o->progress) {
-            char shape[128];
-            dt_shape_format(w, shapes + s * w->nvars, shape, sizeof shape);
-            fprintf(stderr, "\rbench: %d/%d shapes (%s)   ", s + 1, nshapes, shape);
-            if (s + 1 == nshapes)
-                fprintf(stderr, "\n");
-        }
-    }
+    rc = run_shapes(w, shapes, r, rts, nkernels, nkernels + next, &p, o, e);
 out:
-    if (rts) {
-        for (int i = 0; i < r->ncands; i++) {
-            if (i < nkernels) {
-                int shared = 0;
-                for (int j = 0; j < i; j++)
-                    shared |= rts[j].packed == rts[i].packed;
-                if (!shared)
-                    free(rts[i].packed);
-                dt_kernel_unload(&rts[i].k);
-            }
-        }
-        free(rts);
-    }
-    dt_operands_free(&p.o);
-    free(p.W32);
-    free(p.Y);
-    free(p.ref);
-    free(p.mag);
-    free(p.Bt);
+    free_run(rts, r->ncands, nkernels, &p);
     if (rc)
         dt_bench_result_free(r);
     return rc;

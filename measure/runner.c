@@ -248,26 +248,245 @@ static int take_output(run_state *s, const char *buf, size_t n)
     return 0;
 }
 
+/* The child's batch: trials [next, n) of b, without the source (it loads
+ * the built kernel), as compact JSON (malloc'ed), or NULL when out of
+ * memory. */
+static char *child_input(const dt_batch *b, int next)
+{
+    dt_batch sub = *b;
+    char empty[1] = "";
+    sub.source = empty;
+    sub.trials = b->trials + next;
+    sub.ntrials = b->ntrials - next;
+    json_t *j = dt_batch_to_json(&sub);
+    char *input = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    return input;
+}
+
+/* What run_child watches while the child runs: its input still to write,
+ * the deadline and how the child ended. */
+typedef struct child_watch {
+    const char *input;
+    size_t in_len, in_off;
+    int got_epipe;   /* a write met EPIPE: a SIGPIPE may be pending */
+    double t_run;    /* the per-trial limit */
+    double deadline; /* of the trial in progress (or of the start-up) */
+    int last_cur, killed, timed_out, exited;
+    double kill_time;
+    siginfo_t info;  /* the child's exit when exited */
+} child_watch;
+
+/* Writes what the child's stdin takes of the input; closes it when all is
+ * written or the child no longer reads. */
+static void feed_input(child_proc *c, child_watch *w)
+{
+    ssize_t n = write(c->in_fd, w->input + w->in_off, w->in_len - w->in_off);
+    if (n > 0)
+        w->in_off += (size_t)n;
+    if ((n < 0 && errno != EAGAIN && errno != EINTR) || w->in_off == w->in_len) {
+        if (n < 0 && errno == EPIPE)
+            w->got_epipe = 1;
+        close(c->in_fd);
+        c->in_fd = -1;
+    }
+}
+
+/* Reads the child's stdout into the result lines (ignored after a protocol
+ * error); closes it at the end. */
+static void read_output(child_proc *c, run_state *s)
+{
+    char buf[65536];
+    ssize_t got = read(c->out_fd, buf, sizeof buf);
+    if (got > 0) {
+        if (!s->protocol_err[0])
+            take_output(s, buf, (size_t)got);
+    } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+        close(c->out_fd);
+        c->out_fd = -1;
+    }
+}
+
+/* Keeps the first STDERR_KEEP bytes of the child's stderr; closes it at the
+ * end. */
+static void read_stderr(child_proc *c, run_state *s)
+{
+    char buf[8192];
+    ssize_t got = read(c->err_fd, buf, sizeof buf);
+    if (got > 0) {
+        size_t keep = STDERR_KEEP - s->err_len;
+        if (keep > (size_t)got)
+            keep = (size_t)got;
+        memcpy(s->err + s->err_len, buf, keep);
+        s->err_len += keep;
+    } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+        close(c->err_fd);
+        c->err_fd = -1;
+    }
+}
+
+/* One poll of the child's open pipes for at most wait_ms, then the I/O they
+ * are ready for. */
+static void poll_pipes(child_proc *c, run_state *s, child_watch *w, int wait_ms)
+{
+    struct pollfd pfd[3];
+    int np = 0, iin = -1, iout = -1, ierr = -1;
+    if (c->in_fd >= 0) {
+        pfd[np] = (struct pollfd){.fd = c->in_fd, .events = POLLOUT};
+        iin = np++;
+    }
+    if (c->out_fd >= 0) {
+        pfd[np] = (struct pollfd){.fd = c->out_fd, .events = POLLIN};
+        iout = np++;
+    }
+    if (c->err_fd >= 0) {
+        pfd[np] = (struct pollfd){.fd = c->err_fd, .events = POLLIN};
+        ierr = np++;
+    }
+    int pr = poll(pfd, (nfds_t)np, wait_ms);
+    if (pr < 0 && errno != EINTR) {
+        snprintf(s->protocol_err, sizeof s->protocol_err, "poll failed: %s", strerror(errno));
+        return;
+    }
+    if (pr <= 0)
+        return;
+    if (iin >= 0 && pfd[iin].revents)
+        feed_input(c, w);
+    if (iout >= 0 && pfd[iout].revents)
+        read_output(c, s);
+    if (ierr >= 0 && pfd[ierr].revents)
+        read_stderr(c, s);
+}
+
+/* Feeds the child and reads its results until it exits (w->exited, with
+ * w->info), or it was killed at a deadline or a protocol error and its pipes
+ * drained, or they stayed open KILL_DRAIN_S after the kill. */
+static void watch_child(child_proc *c, run_state *s, child_watch *w, int n)
+{
+    for (;;) {
+        /* the per-trial clock starts when the child is ready and restarts
+         * with every result */
+        if (s->ready && s->cur != w->last_cur) {
+            w->last_cur = s->cur;
+            w->deadline = dt_now_s() + w->t_run;
+        }
+        double t = dt_now_s();
+        if (!w->killed && (t >= w->deadline || s->protocol_err[0])) {
+            kill(-c->pid, SIGKILL);
+            w->killed = 1;
+            w->timed_out = !s->protocol_err[0] && s->cur < n;
+            w->kill_time = t;
+        }
+        if (w->killed && t >= w->kill_time + KILL_DRAIN_S)
+            break; /* something still holds the pipes: stop reading */
+        int pipes_closed = c->out_fd < 0 && c->err_fd < 0;
+        if (pipes_closed) {
+            /* the child is exiting: wait for it without reaping yet */
+            memset(&w->info, 0, sizeof w->info);
+            int wr = waitid(P_PID, (id_t)c->pid, &w->info, WEXITED | WNOHANG | WNOWAIT);
+            if (wr == 0 && w->info.si_pid == c->pid) {
+                w->exited = 1;
+                break;
+            }
+            if (wr < 0 && errno != EINTR)
+                break; /* ECHILD: reaped elsewhere (SIGCHLD ignored) */
+        }
+        double until = w->killed ? w->kill_time + KILL_DRAIN_S : w->deadline;
+        double wait_s = until - t;
+        if (pipes_closed && wait_s > 0.005)
+            wait_s = 0.005; /* polling for the exit */
+        int wait_ms = wait_s > 0 ? (int)ceil(wait_s * 1000.0) : 0;
+        poll_pipes(c, s, w, wait_ms);
+    }
+}
+
+/* The child is dead or exiting: removes any straggler of its group, then
+ * reaps it (its pid, and so the group id, stays reserved until reaped) and
+ * closes its pipes; w->info says how it ended. */
+static void reap_child(child_proc *c, child_watch *w)
+{
+    kill(-c->pid, SIGKILL);
+    int status = 0;
+    while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!w->exited) {
+        /* status from waitpid: we killed it or it exited while we gave up */
+        memset(&w->info, 0, sizeof w->info);
+        if (WIFSIGNALED(status)) {
+            w->info.si_code = CLD_KILLED;
+            w->info.si_status = WTERMSIG(status);
+        } else {
+            w->info.si_code = CLD_EXITED;
+            w->info.si_status = WEXITSTATUS(status);
+        }
+    }
+    if (c->in_fd >= 0)
+        close(c->in_fd);
+    if (c->out_fd >= 0)
+        close(c->out_fd);
+    if (c->err_fd >= 0)
+        close(c->err_fd);
+}
+
+/* Classifies the trial in progress when the child ended (a time-out, a
+ * protocol error, a crash or an early exit) with its stderr. */
+static void classify_unfinished(const dt_batch *b, const run_state *s, const child_watch *w,
+                                dt_trial_result *results)
+{
+    char head[768];
+    dt_trial_status st = DT_TRIAL_RUN_CRASH;
+    const dt_trial *t = &b->trials[s->cur];
+    if (w->timed_out) {
+        st = DT_TRIAL_RUN_TIMEOUT;
+        if (s->ready)
+            snprintf(head, sizeof head,
+                     "no result within %.3g s at shape %s, threads %d: the runner was killed",
+                     w->t_run, t->shape, t->threads);
+        else
+            snprintf(head, sizeof head,
+                     "the trial runner did not load the kernel within %.3g s: it was killed",
+                     w->t_run > STARTUP_LIMIT_S ? w->t_run : STARTUP_LIMIT_S);
+    } else if (s->protocol_err[0]) {
+        snprintf(head, sizeof head, "trial runner protocol error at shape %s: %.500s", t->shape,
+                 s->protocol_err);
+    } else if (w->info.si_code == CLD_KILLED || w->info.si_code == CLD_DUMPED) {
+        snprintf(head, sizeof head, "the kernel crashed at shape %s, threads %d: %s", t->shape,
+                 t->threads, signal_name(w->info.si_status));
+    } else {
+        snprintf(head, sizeof head,
+                 "the trial runner exited with status %d at shape %s, threads %d, before "
+                 "reporting a result",
+                 w->info.si_status, t->shape, t->threads);
+    }
+    char *msg = with_stderr(head, s->err, s->err_len);
+    result_set(&results[s->cur], st, msg ? msg : head);
+    free(msg);
+}
+
+/* Consumes a SIGPIPE left pending by a write to a dead child (got_epipe),
+ * then restores the thread's signal mask. */
+static void unblock_sigpipe(const sigset_t *pipeset, const sigset_t *oldmask, int got_epipe)
+{
+    if (got_epipe) {
+        sigset_t pending;
+        sigpending(&pending);
+        if (sigismember(&pending, SIGPIPE)) {
+            struct timespec zero = {0, 0};
+            sigtimedwait(pipeset, NULL, &zero);
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, oldmask, NULL);
+}
+
 /* Runs trials [*next, n) in one child until it finishes or dies; on return
  * *next is past every trial that got a result or a classification (at least
  * one more than before).  Negative only if no child could be started. */
 static int run_child(const dt_runner *r, const dt_batch *b, const char *so_path,
                      dt_trial_result *results, int *next, dt_err *e)
 {
-    const int n = b->ntrials;
-    /* the child's batch: the remaining trials, without the source (it loads
-     * the built kernel) */
-    dt_batch sub = *b;
-    char empty[1] = "";
-    sub.source = empty;
-    sub.trials = b->trials + *next;
-    sub.ntrials = n - *next;
-    json_t *j = dt_batch_to_json(&sub);
-    char *input = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
+    char *input = child_input(b, *next);
     if (!input)
         return dt_errf(e, DT_ENOMEM, "out of memory writing a batch for the trial runner");
-    size_t in_len = strlen(input), in_off = 0;
 
     /* a write to a child that died must not SIGPIPE this process: block it
      * in this thread and consume the pending signal afterwards */
@@ -275,7 +494,6 @@ static int run_child(const dt_runner *r, const dt_batch *b, const char *so_path,
     sigemptyset(&pipeset);
     sigaddset(&pipeset, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipeset, &oldmask);
-    int got_epipe = 0;
 
     child_proc c;
     int rc = spawn_child(r, so_path, &c, e);
@@ -285,173 +503,25 @@ static int run_child(const dt_runner *r, const dt_batch *b, const char *so_path,
         return rc;
     }
     run_state s = {.batch = b, .results = results, .cur = *next};
-    double t_run = b->timing.run_timeout_s;
-    double deadline = dt_now_s() + (t_run > STARTUP_LIMIT_S ? t_run : STARTUP_LIMIT_S);
-    int last_cur = -1, killed = 0, timed_out = 0, exited = 0;
-    siginfo_t info;
-    memset(&info, 0, sizeof info);
-    double kill_time = 0;
+    child_watch w;
+    memset(&w, 0, sizeof w);
+    w.input = input;
+    w.in_len = strlen(input);
+    w.t_run = b->timing.run_timeout_s;
+    w.deadline = dt_now_s() + (w.t_run > STARTUP_LIMIT_S ? w.t_run : STARTUP_LIMIT_S);
+    w.last_cur = -1;
 
-    for (;;) {
-        /* the per-trial clock starts when the child is ready and restarts
-         * with every result */
-        if (s.ready && s.cur != last_cur) {
-            last_cur = s.cur;
-            deadline = dt_now_s() + t_run;
-        }
-        double t = dt_now_s();
-        if (!killed && (t >= deadline || s.protocol_err[0])) {
-            kill(-c.pid, SIGKILL);
-            killed = 1;
-            timed_out = !s.protocol_err[0] && s.cur < n;
-            kill_time = t;
-        }
-        if (killed && t >= kill_time + KILL_DRAIN_S)
-            break; /* something still holds the pipes: stop reading */
-        int pipes_closed = c.out_fd < 0 && c.err_fd < 0;
-        if (pipes_closed) {
-            /* the child is exiting: wait for it without reaping yet */
-            memset(&info, 0, sizeof info);
-            int wr = waitid(P_PID, (id_t)c.pid, &info, WEXITED | WNOHANG | WNOWAIT);
-            if (wr == 0 && info.si_pid == c.pid) {
-                exited = 1;
-                break;
-            }
-            if (wr < 0 && errno != EINTR)
-                break; /* ECHILD: reaped elsewhere (SIGCHLD ignored) */
-        }
-        struct pollfd pfd[3];
-        int np = 0, iin = -1, iout = -1, ierr = -1;
-        if (c.in_fd >= 0) {
-            pfd[np] = (struct pollfd){.fd = c.in_fd, .events = POLLOUT};
-            iin = np++;
-        }
-        if (c.out_fd >= 0) {
-            pfd[np] = (struct pollfd){.fd = c.out_fd, .events = POLLIN};
-            iout = np++;
-        }
-        if (c.err_fd >= 0) {
-            pfd[np] = (struct pollfd){.fd = c.err_fd, .events = POLLIN};
-            ierr = np++;
-        }
-        double until = killed ? kill_time + KILL_DRAIN_S : deadline;
-        double wait_s = until - t;
-        if (pipes_closed && wait_s > 0.005)
-            wait_s = 0.005; /* polling for the exit */
-        int wait_ms = wait_s > 0 ? (int)ceil(wait_s * 1000.0) : 0;
-        int pr = poll(pfd, (nfds_t)np, wait_ms);
-        if (pr < 0 && errno != EINTR) {
-            snprintf(s.protocol_err, sizeof s.protocol_err, "poll failed: %s", strerror(errno));
-            continue;
-        }
-        if (pr <= 0)
-            continue;
-        if (iin >= 0 && pfd[iin].revents) {
-            ssize_t w = write(c.in_fd, input + in_off, in_len - in_off);
-            if (w > 0)
-                in_off += (size_t)w;
-            if ((w < 0 && errno != EAGAIN && errno != EINTR) || in_off == in_len) {
-                if (w < 0 && errno == EPIPE)
-                    got_epipe = 1;
-                close(c.in_fd);
-                c.in_fd = -1;
-            }
-        }
-        if (iout >= 0 && pfd[iout].revents) {
-            char buf[65536];
-            ssize_t got = read(c.out_fd, buf, sizeof buf);
-            if (got > 0) {
-                if (!s.protocol_err[0])
-                    take_output(&s, buf, (size_t)got);
-            } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
-                close(c.out_fd);
-                c.out_fd = -1;
-            }
-        }
-        if (ierr >= 0 && pfd[ierr].revents) {
-            char buf[8192];
-            ssize_t got = read(c.err_fd, buf, sizeof buf);
-            if (got > 0) {
-                size_t keep = STDERR_KEEP - s.err_len;
-                if (keep > (size_t)got)
-                    keep = (size_t)got;
-                memcpy(s.err + s.err_len, buf, keep);
-                s.err_len += keep;
-            } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
-                close(c.err_fd);
-                c.err_fd = -1;
-            }
-        }
-    }
-    /* the child is dead or exiting: remove any straggler of its group, then
-     * reap it (its pid, and so the group id, stays reserved until reaped) */
-    kill(-c.pid, SIGKILL);
-    int status = 0;
-    while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (!exited) {
-        /* status from waitpid: we killed it or it exited while we gave up */
-        memset(&info, 0, sizeof info);
-        if (WIFSIGNALED(status)) {
-            info.si_code = CLD_KILLED;
-            info.si_status = WTERMSIG(status);
-        } else {
-            info.si_code = CLD_EXITED;
-            info.si_status = WEXITSTATUS(status);
-        }
-    }
-    if (c.in_fd >= 0)
-        close(c.in_fd);
-    if (c.out_fd >= 0)
-        close(c.out_fd);
-    if (c.err_fd >= 0)
-        close(c.err_fd);
+    watch_child(&c, &s, &w, b->ntrials);
+    reap_child(&c, &w);
     free(input);
     free(s.line);
 
-    if (s.cur < n) {
-        /* classify the trial in progress */
-        char head[768];
-        dt_trial_status st = DT_TRIAL_RUN_CRASH;
-        const dt_trial *t = &b->trials[s.cur];
-        if (timed_out) {
-            st = DT_TRIAL_RUN_TIMEOUT;
-            if (s.ready)
-                snprintf(head, sizeof head,
-                         "no result within %.3g s at shape %s, threads %d: the runner was killed",
-                         t_run, t->shape, t->threads);
-            else
-                snprintf(head, sizeof head,
-                         "the trial runner did not load the kernel within %.3g s: it was killed",
-                         t_run > STARTUP_LIMIT_S ? t_run : STARTUP_LIMIT_S);
-        } else if (s.protocol_err[0]) {
-            snprintf(head, sizeof head, "trial runner protocol error at shape %s: %.500s",
-                     t->shape, s.protocol_err);
-        } else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
-            snprintf(head, sizeof head, "the kernel crashed at shape %s, threads %d: %s",
-                     t->shape, t->threads, signal_name(info.si_status));
-        } else {
-            snprintf(head, sizeof head,
-                     "the trial runner exited with status %d at shape %s, threads %d, before "
-                     "reporting a result",
-                     info.si_status, t->shape, t->threads);
-        }
-        char *msg = with_stderr(head, s.err, s.err_len);
-        result_set(&results[s.cur], st, msg ? msg : head);
-        free(msg);
+    if (s.cur < b->ntrials) {
+        classify_unfinished(b, &s, &w, results);
         s.cur++;
     }
     *next = s.cur;
-
-    if (got_epipe) {
-        sigset_t pending;
-        sigpending(&pending);
-        if (sigismember(&pending, SIGPIPE)) {
-            struct timespec zero = {0, 0};
-            sigtimedwait(&pipeset, NULL, &zero);
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &oldmask, NULL);
+    unblock_sigpipe(&pipeset, &oldmask, w.got_epipe);
     return 0;
 }
 
