@@ -1118,6 +1118,72 @@ static void test_export_hooks(void)
     CU_ASSERT_PTR_NULL(dt_export_op_find(dt_mk_op_at(0)->op, DT_DTYPE_COUNT));
 }
 
+/* The exported text of batch_matmul in f32 and bf16 (NN and NT) is the
+ * text the two dtypes' hooks wrote before they shared one file: parameters,
+ * doc paragraph and a kernel's call, byte for byte. */
+static void test_export_bmm_text(void)
+{
+    extern const dt_op_desc dt_op_batch_matmul;
+    static const struct {
+        dt_dtype dtype;
+        int b_trans;
+        const char *want;
+    } cases[] = {
+        {DT_DTYPE_F32, 0, "const float *A, const float *B, float *C| *\n"
+          " * C[b] = A[b] * B[b] for b < B; A is B x M x K, B is B x K x N, C is B x M x N,"
+          "\n"
+          " * all row-major and contiguous.  Pointers are borrowed.\n"
+          "|        nm_k3_dtk_bmm(dt_B, dt_M, dt_N, dt_K, A, dt_K, dt_M * dt_K, B, dt_N, dt"
+          "_N * dt_K, C, dt_N, dt_M * dt_N, nm_THREADS);\n"},
+        {DT_DTYPE_F32, 1, "const float *A, const float *B, float *C| *\n"
+          " * C[b] = A[b] * B[b]^T for b < B; A is B x M x K, B is B x N x K, C is B x M x "
+          "N,\n"
+          " * all row-major and contiguous.  Pointers are borrowed.\n"
+          "|        nm_k3_dtk_bmm(dt_B, dt_M, dt_N, dt_K, A, dt_K, dt_M * dt_K, B, dt_K, dt"
+          "_N * dt_K, C, dt_N, dt_M * dt_N, nm_THREADS);\n"},
+        {DT_DTYPE_BF16, 0, "const uint16_t *A, const uint16_t *B, float *C| *\n"
+          " * dtype bf16: A and B are bf16 (uint16_t, the upper 16 bits of an IEEE float;\n"
+          " * convert with round to nearest even), the sums are f32, C is f32.\n"
+          " * C[b] = A[b] * B[b] for b < B; A is B x M x K, B is B x K x N, C is B x M x N,"
+          "\n"
+          " * all row-major and contiguous.  Pointers are borrowed.\n"
+          "|        nm_k3_dtk_bmm_bf16(dt_B, dt_M, dt_N, dt_K, A, dt_K, dt_M * dt_K, B, dt_"
+          "N, dt_N * dt_K, C, dt_N, dt_M * dt_N, nm_THREADS);\n"},
+        {DT_DTYPE_BF16, 1, "const uint16_t *A, const uint16_t *B, float *C| *\n"
+          " * dtype bf16: A and B are bf16 (uint16_t, the upper 16 bits of an IEEE float;\n"
+          " * convert with round to nearest even), the sums are f32, C is f32.\n"
+          " * C[b] = A[b] * B[b]^T for b < B; A is B x M x K, B is B x N x K, C is B x M x "
+          "N,\n"
+          " * all row-major and contiguous.  Pointers are borrowed.\n"
+          "|        nm_k3_dtk_bmm_bf16(dt_B, dt_M, dt_N, dt_K, A, dt_K, dt_M * dt_K, B, dt_"
+          "K, dt_N * dt_K, C, dt_N, dt_M * dt_N, nm_THREADS);\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const dt_export_op *x = dt_export_op_find(&dt_op_batch_matmul, cases[i].dtype);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+        CU_ASSERT_STRING_EQUAL(x->params[0], "A");
+        CU_ASSERT_STRING_EQUAL(x->params[1], "B");
+        CU_ASSERT_STRING_EQUAL(x->params[2], "C");
+        CU_ASSERT_PTR_NULL(x->params[3]);
+        CU_ASSERT_PTR_NULL(x->pack_params);
+        CU_ASSERT_PTR_NULL(x->emit_pack);
+        dt_export_plan p;
+        memset(&p, 0, sizeof p);
+        snprintf(p.name, sizeof p.name, "nm");
+        p.g.b_trans = cases[i].b_trans;
+        dt_strbuf sb;
+        dt_sb_init(&sb);
+        x->emit_params(&sb, &p);
+        dt_sb_append(&sb, "|");
+        x->emit_doc(&sb, &p);
+        dt_sb_append(&sb, "|");
+        x->emit_call(&sb, &p, 3);
+        char *text = dt_sb_take(&sb);
+        CU_ASSERT_STRING_EQUAL(text, cases[i].want);
+        free(text);
+    }
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -1128,6 +1194,7 @@ int main(void)
         {"export errors", test_export_errors},
         {"tune, export, compile, run", test_tune_export_run},
         {"export hooks of every op with kernels", test_export_hooks},
+        {"batch_matmul's exported text in f32 and bf16", test_export_bmm_text},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"export", setup, teardown, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
