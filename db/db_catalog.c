@@ -36,8 +36,9 @@ int dt_db_target_upsert(dt_db *db, const char *key, const char *isa, const char 
     return dt_tx_end(db, &tx, rc, e);
 }
 
-static int read_target(sqlite3_stmt *st, dt_db_target *t)
+static int read_target(sqlite3_stmt *st, void *out)
 {
+    dt_db_target *t = out;
     t->id = sqlite3_column_int64(st, 0);
     t->created_at = sqlite3_column_int64(st, 4);
     int rc = dt_col_dup(st, 1, &t->key);
@@ -60,13 +61,8 @@ int dt_db_target_get(dt_db *db, const char *key, dt_db_target *out, dt_err *e)
                            &st, e, what);
     if (rc)
         return rc;
-    int b = dt_bind_text(st, 1, key);
-    rc = dt_db_step_row(db, st, b, e, what);
-    if (rc == DT_OK && read_target(st, out) != DT_OK)
-        rc = dt_errf(e, DT_ENOMEM, "out of memory reading target %s", key);
-    else if (rc == DT_ENOTFOUND)
-        dt_errf(e, rc, "no target '%s' in %s", key, db->path);
-    sqlite3_finalize(st);
+    rc = dt_db_get_row(db, st, dt_bind_text(st, 1, key), read_target, out, e, what,
+                       "target '%s'", key);
     if (rc)
         dt_db_target_free(out);
     return rc;
@@ -117,8 +113,9 @@ int dt_db_workload_upsert(dt_db *db, const char *key, const char *op,
     return dt_tx_end(db, &tx, rc, e);
 }
 
-static int read_workload(sqlite3_stmt *st, dt_db_workload *w)
+static int read_workload(sqlite3_stmt *st, void *out)
 {
+    dt_db_workload *w = out;
     w->id = sqlite3_column_int64(st, 0);
     w->created_at = sqlite3_column_int64(st, 4);
     int rc = dt_col_dup(st, 1, &w->key);
@@ -141,14 +138,11 @@ static int get_workload(dt_db *db, const char *sql, const char *key, int64_t id,
     if (rc)
         return rc;
     int b = key ? dt_bind_text(st, 1, key) : sqlite3_bind_int64(st, 1, id);
-    rc = dt_db_step_row(db, st, b, e, what);
-    if (rc == DT_OK && read_workload(st, out) != DT_OK)
-        rc = dt_errf(e, DT_ENOMEM, "out of memory reading a workload");
-    else if (rc == DT_ENOTFOUND && key)
-        dt_errf(e, rc, "no workload '%s' in %s", key, db->path);
-    else if (rc == DT_ENOTFOUND)
-        dt_errf(e, rc, "no workload with id %lld in %s", (long long)id, db->path);
-    sqlite3_finalize(st);
+    if (key)
+        rc = dt_db_get_row(db, st, b, read_workload, out, e, what, "workload '%s'", key);
+    else
+        rc = dt_db_get_row(db, st, b, read_workload, out, e, what, "workload with id %lld",
+                           (long long)id);
     if (rc)
         dt_db_workload_free(out);
     return rc;
@@ -190,28 +184,17 @@ int dt_db_workload_list(dt_db *db, dt_db_workload **out, size_t *n, dt_err *e)
                            what);
     if (rc)
         return rc;
-    dt_db_workload *ws = NULL;
-    size_t len = 0, cap = 0;
-    while ((rc = dt_db_step_row(db, st, SQLITE_OK, e, what)) == DT_OK) {
-        dt_db_workload *grown = dt_grow(ws, &cap, len, sizeof *ws);
-        if (!grown) {
-            rc = DT_ENOMEM;
-            break;
-        }
-        ws = grown;
-        ws[len] = (dt_db_workload){0};
-        rc = read_workload(st, &ws[len++]);
-        if (rc)
-            break;
+    void *ws = NULL;
+    size_t len = 0;
+    rc = dt_db_list_rows(db, st, SQLITE_OK, read_workload, sizeof(dt_db_workload), &ws, &len, e,
+                         what);
+    if (rc) {
+        dt_db_workloads_free(ws, len);
+        return rc;
     }
-    sqlite3_finalize(st);
-    if (rc == DT_ENOTFOUND) {  /* ran off the end: done */
-        *out = ws;
-        *n = len;
-        return DT_OK;
-    }
-    dt_db_workloads_free(ws, len);
-    return rc == DT_ENOMEM ? dt_errf(e, rc, "out of memory %s", what) : rc;
+    *out = ws;
+    *n = len;
+    return DT_OK;
 }
 
 void dt_db_workloads_free(dt_db_workload *ws, size_t n)
@@ -302,6 +285,25 @@ int dt_db_kernel_intern(dt_db *db, const char *op, const char *sketch,
                                      id, e);
 }
 
+static int read_kernel(sqlite3_stmt *st, void *out)
+{
+    dt_db_kernel *k = out;
+    k->id = sqlite3_column_int64(st, 0);
+    k->created_at = sqlite3_column_int64(st, 5);
+    int rc = dt_col_dup(st, 1, &k->op);
+    if (rc == DT_OK)
+        rc = dt_col_dup(st, 2, &k->sketch);
+    if (rc == DT_OK)
+        rc = dt_col_dup(st, 3, &k->annotation);
+    if (rc == DT_OK)
+        rc = dt_col_dup(st, 4, &k->source_hash);
+    if (rc == DT_OK)
+        rc = dt_col_dup(st, 6, &k->dtype);
+    if (rc == DT_OK)
+        rc = dt_col_dup(st, 7, &k->attrs);
+    return rc;
+}
+
 int dt_db_kernel_get(dt_db *db, int64_t id, dt_db_kernel *out, dt_err *e)
 {
     static const char what[] = "reading kernel";
@@ -313,28 +315,8 @@ int dt_db_kernel_get(dt_db *db, int64_t id, dt_db_kernel *out, dt_err *e)
                            &st, e, what);
     if (rc)
         return rc;
-    int b = sqlite3_bind_int64(st, 1, id);
-    rc = dt_db_step_row(db, st, b, e, what);
-    if (rc == DT_OK) {
-        out->id = sqlite3_column_int64(st, 0);
-        out->created_at = sqlite3_column_int64(st, 5);
-        int m = dt_col_dup(st, 1, &out->op);
-        if (m == DT_OK)
-            m = dt_col_dup(st, 2, &out->sketch);
-        if (m == DT_OK)
-            m = dt_col_dup(st, 3, &out->annotation);
-        if (m == DT_OK)
-            m = dt_col_dup(st, 4, &out->source_hash);
-        if (m == DT_OK)
-            m = dt_col_dup(st, 6, &out->dtype);
-        if (m == DT_OK)
-            m = dt_col_dup(st, 7, &out->attrs);
-        if (m)
-            rc = dt_errf(e, m, "out of memory reading kernel %lld", (long long)id);
-    } else if (rc == DT_ENOTFOUND) {
-        dt_errf(e, rc, "no kernel with id %lld in %s", (long long)id, db->path);
-    }
-    sqlite3_finalize(st);
+    rc = dt_db_get_row(db, st, sqlite3_bind_int64(st, 1, id), read_kernel, out, e, what,
+                       "kernel with id %lld", (long long)id);
     if (rc)
         dt_db_kernel_free(out);
     return rc;

@@ -55,6 +55,26 @@ int dt_db_step_row(dt_db *db, sqlite3_stmt *st, int bind_rc, dt_err *e, const ch
  * *id (may be NULL), then finalizes st. */
 int dt_db_step_id(dt_db *db, sqlite3_stmt *st, int bind_rc, int64_t *id, dt_err *e,
                   const char *what);
+/* A row reader of the get and list accessors: fills out from st's current
+ * row; DT_OK, DT_ENOMEM, or DT_EDB for a value it does not know. */
+typedef int (*dt_db_row_fn)(sqlite3_stmt *st, void *out);
+/* The one-row read of a get accessor: steps st (bind_rc as for
+ * dt_db_step_row), reads the row into out with read and finalizes st.  The
+ * errors name the row by name_fmt and its arguments ("target 'KEY'",
+ * "kernel with id N"): "no NAME in PATH" (DT_ENOTFOUND), "out of memory
+ * reading NAME", "reading NAME in PATH: unknown value in a column" (DT_EDB),
+ * or the step's.  out is left as read (the caller frees it on failure). */
+int dt_db_get_row(dt_db *db, sqlite3_stmt *st, int bind_rc, dt_db_row_fn read, void *out,
+                  dt_err *e, const char *what, const char *name_fmt, ...)
+    __attribute__((format(printf, 8, 9)));
+/* The read of a list accessor: steps st (bind_rc as for dt_db_step_row)
+ * to the end, each row read with read into a new zeroed element of elem
+ * bytes at the end of the malloc'ed array *rows of *n elements (both start
+ * NULL and 0), then finalizes st.  On failure ("out of memory WHAT", "WHAT in
+ * PATH: row ID holds an unknown value" for DT_EDB, or the step's error)
+ * *rows and *n still hold every element read, for the caller to free. */
+int dt_db_list_rows(dt_db *db, sqlite3_stmt *st, int bind_rc, dt_db_row_fn read, size_t elem,
+                    void **rows, size_t *n, dt_err *e, const char *what);
 /* Runs a one-row, one-column integer query such as "PRAGMA user_version". */
 int dt_db_query_int(dt_db *db, const char *sql, int64_t *out, dt_err *e, const char *what);
 

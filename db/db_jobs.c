@@ -58,8 +58,9 @@ int dt_db_job_create(dt_db *db, const char *spec_json, const char *options_json,
 }
 
 /* Fills *j from the current row (strings copied); DT_ENOMEM or DT_EDB. */
-static int read_job(sqlite3_stmt *st, dt_db_job *j)
+static int read_job(sqlite3_stmt *st, void *out)
 {
+    dt_db_job *j = out;
     j->id = sqlite3_column_int64(st, 0);
     j->created_at = sqlite3_column_int64(st, 7);
     j->updated_at = sqlite3_column_int64(st, 8);
@@ -77,13 +78,6 @@ static int read_job(sqlite3_stmt *st, dt_db_job *j)
     return rc;
 }
 
-static int read_job_failed(dt_db *db, int rc, int64_t id, dt_err *e)
-{
-    if (rc == DT_ENOMEM)
-        return dt_errf(e, rc, "out of memory reading job %lld", (long long)id);
-    return dt_errf(e, rc, "reading job %lld in %s: unknown state", (long long)id, db->path);
-}
-
 int dt_db_job_get(dt_db *db, int64_t id, dt_db_job *out, dt_err *e)
 {
     static const char what[] = "reading job";
@@ -92,15 +86,8 @@ int dt_db_job_get(dt_db *db, int64_t id, dt_db_job *out, dt_err *e)
     int rc = dt_db_prepare(db, "SELECT " JOB_COLS " FROM jobs WHERE id = ?1", &st, e, what);
     if (rc)
         return rc;
-    rc = dt_db_step_row(db, st, sqlite3_bind_int64(st, 1, id), e, what);
-    if (rc == DT_OK) {
-        int r = read_job(st, out);
-        if (r)
-            rc = read_job_failed(db, r, id, e);
-    } else if (rc == DT_ENOTFOUND) {
-        dt_errf(e, rc, "no job with id %lld in %s", (long long)id, db->path);
-    }
-    sqlite3_finalize(st);
+    rc = dt_db_get_row(db, st, sqlite3_bind_int64(st, 1, id), read_job, out, e, what,
+                       "job with id %lld", (long long)id);
     if (rc)
         dt_db_job_free(out);
     return rc;
@@ -157,30 +144,16 @@ int dt_db_job_list(dt_db *db, unsigned state_mask, dt_db_job **out, size_t *n, d
     int rc = prepare_job_list(db, state_mask, &st, e, what);
     if (rc)
         return rc;
-    dt_db_job *jobs = NULL;
-    size_t len = 0, cap = 0;
-    while ((rc = dt_db_step_row(db, st, SQLITE_OK, e, what)) == DT_OK) {
-        dt_db_job *grown = dt_grow(jobs, &cap, len, sizeof *jobs);
-        if (!grown) {
-            rc = dt_errf(e, DT_ENOMEM, "out of memory %s", what);
-            break;
-        }
-        jobs = grown;
-        jobs[len] = (dt_db_job){0};
-        int r = read_job(st, &jobs[len++]);
-        if (r) {
-            rc = read_job_failed(db, r, jobs[len - 1].id, e);
-            break;
-        }
+    void *jobs = NULL;
+    size_t len = 0;
+    rc = dt_db_list_rows(db, st, SQLITE_OK, read_job, sizeof(dt_db_job), &jobs, &len, e, what);
+    if (rc) {
+        dt_db_jobs_free(jobs, len);
+        return rc;
     }
-    sqlite3_finalize(st);
-    if (rc == DT_ENOTFOUND) {
-        *out = jobs;
-        *n = len;
-        return DT_OK;
-    }
-    dt_db_jobs_free(jobs, len);
-    return rc;
+    *out = jobs;
+    *n = len;
+    return DT_OK;
 }
 
 int dt_db_job_counts(dt_db *db, int64_t counts[DT_JOB_N_STATES], dt_err *e)

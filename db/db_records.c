@@ -285,8 +285,9 @@ int dt_db_schedule_replace(dt_db *db, int64_t workload_id, int64_t target_id, in
     return dt_tx_end(db, &tx, rc, e);
 }
 
-static int read_schedule(sqlite3_stmt *st, dt_db_schedule *r)
+static int read_schedule(sqlite3_stmt *st, void *out)
 {
+    dt_db_schedule *r = out;
     *r = (dt_db_schedule){
         .id = sqlite3_column_int64(st, 0),
         .workload_id = sqlite3_column_int64(st, 1),
@@ -321,27 +322,16 @@ int dt_db_schedule_list(dt_db *db, int64_t workload_id, int64_t target_id, int t
     int b = sqlite3_bind_int64(st, 1, workload_id);
     DT_BIND(b, sqlite3_bind_int64(st, 2, target_id));
     DT_BIND(b, sqlite3_bind_int(st, 3, threads));
-    dt_db_schedule *rows = NULL;
-    size_t len = 0, cap = 0;
-    while ((rc = dt_db_step_row(db, st, b, e, what)) == DT_OK) {
-        dt_db_schedule *grown = dt_grow(rows, &cap, len, sizeof *rows);
-        if (!grown) {
-            rc = DT_ENOMEM;
-            break;
-        }
-        rows = grown;
-        rc = read_schedule(st, &rows[len++]);
-        if (rc)
-            break;
+    void *rows = NULL;
+    size_t len = 0;
+    rc = dt_db_list_rows(db, st, b, read_schedule, sizeof(dt_db_schedule), &rows, &len, e, what);
+    if (rc) {
+        dt_db_schedules_free(rows, len);
+        return rc;
     }
-    sqlite3_finalize(st);
-    if (rc == DT_ENOTFOUND) {
-        *out = rows;
-        *n = len;
-        return DT_OK;
-    }
-    dt_db_schedules_free(rows, len);
-    return rc == DT_ENOMEM ? dt_errf(e, rc, "out of memory %s", what) : rc;
+    *out = rows;
+    *n = len;
+    return DT_OK;
 }
 
 void dt_db_schedules_free(dt_db_schedule *rows, size_t n)
@@ -387,8 +377,9 @@ int dt_db_cost_model_save(dt_db *db, int64_t target_id, const char *op, const vo
     return dt_tx_end(db, &tx, rc, e);
 }
 
-static int read_cost_model(sqlite3_stmt *st, dt_db_cost_model *m)
+static int read_cost_model(sqlite3_stmt *st, void *out)
 {
+    dt_db_cost_model *m = out;
     m->id = sqlite3_column_int64(st, 0);
     m->target_id = sqlite3_column_int64(st, 1);
     m->n_records = sqlite3_column_int64(st, 4);
@@ -427,13 +418,8 @@ int dt_db_cost_model_load_latest(dt_db *db, int64_t target_id, const char *op,
         return rc;
     int b = sqlite3_bind_int64(st, 1, target_id);
     DT_BIND(b, dt_bind_text(st, 2, op));
-    rc = dt_db_step_row(db, st, b, e, what);
-    if (rc == DT_OK && read_cost_model(st, out) != DT_OK)
-        rc = dt_errf(e, DT_ENOMEM, "out of memory %s", what);
-    else if (rc == DT_ENOTFOUND)
-        dt_errf(e, rc, "no cost model for target %lld and op %s in %s", (long long)target_id,
-                op, db->path);
-    sqlite3_finalize(st);
+    rc = dt_db_get_row(db, st, b, read_cost_model, out, e, what,
+                       "cost model for target %lld and op %s", (long long)target_id, op);
     if (rc)
         dt_db_cost_model_free(out);
     return rc;

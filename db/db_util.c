@@ -267,3 +267,53 @@ int64_t dt_db_now(void)
 {
     return (int64_t)time(NULL);
 }
+
+int dt_db_get_row(dt_db *db, sqlite3_stmt *st, int bind_rc, dt_db_row_fn read, void *out,
+                  dt_err *e, const char *what, const char *name_fmt, ...)
+{
+    int rc = dt_db_step_row(db, st, bind_rc, e, what);
+    int r = rc == DT_OK ? read(st, out) : DT_OK;
+    sqlite3_finalize(st);
+    if (rc != DT_ENOTFOUND && r == DT_OK)
+        return rc;
+    char name[512];
+    va_list ap;
+    va_start(ap, name_fmt);
+    vsnprintf(name, sizeof name, name_fmt, ap);
+    va_end(ap);
+    if (rc == DT_ENOTFOUND)
+        return dt_errf(e, rc, "no %s in %s", name, db->path);
+    if (r == DT_ENOMEM)
+        return dt_errf(e, r, "out of memory reading %s", name);
+    return dt_errf(e, r, "reading %s in %s: unknown value in a column", name, db->path);
+}
+
+int dt_db_list_rows(dt_db *db, sqlite3_stmt *st, int bind_rc, dt_db_row_fn read, size_t elem,
+                    void **rows, size_t *n, dt_err *e, const char *what)
+{
+    size_t cap = 0;
+    int rc;
+    while ((rc = dt_db_step_row(db, st, bind_rc, e, what)) == DT_OK) {
+        char *grown = dt_grow(*rows, &cap, *n, elem);
+        if (!grown) {
+            rc = DT_ENOMEM;
+            break;
+        }
+        *rows = grown;
+        char *row = grown + *n * elem;
+        memset(row, 0, elem);
+        ++*n;
+        if ((rc = read(st, row)))
+            break;
+    }
+    int64_t id = rc == DT_EDB ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (rc == DT_ENOTFOUND) /* ran off the end: done */
+        return DT_OK;
+    if (rc == DT_ENOMEM)
+        return dt_errf(e, rc, "out of memory %s", what);
+    if (rc == DT_EDB)
+        return dt_errf(e, rc, "%s in %s: row %lld holds an unknown value", what, db->path,
+                       (long long)id);
+    return rc;
+}
