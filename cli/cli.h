@@ -14,10 +14,26 @@
 #include "sketch/annotation.h"
 #include "sketch/workload.h"
 
+struct dt_db;
+
 enum { DT_EXIT_OK = 0, DT_EXIT_USAGE = 1, DT_EXIT_INPUT = 2, DT_EXIT_RUNTIME = 3 };
 
 /* Database used when --db is not given: $DTUNE_DB, else ./dtune.db. */
 const char *dt_cli_default_db(void);
+
+/* Opens the database at path (NULL: dt_cli_default_db()) with dt_db_open's
+ * flags: 0, or the exit code after printing the error (dt_cli_fail). */
+int dt_cli_open_db(const char *path, unsigned flags, struct dt_db **db);
+/* Opens the existing database at path (NULL: dt_cli_default_db()) with
+ * dt_db_open's flags; a missing file is DT_ENOTFOUND "no database at PATH;
+ * run dtune MADE_BY first" (made_by: the command that writes one). */
+int dt_cli_open_existing_db(const char *path, unsigned flags, const char *made_by,
+                            struct dt_db **db, dt_err *e);
+
+/* After a command's option parsing returned rc and its help flag: true when
+ * the command is done, parsing failed (return rc) or --help was asked for
+ * (usage printed on stdout; rc is 0). */
+int dt_cli_parse_done(int rc, int help, const char *usage);
 
 /* s escaped for a terminal (common/escape.h: control characters as "\x1b",
  * "\n", ...): for names, paths and other text from outside that go into a

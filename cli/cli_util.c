@@ -1,17 +1,44 @@
 #include "cli/cli.h"
 #include "common/escape.h"
 #include "common/log.h"
+#include "db/db.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *dt_cli_default_db(void)
 {
     const char *env = getenv("DTUNE_DB");
     return (env && *env) ? env : "dtune.db";
+}
+
+int dt_cli_open_db(const char *path, unsigned flags, dt_db **db)
+{
+    dt_err e;
+    if (dt_db_open(path ? path : dt_cli_default_db(), flags, db, &e) != DT_OK)
+        return dt_cli_fail(&e);
+    return DT_EXIT_OK;
+}
+
+int dt_cli_open_existing_db(const char *path, unsigned flags, const char *made_by, dt_db **db,
+                            dt_err *e)
+{
+    if (!path)
+        path = dt_cli_default_db();
+    if (access(path, F_OK) != 0)
+        return dt_errf(e, DT_ENOTFOUND, "no database at %s; run dtune %s first", path, made_by);
+    return dt_db_open(path, flags, db, e);
+}
+
+int dt_cli_parse_done(int rc, int help, const char *usage)
+{
+    if (help && !rc)
+        fputs(usage, stdout);
+    return rc || help;
 }
 
 const char *dt_cli_safe(const char *s)

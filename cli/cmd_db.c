@@ -108,15 +108,12 @@ static int db_init(int argc, char **argv)
 {
     db_opts o;
     int rc = parse_opts("db init", argc, argv, false, &o);
-    if (rc || o.help) {
-        if (o.help && !rc)
-            fputs(init_usage, stdout);
+    if (dt_cli_parse_done(rc, o.help, init_usage))
         return rc;
-    }
     dt_err e;
     dt_db *db;
-    if (dt_db_open(o.db, DT_DB_CREATE, &db, &e) != DT_OK)
-        return dt_cli_fail(&e);
+    if ((rc = dt_cli_open_db(o.db, DT_DB_CREATE, &db)))
+        return rc;
     /* A file that was already there is checked for damage: opening only
      * reads its header. */
     if (!dt_db_was_created(db) && dt_db_check(db, &e) != DT_OK) {
@@ -175,15 +172,12 @@ static int db_stats(int argc, char **argv)
 {
     db_opts o;
     int rc = parse_opts("db stats", argc, argv, true, &o);
-    if (rc || o.help) {
-        if (o.help && !rc)
-            fputs(stats_usage, stdout);
+    if (dt_cli_parse_done(rc, o.help, stats_usage))
         return rc;
-    }
     dt_err e;
     dt_db *db;
-    if (dt_db_open(o.db, DT_DB_READONLY, &db, &e) != DT_OK)
-        return dt_cli_fail(&e);
+    if ((rc = dt_cli_open_db(o.db, DT_DB_READONLY, &db)))
+        return rc;
     dt_db_stats_info s;
     rc = dt_db_stats(db, &s, &e);
     if (rc != DT_OK) {
@@ -202,25 +196,22 @@ static int db_backup(int argc, char **argv)
 {
     db_opts o;
     int rc = parse_opts_arg("db backup", argc, argv, true, true, &o);
-    if (rc || o.help) {
-        if (o.help && !rc)
-            fputs(backup_usage, stdout);
+    if (dt_cli_parse_done(rc, o.help, backup_usage))
         return rc;
-    }
     if (!o.arg || !*o.arg)
         return dt_cli_usage_error("db backup", "missing DEST, the file to write");
     dt_err e;
     dt_db *db, *copy;
-    if (dt_db_open(o.db, DT_DB_READONLY, &db, &e) != DT_OK)
-        return dt_cli_fail(&e);
+    if ((rc = dt_cli_open_db(o.db, DT_DB_READONLY, &db)))
+        return rc;
     dt_db_backup_info info = {0};
     rc = dt_db_backup(db, o.arg, &info, &e);
     dt_db_close(db);
     if (rc != DT_OK)
         return dt_cli_fail(&e);
     /* the copy must open as a dtune database and pass the damage check */
-    if (dt_db_open(o.arg, DT_DB_READONLY, &copy, &e) != DT_OK)
-        return dt_cli_fail(&e);
+    if ((rc = dt_cli_open_db(o.arg, DT_DB_READONLY, &copy)))
+        return rc;
     rc = dt_db_check(copy, &e);
     int version = dt_db_schema_version(copy);
     dt_db_close(copy);

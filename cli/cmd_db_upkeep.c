@@ -170,17 +170,13 @@ int dt_cmd_db_check(int argc, char **argv)
 {
     up_opts o;
     int rc = parse("db check", argc, argv, 0, &o);
-    if (rc || o.help) {
-        if (o.help && !rc)
-            fputs(check_usage, stdout);
-        free(o.args);
-        return rc;
-    }
     free(o.args);
+    if (dt_cli_parse_done(rc, o.help, check_usage))
+        return rc;
     dt_err e;
     dt_db *db;
-    if (dt_db_open(o.db, DT_DB_READONLY, &db, &e) != DT_OK)
-        return dt_cli_fail(&e);
+    if ((rc = dt_cli_open_db(o.db, DT_DB_READONLY, &db)))
+        return rc;
     check_ctx c = {.list = o.json ? json_array() : NULL};
     int64_t n = 0;
     rc = dt_db_check_all(db, on_problem, &c, &n, &e);
@@ -219,11 +215,8 @@ int dt_cmd_db_prune(int argc, char **argv)
     up_opts o;
     int rc = parse("db prune", argc, argv, OPT_PRUNE, &o);
     free(o.args);
-    if (rc || o.help) {
-        if (o.help && !rc)
-            fputs(prune_usage, stdout);
+    if (dt_cli_parse_done(rc, o.help, prune_usage))
         return rc;
-    }
     dt_db_prune_opts po = dt_db_prune_defaults();
     dt_err e;
     if (dt_db_job_retention_parse(o.keep_jobs, &po.jobs, &e))
@@ -241,11 +234,11 @@ int dt_cmd_db_prune(int argc, char **argv)
                 "prune", o.db);
         return dt_cli_fail(&e);
     }
-    if (dt_db_open(o.db, DT_DB_READONLY, &db, &e) != DT_OK)
-        return dt_cli_fail(&e);
+    if ((rc = dt_cli_open_db(o.db, DT_DB_READONLY, &db)))
+        return rc;
     dt_db_close(db);
-    if (dt_db_open(o.db, 0, &db, &e) != DT_OK)
-        return dt_cli_fail(&e);
+    if ((rc = dt_cli_open_db(o.db, 0, &db)))
+        return rc;
     po.on_problem = print_problem;
     dt_db_prune_info info;
     rc = dt_db_prune(db, &po, &info, &e);
@@ -368,9 +361,7 @@ int dt_cmd_db_merge(int argc, char **argv)
 {
     up_opts o;
     int rc = parse("db merge", argc, argv, OPT_ARGS, &o);
-    if (rc || o.help) {
-        if (o.help && !rc)
-            fputs(merge_usage, stdout);
+    if (dt_cli_parse_done(rc, o.help, merge_usage)) {
         free(o.args);
         return rc;
     }
@@ -400,9 +391,9 @@ int dt_cmd_db_merge(int argc, char **argv)
             return rc;
         }
     }
-    if (dt_db_open(o.db, DT_DB_CREATE, &db, &e) != DT_OK) {
+    if ((rc = dt_cli_open_db(o.db, DT_DB_CREATE, &db))) {
         free(o.args);
-        return dt_cli_fail(&e);
+        return rc;
     }
     json_t *sources = o.json ? json_array() : NULL;
     for (int i = 0; rc == 0 && i < o.nargs; i++) {

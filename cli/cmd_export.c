@@ -99,9 +99,8 @@ int dt_cmd_export(int argc, char **argv)
     dt_err e;
     dt_err_clear(&e);
     dt_db *db = NULL;
-    const char *path = a.db ? a.db : dt_cli_default_db();
-    if ((rc = dt_db_open(path, DT_DB_READONLY, &db, &e)))
-        return dt_cli_fail(&e);
+    if ((rc = dt_cli_open_db(a.db, DT_DB_READONLY, &db)))
+        return rc;
     dt_export_opts o = {.workload_key = key, .target_key = a.target, .threads = a.threads};
     json_t *info = NULL;
     rc = dt_export_write_info(db, &o, a.out, &info, &e);

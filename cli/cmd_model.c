@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/json_util.h"
@@ -201,10 +200,7 @@ static int parse_args(const char *cmd, int argc, char **argv, int train, cm_args
 /* Opens an existing database; DT_ENOTFOUND when the file is missing. */
 static int open_db(const cm_args *a, unsigned flags, dt_db **db, dt_err *e)
 {
-    const char *path = a->db ? a->db : dt_cli_default_db();
-    if (access(path, F_OK) != 0)
-        return dt_errf(e, DT_ENOTFOUND, "no database at %s; run dtune measure first", path);
-    return dt_db_open(path, flags, db, e);
+    return dt_cli_open_existing_db(a->db, flags, "measure", db, e);
 }
 
 /* This machine's target and its row in the database. */

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/json_util.h"
@@ -204,7 +203,6 @@ int dt_cmd_query(int argc, char **argv)
     dt_db *db = NULL;
     dt_dispatch *d = NULL;
     json_t *out = json_array();
-    const char *path = a.db ? a.db : dt_cli_default_db();
     if (a.target) {
         snprintf(tkey, sizeof tkey, "%s", a.target);
     } else {
@@ -212,11 +210,7 @@ int dt_cmd_query(int argc, char **argv)
         if ((rc = dt_target_detect_key(&tg, tkey, sizeof tkey, &e)))
             goto fail;
     }
-    if (access(path, F_OK) != 0) {
-        rc = dt_errf(&e, DT_ENOTFOUND, "no database at %s; run dtune tune first", path);
-        goto fail;
-    }
-    if ((rc = dt_db_open(path, DT_DB_READONLY, &db, &e)) ||
+    if ((rc = dt_cli_open_existing_db(a.db, DT_DB_READONLY, "tune", &db, &e)) ||
         (rc = dt_dispatch_load(db, key, tkey, a.threads, &d, &e)))
         goto fail;
     dt_db_workload wrow;
