@@ -1129,34 +1129,34 @@ static void test_export_bmm_text(void)
         int b_trans;
         const char *want;
     } cases[] = {
-        {DT_DTYPE_F32, 0, "const float *A, const float *B, float *C| *\n"
-          " * C[b] = A[b] * B[b] for b < B; A is B x M x K, B is B x K x N, C is B x M x N,"
-          "\n"
-          " * all row-major and contiguous.  Pointers are borrowed.\n"
-          "|        nm_k3_dtk_bmm(dt_B, dt_M, dt_N, dt_K, A, dt_K, dt_M * dt_K, B, dt_N, dt"
-          "_N * dt_K, C, dt_N, dt_M * dt_N, nm_THREADS);\n"},
-        {DT_DTYPE_F32, 1, "const float *A, const float *B, float *C| *\n"
-          " * C[b] = A[b] * B[b]^T for b < B; A is B x M x K, B is B x N x K, C is B x M x "
-          "N,\n"
-          " * all row-major and contiguous.  Pointers are borrowed.\n"
-          "|        nm_k3_dtk_bmm(dt_B, dt_M, dt_N, dt_K, A, dt_K, dt_M * dt_K, B, dt_K, dt"
-          "_N * dt_K, C, dt_N, dt_M * dt_N, nm_THREADS);\n"},
-        {DT_DTYPE_BF16, 0, "const uint16_t *A, const uint16_t *B, float *C| *\n"
-          " * dtype bf16: A and B are bf16 (uint16_t, the upper 16 bits of an IEEE float;\n"
-          " * convert with round to nearest even), the sums are f32, C is f32.\n"
-          " * C[b] = A[b] * B[b] for b < B; A is B x M x K, B is B x K x N, C is B x M x N,"
-          "\n"
-          " * all row-major and contiguous.  Pointers are borrowed.\n"
-          "|        nm_k3_dtk_bmm_bf16(dt_B, dt_M, dt_N, dt_K, A, dt_K, dt_M * dt_K, B, dt_"
-          "N, dt_N * dt_K, C, dt_N, dt_M * dt_N, nm_THREADS);\n"},
-        {DT_DTYPE_BF16, 1, "const uint16_t *A, const uint16_t *B, float *C| *\n"
-          " * dtype bf16: A and B are bf16 (uint16_t, the upper 16 bits of an IEEE float;\n"
-          " * convert with round to nearest even), the sums are f32, C is f32.\n"
-          " * C[b] = A[b] * B[b]^T for b < B; A is B x M x K, B is B x N x K, C is B x M x "
-          "N,\n"
-          " * all row-major and contiguous.  Pointers are borrowed.\n"
-          "|        nm_k3_dtk_bmm_bf16(dt_B, dt_M, dt_N, dt_K, A, dt_K, dt_M * dt_K, B, dt_"
-          "K, dt_N * dt_K, C, dt_N, dt_M * dt_N, nm_THREADS);\n"},
+        {DT_DTYPE_F32, 0,
+         "const float *A, const float *B, float *C| *\n"
+         " * C[b] = A[b] * B[b] for b < B; A is B x M x K, B is B x K x N, C is B x M x N,\n"
+         " * all row-major and contiguous.  Pointers are borrowed.\n"
+         "|        nm_k3_dtk_bmm(dt_B, dt_M, dt_N, dt_K, A, dt_K, dt_M * dt_K, "
+         "B, dt_N, dt_N * dt_K, C, dt_N, dt_M * dt_N, nm_THREADS);\n"},
+        {DT_DTYPE_F32, 1,
+         "const float *A, const float *B, float *C| *\n"
+         " * C[b] = A[b] * B[b]^T for b < B; A is B x M x K, B is B x N x K, C is B x M x N,\n"
+         " * all row-major and contiguous.  Pointers are borrowed.\n"
+         "|        nm_k3_dtk_bmm(dt_B, dt_M, dt_N, dt_K, A, dt_K, dt_M * dt_K, "
+         "B, dt_K, dt_N * dt_K, C, dt_N, dt_M * dt_N, nm_THREADS);\n"},
+        {DT_DTYPE_BF16, 0,
+         "const uint16_t *A, const uint16_t *B, float *C| *\n"
+         " * dtype bf16: A and B are bf16 (uint16_t, the upper 16 bits of an IEEE float;\n"
+         " * convert with round to nearest even), the sums are f32, C is f32.\n"
+         " * C[b] = A[b] * B[b] for b < B; A is B x M x K, B is B x K x N, C is B x M x N,\n"
+         " * all row-major and contiguous.  Pointers are borrowed.\n"
+         "|        nm_k3_dtk_bmm_bf16(dt_B, dt_M, dt_N, dt_K, A, dt_K, dt_M * dt_K, "
+         "B, dt_N, dt_N * dt_K, C, dt_N, dt_M * dt_N, nm_THREADS);\n"},
+        {DT_DTYPE_BF16, 1,
+         "const uint16_t *A, const uint16_t *B, float *C| *\n"
+         " * dtype bf16: A and B are bf16 (uint16_t, the upper 16 bits of an IEEE float;\n"
+         " * convert with round to nearest even), the sums are f32, C is f32.\n"
+         " * C[b] = A[b] * B[b]^T for b < B; A is B x M x K, B is B x N x K, C is B x M x N,\n"
+         " * all row-major and contiguous.  Pointers are borrowed.\n"
+         "|        nm_k3_dtk_bmm_bf16(dt_B, dt_M, dt_N, dt_K, A, dt_K, dt_M * dt_K, "
+         "B, dt_K, dt_N * dt_K, C, dt_N, dt_M * dt_N, nm_THREADS);\n"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const dt_export_op *x = dt_export_op_find(&dt_op_batch_matmul, cases[i].dtype);
