@@ -25,7 +25,7 @@ const char *dt_msg_name(dt_msg_type t)
 
 static int dt_msg_known(unsigned t) { return t >= DT_MSG_HELLO && t <= DT_MSG_PONG; }
 
-static uint32_t dt_be32(const uint8_t *p)
+uint32_t dt_wire_frame_len(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
@@ -94,7 +94,7 @@ static int dt_wire_fail(dt_wire_decoder *d, dt_err *e, int what, unsigned long v
 static int dt_wire_check_header(dt_wire_decoder *d, const uint8_t *p, size_t avail, dt_err *e)
 {
     if (avail >= 4) {
-        uint32_t flen = dt_be32(p);
+        uint32_t flen = dt_wire_frame_len(p);
         if (flen < 2 || flen > DT_WIRE_MAX_FRAME)
             return dt_wire_fail(d, e, DT_BAD_LENGTH, flen);
     }
@@ -135,7 +135,7 @@ int dt_wire_feed(dt_wire_decoder *d, const void *data, size_t n, dt_err *e)
             return rc;
         if (avail < 4)
             break;
-        size_t flen = dt_be32(d->buf + off);
+        size_t flen = dt_wire_frame_len(d->buf + off);
         if (avail < 4 + flen)
             break;
         off += 4 + flen;
@@ -153,7 +153,7 @@ int dt_wire_next(dt_wire_decoder *d, dt_msg_type *type, json_t **payload, dt_err
         return rc;
     if (d->len < DT_WIRE_HEADER)
         return 0;
-    size_t flen = dt_be32(d->buf);
+    size_t flen = dt_wire_frame_len(d->buf);
     if (d->len < 4 + flen)
         return 0;
     dt_msg_type t = (dt_msg_type)d->buf[5];

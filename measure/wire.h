@@ -61,6 +61,9 @@ void dt_wire_decoder_free(dt_wire_decoder *d);
 /* Appends bytes; DT_EINVAL (and failed set) as soon as a length prefix is
  * over the limit, without buffering the claimed size. */
 int dt_wire_feed(dt_wire_decoder *d, const void *data, size_t n, dt_err *e);
+/* The length a frame's 4-byte big-endian header p announces (the bytes of
+ * type and payload after it), as the decoder reads it. */
+uint32_t dt_wire_frame_len(const uint8_t *p);
 /* Takes the next complete frame: 1 and *type, *payload (new reference) if
  * there is one, 0 if more bytes are needed, DT_EINVAL on a protocol error. */
 int dt_wire_next(dt_wire_decoder *d, dt_msg_type *type, json_t **payload, dt_err *e);

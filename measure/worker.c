@@ -117,11 +117,6 @@ struct dt_wbatch {
 
 static uint64_t dt_ms(double s) { return (uint64_t)ceil(s * 1000.0); }
 
-static uint32_t dt_be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
 /* ---- batches held (queued or running) ------------------------------------ */
 
 static void dt_wbatch_free(dt_wbatch *j)
@@ -578,10 +573,10 @@ static void dt_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
  * closed on the length prefix, before its frame is buffered or parsed. */
 static int dt_preauth_too_big(dt_conn *c)
 {
-    if (c->authed || c->dec.len < 4 || dt_be32(c->dec.buf) <= DT_WORKER_PREAUTH_MAX)
+    if (c->authed || c->dec.len < 4 || dt_wire_frame_len(c->dec.buf) <= DT_WORKER_PREAUTH_MAX)
         return 0;
     dt_conn_drop(c, "unauthenticated peer announced a frame of %u bytes (at most %d before AUTH)",
-                 dt_be32(c->dec.buf), DT_WORKER_PREAUTH_MAX);
+                 dt_wire_frame_len(c->dec.buf), DT_WORKER_PREAUTH_MAX);
     return 1;
 }
 

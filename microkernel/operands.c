@@ -51,15 +51,6 @@ void dt_operands_free(dt_operands *o)
     memset(o, 0, sizeof *o);
 }
 
-const void *dt_operands_a_at(const dt_operands *o, int64_t i)
-{
-    return (const char *)o->A + i * dt_dtype_a_size(o->dtype);
-}
-
-const void *dt_operands_b_at(const dt_operands *o, int64_t i)
-{
-    return (const char *)o->B + i * dt_dtype_b_size(o->dtype);
-}
 
 /* rows×K of A (row stride lda), nb elements of B, N of the per-column data */
 static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda, int64_t nb,

@@ -56,10 +56,6 @@ int dt_operands_make_flat(dt_operands *o, dt_dtype d, int64_t na, int64_t nb, in
                           uint64_t seed, dt_err *e);
 void dt_operands_free(dt_operands *o);
 
-/* Element i of A (row-major [batch·M][lda]) as the pointer the kernel gets:
- * A advanced by i elements of the dtype's A type.  Likewise for B. */
-const void *dt_operands_a_at(const dt_operands *o, int64_t i);
-const void *dt_operands_b_at(const dt_operands *o, int64_t i);
 
 /* bf16 <-> f32: round to nearest even (NaN stays NaN); exact widening. */
 uint16_t dt_bf16_from_f32(float x);

@@ -6,20 +6,16 @@
 #include "common/error.h"
 #include "sketch/backend.h"
 
+/* what each dtype computes: sketch/dtype.h's head comment */
 static const struct {
     const char *name;
     int a, b, c; /* bytes per element of A, B, C */
     int quantized;
-    const char *summary;
 } dtypes[DT_DTYPE_COUNT] = {
-    [DT_DTYPE_F32] = {"f32", 4, 4, 4, 0, "f32 inputs and output, f32 FMA"},
-    [DT_DTYPE_BF16] = {"bf16", 2, 2, 4, 0, "bf16 inputs, f32 accumulation and output"},
-    [DT_DTYPE_INT8] = {"int8", 1, 1, 4, 1,
-                       "u8 activations (scale, zero point), s8 weights (per-channel scales), "
-                       "s32 accumulation, dequantized f32 output"},
-    [DT_DTYPE_W8A32] = {"w8a32", 4, 1, 4, 1,
-                        "weight-only int8: f32 activations, s8 weights (per-channel scales) "
-                        "dequantized in registers, f32 output"},
+    [DT_DTYPE_F32] = {"f32", 4, 4, 4, 0},
+    [DT_DTYPE_BF16] = {"bf16", 2, 2, 4, 0},
+    [DT_DTYPE_INT8] = {"int8", 1, 1, 4, 1},
+    [DT_DTYPE_W8A32] = {"w8a32", 4, 1, 4, 1},
 };
 
 static int valid(dt_dtype d) { return d >= 0 && d < DT_DTYPE_COUNT; }
@@ -38,12 +34,10 @@ int dt_dtype_from_name(const char *name, dt_dtype *out)
 
 const char *dt_dtype_names(void) { return "f32, bf16, int8, w8a32"; }
 
-const char *dt_dtype_summary(dt_dtype d) { return valid(d) ? dtypes[d].summary : "?"; }
 
 int dt_dtype_a_size(dt_dtype d) { return valid(d) ? dtypes[d].a : 0; }
 int dt_dtype_b_size(dt_dtype d) { return valid(d) ? dtypes[d].b : 0; }
 int dt_dtype_c_size(dt_dtype d) { return valid(d) ? dtypes[d].c : 0; }
-int dt_dtype_size(dt_dtype d) { return dt_dtype_a_size(d); }
 int dt_dtype_quantized(dt_dtype d) { return valid(d) ? dtypes[d].quantized : 0; }
 int dt_dtype_a_quantized(dt_dtype d) { return d == DT_DTYPE_INT8; }
 

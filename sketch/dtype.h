@@ -33,16 +33,12 @@ const char *dt_dtype_name(dt_dtype d);
 int dt_dtype_from_name(const char *name, dt_dtype *out);
 /* "f32, bf16, int8, w8a32": every name, for error messages. */
 const char *dt_dtype_names(void);
-/* One line saying what the dtype computes, for --help and docs. */
-const char *dt_dtype_summary(dt_dtype d);
 
 /* Bytes per element of A (activations), of B (weights / second operand) as
  * the caller stores it, and of C (output).  0 for an out-of-range value. */
 int dt_dtype_a_size(dt_dtype d);
 int dt_dtype_b_size(dt_dtype d);
 int dt_dtype_c_size(dt_dtype d);
-/* Bytes per element of A (kept for f32 callers: 4). */
-int dt_dtype_size(dt_dtype d);
 /* Whether the dtype carries quantization parameters: per-column weight
  * scales (int8, w8a32); _a: also A's scale and zero point, run-time
  * arguments of its kernels (int8). */
