@@ -33,6 +33,7 @@
 #include "measure/trial.h"
 #include "measure/wire.h"
 #include "tests/dt_test.h"
+#include "tests/dt_test_wire.h"
 
 #define TOKEN "e2e-workers-token-0123456789abcdef"
 #define KEY "dense(M=1..4,N=16,K=16)"
@@ -57,44 +58,6 @@ typedef struct {
     int fds[64], nfds;
     int batches;
 } fake_worker;
-
-static int send_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-        if (k <= 0)
-            return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static int fake_send(int fd, dt_msg_type type, json_t *payload)
-{
-    uint8_t *buf;
-    size_t len;
-    int rc = dt_wire_encode(type, payload, &buf, &len, NULL);
-    json_decref(payload);
-    if (rc)
-        return -1;
-    rc = send_all(fd, buf, len);
-    free(buf);
-    return rc;
-}
-
-static int fake_recv(int fd, dt_wire_decoder *d, dt_msg_type *type, json_t **payload)
-{
-    for (;;) {
-        int r = dt_wire_next(d, type, payload, NULL);
-        if (r != 0)
-            return r == 1 ? 1 : -1;
-        char buf[65536];
-        ssize_t n = recv(fd, buf, sizeof buf, 0);
-        if (n <= 0 || dt_wire_feed(d, buf, (size_t)n, NULL) != 0)
-            return -1;
-    }
-}
 
 /* Serves one connection until the peer closes it. */
 static void fake_serve(fake_worker *f, int fd)

@@ -40,6 +40,7 @@
 #include "sketch/annotation.h"
 #include "sketch/workload.h"
 #include "tests/dt_test.h"
+#include "tests/dt_test_wire.h"
 #include "tuner/measurer.h"
 
 #define TOKEN "pool-test-token-0123456789abcdef"
@@ -215,44 +216,6 @@ typedef struct {
     int batches, stop;
     int too_big; /* batches over FAKE_MAX_BATCH received */
 } fake_worker;
-
-static int send_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-        if (k <= 0)
-            return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static int fake_send(int fd, dt_msg_type type, json_t *payload)
-{
-    uint8_t *buf;
-    size_t len;
-    int rc = dt_wire_encode(type, payload, &buf, &len, NULL);
-    json_decref(payload);
-    if (rc)
-        return -1;
-    rc = send_all(fd, buf, len);
-    free(buf);
-    return rc;
-}
-
-static int fake_recv(int fd, dt_wire_decoder *d, dt_msg_type *type, json_t **payload)
-{
-    for (;;) {
-        int r = dt_wire_next(d, type, payload, NULL);
-        if (r != 0)
-            return r == 1 ? 1 : -1;
-        char buf[65536];
-        ssize_t n = recv(fd, buf, sizeof buf, 0);
-        if (n <= 0 || dt_wire_feed(d, buf, (size_t)n, NULL) != 0)
-            return -1;
-    }
-}
 
 static void fake_serve(fake_worker *f, int fd)
 {
