@@ -173,7 +173,7 @@ static int build_kernels(const dt_kernel_op *kop, const dt_annotation *kernels, 
 
 
 /* Kernels share packed constant weights by layout: pack once per panel
- * width NR and K group. */
+ * width NR, K group and K padding. */
 static int pack_weights(dt_bench_cand *cands, cand_rt *rts, int n, const problem *p, dt_err *e)
 {
     for (int i = 0; i < n; i++) {
@@ -182,7 +182,9 @@ static int pack_weights(dt_bench_cand *cands, cand_rt *rts, int n, const problem
         for (int j = 0; j < i; j++)
             if (rts[j].packed && cands[j].ann.nr == cands[i].ann.nr &&
                 dt_mk_packed_kg(rts[j].k.op, &cands[j].ann) ==
-                    dt_mk_packed_kg(rts[i].k.op, &cands[i].ann)) {
+                    dt_mk_packed_kg(rts[i].k.op, &cands[i].ann) &&
+                dt_mk_packed_kpad(rts[j].k.op, &cands[j].ann) ==
+                    dt_mk_packed_kpad(rts[i].k.op, &cands[i].ann)) {
                 rts[i].packed = rts[j].packed;
                 cands[i].pack_s = cands[j].pack_s;
                 break;

@@ -72,10 +72,11 @@ int dt_cli_wants_help(int argc, char **argv);
 
 /* The kernels of a run: the annotations of a JSON file (one object or an
  * array; each validated for t) when path is set, else `sample` (default 16)
- * random valid ones from seed, all with `threads` threads.  *out is
+ * random valid ones from seed for a workload of dtype (every back-end t runs
+ * for it: dt_annotation_sample_dtype), all with `threads` threads.  *out is
  * malloc'ed. */
 int dt_cli_kernels(const char *path, int sample, uint64_t seed, int threads, const dt_target *t,
-                   dt_annotation **out, int *n, dt_err *e);
+                   int dtype, dt_annotation **out, int *n, dt_err *e);
 
 /* The shapes of a run as variable values (*n × w->nvars, malloc'ed): the
  * --shapes domain of a one-variable workload, else the workload's shape set;

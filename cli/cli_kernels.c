@@ -9,7 +9,7 @@
 #include "common/file.h"
 
 int dt_cli_kernels(const char *path, int sample, uint64_t seed, int threads, const dt_target *t,
-                   dt_annotation **out, int *n, dt_err *e)
+                   int dtype, dt_annotation **out, int *n, dt_err *e)
 {
     *out = NULL;
     *n = 0;
@@ -25,7 +25,7 @@ int dt_cli_kernels(const char *path, int sample, uint64_t seed, int threads, con
         if (tt.cores < threads)
             tt.cores = threads;
         for (int i = 0; i < count; i++) {
-            int rc = dt_annotation_sample(&rng, &tt, -1, threads, &(*out)[i], e);
+            int rc = dt_annotation_sample_dtype(&rng, &tt, dtype, -1, threads, &(*out)[i], e);
             if (rc) {
                 free(*out);
                 *out = NULL;

@@ -13,6 +13,7 @@ static const char *const names[DT_CMF_OP_FIRST] = {
     "b_panel_l1",  "a_block_l2",  "b_block_l2",     "b_block_l3",    "ai_reg",
     "vec_floats",  "sketch_blocked", "sketch_stream", "par_n",       "par_m",
     "par_mn",      "order",       "store",          "threads",       "threads_frac",
+    "unit_amx",
 };
 
 /* "op_<name>" of the registry's ops, made once */
@@ -64,7 +65,12 @@ int dt_features(const dt_annotation *a, const dt_target *t, const char *op_name,
     out[DT_CMF_NR] = (float)nr;
     out[DT_CMF_NR_VEC] = (float)nrv;
     out[DT_CMF_ACC] = (float)acc;
-    out[DT_CMF_REG_PRESSURE] = (float)((acc + nrv + 1) / regs);
+    if (a->unit == DT_UNIT_AMX) { /* tile registers of 8: C tiles, the held set, one more */
+        double mt = mr / 16, nt = nr / 16;
+        out[DT_CMF_REG_PRESSURE] = (float)((mt * nt + (mt < nt ? mt : nt) + 1) / 8);
+    } else {
+        out[DT_CMF_REG_PRESSURE] = (float)((acc + nrv + 1) / regs);
+    }
     out[DT_CMF_KC] = (float)kc;
     out[DT_CMF_MC] = (float)mc;
     out[DT_CMF_NC] = (float)nc;
@@ -85,6 +91,7 @@ int dt_features(const dt_annotation *a, const dt_target *t, const char *op_name,
     out[DT_CMF_STORE] = (float)a->store;
     out[DT_CMF_THREADS] = (float)a->threads;
     out[DT_CMF_THREADS_FRAC] = t->cores > 0 ? (float)a->threads / (float)t->cores : 0.0f;
+    out[DT_CMF_UNIT_AMX] = a->unit == DT_UNIT_AMX;
     out[DT_CMF_OP_FIRST + column] = 1.0f;
     return DT_NFEATURES;
 }

@@ -34,6 +34,7 @@ enum {
     DT_CMF_STORE,         /* 0 = mask, 1 = scratch */
     DT_CMF_THREADS,
     DT_CMF_THREADS_FRAC,  /* threads / target cores */
+    DT_CMF_UNIT_AMX,      /* 1: AMX tiles (reg_pressure is then tile registers / 8) */
     DT_CMF_OP_FIRST,      /* one-hot of the op: column DT_CMF_OP_FIRST + its registry index */
     DT_NFEATURES = DT_CMF_OP_FIRST + 2
 };

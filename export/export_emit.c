@@ -262,7 +262,7 @@ static void emit_packing(dt_strbuf *sb, const dt_export_plan *p)
 static int any_intrinsics(const dt_export_plan *p)
 {
     for (int k = 0; k < p->nk; k++) {
-        const dt_mk_backend *mb = dt_mk_backend_of(dt_backend_of(p->kop.dtype, p->k[k].ann.isa));
+        const dt_mk_backend *mb = dt_mk_backend_of(dt_backend_of_ann(p->kop.dtype, &p->k[k].ann));
         if (mb && mb->intrinsics)
             return 1;
     }

@@ -39,9 +39,10 @@ typedef struct dt_export_kernel {
 /* Constant weights packed once per distinct layout: the packed layout
  * [strip][K/KG][NR][KG] (then, for a quantized dtype, per-column data)
  * depends on nothing but the panel width NR and the K group KG (1; bf16 2
- * and int8 4 on AVX-512): one region per (NR, KG). */
+ * and int8 4 on AVX-512) and its K padding (KG; AMX: whole tiles of K):
+ * one region per (NR, KG, padding). */
 typedef struct dt_export_pack {
-    int nr, kg;
+    int nr, kg, kpad;
     int kernel;          /* the kernel whose pack function fills the region */
     int64_t offset;      /* bytes from the start of the buffer (a multiple of 64) */
     int64_t bytes;       /* size of the region (dt_mk_packed_bytes) */

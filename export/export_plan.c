@@ -97,12 +97,14 @@ static int plan_packing(dt_export_plan *p, dt_err *e)
         return dt_errf(e, DT_ENOMEM, "out of memory");
     for (int k = 0; k < p->nk; k++) {
         const dt_annotation *a = &p->k[k].ann;
-        int kg = dt_mk_packed_kg(m, a), g = 0;
-        while (g < p->npack && (p->pack[g].nr != a->nr || p->pack[g].kg != kg))
+        int kg = dt_mk_packed_kg(m, a), kpad = dt_mk_packed_kpad(m, a), g = 0;
+        while (g < p->npack &&
+               (p->pack[g].nr != a->nr || p->pack[g].kg != kg || p->pack[g].kpad != kpad))
             g++;
         if (g == p->npack) {
             /* N, K >= 1 and NR >= 1: strips·NR·KP·4 + tail below 2^62 */
-            int64_t nr = a->nr, strips = (p->N + nr - 1) / nr, kp = (p->K + kg - 1) / kg * kg;
+            int64_t nr = a->nr, strips = (p->N + nr - 1) / nr,
+                    kp = (p->K + kpad - 1) / kpad * kpad;
             if (strips > INT64_MAX / 16 / nr / kp)
                 return dt_errf(e, DT_EOVERFLOW, "%s: the packed weights do not fit in memory",
                                p->d->key);
@@ -110,7 +112,7 @@ static int plan_packing(dt_export_plan *p, dt_err *e)
             if (p->packed_bytes > INT64_MAX / 4 - round64(bytes))
                 return dt_errf(e, DT_EOVERFLOW, "%s: the packed weights do not fit in memory",
                                p->d->key);
-            p->pack[g] = (dt_export_pack){.nr = (int)nr, .kg = kg, .kernel = k,
+            p->pack[g] = (dt_export_pack){.nr = (int)nr, .kg = kg, .kpad = kpad, .kernel = k,
                                           .offset = p->packed_bytes, .bytes = bytes};
             p->packed_bytes += round64(bytes);
             p->npack++;

@@ -22,6 +22,9 @@ static const dt_mk_backend hooks[DT_BACKEND_COUNT] = {
     [DT_BACKEND_W8A32_GENERIC] = GENERIC(dt_mk_ukr_w8a32),
     [DT_BACKEND_W8A32_AVX2] = AVX2(dt_mk_ukr_w8a32),
     [DT_BACKEND_W8A32_AVX512] = AVX512(dt_mk_ukr_w8a32),
+    /* the tiles' epilogue is AVX-512's (their types block: KG 2, 4) */
+    [DT_BACKEND_BF16_AMX] = AVX512(dt_mk_ukr_amx),
+    [DT_BACKEND_INT8_AMX] = AVX512(dt_mk_ukr_amx),
 };
 
 const dt_mk_backend *dt_mk_backend_of(const dt_backend *b)

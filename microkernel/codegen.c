@@ -142,11 +142,12 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
         return dt_errf(e, DT_EUNSUPPORTED, "no micro-kernel generator for op %s%s%s",
                        kop->op->name, kop->dtype ? " of dtype " : "",
                        kop->dtype ? dt_dtype_name(kop->dtype) : "");
-    const dt_backend *be = dt_backend_of(kop->dtype, a->isa);
+    const dt_backend *be = dt_backend_of_ann(kop->dtype, a);
     const dt_mk_backend *mb = dt_mk_backend_of(be);
     if (!mb)
-        return dt_errf(e, DT_EUNSUPPORTED, "no %s back-end for isa %s", dt_dtype_name(kop->dtype),
-                       dt_isa_name(a->isa));
+        return dt_errf(e, DT_EUNSUPPORTED, "no %s back-end for isa %s%s",
+                       dt_dtype_name(kop->dtype), dt_isa_name(a->isa),
+                       a->unit == DT_UNIT_VEC ? "" : " on amx tiles");
     if (a->nr % be->vec_floats != 0)
         return dt_errf(e, DT_EINVAL, "nr %d is not a multiple of the vector width %d", a->nr,
                        be->vec_floats);

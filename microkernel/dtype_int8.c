@@ -165,7 +165,7 @@ static void emit_tile_op(dt_strbuf *sb, const dt_annotation *a, int nv, int vl, 
     dt_sb_appendf(sb, "%s}\n", ind);
 }
 
-static void emit_store(dt_strbuf *sb, const dt_annotation *a, int nv, int vl)
+void dt_emit_store_s32(dt_strbuf *sb, const dt_annotation *a, int nv, int vl)
 {
     /* accumulate: the partial s32 sums of the earlier K blocks */
     dt_sb_append(sb, "    if (accumulate) {\n");
@@ -231,7 +231,7 @@ static void emit_ukr(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a
         dt_sb_append(sb, "    (void)lda; (void)a_rows;\n");
     }
     emit_k_loop(sb, a, nv, vl, native, stream);
-    emit_store(sb, a, nv, vl);
+    dt_emit_store_s32(sb, a, nv, vl);
     dt_sb_append(sb, "}\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC pop_options\n"
                      "#endif\n\n");
 }

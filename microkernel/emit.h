@@ -17,6 +17,8 @@ void dt_mk_ukr_bf16_portable(dt_strbuf *sb, const dt_backend *b, const dt_annota
 void dt_mk_ukr_bf16_dp(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
 void dt_mk_ukr_int8_portable(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
 void dt_mk_ukr_int8_dp(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
+/* The tile rows' kernel (microkernel/backend_amx.c): tdpbf16ps, tdpbusd. */
+void dt_mk_ukr_amx(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
 
 /* A register kernel's signature and opening brace, the same for every
  * dtype: `static … void dt_ukr(int64_t kc, const TA *restrict a, int64_t lda,
@@ -47,5 +49,11 @@ void dt_emit_k_loop(dt_strbuf *sb, const dt_annotation *a, int nv, int stream,
  * vectors or full stores, per the annotation's store method). */
 void dt_emit_store_f32(dt_strbuf *sb, const dt_annotation *a, int nv,
                        void (*pre)(dt_strbuf *sb, const dt_annotation *a, int nv));
+
+/* The end of int8's register kernels, whose accumulators c<i>_<v> are s32
+ * vectors (dt_acc): adds C's partial s32 sums when accumulate; when last,
+ * compensates the zero point, dequantizes, bias and activation; stores the
+ * bits (microkernel/dtype_int8.c). */
+void dt_emit_store_s32(dt_strbuf *sb, const dt_annotation *a, int nv, int vl);
 
 #endif

@@ -85,10 +85,13 @@ typedef struct dt_mk_op {
 } dt_mk_op;
 
 /* The K group of the packed layout of m's kernels with annotation a: the
- * back-end row's (dt_backend_of(dtype, a->isa)->kg: 1; bf16's vdpbf16ps
+ * back-end row's (dt_backend_of_ann(dtype, a)->kg: 1; bf16's vdpbf16ps
  * row 2, int8's vpdpbusd row 4).  Two kernels share a packing of constant
  * weights exactly when their NR and K group agree. */
 int dt_mk_packed_kg(const dt_mk_op *m, const dt_annotation *a);
+/* The K padding of that layout (the K group; a tile back-end's whole tiles
+ * of K): kernels share a packing when NR, K group and padding agree. */
+int dt_mk_packed_kpad(const dt_mk_op *m, const dt_annotation *a);
 /* Bytes of the constant B (N×K) packed by a kernel of m with annotation a:
  * what its packed_size entry point returns, computed without building it. */
 size_t dt_mk_packed_bytes(const dt_mk_op *m, const dt_annotation *a, int64_t N, int64_t K);

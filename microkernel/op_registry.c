@@ -34,15 +34,21 @@ const dt_mk_op *dt_mk_op_find(const dt_op_desc *op, dt_dtype dtype)
 
 int dt_mk_packed_kg(const dt_mk_op *m, const dt_annotation *a)
 {
-    const dt_backend *b = dt_backend_of(m->backend->dtype, a->isa);
+    const dt_backend *b = dt_backend_of_ann(m->backend->dtype, a);
     return b ? b->kg : 1;
+}
+
+int dt_mk_packed_kpad(const dt_mk_op *m, const dt_annotation *a)
+{
+    const dt_backend *b = dt_backend_of_ann(m->backend->dtype, a);
+    return b ? dt_backend_kpad(b) : 1;
 }
 
 size_t dt_mk_packed_bytes(const dt_mk_op *m, const dt_annotation *a, int64_t N, int64_t K)
 {
-    int kg = dt_mk_packed_kg(m, a);
+    int kpad = dt_mk_packed_kpad(m, a);
     size_t cols = (size_t)((N + a->nr - 1) / a->nr) * (size_t)a->nr;
-    size_t kp = (size_t)((K + kg - 1) / kg * kg);
+    size_t kp = (size_t)((K + kpad - 1) / kpad * kpad);
     return cols * kp * (size_t)dt_dtype_b_size(m->backend->dtype) +
            cols * (size_t)m->backend->qtail_col_bytes;
 }

@@ -16,6 +16,7 @@ static const char *const sketch_names[DT_SKETCH_COUNT] = {"blocked", "stream"};
 static const char *const par_names[DT_PAR_COUNT] = {"n", "m", "mn"};
 static const char *const store_names[DT_STORE_COUNT] = {"mask", "scratch"};
 static const char *const order_names[DT_ORDER_COUNT] = {"m_inner", "n_inner"};
+static const char *const unit_names[DT_UNIT_COUNT] = {"vec", "amx"};
 
 const char *dt_sketch_name(dt_sketch_kind s)
 {
@@ -46,6 +47,22 @@ const char *dt_store_name(dt_store_kind s)
 const char *dt_order_name(dt_loop_order o)
 {
     return (unsigned)o < DT_ORDER_COUNT ? order_names[o] : "?";
+}
+
+const char *dt_unit_name(dt_unit u)
+{
+    return (unsigned)u < DT_UNIT_COUNT ? unit_names[u] : "?";
+}
+
+int dt_unit_from_name(const char *name, dt_unit *out)
+{
+    for (int i = 0; name && i < DT_UNIT_COUNT; i++) {
+        if (!strcmp(name, unit_names[i])) {
+            *out = (dt_unit)i;
+            return 0;
+        }
+    }
+    return DT_EINVAL;
 }
 
 /* ---- PRNG: splitmix64 ------------------------------------------------------ */
@@ -87,6 +104,10 @@ int dt_rng_below(dt_rng *r, int n)
         return dt_errf(e, DT_EINVAL, __VA_ARGS__);                                         \
     } while (0)
 
+static int check_amx(const dt_annotation *a, const dt_target *t, unsigned *bad, dt_err *e);
+static int check_registers(const dt_annotation *a, const dt_target *t, unsigned *bad, dt_err *e);
+static int check_rest(const dt_annotation *a, const dt_target *t, unsigned *bad, dt_err *e);
+
 int dt_annotation_check(const dt_annotation *a, const dt_target *t, unsigned *bad, dt_err *e)
 {
     if (bad)
@@ -100,6 +121,63 @@ int dt_annotation_check(const dt_annotation *a, const dt_target *t, unsigned *ba
     if (!dt_backend_isa_admits(t, a->isa))
         FAIL(DT_F_BIT(DT_F_ISA), "isa %s is above the target's isa %s", dt_isa_name(a->isa),
              dt_isa_name(t->isa));
+    if ((unsigned)a->unit >= DT_UNIT_COUNT)
+        FAIL(DT_F_BIT(DT_F_ISA), "unit %d out of range (vec, amx)", (int)a->unit);
+    if (a->unit == DT_UNIT_AMX) {
+        int rc = check_amx(a, t, bad, e);
+        if (rc)
+            return rc;
+    } else {
+        int rc = check_registers(a, t, bad, e);
+        if (rc)
+            return rc;
+    }
+    return check_rest(a, t, bad, e);
+}
+
+/* The AMX tile block (sketch/annotation.h, dt_unit): mr = 16·mt rows and nr =
+ * 16·nt columns of C tiles; the kernel holds the smaller of its A (mt) and B
+ * (nt) tiles and streams the other through at least one more register, so
+ * mt·nt + min(mt, nt) + 1 tile registers of 8.  The stream sketch reads A in
+ * place with its tile rows set to the M tile's valid rows: one tile row
+ * (mt = 1). */
+static int check_amx(const dt_annotation *a, const dt_target *t, unsigned *bad, dt_err *e)
+{
+    if (a->isa != DT_ISA_AVX512)
+        FAIL(DT_F_BIT(DT_F_ISA), "amx: isa %s must be avx512 (the tiles' epilogue is AVX-512)",
+             dt_isa_name(a->isa));
+    if (!dt_target_has(t, DT_FEAT_AMX_TILE))
+        FAIL(DT_F_BIT(DT_F_ISA), "amx: the target has no AMX tiles");
+    if (a->mr < DT_AMX_TILE_ROWS || a->mr % DT_AMX_TILE_ROWS || a->mr > DT_ANN_MR_MAX)
+        FAIL(DT_F_BIT(DT_F_MR), "amx: mr %d is not 16, 32 (tile rows of 16)", a->mr);
+    if (a->nr < DT_AMX_TILE_COLS || a->nr % DT_AMX_TILE_COLS || a->nr > DT_ANN_NR_MAX)
+        FAIL(DT_F_BIT(DT_F_NR), "amx: nr %d is not a multiple of 16 up to %d (tile columns)",
+             a->nr, DT_ANN_NR_MAX);
+    const int mt = a->mr / DT_AMX_TILE_ROWS, nt = a->nr / DT_AMX_TILE_COLS;
+    const int need = mt * nt + (mt < nt ? mt : nt) + 1;
+    if (need > DT_AMX_TILE_REGS)
+        FAIL(DT_F_BIT(DT_F_MR) | DT_F_BIT(DT_F_NR),
+             "amx: a %dx%d block of C tiles needs %d*%d + min(%d,%d) + 1 = %d tile registers > %d",
+             mt, nt, mt, nt, mt, nt, need, DT_AMX_TILE_REGS);
+    if (a->sketch == DT_SKETCH_STREAM && mt != 1)
+        FAIL(DT_F_BIT(DT_F_MR), "amx, stream: mr %d must be 16 (A is read in place, one tile "
+                                "row sized to the valid rows)", a->mr);
+    if (a->sketch == DT_SKETCH_BLOCKED && a->kc % DT_AMX_TILE_K)
+        FAIL(DT_F_BIT(DT_F_KC), "amx, blocked: kc %d is not a multiple of %d (a tile's K bytes)",
+             a->kc, DT_AMX_TILE_K);
+    if (a->unroll != 1)
+        FAIL(DT_F_BIT(DT_F_UNROLL), "amx: unroll %d must be 1", a->unroll);
+    if (a->prefetch != 0)
+        FAIL(DT_F_BIT(DT_F_PREFETCH), "amx: prefetch %d must be 0", a->prefetch);
+    if (a->store != DT_STORE_MASK)
+        FAIL(DT_F_BIT(DT_F_STORE), "amx: store %s must be mask (tiles store through a scratch "
+                                   "tile of their own)", dt_store_name(a->store));
+    return 0;
+}
+
+/* The register tile of a vector annotation. */
+static int check_registers(const dt_annotation *a, const dt_target *t, unsigned *bad, dt_err *e)
+{
     const dt_backend *geom = dt_backend_geometry(a->isa);
     const int vl = geom->vec_floats;
     const int regs = dt_backend_vec_regs(geom, t->arch);
@@ -121,7 +199,12 @@ int dt_annotation_check(const dt_annotation *a, const dt_target *t, unsigned *ba
              "register tile needs mr*(nr/%d) + nr/%d + 1 = %d*%d + %d + 1 = %d vector "
              "registers > %d (%s)",
              vl, vl, a->mr, nv, nv, need, regs, isa);
+    return 0;
+}
 
+/* What every unit shares: the scalar knobs, the sketch's rules, the caches. */
+static int check_rest(const dt_annotation *a, const dt_target *t, unsigned *bad, dt_err *e)
+{
     /* scalar knobs */
     if (a->unroll != 1 && a->unroll != 2 && a->unroll != 4 && a->unroll != 8)
         FAIL(DT_F_BIT(DT_F_UNROLL), "unroll %d is not 1, 2, 4 or 8", a->unroll);
@@ -221,7 +304,7 @@ int dt_annotation_equal(const dt_annotation *a, const dt_annotation *b)
     return a->sketch == b->sketch && a->isa == b->isa && a->mr == b->mr && a->nr == b->nr &&
            a->kc == b->kc && a->mc == b->mc && a->nc == b->nc && a->unroll == b->unroll &&
            a->prefetch == b->prefetch && a->store == b->store && a->order == b->order &&
-           a->par == b->par && a->threads == b->threads;
+           a->par == b->par && a->threads == b->threads && a->unit == b->unit;
 }
 
 /* ---- fields by index (annotation_internal.h) -------------------------------- */

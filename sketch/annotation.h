@@ -36,6 +36,11 @@ typedef enum { DT_PAR_N = 0, DT_PAR_M, DT_PAR_MN, DT_PAR_COUNT } dt_par_axis;
 typedef enum { DT_STORE_MASK = 0, DT_STORE_SCRATCH, DT_STORE_COUNT } dt_store_kind;
 /* Which of the two inner loops (over MR strips, over NR strips) is innermost. */
 typedef enum { DT_ORDER_M_INNER = 0, DT_ORDER_N_INNER, DT_ORDER_COUNT } dt_loop_order;
+/* The execution unit of the kernel: the isa's vector registers (every
+ * back-end before AMX), or AMX tiles (issue 29: the back-end is searched).
+ * Together with the workload's dtype and the isa it names the back-end row
+ * (sketch/backend.h, dt_backend_of_unit). */
+typedef enum { DT_UNIT_VEC = 0, DT_UNIT_AMX, DT_UNIT_COUNT } dt_unit;
 
 typedef struct dt_annotation {
     dt_sketch_kind sketch;
@@ -51,6 +56,12 @@ typedef struct dt_annotation {
     dt_loop_order order;  /* stream: always DT_ORDER_M_INNER */
     dt_par_axis par;
     int threads;          /* OpenMP threads, 1..target cores */
+    /* vec, or amx: then mr and nr are 16 × the C tiles' rows and columns
+     * (mr = 16 rows of tiles per A tile, nr = 16 f32 columns per C tile),
+     * kc a multiple of 64, unroll 1, prefetch 0, store mask (the tiles
+     * are stored through a scratch tile).  Written to JSON only when amx,
+     * so every vector annotation keeps its text and its kernels' hashes. */
+    dt_unit unit;
 } dt_annotation;
 
 const char *dt_sketch_name(dt_sketch_kind s);
@@ -58,6 +69,8 @@ int dt_sketch_from_name(const char *name, dt_sketch_kind *out);
 const char *dt_par_name(dt_par_axis p);
 const char *dt_store_name(dt_store_kind s);
 const char *dt_order_name(dt_loop_order o);
+const char *dt_unit_name(dt_unit u);
+int dt_unit_from_name(const char *name, dt_unit *out);
 
 /* Checks a against the target: ISA supported, tile fits the vector register
  * file (accumulators + NR/VL B vectors + 1 broadcast <= registers), blocks
@@ -78,6 +91,18 @@ int dt_rng_below(dt_rng *r, int n); /* uniform in [0, n) */
  * sequence.  Fails only if no valid annotation is found in many tries. */
 int dt_annotation_sample(dt_rng *r, const dt_target *t, int sketch, int threads,
                          dt_annotation *out, dt_err *e);
+/* dt_annotation_sample for an execution unit: DT_UNIT_VEC is exactly
+ * dt_annotation_sample (same draws); DT_UNIT_AMX samples tile annotations
+ * (the target must have AMX tiles: DT_EUNSUPPORTED otherwise). */
+int dt_annotation_sample_unit(dt_rng *r, const dt_target *t, dt_unit unit, int sketch,
+                              int threads, dt_annotation *out, dt_err *e);
+/* A sample for a workload of dtype d: the unit drawn uniformly among those
+ * whose back-end row of d the target runs (sketch/backend.h,
+ * dt_backend_usable: vec always; amx for bf16 and int8 where AMX is usable),
+ * then dt_annotation_sample_unit.  With one unit it draws nothing more than
+ * dt_annotation_sample (same sequence). */
+int dt_annotation_sample_dtype(dt_rng *r, const dt_target *t, int dtype, int sketch, int threads,
+                               dt_annotation *out, dt_err *e);
 /* Changes one or two fields (tile sizes most often, then unroll, prefetch,
  * parallel axis, store, order) into a valid annotation. */
 int dt_annotation_mutate(dt_rng *r, const dt_target *t, const dt_annotation *in,

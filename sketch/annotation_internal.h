@@ -19,6 +19,12 @@
 #define DT_ANN_MC_MAX 1024
 #define DT_ANN_NC_MAX 8192
 #define DT_ANN_PREFETCH_MAX 64
+/* AMX tiles (palette 1): 8 registers of 16 rows × 64 bytes; a C tile is
+ * 16 × 16 f32/s32, an A tile's row 64 bytes of K (32 bf16, 64 u8). */
+#define DT_AMX_TILE_REGS 8
+#define DT_AMX_TILE_ROWS 16
+#define DT_AMX_TILE_COLS 16
+#define DT_AMX_TILE_K 64
 #define DT_ANN_A_STACK_MAX (UINT64_C(1) << 20) /* packed A block lives on the stack */
 
 /* Used when a target reports an absent cache level (size 0): the detection

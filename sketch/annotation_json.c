@@ -60,6 +60,9 @@ json_t *dt_annotation_to_json(const dt_annotation *a)
     for (int f = 0; f < DT_F_COUNT; f++) /* _new steals the reference, even on failure */
         if (json_object_set_new(o, keys[f], vals[f]))
             failed = 1;
+    /* unit only when not vec: vector annotations keep their text */
+    if (a->unit != DT_UNIT_VEC && json_object_set_new(o, "unit", json_string(dt_unit_name(a->unit))))
+        failed = 1;
     if (failed) {
         json_decref(o);
         return NULL;
@@ -144,10 +147,10 @@ int dt_annotation_from_json(const json_t *j, dt_annotation *out, dt_err *e)
         int known = 0;
         for (int f = 0; f < DT_F_COUNT && !known; f++)
             known = !strcmp(key, keys[f]);
-        if (!known)
+        if (!known && strcmp(key, "unit"))
             return dt_errf(e, DT_EINVAL,
                            "annotation JSON: unknown key \"%s\" (expected sketch, isa, mr, nr, "
-                           "kc, mc, nc, unroll, prefetch, store, order, par, threads)",
+                           "kc, mc, nc, unroll, prefetch, store, order, par, threads, unit)",
                            key);
     }
 
@@ -177,6 +180,9 @@ int dt_annotation_from_json(const json_t *j, dt_annotation *out, dt_err *e)
                            keys[f], x, b.lo, b.hi);
         dt_ann_set(&a, f, (int)x);
     }
+    v = json_object_get(j, "unit"); /* optional: vec when absent */
+    if (v && (!json_is_string(v) || dt_unit_from_name(json_string_value(v), &a.unit)))
+        return dt_errf(e, DT_EINVAL, "annotation JSON: key \"unit\": expected \"vec\" or \"amx\"");
     *out = a;
     return 0;
 }

@@ -239,6 +239,179 @@ int dt_annotation_sample(dt_rng *r, const dt_target *t, int sketch, int threads,
                    SAMPLE_TRIES, last.msg);
 }
 
+/* ---- AMX tile annotations ------------------------------------------------------
+ * The tile block (mt × nt C tiles) from the shapes that fit the 8 tile
+ * registers (dt_annotation_check), kc from multiples of the tile's K, mc and
+ * nc as for vectors; unroll, prefetch and store are fixed. */
+
+static int refit_mult(int old, int unit, int cap);
+
+static const int amx_kc_list[] = {64, 128, 192, 256, 384, 512, 768, 1024};
+
+/* A tile block for the sketch: (mt, nt) drawn among those that fit. */
+static void draw_amx_block(dt_rng *r, dt_sketch_kind sketch, dt_annotation *a)
+{
+    static const int blocks[][2] = {{1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {2, 1}, {2, 2}};
+    int n = sketch == DT_SKETCH_STREAM ? 6 : COUNT(blocks);
+    int i = dt_rng_below(r, n);
+    a->mr = DT_AMX_TILE_ROWS * blocks[i][0];
+    a->nr = DT_AMX_TILE_COLS * blocks[i][1];
+}
+
+static int draw_amx_kc(dt_rng *r, const space *s, const dt_annotation *a)
+{
+    int cap = kc_cap(s, a), n = 0;
+    while (n < COUNT(amx_kc_list) && amx_kc_list[n] <= cap)
+        n++;
+    return n ? amx_kc_list[dt_rng_below(r, n)] : 0;
+}
+
+static int sample_once_amx(dt_rng *r, const space *s, int sketch, int threads, dt_annotation *a)
+{
+    memset(a, 0, sizeof *a);
+    a->unit = DT_UNIT_AMX;
+    a->sketch = (dt_sketch_kind)(sketch >= 0 ? sketch : dt_rng_below(r, DT_SKETCH_COUNT));
+    a->isa = DT_ISA_AVX512;
+    a->threads = threads > 0 ? threads : 1 + dt_rng_below(r, s->cores);
+    a->unroll = 1;
+    a->store = DT_STORE_MASK;
+    a->par = (dt_par_axis)dt_rng_below(r, DT_PAR_COUNT);
+    a->order = a->sketch == DT_SKETCH_BLOCKED ? (dt_loop_order)dt_rng_below(r, DT_ORDER_COUNT)
+                                              : DT_ORDER_M_INNER;
+    draw_amx_block(r, a->sketch, a);
+    if (a->sketch == DT_SKETCH_BLOCKED) {
+        a->kc = draw_amx_kc(r, s, a);
+        if (!a->kc)
+            return -1;
+        a->mc = draw_mult(r, a->mr, mc_cap(s, a), mc_targets, COUNT(mc_targets));
+    }
+    a->nc = draw_mult(r, a->nr, nc_cap(s, a), nc_targets, COUNT(nc_targets));
+    return 0;
+}
+
+int dt_annotation_sample_unit(dt_rng *r, const dt_target *t, dt_unit unit, int sketch,
+                              int threads, dt_annotation *out, dt_err *e)
+{
+    if (unit == DT_UNIT_VEC)
+        return dt_annotation_sample(r, t, sketch, threads, out, e);
+    if (unit != DT_UNIT_AMX)
+        return dt_errf(e, DT_EINVAL, "sample: unit %d out of range (vec, amx)", (int)unit);
+    if (sketch >= DT_SKETCH_COUNT)
+        return dt_errf(e, DT_EINVAL, "sample: sketch %d out of range (blocked, stream)", sketch);
+    if (!dt_target_has(t, DT_FEAT_AMX_TILE) || !dt_backend_isa_admits(t, DT_ISA_AVX512))
+        return dt_errf(e, DT_EUNSUPPORTED, "sample: the target has no AMX tiles");
+    space s;
+    space_init(&s, t, DT_ISA_AVX512);
+    if (threads > s.cores)
+        return dt_errf(e, DT_EINVAL, "sample: threads %d > target cores %d", threads, s.cores);
+    dt_annotation a;
+    dt_err last;
+    dt_err_clear(&last);
+    snprintf(last.msg, sizeof last.msg, "no tile block fits the caches");
+    for (int i = 0; i < SAMPLE_TRIES; i++) {
+        if (sample_once_amx(r, &s, sketch, threads, &a))
+            continue;
+        if (!dt_annotation_check(&a, t, NULL, &last)) {
+            *out = a;
+            return 0;
+        }
+    }
+    return dt_errf(e, DT_EUNSUPPORTED, "sample: no valid amx annotation after %d tries (last: %s)",
+                   SAMPLE_TRIES, last.msg);
+}
+
+int dt_annotation_sample_dtype(dt_rng *r, const dt_target *t, int dtype, int sketch, int threads,
+                               dt_annotation *out, dt_err *e)
+{
+    dt_unit units[DT_UNIT_COUNT];
+    int n = 0;
+    units[n++] = DT_UNIT_VEC;
+    for (int u = DT_UNIT_VEC + 1; u < DT_UNIT_COUNT; u++) {
+        const dt_backend *b = dt_backend_of_unit((dt_dtype)dtype, DT_ISA_AVX512, (dt_unit)u);
+        if (b && dt_backend_usable(b, t, NULL))
+            units[n++] = (dt_unit)u;
+    }
+    return dt_annotation_sample_unit(r, t, units[dt_rng_below(r, n)], sketch, threads, out, e);
+}
+
+/* One or two fields of a tile annotation changed (unchecked). */
+static void mutate_once_amx(dt_rng *r, const space *s, dt_annotation *a)
+{
+    switch (dt_rng_below(r, 6)) {
+    case 0: draw_amx_block(r, a->sketch, a); break;
+    case 1:
+        if (a->sketch == DT_SKETCH_BLOCKED)
+            a->kc = draw_amx_kc(r, s, a);
+        break;
+    case 2:
+        if (a->sketch == DT_SKETCH_BLOCKED)
+            a->mc = draw_mult(r, a->mr, mc_cap(s, a), mc_targets, COUNT(mc_targets));
+        break;
+    case 3: a->nc = draw_mult(r, a->nr, nc_cap(s, a), nc_targets, COUNT(nc_targets)); break;
+    case 4:
+        if (a->sketch == DT_SKETCH_BLOCKED && dt_rng_below(r, 2))
+            a->order = (dt_loop_order)((a->order + 1) % DT_ORDER_COUNT);
+        else
+            a->par = (dt_par_axis)((a->par + 1 + dt_rng_below(r, DT_PAR_COUNT - 1)) % DT_PAR_COUNT);
+        break;
+    default: a->threads = 1 + dt_rng_below(r, s->cores); break;
+    }
+    /* a new block may leave mc and nc off its multiples: refit them */
+    if (a->sketch == DT_SKETCH_BLOCKED && a->mc % a->mr)
+        a->mc = refit_mult(a->mc, a->mr, mc_cap(s, a));
+    if (a->nc % a->nr)
+        a->nc = refit_mult(a->nc, a->nr, nc_cap(s, a));
+}
+
+static int mutate_amx(dt_rng *r, const dt_target *t, const dt_annotation *in, dt_annotation *out,
+                      dt_err *e)
+{
+    space s;
+    space_init(&s, t, DT_ISA_AVX512);
+    for (int i = 0; i < MUTATE_TRIES; i++) {
+        dt_annotation a = *in;
+        mutate_once_amx(r, &s, &a);
+        if (!dt_annotation_equal(&a, in) && !dt_annotation_check(&a, t, NULL, NULL)) {
+            *out = a;
+            return 0;
+        }
+    }
+    return dt_errf(e, DT_EUNSUPPORTED, "mutate: no valid amx neighbour found in %d tries",
+                   MUTATE_TRIES);
+}
+
+/* Each of the tile block, kc, mc, nc, par, order and threads from one parent
+ * or the other; a parent when no mix is valid in a few tries. */
+static int crossover_amx(dt_rng *r, const dt_target *t, const dt_annotation *a,
+                         const dt_annotation *b, dt_annotation *out)
+{
+    for (int tries = 0; tries < REPAIR_STEPS; tries++) {
+        dt_annotation c = *a;
+        if (dt_rng_below(r, 2)) {
+            c.mr = b->mr;
+            c.nr = b->nr;
+        }
+        if (dt_rng_below(r, 2))
+            c.kc = b->kc;
+        if (dt_rng_below(r, 2))
+            c.mc = b->mc;
+        if (dt_rng_below(r, 2))
+            c.nc = b->nc;
+        if (dt_rng_below(r, 2))
+            c.par = b->par;
+        if (dt_rng_below(r, 2))
+            c.order = b->order;
+        if (dt_rng_below(r, 2))
+            c.threads = b->threads;
+        if (!dt_annotation_check(&c, t, NULL, NULL)) {
+            *out = c;
+            return 0;
+        }
+    }
+    *out = dt_rng_below(r, 2) ? *b : *a;
+    return 0;
+}
+
 /* ---- mutation ---------------------------------------------------------------- */
 
 /* v moved by -2, -1, +1 or +2 (may leave the range: the caller checks). */
@@ -405,6 +578,8 @@ int dt_annotation_mutate(dt_rng *r, const dt_target *t, const dt_annotation *in,
 {
     if (dt_annotation_validate(in, t, e))
         return e ? dt_err_prefix(e, "mutate: input annotation") : DT_EINVAL;
+    if (in->unit == DT_UNIT_AMX)
+        return mutate_amx(r, t, in, out, e);
     space s;
     space_init(&s, t, in->isa);
     /* A kind is drawn with its probability and tried a few times before
@@ -503,6 +678,11 @@ int dt_annotation_crossover(dt_rng *r, const dt_target *t, const dt_annotation *
         return e ? dt_err_prefix(e, "crossover: parent a") : DT_EINVAL;
     if (dt_annotation_validate(b, t, e))
         return e ? dt_err_prefix(e, "crossover: parent b") : DT_EINVAL;
+    if (a->unit != b->unit)
+        return dt_errf(e, DT_EINVAL, "crossover: parents have different units (%s, %s)",
+                       dt_unit_name(a->unit), dt_unit_name(b->unit));
+    if (a->unit == DT_UNIT_AMX)
+        return crossover_amx(r, t, a, b, out);
 
     space s;
     space_init(&s, t, a->isa);

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/amx.h"
+
 #define F(x) DT_FEAT_BIT(DT_FEAT_##x)
 
 /* The vector geometry of each isa, shared by every dtype's row of it. */
@@ -62,6 +64,22 @@ static const dt_backend rows[DT_BACKEND_COUNT] = {
     [DT_BACKEND_W8A32_AVX512] = {DT_BACKEND_W8A32_AVX512, DT_DTYPE_W8A32, "avx512",
                                  DT_ISA_AVX512, 0, 0, PLAIN, GEOM_AVX512, PANEL_KG1,
                                  .peak = "f32", .cflags = ""},
+    /* AMX tiles: tdpbf16ps, tdpbusd on 16×16 C tiles; the packed B is the
+     * vector rows' [K/g][NR][g] panel with K padded to a tile's 16 groups;
+     * -march=native enables them on a CPU with AMX, elsewhere the kernels
+     * build on the tile emulation (template/amx_tile.h) */
+    [DT_BACKEND_BF16_AMX] = {DT_BACKEND_BF16_AMX, DT_DTYPE_BF16, "amx", DT_ISA_AVX512, 0,
+                             F(AMX_TILE) | F(AMX_BF16), .key = DT_FEAT_AMX_BF16, .hint = -1,
+                             .why_isa = "the isa in use is below avx512",
+                             .why_missing = "no amx_bf16", GEOM_AVX512, .tiles = 8, .kg = 2,
+                             .packed_b = "[strip][K/2][NR][2], K padded to 32", .peak = "amx_bf16",
+                             .cflags = "", .unit = DT_UNIT_AMX, .kpad = 32},
+    [DT_BACKEND_INT8_AMX] = {DT_BACKEND_INT8_AMX, DT_DTYPE_INT8, "amx", DT_ISA_AVX512, 0,
+                             F(AMX_TILE) | F(AMX_INT8), .key = DT_FEAT_AMX_INT8, .hint = -1,
+                             .why_isa = "the isa in use is below avx512",
+                             .why_missing = "no amx_int8", GEOM_AVX512, .tiles = 8, .kg = 4,
+                             .packed_b = "[strip][K/4][NR][4], K padded to 64", .peak = "amx_int8",
+                             .cflags = "", .unit = DT_UNIT_AMX, .kpad = 64},
 };
 
 int dt_backend_count(void) { return DT_BACKEND_COUNT; }
@@ -71,12 +89,27 @@ const dt_backend *dt_backend_at(int i)
     return i >= 0 && i < DT_BACKEND_COUNT ? &rows[i] : NULL;
 }
 
-const dt_backend *dt_backend_of(dt_dtype d, dt_isa isa)
+const dt_backend *dt_backend_of_unit(dt_dtype d, dt_isa isa, dt_unit unit)
 {
     for (int i = 0; i < DT_BACKEND_COUNT; i++)
-        if (rows[i].dtype == d && rows[i].isa == isa)
+        if (rows[i].dtype == d && rows[i].isa == isa && rows[i].unit == unit)
             return &rows[i];
     return NULL;
+}
+
+const dt_backend *dt_backend_of(dt_dtype d, dt_isa isa)
+{
+    return dt_backend_of_unit(d, isa, DT_UNIT_VEC);
+}
+
+const dt_backend *dt_backend_of_ann(dt_dtype d, const dt_annotation *a)
+{
+    return a ? dt_backend_of_unit(d, a->isa, a->unit) : NULL;
+}
+
+int dt_backend_kpad(const dt_backend *b)
+{
+    return b->kpad > 0 ? b->kpad : b->kg;
 }
 
 const dt_backend *dt_backend_portable(dt_dtype d)
@@ -114,8 +147,13 @@ int dt_backend_usable(const dt_backend *b, const dt_target *t, const char **why)
         why = &dummy;
     *why = NULL;
     int isa_ok = dt_backend_isa_admits(t, b->isa);
-    if (isa_ok && (t->features & b->needs) == b->needs)
+    if (isa_ok && (t->features & b->needs) == b->needs) {
+        /* a tile row also needs the kernel's permission to use the tiles
+         * (Linux grants AMX state per process: common/amx.h) */
+        if (b->unit == DT_UNIT_AMX && !dt_amx_usable(t, why))
+            return 0;
         return 1;
+    }
     if (!isa_ok && b->key >= 0 && dt_target_has(t, (dt_feature)b->key))
         *why = b->why_isa;
     else if (b->hint >= 0 && dt_target_has(t, (dt_feature)b->hint))

@@ -11,10 +11,11 @@
  * hooks there and the emitter's file; nothing else compares ISAs or names
  * a dtype's instruction.
  *
- * The annotation does not name its row yet: it keeps its `isa` (its JSON
- * and the kernels' stored source hashes stay as they are), and
- * dt_backend_of(dtype, isa) is the one way from the two to the row.  (The
- * next step, "the back-end is searched", puts the row in the annotation.)
+ * An annotation names its row with its isa and its unit (vec: the rows
+ * every annotation had before AMX, whose JSON and stored source hashes stay
+ * as they were; amx: the tile rows), and dt_backend_of_ann(dtype, a) is the
+ * one way from the two to the row.  The tuner searches the units whose row
+ * the target runs (tuner/search.c).
  *
  *   dtype  isa      row                name               needs beyond the isa   VL regs KG
  *   f32    generic  F32_GENERIC        generic            -                      4  16*  1
@@ -29,6 +30,8 @@
  *   w8a32  generic  W8A32_GENERIC      generic            -                      4  16*  1
  *   w8a32  avx2     W8A32_AVX2         avx2               -                      8  16   1
  *   w8a32  avx512   W8A32_AVX512       avx512             -                      16 32   1
+ *   bf16   avx512   BF16_AMX (amx)     amx                amx_tile amx_bf16      tiles 8 2 (K pad 32)
+ *   int8   avx512   INT8_AMX (amx)     amx                amx_tile amx_int8      tiles 8 4 (K pad 64)
  *   (* 32 on aarch64: GCC vectors are NEON registers there)
  *
  * An isa's own features are dt_isa_best's (avx2: avx2 + fma; avx512: also
@@ -42,6 +45,7 @@
 #include <stdint.h>
 
 #include "common/target.h"
+#include "sketch/annotation.h"
 #include "sketch/dtype.h"
 
 /* Row ids: the index of a row, and the key of the micro-kernel layer's
@@ -60,6 +64,8 @@ typedef enum dt_backend_id {
     DT_BACKEND_W8A32_GENERIC,
     DT_BACKEND_W8A32_AVX2,
     DT_BACKEND_W8A32_AVX512,
+    DT_BACKEND_BF16_AMX,
+    DT_BACKEND_INT8_AMX,
     DT_BACKEND_COUNT
 } dt_backend_id;
 
@@ -100,13 +106,24 @@ typedef struct dt_backend {
     /* Compile flags its kernels need beyond the builder's ("" for every
      * vector row: -march=native covers them). */
     const char *cflags;
+    /* Its execution unit (an annotation's unit names it), and for a tile
+     * back-end the K padding of its packed B (a tile's 16 rows of K groups:
+     * 32 bf16, 64 s8; 0: kg — vector rows pad K to whole groups only). */
+    dt_unit unit;
+    int kpad;
 } dt_backend;
 
 int dt_backend_count(void);
 /* Row i (0..count-1, i == id), or NULL. */
 const dt_backend *dt_backend_at(int i);
-/* The row of (dtype, annotation isa), or NULL when there is none. */
+/* The vector row of (dtype, annotation isa), or NULL when there is none. */
 const dt_backend *dt_backend_of(dt_dtype d, dt_isa isa);
+/* The row of (dtype, isa, unit): what an annotation names for a workload's
+ * dtype (dt_backend_of_ann), or NULL. */
+const dt_backend *dt_backend_of_unit(dt_dtype d, dt_isa isa, dt_unit unit);
+const dt_backend *dt_backend_of_ann(dt_dtype d, const dt_annotation *a);
+/* K padding of b's packed B: a multiple of its K group (kpad, or kg). */
+int dt_backend_kpad(const dt_backend *b);
 /* The dtype's row that runs on any CPU (its generic row), or NULL. */
 const dt_backend *dt_backend_portable(dt_dtype d);
 /* "bf16/avx512_bf16" into buf (size n); returns buf. */

@@ -55,12 +55,12 @@ int dt_dtype_native(dt_dtype d, const dt_target *t, const char **how)
         *how = b->name;
         return 1;
     }
-    /* why not: the reason of d's own back-end (its last row that is not a
-     * portable stand-in) */
+    /* why not: the reason of d's own vector back-end (its last vector row
+     * that is not a portable stand-in) */
     *how = "portable";
     for (int i = dt_backend_count() - 1; i >= 0; i--) {
         const dt_backend *o = dt_backend_at(i);
-        if (o->dtype == d && !o->portable) {
+        if (o->dtype == d && !o->portable && o->unit == DT_UNIT_VEC) {
             dt_backend_usable(o, t, how);
             break;
         }

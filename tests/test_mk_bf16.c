@@ -124,13 +124,13 @@ static int corner_annotations(dt_isa isa, dt_annotation *out)
     int vl = dt_isa_vec_floats(isa);
     int wide = isa == DT_ISA_AVX512 ? 4 : 2;
     dt_annotation anns[] = {
-        {DT_SKETCH_BLOCKED, isa, 1, vl, 8, 1, vl, 1, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1},
-        {DT_SKETCH_BLOCKED, isa, 3, 2 * vl, 16, 6, 4 * vl, 8, 4, DT_STORE_SCRATCH, DT_ORDER_N_INNER, DT_PAR_MN, 2},
-        {DT_SKETCH_BLOCKED, isa, 4, vl, 32, 8, vl, 2, 1, DT_STORE_MASK, DT_ORDER_N_INNER, DT_PAR_M, 2},
-        {DT_SKETCH_BLOCKED, isa, isa == DT_ISA_AVX512 ? 6 : 2, wide * vl, 12, 12, wide * vl, 4, 2, DT_STORE_SCRATCH, DT_ORDER_M_INNER, DT_PAR_N, 2},
-        {DT_SKETCH_STREAM, isa, 1, vl, 0, 0, vl, 1, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_M, 2},
-        {DT_SKETCH_STREAM, isa, 2, 3 * vl, 0, 0, 3 * vl, 4, 16, DT_STORE_SCRATCH, DT_ORDER_M_INNER, DT_PAR_MN, 2},
-        {DT_SKETCH_STREAM, isa, 5, 2 * vl, 0, 0, 4 * vl, 8, 8, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 2},
+        {DT_SKETCH_BLOCKED, isa, 1, vl, 8, 1, vl, 1, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1, DT_UNIT_VEC},
+        {DT_SKETCH_BLOCKED, isa, 3, 2 * vl, 16, 6, 4 * vl, 8, 4, DT_STORE_SCRATCH, DT_ORDER_N_INNER, DT_PAR_MN, 2, DT_UNIT_VEC},
+        {DT_SKETCH_BLOCKED, isa, 4, vl, 32, 8, vl, 2, 1, DT_STORE_MASK, DT_ORDER_N_INNER, DT_PAR_M, 2, DT_UNIT_VEC},
+        {DT_SKETCH_BLOCKED, isa, isa == DT_ISA_AVX512 ? 6 : 2, wide * vl, 12, 12, wide * vl, 4, 2, DT_STORE_SCRATCH, DT_ORDER_M_INNER, DT_PAR_N, 2, DT_UNIT_VEC},
+        {DT_SKETCH_STREAM, isa, 1, vl, 0, 0, vl, 1, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_M, 2, DT_UNIT_VEC},
+        {DT_SKETCH_STREAM, isa, 2, 3 * vl, 0, 0, 3 * vl, 4, 16, DT_STORE_SCRATCH, DT_ORDER_M_INNER, DT_PAR_MN, 2, DT_UNIT_VEC},
+        {DT_SKETCH_STREAM, isa, 5, 2 * vl, 0, 0, 4 * vl, 8, 8, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 2, DT_UNIT_VEC},
     };
     int n = (int)(sizeof anns / sizeof anns[0]);
     memcpy(out, anns, sizeof anns);
@@ -359,11 +359,11 @@ static void test_bench(void)
         return;
     const dt_isa X = DT_ISA_AVX512;
     const dt_annotation anns[] = {
-        {DT_SKETCH_BLOCKED, X, 14, 32, 256, 112, 768, 4, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1},
-        {DT_SKETCH_BLOCKED, X, 6, 64, 256, 96, 768, 4, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1},
-        {DT_SKETCH_BLOCKED, X, 8, 48, 192, 128, 768, 4, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1},
-        {DT_SKETCH_BLOCKED, X, 14, 32, 384, 112, 768, 2, 8, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1},
-        {DT_SKETCH_BLOCKED, X, 14, 32, 256, 112, 768, 4, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 2},
+        {DT_SKETCH_BLOCKED, X, 14, 32, 256, 112, 768, 4, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1, DT_UNIT_VEC},
+        {DT_SKETCH_BLOCKED, X, 6, 64, 256, 96, 768, 4, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1, DT_UNIT_VEC},
+        {DT_SKETCH_BLOCKED, X, 8, 48, 192, 128, 768, 4, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1, DT_UNIT_VEC},
+        {DT_SKETCH_BLOCKED, X, 14, 32, 384, 112, 768, 2, 8, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1, DT_UNIT_VEC},
+        {DT_SKETCH_BLOCKED, X, 14, 32, 256, 112, 768, 4, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 2, DT_UNIT_VEC},
     };
     /* each beside f32 with the same annotation, for comparison */
     for (size_t i = 0; i < sizeof anns / sizeof anns[0]; i++) {
@@ -372,8 +372,8 @@ static void test_bench(void)
         bench_one("dense(M=1..8,N=64,K=64)", &anns[i], 128, 768, 768, anns[i].threads);
     }
     const dt_annotation st[] = {
-        {DT_SKETCH_STREAM, X, 1, 128, 0, 0, 768, 4, 8, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1},
-        {DT_SKETCH_STREAM, X, 4, 96, 0, 0, 768, 4, 8, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1},
+        {DT_SKETCH_STREAM, X, 1, 128, 0, 0, 768, 4, 8, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1, DT_UNIT_VEC},
+        {DT_SKETCH_STREAM, X, 4, 96, 0, 0, 768, 4, 8, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1, DT_UNIT_VEC},
     };
     for (size_t i = 0; i < sizeof st / sizeof st[0]; i++)
         bench_one("dense(M=1..8,N=64,K=64,dtype=bf16)", &st[i], st[i].mr, 768, 768, 1);

@@ -96,13 +96,13 @@ static void test_corner_annotations(void)
         int vl = dt_isa_vec_floats(isa), regs = dt_isa_vec_regs(isa, t.arch);
         int wide = DT_MIN((regs - 1) / 2, 8), tall = DT_MIN((regs - 3) / 2, 8);
         dt_annotation c[] = {
-            {DT_SKETCH_BLOCKED, isa, 1, vl, 8, 1, vl, 1, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1},
-            {DT_SKETCH_BLOCKED, isa, 3, 2 * vl, 16, 6, 4 * vl, 8, 4, DT_STORE_SCRATCH, DT_ORDER_N_INNER, DT_PAR_MN, 2},
-            {DT_SKETCH_BLOCKED, isa, 4, vl, 32, 8, vl, 2, 1, DT_STORE_MASK, DT_ORDER_N_INNER, DT_PAR_M, 2},
-            {DT_SKETCH_STREAM, isa, 1, vl, 0, 0, vl, 1, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_M, 2},
-            {DT_SKETCH_STREAM, isa, 2, 3 * vl, 0, 0, 3 * vl, 4, 16, DT_STORE_SCRATCH, DT_ORDER_M_INNER, DT_PAR_MN, 2},
-            {DT_SKETCH_STREAM, isa, 1, wide * vl, 0, 0, wide * vl, 8, 64, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 2},
-            {DT_SKETCH_STREAM, isa, tall, 2 * vl, 0, 0, 32 * vl, 2, 8, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1},
+            {DT_SKETCH_BLOCKED, isa, 1, vl, 8, 1, vl, 1, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1, DT_UNIT_VEC},
+            {DT_SKETCH_BLOCKED, isa, 3, 2 * vl, 16, 6, 4 * vl, 8, 4, DT_STORE_SCRATCH, DT_ORDER_N_INNER, DT_PAR_MN, 2, DT_UNIT_VEC},
+            {DT_SKETCH_BLOCKED, isa, 4, vl, 32, 8, vl, 2, 1, DT_STORE_MASK, DT_ORDER_N_INNER, DT_PAR_M, 2, DT_UNIT_VEC},
+            {DT_SKETCH_STREAM, isa, 1, vl, 0, 0, vl, 1, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_M, 2, DT_UNIT_VEC},
+            {DT_SKETCH_STREAM, isa, 2, 3 * vl, 0, 0, 3 * vl, 4, 16, DT_STORE_SCRATCH, DT_ORDER_M_INNER, DT_PAR_MN, 2, DT_UNIT_VEC},
+            {DT_SKETCH_STREAM, isa, 1, wide * vl, 0, 0, wide * vl, 8, 64, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 2, DT_UNIT_VEC},
+            {DT_SKETCH_STREAM, isa, tall, 2 * vl, 0, 0, 32 * vl, 2, 8, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 1, DT_UNIT_VEC},
         };
         for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
             dt_err e;
@@ -141,9 +141,9 @@ static void test_decode_shapes(void)
     dt_isa isa = g_target.isa;
     int vl = dt_isa_vec_floats(isa);
     dt_annotation anns[] = {
-        {DT_SKETCH_STREAM, isa, 1, 8 * vl, 0, 0, 64 * vl, 4, 16, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 2},
-        {DT_SKETCH_STREAM, isa, 4, 4 * vl, 0, 0, 16 * vl, 2, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 2},
-        {DT_SKETCH_BLOCKED, isa, 8, 2 * vl, 256, 16, 8 * vl, 4, 8, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 2},
+        {DT_SKETCH_STREAM, isa, 1, 8 * vl, 0, 0, 64 * vl, 4, 16, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 2, DT_UNIT_VEC},
+        {DT_SKETCH_STREAM, isa, 4, 4 * vl, 0, 0, 16 * vl, 2, 0, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 2, DT_UNIT_VEC},
+        {DT_SKETCH_BLOCKED, isa, 8, 2 * vl, 256, 16, 8 * vl, 4, 8, DT_STORE_MASK, DT_ORDER_M_INNER, DT_PAR_N, 2, DT_UNIT_VEC},
     };
     int n = (int)(sizeof anns / sizeof anns[0]);
     dt_kernel_op kops[3];

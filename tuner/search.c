@@ -110,14 +110,17 @@ static int breed(const dt_task *t, const int *par, int npar, int want, int fresh
         double u = uniform(rng);
         int rc;
         if (fresh_only || npar == 0 || u < 0.2) {
-            rc = dt_annotation_sample(rng, tg, tries % 2 ? DT_SKETCH_STREAM : DT_SKETCH_BLOCKED,
-                                      t->threads, &a, &e2);
+            /* every back-end the target runs for the dtype (the unit is searched) */
+            rc = dt_annotation_sample_dtype(rng, tg, (int)t->w->dtype,
+                                            tries % 2 ? DT_SKETCH_STREAM : DT_SKETCH_BLOCKED,
+                                            t->threads, &a, &e2);
             if (rc)
-                rc = dt_annotation_sample(rng, tg, -1, t->threads, &a, &e2);
+                rc = dt_annotation_sample_dtype(rng, tg, (int)t->w->dtype, -1, t->threads, &a,
+                                                &e2);
         } else {
             const dt_annotation *p1 = &t->k[par[dt_rng_below(rng, npar)]].a;
             const dt_annotation *p2 = &t->k[par[dt_rng_below(rng, npar)]].a;
-            if (u < 0.45 && p1->sketch == p2->sketch && p1 != p2)
+            if (u < 0.45 && p1->sketch == p2->sketch && p1->unit == p2->unit && p1 != p2)
                 rc = dt_annotation_crossover(rng, tg, p1, p2, &a, &e2);
             else
                 rc = dt_annotation_mutate(rng, tg, p1, &a, &e2);

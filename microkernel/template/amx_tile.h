@@ -127,6 +127,29 @@ static inline void dt_amx_cfg_tile(dt_amx_cfg *c, int t, int rows, int colsb)
 #define DT_TILE_DPBSUD(c, a, b) DT_AMX_DP_(_tile_dpbsud, c, a, b)
 #define DT_TILE_DPBUUD(c, a, b) DT_AMX_DP_(_tile_dpbuud, c, a, b)
 
+/* The process's permission to use tile data (Linux grants it per process,
+ * arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)): asked once by the
+ * first kernel call in each loaded kernel, so a kernel runs wherever it is
+ * called — a measurement child, dtune bench, libdtune, an exported file.
+ * Returns 0, or -1 when the OS refuses (the caller reports it; a tile
+ * instruction would then fault). */
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+static inline int dt_amx_permit(void)
+{
+    static int granted; /* 0 unknown, 1 granted */
+    if (__atomic_load_n(&granted, __ATOMIC_ACQUIRE))
+        return 0;
+    if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) != 0)
+        return -1;
+    __atomic_store_n(&granted, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+#else
+static inline int dt_amx_permit(void) { return 0; }
+#endif
+
 #else
 /* ---- emulated: plain arrays ------------------------------------------------------ */
 #include <math.h>
@@ -426,6 +449,9 @@ static inline void dt_amx_emu_dpbf16ps(int c, int a, int b)
 #define DT_TILE_DPBSSD(c, a, b) DT_AMX_DP8_("TDPBSSD", c, a, b, 1, 1)
 #define DT_TILE_DPBSUD(c, a, b) DT_AMX_DP8_("TDPBSUD", c, a, b, 1, 0)
 #define DT_TILE_DPBUUD(c, a, b) DT_AMX_DP8_("TDPBUUD", c, a, b, 0, 0)
+
+/* the emulation needs no permission */
+static inline int dt_amx_permit(void) { return 0; }
 
 #endif /* DT_AMX_NATIVE */
 

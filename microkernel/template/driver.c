@@ -11,7 +11,18 @@
  * groups, zero-filled (local padding along K too). */
 
 #define DT_STRIPS(n) (((n) + NR - 1) / NR)
-#define DT_KP(k) (((k) + KG - 1) / KG * KG) /* k rounded up to whole groups */
+/* K padding of the packed panels: whole groups (DT_KPAD = KG), or for a
+ * tile back-end whole tiles of K (its register kernel defines DT_KPAD) */
+#ifndef DT_KPAD
+#define DT_KPAD KG
+#endif
+#define DT_KP(k) (((k) + DT_KPAD - 1) / DT_KPAD * DT_KPAD) /* k rounded up to DT_KPAD */
+/* What each thread does before and after its work items (a tile back-end:
+ * its permission and tile configuration, then the tiles' release) */
+#ifndef DT_THREAD_BEGIN
+#define DT_THREAD_BEGIN() ((void)0)
+#define DT_THREAD_END() ((void)0)
+#endif
 
 /* Transposes a VL×VL block: dst[c*ldd + r] = src[r*lds + c] for r, c < VL
  * (rows r >= rows read as zeros).  Used by dt_pack_b when K is the
@@ -190,6 +201,23 @@ static void dt_pack_b(int64_t K, int64_t n, const dt_tb *src, int64_t s_n, int64
 static void dt_pack_a(const dt_ta *x, int64_t ldx, int64_t mc, int64_t kc, dt_ta *dst)
 {
     const int64_t kp = DT_KP(kc);
+#if DT_AMX
+    /* tiles read A's rows as they are: MR-tall panels [MR][kp], row-major,
+     * the rows past mc and the K past kc zero */
+    for (int64_t i = 0; i < mc; i += MR) {
+        int64_t mv = DT_MIN(MR, mc - i);
+        dt_ta *panel = dst + (i / MR) * kp * MR;
+        for (int64_t r = 0; r < MR; r++) {
+            if (r < mv) {
+                memcpy(panel + r * kp, x + (i + r) * ldx, (size_t)kc * sizeof(dt_ta));
+                memset(panel + r * kp + kc, 0, (size_t)(kp - kc) * sizeof(dt_ta));
+            } else {
+                memset(panel + r * kp, 0, (size_t)kp * sizeof(dt_ta));
+            }
+        }
+    }
+    return;
+#endif
     for (int64_t i = 0; i < mc; i += MR) {
         int64_t mv = DT_MIN(MR, mc - i);
         dt_ta *panel = dst + (i / MR) * kp * MR;

@@ -7,6 +7,7 @@ static void dt_bmm_worker(int tid, int nt, int64_t items, int64_t per, int64_t M
     int64_t i0 = items * tid / nt, i1 = items * (tid + 1) / nt;
     if (i0 >= i1)
         return;
+    DT_THREAD_BEGIN();
 #if DT_LAYOUT_NT || KG > 1
     const int direct = 0;
 #else
@@ -36,6 +37,7 @@ static void dt_bmm_worker(int tid, int nt, int64_t items, int64_t per, int64_t M
         dt_gemm_range(it.m0, it.m1, it.n0, it.n1, K, A + it.b * sa, lda,
                       direct ? B + it.b * sb : bp, NULL, C + it.b * sc, ldc, NULL);
     }
+    DT_THREAD_END();
     if (bp != stack_bp)
         free(bp);
 }

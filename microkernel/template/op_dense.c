@@ -26,10 +26,12 @@ static void dt_dense_worker(int tid, int nt, int64_t per, int64_t M, int64_t N, 
                             const dt_ta *X, int64_t ldx, const dt_tb *packed, const float *bias,
                             dt_tc *Y, int64_t ldy, const dt_qctx *q)
 {
+    DT_THREAD_BEGIN();
     for (int64_t i = per * tid / nt; i < per * (tid + 1) / nt; i++) {
         dt_item it = dt_item_at(i, per, M, N);
         dt_gemm_range(it.m0, it.m1, it.n0, it.n1, K, X, ldx, packed, bias, Y, ldy, q);
     }
+    DT_THREAD_END();
 }
 
 /* Y[M,N] = X[M,K]·Wᵀ (+bias) (then the activation), W given packed. */
