@@ -32,14 +32,17 @@
 
 #include "dt_tpl_amx_tile_h.h"
 
-/* Tile register numbers: C tiles first, then the held set, then the
- * streamed registers. */
+/* Tile register numbers: C tiles first, then one or two operand sets (the
+ * held tiles, then the streamed registers).  Tile registers are not
+ * renamed: a load into a register waits for the dot products reading it, so
+ * where two sets fit, even and odd K steps alternate between them and the
+ * next step's loads overlap this step's products. */
 typedef struct amx_plan {
     int mt, nt;
     int hold_a;     /* A tiles held (mt <= nt), else B tiles held */
-    int held0;      /* first held register */
-    int stream0;    /* first streamed register */
-    int nstream;    /* streamed registers: 1 or 2 */
+    int nheld;      /* held tiles of a set: mt or nt */
+    int nstream;    /* streamed registers of a set: 1 or 2 */
+    int sets;       /* operand sets: 1 or 2 */
 } amx_plan;
 
 static amx_plan plan_of(const dt_annotation *a)
@@ -48,11 +51,23 @@ static amx_plan plan_of(const dt_annotation *a)
     p.mt = a->mr / 16;
     p.nt = a->nr / 16;
     p.hold_a = p.mt <= p.nt;
-    int held = p.hold_a ? p.mt : p.nt;
-    p.held0 = p.mt * p.nt;
-    p.stream0 = p.held0 + held;
-    p.nstream = 8 - p.stream0 >= 2 ? 2 : 1;
+    p.nheld = p.hold_a ? p.mt : p.nt;
+    int other = p.hold_a ? p.nt : p.mt, c = p.mt * p.nt;
+    p.nstream = other < 2 ? other : 2;
+    p.sets = c + 2 * (p.nheld + p.nstream) <= 8 ? 2 : 1;
+    if (p.sets == 1 && c + p.nheld + p.nstream > 8)
+        p.nstream = 1; /* validation guarantees c + nheld + 1 <= 8 */
     return p;
+}
+
+static int held_reg(const amx_plan *p, int set, int t)
+{
+    return p->mt * p->nt + set * (p->nheld + p->nstream) + t;
+}
+
+static int stream_reg(const amx_plan *p, int set, int t)
+{
+    return p->mt * p->nt + set * (p->nheld + p->nstream) + p->nheld + t % p->nstream;
 }
 
 static int c_tile(const amx_plan *p, int i, int j) { return i * p->nt + j; }
@@ -68,45 +83,66 @@ static void emit_configure(dt_strbuf *sb, const amx_plan *p)
         for (int j = 0; j < p->nt; j++)
             dt_sb_appendf(sb, "    dt_amx_cfg_tile(&cfg, %d, %s, 64);\n", c_tile(p, i, j),
                           i ? "16" : "rows");
-    int held = p->hold_a ? p->mt : p->nt;
-    for (int t = 0; t < held; t++)
-        dt_sb_appendf(sb, "    dt_amx_cfg_tile(&cfg, %d, %s, 64);\n", p->held0 + t,
-                      p->hold_a && t == 0 ? "rows" : "16");
-    for (int t = 0; t < p->nstream; t++)
-        dt_sb_appendf(sb, "    dt_amx_cfg_tile(&cfg, %d, %s, 64);\n", p->stream0 + t,
-                      !p->hold_a ? "rows" : "16");
+    for (int set = 0; set < p->sets; set++) {
+        for (int t = 0; t < p->nheld; t++)
+            dt_sb_appendf(sb, "    dt_amx_cfg_tile(&cfg, %d, %s, 64);\n", held_reg(p, set, t),
+                          p->hold_a && t == 0 ? "rows" : "16");
+        for (int t = 0; t < p->nstream; t++)
+            dt_sb_appendf(sb, "    dt_amx_cfg_tile(&cfg, %d, %s, 64);\n", stream_reg(p, set, t),
+                          !p->hold_a && t == 0 ? "rows" : "16");
+    }
     dt_sb_append(sb, "    DT_TILE_CONFIG(&cfg);\n    dt_amx_rows = rows;\n}\n\n");
 }
 
-/* One K step: the A tiles at `abase` (row stride astride bytes, tile row i
- * at abase + i·16·arow elements), the B tiles of step `bstep`. */
-static void emit_step(dt_strbuf *sb, const amx_plan *p, const char *dp, const char *abase,
-                      const char *arow, const char *astride, const char *bstep)
+/* One K step with operand set `set`: the A tiles at `abase` (row stride
+ * astride bytes, tile row i at abase + i·16·arow elements), the B tiles of
+ * step `bstep`. */
+static void emit_step(dt_strbuf *sb, const amx_plan *p, int set, const char *dp,
+                      const char *abase, const char *arow, const char *astride, const char *bstep)
 {
     const char *bstride = "(int64_t)(NR * KG * sizeof(dt_tb))";
     if (p->hold_a) {
         for (int i = 0; i < p->mt; i++)
-            dt_sb_appendf(sb, "        DT_TILE_LOAD(%d, %s + %d * %s, %s);\n", p->held0 + i, abase,
-                          16 * i, arow, astride);
+            dt_sb_appendf(sb, "        DT_TILE_LOAD(%d, %s + %d * %s, %s);\n", held_reg(p, set, i),
+                          abase, 16 * i, arow, astride);
         for (int j = 0; j < p->nt; j++) {
-            int r = p->stream0 + j % p->nstream;
+            int r = stream_reg(p, set, j);
             dt_sb_appendf(sb, "        DT_TILE_LOAD(%d, b + (%s) * (16 * KG * NR) + %d * KG, %s);\n",
                           r, bstep, 16 * j, bstride);
             for (int i = 0; i < p->mt; i++)
-                dt_sb_appendf(sb, "        %s(%d, %d, %d);\n", dp, c_tile(p, i, j), p->held0 + i, r);
+                dt_sb_appendf(sb, "        %s(%d, %d, %d);\n", dp, c_tile(p, i, j),
+                              held_reg(p, set, i), r);
         }
     } else {
         for (int j = 0; j < p->nt; j++)
             dt_sb_appendf(sb, "        DT_TILE_LOAD(%d, b + (%s) * (16 * KG * NR) + %d * KG, %s);\n",
-                          p->held0 + j, bstep, 16 * j, bstride);
+                          held_reg(p, set, j), bstep, 16 * j, bstride);
         for (int i = 0; i < p->mt; i++) {
-            int r = p->stream0 + i % p->nstream;
+            int r = stream_reg(p, set, i);
             dt_sb_appendf(sb, "        DT_TILE_LOAD(%d, %s + %d * %s, %s);\n", r, abase, 16 * i,
                           arow, astride);
             for (int j = 0; j < p->nt; j++)
-                dt_sb_appendf(sb, "        %s(%d, %d, %d);\n", dp, c_tile(p, i, j), r, p->held0 + j);
+                dt_sb_appendf(sb, "        %s(%d, %d, %d);\n", dp, c_tile(p, i, j), r,
+                              held_reg(p, set, j));
         }
     }
+}
+
+/* The loop over K steps s < steps: two steps an iteration on alternating
+ * operand sets when there are two. */
+static void emit_steps(dt_strbuf *sb, const amx_plan *p, const char *dp, const char *arow,
+                       const char *astride)
+{
+    dt_sb_append(sb, "    int64_t s = 0;\n");
+    if (p->sets == 2) {
+        dt_sb_append(sb, "    for (; s + 2 <= steps; s += 2) {\n");
+        emit_step(sb, p, 0, dp, "a + s * DT_TK", arow, astride, "s");
+        emit_step(sb, p, 1, dp, "a + (s + 1) * DT_TK", arow, astride, "s + 1");
+        dt_sb_append(sb, "    }\n");
+    }
+    dt_sb_append(sb, "    for (; s < steps; s++) {\n");
+    emit_step(sb, p, 0, dp, "a + s * DT_TK", arow, astride, "s");
+    dt_sb_append(sb, "    }\n");
 }
 
 /* One row of the scratch tile through the dtype's vector epilogue: the
@@ -187,11 +223,9 @@ void dt_mk_ukr_amx(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
     dt_sb_append(sb, "    }\n");
     if (stream) {
         dt_sb_append(sb, "    const int64_t steps = kc / DT_TK;\n"
-                         "    const int64_t astride = lda * (int64_t)sizeof(dt_ta);\n"
-                         "    for (int64_t s = 0; s < steps; s++) {\n");
-        emit_step(sb, &p, dp, "a + s * DT_TK", "lda", "astride", "s");
-        dt_sb_append(sb, "    }\n"
-                         "    if (kc % DT_TK) { /* the K tail, zero-padded: never past X's rows */\n"
+                         "    const int64_t astride = lda * (int64_t)sizeof(dt_ta);\n");
+        emit_steps(sb, &p, dp, "lda", "astride");
+        dt_sb_append(sb, "    if (kc % DT_TK) { /* the K tail, zero-padded: never past X's rows */\n"
                          "        dt_ta tail[16 * DT_TK] __attribute__((aligned(64)));\n"
                          "        memset(tail, 0, sizeof tail);\n"
                          "        for (int r = 0; r < rows; r++)\n"
@@ -199,15 +233,13 @@ void dt_mk_ukr_amx(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
                          "                   (size_t)(kc % DT_TK) * sizeof(dt_ta));\n"
                          "        const int64_t tstride = DT_TK * (int64_t)sizeof(dt_ta);\n"
                          "        {\n");
-        emit_step(sb, &p, dp, "tail", "DT_TK", "tstride", "steps");
+        emit_step(sb, &p, 0, dp, "tail", "DT_TK", "tstride", "steps");
         dt_sb_append(sb, "        }\n    }\n");
     } else {
         dt_sb_append(sb, "    (void)lda; (void)a_rows;\n"
                          "    const int64_t kp = (kc + DT_TK - 1) / DT_TK * DT_TK, steps = kp / DT_TK;\n"
-                         "    const int64_t astride = kp * (int64_t)sizeof(dt_ta);\n"
-                         "    for (int64_t s = 0; s < steps; s++) {\n");
-        emit_step(sb, &p, dp, "a + s * DT_TK", "kp", "astride", "s");
-        dt_sb_append(sb, "    }\n");
+                         "    const int64_t astride = kp * (int64_t)sizeof(dt_ta);\n");
+        emit_steps(sb, &p, dp, "kp", "astride");
     }
     if (!stream) {
         dt_sb_append(sb, "    if (!last && m_valid == MR && n_valid == NR) {\n");

@@ -255,41 +255,44 @@ static int check_rest(const dt_annotation *a, const dt_target *t, unsigned *bad,
         return 0;
     }
 
-    /* blocked: cache blocking (all operands fp32, 4 bytes) */
+    /* blocked: cache blocking */
     const uint64_t l1d = t->l1d.size ? t->l1d.size : DT_ANN_L1D_DEFAULT;
     const uint64_t l2 = t->l2.size ? t->l2.size : DT_ANN_L2_DEFAULT;
     const uint64_t kc = (uint64_t)a->kc;
-    const uint64_t ablock = (uint64_t)a->mc * kc * 4;
+    /* bytes per element of the operands: f32's 4 for vector kernels (the
+     * widest dtype's, for every dtype), bf16's 2 for tiles (int8's 1 is less) */
+    const int es = a->unit == DT_UNIT_AMX ? 2 : 4;
+    const uint64_t ablock = (uint64_t)a->mc * kc * (uint64_t)es;
     if (ablock > DT_ANN_A_STACK_MAX)
         FAIL(DT_F_BIT(DT_F_MC) | DT_F_BIT(DT_F_KC),
-             "blocked: packed A block mc*kc*4 = %d*%d*4 = %" PRIu64 " bytes > %" PRIu64
+             "blocked: packed A block mc*kc*%d = %d*%d*%d = %" PRIu64 " bytes > %" PRIu64
              " (1 MiB, it lives on the thread's stack)",
-             a->mc, a->kc, ablock, DT_ANN_A_STACK_MAX);
+             es, a->mc, a->kc, es, ablock, DT_ANN_A_STACK_MAX);
     if (ablock > l2)
         FAIL(DT_F_BIT(DT_F_MC) | DT_F_BIT(DT_F_KC),
-             "blocked: packed A block mc*kc*4 = %d*%d*4 = %" PRIu64 " bytes > L2 %" PRIu64
+             "blocked: packed A block mc*kc*%d = %d*%d*%d = %" PRIu64 " bytes > L2 %" PRIu64
              " bytes",
-             a->mc, a->kc, ablock, l2);
+             es, a->mc, a->kc, es, ablock, l2);
     if (a->order == DT_ORDER_M_INNER) {
-        const uint64_t bpanel = kc * (uint64_t)a->nr * 4;
+        const uint64_t bpanel = kc * (uint64_t)a->nr * (uint64_t)es;
         if (bpanel > l1d)
             FAIL(DT_F_BIT(DT_F_KC) | DT_F_BIT(DT_F_NR) | DT_F_BIT(DT_F_ORDER),
-                 "blocked, m_inner: B micro-panel kc*nr*4 = %d*%d*4 = %" PRIu64
+                 "blocked, m_inner: B micro-panel kc*nr*%d = %d*%d*%d = %" PRIu64
                  " bytes > L1d %" PRIu64 " bytes",
-                 a->kc, a->nr, bpanel, l1d);
+                 es, a->kc, a->nr, es, bpanel, l1d);
     } else {
-        const uint64_t apanel = kc * (uint64_t)a->mr * 4;
+        const uint64_t apanel = kc * (uint64_t)a->mr * (uint64_t)es;
         if (apanel > l1d)
             FAIL(DT_F_BIT(DT_F_KC) | DT_F_BIT(DT_F_MR) | DT_F_BIT(DT_F_ORDER),
-                 "blocked, n_inner: A micro-panel kc*mr*4 = %d*%d*4 = %" PRIu64
+                 "blocked, n_inner: A micro-panel kc*mr*%d = %d*%d*%d = %" PRIu64
                  " bytes > L1d %" PRIu64 " bytes",
-                 a->kc, a->mr, apanel, l1d);
-        const uint64_t bblock = kc * (uint64_t)a->nc * 4;
+                 es, a->kc, a->mr, es, apanel, l1d);
+        const uint64_t bblock = kc * (uint64_t)a->nc * (uint64_t)es;
         if (bblock > l2)
             FAIL(DT_F_BIT(DT_F_KC) | DT_F_BIT(DT_F_NC) | DT_F_BIT(DT_F_ORDER),
-                 "blocked, n_inner: B block kc*nc*4 = %d*%d*4 = %" PRIu64 " bytes > L2 %" PRIu64
+                 "blocked, n_inner: B block kc*nc*%d = %d*%d*%d = %" PRIu64 " bytes > L2 %" PRIu64
                  " bytes",
-                 a->kc, a->nc, bblock, l2);
+                 es, a->kc, a->nc, es, bblock, l2);
     }
     return 0;
 }

@@ -27,6 +27,8 @@ static const int mc_targets[] = {16, 32, 48, 64, 96, 128, 192, 256, 384, 512};
 static const int nc_targets[] = {64, 128, 256, 512, 768, 1024, 1536, 2048, 3072, 4096};
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+/* bytes per operand element in the cache rules (dt_annotation_check) */
+#define ESIZE(a) ((uint64_t)((a)->unit == DT_UNIT_AMX ? 2 : 4))
 
 /* What the rules need to know of the target, for one back-end. */
 typedef struct space {
@@ -103,13 +105,13 @@ static int kc_cap(const space *s, const dt_annotation *a)
     uint64_t mr = a->mr > 0 ? (uint64_t)a->mr : 1, nr = a->nr > 0 ? (uint64_t)a->nr : 1;
     uint64_t mc = a->mc >= a->mr && a->mc > 0 ? (uint64_t)a->mc : mr;
     uint64_t nc = a->nc >= a->nr && a->nc > 0 ? (uint64_t)a->nc : nr;
-    uint64_t cap = DT_ANN_KC_MAX;
-    cap = u64min(cap, s->amax / (4 * mc));
+    uint64_t cap = DT_ANN_KC_MAX, es = ESIZE(a);
+    cap = u64min(cap, s->amax / (es * mc));
     if (a->order == DT_ORDER_M_INNER) {
-        cap = u64min(cap, s->l1d / (4 * nr));
+        cap = u64min(cap, s->l1d / (es * nr));
     } else {
-        cap = u64min(cap, s->l1d / (4 * mr));
-        cap = u64min(cap, s->l2 / (4 * nc));
+        cap = u64min(cap, s->l1d / (es * mr));
+        cap = u64min(cap, s->l2 / (es * nc));
     }
     return (int)(cap - cap % DT_ANN_KC_ALIGN);
 }
@@ -119,7 +121,7 @@ static int mc_cap(const space *s, const dt_annotation *a)
 {
     uint64_t cap = DT_ANN_MC_MAX;
     if (a->kc > 0)
-        cap = u64min(cap, s->amax / (4 * (uint64_t)a->kc));
+        cap = u64min(cap, s->amax / (ESIZE(a) * (uint64_t)a->kc));
     int mr = a->mr > 0 ? a->mr : 1;
     return (int)cap - (int)cap % mr;
 }
@@ -129,7 +131,7 @@ static int nc_cap(const space *s, const dt_annotation *a)
 {
     uint64_t cap = DT_ANN_NC_MAX;
     if (a->sketch == DT_SKETCH_BLOCKED && a->order == DT_ORDER_N_INNER && a->kc > 0)
-        cap = u64min(cap, s->l2 / (4 * (uint64_t)a->kc));
+        cap = u64min(cap, s->l2 / (ESIZE(a) * (uint64_t)a->kc));
     int nr = a->nr > 0 ? a->nr : 1;
     return (int)cap - (int)cap % nr;
 }
