@@ -15,6 +15,7 @@
 #include "measure/omp_pin.h"
 #include "microkernel/reference.h"
 #include "peers/peer.h"
+#include "sketch/backend.h"
 
 static float *alloc_floats(int64_t n) { return dt_alloc64((size_t)n * sizeof(float)); }
 
@@ -131,6 +132,8 @@ static int build_kernels(const dt_kernel_op *kop, const dt_annotation *kernels, 
         cands[i].kind = DT_CAND_KERNEL;
         cands[i].ann = kernels[i];
         snprintf(cands[i].name, sizeof cands[i].name, "k%d", i);
+        cands[i].peak_kind =
+            dt_bench_backend(kop->dtype, &kernels[i], cands[i].backend, sizeof cands[i].backend);
         dt_err ve;
         if (dt_annotation_validate(&kernels[i], t, &ve)) {
             set_status(&cands[i], "invalid", ve.msg); /* never built */
@@ -349,28 +352,89 @@ static void time_shape(dt_bench_result *r, cand_rt *rts, int nkernels, const pro
     free(calls);
 }
 
-/* The ceiling of the dtype's kernels (peers/peer.h): vdpbf16ps for bf16 and
- * vpdpbusd for int8 where the CPU has them, else (their portable back-ends,
- * f32, w8a32) the FMA. */
-static dt_peak_kind peak_kind_of(dt_dtype d, const dt_target *t)
+/* The peak kind named name (a back-end row's `peak`); f32 when none is. */
+static dt_peak_kind peak_kind_named(const char *name)
 {
-    if (dt_dtype_native(d, t, NULL) && d == DT_DTYPE_BF16)
-        return DT_PEAK_BF16_DP;
-    if (dt_dtype_native(d, t, NULL) && d == DT_DTYPE_INT8)
-        return DT_PEAK_INT8_DP;
+    for (int k = 0; name && k < DT_PEAK_COUNT; k++)
+        if (strcmp(dt_peak_kind_name((dt_peak_kind)k), name) == 0)
+            return (dt_peak_kind)k;
     return DT_PEAK_F32_FMA;
 }
 
-/* The peak, probed before and again after the shapes: clock boost drifts
- * during a long run, and the higher reading is the ceiling. */
-static void measure_peak(dt_bench_result *r, int threads)
+dt_peak_kind dt_bench_dtype_peak(dt_dtype d, const dt_target *t)
 {
-    double one = dt_peak_gops(r->peak_kind, 1, 0.2);
-    double all = threads > 1 ? dt_peak_gops(r->peak_kind, threads, 0.2) : one;
-    if (one > r->peak1_gops)
-        r->peak1_gops = one;
-    if (all > r->peak_gops)
-        r->peak_gops = all;
+    const dt_backend *row = dt_backend_of(d, t->isa);
+    if (!row || !dt_dtype_native(d, t, NULL))
+        return DT_PEAK_F32_FMA;
+    return peak_kind_named(row->peak);
+}
+
+dt_peak_kind dt_bench_backend(dt_dtype d, const dt_annotation *a, char *buf, int n)
+{
+    const dt_backend *row = dt_backend_of_ann(d, a);
+    if (buf && n > 0) {
+        if (row)
+            dt_backend_full_name(row, buf, n);
+        else
+            snprintf(buf, (size_t)n, "?");
+    }
+    return row ? peak_kind_named(row->peak) : DT_PEAK_F32_FMA;
+}
+
+double dt_bench_cand_peak(const dt_bench_result *r, int c)
+{
+    dt_peak_kind k = r->cands[c].peak_kind;
+    return k >= 0 && k < DT_PEAK_COUNT ? r->peaks[k] : NAN;
+}
+
+const char *dt_bench_peaks_text(const dt_bench_result *r, char *buf, int n)
+{
+    int len = 0;
+    if (n > 0)
+        buf[0] = 0;
+    for (int i = -1; i < DT_PEAK_COUNT; i++) {
+        /* the dtype's kind first, then the others in kind order */
+        dt_peak_kind k = i < 0 ? r->peak_kind : (dt_peak_kind)i;
+        if ((i >= 0 && k == r->peak_kind) || !(r->peaks[k] > 0) || len >= n)
+            continue;
+        len += snprintf(buf + len, (size_t)(n - len), "%s%s %.1f %s (1 thread %.1f)",
+                        len ? ", " : "", dt_peak_kind_name(k), r->peaks[k], dt_peak_unit(k),
+                        r->peaks1[k]);
+    }
+    if (!buf[0] && n > 0)
+        snprintf(buf, (size_t)n, "%s n/a", dt_peak_kind_name(r->peak_kind));
+    return buf;
+}
+
+/* The peak kinds to measure (bit 1u << kind): the dtype's, every ok
+ * kernel's and o->extra_peaks. */
+static unsigned peaks_wanted(const dt_bench_result *r, const dt_bench_opts *o)
+{
+    unsigned m = (1u << r->peak_kind) | o->extra_peaks;
+    for (int c = 0; c < r->ncands; c++)
+        if (r->cands[c].kind == DT_CAND_KERNEL && strcmp(r->cands[c].status, "ok") == 0)
+            m |= 1u << r->cands[c].peak_kind;
+    return m & ((1u << DT_PEAK_COUNT) - 1);
+}
+
+/* The peaks, probed before and again after the shapes: clock boost drifts
+ * during a long run, and the higher reading is the ceiling. */
+static void measure_peak(dt_bench_result *r, const dt_bench_opts *o)
+{
+    unsigned want = peaks_wanted(r, o);
+    int threads = o->threads;
+    for (int k = 0; k < DT_PEAK_COUNT; k++) {
+        if (!(want & (1u << k)))
+            continue;
+        double one = dt_peak_gops((dt_peak_kind)k, 1, 0.2);
+        double all = threads > 1 ? dt_peak_gops((dt_peak_kind)k, threads, 0.2) : one;
+        if (one > r->peaks1[k] || isnan(r->peaks1[k]))
+            r->peaks1[k] = one;
+        if (all > r->peaks[k] || isnan(r->peaks[k]))
+            r->peaks[k] = all;
+    }
+    r->peak_gops = r->peaks[r->peak_kind];
+    r->peak1_gops = r->peaks1[r->peak_kind];
 }
 
 /* The peers' problem for the GEMM view g in dtype d: the same dtype, but
@@ -481,6 +545,7 @@ static void add_extern(dt_bench_result *r, cand_rt *rts, int c, const problem *p
 {
     dt_bench_cand *xc = &r->cands[c];
     xc->kind = DT_CAND_EXTERN;
+    xc->peak_kind = r->peak_kind;
     snprintf(xc->name, sizeof xc->name, "%s", o->ext->name);
     rts[c].ext = o->ext;
     set_status(xc, "ok", NULL);
@@ -501,6 +566,7 @@ static void add_peers(dt_bench_result *r, cand_rt *rts, int c, const dt_peer_des
         if (!peer_wanted(o->peers, peers[i]->name))
             continue;
         r->cands[c].kind = DT_CAND_PEER;
+        r->cands[c].peak_kind = r->peak_kind;
         snprintf(r->cands[c].name, sizeof r->cands[c].name, "%s", peers[i]->name);
         set_status(&r->cands[c], "ok", NULL);
         rts[c++].peer = peers[i];
@@ -563,7 +629,7 @@ static int run_shapes(const dt_workload *w, const int64_t *shapes, dt_bench_resu
         if (rc)
             return rc;
         if (s + 1 == nshapes)
-            measure_peak(r, o->threads);
+            measure_peak(r, o);
         if (o->progress) {
             char shape[128];
             dt_shape_format(w, shapes + s * w->nvars, shape, sizeof shape);
@@ -615,6 +681,10 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
     r->nshapes = nshapes;
     r->nvars = w->nvars;
     r->ncands = nkernels + next + npeers;
+    r->peak_kind = dt_bench_dtype_peak(w->dtype, t);
+    r->peak_gops = r->peak1_gops = NAN;
+    for (int k = 0; k < DT_PEAK_COUNT; k++)
+        r->peaks[k] = r->peaks1[k] = NAN;
     problem p = {0};
     max_sizes mx;
     int rc = alloc_result(r, w, nshapes, e);
@@ -632,11 +702,16 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
     if (o->ext)
         add_extern(r, rts, nkernels, &p, o);
     add_peers(r, rts, nkernels + next, peers, npeers_all, o);
-    r->peak_kind = peak_kind_of(w->dtype, t);
-    if (o->progress)
-        fprintf(stderr, "bench: measuring the %s peak...\n", dt_peak_kind_name(r->peak_kind));
+    if (o->progress) {
+        unsigned want = peaks_wanted(r, o);
+        fprintf(stderr, "bench: measuring the peak%s:", (want & (want - 1)) ? "s" : "");
+        for (int k = 0; k < DT_PEAK_COUNT; k++)
+            if (want & (1u << k))
+                fprintf(stderr, " %s", dt_peak_kind_name((dt_peak_kind)k));
+        fprintf(stderr, "...\n");
+    }
     dt_omp_pin_threads(o->threads); /* kernels and peers alike (omp_pin.h) */
-    measure_peak(r, o->threads);
+    measure_peak(r, o);
     rc = run_shapes(w, shapes, r, rts, nkernels, nkernels + next, &p, o, e);
 out:
     free_run(rts, r->ncands, nkernels, &p);

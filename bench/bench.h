@@ -61,6 +61,10 @@ typedef struct dt_bench_opts {
     /* NULL, or one more candidate, right after the kernels (index nkernels),
      * run on every shape */
     const dt_bench_extern *ext;
+    /* Peak kinds to measure besides the dtype's and the ok kernels' (bit
+     * 1u << kind): the back-ends of the kernels inside ext, which are no
+     * candidates of their own (dt_bench_backend gives their kinds). */
+    unsigned extra_peaks;
 } dt_bench_opts;
 
 typedef enum { DT_CAND_KERNEL = 0, DT_CAND_PEER, DT_CAND_EXTERN } dt_cand_kind;
@@ -72,6 +76,12 @@ typedef struct dt_bench_cand {
     char status[32];          /* "ok", "compile_error", "wrong_answer", "unsupported", ... */
     char *message;            /* why it is not "ok" (malloc'ed) or NULL */
     double pack_s;            /* kernels, extern: packing time of constant weights, else 0 */
+    /* kernels: the back-end its annotation names for the workload's dtype
+     * (sketch/backend.h, dt_backend_full_name: "bf16/amx") and the peak
+     * kind of that row, the ceiling of its %peak (dt_bench_backend); ""
+     * and the dtype's peak kind for peers and the extern candidate */
+    char backend[32];
+    dt_peak_kind peak_kind;
 } dt_bench_cand;
 
 typedef struct dt_bench_result {
@@ -88,13 +98,22 @@ typedef struct dt_bench_result {
      * on this shape, or verify_shapes off) */
     signed char *verified;
     char **verify_msg;        /* ncands × nshapes: why verified is -1 (malloc'ed), or NULL */
-    /* The ceiling of the workload's dtype (peers/peer.h): vdpbf16ps for
-     * bf16 and vpdpbusd for int8 where the CPU has them, else the FMA; with
+    /* The ceiling of the workload's dtype (peers/peer.h): the peak of its
+     * vector row on the target (dt_bench_dtype_peak: vdpbf16ps for bf16 and
+     * vpdpbusd for int8 where the CPU has them, else the FMA); with
      * opts.threads threads, the higher of probes before and after the
-     * shapes, in this run; GFLOP/s (GOP/s for int8). */
+     * shapes, in this run; GFLOP/s (GOP/s for int8).  Kept for the reports'
+     * compatibility: a kernel's %peak divides by its own back-end's peak,
+     * peaks[cands[c].peak_kind] (dt_bench_cand_peak). */
     dt_peak_kind peak_kind;
     double peak_gops;
     double peak1_gops;        /* with 1 thread */
+    /* Every peak kind measured in this run, probed like peak_gops: the
+     * dtype's, every ok kernel's back-end's and opts.extra_peaks; with
+     * opts.threads threads and with 1; NAN for a kind not measured (or
+     * without a probe on this machine). */
+    double peaks[DT_PEAK_COUNT];
+    double peaks1[DT_PEAK_COUNT];
 } dt_bench_result;
 
 /* shapes: nshapes × w->nvars values.  kernels: n annotations; one that is
@@ -103,5 +122,22 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
                  const dt_annotation *kernels, int nkernels, const dt_target *t,
                  const dt_builder *b, const dt_bench_opts *o, dt_bench_result *r, dt_err *e);
 void dt_bench_result_free(dt_bench_result *r);
+
+/* The peak kind of dtype d's vector row on t (dt_backend_of(d, t->isa) and
+ * its `peak`), or f32 when dt_dtype_native says that row is not usable
+ * (the portable stand-ins widen to f32 FMAs). */
+dt_peak_kind dt_bench_dtype_peak(dt_dtype d, const dt_target *t);
+/* The back-end that annotation a names for dtype d (dt_backend_of_ann):
+ * its full name ("bf16/amx", "?" when there is no such row) into buf (size
+ * n, may be NULL), and its peak kind as the return value (f32 when there
+ * is no row). */
+dt_peak_kind dt_bench_backend(dt_dtype d, const dt_annotation *a, char *buf, int n);
+/* The peak (opts.threads threads) that candidate c's %peak divides by:
+ * peaks[cands[c].peak_kind]; NAN when that kind has no measurement. */
+double dt_bench_cand_peak(const dt_bench_result *r, int c);
+/* "bf16 110.4 GFLOP/s (1 thread 110.4), amx_bf16 3267.0 GFLOP/s (1 thread
+ * 1633.5)": every measured peak, the dtype's first, into buf (size n);
+ * returns buf. */
+const char *dt_bench_peaks_text(const dt_bench_result *r, char *buf, int n);
 
 #endif

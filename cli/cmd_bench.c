@@ -30,17 +30,18 @@ static void usage(FILE *out)
             "OpenBLAS cblas_sgemm (a batch loop for batch_matmul) and LIBXSMM. Every\n"
             "kernel is verified against a double-precision reference before it is\n"
             "timed (--verify: every candidate, on every shape). Reports GFLOP/s,\n"
-            "the best/median/worst kernel per shape, ratios against the peers and the\n"
-            "fraction of the machine's peak for the workload's dtype (FMA; vdpbf16ps for\n"
-            "bf16, vpdpbusd for int8 where the CPU has them), measured in the same run.\n"
+            "the best/median/worst kernel per shape and the best one's back-end (e.g.\n"
+            "bf16/amx), ratios against the peers and the fraction of the peak of that\n"
+            "kernel's back-end (FMA; vdpbf16ps, vpdpbusd; AMX tdpbf16ps, tdpbusd), every\n"
+            "peak a kernel needs measured in the same run.\n"
             "\n"
             "With --db, the dispatched mode: for every shape, the micro-kernel the tuned\n"
             "schedule in the database picks for it (this machine's target, T threads;\n"
             "shapes outside the tuned range go to the nearest range and are flagged\n"
             "extrapolated), verified on that very shape against the reference and timed\n"
-            "with the peers; reports per shape the kernel id, GFLOP/s and ratios, and\n"
-            "the geometric mean and minimum of the ratio to the strongest oneDNN peer,\n"
-            "apart for tuned and extrapolated shapes.\n"
+            "with the peers; reports per shape the kernel id and back-end, GFLOP/s,\n"
+            "%%peak and ratios, and the geometric mean and minimum of the ratio to the\n"
+            "strongest oneDNN peer, apart for tuned and extrapolated shapes.\n"
             "\n"
             "With --export NAME.c (written by `dtune export`), the exported file instead:\n"
             "built with the kernels' compiler and flags (-O3 -march=native -fopenmp),\n"
@@ -188,11 +189,17 @@ static void print_text(const dt_workload *w, const dt_bench_result *r, const ben
                 printf("kernel %s: %s: %.300s\n", r->cands[c].name, r->cands[c].status,
                        r->cands[c].message ? r->cands[c].message : "");
         }
-    printf("%s, %d thread%s; %s peak %.1f %s (1 thread %.1f); %d kernels ok\n", key,
-           a->threads, a->threads == 1 ? "" : "s", dt_peak_kind_name(r->peak_kind), r->peak_gops,
-           dt_peak_unit(r->peak_kind), r->peak1_gops, ok);
-    printf("GFLOP/s (min time of %d interleaved repeats)\n\n%-16s %8s %8s %8s %-5s", a->repeats,
-           "shape", "best", "median", "worst", "k");
+    char peaks[512];
+    printf("%s, %d thread%s; %d kernels ok\npeaks: %s\n", key, a->threads,
+           a->threads == 1 ? "" : "s", ok, dt_bench_peaks_text(r, peaks, sizeof peaks));
+    int bw = 7; /* the backend column: as wide as the longest ok kernel's */
+    for (int c = 0; c < r->ncands; c++)
+        if (r->cands[c].kind == DT_CAND_KERNEL && strcmp(r->cands[c].status, "ok") == 0 &&
+            (int)strlen(r->cands[c].backend) > bw)
+            bw = (int)strlen(r->cands[c].backend);
+    printf("GFLOP/s (min time of %d interleaved repeats); %%peak: the best kernel's GFLOP/s over "
+           "the peak of its back-end\n\n%-16s %8s %8s %8s %-5s %-*s", a->repeats, "shape",
+           "best", "median", "worst", "k", bw, "backend");
     for (int c = 0; c < r->ncands; c++)
         if (r->cands[c].kind == DT_CAND_PEER)
             printf(" %10s", r->cands[c].name);
@@ -203,8 +210,9 @@ static void print_text(const dt_workload *w, const dt_bench_result *r, const ben
         shape_summary ss = summarize(r, s);
         char label[128];
         shape_label(w, r, s, label, sizeof label);
-        printf("%-16s %8.1f %8.1f %8.1f %-5s", label, ss.best, ss.median, ss.worst,
-               ss.best_idx >= 0 ? r->cands[ss.best_idx].name : "-");
+        printf("%-16s %8.1f %8.1f %8.1f %-5s %-*s", label, ss.best, ss.median, ss.worst,
+               ss.best_idx >= 0 ? r->cands[ss.best_idx].name : "-", bw,
+               ss.best_idx >= 0 ? r->cands[ss.best_idx].backend : "-");
         for (int c = 0; c < r->ncands; c++) {
             if (r->cands[c].kind != DT_CAND_PEER)
                 continue;
@@ -226,7 +234,10 @@ static void print_text(const dt_workload *w, const dt_bench_result *r, const ben
         } else {
             printf(" %9s", "n/a");
         }
-        printf(" %5.1f%%\n", 100.0 * ss.best / r->peak_gops);
+        if (ss.best_idx >= 0 && ss.best / dt_bench_cand_peak(r, ss.best_idx) > 0)
+            printf(" %5.1f%%\n", 100.0 * ss.best / dt_bench_cand_peak(r, ss.best_idx));
+        else
+            printf(" %6s\n", "n/a");
     }
     if (nratio) {
         char label[128];
@@ -272,6 +283,18 @@ static void print_text(const dt_workload *w, const dt_bench_result *r, const ben
            checked - failed, checked);
 }
 
+json_t *dt_bench_peaks_json(const dt_bench_result *r)
+{
+    json_t *o = json_object();
+    for (int k = 0; k < DT_PEAK_COUNT; k++)
+        if (r->peaks[k] > 0)
+            json_object_set_new(o, dt_peak_kind_name((dt_peak_kind)k),
+                                json_pack("{s:f, s:f, s:s}", "gops", r->peaks[k], "gops_1thread",
+                                          r->peaks1[k] > 0 ? r->peaks1[k] : 0.0, "unit",
+                                          dt_peak_unit((dt_peak_kind)k)));
+    return o;
+}
+
 static int print_json(const dt_workload *w, const dt_bench_result *r, const bench_args *a)
 {
     char key[DT_KEY_MAX];
@@ -283,6 +306,7 @@ static int print_json(const dt_workload *w, const dt_bench_result *r, const benc
     json_object_set_new(root, "peak_kind", json_string(dt_peak_kind_name(r->peak_kind)));
     json_object_set_new(root, "peak_gops", json_real(r->peak_gops));
     json_object_set_new(root, "peak_1thread_gops", json_real(r->peak1_gops));
+    json_object_set_new(root, "peaks", dt_bench_peaks_json(r));
     for (int c = 0; c < r->ncands; c++) {
         const dt_bench_cand *bc = &r->cands[c];
         json_t *jc = json_object();
@@ -293,6 +317,8 @@ static int print_json(const dt_workload *w, const dt_bench_result *r, const benc
             json_object_set_new(jc, "message", json_string(bc->message));
         if (bc->kind == DT_CAND_KERNEL) {
             json_object_set_new(jc, "annotation", dt_annotation_to_json(&bc->ann));
+            json_object_set_new(jc, "backend", json_string(bc->backend));
+            json_object_set_new(jc, "peak_kind", json_string(dt_peak_kind_name(bc->peak_kind)));
             json_object_set_new(jc, "pack_seconds", json_real(bc->pack_s));
         }
         json_array_append_new(cands, jc);
@@ -326,7 +352,13 @@ static int print_json(const dt_workload *w, const dt_bench_result *r, const benc
                             ss.best_idx >= 0 ? json_string(r->cands[ss.best_idx].name) : json_null());
         json_object_set_new(js, "onednn_best", ss.onednn_best > 0 ? json_real(ss.onednn_best) : json_null());
         json_object_set_new(js, "ratio_vs_onednn", ss.onednn_best > 0 && ss.best > 0 ? json_real(ss.best / ss.onednn_best) : json_null());
-        json_object_set_new(js, "fraction_of_peak", ss.best > 0 ? json_real(ss.best / r->peak_gops) : json_null());
+        const dt_bench_cand *best = ss.best_idx >= 0 ? &r->cands[ss.best_idx] : NULL;
+        double peak = best ? dt_bench_cand_peak(r, ss.best_idx) : NAN;
+        json_object_set_new(js, "backend", best ? json_string(best->backend) : json_null());
+        json_object_set_new(js, "peak_kind",
+                            best ? json_string(dt_peak_kind_name(best->peak_kind)) : json_null());
+        json_object_set_new(js, "fraction_of_peak",
+                            ss.best / peak > 0 ? json_real(ss.best / peak) : json_null());
         if (a->verify) { /* true / false per candidate checked on this shape */
             json_t *jv = json_object(), *jm = json_object();
             for (int c = 0; c < r->ncands; c++) {

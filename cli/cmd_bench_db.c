@@ -33,6 +33,8 @@ typedef struct {
     int nshapes;
     int64_t *kid;                     /* the distinct kernel ids, nk */
     dt_annotation *anns;              /* their annotations, threads = T */
+    char (*backend)[32];              /* their back-ends, "bf16/amx" (dt_bench_backend) */
+    dt_peak_kind *pkind;              /* their back-ends' peak kinds: the ceiling of %peak */
     int nk;
     int *shape_kernel;                /* nshapes: index into kid */
     int *extrap;                      /* nshapes: 1 when the shape is extrapolated */
@@ -53,6 +55,8 @@ static void dispatched_free(dispatched *x)
     free(x->shapes);
     free(x->kid);
     free(x->anns);
+    free(x->backend);
+    free(x->pkind);
     free(x->shape_kernel);
     free(x->extrap);
     free(x->range);
@@ -111,7 +115,9 @@ static int prepare(const dt_bench_args *a, const char *key, const dt_builder *b,
         x->shape_kernel[s] = k;
     }
     x->anns = calloc((size_t)(x->nk ? x->nk : 1), sizeof *x->anns);
-    if (!x->anns)
+    x->backend = calloc((size_t)(x->nk ? x->nk : 1), sizeof *x->backend);
+    x->pkind = calloc((size_t)(x->nk ? x->nk : 1), sizeof *x->pkind);
+    if (!x->anns || !x->backend || !x->pkind)
         return dt_errf(e, DT_ENOMEM, "out of memory");
     for (int k = 0; k < x->nk; k++) {
         if ((rc = dt_dispatch_kernel_annotation(x->db, x->kid[k], x->w, &x->anns[k], e))) {
@@ -119,6 +125,8 @@ static int prepare(const dt_bench_args *a, const char *key, const dt_builder *b,
             return rc;
         }
         x->anns[k].threads = threads; /* the schedule for T threads: its kernels run with T */
+        x->pkind[k] = dt_bench_backend(x->w->dtype, &x->anns[k], x->backend[k],
+                                       sizeof x->backend[k]);
     }
     return 0;
 }
@@ -127,6 +135,7 @@ static int prepare(const dt_bench_args *a, const char *key, const dt_builder *b,
 
 typedef struct {
     double gflops;      /* the dispatched kernel; NAN when it did not run */
+    double peak;        /* the peak of its back-end (x->pkind), NAN when not measured */
     double onednn;      /* strongest oneDNN peer; NAN when none ran */
     int onednn_at;      /* its candidate index, -1 */
     double ratio;       /* gflops / onednn */
@@ -139,6 +148,7 @@ static shape_fig figures(const dispatched *x, const dt_bench_result *r, int s)
     shape_fig f;
     int c = cand_of(x, s);
     f.gflops = dt_bench_gflops(r, c, s);
+    f.peak = r->peaks[x->pkind[x->shape_kernel[s]]];
     f.onednn = dt_bench_onednn_best(r, s, &f.onednn_at);
     f.ratio = f.gflops / f.onednn;
     f.verified = strcmp(r->cands[c].status, "ok") == 0 && r->verified[c * r->nshapes + s] > 0;
@@ -220,11 +230,11 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
                x->ex.name, x->ex.threads, dt_db_path(x->db));
     else
         printf("%s: dispatched kernels of %s\n", x->d->key, dt_db_path(x->db));
-    printf("target %s, %d thread%s, %d range%s, %d kernel%s on these shapes; %s peak %.1f "
-           "%s (1 thread %.1f)\n", x->tkey, x->d->threads, x->d->threads == 1 ? "" : "s",
-           x->d->n, x->d->n == 1 ? "" : "s", x->nk, x->nk == 1 ? "" : "s",
-           dt_peak_kind_name(r->peak_kind), r->peak_gops, dt_peak_unit(r->peak_kind),
-           r->peak1_gops);
+    char peaks[512];
+    printf("target %s, %d thread%s, %d range%s, %d kernel%s on these shapes\npeaks: %s\n",
+           x->tkey, x->d->threads, x->d->threads == 1 ? "" : "s", x->d->n,
+           x->d->n == 1 ? "" : "s", x->nk, x->nk == 1 ? "" : "s",
+           dt_bench_peaks_text(r, peaks, sizeof peaks));
     for (int i = 0; i < x->d->n; i++) {
         const dt_dispatch_range *rg = &x->d->r[i];
         int k = 0;
@@ -236,8 +246,12 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
             snprintf(span, sizeof span, "%s", rg->shape_lo);
         else
             snprintf(span, sizeof span, "%s..%s", rg->shape_lo, rg->shape_hi);
-        printf("  %-20s kernel %lld %s\n", span, (long long)rg->kernel_id,
-               ann ? ann : "(no shape of this run)");
+        if (ann)
+            printf("  %-20s kernel %lld %s %s\n", span, (long long)rg->kernel_id, x->backend[k],
+                   ann);
+        else
+            printf("  %-20s kernel %lld (no shape of this run)\n", span,
+                   (long long)rg->kernel_id);
         free(ann);
     }
     for (int k = 0; !x->has_ex && k < x->nk; k++)
@@ -247,8 +261,13 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
     if (x->has_ex && strcmp(r->cands[0].status, "ok") != 0)
         printf("%s: %s: %.300s\n", a->export_c, r->cands[0].status,
                r->cands[0].message ? r->cands[0].message : "");
-    printf("GFLOP/s (min time of %d interleaved repeats); * = extrapolated shape\n\n%-14s %8s "
-           "%8s", a->repeats, "shape", "kernel", "GFLOP/s");
+    int bw = 7; /* the backend column: as wide as the longest back-end's name */
+    for (int k = 0; k < x->nk; k++)
+        if ((int)strlen(x->backend[k]) > bw)
+            bw = (int)strlen(x->backend[k]);
+    printf("GFLOP/s (min time of %d interleaved repeats); * = extrapolated shape; %%peak: over "
+           "the peak of the kernel's back-end\n\n%-14s %8s %-*s %8s", a->repeats, "shape",
+           "kernel", bw, "backend", "GFLOP/s");
     for (int c = first_peer(x); c < r->ncands; c++)
         printf(" %10s", r->cands[c].name);
     printf(" %9s %6s  %s\n", "vs oneDNN", "%peak", "verified");
@@ -259,7 +278,7 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
         if (x->extrap[s])
             strcat(label, "*");
         snprintf(kid, sizeof kid, "%lld", (long long)x->kid[x->shape_kernel[s]]);
-        printf("%-14s %8s", label, kid);
+        printf("%-14s %8s %-*s", label, kid, bw, x->backend[x->shape_kernel[s]]);
         if (f.gflops > 0)
             printf(" %8.1f", f.gflops);
         else
@@ -275,8 +294,8 @@ static void print_text(const dispatched *x, const dt_bench_result *r, const dt_b
             printf(" %8.2fx", f.ratio);
         else
             printf(" %9s", "n/a");
-        if (f.gflops > 0)
-            printf(" %5.1f%%", 100.0 * f.gflops / r->peak_gops);
+        if (f.gflops / f.peak > 0)
+            printf(" %5.1f%%", 100.0 * f.gflops / f.peak);
         else
             printf(" %6s", "n/a");
         printf("  %s\n", f.verified ? "yes" : "NO");
@@ -362,6 +381,9 @@ static json_t *shape_json(const dispatched *x, const dt_bench_result *r, int s)
     json_object_set_new(js, "dims", dims);
     json_object_set_new(js, "gflop", json_real(r->gflop[s]));
     json_object_set_new(js, "kernel_id", json_integer(x->kid[x->shape_kernel[s]]));
+    json_object_set_new(js, "backend", json_string(x->backend[x->shape_kernel[s]]));
+    json_object_set_new(js, "peak_kind",
+                        json_string(dt_peak_kind_name(x->pkind[x->shape_kernel[s]])));
     json_object_set_new(js, "range", json_sprintf("%s..%s", x->range[s]->shape_lo,
                                                   x->range[s]->shape_hi));
     json_object_set_new(js, "extrapolated", json_boolean(x->extrap[s]));
@@ -369,7 +391,7 @@ static json_t *shape_json(const dispatched *x, const dt_bench_result *r, int s)
     if (f.error)
         json_object_set_new(js, "error", json_string(f.error));
     json_object_set_new(js, "gflops", dt_json_num_or_null(f.gflops));
-    json_object_set_new(js, "fraction_of_peak", dt_json_num_or_null(f.gflops / r->peak_gops));
+    json_object_set_new(js, "fraction_of_peak", dt_json_num_or_null(f.gflops / f.peak));
     json_object_set_new(js, "onednn_best", dt_json_num_or_null(f.onednn));
     json_object_set_new(js, "onednn_best_peer",
                         f.onednn_at >= 0 ? json_string(r->cands[f.onednn_at].name) : json_null());
@@ -407,12 +429,17 @@ static int print_json(const dispatched *x, const dt_bench_result *r, const dt_be
     json_object_set_new(root, "peak_kind", json_string(dt_peak_kind_name(r->peak_kind)));
     json_object_set_new(root, "peak_gops", dt_json_num_or_null(r->peak_gops));
     json_object_set_new(root, "peak_1thread_gops", dt_json_num_or_null(r->peak1_gops));
+    json_object_set_new(root, "peaks", dt_bench_peaks_json(r));
     for (int i = 0; i < x->d->n; i++) {
         const dt_dispatch_range *rg = &x->d->r[i];
         json_t *jr = json_object();
         json_object_set_new(jr, "shape_lo", json_string(rg->shape_lo));
         json_object_set_new(jr, "shape_hi", json_string(rg->shape_hi));
         json_object_set_new(jr, "kernel_id", json_integer(rg->kernel_id));
+        int k = 0; /* its back-end when a shape of this run uses it */
+        while (k < x->nk && x->kid[k] != rg->kernel_id)
+            k++;
+        json_object_set_new(jr, "backend", k < x->nk ? json_string(x->backend[k]) : json_null());
         json_object_set_new(jr, "predicted_ns", dt_json_num_or_null(rg->predicted_ns));
         json_object_set_new(jr, "measured_ns", dt_json_num_or_null(rg->measured_ns));
         json_array_append_new(ranges, jr);
@@ -429,6 +456,8 @@ static int print_json(const dispatched *x, const dt_bench_result *r, const dt_be
         if (r->cands[c].message)
             json_object_set_new(jk, "message", json_string(r->cands[c].message));
         json_object_set_new(jk, "annotation", dt_annotation_to_json(&x->anns[k]));
+        json_object_set_new(jk, "backend", json_string(x->backend[k]));
+        json_object_set_new(jk, "peak_kind", json_string(dt_peak_kind_name(x->pkind[k])));
         json_object_set_new(jk, "pack_seconds", json_real(r->cands[c].pack_s));
         json_object_set_new(jk, "shapes", json_integer(used));
         json_array_append_new(kernels, jk);
@@ -485,6 +514,8 @@ int dt_cmd_bench_db(const dt_bench_args *a, const char *key)
     if (x.has_ex) { /* the exported file is the one candidate besides the peers */
         o.shape_kernel = NULL;
         o.ext = &x.ex.ext;
+        for (int k = 0; k < x.nk; k++) /* the peaks of the kernels inside it */
+            o.extra_peaks |= 1u << x.pkind[k];
     }
     if ((rc = dt_bench_run(x.w, x.shapes, x.nshapes, x.anns, x.has_ex ? 0 : x.nk, &tt, &b, &o, &r,
                            &e))) {

@@ -24,8 +24,8 @@ static void dt_info_usage(FILE *out)
             "\n"
             "Show the target detected on this machine: CPU model, architecture, the\n"
             "vector ISA chosen for micro-kernels and the CPU features behind it,\n"
-            "whether AMX is present and this process may use it (dtune has no AMX\n"
-            "GEMM kernels yet), how each dtype runs\n"
+            "whether AMX is present and this process may use it (where it is, the tile\n"
+            "back-ends bf16/amx and int8/amx are searched too), how each dtype runs\n"
             "(f32, bf16, int8, w8a32: its native back-end, or portable), physical\n"
             "and logical cores, cache sizes and sharing, and the target key under\n"
             "which schedules for this machine are stored (docs/targets.md).\n"
@@ -98,17 +98,19 @@ static void dt_print_dtypes(const dt_target *t)
     printf("\n");
 }
 
-/* AMX is named even when absent: dtune has no AMX GEMM kernels yet, and a
- * reader comparing with a library that uses AMX should see that at once.
- * "usable" means this process was granted tile data (common/amx.h). */
+/* AMX is named even when absent: where it is usable, the tuner, `dtune
+ * bench --sample` and `dtune measure` also search the tile back-ends
+ * bf16/amx and int8/amx (sketch/backend.h), and a reader comparing with a
+ * library that uses AMX should see at once whether dtune could.  "usable"
+ * means this process was granted tile data (common/amx.h). */
 static void dt_print_amx(const dt_target *t)
 {
     const char *why = NULL;
     int usable = dt_amx_usable(t, &why);
     printf("%-12s", "amx:");
     if (usable)
-        printf(" present and usable (tile data permission granted); dtune has no AMX GEMM "
-               "kernels yet\n");
+        printf(" present and usable (tile data permission granted); the bf16/amx and "
+               "int8/amx back-ends are searched\n");
     else if (dt_amx_present(t))
         printf(" present but unusable: %s\n", why);
     else

@@ -12,6 +12,7 @@
 #include "db/db.h"
 #include "dispatch/dispatch.h"
 #include "dispatch/dispatch_stats.h"
+#include "sketch/backend.h"
 
 #define MAX_SHAPES 256
 
@@ -22,14 +23,15 @@ static void usage(FILE *out)
             "                   [--threads T] [--target KEY] [--json]\n"
             "\n"
             "Looks up the tuned schedule of a workload: for each shape, the micro-kernel\n"
-            "dispatched, its annotation, the shape range it was chosen for, the\n"
-            "predicted and measured time (mean over the range, and the measurement on\n"
-            "this very shape when there is one), and whether the shape is extrapolated\n"
-            "(not in the tuned shape set: it runs the nearest range's kernel). Every\n"
-            "shape gets a kernel.  Then the schedule as a whole: its ranges, its distinct\n"
-            "kernels, its objective (sum over the shape set of weight x measured time of\n"
-            "the dispatched kernel) and its loss against the unrestricted choice (each\n"
-            "shape's fastest measured kernel), as the tune summary reports them.\n"
+            "dispatched, its annotation and back-end (e.g. bf16/amx), the shape range it\n"
+            "was chosen for, the predicted and measured time (mean over the range, and\n"
+            "the measurement on this very shape when there is one), and whether the\n"
+            "shape is extrapolated (not in the tuned shape set: it runs the nearest\n"
+            "range's kernel). Every shape gets a kernel.  Then the schedule as a whole:\n"
+            "its ranges, its distinct kernels, its objective (sum over the shape set of\n"
+            "weight x measured time of the dispatched kernel) and its loss against the\n"
+            "unrestricted choice (each shape's fastest measured kernel), as the tune\n"
+            "summary reports them.\n"
             "\n"
             "WORKLOAD is a workload key, e.g. 'dense(M=1..128,N=768,K=768)'; SHAPE names\n"
             "every variable: M=37, or batch=2,seq=37.\n"
@@ -107,11 +109,12 @@ static int find_exact(const dt_db_measurement *m, void *ud)
     return 0;
 }
 
-/* The kernel a range of the schedule names, checked: a kernel row that is
- * missing, of another op, or whose annotation is not a valid annotation
- * means the database is damaged (DT_EINVAL, exit 2). */
+/* The kernel a range of the schedule names, checked, and its annotation
+ * (*a): a kernel row that is missing, of another op, or whose annotation
+ * is not a valid annotation means the database is damaged (DT_EINVAL,
+ * exit 2). */
 static int schedule_kernel(dt_db *db, const dt_dispatch *d, const dt_dispatch_range *r,
-                           dt_db_kernel *k, dt_err *e)
+                           dt_db_kernel *k, dt_annotation *a, dt_err *e)
 {
     int rc = dt_db_kernel_get(db, r->kernel_id, k, e);
     if (rc == DT_ENOTFOUND)
@@ -122,8 +125,7 @@ static int schedule_kernel(dt_db *db, const dt_dispatch *d, const dt_dispatch_ra
                        (long long)r->kernel_id);
     if (rc)
         return rc;
-    dt_annotation a;
-    if ((rc = dt_dispatch_kernel_annotation(db, r->kernel_id, d->w, &a, e))) {
+    if ((rc = dt_dispatch_kernel_annotation(db, r->kernel_id, d->w, a, e))) {
         dt_db_kernel_free(k);
         if (rc == DT_EINVAL || rc == DT_ENOTFOUND) {
             dt_err_prefix(e, "database %s is damaged: in the schedule of %s", dt_db_path(db),
@@ -242,8 +244,16 @@ int dt_cmd_query(int argc, char **argv)
             goto fail;
         }
         dt_db_kernel k;
-        if ((rc = schedule_kernel(db, d, hit.range, &k, &e)))
+        dt_annotation ka;
+        if ((rc = schedule_kernel(db, d, hit.range, &k, &ka, &e)))
             goto fail;
+        /* the back-end its annotation names for the workload's dtype */
+        char backend[48];
+        const dt_backend *row = dt_backend_of_ann(d->w->dtype, &ka);
+        if (row)
+            dt_backend_full_name(row, backend, sizeof backend);
+        else
+            snprintf(backend, sizeof backend, "?");
         exact_ctx x = {shape, d->threads, NAN};
         dt_db_measurement_filter f = {.workload_id = wid, .target_id = tid,
                                       .kernel_id = hit.range->kernel_id, .ok_only = true};
@@ -261,6 +271,7 @@ int dt_cmd_query(int argc, char **argv)
         json_object_set_new(o, "kernel_id", json_integer(k.id));
         json_object_set_new(o, "sketch", json_string(k.sketch));
         json_object_set_new(o, "annotation", ann ? ann : json_null());
+        json_object_set_new(o, "backend", json_string(backend));
         json_object_set_new(o, "range", json_pack("[s,s]", hit.range->shape_lo,
                                                   hit.range->shape_hi));
         json_object_set_new(o, "extrapolated", json_boolean(hit.extrapolated));
@@ -293,6 +304,8 @@ int dt_cmd_query(int argc, char **argv)
                    dt_cli_safe(json_string_value(json_array_get(json_object_get(o, "range"), 1))), d->threads,
                    d->threads == 1 ? "" : "s");
             printf("  annotation %s\n", ann ? dt_cli_safe(ann) : "?");
+            printf("  backend    %s\n",
+                   dt_cli_safe(json_string_value(json_object_get(o, "backend"))));
             printf("  time       ");
             print_time("predicted", pr);
             printf(", ");

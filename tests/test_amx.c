@@ -712,10 +712,13 @@ static void test_cli_info(void)
     CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "info"), 0);
     const char *line = strstr(p.out, "\namx:");
     CU_ASSERT_PTR_NOT_NULL_FATAL(line);
-    const char *want = usable                       ? "\namx:         present and usable"
+    const char *want = usable                       ? "\namx:         present and usable (tile "
+                                                      "data permission granted); the bf16/amx "
+                                                      "and int8/amx back-ends are searched\n"
                        : dt_amx_present(&g_target) ? "\namx:         present but unusable: "
                                                    : "\namx:         not present\n";
     CU_ASSERT(!strncmp(line, want, strlen(want)));
+    CU_ASSERT_PTR_NULL(strstr(p.out, "no AMX GEMM kernels"));
     dt_test_proc_free(&p);
     int code = -1;
     json_t *j = dt_test_run_dtune_json(&code, "info --json");

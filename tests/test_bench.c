@@ -3,7 +3,8 @@
  * over threads) against plain loops on edge sizes, every epilogue and
  * layout, whole and in blocks that cut its tiles; the ops' GEMM views those
  * stand for; that the tolerance it feeds catches a wrong element; and the
- * ratio statistics (bench_stats.h).
+ * ratio statistics (bench_stats.h); each kernel's back-end and the peak
+ * kind of its %peak (bench.h).
  * `dtune bench` itself is tested end to end (test_e2e_bench*.c). */
 #include <math.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 #include "bench/bench_stats.h"
 #include "microkernel/codegen.h"
 #include "microkernel/reference.h"
+#include "sketch/backend.h"
 #include "tests/dt_test.h"
 
 /* Largest |a - b| relative to max(1, |b|) over n values. */
@@ -259,6 +261,56 @@ static void test_onednn_best(void)
     CU_ASSERT_TRUE(isnan(dt_bench_gflops(&r, 1, 1)));
 }
 
+/* Every back-end row: the name and peak kind bench gives an annotation of
+ * its isa and unit; the dtype's vector peak; the peaks text and a
+ * candidate's peak on a hand-made result. */
+static void test_backend_peaks(void)
+{
+    for (int i = 0; i < dt_backend_count(); i++) {
+        const dt_backend *row = dt_backend_at(i);
+        dt_annotation a = {.isa = row->isa, .unit = row->unit};
+        char name[32], want[48];
+        dt_peak_kind k = dt_bench_backend(row->dtype, &a, name, sizeof name);
+        CU_ASSERT_STRING_EQUAL(name, dt_backend_full_name(row, want, sizeof want));
+        CU_ASSERT_STRING_EQUAL(dt_peak_kind_name(k), row->peak);
+    }
+    dt_target t;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_target_detect(&t, &e), 0);
+    for (int d = 0; d < DT_DTYPE_COUNT; d++) {
+        dt_peak_kind k = dt_bench_dtype_peak((dt_dtype)d, &t);
+        const dt_backend *row = dt_backend_of((dt_dtype)d, t.isa);
+        if (dt_dtype_native((dt_dtype)d, &t, NULL)) {
+            CU_ASSERT_STRING_EQUAL(dt_peak_kind_name(k), row->peak);
+        } else {
+            CU_ASSERT_EQUAL(k, DT_PEAK_F32_FMA);
+        }
+    }
+    dt_target g = t; /* on the generic isa every dtype's vector peak is the FMA's */
+    dt_target_set_isa(&g, DT_ISA_GENERIC);
+    for (int d = 0; d < DT_DTYPE_COUNT; d++)
+        CU_ASSERT_EQUAL(dt_bench_dtype_peak((dt_dtype)d, &g), DT_PEAK_F32_FMA);
+
+    dt_bench_cand cands[2] = {{.kind = DT_CAND_KERNEL, .peak_kind = DT_PEAK_AMX_BF16},
+                              {.kind = DT_CAND_KERNEL, .peak_kind = DT_PEAK_INT8_DP}};
+    dt_bench_result r = {.ncands = 2, .cands = cands, .peak_kind = DT_PEAK_BF16_DP};
+    for (int k = 0; k < DT_PEAK_COUNT; k++)
+        r.peaks[k] = r.peaks1[k] = NAN;
+    r.peaks[DT_PEAK_BF16_DP] = r.peaks1[DT_PEAK_BF16_DP] = 110.4;
+    r.peaks[DT_PEAK_AMX_BF16] = 3267.0;
+    r.peaks1[DT_PEAK_AMX_BF16] = 1633.5;
+    r.peaks[DT_PEAK_F32_FMA] = r.peaks1[DT_PEAK_F32_FMA] = 55.3;
+    char text[256];
+    CU_ASSERT_STRING_EQUAL(dt_bench_peaks_text(&r, text, sizeof text),
+                           "bf16 110.4 GFLOP/s (1 thread 110.4), f32 55.3 GFLOP/s (1 thread "
+                           "55.3), amx_bf16 3267.0 GFLOP/s (1 thread 1633.5)");
+    CU_ASSERT_DOUBLE_EQUAL(dt_bench_cand_peak(&r, 0), 3267.0, 1e-9);
+    CU_ASSERT_TRUE(isnan(dt_bench_cand_peak(&r, 1))); /* int8 not measured */
+    for (int k = 0; k < DT_PEAK_COUNT; k++)
+        r.peaks[k] = NAN;
+    CU_ASSERT_STRING_EQUAL(dt_bench_peaks_text(&r, text, sizeof text), "bf16 n/a");
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -268,6 +320,7 @@ int main(void)
         {"the check catches one wrong element", test_ref_catches},
         {"ratio statistics", test_ratio_stats},
         {"strongest oneDNN peer per shape", test_onednn_best},
+        {"each kernel's back-end and the peak kind of its %peak", test_backend_peaks},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"bench", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

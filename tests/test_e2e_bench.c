@@ -1,9 +1,16 @@
 /* End-to-end: `dtune bench` through the real binary on small workloads —
- * sampled and given kernels, peers side by side, JSON output, bad input. */
+ * sampled and given kernels, peers side by side, JSON output, each
+ * kernel's back-end and the peak its %peak divides by, bad input. */
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/amx.h"
+#include "common/target.h"
+#include "sketch/annotation.h"
+#include "sketch/backend.h"
+#include "sketch/dtype.h"
 #include "tests/dt_test.h"
 
 static char *g_dir;
@@ -122,10 +129,104 @@ static void test_text_output(void)
     CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "bench 'dense(M=1..4,N=16,K=16)' --sample 2 --peers "
                                           "openblas --repeats 1 --min-time 0.2"),
                     0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "f32 peak"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "\npeaks: f32 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, " backend "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, " f32/")); /* the best kernel's back-end per shape */
     CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "openblas"));
     CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "M=4"));
     dt_test_proc_free(&p);
+}
+
+/* bench on a bf16 workload with the one annotation file text: the kernel's
+ * and the shape's back-end and peak kind are the row dt_backend_of_ann
+ * gives, fraction_of_peak divides by that kind's peak, measured in the run
+ * and listed under "peaks". */
+static void check_backend(const char *ann_text, const char *what)
+{
+    dt_annotation a;
+    dt_err e;
+    if (dt_annotation_from_text(ann_text, &a, &e)) {
+        CU_FAIL_FATAL("annotation of the test does not parse");
+    }
+    const dt_backend *row = dt_backend_of_ann(DT_DTYPE_BF16, &a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    char want[48];
+    dt_backend_full_name(row, want, sizeof want);
+    char *file = dt_test_write_file(g_dir, "bk.json", ann_text);
+    char args[1024];
+    snprintf(args, sizeof args,
+             "'dense(M=1..64,N=64,K=64,dtype=bf16)' --kernel '%s' --shapes '{3,64}' --peers none",
+             file);
+    int code;
+    json_t *r = bench_json(args, &code);
+    CU_ASSERT_EQUAL_FATAL(code, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    json_t *c = json_array_get(json_object_get(r, "candidates"), 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(c, "status")), "ok");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(c, "backend")), want);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(c, "peak_kind")), row->peak);
+    /* the dtype's vector peak stays at the top, and every kind used is listed */
+    CU_ASSERT_TRUE(json_is_string(json_object_get(r, "peak_kind")));
+    CU_ASSERT_TRUE(json_real_value(json_object_get(r, "peak_gops")) > 0);
+    json_t *peaks = json_object_get(r, "peaks");
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(peaks, json_string_value(json_object_get(r, "peak_kind"))));
+    json_t *pk = json_object_get(peaks, row->peak);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pk);
+    double peak = json_real_value(json_object_get(pk, "gops"));
+    CU_ASSERT_TRUE(peak > 0);
+    CU_ASSERT_TRUE(json_real_value(json_object_get(pk, "gops_1thread")) > 0);
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(r, "shapes"), i, s)
+    {
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(s, "best_kernel")), "k0");
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(s, "backend")), want);
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(s, "peak_kind")), row->peak);
+        double best = json_real_value(json_object_get(s, "best"));
+        double frac = json_real_value(json_object_get(s, "fraction_of_peak"));
+        CU_ASSERT_TRUE(best > 0 && frac > 0);
+        CU_ASSERT_DOUBLE_EQUAL(frac, best / peak, 1e-9 * frac);
+    }
+    printf("\n    %s: %s, peak %s %.1f", what, want, row->peak, peak);
+    json_decref(r);
+    free(file);
+}
+
+static void test_backend_and_peak(void)
+{
+    dt_target t;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_target_detect(&t, &e), 0);
+    /* the vector kernel: the isa bench runs bf16 at on this CPU (native,
+     * else its portable row), a 4 x 2-vector register tile */
+    dt_target bt = dt_dtype_target(DT_DTYPE_BF16, &t);
+    const dt_backend *geo = dt_backend_geometry(bt.isa);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(geo);
+    char vec[512];
+    snprintf(vec, sizeof vec,
+             "{\"sketch\":\"stream\",\"isa\":\"%s\",\"mr\":4,\"nr\":%d,\"kc\":0,\"mc\":0,"
+             "\"nc\":%d,\"unroll\":1,\"prefetch\":0,\"store\":\"mask\",\"order\":\"m_inner\","
+             "\"par\":\"n\",\"threads\":1}",
+             dt_isa_name(bt.isa), 2 * geo->vec_floats, 4 * geo->vec_floats);
+    check_backend(vec, "vector kernel");
+    const char *why = NULL;
+    if (!dt_amx_usable(&t, &why)) {
+        dt_test_skip("bench of a bf16/amx kernel: %s", why ? why : "AMX not usable");
+        return;
+    }
+    const dt_backend *amx = dt_backend_of_unit(DT_DTYPE_BF16, DT_ISA_AVX512, DT_UNIT_AMX);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(amx);
+    if (!dt_backend_usable(amx, &t, &why)) {
+        dt_test_skip("bench of a bf16/amx kernel: %s", why ? why : "bf16/amx not usable");
+        return;
+    }
+    check_backend("{\"sketch\":\"stream\",\"isa\":\"avx512\",\"mr\":16,\"nr\":32,\"kc\":0,"
+                  "\"mc\":0,\"nc\":64,\"unroll\":1,\"prefetch\":0,\"store\":\"mask\","
+                  "\"order\":\"m_inner\",\"par\":\"n\",\"threads\":1,\"unit\":\"amx\"}",
+                  "amx kernel");
+    char name[48];
+    CU_ASSERT_STRING_EQUAL(dt_backend_full_name(amx, name, sizeof name), "bf16/amx");
+    CU_ASSERT_STRING_EQUAL(amx->peak, "amx_bf16");
 }
 
 static void test_bad_input(void)
@@ -165,6 +266,7 @@ int main(void)
         {"given kernels on batch_matmul", test_given_kernels_bmm},
         {"--verify: every candidate on every shape", test_verify_every_shape},
         {"text table", test_text_output},
+        {"each kernel's back-end and the peak of its %peak", test_backend_and_peak},
         {"bad input", test_bad_input},
         CU_TEST_INFO_NULL,
     };

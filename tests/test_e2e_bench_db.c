@@ -3,17 +3,21 @@
  * machine's target, two sampled kernels, a schedule of two ranges — so no
  * tune is needed.  Checks the kernel of every shape, the extrapolated flag
  * past the tuned range, per-shape verification, the summary, the thread
- * count override, and the errors (no schedule, unknown workload, missing
- * file, a kernel that cannot run). */
+ * count override, each shape's back-end and the peak of its %peak (a bf16
+ * schedule with a bf16/amx range where AMX is usable), and the errors (no
+ * schedule, unknown workload, missing file, a kernel that cannot run). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/amx.h"
 #include "common/target.h"
 #include "db/db.h"
 #include "sketch/annotation.h"
+#include "sketch/backend.h"
+#include "sketch/dtype.h"
 #include "sketch/workload.h"
 #include "tests/dt_test.h"
 
@@ -142,6 +146,54 @@ static json_t *bench_json(const char *args, int *exit_code, char **err)
 
 static int64_t jint(json_t *o, const char *k) { return json_integer_value(json_object_get(o, k)); }
 
+/* Every kernel's back-end is the row its annotation names for dtype d, and
+ * every shape's is its kernel's, with fraction_of_peak = gflops / the peak
+ * of that back-end's kind (listed under "peaks"; null when the kernel did
+ * not run). */
+static void check_backends(json_t *r, dt_dtype d)
+{
+    json_t *kernels = json_object_get(r, "kernels"), *peaks = json_object_get(r, "peaks");
+    CU_ASSERT_TRUE(json_is_object(peaks));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(peaks, json_string_value(json_object_get(r, "peak_kind"))));
+    size_t i;
+    json_t *k;
+    json_array_foreach(kernels, i, k)
+    {
+        dt_annotation a;
+        dt_err e;
+        CU_ASSERT_EQUAL_FATAL(dt_annotation_from_json(json_object_get(k, "annotation"), &a, &e), 0);
+        const dt_backend *row = dt_backend_of_ann(d, &a);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+        char want[48];
+        dt_backend_full_name(row, want, sizeof want);
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(k, "backend")), want);
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(k, "peak_kind")), row->peak);
+    }
+    json_t *s;
+    json_array_foreach(json_object_get(r, "shapes"), i, s)
+    {
+        json_t *kernel = NULL;
+        size_t j;
+        json_array_foreach(kernels, j, k)
+            if (jint(k, "id") == jint(s, "kernel_id"))
+                kernel = k;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(kernel);
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(s, "backend")),
+                               json_string_value(json_object_get(kernel, "backend")));
+        const char *kind = json_string_value(json_object_get(s, "peak_kind"));
+        CU_ASSERT_STRING_EQUAL(kind, json_string_value(json_object_get(kernel, "peak_kind")));
+        double gflops = json_number_value(json_object_get(s, "gflops"));
+        json_t *frac = json_object_get(s, "fraction_of_peak");
+        if (!json_is_real(json_object_get(s, "gflops"))) {
+            CU_ASSERT_TRUE(json_is_null(frac));
+            continue;
+        }
+        double peak = json_real_value(json_object_get(json_object_get(peaks, kind), "gops"));
+        CU_ASSERT_TRUE_FATAL(peak > 0);
+        CU_ASSERT_DOUBLE_EQUAL(json_real_value(frac), gflops / peak, 1e-9 * gflops / peak);
+    }
+}
+
 /* Every shape of r: the kernel of its range, extrapolated past `tuned_hi`,
  * verified; the summary counts. */
 static void check_shapes(json_t *r, const char *var, int64_t first, int64_t last,
@@ -182,6 +234,7 @@ static void check_shapes(json_t *r, const char *var, int64_t first, int64_t last
     CU_ASSERT_EQUAL(jint(json_object_get(sum, "extrapolated"), "verified"), nextra);
     CU_ASSERT_EQUAL(jint(json_object_get(sum, "all"), "shapes"), last - first + 1);
     CU_ASSERT_TRUE(json_is_true(json_object_get(r, "all_verified")));
+    check_backends(r, DT_DTYPE_F32);
 }
 
 static void test_dense_dispatched(void)
@@ -237,6 +290,9 @@ static void test_dense_dispatched(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(tp.out, "extrapolated"));
     CU_ASSERT_PTR_NOT_NULL(strstr(tp.out, "tuned"));
     CU_ASSERT_PTR_NOT_NULL(strstr(tp.out, "verified 2/2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tp.out, "\npeaks: f32 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tp.out, " backend "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tp.out, " f32/")); /* ranges and shapes name their back-end */
     dt_test_proc_free(&tp);
     free(db);
 }
@@ -348,9 +404,95 @@ static void test_unverified_kernel(void)
     CU_ASSERT_TRUE(json_is_null(json_object_get(s, "gflops")));
     json_t *tuned = json_object_get(json_object_get(r, "summary"), "tuned");
     CU_ASSERT_EQUAL(jint(tuned, "verified"), 2);
+    check_backends(r, DT_DTYPE_F32); /* the bad kernel's shapes: no fraction of peak */
     json_decref(r);
     free(err);
     free(db);
+}
+
+/* A bf16 schedule: M=1..4 on a vector kernel of the isa bench runs bf16 at
+ * here, M=5..16 on a bf16/amx kernel where AMX is usable (else the vector
+ * kernel again): each shape's back-end, peak kind and %peak follow its
+ * kernel, and every kind used is measured. */
+#define BF16_KEY "dense(M=1..16,N=64,K=64,dtype=bf16)"
+static void test_backend_per_shape(void)
+{
+    dt_target t;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_target_detect(&t, &e), 0);
+    dt_target bt = dt_dtype_target(DT_DTYPE_BF16, &t);
+    const dt_backend *geo = dt_backend_geometry(bt.isa);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(geo);
+    char vec[512];
+    snprintf(vec, sizeof vec,
+             "{\"sketch\":\"stream\",\"isa\":\"%s\",\"mr\":4,\"nr\":%d,\"kc\":0,\"mc\":0,"
+             "\"nc\":%d,\"unroll\":1,\"prefetch\":0,\"store\":\"mask\",\"order\":\"m_inner\","
+             "\"par\":\"n\",\"threads\":1}",
+             dt_isa_name(bt.isa), 2 * geo->vec_floats, 4 * geo->vec_floats);
+    const char *amx_ann = "{\"sketch\":\"stream\",\"isa\":\"avx512\",\"mr\":16,\"nr\":32,"
+                          "\"kc\":0,\"mc\":0,\"nc\":64,\"unroll\":1,\"prefetch\":0,"
+                          "\"store\":\"mask\",\"order\":\"m_inner\",\"par\":\"n\","
+                          "\"threads\":1,\"unit\":\"amx\"}";
+    const char *why = NULL;
+    const dt_backend *amx = dt_backend_of_unit(DT_DTYPE_BF16, DT_ISA_AVX512, DT_UNIT_AMX);
+    int use_amx = amx && dt_backend_usable(amx, &t, &why);
+    if (!use_amx)
+        dt_test_skip("bench --db of a bf16/amx range: %s", why ? why : "no bf16/amx row");
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bf16.db", g_dir);
+    remove(path);
+    dt_db *db = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_CREATE, &db, &e), 0);
+    char tkey[DT_TARGET_KEY_MAX];
+    CU_ASSERT_EQUAL_FATAL(dt_target_key(&t, tkey, sizeof tkey), 0);
+    int64_t tid, wid, kv, ka;
+    CU_ASSERT_EQUAL_FATAL(dt_db_target_upsert(db, tkey, dt_isa_name(t.isa), NULL, &tid, &e), 0);
+    dt_workload *w = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(BF16_KEY, &w, &e), 0);
+    char key[DT_KEY_MAX];
+    dt_workload_key(w, key, sizeof key);
+    CU_ASSERT_EQUAL_FATAL(dt_db_workload_upsert(db, key, w->op->name, "{}", &wid, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_db_kernel_intern(db, w->op->name, "stream", vec, NULL, &kv, &e), 0);
+    ka = kv;
+    if (use_amx)
+        CU_ASSERT_EQUAL_FATAL(
+            dt_db_kernel_intern(db, w->op->name, "stream", amx_ann, NULL, &ka, &e), 0);
+    dt_db_schedule rows[2] = {
+        {.shape_lo = "M=1", .shape_hi = "M=4", .kernel_id = kv, .predicted_ns = NAN,
+         .measured_ns = 1000},
+        {.shape_lo = "M=5", .shape_hi = "M=16", .kernel_id = ka, .predicted_ns = NAN,
+         .measured_ns = 2000},
+    };
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_replace(db, wid, tid, 1, rows, 2, &e), 0);
+    dt_db_close(db);
+    dt_workload_free(w);
+
+    char args[8192];
+    snprintf(args, sizeof args, "'%s' --db '%s' --shapes '{2,16}' --peers none", key, path);
+    int code;
+    json_t *r = bench_json(args, &code, NULL);
+    CU_ASSERT_EQUAL(code, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_TRUE(json_is_true(json_object_get(r, "all_verified")));
+    check_backends(r, DT_DTYPE_BF16);
+    json_t *s16 = json_array_get(json_object_get(r, "shapes"), 1);
+    if (use_amx) {
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(s16, "backend")), "bf16/amx");
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(s16, "peak_kind")), "amx_bf16");
+        CU_ASSERT_PTR_NOT_NULL(json_object_get(json_object_get(r, "peaks"), "amx_bf16"));
+        json_t *rg = json_array_get(json_object_get(r, "ranges"), 1);
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(rg, "backend")), "bf16/amx");
+    }
+    json_decref(r);
+    if (use_amx) { /* the text names it in the ranges, the table and the peaks */
+        dt_test_proc tp;
+        CU_ASSERT_EQUAL(dt_test_run_dtune(&tp, "bench '%s' --db '%s' --shapes '{16}' --peers none "
+                                               "--repeats 1 --min-time 0.2", key, path), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(tp.out, " amx_bf16 "));
+        CU_ASSERT_PTR_NOT_NULL(strstr(tp.out, " bf16/amx "));
+        dt_test_proc_free(&tp);
+    }
 }
 
 int main(void)
@@ -364,6 +506,7 @@ int main(void)
         {"schedule per thread count, annotations run with T", test_threads},
         {"no schedule, unknown workload, missing file: exit 2", test_no_schedule},
         {"a dispatched kernel that cannot run: exit 3 with the report", test_unverified_kernel},
+        {"each shape's back-end and the peak of its %peak (bf16, amx)", test_backend_per_shape},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"e2e bench --db", setup, teardown, NULL, NULL, tests},

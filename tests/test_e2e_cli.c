@@ -19,6 +19,7 @@
 #include "db/db.h"
 #include "microkernel/build.h"
 #include "sketch/annotation.h"
+#include "sketch/backend.h"
 #include "sketch/workload.h"
 #include "tests/dt_test.h"
 
@@ -213,6 +214,7 @@ static void test_query_not_measured(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "predicted 0.30 us, not measured (range means)"));
     CU_ASSERT_PTR_NULL(strstr(p.out, "nan"));
     CU_ASSERT_PTR_NULL(strstr(p.out, "annotation ?"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "\n  backend    f32/"));
     dt_test_proc_free(&p);
     char args[8192];
     snprintf(args, sizeof args, "query '" QKEY "' --db '%s' --shape M=40 --json", db);
@@ -223,6 +225,15 @@ static void test_query_not_measured(void)
     CU_ASSERT_TRUE(json_is_null(json_object_get(o, "measured_ns")));
     CU_ASSERT_TRUE(json_is_real(json_object_get(o, "predicted_ns")));
     CU_ASSERT_TRUE(json_is_object(json_object_get(o, "annotation")));
+    /* the back-end is the row the stored annotation names for f32 */
+    dt_annotation a;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_annotation_from_json(json_object_get(o, "annotation"), &a, &e), 0);
+    const dt_backend *row = dt_backend_of_ann(DT_DTYPE_F32, &a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    char want[48];
+    dt_backend_full_name(row, want, sizeof want);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(o, "backend")), want);
     json_decref(root);
     free(db);
     dt_test_rmtree(dir);
