@@ -143,8 +143,8 @@ int dt_annotation_check(const dt_annotation *a, const dt_target *t, unsigned *ba
  * (mt = 1). */
 static int check_amx(const dt_annotation *a, const dt_target *t, unsigned *bad, dt_err *e)
 {
-    if (a->isa != DT_ISA_AVX512)
-        FAIL(DT_F_BIT(DT_F_ISA), "amx: isa %s must be avx512 (the tiles' epilogue is AVX-512)",
+    if (!dt_backend_of_unit(DT_DTYPE_BF16, a->isa, DT_UNIT_AMX))
+        FAIL(DT_F_BIT(DT_F_ISA), "amx: no tile back-end on isa %s (the tiles' epilogue is avx512)",
              dt_isa_name(a->isa));
     if (!dt_target_has(t, DT_FEAT_AMX_TILE))
         FAIL(DT_F_BIT(DT_F_ISA), "amx: the target has no AMX tiles");
