@@ -15,6 +15,8 @@
 #include "common/log.h"
 #include "common/target.h"
 #include "db/db.h"
+#include "dispatch/dispatch.h"
+#include "sketch/backend.h"
 #include "tuner/model_tasks.h"
 #include "cli/cli_model.h"
 #include "tuner/curve.h"
@@ -389,6 +391,50 @@ static void display_name(const char *name, size_t prefix, char *out, size_t n)
     snprintf(out, n, "\xe2\x80\xa6%s", p); /* U+2026 */
 }
 
+/* "bf16/amx": the back-end of range k's kernel ("?" when unreadable). */
+static void backend_of_range(dt_db *db, const dt_dispatch *d, int k, char *out, int n)
+{
+    dt_annotation a;
+    dt_err e;
+    snprintf(out, (size_t)n, "?");
+    if (!dt_dispatch_kernel_annotation(db, d->r[k].kernel_id, d->w, &a, &e))
+        dt_backend_full_name(dt_backend_of_ann(d->w->dtype, &a), out, n);
+}
+
+/* The back-end of every dispatched range (issue 29: the tuner's choice of
+ * back-end per shape), consecutive ranges of one back-end merged:
+ * "  3 attn_out_proj: bf16/avx512_bf16 M=1..M=4, bf16/amx M=5..M=128". */
+static void print_backends(dt_db *db, const char *tkey, const dt_task *t, int n,
+                           const dt_tune_result *r, int threads)
+{
+    printf("back-ends dispatched:\n");
+    for (int i = 0; i < n; i++) {
+        if (r->outcome[i] != DT_TUNE_SCHEDULED)
+            continue;
+        dt_dispatch *d = NULL;
+        dt_err e;
+        if (dt_dispatch_load(db, t[i].key, tkey, threads, &d, &e))
+            continue;
+        printf("%3d %s:", i + 1, dt_cli_safe(t[i].name));
+        /* runs of ranges with one back-end: [k0, k) */
+        for (int k0 = 0, k = 0; k0 < d->n; k0 = k) {
+            char be[64];
+            backend_of_range(db, d, k0, be, sizeof be);
+            for (k = k0 + 1; k < d->n; k++) {
+                char next[64];
+                backend_of_range(db, d, k, next, sizeof next);
+                if (strcmp(next, be))
+                    break;
+            }
+            const char *lo = d->r[k0].shape_lo, *hi = d->r[k - 1].shape_hi;
+            printf("%s %s %s%s%s", k0 ? "," : "", be, lo, strcmp(lo, hi) ? ".." : "",
+                   strcmp(lo, hi) ? hi : "");
+        }
+        printf("\n");
+        dt_dispatch_free(d);
+    }
+}
+
 static void print_table(const char *db, const dt_task *t, int n, const dt_tune_result *r,
                         int threads, int max_kernels)
 {
@@ -593,6 +639,7 @@ int dt_cmd_tune(int argc, char **argv)
         rc = print_json(what, tkey, path, &a, threads, tasks, n, res, &ps.curve);
     else {
         print_table(path, tasks, n, res, threads, a.max_kernels);
+        print_backends(db, tkey, tasks, n, res, threads);
         rc = DT_EXIT_OK;
     }
     if (stop_flag) {
