@@ -96,11 +96,13 @@ int dt_annotation_sample(dt_rng *r, const dt_target *t, int sketch, int threads,
  * (the target must have AMX tiles: DT_EUNSUPPORTED otherwise). */
 int dt_annotation_sample_unit(dt_rng *r, const dt_target *t, dt_unit unit, int sketch,
                               int threads, dt_annotation *out, dt_err *e);
-/* A sample for a workload of dtype d: the unit drawn uniformly among those
- * whose back-end row of d the target runs (sketch/backend.h,
- * dt_backend_usable: vec always; amx for bf16 and int8 where AMX is usable),
- * then dt_annotation_sample_unit.  With one unit it draws nothing more than
- * dt_annotation_sample (same sequence). */
+/* A sample for a workload of dtype d: the back-end row drawn uniformly
+ * among those the tuner searches on t (sketch/backend.h,
+ * dt_backend_searched: the row at the isa in use; for bf16 and int8 on
+ * their own instruction also their widened portable row and, where AMX is
+ * usable, their tile row), then an annotation of that row's isa and unit.
+ * With one row it draws nothing more than dt_annotation_sample (same
+ * sequence). */
 int dt_annotation_sample_dtype(dt_rng *r, const dt_target *t, int dtype, int sketch, int threads,
                                dt_annotation *out, dt_err *e);
 /* Changes one or two fields (tile sizes most often, then unroll, prefetch,

@@ -325,15 +325,14 @@ int dt_annotation_sample_unit(dt_rng *r, const dt_target *t, dt_unit unit, int s
 int dt_annotation_sample_dtype(dt_rng *r, const dt_target *t, int dtype, int sketch, int threads,
                                dt_annotation *out, dt_err *e)
 {
-    dt_unit units[DT_UNIT_COUNT];
-    int n = 0;
-    units[n++] = DT_UNIT_VEC;
-    for (int u = DT_UNIT_VEC + 1; u < DT_UNIT_COUNT; u++) {
-        const dt_backend *b = dt_backend_of_unit((dt_dtype)dtype, DT_ISA_AVX512, (dt_unit)u);
-        if (b && dt_backend_usable(b, t, NULL))
-            units[n++] = (dt_unit)u;
-    }
-    return dt_annotation_sample_unit(r, t, units[dt_rng_below(r, n)], sketch, threads, out, e);
+    const dt_backend *rows[16];
+    int n = dt_backend_searched((dt_dtype)dtype, t, rows, 16);
+    if (n <= 1) /* one back-end: exactly dt_annotation_sample's draws */
+        return dt_annotation_sample(r, t, sketch, threads, out, e);
+    const dt_backend *b = rows[dt_rng_below(r, n)];
+    dt_target tt = *t; /* a portable row below the isa in use: its isa */
+    dt_target_set_isa(&tt, b->isa);
+    return dt_annotation_sample_unit(r, &tt, b->unit, sketch, threads, out, e);
 }
 
 /* One or two fields of a tile annotation changed (unchecked). */

@@ -135,6 +135,30 @@ int dt_backend_vec_regs(const dt_backend *b, const char *arch)
     return b->vec_regs;
 }
 
+int dt_backend_searched(dt_dtype d, const dt_target *t, const dt_backend **out, int max)
+{
+    int n = 0;
+    const dt_backend *own = dt_backend_of(d, t->isa);
+    if (!own || max < 1)
+        return 0;
+    out[n++] = own;
+    if (own->portable || !dt_backend_usable(own, t, NULL))
+        return n;
+    const dt_backend *wide = NULL; /* the widest portable row t runs */
+    for (int i = 0; i < DT_BACKEND_COUNT; i++) {
+        const dt_backend *b = &rows[i];
+        if (b->dtype != d || !dt_backend_usable(b, t, NULL))
+            continue;
+        if (b->portable && (!wide || b->isa > wide->isa))
+            wide = b;
+        else if (b->unit != DT_UNIT_VEC && n < max)
+            out[n++] = b;
+    }
+    if (wide && n < max)
+        out[n++] = wide;
+    return n;
+}
+
 int dt_backend_isa_admits(const dt_target *t, dt_isa isa)
 {
     return isa <= t->isa;

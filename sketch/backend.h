@@ -138,6 +138,15 @@ int dt_backend_vec_regs(const dt_backend *b, const char *arch);
  * names its row.  NULL for an unknown isa. */
 const dt_backend *dt_backend_geometry(dt_isa isa);
 
+/* The rows the tuner searches for dtype d on t (issue 29: the back-end is
+ * searched), at most max into out; returns how many: the vector row at the
+ * isa in use (dt_backend_of(d, t->isa)); where that row is d's own
+ * instruction (not a portable stand-in) also d's widest portable row t
+ * runs (bf16, int8 widened to 32-bit lanes: the f32 FMA) and every tile row
+ * t runs.  One row (f32, w8a32, or a dtype already on its portable row)
+ * means nothing to choose. */
+int dt_backend_searched(dt_dtype d, const dt_target *t, const dt_backend **out, int max);
+
 /* Whether the target's isa in use admits vector code of isa: the one place
  * the isa order is read. */
 int dt_backend_isa_admits(const dt_target *t, dt_isa isa);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/amx.h"
 #include "common/strbuf.h"
 #include "common/target.h"
 #include "microkernel/build.h"
@@ -479,6 +480,41 @@ static void test_this_machine(void)
     printf("\n");
 }
 
+/* The rows the tuner searches (dt_backend_searched): one for f32 and w8a32;
+ * for bf16 and int8 on their own instruction also their widest portable row
+ * and, where AMX is usable here, their tile row; a dtype already on its
+ * portable row has nothing to choose. */
+static void test_searched_rows(void)
+{
+#define FB(f) DT_FEAT_BIT(DT_FEAT_##f)
+    dt_target t = fixed_target("x86_64");
+    t.features = t.cpu_features = FB(AVX2) | FB(FMA) | FB(AVX512F) | FB(AVX512BW) |
+                                  FB(AVX512VL) | FB(AVX512_BF16) | FB(AVX512_VNNI) |
+                                  FB(AMX_TILE) | FB(AMX_BF16) | FB(AMX_INT8);
+    dt_target_set_isa(&t, DT_ISA_AVX512);
+    const int amx = dt_amx_usable(&t, NULL); /* the OS's permission, on this machine */
+    const dt_backend *r[16];
+    char name[64];
+    for (int d = 0; d < DT_DTYPE_COUNT; d++) {
+        int n = dt_backend_searched((dt_dtype)d, &t, r, 16);
+        int reduced = d == DT_DTYPE_BF16 || d == DT_DTYPE_INT8;
+        CU_ASSERT_EQUAL(n, reduced ? 2 + amx : 1);
+        CU_ASSERT_PTR_EQUAL(r[0], dt_backend_of((dt_dtype)d, DT_ISA_AVX512));
+        for (int i = 1; i < n; i++) {
+            dt_backend_full_name(r[i], name, sizeof name);
+            CU_ASSERT(r[i]->portable ? r[i]->isa == DT_ISA_AVX2 : r[i]->unit == DT_UNIT_AMX);
+            CU_ASSERT_TRUE(dt_backend_usable(r[i], &t, NULL));
+        }
+    }
+    CU_ASSERT_EQUAL(dt_backend_searched(DT_DTYPE_BF16, &t, r, 1), 1); /* max respected */
+    /* without avx512_bf16 the dtype runs its portable row: nothing to choose */
+    t.features &= ~(FB(AVX512_BF16) | FB(AMX_TILE) | FB(AMX_BF16) | FB(AMX_INT8));
+    dt_target dt = dt_dtype_target(DT_DTYPE_BF16, &t);
+    CU_ASSERT_EQUAL(dt_backend_searched(DT_DTYPE_BF16, &dt, r, 16), 1);
+    CU_ASSERT_TRUE(r[0]->portable);
+#undef FB
+}
+
 int main(void)
 {
     static CU_TestInfo golden_tests[] = {
@@ -490,6 +526,7 @@ int main(void)
         {"every dtype has a portable row any CPU runs", test_portable_rows},
         {"features, geometry, K groups, peaks, hooks", test_row_contents},
         {"this machine's rows", test_this_machine},
+        {"the rows the tuner searches", test_searched_rows},
         CU_TEST_INFO_NULL,
     };
     static CU_SuiteInfo suites[] = {
