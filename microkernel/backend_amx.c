@@ -32,17 +32,20 @@
 
 #include "dt_tpl_amx_tile_h.h"
 
-/* Tile register numbers: C tiles first, then one or two operand sets (the
- * held tiles, then the streamed registers).  Tile registers are not
- * renamed: a load into a register waits for the dot products reading it, so
- * where two sets fit, even and odd K steps alternate between them and the
- * next step's loads overlap this step's products. */
+/* Tile register numbers: C tiles first, then the held tiles (one set, or
+ * two that even and odd K steps alternate between), then the streamed
+ * registers.  Tile registers are not renamed: a load into a register waits
+ * for every product reading it, so a held tile loaded into the register the
+ * last product of the step before still reads would stall each step for a
+ * load's latency; two held sets let the next step's loads start while this
+ * step's products run.  The streamed tiles rotate through as many registers
+ * as are left (up to two steps' worth). */
 typedef struct amx_plan {
     int mt, nt;
     int hold_a;     /* A tiles held (mt <= nt), else B tiles held */
-    int nheld;      /* held tiles of a set: mt or nt */
-    int nstream;    /* streamed registers of a set: 1 or 2 */
-    int sets;       /* operand sets: 1 or 2 */
+    int nheld;      /* held tiles of a step: mt or nt */
+    int held_sets;  /* 1 or 2 */
+    int nstream;    /* streamed registers */
 } amx_plan;
 
 static amx_plan plan_of(const dt_annotation *a)
@@ -52,22 +55,26 @@ static amx_plan plan_of(const dt_annotation *a)
     p.nt = a->nr / 16;
     p.hold_a = p.mt <= p.nt;
     p.nheld = p.hold_a ? p.mt : p.nt;
-    int other = p.hold_a ? p.nt : p.mt, c = p.mt * p.nt;
-    p.nstream = other < 2 ? other : 2;
-    p.sets = c + 2 * (p.nheld + p.nstream) <= 8 ? 2 : 1;
-    if (p.sets == 1 && c + p.nheld + p.nstream > 8)
-        p.nstream = 1; /* validation guarantees c + nheld + 1 <= 8 */
+    int other = p.hold_a ? p.nt : p.mt, avail = 8 - p.mt * p.nt;
+    /* two held sets when that leaves at least two streamed registers (or
+     * all the step needs); validation guarantees avail >= nheld + 1 */
+    int left2 = avail - 2 * p.nheld;
+    p.held_sets = left2 >= 2 || (left2 >= 1 && other == 1) ? 2 : 1;
+    int left = avail - p.held_sets * p.nheld;
+    p.nstream = left < 2 * other ? left : 2 * other;
     return p;
 }
 
 static int held_reg(const amx_plan *p, int set, int t)
 {
-    return p->mt * p->nt + set * (p->nheld + p->nstream) + t;
+    return p->mt * p->nt + (p->held_sets == 2 ? set : 0) * p->nheld + t;
 }
 
+/* the register of streamed tile t (0..other-1) of a step of parity set */
 static int stream_reg(const amx_plan *p, int set, int t)
 {
-    return p->mt * p->nt + set * (p->nheld + p->nstream) + p->nheld + t % p->nstream;
+    int other = p->hold_a ? p->nt : p->mt;
+    return p->mt * p->nt + p->held_sets * p->nheld + (set * other + t) % p->nstream;
 }
 
 static int c_tile(const amx_plan *p, int i, int j) { return i * p->nt + j; }
@@ -83,14 +90,14 @@ static void emit_configure(dt_strbuf *sb, const amx_plan *p)
         for (int j = 0; j < p->nt; j++)
             dt_sb_appendf(sb, "    dt_amx_cfg_tile(&cfg, %d, %s, 64);\n", c_tile(p, i, j),
                           i ? "16" : "rows");
-    for (int set = 0; set < p->sets; set++) {
+    for (int set = 0; set < p->held_sets; set++)
         for (int t = 0; t < p->nheld; t++)
             dt_sb_appendf(sb, "    dt_amx_cfg_tile(&cfg, %d, %s, 64);\n", held_reg(p, set, t),
                           p->hold_a && t == 0 ? "rows" : "16");
-        for (int t = 0; t < p->nstream; t++)
-            dt_sb_appendf(sb, "    dt_amx_cfg_tile(&cfg, %d, %s, 64);\n", stream_reg(p, set, t),
-                          !p->hold_a && t == 0 ? "rows" : "16");
-    }
+    for (int t = 0; t < p->nstream; t++)
+        dt_sb_appendf(sb, "    dt_amx_cfg_tile(&cfg, %d, %s, 64);\n",
+                      p->mt * p->nt + p->held_sets * p->nheld + t,
+                      !p->hold_a ? "rows" : "16"); /* A streams in blocked only: 16 */
     dt_sb_append(sb, "    DT_TILE_CONFIG(&cfg);\n    dt_amx_rows = rows;\n}\n\n");
 }
 
@@ -134,7 +141,7 @@ static void emit_steps(dt_strbuf *sb, const amx_plan *p, const char *dp, const c
                        const char *astride)
 {
     dt_sb_append(sb, "    int64_t s = 0;\n");
-    if (p->sets == 2) {
+    if (p->held_sets == 2) {
         dt_sb_append(sb, "    for (; s + 2 <= steps; s += 2) {\n");
         emit_step(sb, p, 0, dp, "a + s * DT_TK", arow, astride, "s");
         emit_step(sb, p, 1, dp, "a + (s + 1) * DT_TK", arow, astride, "s + 1");

@@ -276,7 +276,7 @@ static void test_annotation_and_rows(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "amx"));
     dt_kernel_op bf = dt_test_kop(g_ops[1]);
     CU_ASSERT_EQUAL_FATAL(dt_codegen(&bf, &a, &src, &e), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(src, "DT_TILE_DPBF16PS(0, 4, 5);"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(src, "DT_TILE_DPBF16PS(0, 4, 6);"));
     CU_ASSERT_PTR_NOT_NULL(strstr(src, "#define DT_KPAD DT_TK"));
     free(src);
     /* sampling: only where the target has tiles; mutation and crossover stay amx */
