@@ -8,7 +8,9 @@
 
 #include "cli/cli.h"
 #include "common/file.h"
+#include "sketch/dtype.h"
 #include "sketch/model.h"
+#include "sketch/op.h"
 
 int dt_cli_vars_add(dt_cli_vars *v, const char *cmd, const char *arg)
 {
@@ -58,6 +60,171 @@ int dt_cli_model_text(const char *path, const dt_cli_vars *v, char **text, size_
     }
     *len = strlen(*text);
     return 0;
+}
+
+int dt_cli_math_known(const char *math)
+{
+    dt_dtype d;
+    return dt_dtype_with_math(DT_DTYPE_F32, math, &d) == 0;
+}
+
+/* The dtype an f32 op of op desc gets with math, or -1 when it keeps f32. */
+static int math_dtype(const dt_op_desc *op, const char *math)
+{
+    dt_dtype d;
+    if (!op || dt_dtype_with_math(DT_DTYPE_F32, math, &d) || dt_op_check_dtype(op, d, NULL))
+        return -1;
+    return (int)d;
+}
+
+/* root as spec text in the import's layout: one member per line, the
+ * variables one per line, the ops one per line. */
+static char *spec_dumps(const json_t *root)
+{
+    const size_t flags = JSON_PRESERVE_ORDER | JSON_ENCODE_ANY;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    int ok = buf != NULL;
+#define PUT(str)                                                                  \
+    do {                                                                          \
+        const char *s_ = (str);                                                   \
+        size_t n_ = s_ ? strlen(s_) : 0;                                          \
+        if (!s_)                                                                  \
+            ok = 0;                                                               \
+        while (ok && len + n_ + 1 > cap) {                                        \
+            char *nb_ = realloc(buf, cap * 2);                                    \
+            if (!nb_)                                                             \
+                ok = 0;                                                           \
+            else {                                                                \
+                buf = nb_;                                                        \
+                cap *= 2;                                                         \
+            }                                                                     \
+        }                                                                         \
+        if (ok) {                                                                 \
+            memcpy(buf + len, s_, n_);                                            \
+            len += n_;                                                            \
+            buf[len] = '\0';                                                      \
+        }                                                                         \
+    } while (0)
+#define PUTJ(v)                                                                   \
+    do {                                                                          \
+        char *j_ = json_dumps((v), flags);                                        \
+        PUT(j_);                                                                  \
+        free(j_);                                                                 \
+    } while (0)
+    PUT("{");
+    const char *key;
+    json_t *v;
+    int first = 1;
+    json_object_foreach((json_t *)root, key, v)
+    {
+        PUT(first ? "\n  " : ",\n  ");
+        first = 0;
+        json_t *k = json_string(key);
+        PUTJ(k);
+        json_decref(k);
+        PUT(": ");
+        if (json_is_array(v) && strcmp(key, "ops") == 0) {
+            size_t i;
+            json_t *op;
+            PUT("[");
+            json_array_foreach(v, i, op)
+            {
+                PUT(i ? ",\n    " : "\n    ");
+                PUTJ(op);
+            }
+            PUT("\n  ]");
+        } else if (json_is_object(v) && json_object_size(v) > 0) {
+            const char *vk;
+            json_t *vv;
+            int vfirst = 1;
+            PUT("{");
+            json_object_foreach(v, vk, vv)
+            {
+                PUT(vfirst ? "\n    " : ",\n    ");
+                vfirst = 0;
+                json_t *kk = json_string(vk);
+                PUTJ(kk);
+                json_decref(kk);
+                PUT(": ");
+                PUTJ(vv);
+            }
+            PUT("\n  }");
+        } else {
+            PUTJ(v);
+        }
+    }
+    PUT("\n}\n");
+#undef PUTJ
+#undef PUT
+    if (!ok) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+int dt_cli_spec_math(char **text, size_t *len, const char *math, int *marked, dt_err *e)
+{
+    if (marked)
+        *marked = 0;
+    if (!dt_cli_math_known(math))
+        return dt_errf(e, DT_EINVAL, "--math takes bf16, not '%s'", math);
+    json_error_t je;
+    json_t *root = json_loadb(*text, *len, 0, &je);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return dt_errf(e, DT_EINVAL, "--math: the model is no JSON spec object (%s)", je.text);
+    }
+    dt_dtype def = DT_DTYPE_F32;
+    json_t *jd = json_object_get(root, "dtype");
+    if (json_is_string(jd) && dt_dtype_from_name(json_string_value(jd), &def))
+        def = DT_DTYPE_COUNT; /* unknown: the spec's parser says so later */
+    size_t i;
+    json_t *op;
+    int n = 0;
+    json_array_foreach(json_object_get(root, "ops"), i, op)
+    {
+        dt_dtype d = def;
+        json_t *od = json_object_get(op, "dtype");
+        if (json_is_string(od) && dt_dtype_from_name(json_string_value(od), &d))
+            continue;
+        json_t *name = json_object_get(op, "op");
+        int to = json_is_string(name) && d == DT_DTYPE_F32
+                     ? math_dtype(dt_op_find(json_string_value(name)), math)
+                     : -1;
+        if (to >= 0) {
+            json_object_set_new(op, "dtype", json_string(dt_dtype_name((dt_dtype)to)));
+            n++;
+        }
+    }
+    char *out = spec_dumps(root);
+    json_decref(root);
+    if (!out)
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    free(*text);
+    *text = out;
+    *len = strlen(out);
+    if (marked)
+        *marked = n;
+    return 0;
+}
+
+int dt_cli_key_math(const char *key, const char *math, char *out, size_t n, dt_err *e)
+{
+    if (!dt_cli_math_known(math))
+        return dt_errf(e, DT_EINVAL, "--math takes bf16, not '%s'", math);
+    dt_workload *w = NULL;
+    int rc = dt_workload_parse_key(key, &w, e);
+    if (rc)
+        return rc;
+    int to = w->dtype == DT_DTYPE_F32 ? math_dtype(w->op, math) : -1;
+    if (to >= 0)
+        w->dtype = (dt_dtype)to;
+    if (dt_workload_key(w, out, n) >= n)
+        rc = dt_errf(e, DT_EINVAL, "workload key too long");
+    dt_workload_free(w);
+    return rc;
 }
 
 void dt_cli_print_import_warnings(const dt_ox_import *imp)

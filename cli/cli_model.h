@@ -33,6 +33,19 @@ int dt_cli_is_onnx(const char *path);
 int dt_cli_model_text(const char *path, const dt_cli_vars *v, char **text, size_t *len,
                       dt_ox_import **imp, dt_err *e);
 
+/* --math M (issue 29, point 7): every workload of a model whose dtype is
+ * f32 and whose op admits f32 storage with M arithmetic (f32_bf16 for
+ * "bf16": dense) gets that dtype.  _spec rewrites spec text (*text
+ * replaced, malloc'ed, *len updated; the ops' own "dtype" and the spec's
+ * default both read); *marked (may be NULL) gets how many ops were marked.
+ * _key does it to one workload key (out: the canonical key, size n).
+ * DT_EINVAL for an unknown M ("--math takes bf16") or text that is no spec
+ * object. */
+int dt_cli_spec_math(char **text, size_t *len, const char *math, int *marked, dt_err *e);
+int dt_cli_key_math(const char *key, const char *math, char *out, size_t n, dt_err *e);
+/* Whether math names an arithmetic --math takes (for a usage error). */
+int dt_cli_math_known(const char *math);
+
 /* The import's warnings (what was read despite a doubt: an IR version or
  * opset newer than dtune knows), one "dtune: warning: ..." line each on
  * stderr, escaped. */

@@ -16,7 +16,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "Usage: dtune import MODEL.onnx --var NAME=DOMAIN... [-o SPEC.json] [--name NAME]\n"
-            "                    [--json]\n"
+            "                    [--math bf16] [--json]\n"
             "\n"
             "Reads an ONNX model's graph, shapes and dtypes (never its weights), propagates\n"
             "its dynamic dims symbolically and writes the model spec dtune tunes\n"
@@ -32,6 +32,9 @@ static void usage(FILE *out)
             "                     every dim_param needs one (the error lists them)\n"
             "  -o, --output FILE  write the spec to FILE (default: standard output)\n"
             "  --name NAME        the spec's model name (default: the file's base name)\n"
+            "  --math bf16        bf16 arithmetic for every f32 GEMM that has it: those\n"
+            "                     workloads get dtype f32_bf16, keys show math=bf16\n"
+            "                     (f32 in and out, bf16 products; docs/workload-keys.md)\n"
             "  --json             report as JSON on standard output (with -o)\n"
             "  -h, --help         show this help\n"
             "\n"
@@ -102,10 +105,11 @@ int dt_cmd_import(int argc, char **argv)
                                          {"output", required_argument, NULL, 'o'},
                                          {"name", required_argument, NULL, 'n'},
                                          {"json", no_argument, NULL, 'j'},
+                                         {"math", required_argument, NULL, 'M'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     dt_cli_vars vars = {0};
-    const char *out = NULL, *name = NULL;
+    const char *out = NULL, *name = NULL, *math = NULL;
     int json = 0, c;
     optind = 1;
     opterr = 0;
@@ -124,6 +128,11 @@ int dt_cmd_import(int argc, char **argv)
             name = optarg;
             break;
         case 'j': json = 1; break;
+        case 'M':
+            if (!dt_cli_math_known(optarg))
+                return dt_cli_usage_error("import", "--math takes bf16, not '%s'", optarg);
+            math = optarg;
+            break;
         case 'h': usage(stdout); return DT_EXIT_OK;
         default:
             return dt_cli_usage_error("import", "unknown option or missing value: '%s'",
@@ -148,6 +157,13 @@ int dt_cmd_import(int argc, char **argv)
     if (rc)
         return dt_cli_fail(&e);
     dt_cli_print_import_warnings(imp);
+    if (math) { /* every f32 GEMM the arithmetic applies to: dtype f32_bf16 */
+        size_t slen = strlen(imp->spec_json);
+        if ((rc = dt_cli_spec_math(&imp->spec_json, &slen, math, NULL, &e))) {
+            dt_ox_import_free(imp);
+            return dt_cli_fail(&e);
+        }
+    }
     /* the import checked its spec loads; loading again gives the report */
     dt_model *m = NULL;
     if ((rc = dt_model_parse(imp->spec_json, strlen(imp->spec_json), path, &m, &e)) ||

@@ -31,7 +31,7 @@ static void usage(FILE *out)
             "                  [--db PATH] [--trials N] [--time DURATION]\n"
             "                  [--strategy joint|per-shape|random] [--threads T] [--seed S]\n"
             "                  [--topk K] [--max-kernels K|auto|all] [--min-time MS]\n"
-            "                  [--workers HOST:PORT,... --token-file F] [--json]\n"
+            "                  [--workers HOST:PORT,... --token-file F] [--math bf16] [--json]\n"
             "\n"
             "Tunes every workload of a model spec, of an ONNX model (imported as\n"
             "`dtune import` does, with its --var flags), or the one workload key given, on this\n"
@@ -78,6 +78,9 @@ static void usage(FILE *out)
             "  --min-time MS      minimum timed length of one trial (default 5)\n"
             "  --workers LIST     measure on dtune workers (HOST:PORT,...) instead of here\n"
             "  --token-file FILE  the workers' shared token (mode 600)\n"
+            "  --math bf16        bf16 arithmetic for every f32 GEMM of the model that has\n"
+            "                     it (dtype f32_bf16, keys with math=bf16): f32 in and out,\n"
+            "                     weights packed as bf16, activations rounded per call\n"
             "  --json             print one JSON summary on stdout\n"
             "  -h, --help         show this help\n"
             "\n"
@@ -123,6 +126,7 @@ static json_t *max_kernels_json(int k)
 
 typedef struct {
     const char *db, *workers, *token_file;
+    const char *math; /* --math bf16, or NULL */
     dt_cli_vars vars;
     int64_t trials;
     double time_s, min_time_ms;
@@ -141,6 +145,7 @@ static int parse_args(int argc, char **argv, tune_args *a, const char **what)
         {"workers", required_argument, NULL, 'w'}, {"token-file", required_argument, NULL, 'F'},
         {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
         {"var", required_argument, NULL, 'v'},     {"max-kernels", required_argument, NULL, 'K'},
+        {"math", required_argument, NULL, 'M'},
         {NULL, 0, NULL, 0}};
     *a = (tune_args){.seed = 1, .topk = 2, .min_time_ms = 5, .max_kernels = DT_SELECT_AUTO};
     int c, v;
@@ -153,6 +158,11 @@ static int parse_args(int argc, char **argv, tune_args *a, const char **what)
         case 'w': a->workers = optarg; break;
         case 'F': a->token_file = optarg; break;
         case 'j': a->json = 1; break;
+        case 'M':
+            if (!dt_cli_math_known(optarg))
+                return dt_cli_usage_error("tune", "--math takes bf16, not '%s'", optarg);
+            a->math = optarg;
+            break;
         case 'v': rc = dt_cli_vars_add(&a->vars, "tune", optarg); break;
         case 'h': usage(stdout); return -1;
         case 'n':
@@ -577,13 +587,27 @@ int dt_cmd_tune(int argc, char **argv)
         rc = dt_errf(&e, DT_EINVAL, "--threads %d: this machine has %d cores", threads, tg.cores);
         goto fail;
     }
-    if (dt_cli_is_onnx(what) || a.vars.n) {
-        /* a model file: ONNX imported here (tuner/ reads specs only) */
+    char mkey[DT_KEY_MAX];
+    if (a.math && !dt_cli_is_onnx(what) && !a.vars.n && access(what, F_OK) != 0 &&
+        strchr(what, '(')) {
+        /* --math on one workload key: the key with its arithmetic */
+        if ((rc = dt_cli_key_math(what, a.math, mkey, sizeof mkey, &e)) ||
+            (rc = dt_model_tasks_from_arg(mkey, threads, tasks, &n, &e)))
+            goto fail;
+    } else if (dt_cli_is_onnx(what) || a.vars.n || a.math) {
+        /* a model file: ONNX imported here (tuner/ reads specs only); --math
+         * marks its f32 GEMMs */
         char *text = NULL;
         size_t len = 0;
         dt_ox_import *imp = NULL;
         if ((rc = dt_cli_model_text(what, &a.vars, &text, &len, &imp, &e)))
             goto fail;
+        if (a.math && (rc = dt_cli_spec_math(&text, &len, a.math, NULL, &e))) {
+            free(text);
+            if (imp)
+                dt_ox_import_free(imp);
+            goto fail;
+        }
         if (imp && dt_log_get_level() >= DT_LOG_WARN)
             dt_cli_print_untuned(stderr, imp, what);
         if (imp)

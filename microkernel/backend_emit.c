@@ -25,6 +25,11 @@ static const dt_mk_backend hooks[DT_BACKEND_COUNT] = {
     /* the tiles' epilogue is AVX-512's (their types block: KG 2, 4) */
     [DT_BACKEND_BF16_AMX] = AVX512(dt_mk_ukr_amx),
     [DT_BACKEND_INT8_AMX] = AVX512(dt_mk_ukr_amx),
+    /* math=bf16: bf16's emitters (its types block converts the f32 operands) */
+    [DT_BACKEND_F32BF16_GENERIC] = GENERIC(dt_mk_ukr_bf16_portable),
+    [DT_BACKEND_F32BF16_AVX2] = AVX2(dt_mk_ukr_bf16_portable),
+    [DT_BACKEND_F32BF16_AVX512BF16] = AVX512(dt_mk_ukr_bf16_dp),
+    [DT_BACKEND_F32BF16_AMX] = AVX512(dt_mk_ukr_amx),
 };
 
 const dt_mk_backend *dt_mk_backend_of(const dt_backend *b)

@@ -47,6 +47,10 @@ typedef struct dt_mk_dtype {
      * without a built kernel (export).  The panels' K group is the back-end
      * row's (sketch/backend.h, dt_backend.kg). */
     int qtail_col_bytes;
+    /* Bytes of one packed B element when the panels hold another type than
+     * the caller's B (f32_bf16: 2, f32 weights packed as bf16); 0: the
+     * dtype's B size (dt_dtype_b_size). */
+    int packed_b_bytes;
 } dt_mk_dtype;
 
 /* The code of one back-end row (sketch/backend.h), in

@@ -10,6 +10,7 @@ extern const dt_mk_op dt_mk_op_dense_bf16;
 extern const dt_mk_op dt_mk_op_batch_matmul_bf16;
 extern const dt_mk_op dt_mk_op_dense_w8a32;
 extern const dt_mk_op dt_mk_op_dense_int8;
+extern const dt_mk_op dt_mk_op_dense_f32_bf16;
 
 static const dt_mk_op *const registry[] = {
     &dt_mk_op_dense_f32,
@@ -18,6 +19,7 @@ static const dt_mk_op *const registry[] = {
     &dt_mk_op_batch_matmul_bf16,
     &dt_mk_op_dense_w8a32,
     &dt_mk_op_dense_int8,
+    &dt_mk_op_dense_f32_bf16,
 };
 
 int dt_mk_op_count(void) { return (int)(sizeof registry / sizeof registry[0]); }
@@ -49,6 +51,8 @@ size_t dt_mk_packed_bytes(const dt_mk_op *m, const dt_annotation *a, int64_t N, 
     int kpad = dt_mk_packed_kpad(m, a);
     size_t cols = (size_t)((N + a->nr - 1) / a->nr) * (size_t)a->nr;
     size_t kp = (size_t)((K + kpad - 1) / kpad * kpad);
-    return cols * kp * (size_t)dt_dtype_b_size(m->backend->dtype) +
+    int bs = m->backend->packed_b_bytes ? m->backend->packed_b_bytes
+                                        : dt_dtype_b_size(m->backend->dtype);
+    return cols * kp * (size_t)bs +
            cols * (size_t)m->backend->qtail_col_bytes;
 }

@@ -102,12 +102,15 @@ static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda
                     A[i * lda + k] = k < K ? dt_bf16_from_f32(o->Aref[i * K + k]) : 0x7fc1;
                     if (k < K)
                         o->Aref[i * K + k] = dt_bf16_to_f32(A[i * lda + k]);
-                } else { /* f32, w8a32 */
+                } else { /* f32, w8a32, f32_bf16 */
                     float *A = o->A;
                     A[i * lda + k] = k < K ? o->Aref[i * K + k] : NAN;
                 }
             }
     }
+    if (d == DT_DTYPE_F32_BF16) /* stored f32; its sums are of the bf16-rounded values */
+        for (int64_t i = 0; i < rows * K; i++)
+            o->Aref[i] = dt_bf16_to_f32(dt_bf16_from_f32(o->Aref[i]));
     /* B */
     if (d == DT_DTYPE_INT8 || d == DT_DTYPE_W8A32) {
         int8_t *B = o->B;
@@ -130,6 +133,9 @@ static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda
             }
         } else {
             memcpy(o->B, o->Bref, (size_t)nb * sizeof(float));
+            if (d == DT_DTYPE_F32_BF16)
+                for (int64_t i = 0; i < nb; i++)
+                    o->Bref[i] = dt_bf16_to_f32(dt_bf16_from_f32(o->Bref[i]));
         }
     }
     return 0;

@@ -32,6 +32,11 @@
  *   w8a32  avx512   W8A32_AVX512       avx512             -                      16 32   1
  *   bf16   avx512   BF16_AMX (amx)     amx                amx_tile amx_bf16      tiles 8 2 (K pad 32)
  *   int8   avx512   INT8_AMX (amx)     amx                amx_tile amx_int8      tiles 8 4 (K pad 64)
+ *   f32_bf16 (math=bf16: f32 operands rounded to bf16, bf16's kernels):
+ *          generic  F32BF16_GENERIC    portable-generic   -                      4  16*  1
+ *          avx2     F32BF16_AVX2       portable-avx2      -                      8  16   1
+ *          avx512   F32BF16_AVX512BF16 avx512_bf16        avx512_bf16 bw vl      16 32   2
+ *          avx512   F32BF16_AMX (amx)  amx                amx_tile amx_bf16      tiles 8 2 (K pad 32)
  *   (* 32 on aarch64: GCC vectors are NEON registers there)
  *
  * An isa's own features are dt_isa_best's (avx2: avx2 + fma; avx512: also
@@ -66,6 +71,10 @@ typedef enum dt_backend_id {
     DT_BACKEND_W8A32_AVX512,
     DT_BACKEND_BF16_AMX,
     DT_BACKEND_INT8_AMX,
+    DT_BACKEND_F32BF16_GENERIC,
+    DT_BACKEND_F32BF16_AVX2,
+    DT_BACKEND_F32BF16_AVX512BF16,
+    DT_BACKEND_F32BF16_AMX,
     DT_BACKEND_COUNT
 } dt_backend_id;
 

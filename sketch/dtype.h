@@ -24,6 +24,7 @@ typedef enum dt_dtype {
     DT_DTYPE_BF16,
     DT_DTYPE_INT8,
     DT_DTYPE_W8A32,
+    DT_DTYPE_F32_BF16,
     DT_DTYPE_COUNT
 } dt_dtype;
 
@@ -33,6 +34,16 @@ const char *dt_dtype_name(dt_dtype d);
 int dt_dtype_from_name(const char *name, dt_dtype *out);
 /* "f32, bf16, int8, w8a32": every name, for error messages. */
 const char *dt_dtype_names(void);
+
+/* A dtype that is another dtype's storage with a different arithmetic
+ * (f32_bf16: f32 stored, bf16 math): dt_dtype_storage gives the storage
+ * dtype (d itself for the others) and dt_dtype_math the arithmetic's name
+ * ("bf16"; NULL for a dtype whose arithmetic is its storage's).
+ * dt_dtype_with_math finds the dtype storing `storage` with arithmetic
+ * math: 0, or DT_EINVAL (no message) when there is none. */
+dt_dtype dt_dtype_storage(dt_dtype d);
+const char *dt_dtype_math(dt_dtype d);
+int dt_dtype_with_math(dt_dtype storage, const char *math, dt_dtype *out);
 
 /* Bytes per element of A (activations), of B (weights / second operand) as
  * the caller stores it, and of C (output).  0 for an out-of-range value. */

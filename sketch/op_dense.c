@@ -58,5 +58,6 @@ const dt_op_desc dt_op_dense = {
     .check = dense_check,
     .gemm = dense_gemm,
     .dtypes = DT_DTYPE_BIT(DT_DTYPE_F32) | DT_DTYPE_BIT(DT_DTYPE_BF16) |
-              DT_DTYPE_BIT(DT_DTYPE_INT8) | DT_DTYPE_BIT(DT_DTYPE_W8A32),
+              DT_DTYPE_BIT(DT_DTYPE_INT8) | DT_DTYPE_BIT(DT_DTYPE_W8A32) |
+              DT_DTYPE_BIT(DT_DTYPE_F32_BF16),
 };

@@ -67,9 +67,16 @@ size_t dt_workload_key(const dt_workload *w, char *buf, size_t n)
         put(&b, "=");
         put(&b, ad->values[w->attrs[a]]);
     }
-    if (w->dtype != DT_DTYPE_F32) { /* f32 is the default: keys without a dtype stay as they are */
+    /* f32 is the default: keys without a dtype stay as they are; a dtype
+     * with its own arithmetic (f32_bf16) is its storage dtype and math= */
+    dt_dtype stored = dt_dtype_storage(w->dtype);
+    if (stored != DT_DTYPE_F32) {
         put(&b, ",dtype=");
-        put(&b, dt_dtype_name(w->dtype));
+        put(&b, dt_dtype_name(stored));
+    }
+    if (dt_dtype_math(w->dtype)) {
+        put(&b, ",math=");
+        put(&b, dt_dtype_math(w->dtype));
     }
     int first = 1;
     for (int i = 0; i < w->nvars; i++) {
@@ -128,6 +135,8 @@ typedef struct {
     int dim_set[DT_MAX_DIMS];
     int attr_set[DT_MAX_ATTRS];
     int dtype_set;
+    char *math;       /* math=, applied to the dtype after every item */
+    size_t math_off;
     int declared[DT_MAX_VARS]; /* declared after ';' (as opposed to inline) */
 } key_ctx;
 
@@ -172,6 +181,14 @@ static int parse_item(const char *piece, size_t off, void *ctx)
                          value, off, dt_dtype_names());
         else
             rc = dt_op_check_dtype(op, k->w->dtype, k->e) ? dt_err_prefix(k->e, "offset %zu", off) : 0;
+    } else if (strcmp(name, "math") == 0) {
+        if (k->math)
+            rc = dt_errf(k->e, DT_EINVAL, "math is given twice (offset %zu)", off);
+        else {
+            k->math = value;
+            k->math_off = off;
+            value = NULL;
+        }
     } else if (d >= 0) {
         if (k->dim_set[d]++) {
             rc = dt_errf(k->e, DT_EINVAL, "dim %s is given twice (offset %zu)", name, off);
@@ -215,7 +232,7 @@ static int parse_item(const char *piece, size_t off, void *ctx)
             strncat(known, op->attrs[i].name, sizeof known - strlen(known) - 1);
         }
         rc = dt_errf(k->e, DT_EINVAL,
-                     "'%s' at offset %zu is not a dim or attribute of %s (%s, dtype)", name, off,
+                     "'%s' at offset %zu is not a dim or attribute of %s (%s, dtype, math)", name, off,
                      op->name, known);
     }
     free(name);
@@ -309,6 +326,20 @@ static int parse_key(const char *key, dt_workload **out, dt_err *e)
     if (!rc && semi)
         rc = split_top(semi + 1, body_len - items_len - 1, base + items_len + 1, ',', parse_var,
                        &k);
+    if (!rc && k.math) {
+        /* math=bf16: the dtype storing the key's dtype with that arithmetic */
+        dt_dtype d;
+        if (dt_dtype_math(k.w->dtype) ? strcmp(dt_dtype_math(k.w->dtype), k.math) != 0
+                                      : dt_dtype_with_math(k.w->dtype, k.math, &d) != 0)
+            rc = dt_errf(e, DT_EINVAL,
+                         "math=%s at offset %zu is not available for dtype %s (math=bf16 "
+                         "takes f32)", k.math, k.math_off, dt_dtype_name(k.w->dtype));
+        else if (!dt_dtype_math(k.w->dtype) &&
+                 !(rc = dt_op_check_dtype(op, d, e) ? dt_err_prefix(e, "offset %zu", k.math_off)
+                                                    : 0))
+            k.w->dtype = d;
+    }
+    free(k.math);
     for (int d = 0; !rc && d < op->ndims; d++)
         if (!k.dim_set[d])
             rc = missing_dim(op, d, e);
