@@ -304,6 +304,91 @@ static void test_accuracy(void)
     dt_test_unload_all(ks, nrows);
 }
 
+/* The kernels' rounding of X is dt_bf16_from_f32's, bit for bit: Y = X·W
+ * with W = 1 in column 0 of k = 0 only, so Y[i][0] = bf16(X[i][0]) exactly.
+ * X's first column holds ties (to even, both ways), values just off a tie,
+ * negatives, large and small magnitudes; K = 35 so the vector loops and the
+ * scalar tail both convert; every vector row of this machine. */
+static void test_rounding(void)
+{
+    enum { M = 48, N = 16, K = 35 };
+    static float X[M * K], W[N * K], Y[M * N];
+    static const uint32_t bits[] = {
+        0x3f808000u, /* 1 + 2^-8: a tie, down to even 1.0 */
+        0x3f818000u, /* 1 + 3*2^-8: a tie, up to even */
+        0x3f808001u, /* just above a tie: up */
+        0x3f807fffu, /* just below: down */
+        0xbf808000u, 0xbf818000u, 0x7f7fffffu, /* negative ties; the largest float */
+        /* the smallest normal; a tie near it (denormals are not: vdpbf16ps
+         * and the tiles treat denormal bf16 inputs as zero, as for bf16) */
+        0x00800000u, 0x00818000u,
+        0x3eaaaaabu, 0xc2f6e979u, 0x4b7fffffu,
+    };
+    const int nb = (int)(sizeof bits / sizeof bits[0]);
+    for (int i = 0; i < M * K; i++)
+        X[i] = 0.25f * (float)((i * 7) % 13) - 1.5f;
+    for (int i = 0; i < M; i++) {
+        uint32_t b = bits[i % nb] + (uint32_t)(i / nb) * 0x00010000u; /* other exponents too */
+        if ((b & 0x7f800000u) == 0x7f800000u)
+            b = bits[i % nb];
+        memcpy(&X[i * K], &b, sizeof b);
+    }
+    memset(W, 0, sizeof W);
+    W[0] = 1.0f; /* W[n=0][k=0] */
+    const dt_kernel_op kop = dt_test_kop("dense(M=1..48,N=16,K=35,math=bf16)");
+    dt_kernel_op kops[8];
+    dt_annotation anns[8];
+    const dt_backend *rows[8];
+    int n = 0;
+    dt_rng rng;
+    dt_rng_seed(&rng, 99);
+    for (int i = 0; i < dt_backend_count() && n < 8; i++) {
+        const dt_backend *be = dt_backend_at(i);
+        if (be->dtype != DT_DTYPE_F32_BF16 || be->unit != DT_UNIT_VEC ||
+            !dt_backend_usable(be, &g_target, NULL))
+            continue;
+        dt_target t = g_target;
+        dt_target_set_isa(&t, be->isa);
+        for (int sk = 0; sk < DT_SKETCH_COUNT && n < 8; sk++) {
+            dt_err e;
+            CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, sk, 1, &anns[n], &e), 0);
+            kops[n] = kop;
+            rows[n++] = be;
+        }
+    }
+    dt_kernel ks[8];
+    memset(ks, 0, sizeof ks);
+    CU_ASSERT_EQUAL(dt_test_build_load(&g_b, kops, anns, n, ks), n);
+    dt_gemm g;
+    CU_ASSERT_EQUAL_FATAL(dt_kernel_op_gemm(&kop, &g, NULL), 0);
+    g.batch = 1;
+    g.M = M;
+    g.N = N;
+    g.K = K;
+    for (int r = 0; r < n; r++) {
+        if (!ks[r].handle)
+            continue;
+        void *packed = dt_alloc64(dt_kernel_packed_size(&ks[r], N, K) + 64);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(packed);
+        dt_kernel_pack(&ks[r], N, K, W, NULL, packed);
+        dt_gemm_args a = dt_gemm_args_contiguous(&g, X, packed, NULL, Y, 1);
+        dt_kernel_run(&ks[r], &a);
+        int bad = 0;
+        for (int i = 0; i < M; i++) {
+            float want = dt_bf16_to_f32(dt_bf16_from_f32(X[i * K]));
+            if (memcmp(&Y[i * N], &want, sizeof want) != 0 && bad++ < 3) {
+                char name[64];
+                fprintf(stderr, "\n  %s: row %d: x %a rounded to %a, want %a",
+                        dt_backend_full_name(rows[r], name, sizeof name), i, (double)X[i * K],
+                        (double)Y[i * N], (double)want);
+            }
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+        free(packed);
+    }
+    dt_test_unload_all(ks, n);
+}
+
 /* ---- end to end ----------------------------------------------------------- */
 
 static void test_e2e_bench(void)
@@ -438,6 +523,7 @@ int main(void)
         {"math=bf16 keys: parse, print, round trip, errors", test_key},
         {"kernels sampled for the dtype (the searched rows), both sketches", test_sampled_dtype},
         {"every f32_bf16 row (AMX emulated and native), both sketches", test_every_row},
+        {"X rounded to nearest even, as dt_bf16_from_f32, on every vector row", test_rounding},
         {"accuracy against the unrounded f64 reference, BERT-like shapes", test_accuracy},
         {"dtune bench on a math=bf16 key", test_e2e_bench},
         {"dtune tune and query on a math=bf16 key", test_e2e_tune},
