@@ -55,7 +55,10 @@ typedef struct {
     const int64_t *vals;     /* the shape's variable values (extern candidates) */
     dt_dtype dtype;
     dt_operands o;           /* A[batch,M,K], B, bias[N] (and scales) in the dtype; real values */
-    float *W32;              /* w8a32: the dequantized weights, what the f32 peers take */
+    float *W32;              /* w8a32: the dequantized weights, what the f32 peers take;
+                              * math=bf16: the bf16-rounded weights as f32 */
+    const float *A32;        /* math=bf16: the bf16-rounded activations as f32 (o.Aref),
+                              * so the f32 peers compute what the reference does */
     float *Y;                /* C[batch,M,N] */
     /* verify_shapes: the reference of the current shape and its scratch */
     double *ref, *mag;
@@ -77,7 +80,8 @@ static int call_cand(const dt_bench_cand *c, cand_rt *rt, const problem *p, int 
                      p->Y);
     } else if (c->kind == DT_CAND_PEER) {
         /* constant weights were packed: the bias takes B's place */
-        return rt->peer->run(rt->state, p->o.A, g->b_const ? bias : p->o.B, p->Y, e);
+        return rt->peer->run(rt->state, p->A32 ? (const void *)p->A32 : p->o.A,
+                             g->b_const ? bias : p->o.B, p->Y, e);
     } else {
         dt_gemm_args a = dt_gemm_args_contiguous(g, p->o.A, g->b_const ? rt->packed : p->o.B,
                                                  p->o.bias, p->Y, threads);
@@ -439,7 +443,8 @@ static void measure_peak(dt_bench_result *r, const dt_bench_opts *o)
 
 /* The peers' problem for the GEMM view g in dtype d: the same dtype, but
  * w8a32's peers are f32 (dequantized weights; oneDNN has no weight-only
- * int8 matmul). */
+ * int8 matmul), and so are math=bf16's (f32_bf16: what an f32 model runs
+ * without bf16 math; oneDNN 2.6 ignores its fpmath_mode=bf16 for matmul). */
 static dt_peer_problem peer_problem(const dt_gemm *g, const problem *p, int threads)
 {
     dt_peer_problem pp = {.batch = g->batch, .M = g->M, .N = g->N, .K = g->K,
@@ -527,13 +532,21 @@ static int alloc_problem(problem *p, dt_dtype dtype, const max_sizes *mx, const 
     if (dtype == DT_DTYPE_W8A32 && (p->W32 = alloc_floats(mx->w)))
         for (int64_t i = 0; i < mx->w; i++) /* W[n][k] of the constant N×K weights */
             p->W32[i] = (float)p->o.colscale[i / p->g.K] * p->o.Bref[i];
+    /* math=bf16: the f32 peers get the rounded operands (flat operands:
+     * Aref and Bref are laid out as A and B) — the same speed, and the
+     * answer the reference of the rounded operands checks */
+    const int math = dt_dtype_math(dtype) != NULL;
+    if (math && (p->W32 = alloc_floats(mx->w))) {
+        memcpy(p->W32, p->o.Bref, (size_t)mx->w * sizeof(float));
+        p->A32 = p->o.Aref;
+    }
     if (o->verify_shapes) {
         size_t cells = (size_t)mx->y * sizeof(double);
         p->ref = dt_alloc64(cells);
         p->mag = dt_alloc64(cells);
         p->Bt = alloc_floats(mx->k * dt_ref_ldb(mx->n));
     }
-    if (!p->Y || (dtype == DT_DTYPE_W8A32 && !p->W32) ||
+    if (!p->Y || ((dtype == DT_DTYPE_W8A32 || math) && !p->W32) ||
         (o->verify_shapes && (!p->ref || !p->mag || !p->Bt)))
         return dt_errf(e, DT_ENOMEM, "out of memory for the benchmark's tensors");
     return 0;

@@ -396,7 +396,7 @@ static void test_e2e_bench(void)
     dt_test_proc p;
     int code = dt_test_run_dtune(&p, "bench 'dense(M=1..16,N=32,K=40,epilogue=bias,math=bf16)' "
                                      "--sample 3 --shapes '{1,5,16}' --threads 1 --repeats 1 "
-                                     "--min-time 0.1 --json");
+                                     "--min-time 0.1 --verify --json");
     CU_ASSERT_EQUAL(code, 0);
     if (code)
         fprintf(stderr, "\n  bench: exit %d: %s\n", code, p.err);
