@@ -163,8 +163,8 @@ def peak_cols(rep):
     shapes = [s for s in (rep or {}).get("shapes", [])
               if s.get("gflops") and s.get("onednn_best")]
     pk = (rep or {}).get("peak_gops")
-    # the highest peak measured in the run (AMX's where a kernel used it):
-    # the ceiling of both dtune's and oneDNN's back-ends on this CPU
+    # the highest peak measured in the run (the AMX one where a kernel used
+    # tiles): the ceiling of the back-ends of both dtune and oneDNN here
     peaks = [p.get("gops") or 0 for p in ((rep or {}).get("peaks") or {}).values()]
     if peaks and max(peaks) > (pk or 0):
         pk = max(peaks)
