@@ -61,11 +61,13 @@ typedef struct dt_amx_cfg {
 _Static_assert(sizeof(dt_amx_cfg) == 64, "the LDTILECFG operand is 64 bytes");
 
 #define DT_AMX_TILES 8     /* palette 1: tmm0..tmm7 */
+/* a kernel uses only some helpers (clang -Wunused-function, -Werror) */
+#define DT_AMX_FN static inline __attribute__((unused))
 #define DT_AMX_MAX_ROWS 16
 #define DT_AMX_MAX_COLSB 64
 
 /* Palette 1, every tile unconfigured. */
-static inline void dt_amx_cfg_init(dt_amx_cfg *c)
+DT_AMX_FN void dt_amx_cfg_init(dt_amx_cfg *c)
 {
     memset(c, 0, sizeof *c);
     c->palette_id = 1;
@@ -73,7 +75,7 @@ static inline void dt_amx_cfg_init(dt_amx_cfg *c)
 
 /* Tile t gets rows × colsb bytes (rows ≤ 16, colsb ≤ 64 and a multiple of 4
  * for every instruction but LDTILECFG itself). */
-static inline void dt_amx_cfg_tile(dt_amx_cfg *c, int t, int rows, int colsb)
+DT_AMX_FN void dt_amx_cfg_tile(dt_amx_cfg *c, int t, int rows, int colsb)
 {
     c->rows[t] = (uint8_t)rows;
     c->colsb[t] = (uint16_t)colsb;
@@ -136,7 +138,7 @@ static inline void dt_amx_cfg_tile(dt_amx_cfg *c, int t, int rows, int colsb)
 #if defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
-static inline int dt_amx_permit(void)
+DT_AMX_FN int dt_amx_permit(void)
 {
     static int granted; /* 0 unknown, 1 granted */
     if (__atomic_load_n(&granted, __ATOMIC_ACQUIRE))
@@ -147,7 +149,7 @@ static inline int dt_amx_permit(void)
     return 0;
 }
 #else
-static inline int dt_amx_permit(void) { return 0; }
+DT_AMX_FN int dt_amx_permit(void) { return 0; }
 #endif
 
 #else
@@ -170,13 +172,13 @@ typedef struct dt_amx_emu {
 static _Thread_local dt_amx_emu dt_amx_emu_state;
 
 /* #UD / #GP: the process ends, with the rule that was broken. */
-static inline void dt_amx_emu_fault(const char *insn, const char *why, int t)
+DT_AMX_FN void dt_amx_emu_fault(const char *insn, const char *why, int t)
 {
     fprintf(stderr, "AMX emulation: %s: %s (tmm%d)\n", insn, why, t);
     abort();
 }
 
-static inline void dt_amx_emu_release(void)
+DT_AMX_FN void dt_amx_emu_release(void)
 {
     memset(&dt_amx_emu_state, 0, sizeof dt_amx_emu_state);
 }
@@ -184,7 +186,7 @@ static inline void dt_amx_emu_release(void)
 /* LDTILECFG: palette 0 releases; palette 1 checks the reserved fields and
  * every tile (rows ≤ 16, bytes ≤ 64, both zero or neither), then zeroes all
  * tile data; any other palette, or a broken rule, is #GP. */
-static inline void dt_amx_emu_config(const void *mem)
+DT_AMX_FN void dt_amx_emu_config(const void *mem)
 {
     unsigned char b[64];
     memcpy(b, mem, 64);
@@ -225,7 +227,7 @@ static inline void dt_amx_emu_config(const void *mem)
 
 /* #UD unless the tiles are configured and t is a configured tile whose rows
  * are whole dwords. */
-static inline void dt_amx_emu_check(const char *insn, int t)
+DT_AMX_FN void dt_amx_emu_check(const char *insn, int t)
 {
     if (!dt_amx_emu_state.configured)
         dt_amx_emu_fault(insn, "#UD: tiles not configured", t);
@@ -236,7 +238,7 @@ static inline void dt_amx_emu_check(const char *insn, int t)
 }
 
 /* Zero what lies outside tile t's rows × colsb. */
-static inline void dt_amx_emu_zero_outside(int t, unsigned rows, unsigned colsb)
+DT_AMX_FN void dt_amx_emu_zero_outside(int t, unsigned rows, unsigned colsb)
 {
     for (unsigned r = 0; r < DT_AMX_MAX_ROWS; r++) {
         if (r >= rows)
@@ -248,7 +250,7 @@ static inline void dt_amx_emu_zero_outside(int t, unsigned rows, unsigned colsb)
 
 /* TILELOADD: rows start_row .. rows-1 from base + row·stride, colsb bytes
  * each; the rest of the tile zeroed; start_row back to 0. */
-static inline void dt_amx_emu_load(int t, const void *base, ptrdiff_t stride)
+DT_AMX_FN void dt_amx_emu_load(int t, const void *base, ptrdiff_t stride)
 {
     dt_amx_emu_check("TILELOADD", t);
     unsigned rows = dt_amx_emu_state.rows[t], colsb = dt_amx_emu_state.colsb[t];
@@ -262,7 +264,7 @@ static inline void dt_amx_emu_load(int t, const void *base, ptrdiff_t stride)
 }
 
 /* TILESTORED: rows start_row .. rows-1 to base + row·stride, colsb bytes each. */
-static inline void dt_amx_emu_store(int t, void *base, ptrdiff_t stride)
+DT_AMX_FN void dt_amx_emu_store(int t, void *base, ptrdiff_t stride)
 {
     dt_amx_emu_check("TILESTORED", t);
     unsigned rows = dt_amx_emu_state.rows[t], colsb = dt_amx_emu_state.colsb[t];
@@ -274,7 +276,7 @@ static inline void dt_amx_emu_store(int t, void *base, ptrdiff_t stride)
 }
 
 /* TILEZERO */
-static inline void dt_amx_emu_zero(int t)
+DT_AMX_FN void dt_amx_emu_zero(int t)
 {
     if (!dt_amx_emu_state.configured || dt_amx_emu_state.rows[t] == 0)
         dt_amx_emu_fault("TILEZERO", "#UD: tile not configured", t);
@@ -285,7 +287,7 @@ static inline void dt_amx_emu_zero(int t)
  * configured tiles of whole dwords, C = M × N dwords, A = M × K dwords,
  * B = K × N dwords (N, K ≤ 16 follow from the configuration limits).
  * Sets *m, *n, *k. */
-static inline void dt_amx_emu_dp_check(const char *insn, int c, int a, int b, unsigned *m,
+DT_AMX_FN void dt_amx_emu_dp_check(const char *insn, int c, int a, int b, unsigned *m,
                                        unsigned *n, unsigned *k)
 {
     if (c == a || c == b || a == b)
@@ -310,7 +312,7 @@ static inline void dt_amx_emu_dp_check(const char *insn, int c, int a, int b, un
 /* sa, sb: 1 when A's / B's bytes are signed.  Every product fits an int32
  * (|255·(-128)| < 2^15) and the sums wrap, so any order gives the same
  * bits; the SDM's order (k, then the four bytes) is kept. */
-static inline void dt_amx_emu_dp8(const char *insn, int c, int a, int b, int sa, int sb)
+DT_AMX_FN void dt_amx_emu_dp8(const char *insn, int c, int a, int b, int sa, int sb)
 {
     unsigned mm, nn, kk;
     dt_amx_emu_dp_check(insn, c, a, b, &mm, &nn, &kk);
@@ -335,7 +337,7 @@ static inline void dt_amx_emu_dp8(const char *insn, int c, int a, int b, int sa,
 
 /* A bf16 as the f32 with its bits on top (make_fp32); denormals are zero
  * (DAZ), keeping the sign. */
-static inline float dt_amx_emu_bf16(const unsigned char *p)
+DT_AMX_FN float dt_amx_emu_bf16(const unsigned char *p)
 {
     uint16_t h;
     memcpy(&h, p, 2);
@@ -348,7 +350,7 @@ static inline float dt_amx_emu_bf16(const unsigned char *p)
 }
 
 /* An f32 input with DAZ. */
-static inline float dt_amx_emu_f32(const unsigned char *p)
+DT_AMX_FN float dt_amx_emu_f32(const unsigned char *p)
 {
     uint32_t u;
     memcpy(&u, p, 4);
@@ -370,7 +372,7 @@ static inline float dt_amx_emu_f32(const unsigned char *p)
  * correctly rounded result (53 ≥ 2·24 + 2), so this is the single RNE
  * rounding the SDM asks for.  Assumes the default rounding mode, which
  * dtune never changes. */
-static inline float dt_amx_emu_round(double s)
+DT_AMX_FN float dt_amx_emu_round(double s)
 {
     if (!(fabs(s) < 0x1p-126)) /* normal, ±inf, NaN */
         return (float)s;
@@ -388,7 +390,7 @@ static inline float dt_amx_emu_round(double s)
  * A[m].bf16[2k+1]·B[k].bf16[2n+1], each an FMA (the product exact, one
  * rounding); then C[m][n] = C[m][n] + (even + odd), two more roundings.
  * Every step RNE, DAZ, FTZ; MXCSR neither read nor written. */
-static inline void dt_amx_emu_dpbf16ps(int c, int a, int b)
+DT_AMX_FN void dt_amx_emu_dpbf16ps(int c, int a, int b)
 {
     unsigned mm, nn, kk;
     dt_amx_emu_dp_check("TDPBF16PS", c, a, b, &mm, &nn, &kk);
@@ -451,7 +453,7 @@ static inline void dt_amx_emu_dpbf16ps(int c, int a, int b)
 #define DT_TILE_DPBUUD(c, a, b) DT_AMX_DP8_("TDPBUUD", c, a, b, 0, 0)
 
 /* the emulation needs no permission */
-static inline int dt_amx_permit(void) { return 0; }
+DT_AMX_FN int dt_amx_permit(void) { return 0; }
 
 #endif /* DT_AMX_NATIVE */
 
