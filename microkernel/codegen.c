@@ -159,6 +159,8 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
     dt_sb_init(&sb);
     emit_defines(&sb, kop, mo, be, &g, a);
     emit_prelude(&sb, mo);
+    if (mo->backend->types_base)
+        dt_sb_append(&sb, mo->backend->types_base);
     dt_sb_append(&sb, mo->backend->types);
     dt_sb_append(&sb, mo->backend->epilogue);
     emit_info(&sb, kop, a);

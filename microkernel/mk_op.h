@@ -40,6 +40,9 @@ typedef struct dt_mk_dtype {
     dt_dtype dtype;
     const char *prelude;  /* back-end macros; "@OP_MACROS@" is filled in */
     const char *types;    /* element types, K group, entry-point names (template/types_*.h) */
+    /* NULL, or a types block emitted before `types` (a dtype built on
+     * another's: f32_bf16's on bf16's) */
+    const char *types_base;
     const char *epilogue; /* the vector activation dt_act, selected by DT_ACT */
     const char *driver;   /* packing, cache blocking, work items (template/driver.c) */
     /* The bytes per padded column after the packed panels, as its types

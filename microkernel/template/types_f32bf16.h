@@ -1,88 +1,22 @@
 /* ---- math=bf16 on f32 operands (microkernel/template/types_f32bf16.h) -----
  * dtype f32_bf16: the caller's X, W, Y are f32; the arithmetic is bf16's.
- * Internally this is bf16's types block (A and B bf16, KG 2 on AVX-512 for
+ * Internally this is bf16's types block, emitted before this one (A and B bf16, KG 2 on AVX-512 for
  * vdpbf16ps and the AMX tiles, 1 on the portable rows) and its register
  * kernels; the f32 entry points round W to bf16 (nearest even, as
  * dt_bf16_from_f32) once when packing it, and X's M×K rows once per call
  * into a bf16 buffer that the bf16 driver then reads (packed, or in place
  * in the stream sketch). */
-typedef uint16_t dt_ta;
-typedef uint16_t dt_tb;
-typedef float dt_tc;
-#if defined(DT_ISA_AVX512)
-#define KG 2
-#else
-#define KG 1
-#endif
-#define DT_TB_F32 0
-#define DT_QUANT 0
-#define DT_QTAIL_BYTES(n) 0
-#define DT_RUN_QPARAMS
-#define DT_RUN_QARGS
-#define DT_PACK_QPARAMS
-#define DT_PACK_QARGS
-/* bf16's entry points under the names of the bf16 operands' side of this
- * kernel; dtk_dense_f32bf16 and dtk_pack_f32bf16 below take f32 */
+/* bf16's types block comes first (dt_mk_dtype.types_base): its element
+ * types, K groups and helpers; its entry points take the names of the bf16
+ * operands' side of this kernel; dtk_dense_f32bf16 and dtk_pack_f32bf16
+ * below take f32 */
+#undef DT_FN_DENSE
+#undef DT_FN_PACK
+#undef DT_FN_PACKED_SIZE
+#undef DT_FN_BMM
 #define DT_FN_DENSE dtk_f32bf16_dense_rounded
 #define DT_FN_PACK dtk_f32bf16_pack_rounded
 #define DT_FN_PACKED_SIZE dtk_packed_size_f32bf16
-
-#if defined(DT_ISA_AVX512)
-/* One 32-bit pair of bf16 (k, k+1 of one row) in every lane. */
-DT_INLINE __m512i dt_bcast_pair(const uint16_t *p)
-{
-    int32_t w;
-    memcpy(&w, p, sizeof w);
-    return _mm512_set1_epi32(w);
-}
-/* The pair (p[0], 0): a K tail read in place never reads past the row. */
-#define dt_bcast_last(p) _mm512_set1_epi32((int32_t)*(p))
-#define BLOAD(p) _mm512_loadu_si512((const void *)(p))
-#if defined(__AVX512BF16__)
-/* c + a.lo·b.lo + a.hi·b.hi per 32-bit lane: vdpbf16ps */
-#define DT_DPBF16(c, a, b) _mm512_dpbf16_ps((c), (__m512bh)(a), (__m512bh)(b))
-#else
-/* the same sums with AVX-512F only, for a compiler or machine without
- * avx512_bf16 that builds this kernel anyway (e.g. an export) */
-DT_INLINE __m512 dt_dpbf16(__m512 c, __m512i a, __m512i b)
-{
-    const __m512i hi = _mm512_set1_epi32((int32_t)0xffff0000u);
-    c = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(a, hi)),
-                        _mm512_castsi512_ps(_mm512_and_si512(b, hi)), c);
-    return _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(a, 16)),
-                           _mm512_castsi512_ps(_mm512_slli_epi32(b, 16)), c);
-}
-#define DT_DPBF16(c, a, b) dt_dpbf16((c), (a), (b))
-#endif
-#else
-/* VL bf16 and their f32 values: B's vector (AVX2: one vpmovzxwd ymm, m128;
- * elsewhere GCC vector extensions, any ISA and architecture) */
-typedef uint32_t dt_vu32 __attribute__((vector_size(sizeof(vf))));
-#if defined(DT_ISA_AVX2)
-DT_INLINE vf dt_bf16_vload(const uint16_t *p)
-{
-    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-#else
-typedef uint16_t dt_vbf __attribute__((vector_size(VL * 2)));
-DT_INLINE vf dt_bf16_vload(const uint16_t *p)
-{
-    dt_vbf h;
-    memcpy(&h, p, sizeof h);
-    return (vf)(__builtin_convertvector(h, dt_vu32) << 16);
-}
-#endif
-/* *p's f32 value in every lane: the bf16 broadcast into both halves of each
- * 32-bit lane, shifted up (vpbroadcastw + vpslld rather than a scalar
- * round trip) */
-typedef uint16_t dt_vh2 __attribute__((vector_size(sizeof(vf))));
-DT_INLINE vf dt_bf16_bcast(const uint16_t *p)
-{
-    dt_vh2 h = (dt_vh2){0} + *p;
-    return (vf)((dt_vu32)h << 16);
-}
-#endif
 
 /* ---- the f32 entry points -------------------------------------------------- */
 DT_EXPORT void DT_FN_DENSE(int64_t M, int64_t N, int64_t K, const dt_ta *X, int64_t ldx,
