@@ -22,9 +22,10 @@
  * vector kernels use (dt_emit_store_f32 / dt_emit_store_s32 with one row):
  * accumulate, bias, activation, int8's zero point and scales, masked columns.
  *
- * Tile state is per thread: DT_THREAD_BEGIN (driver) asks the process's
- * permission once (template/amx_tile.h, dt_amx_permit) and marks the tiles
- * unconfigured; the first call configures them for its rows; DT_THREAD_END
+ * Tile state is per thread and kept in no thread-local variable: DT_THREAD_BEGIN
+ * (driver) asks the process's permission once (template/amx_tile.h,
+ * dt_amx_permit) and, in the blocked sketch, configures the tiles (16 rows);
+ * a stream call configures them for its M tile's rows; DT_THREAD_END
  * releases them.  Without a compiler targeting AMX, or with DT_AMX_EMULATE,
  * the same source runs on the SDM-exact emulation (template/amx_tile.h). */
 #include "microkernel/emit.h"
@@ -98,7 +99,7 @@ static void emit_configure(dt_strbuf *sb, const amx_plan *p)
         dt_sb_appendf(sb, "    dt_amx_cfg_tile(&cfg, %d, %s, 64);\n",
                       p->mt * p->nt + p->held_sets * p->nheld + t,
                       !p->hold_a ? "rows" : "16"); /* A streams in blocked only: 16 */
-    dt_sb_append(sb, "    DT_TILE_CONFIG(&cfg);\n    dt_amx_rows = rows;\n}\n\n");
+    dt_sb_append(sb, "    DT_TILE_CONFIG(&cfg);\n}\n\n");
 }
 
 /* One K step with operand set `set`: the A tiles at `abase` (row stride
@@ -190,18 +191,20 @@ void dt_mk_ukr_amx(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
                       "#define DT_KPAD DT_TK\n",
                   int8 ? "tdpbusd" : "tdpbf16ps", be->kpad);
     dt_sb_append(sb, dt_tpl_amx_tile_h);
-    dt_sb_append(sb, "\n#include <stdio.h>\n/* rows the calling thread's tiles are configured for (0: none) */\n"
-                     "static _Thread_local int dt_amx_rows;\n"
-                     "DT_INLINE void dt_amx_thread_begin(void)\n{\n"
-                     "    if (dt_amx_permit()) {\n"
-                     "        fputs(\"dtune kernel: the OS refused AMX tile data "
-                     "(arch_prctl ARCH_REQ_XCOMP_PERM)\\n\", stderr);\n"
-                     "        abort();\n    }\n    dt_amx_rows = 0;\n}\n"
-                     "DT_INLINE void dt_amx_thread_end(void)\n{\n"
-                     "    if (dt_amx_rows)\n        DT_TILE_RELEASE();\n    dt_amx_rows = 0;\n}\n"
-                     "#define DT_THREAD_BEGIN() dt_amx_thread_begin()\n"
-                     "#define DT_THREAD_END() dt_amx_thread_end()\n\n");
+    /* No thread-local state (a dlopen'ed module's TLS, once dlclose'd, trips
+     * LeakSanitizer): the blocked sketch configures the tiles once per
+     * thread (16 rows always), the stream sketch at every call (its rows are
+     * the M tile's); the end of a thread's work releases them. */
+    dt_sb_append(sb, "\n#include <stdio.h>\n");
     emit_configure(sb, &p);
+    dt_sb_appendf(sb, "DT_INLINE void dt_amx_thread_begin(void)\n{\n"
+                      "    if (dt_amx_permit()) {\n"
+                      "        fputs(\"dtune kernel: the OS refused AMX tile data "
+                      "(arch_prctl ARCH_REQ_XCOMP_PERM)\\n\", stderr);\n"
+                      "        abort();\n    }\n%s}\n"
+                      "#define DT_THREAD_BEGIN() dt_amx_thread_begin()\n"
+                      "#define DT_THREAD_END() DT_TILE_RELEASE()\n\n",
+                  stream ? "" : "    dt_amx_configure(16);\n");
     emit_row_epilogue(sb, a, int8);
 
     dt_sb_appendf(sb,
@@ -211,8 +214,8 @@ void dt_mk_ukr_amx(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
                   stream ? "X's rows in place (row stride lda), a_rows valid"
                          : "a packed [MR][DT_KP(kc)] panel");
     dt_emit_ukr_signature(sb, "dt_ta", "dt_tb", "dt_tc");
-    dt_sb_appendf(sb, "    const int rows = %s;\n", stream ? "a_rows" : "16");
-    dt_sb_append(sb, "    if (dt_amx_rows != rows)\n        dt_amx_configure(rows);\n");
+    if (stream)
+        dt_sb_append(sb, "    const int rows = a_rows;\n    dt_amx_configure(rows);\n");
     /* blocked: a full tile block's partial sums of the earlier K blocks are
      * loaded into the C tiles and, before the last K block, stored back
      * as they are (no scratch, no epilogue) */

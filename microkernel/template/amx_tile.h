@@ -169,7 +169,39 @@ typedef struct dt_amx_emu {
     unsigned char t[DT_AMX_TILES][DT_AMX_MAX_ROWS][DT_AMX_MAX_COLSB];
 } dt_amx_emu;
 
-static _Thread_local dt_amx_emu dt_amx_emu_state;
+/* One state per thread, reached through a pthread key of this copy of the
+ * header rather than _Thread_local: a generated kernel is a dlopen'ed
+ * module, and the dynamic TLS of a module dlclose'd since makes
+ * LeakSanitizer's thread scan fault (glibc 2.36, GCC 12's libsanitizer).
+ * The key goes with the module (destructor); a thread's state is freed when
+ * the thread ends. */
+#include <pthread.h>
+static pthread_key_t dt_amx_emu_key;
+static pthread_once_t dt_amx_emu_once = PTHREAD_ONCE_INIT;
+static int dt_amx_emu_key_ok;
+DT_AMX_FN void dt_amx_emu_key_make(void)
+{
+    dt_amx_emu_key_ok = pthread_key_create(&dt_amx_emu_key, free) == 0;
+}
+__attribute__((destructor, unused)) static void dt_amx_emu_key_drop(void)
+{
+    if (dt_amx_emu_key_ok)
+        pthread_key_delete(dt_amx_emu_key);
+}
+DT_AMX_FN dt_amx_emu *dt_amx_emu_get(void)
+{
+    pthread_once(&dt_amx_emu_once, dt_amx_emu_key_make);
+    dt_amx_emu *s = dt_amx_emu_key_ok ? (dt_amx_emu *)pthread_getspecific(dt_amx_emu_key) : NULL;
+    if (!s) {
+        s = (dt_amx_emu *)calloc(1, sizeof *s);
+        if (!s || !dt_amx_emu_key_ok || pthread_setspecific(dt_amx_emu_key, s)) {
+            fputs("AMX emulation: no memory for a thread's tile state\n", stderr);
+            abort();
+        }
+    }
+    return s;
+}
+#define dt_amx_emu_state (*dt_amx_emu_get())
 
 /* #UD / #GP: the process ends, with the rule that was broken. */
 DT_AMX_FN void dt_amx_emu_fault(const char *insn, const char *why, int t)
@@ -180,7 +212,8 @@ DT_AMX_FN void dt_amx_emu_fault(const char *insn, const char *why, int t)
 
 DT_AMX_FN void dt_amx_emu_release(void)
 {
-    memset(&dt_amx_emu_state, 0, sizeof dt_amx_emu_state);
+    dt_amx_emu *s = &dt_amx_emu_state;
+    memset(s, 0, sizeof *s);
 }
 
 /* LDTILECFG: palette 0 releases; palette 1 checks the reserved fields and
