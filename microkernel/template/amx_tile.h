@@ -173,7 +173,8 @@ typedef struct dt_amx_emu {
  * header rather than _Thread_local: a generated kernel is a dlopen'ed
  * module, and the dynamic TLS of a module dlclose'd since makes
  * LeakSanitizer's thread scan fault (glibc 2.36, GCC 12's libsanitizer).
- * The key goes with the module (destructor); a thread's state is freed when
+ * The key goes with the module (destructor); a thread's state is freed by
+ * TILERELEASE (every kernel releases at the end of a thread's work) or when
  * the thread ends. */
 #include <pthread.h>
 static pthread_key_t dt_amx_emu_key;
@@ -210,10 +211,15 @@ DT_AMX_FN void dt_amx_emu_fault(const char *insn, const char *why, int t)
     abort();
 }
 
+/* TILERELEASE: the thread's state goes back to the allocator (the next
+ * instruction finds none, as after LDTILECFG of palette 0: unconfigured). */
 DT_AMX_FN void dt_amx_emu_release(void)
 {
-    dt_amx_emu *s = &dt_amx_emu_state;
-    memset(s, 0, sizeof *s);
+    pthread_once(&dt_amx_emu_once, dt_amx_emu_key_make);
+    if (!dt_amx_emu_key_ok)
+        return;
+    free(pthread_getspecific(dt_amx_emu_key));
+    pthread_setspecific(dt_amx_emu_key, NULL);
 }
 
 /* LDTILECFG: palette 0 releases; palette 1 checks the reserved fields and
