@@ -81,9 +81,9 @@ static void verify_both(const dt_kernel_op *kops, const dt_annotation *anns, int
 
 static int need_avx512(void)
 {
-    dt_test_backend("bf16/amx, int8/amx emulated",
+    dt_test_backend("bf16/amx and int8/amx emulated",
                     g_avx512 ? NULL : "no AVX-512 here (the tiles' epilogue)");
-    dt_test_backend("bf16/amx, int8/amx native", !g_avx512 ? "no AVX-512 here"
+    dt_test_backend("bf16/amx and int8/amx native", !g_avx512 ? "no AVX-512 here"
                                                  : g_native ? NULL
                                                             : g_native_why);
     if (!g_avx512)
