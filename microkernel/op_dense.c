@@ -8,7 +8,10 @@
  * and the call of its GEMM view: A = X, B = W (N×K, constant: packed once),
  * C = Y, batch 1.  bf16 has the same call and section under the bf16 types
  * block's names (dtk_dense_bf16, dtk_pack_bf16, dtk_packed_size_bf16; X and
- * W bf16, Y f32).  The quantized dtypes take scales: op_dense_<dtype>.c. */
+ * W bf16, Y f32), and f32_bf16 (math=bf16) under its types block's f32 ABI
+ * (dtk_dense_f32bf16, dtk_pack_f32bf16, dtk_packed_size_f32bf16: X and W f32,
+ * rounded to bf16 inside).  The quantized dtypes take scales:
+ * op_dense_<dtype>.c. */
 #include "microkernel/mk_op.h"
 
 #include "dt_tpl_op_dense_c.h"
@@ -16,6 +19,7 @@
 extern const dt_op_desc dt_op_dense;
 extern const dt_mk_dtype dt_mk_dtype_f32;
 extern const dt_mk_dtype dt_mk_dtype_bf16;
+extern const dt_mk_dtype dt_mk_dtype_f32_bf16;
 
 enum { SYM_DENSE, SYM_PACK, SYM_PACKED_SIZE };
 
@@ -66,6 +70,20 @@ const dt_mk_op dt_mk_op_dense_bf16 = {
     .driver = dt_tpl_op_dense_c,
     .nsyms = 3,
     .syms = {"dtk_dense_bf16", "dtk_pack_bf16", "dtk_packed_size_bf16"},
+    .run = dense_run,
+    .packed_size = dense_packed_size,
+    .pack = dense_pack,
+};
+
+const dt_mk_op dt_mk_op_dense_f32_bf16 = {
+    .op = &dt_op_dense,
+    .backend = &dt_mk_dtype_f32_bf16,
+    .group = 0,
+    .selector = "DT_OP_DENSE",
+    .nmacros = 0,
+    .driver = dt_tpl_op_dense_c,
+    .nsyms = 3,
+    .syms = {"dtk_dense_f32bf16", "dtk_pack_f32bf16", "dtk_packed_size_f32bf16"},
     .run = dense_run,
     .packed_size = dense_packed_size,
     .pack = dense_pack,

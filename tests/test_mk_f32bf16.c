@@ -1,5 +1,5 @@
 /* microkernel/, dtype f32_bf16 — `math=bf16` on an f32 dense workload (issue
- * 29, point 7; dtype_f32bf16.c, op_dense_f32bf16.c, template/types_f32bf16.h,
+ * 29, point 7; dtype_f32bf16.c, op_dense.c, template/types_f32bf16.h,
  * the f32_bf16 rows of sketch/backend.c): f32 in and out, weights rounded to
  * bf16 when packed, activations when a kernel is called, bf16's kernels.
  *   - every back-end row: portable (generic, avx2 vectors), avx512_bf16 where
