@@ -430,19 +430,20 @@ static void print_backends(dt_db *db, const char *tkey, const dt_task *t, int n,
         if (dt_dispatch_load(db, t[i].key, tkey, threads, &d, &e))
             continue;
         printf("%3d %s:", i + 1, dt_cli_safe(t[i].name));
-        /* runs of ranges with one back-end: [k0, k) */
-        for (int k0 = 0, k = 0; k0 < d->n; k0 = k) {
-            char be[64];
-            backend_of_range(db, d, k0, be, sizeof be);
-            for (k = k0 + 1; k < d->n; k++) {
-                char next[64];
-                backend_of_range(db, d, k, next, sizeof next);
-                if (strcmp(next, be))
-                    break;
+        /* runs of ranges with one back-end, each range's kernel read once:
+         * the run [k0, k) is printed when range k's back-end differs */
+        char run[64] = "", be[64];
+        for (int k0 = 0, k = 0; k <= d->n; k++) {
+            if (k < d->n)
+                backend_of_range(db, d, k, be, sizeof be);
+            if (k > 0 && (k == d->n || strcmp(be, run))) {
+                const char *lo = d->r[k0].shape_lo, *hi = d->r[k - 1].shape_hi;
+                printf("%s %s %s%s%s", k0 ? "," : "", run, lo, strcmp(lo, hi) ? ".." : "",
+                       strcmp(lo, hi) ? hi : "");
+                k0 = k;
             }
-            const char *lo = d->r[k0].shape_lo, *hi = d->r[k - 1].shape_hi;
-            printf("%s %s %s%s%s", k0 ? "," : "", be, lo, strcmp(lo, hi) ? ".." : "",
-                   strcmp(lo, hi) ? hi : "");
+            if (k < d->n)
+                snprintf(run, sizeof run, "%s", be);
         }
         printf("\n");
         dt_dispatch_free(d);

@@ -13,7 +13,7 @@
  *     its K to whole tiles (DT_KPAD) so every B tile is inside the panel;
  *   - C_ij += A_i·B_j: tdpbf16ps (f32) or tdpbusd (s32, u8·s8).
  * The kernel holds the smaller of its A and B sets in tile registers and
- * streams the other through one or two registers (annotation.c, check_amx).
+ * streams the other through the registers left (annotation.c, check_amx).
  * A K tail in the stream sketch (K not a multiple of a tile's K) is copied
  * with zeros into a small buffer: a tile never reads past X's rows.
  *
@@ -45,6 +45,7 @@ typedef struct amx_plan {
     int mt, nt;
     int hold_a;     /* A tiles held (mt <= nt), else B tiles held */
     int nheld;      /* held tiles of a step: mt or nt */
+    int nother;     /* streamed tiles of a step: nt or mt */
     int held_sets;  /* 1 or 2 */
     int nstream;    /* streamed registers */
 } amx_plan;
@@ -56,7 +57,8 @@ static amx_plan plan_of(const dt_annotation *a)
     p.nt = a->nr / 16;
     p.hold_a = p.mt <= p.nt;
     p.nheld = p.hold_a ? p.mt : p.nt;
-    int other = p.hold_a ? p.nt : p.mt, avail = 8 - p.mt * p.nt;
+    p.nother = p.hold_a ? p.nt : p.mt;
+    int other = p.nother, avail = 8 - p.mt * p.nt;
     /* two held sets when that leaves at least two streamed registers (or
      * all the step needs); validation guarantees avail >= nheld + 1 */
     int left2 = avail - 2 * p.nheld;
@@ -71,11 +73,10 @@ static int held_reg(const amx_plan *p, int set, int t)
     return p->mt * p->nt + (p->held_sets == 2 ? set : 0) * p->nheld + t;
 }
 
-/* the register of streamed tile t (0..other-1) of a step of parity set */
+/* the register of streamed tile t (0..nother-1) of a step of parity set */
 static int stream_reg(const amx_plan *p, int set, int t)
 {
-    int other = p->hold_a ? p->nt : p->mt;
-    return p->mt * p->nt + p->held_sets * p->nheld + (set * other + t) % p->nstream;
+    return p->mt * p->nt + p->held_sets * p->nheld + (set * p->nother + t) % p->nstream;
 }
 
 static int c_tile(const amx_plan *p, int i, int j) { return i * p->nt + j; }
@@ -96,8 +97,7 @@ static void emit_configure(dt_strbuf *sb, const amx_plan *p)
             dt_sb_appendf(sb, "    dt_amx_cfg_tile(&cfg, %d, %s, 64);\n", held_reg(p, set, t),
                           p->hold_a && t == 0 ? "rows" : "16");
     for (int t = 0; t < p->nstream; t++)
-        dt_sb_appendf(sb, "    dt_amx_cfg_tile(&cfg, %d, %s, 64);\n",
-                      p->mt * p->nt + p->held_sets * p->nheld + t,
+        dt_sb_appendf(sb, "    dt_amx_cfg_tile(&cfg, %d, %s, 64);\n", stream_reg(p, 0, t),
                       !p->hold_a ? "rows" : "16"); /* A streams in blocked only: 16 */
     dt_sb_append(sb, "    DT_TILE_CONFIG(&cfg);\n}\n\n");
 }

@@ -259,9 +259,7 @@ static int check_rest(const dt_annotation *a, const dt_target *t, unsigned *bad,
     const uint64_t l1d = t->l1d.size ? t->l1d.size : DT_ANN_L1D_DEFAULT;
     const uint64_t l2 = t->l2.size ? t->l2.size : DT_ANN_L2_DEFAULT;
     const uint64_t kc = (uint64_t)a->kc;
-    /* bytes per element of the operands: f32's 4 for vector kernels (the
-     * widest dtype's, for every dtype), bf16's 2 for tiles (int8's 1 is less) */
-    const int es = a->unit == DT_UNIT_AMX ? 2 : 4;
+    const int es = dt_ann_elem_bytes(a);
     const uint64_t ablock = (uint64_t)a->mc * kc * (uint64_t)es;
     if (ablock > DT_ANN_A_STACK_MAX)
         FAIL(DT_F_BIT(DT_F_MC) | DT_F_BIT(DT_F_KC),

@@ -51,6 +51,14 @@ typedef enum {
 } dt_ann_field;
 #define DT_F_BIT(f) (1u << (f))
 
+/* Bytes per operand element in the cache rules: f32's 4 for vector
+ * annotations (the widest dtype's, for every dtype), bf16's 2 for tiles
+ * (int8's 1 is less). */
+static inline int dt_ann_elem_bytes(const dt_annotation *a)
+{
+    return a->unit == DT_UNIT_AMX ? 2 : 4;
+}
+
 /* dt_annotation_validate, and on failure *bad (if not NULL) gets the
  * DT_F_BIT mask of the fields involved in the first broken rule. */
 /* Field f of a, as an int (enums by value); and the reverse. */

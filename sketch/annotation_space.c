@@ -27,8 +27,7 @@ static const int mc_targets[] = {16, 32, 48, 64, 96, 128, 192, 256, 384, 512};
 static const int nc_targets[] = {64, 128, 256, 512, 768, 1024, 1536, 2048, 3072, 4096};
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
-/* bytes per operand element in the cache rules (dt_annotation_check) */
-#define ESIZE(a) ((uint64_t)((a)->unit == DT_UNIT_AMX ? 2 : 4))
+#define ESIZE(a) ((uint64_t)dt_ann_elem_bytes(a)) /* the cache rules' element size */
 
 /* What the rules need to know of the target, for one back-end. */
 typedef struct space {
