@@ -7,6 +7,8 @@
 #include "microkernel/mk_op.h"
 #include "microkernel/reference.h"
 #include "sketch/annotation.h"
+#include "sketch/backend.h"
+#include "sketch/dtype.h"
 #include "sketch/model.h"
 #include "sketch/workload.h"
 
@@ -402,6 +404,29 @@ int dt_test_kernel_setup(char **dir, dt_target *t, dt_builder *b, const char *fl
     if (!*dir || dt_target_detect(t, &e))
         return 1;
     return dt_builder_init(b, NULL, flags, *dir, &e) ? 1 : 0;
+}
+
+void dt_test_amx_emulation(const dt_builder *b, const dt_target *t, dt_builder *emu,
+                           dt_target *amx)
+{
+    *emu = *b;
+    snprintf(emu->flags, sizeof emu->flags, "%.400s -DDT_AMX_EMULATE", b->flags);
+    *amx = *t;
+    amx->features |= DT_FEAT_BIT(DT_FEAT_AMX_TILE) | DT_FEAT_BIT(DT_FEAT_AMX_BF16) |
+                     DT_FEAT_BIT(DT_FEAT_AMX_INT8);
+    amx->cpu_features |= amx->features;
+}
+
+void dt_test_bf16_vector_kernel_json(const dt_target *t, char *buf, size_t n)
+{
+    dt_target bt = dt_dtype_target(DT_DTYPE_BF16, t);
+    const dt_backend *geo = dt_backend_geometry(bt.isa);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(geo);
+    snprintf(buf, n,
+             "{\"sketch\":\"stream\",\"isa\":\"%s\",\"mr\":4,\"nr\":%d,\"kc\":0,\"mc\":0,"
+             "\"nc\":%d,\"unroll\":1,\"prefetch\":0,\"store\":\"mask\",\"order\":\"m_inner\","
+             "\"par\":\"n\",\"threads\":1}",
+             dt_isa_name(bt.isa), 2 * geo->vec_floats, 4 * geo->vec_floats);
 }
 
 int dt_test_kernel_teardown(char **dir)

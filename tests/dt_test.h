@@ -129,6 +129,18 @@ int dt_test_kernel_setup(char **dir, dt_target *t, dt_builder *b, const char *fl
 /* Its teardown: the directory removed and freed; 0. */
 int dt_test_kernel_teardown(char **dir);
 
+/* For suites that build AMX tile kernels on the emulation everywhere: *emu
+ * is builder b with -DDT_AMX_EMULATE, *amx target t told it has AMX tiles
+ * (amx_tile, amx_bf16, amx_int8), so tile annotations validate and sample
+ * on any CPU. */
+void dt_test_amx_emulation(const dt_builder *b, const dt_target *t, dt_builder *emu,
+                           dt_target *amx);
+
+/* A stream-sketch vector annotation (JSON, into buf of n bytes) of the isa
+ * bf16 kernels run at on t (its native row, else its portable one): a 4 x
+ * 2-vector register tile, one thread.  For bench tests comparing back-ends. */
+void dt_test_bf16_vector_kernel_json(const dt_target *t, char *buf, size_t n);
+
 /* The kernel op of workload key (a zeroed op, and the reason on stderr, when
  * the key does not parse). */
 dt_kernel_op dt_test_kop(const char *key);

@@ -199,15 +199,8 @@ static void test_backend_and_peak(void)
     CU_ASSERT_EQUAL_FATAL(dt_target_detect(&t, &e), 0);
     /* the vector kernel: the isa bench runs bf16 at on this CPU (native,
      * else its portable row), a 4 x 2-vector register tile */
-    dt_target bt = dt_dtype_target(DT_DTYPE_BF16, &t);
-    const dt_backend *geo = dt_backend_geometry(bt.isa);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(geo);
     char vec[512];
-    snprintf(vec, sizeof vec,
-             "{\"sketch\":\"stream\",\"isa\":\"%s\",\"mr\":4,\"nr\":%d,\"kc\":0,\"mc\":0,"
-             "\"nc\":%d,\"unroll\":1,\"prefetch\":0,\"store\":\"mask\",\"order\":\"m_inner\","
-             "\"par\":\"n\",\"threads\":1}",
-             dt_isa_name(bt.isa), 2 * geo->vec_floats, 4 * geo->vec_floats);
+    dt_test_bf16_vector_kernel_json(&t, vec, sizeof vec);
     check_backend(vec, "vector kernel");
     const char *why = NULL;
     if (!dt_amx_usable(&t, &why)) {

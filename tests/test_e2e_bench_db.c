@@ -420,15 +420,8 @@ static void test_backend_per_shape(void)
     dt_target t;
     dt_err e;
     CU_ASSERT_EQUAL_FATAL(dt_target_detect(&t, &e), 0);
-    dt_target bt = dt_dtype_target(DT_DTYPE_BF16, &t);
-    const dt_backend *geo = dt_backend_geometry(bt.isa);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(geo);
     char vec[512];
-    snprintf(vec, sizeof vec,
-             "{\"sketch\":\"stream\",\"isa\":\"%s\",\"mr\":4,\"nr\":%d,\"kc\":0,\"mc\":0,"
-             "\"nc\":%d,\"unroll\":1,\"prefetch\":0,\"store\":\"mask\",\"order\":\"m_inner\","
-             "\"par\":\"n\",\"threads\":1}",
-             dt_isa_name(bt.isa), 2 * geo->vec_floats, 4 * geo->vec_floats);
+    dt_test_bf16_vector_kernel_json(&t, vec, sizeof vec);
     const char *amx_ann = "{\"sketch\":\"stream\",\"isa\":\"avx512\",\"mr\":16,\"nr\":32,"
                           "\"kc\":0,\"mc\":0,\"nc\":64,\"unroll\":1,\"prefetch\":0,"
                           "\"store\":\"mask\",\"order\":\"m_inner\",\"par\":\"n\","

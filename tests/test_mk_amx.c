@@ -40,18 +40,13 @@ static int setup(void)
     if (dt_test_kernel_setup(&g_dir, &g_target, &g_native_b,
                              DT_BUILD_DEFAULT_FLAGS " -Wall -Wextra -Werror"))
         return 1;
-    g_emu_b = g_native_b;
-    snprintf(g_emu_b.flags, sizeof g_emu_b.flags, "%.400s -DDT_AMX_EMULATE", g_native_b.flags);
+    dt_test_amx_emulation(&g_native_b, &g_target, &g_emu_b, &g_amx);
     g_avx512 = dt_backend_isa_admits(&g_target, DT_ISA_AVX512);
     g_native = dt_amx_usable(&g_target, &g_native_why);
     if (getenv("DT_TEST_NO_AMX")) {
         g_native = 0;
         g_native_why = "DT_TEST_NO_AMX is set";
     }
-    g_amx = g_target;
-    g_amx.features |= DT_FEAT_BIT(DT_FEAT_AMX_TILE) | DT_FEAT_BIT(DT_FEAT_AMX_BF16) |
-                      DT_FEAT_BIT(DT_FEAT_AMX_INT8);
-    g_amx.cpu_features |= g_amx.features;
     return 0;
 }
 

@@ -42,12 +42,7 @@ static int setup(void)
     if (dt_test_kernel_setup(&g_dir, &g_target, &g_b,
                              DT_BUILD_DEFAULT_FLAGS " -Wall -Wextra -Werror"))
         return 1;
-    g_emu_b = g_b;
-    snprintf(g_emu_b.flags, sizeof g_emu_b.flags, "%.400s -DDT_AMX_EMULATE", g_b.flags);
-    g_amx = g_target;
-    g_amx.features |= DT_FEAT_BIT(DT_FEAT_AMX_TILE) | DT_FEAT_BIT(DT_FEAT_AMX_BF16) |
-                      DT_FEAT_BIT(DT_FEAT_AMX_INT8);
-    g_amx.cpu_features |= g_amx.features;
+    dt_test_amx_emulation(&g_b, &g_target, &g_emu_b, &g_amx);
     return 0;
 }
 
