@@ -449,7 +449,8 @@ static dt_peer_problem peer_problem(const dt_gemm *g, const problem *p, int thre
 {
     dt_peer_problem pp = {.batch = g->batch, .M = g->M, .N = g->N, .K = g->K,
                           .b_trans = g->b_trans, .b_const = g->b_const, .bias = g->bias,
-                          .act = (dt_peer_act)g->act, .threads = threads};
+                          .act = (dt_peer_act)g->act, .threads = threads,
+                          .math_bf16 = dt_dtype_math(p->dtype) != NULL};
     if (p->dtype == DT_DTYPE_BF16)
         pp.dtype = DT_PEER_BF16;
     if (p->dtype == DT_DTYPE_INT8) {
@@ -571,19 +572,29 @@ static void add_extern(dt_bench_result *r, cand_rt *rts, int c, const problem *p
     }
 }
 
-/* The wanted peers from index c on. */
-static void add_peers(dt_bench_result *r, cand_rt *rts, int c, const dt_peer_desc *const *peers,
-                      int npeers_all, const dt_bench_opts *o)
+/* Whether peer d is wanted and a peer of problems like pp at all. */
+static int peer_included(const dt_peer_desc *d, const dt_peer_problem *pp, const dt_bench_opts *o)
 {
+    return peer_wanted(o->peers, d->name) && (!d->applies || d->applies(pp));
+}
+
+/* The wanted peers that apply to the problem, from index c on; returns how
+ * many. */
+static int add_peers(dt_bench_result *r, cand_rt *rts, int c, const dt_peer_desc *const *peers,
+                     int npeers_all, const dt_peer_problem *pp, const dt_bench_opts *o)
+{
+    int added = 0;
     for (int i = 0; i < npeers_all; i++) {
-        if (!peer_wanted(o->peers, peers[i]->name))
+        if (!peer_included(peers[i], pp, o))
             continue;
+        added++;
         r->cands[c].kind = DT_CAND_PEER;
         r->cands[c].peak_kind = r->peak_kind;
         snprintf(r->cands[c].name, sizeof r->cands[c].name, "%s", peers[i]->name);
         set_status(&r->cands[c], "ok", NULL);
         rts[c++].peer = peers[i];
     }
+    return added;
 }
 
 /* Creates the peers' state for shape s (p->g its GEMM view) and packs their
@@ -687,7 +698,7 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
     dt_kernel_op kop = dt_kernel_op_of_workload(w);
     int npeers_all = 0;
     const dt_peer_desc *const *peers = dt_peers(&npeers_all);
-    int npeers = 0;
+    int npeers = 0; /* the wanted peers; those that apply are fewer or as many */
     for (int i = 0; i < npeers_all; i++)
         npeers += peer_wanted(o->peers, peers[i]->name);
     int next = o->ext ? 1 : 0; /* the extern candidate sits at index nkernels */
@@ -714,7 +725,10 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
         goto out;
     if (o->ext)
         add_extern(r, rts, nkernels, &p, o);
-    add_peers(r, rts, nkernels + next, peers, npeers_all, o);
+    {
+        const dt_peer_problem pp = peer_problem(&p.g, &p, 1);
+        r->ncands = nkernels + next + add_peers(r, rts, nkernels + next, peers, npeers_all, &pp, o);
+    }
     if (o->progress) {
         unsigned want = peaks_wanted(r, o);
         fprintf(stderr, "bench: measuring the peak%s:", (want & (want - 1)) ? "s" : "");

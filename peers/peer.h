@@ -52,11 +52,22 @@ typedef struct dt_peer_problem {
     float scale_a;
     int32_t zp_a;
     const float *scale_b;
+    /* DT_PEER_F32 only: the workload accepts bf16 arithmetic (math=bf16):
+     * its operands are bf16 values held in floats, so a peer may convert
+     * them to bf16 without changing the problem (onednn_bf16 does, and
+     * runs only then; the f32 peers ignore it). */
+    int math_bf16;
 } dt_peer_problem;
 
 typedef struct dt_peer_desc {
-    const char *name;        /* "onednn", "onednn_rt", "dnnl_sgemm", "openblas", "libxsmm" */
+    const char *name;        /* "onednn", "onednn_rt", "onednn_bf16", "dnnl_sgemm", "openblas",
+                              * "libxsmm" */
     const char *description; /* one line for tables and --help */
+    /* Whether the peer is a peer of problems like p at all (its kind: dtype,
+     * math, constant weights; not its sizes), so a report leaves out a
+     * column that could only say n/a.  NULL: every problem (create() may
+     * still refuse one). */
+    int (*applies)(const dt_peer_problem *p);
     /* Prepares for p (primitive creation, dispatch).  DT_EUNSUPPORTED when the
      * peer does not handle this problem, its dtype included (the bench then
      * reports "n/a"). */

@@ -14,6 +14,7 @@
 /* Defined only when the library was found (DTUNE_HAVE_<NAME>). */
 extern const dt_peer_desc dt_peer_onednn_desc;
 extern const dt_peer_desc dt_peer_onednn_rt_desc;
+extern const dt_peer_desc dt_peer_onednn_bf16_desc;
 extern const dt_peer_desc dt_peer_dnnl_sgemm_desc;
 extern const dt_peer_desc dt_peer_openblas_desc;
 extern const dt_peer_desc dt_peer_libxsmm_desc;

@@ -79,6 +79,11 @@ typedef struct od_mm {
     dnnl_primitive_t reorder;   /* constant W: user W -> the primitive's weights layout */
     dnnl_memory_t src, wei, bias, dst;
     dnnl_memory_t wuser;        /* constant W: the user's W[N,K] seen as K x N, strides {1,K} */
+    /* onednn_bf16: the f32 inputs converted to bf16 (weights once, in the
+     * weights reorder; activations on every run, by acvt from a32 to a16) */
+    int cvt;
+    dnnl_primitive_t acvt;
+    dnnl_memory_t a32, a16;
     float *oscale;              /* int8: scale_a·scale_b[n], the output scales [N] */
     float *qbias;               /* int8 with bias: bias[n] / oscale[n], set per run */
     int packed;
@@ -89,7 +94,7 @@ static void mm_destroy(void *state)
     od_mm *s = state;
     if (!s)
         return;
-    dnnl_memory_t *mems[] = {&s->src, &s->wei, &s->bias, &s->dst, &s->wuser};
+    dnnl_memory_t *mems[] = {&s->src, &s->wei, &s->bias, &s->dst, &s->wuser, &s->a32, &s->a16};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (*mems[i])
             dnnl_memory_destroy(*mems[i]);
@@ -97,9 +102,19 @@ static void mm_destroy(void *state)
         dnnl_primitive_destroy(s->prim);
     if (s->reorder)
         dnnl_primitive_destroy(s->reorder);
+    if (s->acvt)
+        dnnl_primitive_destroy(s->acvt);
     free(s->oscale);
     free(s->qbias);
     free(s);
+}
+
+/* onednn_bf16 is the peer of f32 dense workloads that accept bf16
+ * arithmetic (math=bf16): what such a user runs on oneDNN 2.6, which ignores
+ * fpmath_mode=bf16 for matmul. */
+static int onednn_bf16_applies(const dt_peer_problem *p)
+{
+    return p && p->dtype == DT_PEER_F32 && p->math_bf16 && p->b_const;
 }
 
 /* oneDNN's element type of A (src) and of B (weights) for a dtype; C and
@@ -181,6 +196,32 @@ static int mm_attr(const od_mm *s, dnnl_primitive_attr_t *attr, dt_err *e)
  * weights) the weights reorder.  `runtime`: the primitive's M (dynamic B:
  * every dim) is
  * DNNL_RUNTIME_DIM_VAL; the memory objects always have the real dims. */
+/* onednn_bf16: the reorder converting the f32 activations [M,K] to the bf16
+ * src of the matmul (a16, allocated here; src points at it). */
+static int mm_build_cvt(od_mm *s, const dnnl_memory_desc_t *src_md, dt_err *e)
+{
+    const char *peer = s->peer;
+    const dnnl_dim_t ad[2] = {s->p.M, s->p.K};
+    dnnl_memory_desc_t a32_md;
+    int rc;
+    if ((rc = md_tag(peer, &a32_md, 2, ad, dnnl_f32, dnnl_ab, e)))
+        return rc;
+    OD_TRY(peer, dnnl_memory_create(&s->a32, &a32_md, od_eng, DNNL_MEMORY_NONE), e);
+    OD_TRY(peer, dnnl_memory_create(&s->a16, src_md, od_eng, DNNL_MEMORY_ALLOCATE), e);
+    void *buf = NULL;
+    OD_TRY(peer, dnnl_memory_get_data_handle(s->a16, &buf), e);
+    OD_TRY(peer, dnnl_memory_set_data_handle(s->src, buf), e);
+    dnnl_primitive_desc_t rpd = NULL;
+    OD_TRY(peer, dnnl_reorder_primitive_desc_create(&rpd, &a32_md, od_eng, src_md, od_eng, NULL),
+           e);
+    dnnl_status_t st = dnnl_primitive_create(&s->acvt, rpd);
+    dnnl_primitive_desc_destroy(rpd);
+    if (st != dnnl_success)
+        return dt_errf(e, od_code(st), "%s: cannot create the f32 -> bf16 reorder: %s", peer,
+                       dnnl_status2str(st));
+    return 0;
+}
+
 static int mm_build(od_mm *s, int runtime, dt_err *e)
 {
     const char *peer = s->peer;
@@ -255,7 +296,8 @@ static int mm_build(od_mm *s, int runtime, dt_err *e)
         /* the user's W[N,K] row-major is the K x N matrix with strides {1, K} */
         dnnl_dims_t ud = {p->K, p->N}, us = {1, p->K};
         dnnl_memory_desc_t user_md;
-        OD_TRY(peer, dnnl_memory_desc_init_by_strides(&user_md, 2, ud, bt, us), e);
+        OD_TRY(peer, dnnl_memory_desc_init_by_strides(&user_md, 2, ud, s->cvt ? dnnl_f32 : bt,
+                                                      us), e);
         OD_TRY(peer, dnnl_memory_create(&s->wuser, &user_md, od_eng, DNNL_MEMORY_NONE), e);
         OD_TRY(peer, dnnl_memory_create(&s->wei, &wei_md, od_eng, DNNL_MEMORY_ALLOCATE), e);
         void *wbuf = NULL; /* touched here, so pack() times the reorder, not page faults */
@@ -277,7 +319,7 @@ static int mm_build(od_mm *s, int runtime, dt_err *e)
     }
     OD_TRY(peer, dnnl_memory_create(&s->src, &src_md, od_eng, DNNL_MEMORY_NONE), e);
     OD_TRY(peer, dnnl_memory_create(&s->dst, &dst_md, od_eng, DNNL_MEMORY_NONE), e);
-    return 0;
+    return s->cvt ? mm_build_cvt(s, &src_md, e) : 0;
 }
 
 /* int8: the output scales scale_a·scale_b[n] (and, with a bias, the buffer
@@ -303,11 +345,18 @@ static int mm_create(const char *peer, int runtime, const dt_peer_problem *p, vo
     *state = NULL;
     if ((rc = dt_peer_check(peer, p, e)) || (rc = od_ready(peer, e)))
         return rc;
+    const int cvt = !strcmp(peer, "onednn_bf16");
+    if (cvt && !onednn_bf16_applies(p))
+        return dt_errf(e, DT_EUNSUPPORTED, "%s: f32 dense with bf16 arithmetic accepted "
+                       "(math=bf16) only", peer);
     od_mm *s = calloc(1, sizeof *s);
     if (!s)
         return dt_errf(e, DT_ENOMEM, "%s: out of memory", peer);
     s->peer = peer;
     s->p = *p;
+    s->cvt = cvt;
+    if (cvt)
+        s->p.dtype = DT_PEER_BF16; /* the matmul's; its inputs are converted */
     s->p.scale_b = NULL; /* borrowed for create only: the scales live in oscale */
     if (p->dtype == DT_PEER_INT8 && (rc = mm_scales(s, p, e))) {
         mm_destroy(s);
@@ -332,6 +381,11 @@ static int onednn_create(const dt_peer_problem *p, void **state, dt_err *e)
 static int onednn_rt_create(const dt_peer_problem *p, void **state, dt_err *e)
 {
     return mm_create("onednn_rt", 1, p, state, e);
+}
+
+static int onednn_bf16_create(const dt_peer_problem *p, void **state, dt_err *e)
+{
+    return mm_create("onednn_bf16", 0, p, state, e);
 }
 
 static int mm_exec(od_mm *s, dnnl_primitive_t prim, int nargs, const dnnl_exec_arg_t *args,
@@ -399,7 +453,15 @@ static int mm_run(void *state, const void *x, const void *b, void *y, dt_err *e)
                        !x ? "input" : !y ? "output" : wconst ? "bias" : "second operand");
     if (wconst && !s->packed)
         return dt_errf(e, DT_EINVAL, "%s: run before pack", s->peer);
-    OD_TRY(s->peer, dnnl_memory_set_data_handle(s->src, (void *)x), e);
+    if (s->cvt) { /* the conversion is part of every call: the user's f32 activations */
+        OD_TRY(s->peer, dnnl_memory_set_data_handle(s->a32, (void *)x), e);
+        dnnl_exec_arg_t cargs[2] = {{DNNL_ARG_FROM, s->a32}, {DNNL_ARG_TO, s->a16}};
+        int rc = mm_exec(s, s->acvt, 2, cargs, e);
+        if (rc)
+            return rc;
+    } else {
+        OD_TRY(s->peer, dnnl_memory_set_data_handle(s->src, (void *)x), e);
+    }
     OD_TRY(s->peer, dnnl_memory_set_data_handle(s->dst, y), e);
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_WEIGHTS, s->wei},
                                {DNNL_ARG_DST, s->dst}, {DNNL_ARG_BIAS, s->bias}};
@@ -429,6 +491,18 @@ const dt_peer_desc dt_peer_onednn_rt_desc = {
     .description = "oneDNN matmul with runtime dims (constant weights: M; else B, M, N, K), "
                    "one primitive for every shape, fused bias/activation (f32, bf16, int8)",
     .create = onednn_rt_create,
+    .pack = mm_pack,
+    .run = mm_run,
+    .destroy = mm_destroy,
+};
+
+const dt_peer_desc dt_peer_onednn_bf16_desc = {
+    .name = "onednn_bf16",
+    .description = "oneDNN bf16 matmul per exact shape for math=bf16: weights converted and "
+                   "prepacked once, the f32 activations converted to bf16 (a reorder) in every "
+                   "call, fused bias/activation, f32 out",
+    .applies = onednn_bf16_applies,
+    .create = onednn_bf16_create,
     .pack = mm_pack,
     .run = mm_run,
     .destroy = mm_destroy,

@@ -18,6 +18,7 @@ static const dt_peer_desc *const dt_peer_list[] = {
 #ifdef DTUNE_HAVE_DNNL
     &dt_peer_onednn_desc,
     &dt_peer_onednn_rt_desc,
+    &dt_peer_onednn_bf16_desc,
     &dt_peer_dnnl_sgemm_desc,
 #endif
 #ifdef DTUNE_HAVE_OPENBLAS

@@ -403,17 +403,31 @@ static void test_e2e_bench(void)
                                "dense(M=1..16,N=32,K=40,epilogue=bias,math=bf16)");
         size_t i;
         json_t *c;
-        int kernels = 0;
+        int kernels = 0, onednn = 0, onednn_bf16 = 0;
         json_array_foreach(json_object_get(r, "candidates"), i, c)
         {
             CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(c, "status")), "ok");
             const char *be = json_string_value(json_object_get(c, "backend"));
+            const char *name = json_string_value(json_object_get(c, "name"));
             if (be && strncmp(be, "f32_bf16/", 9) == 0)
                 kernels++;
+            onednn += name && strcmp(name, "onednn") == 0;
+            onednn_bf16 += name && strcmp(name, "onednn_bf16") == 0;
         }
         CU_ASSERT_EQUAL(kernels, 3);
+        /* point 8: beside oneDNN f32, oneDNN bf16 with the activations'
+         * conversion counted, verified (status ok) like every peer */
+        CU_ASSERT_EQUAL(onednn_bf16, onednn);
+        if (!onednn)
+            dt_test_skip("oneDNN is not built in: no oneDNN peers for math=bf16");
         json_decref(r);
     }
+    dt_test_proc_free(&p);
+    /* an f32 key asks for f32 arithmetic: onednn_bf16 is no peer of it */
+    code = dt_test_run_dtune(&p, "bench 'dense(M=1..16,N=32,K=40)' --sample 1 --shapes '{5}' "
+                                 "--threads 1 --repeats 1 --min-time 0.1 --json");
+    CU_ASSERT_EQUAL(code, 0);
+    CU_ASSERT_PTR_NULL(strstr(p.out, "onednn_bf16"));
     dt_test_proc_free(&p);
 }
 

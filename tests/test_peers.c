@@ -110,7 +110,8 @@ static void describe(char *buf, size_t n, const char *peer, const dt_peer_proble
 /* Only these peers may refuse a problem (DT_EUNSUPPORTED). */
 static int may_refuse(const char *peer)
 {
-    return !strcmp(peer, "libxsmm") || !strcmp(peer, "onednn_rt");
+    return !strcmp(peer, "libxsmm") || !strcmp(peer, "onednn_rt") ||
+           !strcmp(peer, "onednn_bf16"); /* math=bf16 problems only */
 }
 
 typedef struct {
@@ -180,12 +181,14 @@ out:
 }
 
 /* A oneDNN peer that refuses a case here is a check that did not run (the
- * f32-only libraries refusing bf16 or int8 is by design, and is not). */
+ * f32-only libraries refusing bf16 or int8 is by design, and is not; nor is
+ * a peer with applies() refusing the problems it is not a peer of). */
 static void report(const char *peer, const char *what, const tally *t)
 {
     printf("    %-10s %-10s ran %d, n/a %d, failed %d\n", peer, what, t->ran, t->refused,
            t->failed);
-    if (t->refused && !strncmp(peer, "onednn", 6))
+    const dt_peer_desc *d = dt_peer_find(peer);
+    if (t->refused && !strncmp(peer, "onednn", 6) && !(d && d->applies))
         dt_test_skip("%s %s: %d of %d cases refused on this CPU", peer, what, t->refused,
                      t->ran + t->refused);
 }
@@ -197,7 +200,7 @@ static void test_registry(void)
     int n = -1;
     const dt_peer_desc *const *list = dt_peers(&n);
     CU_ASSERT_PTR_NOT_NULL_FATAL(list);
-    CU_ASSERT(n >= 0 && n <= 5);
+    CU_ASSERT(n >= 0 && n <= 6);
     printf("\n    peers compiled in (%d):", n);
     for (int i = 0; i < n; i++) {
         const dt_peer_desc *d = list[i];
@@ -609,7 +612,8 @@ static void describe_typed(char *buf, size_t n, const char *peer, const dt_peer_
 {
     char rest[200];
     describe(rest, sizeof rest, peer, p);
-    snprintf(buf, n, "%s [%s%s]", rest, p->dtype == DT_PEER_INT8 ? "int8" : "bf16",
+    snprintf(buf, n, "%s [%s%s]", rest,
+             p->dtype == DT_PEER_INT8 ? "int8" : p->math_bf16 ? "f32 math=bf16" : "bf16",
              p->dtype == DT_PEER_INT8 ? (p->zp_a ? " zp" : " zp=0") : "");
 }
 
@@ -722,6 +726,70 @@ static void test_bf16(void)
         report(d->name, "bf16 bmm", &tb);
         CU_ASSERT_EQUAL(tb.failed, 0);
     }
+}
+
+/* onednn_bf16, the peer of math=bf16 (issue 29, point 8): an f32 dense
+ * problem whose operands are bf16 values held in floats, run as oneDNN's
+ * bf16 matmul with the activations converted in every call.  The answer is
+ * bf16_case's (the conversion of a bf16 value is exact); it runs wherever
+ * oneDNN's bf16 peers must, is a peer of math=bf16 problems only (applies),
+ * and refuses the others at create. */
+static void test_onednn_bf16(void)
+{
+    const dt_peer_desc *d = dt_peer_find("onednn_bf16");
+    if (!d) {
+        dt_test_skip("oneDNN is not built in: no onednn_bf16 peer");
+        return;
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d->applies);
+    dt_peer_problem f32 = {.b_const = 1, .b_trans = 1, .batch = 1, .M = 7, .N = 48, .K = 64,
+                           .threads = 1};
+    CU_ASSERT_FALSE(d->applies(&f32)); /* f32 arithmetic asked: not its problem */
+    void *st = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL(d->create(&f32, &st, &e), DT_EUNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "math=bf16"));
+    dt_peer_problem bmm = f32;
+    bmm.b_const = 0, bmm.math_bf16 = 1;
+    CU_ASSERT_FALSE(d->applies(&bmm));
+    dt_peer_problem bf = f32;
+    bf.dtype = DT_PEER_BF16, bf.math_bf16 = 1;
+    CU_ASSERT_FALSE(d->applies(&bf));
+    f32.math_bf16 = 1;
+    CU_ASSERT_TRUE(d->applies(&f32));
+    /* the other peers stay peers of math=bf16 problems (they run its f32) */
+    CU_ASSERT_TRUE(!dt_peer_find("onednn")->applies ||
+                   dt_peer_find("onednn")->applies(&f32));
+
+    int must = must_run("onednn", DT_PEER_BF16);
+    tally t = {0, 0, 0};
+    printf("\n");
+    for (int mi = 0; mi < 3; mi++)
+        for (int nk = 0; nk < 3; nk++) {
+            int epi = nk != 2;
+            typed_case c = {.p = {.b_const = 1, .b_trans = 1, .batch = 1, .M = typed_Ms[mi],
+                                  .N = typed_NKs[nk][0], .K = typed_NKs[nk][1], .bias = epi,
+                                  .act = epi ? DT_PEER_ACT_GELU : DT_PEER_ACT_NONE,
+                                  .threads = 1 + (mi + nk) % 2, .dtype = DT_PEER_BF16}};
+            bf16_case(&c);
+            /* the same values as floats: what a math=bf16 workload hands its peers */
+            int64_t nx = c.p.M * c.p.K, nw = c.p.N * c.p.K;
+            float *x = malloc((size_t)nx * sizeof *x), *w = malloc((size_t)nw * sizeof *w);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+            for (int64_t i = 0; i < nx; i++)
+                x[i] = (float)from_bf16(((const uint16_t *)c.x)[i]);
+            for (int64_t i = 0; i < nw; i++)
+                w[i] = (float)from_bf16(((const uint16_t *)c.w)[i]);
+            free(c.x), free(c.w);
+            c.x = x, c.w = w;
+            c.p.dtype = DT_PEER_F32, c.p.math_bf16 = 1;
+            run_typed(d, &c, must, &t);
+            typed_free(&c);
+        }
+    report(d->name, "math=bf16", &t);
+    CU_ASSERT_EQUAL(t.failed, 0);
+    CU_ASSERT(t.ran + t.refused == 9);
 }
 
 /* int8 dense: bias, a non-zero zero point (and zero), per-channel scales;
@@ -1040,6 +1108,7 @@ int main(void)
         {"pack twice with new weights", test_repack},
         {"invalid problems and operands", test_invalid},
         {"bf16 dense and batch_matmul against the reference", test_bf16},
+        {"onednn_bf16: math=bf16's peer, activations converted per call", test_onednn_bf16},
         {"int8 dense against the exact integer result", test_int8},
         {"int8 peer bound: any dequantisation order in, an error out", test_int8_bound},
         {"invalid dtypes and quantization parameters", test_typed_invalid},

@@ -1,0 +1,145 @@
+/* Where an AMX register kernel's time goes (docs/microkernels.md, "Where the
+ * time goes"): the tile loop of dtune's 2×2 bf16 block (32×32 of C, four C
+ * tiles, two A and two B tiles a K step) run stand-alone over operands in
+ * L1, L2 or L3, with and without what ends each register-kernel call (the C
+ * tiles stored to a scratch tile, then copied row by row to C), and the
+ * single-thread read bandwidth of a buffer of the size of ffn_up's weights.
+ * Percentages are of the tdpbf16ps peak given on the command line (dtune
+ * info --peaks).  Built and run by scripts/bench_amx_probe.sh, on an AMX
+ * CPU only: this is a measurement of the machine, not part of dtune. */
+#include <immintrin.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+typedef struct {
+    uint8_t palette, start, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} __attribute__((packed)) tile_cfg;
+
+enum { END_NONE, END_SCRATCH, END_ROWS };
+
+/* One 32×32 block over `steps` K steps of 32 bf16: A packed [32][steps·32],
+ * B a [steps][16][32][2] panel; then the end of the call. */
+static void block(const uint16_t *a, const uint16_t *b, int steps, int end, float *c, int64_t ldc)
+{
+    const int64_t as = steps * 64;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int s = 0; s < steps; s++) {
+        _tile_loadd(4, a + s * 32, as);
+        _tile_loadd(6, b + s * 1024, 128);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_loadd(7, b + s * 1024 + 32, 128);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_loadd(5, a + 16 * as / 2 + s * 32, as);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    if (end == END_NONE)
+        return;
+    float ct[32 * 32] __attribute__((aligned(64)));
+    _tile_stored(0, ct, 128);
+    _tile_stored(1, ct + 16, 128);
+    _tile_stored(2, ct + 512, 128);
+    _tile_stored(3, ct + 528, 128);
+    if (end == END_ROWS)
+        for (int r = 0; r < 32; r++) {
+            _mm512_storeu_ps(c + r * ldc, _mm512_load_ps(ct + r * 32));
+            _mm512_storeu_ps(c + r * ldc + 16, _mm512_load_ps(ct + r * 32 + 16));
+        }
+    else
+        __asm__ volatile("" : : "r"(ct) : "memory");
+}
+
+/* C (M×N, M a multiple of 32, N of 32) = A·B with K = 32·steps, B panels
+ * outer and the M blocks inner (each B panel read once): % of peak. */
+static double gemm(int M, int N, int steps, int end, double peak)
+{
+    size_t apanel = (size_t)32 * steps * 32, bpanel = (size_t)steps * 1024;
+    int mb = M / 32, nb = N / 32;
+    uint16_t *A = aligned_alloc(64, apanel * mb * 2), *B = aligned_alloc(64, bpanel * nb * 2);
+    float *C = aligned_alloc(64, (size_t)M * N * 4);
+    memset(A, 0, apanel * mb * 2), memset(B, 0, bpanel * nb * 2), memset(C, 0, (size_t)M * N * 4);
+    double best = 1e30, flop = 2.0 * M * N * 32.0 * steps;
+    int reps = (int)(2e10 / flop) + 3;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        for (int j = 0; j < nb; j++)
+            for (int i = 0; i < mb; i++)
+                block(A + i * apanel, B + j * bpanel, steps, end, C + (size_t)i * 32 * N + j * 32, N);
+        double t = now() - t0;
+        best = t < best ? t : best;
+    }
+    free(A), free(B), free(C);
+    return 100.0 * flop / best / 1e9 / peak;
+}
+
+static double read_gbps(size_t bytes)
+{
+    float *p = aligned_alloc(64, bytes);
+    memset(p, 1, bytes);
+    __m512 s0 = _mm512_set1_ps(1), s1 = _mm512_set1_ps(2); /* different starts: two chains */
+    double best = 1e30;
+    for (int r = 0; r < 20; r++) {
+        double t0 = now();
+        for (size_t i = 0; i < bytes / 4; i += 32) {
+            s0 = _mm512_add_ps(s0, _mm512_load_ps(p + i));
+            s1 = _mm512_add_ps(s1, _mm512_load_ps(p + i + 16));
+        }
+        double t = now() - t0;
+        best = t < best ? t : best;
+    }
+    float out[16];
+    _mm512_storeu_ps(out, _mm512_add_ps(s0, s1));
+    free(p);
+    return out[0] == 12345.f ? 0 : (double)bytes / best / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    double peak = argc > 1 ? atof(argv[1]) : 0;
+    if (peak <= 0) {
+        fprintf(stderr, "usage: %s AMX_BF16_PEAK_GFLOPS (dtune info --peaks)\n", argv[0]);
+        return 1;
+    }
+    if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */)) {
+        perror("arch_prctl(ARCH_REQ_XCOMP_PERM)");
+        return 3;
+    }
+    tile_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++)
+        cfg.colsb[t] = 64, cfg.rows[t] = 16;
+    _tile_loadconfig(&cfg);
+    static const char *ends[] = {"no end (C stays in tiles)", "C tiles -> scratch",
+                                 "C tiles -> scratch -> rows of C"};
+    printf("%% of the tdpbf16ps peak (%.0f GFLOP/s), 1 thread, 32x32 blocks, B panels outer\n",
+           peak);
+    printf("%-34s %18s %18s %18s\n", "", "128x768x256", "128x768x768", "128x3072x768");
+    printf("%-34s %18s %18s %18s\n", "", "(A+B in L1/L2)", "(B 1.2 MB, L2)", "(B 4.7 MB, L3)");
+    for (int end = END_NONE; end <= END_ROWS; end++)
+        printf("%-34s %17.1f%% %17.1f%% %17.1f%%\n", ends[end], gemm(128, 768, 8, end, peak),
+               gemm(128, 768, 24, end, peak), gemm(128, 3072, 24, end, peak));
+    double bw = read_gbps((size_t)8 << 20);
+    double bytes = 3072.0 * 768 * 2 + 128.0 * 3072 * 4, flop = 2.0 * 128 * 3072 * 768;
+    printf("read bandwidth, 8 MiB (L3): %.1f GB/s; ffn_up M=128 moves >= %.1f MB (B read, C "
+           "written): %.0f us at that rate, %.0f us of tdpbf16ps at peak\n",
+           bw, bytes / 1e6, bytes / bw / 1e3, flop / peak / 1e3);
+    return 0;
+}
