@@ -9,8 +9,8 @@
 
 DTUNE_API const char *dtune_version(void) { return DTUNE_VERSION; }
 
-/* Records the outcome for dtune_errmsg and, when err can take it, copies the
- * message there too.  Returns rc. */
+/* Records the outcome for dtune_errmsg and, when err can take it (the first
+ * versions' buffer), copies the message there too.  Returns rc. */
 static int report(int rc, const dt_err *e, char *err, size_t err_size)
 {
     dt_lib_status(rc, e);
@@ -19,17 +19,18 @@ static int report(int rc, const dt_err *e, char *err, size_t err_size)
     return rc;
 }
 
-DTUNE_API int dtune_workload_canonical(const char *key, char *out, size_t out_size, char *err,
-                                       size_t err_size)
+/* dtune_canonicalize with the message also in err (NULL: nowhere else);
+ * `fn` names the entry point in messages. */
+static int canonicalize(const char *fn, const char *key, char *out, size_t out_size, char *err,
+                        size_t err_size)
 {
     dt_err e;
     dt_workload *w = NULL;
     if (!key)
-        return report(dt_errf(&e, DT_EINVAL, "dtune_workload_canonical: key is NULL"), &e, err,
-                      err_size);
+        return report(dt_errf(&e, DT_EINVAL, "%s: key is NULL", fn), &e, err, err_size);
     if (!out && out_size)
-        return report(dt_errf(&e, DT_EINVAL, "dtune_workload_canonical: out is NULL but "
-                                             "out_size is %zu", out_size),
+        return report(dt_errf(&e, DT_EINVAL, "%s: out is NULL but out_size is %zu", fn,
+                              out_size),
                       &e, err, err_size);
     int rc = dt_workload_parse_key(key, &w, &e);
     if (rc)
@@ -43,16 +44,36 @@ DTUNE_API int dtune_workload_canonical(const char *key, char *out, size_t out_si
     return report(0, NULL, err, err_size);
 }
 
-DTUNE_API int dtune_target_key(char *out, size_t out_size, char *err, size_t err_size)
+static int machine_key(const char *fn, char *out, size_t out_size, char *err, size_t err_size)
 {
     dt_target t;
     dt_err e;
     if (!out)
-        return report(dt_errf(&e, DT_EINVAL, "dtune_target_key: out is NULL"), &e, err,
-                      err_size);
+        return report(dt_errf(&e, DT_EINVAL, "%s: out is NULL", fn), &e, err, err_size);
     int rc = dt_target_detect(&t, &e);
     if (!rc && dt_target_key(&t, out, out_size) != 0)
         rc = dt_errf(&e, DT_EINVAL, "output buffer too small for the target key (%zu bytes; "
                                     "DTUNE_TARGET_MAX is enough)", out_size);
     return report(rc, &e, err, err_size);
+}
+
+DTUNE_API int dtune_canonicalize(const char *key, char *out, size_t out_size)
+{
+    return canonicalize("dtune_canonicalize", key, out, out_size, NULL, 0);
+}
+
+DTUNE_API int dtune_machine_key(char *out, size_t out_size)
+{
+    return machine_key("dtune_machine_key", out, out_size, NULL, 0);
+}
+
+DTUNE_API int dtune_workload_canonical(const char *key, char *out, size_t out_size, char *err,
+                                       size_t err_size)
+{
+    return canonicalize("dtune_workload_canonical", key, out, out_size, err, err_size);
+}
+
+DTUNE_API int dtune_target_key(char *out, size_t out_size, char *err, size_t err_size)
+{
+    return machine_key("dtune_target_key", out, out_size, err, err_size);
 }

@@ -131,6 +131,37 @@ static void test_workload_canonical(void)
                     DTUNE_EINVAL);
 }
 
+/* issue 33: the one error style — dtune_canonicalize and dtune_machine_key
+ * report through dtune_errmsg() only, and agree with the first versions'
+ * calls (kept working, their err buffer too). */
+static void test_one_error_style(void)
+{
+    char out[256], old[256], err[256];
+    CU_ASSERT_EQUAL(dtune_canonicalize("dense(K=768, N=768, M=seq; seq=1..128)", out, sizeof out),
+                    DTUNE_OK);
+    CU_ASSERT_STRING_EQUAL(out, "dense(M=1..128,N=768,K=768)");
+    CU_ASSERT_STRING_EQUAL(dtune_errmsg(), "");
+    CU_ASSERT_EQUAL(dtune_canonicalize("dense(M=1..128)", out, sizeof out), DTUNE_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "dim N is missing"));
+    CU_ASSERT_EQUAL(dtune_workload_canonical("dense(M=1..128)", old, sizeof old, err, sizeof err),
+                    DTUNE_EINVAL);
+    CU_ASSERT_STRING_EQUAL(err, dtune_errmsg()); /* the same message both ways */
+    CU_ASSERT_EQUAL(dtune_canonicalize("dense(M=1..128,N=768,K=768)", out, 10), DTUNE_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "28 bytes needed"));
+    CU_ASSERT_EQUAL(dtune_canonicalize(NULL, out, sizeof out), DTUNE_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "dtune_canonicalize: key is NULL"));
+    CU_ASSERT_EQUAL(dtune_canonicalize("dense(M=1..4,N=8,K=8)", NULL, 8), DTUNE_EINVAL);
+    CU_ASSERT_EQUAL(dtune_canonicalize("dense(M=1..4,N=8,K=8)", out, 0), DTUNE_EINVAL);
+
+    CU_ASSERT_EQUAL(dtune_machine_key(out, sizeof out), DTUNE_OK);
+    CU_ASSERT_EQUAL(dtune_target_key(old, sizeof old, NULL, 0), DTUNE_OK);
+    CU_ASSERT_STRING_EQUAL(out, old);
+    CU_ASSERT_EQUAL(dtune_machine_key(out, 4), DTUNE_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "too small"));
+    CU_ASSERT_EQUAL(dtune_machine_key(NULL, 64), DTUNE_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "dtune_machine_key: out is NULL"));
+}
+
 /* "dense(M=1..64,N=" + n '(' + "64" + n ')' + ",K=32)": a hostile key */
 static char *deep_key(int n)
 {
@@ -977,6 +1008,7 @@ int main(void)
         {"version", test_version},
         {"hostile nested keys on a 256 KB stack", test_deep_keys_small_stack},
         {"workload keys are canonicalized", test_workload_canonical},
+        {"one error style: dtune_canonicalize, dtune_machine_key", test_one_error_style},
         {"target key of this machine", test_target_key},
         {"cache: lookup in range, extrapolated, by values, threads 0", test_cache_lookup},
         {"cache: missing file, unknown workload/target/threads, bad shapes", test_cache_errors},

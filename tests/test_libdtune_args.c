@@ -76,6 +76,13 @@ static void test_identity(void)
     CU_ASSERT_EQUAL(dtune_target_key(out, 2, err, 0), DTUNE_EINVAL);
     CU_ASSERT_EQUAL(err[0], 'x');
 
+    CHECK_FAIL(dtune_machine_key(NULL, 128), DTUNE_EINVAL, "out");
+    CHECK_FAIL(dtune_machine_key(NULL, 0), DTUNE_EINVAL, "out");
+    CHECK_FAIL(dtune_machine_key(out, 0), DTUNE_EINVAL, "too small");
+    CHECK_FAIL(dtune_canonicalize(NULL, out, sizeof out), DTUNE_EINVAL, "key");
+    CHECK_FAIL(dtune_canonicalize(KEY, NULL, 16), DTUNE_EINVAL, "out");
+    CHECK_FAIL(dtune_canonicalize(KEY, NULL, 0), DTUNE_EINVAL, "too small");
+    CHECK_FAIL(dtune_canonicalize("", out, sizeof out), DTUNE_EINVAL, "");
     CHECK_FAIL(dtune_workload_canonical(NULL, out, sizeof out, err, sizeof err), DTUNE_EINVAL,
                "key");
     CHECK_FAIL(dtune_workload_canonical(KEY, NULL, 16, err, sizeof err), DTUNE_EINVAL, "out");

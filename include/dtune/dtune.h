@@ -79,19 +79,25 @@ enum {
 DTUNE_API const char *dtune_version(void);
 
 /* Writes the canonical form of a workload key (docs/workload-keys.md) into
- * out[0..out_size).  Returns 0 on success; on a malformed key returns a
- * negative code and, if err is not NULL, writes the reason into
- * err[0..err_size) (also dtune_errmsg).  A too-small out buffer (out_size 0
- * included) and a NULL key are errors (-1). */
-DTUNE_API int dtune_workload_canonical(const char *key, char *out, size_t out_size, char *err,
-                                       size_t err_size);
+ * out[0..out_size).  Returns DTUNE_OK, or a negative code with the reason in
+ * dtune_errmsg(): a malformed key, a NULL or empty key, a NULL out, an
+ * out_size below the canonical key's length + 1 (0 included) are
+ * DTUNE_EINVAL. */
+DTUNE_API int dtune_canonicalize(const char *key, char *out, size_t out_size);
 
 /* Writes the key of the machine this process runs on (the target key under
  * which schedules are stored, e.g. "x86_64-avx512-2c-48K.1M.32M"; format in
  * docs/targets.md) into out[0..out_size).  Honours DTUNE_TARGET_ISA and
- * DTUNE_TARGET_CORES.  Returns 0, or a negative code with the reason in err
- * (when not NULL) and dtune_errmsg; a NULL out or an out_size below the
- * key's length + 1 is DTUNE_EINVAL (DTUNE_TARGET_MAX always fits). */
+ * DTUNE_TARGET_CORES.  Returns DTUNE_OK, or a negative code with the reason
+ * in dtune_errmsg(); a NULL out or an out_size below the key's length + 1 is
+ * DTUNE_EINVAL (DTUNE_TARGET_MAX always fits). */
+DTUNE_API int dtune_machine_key(char *out, size_t out_size);
+
+/* The two calls above as the first versions of the API spelled them, kept
+ * working: the same, and besides dtune_errmsg() the message is copied into
+ * err[0..err_size) when err is not NULL.  New code: the calls above. */
+DTUNE_API int dtune_workload_canonical(const char *key, char *out, size_t out_size, char *err,
+                                       size_t err_size);
 DTUNE_API int dtune_target_key(char *out, size_t out_size, char *err, size_t err_size);
 
 /* ---- errors ----------------------------------------------------------------- */
