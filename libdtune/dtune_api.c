@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "common/target.h"
-#include "libdtune/internal.h"
+#include "libdtune/lib_internal.h"
 #include "sketch/workload.h"
 
 DTUNE_API const char *dtune_version(void) { return DTUNE_VERSION; }

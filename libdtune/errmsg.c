@@ -2,7 +2,7 @@
  * threads that share a handle never read each other's errors. */
 #include <stdio.h>
 
-#include "libdtune/internal.h"
+#include "libdtune/lib_internal.h"
 
 static _Thread_local char tls_msg[DT_ERR_MSG_MAX];
 

@@ -2,7 +2,7 @@
  * connection; a NULL target is the machine detected at dtune_open, as for
  * lookups. */
 #include "export/export.h"
-#include "libdtune/internal.h"
+#include "libdtune/lib_internal.h"
 
 DTUNE_API int dtune_export(dtune *db, const char *workload, const char *target, int threads,
                            const char *out_c_path)

@@ -3,7 +3,7 @@
  * sources and exports. */
 #include <stdlib.h>
 
-#include "libdtune/internal.h"
+#include "libdtune/lib_internal.h"
 
 /* The public codes are the internal ones. */
 _Static_assert((int)DTUNE_EINVAL == (int)DT_EINVAL &&

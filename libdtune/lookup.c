@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "libdtune/internal.h"
+#include "libdtune/lib_internal.h"
 
 _Static_assert(DTUNE_KEY_MAX == DT_KEY_MAX && DTUNE_TARGET_MAX == DT_TARGET_KEY_MAX &&
                    DTUNE_SHAPE_MAX == DT_DISPATCH_SHAPE_MAX &&

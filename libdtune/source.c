@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "export/export.h"
-#include "libdtune/internal.h"
+#include "libdtune/lib_internal.h"
 #include "microkernel/codegen.h"
 #include "sketch/workload.h"
 

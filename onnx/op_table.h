@@ -6,9 +6,9 @@
 #ifndef DT_ONNX_OP_TABLE_H
 #define DT_ONNX_OP_TABLE_H
 
-struct ox_node; /* onnx/shape_int.h */
+struct ox_node; /* onnx/shape_internal.h */
 
-/* A shape rule: sets the outputs of the node c runs (onnx/shape_int.h). */
+/* A shape rule: sets the outputs of the node c runs (onnx/shape_internal.h). */
 typedef int (*dt_ox_rule)(struct ox_node *c);
 
 /* Kinds of untuned nodes, in the order the untuned listing gives them: what

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/strbuf.h"
-#include "onnx/shape_int.h"
+#include "onnx/shape_internal.h"
 
 static const char *src(const dt_ox_graph *g)
 {

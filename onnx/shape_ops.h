@@ -1,10 +1,10 @@
 /* The per-op shape rules (internal to onnx/shape*.c and onnx/op_table.c,
  * which maps op types to them).  Each reads and sets what
- * onnx/shape_int.h describes. */
+ * onnx/shape_internal.h describes. */
 #ifndef DT_ONNX_SHAPE_OPS_H
 #define DT_ONNX_SHAPE_OPS_H
 
-#include "onnx/shape_int.h"
+#include "onnx/shape_internal.h"
 
 /* shape_ops_elem.c: elementwise ops, casts, quantization */
 int dt_ox_rule_unary(ox_node *c);       /* same shape; Not/IsNaN/IsInf -> bool */

@@ -1,6 +1,6 @@
 /* Symbolic integers: polynomials over variables and floor quotients in a
  * normal form, interned; their bounds and signs (onnx/shape_sym.h). */
-#include "onnx/shape_sym_int.h"
+#include "onnx/shape_sym_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

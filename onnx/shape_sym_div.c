@@ -3,7 +3,7 @@
  * polynomials above it. */
 #include <string.h>
 
-#include "onnx/shape_sym_int.h"
+#include "onnx/shape_sym_internal.h"
 
 static int64_t gcd64(int64_t a, int64_t b)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx/shape_sym_int.h"
+#include "onnx/shape_sym_internal.h"
 
 static dt_expr *poly_expr(sym_ctx *c, const sym *p, int *unshowable);
 

@@ -1,11 +1,11 @@
 /* Helpers of the per-op shape rules: failures, attributes, inputs,
- * outputs, broadcasting (onnx/shape_int.h). */
+ * outputs, broadcasting (onnx/shape_internal.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx/shape_int.h"
+#include "onnx/shape_internal.h"
 
 /* ---- failures --------------------------------------------------------------- */
 

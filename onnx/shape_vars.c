@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/strbuf.h"
-#include "onnx/shape_int.h"
+#include "onnx/shape_internal.h"
 
 #define NAME_LEN (DT_NAME_MAX - 1) /* 32 characters */
 

@@ -12,8 +12,8 @@
  * turns them into the public dt_expr form after the rule ran.  A rule fails
  * with dt_ox_fail ("cannot propagate shapes: why", naming the node) or, when a
  * sym_* operation failed, dt_ox_sym_fail. */
-#ifndef DT_ONNX_SHAPE_INT_H
-#define DT_ONNX_SHAPE_INT_H
+#ifndef DT_ONNX_SHAPE_INTERNAL_H
+#define DT_ONNX_SHAPE_INTERNAL_H
 
 #include <stdint.h>
 

@@ -1,8 +1,8 @@
 /* What the files of the symbolic arithmetic share (onnx/shape_sym.c: the
  * normal form, interning, signs; shape_sym_div.c: quotients;
  * shape_sym_expr.c: expressions).  Internal to those three files. */
-#ifndef DT_ONNX_SHAPE_SYM_INT_H
-#define DT_ONNX_SHAPE_SYM_INT_H
+#ifndef DT_ONNX_SHAPE_SYM_INTERNAL_H
+#define DT_ONNX_SHAPE_SYM_INTERNAL_H
 
 #include "onnx/shape_sym.h"
 
