@@ -527,7 +527,8 @@ static int alloc_problem(problem *p, dt_dtype dtype, const max_sizes *mx, const 
 {
     int rc;
     p->dtype = dtype;
-    if ((rc = dt_operands_make_flat(&p->o, dtype, mx->x, mx->w, mx->n, o->seed, e)))
+    if ((rc = dt_operands_make_flat(&p->o, dtype, mx->x, mx->w, mx->n,
+                                    p->g.b_const ? p->g.K : 0, o->seed, e)))
         return rc;
     p->Y = alloc_floats(mx->y + GUARD_N);
     if (dtype == DT_DTYPE_W8A32 && (p->W32 = alloc_floats(mx->w)))

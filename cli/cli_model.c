@@ -68,11 +68,14 @@ int dt_cli_math_known(const char *math)
     return dt_dtype_with_math(DT_DTYPE_F32, math, &d) == 0;
 }
 
-/* The dtype an f32 op of op desc gets with math, or -1 when it keeps f32. */
-static int math_dtype(const dt_op_desc *op, const char *math)
+/* The dtype an op of op desc storing dtype `stored` gets with math (f32 ->
+ * f32_bf16, w8a32 -> w8a32_bf16), or -1 when it keeps its own (no such
+ * dtype, or the op does not take it). */
+static int math_dtype(const dt_op_desc *op, dt_dtype stored, const char *math)
 {
     dt_dtype d;
-    if (!op || dt_dtype_with_math(DT_DTYPE_F32, math, &d) || dt_op_check_dtype(op, d, NULL))
+    if (!op || dt_dtype_math(stored) || dt_dtype_with_math(stored, math, &d) ||
+        dt_op_check_dtype(op, d, NULL))
         return -1;
     return (int)d;
 }
@@ -190,8 +193,8 @@ int dt_cli_spec_math(char **text, size_t *len, const char *math, int *marked, dt
         if (json_is_string(od) && dt_dtype_from_name(json_string_value(od), &d))
             continue;
         json_t *name = json_object_get(op, "op");
-        int to = json_is_string(name) && d == DT_DTYPE_F32
-                     ? math_dtype(dt_op_find(json_string_value(name)), math)
+        int to = json_is_string(name) && d != DT_DTYPE_COUNT
+                     ? math_dtype(dt_op_find(json_string_value(name)), d, math)
                      : -1;
         if (to >= 0) {
             json_object_set_new(op, "dtype", json_string(dt_dtype_name((dt_dtype)to)));
@@ -218,7 +221,7 @@ int dt_cli_key_math(const char *key, const char *math, char *out, size_t n, dt_e
     int rc = dt_workload_parse_key(key, &w, e);
     if (rc)
         return rc;
-    int to = w->dtype == DT_DTYPE_F32 ? math_dtype(w->op, math) : -1;
+    int to = math_dtype(w->op, w->dtype, math);
     if (to >= 0)
         w->dtype = (dt_dtype)to;
     if (dt_workload_key(w, out, n) >= n)

@@ -33,9 +33,9 @@ int dt_cli_is_onnx(const char *path);
 int dt_cli_model_text(const char *path, const dt_cli_vars *v, char **text, size_t *len,
                       dt_ox_import **imp, dt_err *e);
 
-/* --math M (issue 29, point 7): every workload of a model whose dtype is
- * f32 and whose op admits f32 storage with M arithmetic (f32_bf16 for
- * "bf16": dense) gets that dtype.  _spec rewrites spec text (*text
+/* --math M (issue 29, point 7): every workload of a model whose dtype has
+ * a variant with M arithmetic that its op admits (for "bf16": f32 dense ->
+ * f32_bf16, w8a32 dense -> w8a32_bf16) gets that dtype.  _spec rewrites spec text (*text
  * replaced, malloc'ed, *len updated; the ops' own "dtype" and the spec's
  * default both read); *marked (may be NULL) gets how many ops were marked.
  * _key does it to one workload key (out: the canonical key, size n).

@@ -32,9 +32,10 @@ static void usage(FILE *out)
             "                     every dim_param needs one (the error lists them)\n"
             "  -o, --output FILE  write the spec to FILE (default: standard output)\n"
             "  --name NAME        the spec's model name (default: the file's base name)\n"
-            "  --math bf16        bf16 arithmetic for every f32 GEMM that has it: those\n"
-            "                     workloads get dtype f32_bf16, keys show math=bf16\n"
-            "                     (f32 in and out, bf16 products; docs/workload-keys.md)\n"
+            "  --math bf16        bf16 arithmetic for every f32 and w8a32 GEMM that has\n"
+            "                     it: those workloads get dtype f32_bf16 / w8a32_bf16,\n"
+            "                     keys show math=bf16 (f32 in and out, bf16 products;\n"
+            "                     docs/workload-keys.md)\n"
             "  --json             report as JSON on standard output (with -o)\n"
             "  -h, --help         show this help\n"
             "\n"
@@ -157,7 +158,7 @@ int dt_cmd_import(int argc, char **argv)
     if (rc)
         return dt_cli_fail(&e);
     dt_cli_print_import_warnings(imp);
-    if (math) { /* every f32 GEMM the arithmetic applies to: dtype f32_bf16 */
+    if (math) { /* every f32 / w8a32 GEMM the arithmetic applies to: f32_bf16, w8a32_bf16 */
         size_t slen = strlen(imp->spec_json);
         if ((rc = dt_cli_spec_math(&imp->spec_json, &slen, math, NULL, &e))) {
             dt_ox_import_free(imp);

@@ -7,6 +7,7 @@ extern const dt_export_op dt_export_op_batch_matmul_f32;
 extern const dt_export_op dt_export_op_dense_bf16;
 extern const dt_export_op dt_export_op_dense_int8;
 extern const dt_export_op dt_export_op_dense_w8a32;
+extern const dt_export_op dt_export_op_dense_w8a32_bf16;
 extern const dt_export_op dt_export_op_batch_matmul_bf16;
 extern const dt_export_op dt_export_op_dense_f32_bf16;
 
@@ -16,6 +17,7 @@ static const dt_export_op *const registry[] = {
     &dt_export_op_dense_bf16,
     &dt_export_op_dense_int8,
     &dt_export_op_dense_w8a32,
+    &dt_export_op_dense_w8a32_bf16,
     &dt_export_op_batch_matmul_bf16,
     &dt_export_op_dense_f32_bf16,
 };

@@ -30,6 +30,11 @@ static const dt_mk_backend hooks[DT_BACKEND_COUNT] = {
     [DT_BACKEND_F32BF16_AVX2] = AVX2(dt_mk_ukr_bf16_portable),
     [DT_BACKEND_F32BF16_AVX512BF16] = AVX512(dt_mk_ukr_bf16_dp),
     [DT_BACKEND_F32BF16_AMX] = AVX512(dt_mk_ukr_amx),
+    /* math=bf16 on w8a32: the same (its types block dequantizes when packing) */
+    [DT_BACKEND_W8A32BF16_GENERIC] = GENERIC(dt_mk_ukr_bf16_portable),
+    [DT_BACKEND_W8A32BF16_AVX2] = AVX2(dt_mk_ukr_bf16_portable),
+    [DT_BACKEND_W8A32BF16_AVX512BF16] = AVX512(dt_mk_ukr_bf16_dp),
+    [DT_BACKEND_W8A32BF16_AMX] = AVX512(dt_mk_ukr_amx),
 };
 
 const dt_mk_backend *dt_mk_backend_of(const dt_backend *b)

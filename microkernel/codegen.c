@@ -162,6 +162,8 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
     if (mo->backend->types_base)
         dt_sb_append(&sb, mo->backend->types_base);
     dt_sb_append(&sb, mo->backend->types);
+    if (mo->backend->types_extra)
+        dt_sb_append(&sb, mo->backend->types_extra);
     dt_sb_append(&sb, mo->backend->epilogue);
     emit_info(&sb, kop, a);
     mb->emit_ukr(&sb, be, a);

@@ -43,6 +43,9 @@ typedef struct dt_mk_dtype {
     /* NULL, or a types block emitted before `types` (a dtype built on
      * another's: f32_bf16's on bf16's) */
     const char *types_base;
+    /* NULL, or a types block emitted after `types` (w8a32_bf16: f32_bf16's
+     * block, then its s8 weights' packing) */
+    const char *types_extra;
     const char *epilogue; /* the vector activation dt_act, selected by DT_ACT */
     const char *driver;   /* packing, cache blocking, work items (template/driver.c) */
     /* The bytes per padded column after the packed panels, as its types

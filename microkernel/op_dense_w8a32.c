@@ -1,4 +1,6 @@
-/* dense's micro-kernel hooks for w8a32 (weight-only int8): the same driver
+/* dense's micro-kernel hooks for w8a32 (weight-only int8), and for
+ * w8a32_bf16 (math=bf16 on w8a32: the f32_bf16 entry point on weights
+ * packed by dtk_pack_w8bf16, which takes the same s8 W and scale_b): the same driver
  * section as f32 (template/op_dense.c) with the names and the extra pack
  * parameter of template/types_w8a32.h, the ABI
  *   size_t dtk_packed_size_w8(int64_t N, int64_t K);
@@ -17,6 +19,7 @@
 
 extern const dt_op_desc dt_op_dense;
 extern const dt_mk_dtype dt_mk_dtype_w8a32;
+extern const dt_mk_dtype dt_mk_dtype_w8a32_bf16;
 
 enum { SYM_DENSE, SYM_PACK, SYM_PACKED_SIZE };
 
@@ -53,6 +56,20 @@ const dt_mk_op dt_mk_op_dense_w8a32 = {
     .driver = dt_tpl_op_dense_c,
     .nsyms = 3,
     .syms = {"dtk_dense_w8", "dtk_pack_w8", "dtk_packed_size_w8"},
+    .run = dense_run,
+    .packed_size = dense_packed_size,
+    .pack = dense_pack,
+};
+
+const dt_mk_op dt_mk_op_dense_w8a32_bf16 = {
+    .op = &dt_op_dense,
+    .backend = &dt_mk_dtype_w8a32_bf16,
+    .group = 0,
+    .selector = "DT_OP_DENSE",
+    .nmacros = 0,
+    .driver = dt_tpl_op_dense_c,
+    .nsyms = 3,
+    .syms = {"dtk_dense_f32bf16", "dtk_pack_w8bf16", "dtk_packed_size_f32bf16"},
     .run = dense_run,
     .packed_size = dense_packed_size,
     .pack = dense_pack,

@@ -1,7 +1,8 @@
 /* The micro-kernel layer's registry of (op, dtype) hooks (mk_op.h): a new
  * op or dtype is a new file plus one line here.  The order is the order of
  * the selectors and driver sections in a source group's kernels: append
- * only. */
+ * only (a group 0 op may go anywhere: it shares no kernel) — and the order
+ * the loader tries them in (first match). */
 #include "microkernel/mk_op.h"
 
 extern const dt_mk_op dt_mk_op_dense_f32;
@@ -11,6 +12,7 @@ extern const dt_mk_op dt_mk_op_batch_matmul_bf16;
 extern const dt_mk_op dt_mk_op_dense_w8a32;
 extern const dt_mk_op dt_mk_op_dense_int8;
 extern const dt_mk_op dt_mk_op_dense_f32_bf16;
+extern const dt_mk_op dt_mk_op_dense_w8a32_bf16;
 
 static const dt_mk_op *const registry[] = {
     &dt_mk_op_dense_f32,
@@ -19,6 +21,11 @@ static const dt_mk_op *const registry[] = {
     &dt_mk_op_batch_matmul_bf16,
     &dt_mk_op_dense_w8a32,
     &dt_mk_op_dense_int8,
+    /* before f32_bf16: its kernels carry f32_bf16's entry points too (its
+     * types block is built on f32_bf16's), and the loader binds a kernel to
+     * the first op whose entry points all resolve; an f32_bf16 kernel lacks
+     * dtk_pack_w8bf16.  Group 0 ops: the order changes no kernel's text. */
+    &dt_mk_op_dense_w8a32_bf16,
     &dt_mk_op_dense_f32_bf16,
 };
 

@@ -52,10 +52,16 @@ void dt_operands_free(dt_operands *o)
 }
 
 
-/* rows×K of A (row stride lda), nb elements of B, N of the per-column data */
+/* rows×K of A (row stride lda), nb elements of B, N of the per-column data;
+ * wk: the K of constant weights W[N][wk] (B's element i is column i / wk),
+ * which w8a32_bf16's rounded weights need (0: no such weights) */
 static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda, int64_t nb,
-                int64_t N, uint64_t seed, dt_err *e)
+                int64_t N, int64_t wk, uint64_t seed, dt_err *e)
 {
+    if (d == DT_DTYPE_W8A32_BF16 && (wk < 1 || nb != N * wk))
+        return dt_errf(e, DT_EINVAL, "operands: w8a32_bf16 needs constant weights N x K "
+                       "(N=%lld, K=%lld, %lld elements)", (long long)N, (long long)wk,
+                       (long long)nb);
     if (d < 0 || d >= DT_DTYPE_COUNT)
         return dt_errf(e, DT_EINVAL, "no operands for dtype %d", (int)d);
     o->dtype = d;
@@ -108,11 +114,12 @@ static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda
                 }
             }
     }
-    if (d == DT_DTYPE_F32_BF16) /* stored f32; its sums are of the bf16-rounded values */
+    if (d == DT_DTYPE_F32_BF16 || d == DT_DTYPE_W8A32_BF16) /* stored f32; its sums are of
+                                                             * the bf16-rounded values */
         for (int64_t i = 0; i < rows * K; i++)
             o->Aref[i] = dt_bf16_to_f32(dt_bf16_from_f32(o->Aref[i]));
     /* B */
-    if (d == DT_DTYPE_INT8 || d == DT_DTYPE_W8A32) {
+    if (d == DT_DTYPE_INT8 || d == DT_DTYPE_W8A32 || d == DT_DTYPE_W8A32_BF16) {
         int8_t *B = o->B;
         for (int64_t i = 0; i < nb; i++) {
             B[i] = (int8_t)(below(&s, 255) - 127);
@@ -122,6 +129,14 @@ static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda
             o->scale_b[n] = 0.0005f + 0.0045f * (float)below(&s, 1000) / 1000.0f;
             o->colscale[n] = d == DT_DTYPE_INT8 ? (double)o->scale_a * (double)o->scale_b[n]
                                                 : (double)o->scale_b[n];
+        }
+        if (d == DT_DTYPE_W8A32_BF16) {
+            /* math=bf16: the weights the kernels multiply are bf16(scale_b[n]·w)
+             * (dequantized in f32, rounded when packed; W is N×wk) */
+            for (int64_t i = 0; i < nb; i++)
+                o->Bref[i] = dt_bf16_to_f32(dt_bf16_from_f32(o->scale_b[i / wk] * o->Bref[i]));
+            for (int64_t n = 0; n < N; n++)
+                o->colscale[n] = 1.0;
         }
     } else {
         dt_fill_random(o->Bref, nb, seed + 1);
@@ -146,12 +161,13 @@ int dt_operands_make(dt_operands *o, dt_dtype d, const dt_gemm *g, int64_t lda, 
 {
     memset(o, 0, sizeof *o);
     o->g = *g;
-    return make(o, d, g->batch * g->M, g->K, lda, g->batch * g->N * g->K, g->N, seed, e);
+    return make(o, d, g->batch * g->M, g->K, lda, g->batch * g->N * g->K, g->N,
+                g->b_const ? g->K : 0, seed, e);
 }
 
 int dt_operands_make_flat(dt_operands *o, dt_dtype d, int64_t na, int64_t nb, int64_t nn,
-                          uint64_t seed, dt_err *e)
+                          int64_t wk, uint64_t seed, dt_err *e)
 {
     memset(o, 0, sizeof *o);
-    return make(o, d, na, 1, 1, nb, nn, seed, e);
+    return make(o, d, na, 1, 1, nb, nn, wk, seed, e);
 }

@@ -51,9 +51,11 @@ int dt_operands_make(dt_operands *o, dt_dtype d, const dt_gemm *g, int64_t lda, 
 /* Operands for a run over many shapes (`dtune bench`): na elements of A
  * and nb of B, contiguous, every element drawn alike (a shape uses the
  * prefix it needs, whatever its layout), nn bias values and column scales;
- * o->g is left zero. */
+ * wk: the K of constant weights W[nn][wk] (then nb = nn·wk), 0 for a
+ * dynamic B; w8a32_bf16 needs it (its reference weights, bf16(scale_b[n]·w),
+ * depend on the column).  o->g is left zero. */
 int dt_operands_make_flat(dt_operands *o, dt_dtype d, int64_t na, int64_t nb, int64_t nn,
-                          uint64_t seed, dt_err *e);
+                          int64_t wk, uint64_t seed, dt_err *e);
 void dt_operands_free(dt_operands *o);
 
 

@@ -182,6 +182,7 @@ double dt_ref_tol_k(dt_dtype d, int64_t K)
         return 8; /* the s32 sum is exact: only the dequantization rounds */
     case DT_DTYPE_BF16:
     case DT_DTYPE_F32_BF16: /* bf16's kernels on the rounded operands */
+    case DT_DTYPE_W8A32_BF16:
         return 2.0 * ((double)K + 8); /* vdpbf16ps rounds after each of a pair's products */
     default:
         return (double)K + 8;

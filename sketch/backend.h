@@ -37,6 +37,9 @@
  *          avx2     F32BF16_AVX2       portable-avx2      -                      8  16   1
  *          avx512   F32BF16_AVX512BF16 avx512_bf16        avx512_bf16 bw vl      16 32   2
  *          avx512   F32BF16_AMX (amx)  amx                amx_tile amx_bf16      tiles 8 2 (K pad 32)
+ *   w8a32_bf16 (math=bf16 on w8a32: the weights dequantized and rounded to
+ *          bf16 when packed, then f32_bf16's kernels): rows W8A32BF16_* as
+ *          f32_bf16's above
  *   (* 32 on aarch64: GCC vectors are NEON registers there)
  *
  * An isa's own features are dt_isa_best's (avx2: avx2 + fma; avx512: also
@@ -75,6 +78,10 @@ typedef enum dt_backend_id {
     DT_BACKEND_F32BF16_AVX2,
     DT_BACKEND_F32BF16_AVX512BF16,
     DT_BACKEND_F32BF16_AMX,
+    DT_BACKEND_W8A32BF16_GENERIC,
+    DT_BACKEND_W8A32BF16_AVX2,
+    DT_BACKEND_W8A32BF16_AVX512BF16,
+    DT_BACKEND_W8A32BF16_AMX,
     DT_BACKEND_COUNT
 } dt_backend_id;
 

@@ -11,7 +11,7 @@ static const struct {
     const char *name;
     int a, b, c; /* bytes per element of A, B, C */
     int quantized;
-    dt_dtype storage; /* the dtype stored (itself, or f32 for f32_bf16) */
+    dt_dtype storage; /* the dtype stored (itself; f32 for f32_bf16, w8a32 for w8a32_bf16) */
     const char *math; /* the arithmetic when it is not the storage's, else NULL */
 } dtypes[DT_DTYPE_COUNT] = {
     [DT_DTYPE_F32] = {"f32", 4, 4, 4, 0, DT_DTYPE_F32, NULL},
@@ -19,6 +19,7 @@ static const struct {
     [DT_DTYPE_INT8] = {"int8", 1, 1, 4, 1, DT_DTYPE_INT8, NULL},
     [DT_DTYPE_W8A32] = {"w8a32", 4, 1, 4, 1, DT_DTYPE_W8A32, NULL},
     [DT_DTYPE_F32_BF16] = {"f32_bf16", 4, 4, 4, 0, DT_DTYPE_F32, "bf16"},
+    [DT_DTYPE_W8A32_BF16] = {"w8a32_bf16", 4, 1, 4, 1, DT_DTYPE_W8A32, "bf16"},
 };
 
 static int valid(dt_dtype d) { return d >= 0 && d < DT_DTYPE_COUNT; }

@@ -25,6 +25,7 @@ typedef enum dt_dtype {
     DT_DTYPE_INT8,
     DT_DTYPE_W8A32,
     DT_DTYPE_F32_BF16,
+    DT_DTYPE_W8A32_BF16,
     DT_DTYPE_COUNT
 } dt_dtype;
 

@@ -59,5 +59,5 @@ const dt_op_desc dt_op_dense = {
     .gemm = dense_gemm,
     .dtypes = DT_DTYPE_BIT(DT_DTYPE_F32) | DT_DTYPE_BIT(DT_DTYPE_BF16) |
               DT_DTYPE_BIT(DT_DTYPE_INT8) | DT_DTYPE_BIT(DT_DTYPE_W8A32) |
-              DT_DTYPE_BIT(DT_DTYPE_F32_BF16),
+              DT_DTYPE_BIT(DT_DTYPE_F32_BF16) | DT_DTYPE_BIT(DT_DTYPE_W8A32_BF16),
 };

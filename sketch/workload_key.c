@@ -333,7 +333,7 @@ static int parse_key(const char *key, dt_workload **out, dt_err *e)
                                       : dt_dtype_with_math(k.w->dtype, k.math, &d) != 0)
             rc = dt_errf(e, DT_EINVAL,
                          "math=%s at offset %zu is not available for dtype %s (math=bf16 "
-                         "takes f32)", k.math, k.math_off, dt_dtype_name(k.w->dtype));
+                         "takes f32 and w8a32)", k.math, k.math_off, dt_dtype_name(k.w->dtype));
         else if (!dt_dtype_math(k.w->dtype) &&
                  !(rc = dt_op_check_dtype(op, d, e) ? dt_err_prefix(e, "offset %zu", k.math_off)
                                                     : 0))

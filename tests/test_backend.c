@@ -328,6 +328,8 @@ static void test_rows(void)
         "bf16/amx",         "int8/amx",
         "f32_bf16/portable-generic", "f32_bf16/portable-avx2", "f32_bf16/avx512_bf16",
         "f32_bf16/amx",
+        "w8a32_bf16/portable-generic", "w8a32_bf16/portable-avx2", "w8a32_bf16/avx512_bf16",
+        "w8a32_bf16/amx",
     };
     CU_ASSERT_EQUAL(dt_backend_count(), (int)(sizeof want / sizeof want[0]));
     CU_ASSERT_PTR_NULL(dt_backend_at(-1));
@@ -391,7 +393,7 @@ static void test_row_contents(void)
         char name[64];
         dt_backend_full_name(b, name, sizeof name);
         if (b->unit == DT_UNIT_AMX) { /* the tile rows */
-            int bf = b->dtype == DT_DTYPE_BF16 || b->dtype == DT_DTYPE_F32_BF16;
+            int bf = b->dtype == DT_DTYPE_BF16 || dt_dtype_math(b->dtype); /* math=bf16 too */
             CU_ASSERT_EQUAL(b->needs, B(AMX_TILE) | (bf ? B(AMX_BF16) : B(AMX_INT8)));
             CU_ASSERT_EQUAL(b->isa, DT_ISA_AVX512);
             CU_ASSERT_EQUAL(b->tiles, 8);
@@ -405,8 +407,9 @@ static void test_row_contents(void)
             continue;
         }
         CU_ASSERT_EQUAL(dt_backend_kpad(b), b->kg);
-        /* bf16 arithmetic: bf16, and f32_bf16 (math=bf16) on bf16's rows */
-        int bfm = b->dtype == DT_DTYPE_BF16 || b->dtype == DT_DTYPE_F32_BF16;
+        /* bf16 arithmetic: bf16, and f32_bf16 and w8a32_bf16 (math=bf16) on
+         * bf16's rows */
+        int bfm = b->dtype == DT_DTYPE_BF16 || dt_dtype_math(b->dtype) != NULL;
         int bf16_dp = bfm && b->isa == DT_ISA_AVX512;
         int int8_dp = b->dtype == DT_DTYPE_INT8 && b->isa == DT_ISA_AVX512;
         /* features beyond the isa's own */
@@ -508,7 +511,7 @@ static void test_searched_rows(void)
     char name[64];
     for (int d = 0; d < DT_DTYPE_COUNT; d++) {
         int n = dt_backend_searched((dt_dtype)d, &t, r, 16);
-        int reduced = d == DT_DTYPE_BF16 || d == DT_DTYPE_INT8 || d == DT_DTYPE_F32_BF16;
+        int reduced = d == DT_DTYPE_BF16 || d == DT_DTYPE_INT8 || dt_dtype_math((dt_dtype)d);
         CU_ASSERT_EQUAL(n, reduced ? 2 + amx : 1);
         CU_ASSERT_PTR_EQUAL(r[0], dt_backend_of((dt_dtype)d, DT_ISA_AVX512));
         for (int i = 1; i < n; i++) {

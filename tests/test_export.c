@@ -393,6 +393,7 @@ static const struct {
     {"dense(M=1..128,N=72,K=53,epilogue=bias+gelu,dtype=bf16)", "d_bf16"},
     {"dense(M=1..128,N=80,K=67,epilogue=bias,dtype=int8)", "d_int8"},
     {"dense(M=1..128,N=48,K=45,dtype=w8a32)", "d_w8a32"},
+    {"dense(M=1..128,N=40,K=45,dtype=w8a32,math=bf16)", "d_w8bf16"},
     {"batch_matmul(B=3,M=seq,N=seq,K=37,layout=NT,dtype=bf16;seq=1..128)", "bmm_nt_bf16"},
     {"batch_matmul(B=3,M=seq,N=48,K=seq,layout=NN,dtype=bf16;seq=1..128)", "bmm_nn_bf16"},
 };
@@ -690,6 +691,9 @@ static void test_export_dtypes(void)
         {"size_t d_w8a32_packed_size(void);",
          "int64_t d_w8a32_pack(const int8_t *W, const float *scale_b, void *packed);",
          "void d_w8a32(int64_t M, const float *X, const void *packed, float *Y);"},
+        {"size_t d_w8bf16_packed_size(void);",
+         "int64_t d_w8bf16_pack(const int8_t *W, const float *scale_b, void *packed);",
+         "void d_w8bf16(int64_t M, const float *X, const void *packed, float *Y);"},
         {"void bmm_nt_bf16(int64_t seq, const uint16_t *A, const uint16_t *B, float *C);", NULL,
          NULL},
         {"void bmm_nn_bf16(int64_t seq, const uint16_t *A, const uint16_t *B, float *C);", NULL,
@@ -746,7 +750,7 @@ static void test_export_dtypes(void)
     /* dtune bench --export: the file gets the dtype's data (int8: u8 X, its
      * scale and zero point, s8 W and scales; bf16: bf16 A and B) and is
      * verified on every shape */
-    static const int bench_dt[] = {1, 4};
+    static const int bench_dt[] = {1, 5}; /* int8, bmm_nn_bf16 */
     for (int j = 0; j < 2; j++) {
         int i = bench_dt[j], code;
         char args[8192];

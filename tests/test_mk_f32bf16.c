@@ -191,7 +191,9 @@ static void test_key(void)
     dt_dtype d;
     CU_ASSERT_EQUAL(dt_dtype_with_math(DT_DTYPE_F32, "bf16", &d), 0);
     CU_ASSERT_EQUAL(d, DT_DTYPE_F32_BF16);
-    CU_ASSERT_EQUAL(dt_dtype_with_math(DT_DTYPE_W8A32, "bf16", &d), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_dtype_with_math(DT_DTYPE_W8A32, "bf16", &d), 0); /* test_mk_w8a32bf16 */
+    CU_ASSERT_EQUAL(d, DT_DTYPE_W8A32_BF16);
+    CU_ASSERT_EQUAL(dt_dtype_with_math(DT_DTYPE_INT8, "bf16", &d), DT_EINVAL);
 }
 
 /* ---- accuracy against the unrounded f64 reference ------------------------ */

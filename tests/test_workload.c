@@ -85,10 +85,13 @@ static void test_dtype_keys(void)
         CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(key, &w, &e), 0);
         CU_ASSERT_EQUAL(w->dtype, (dt_dtype)d);
         dt_workload_key(w, out, sizeof out);
-        /* f32 prints no dtype; f32_bf16 prints as f32 with math=bf16 */
+        /* f32 prints no dtype; f32_bf16 prints as f32 with math=bf16, w8a32_bf16
+         * as w8a32 with math=bf16 */
         CU_ASSERT_STRING_EQUAL(out, d == DT_DTYPE_F32         ? "dense(M=1..8,N=64,K=64)"
                                     : d == DT_DTYPE_F32_BF16 ? "dense(M=1..8,N=64,K=64,math=bf16)"
-                                                             : key);
+                                    : d == DT_DTYPE_W8A32_BF16
+                                        ? "dense(M=1..8,N=64,K=64,dtype=w8a32,math=bf16)"
+                                        : key);
         /* the clone keeps it */
         dt_workload *c = dt_workload_clone(w);
         CU_ASSERT_EQUAL(c->dtype, w->dtype);
