@@ -2,8 +2,10 @@
  * time goes"): the tile loop of dtune's 2×2 bf16 block (32×32 of C, four C
  * tiles, two A and two B tiles a K step) run stand-alone over operands in
  * L1, L2 or L3, with and without what ends each register-kernel call (the C
- * tiles stored to a scratch tile, then copied row by row to C), and the
- * single-thread read bandwidth of a buffer of the size of ffn_up's weights.
+ * tiles stored to a scratch tile, then copied row by row to C), K split
+ * into blocks with the C tiles stored to C and loaded back between them (as
+ * dtune's blocked driver does when kc < K), and the single-thread read
+ * bandwidth of a buffer of the size of ffn_up's weights.
  * Percentages are of the tdpbf16ps peak given on the command line (dtune
  * info --peaks).  Built and run by scripts/bench_amx_probe.sh, on an AMX
  * CPU only: this is a measurement of the machine, not part of dtune. */
@@ -89,6 +91,64 @@ static double gemm(int M, int N, int steps, int end, double peak)
     return 100.0 * flop / best / 1e9 / peak;
 }
 
+/* K split in kblocks of `steps` each: C tiles loaded from and stored to C
+ * (row stride N) between K blocks, as dtune's blocked driver does; order:
+ * for each K block, B panels outer, M blocks inner. */
+static void block_kb(const uint16_t *a, const uint16_t *b, int steps, int first, float *c, int64_t ldc,
+                     int64_t as)
+{
+    if (first) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    } else {
+        _tile_loadd(0, c, ldc * 4);
+        _tile_loadd(1, c + 16, ldc * 4);
+        _tile_loadd(2, c + 16 * ldc, ldc * 4);
+        _tile_loadd(3, c + 16 * ldc + 16, ldc * 4);
+    }
+    for (int s = 0; s < steps; s++) {
+        _tile_loadd(4, a + s * 32, as);
+        _tile_loadd(6, b + s * 1024, 128);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_loadd(7, b + s * 1024 + 32, 128);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_loadd(5, a + 16 * as / 2 + s * 32, as);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, c, ldc * 4);
+    _tile_stored(1, c + 16, ldc * 4);
+    _tile_stored(2, c + 16 * ldc, ldc * 4);
+    _tile_stored(3, c + 16 * ldc + 16, ldc * 4);
+}
+
+static double gemm_kb(int M, int N, int steps, int kblocks, double peak)
+{
+    int64_t K = (int64_t)steps * kblocks * 32;
+    int mb = M / 32, nb = N / 32;
+    uint16_t *A = aligned_alloc(64, (size_t)M * K * 2), *B = aligned_alloc(64, (size_t)N * K * 2);
+    float *C = aligned_alloc(64, (size_t)M * N * 4);
+    memset(A, 0, (size_t)M * K * 2), memset(B, 0, (size_t)N * K * 2), memset(C, 0, (size_t)M * N * 4);
+    double best = 1e30, flop = 2.0 * M * N * (double)K;
+    int reps = (int)(2e10 / flop) + 3;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        for (int kb = 0; kb < kblocks; kb++)
+            for (int j = 0; j < nb; j++)
+                for (int i = 0; i < mb; i++)
+                    /* A packed per K block: [M][steps*32] rows; B strip j: [K/2][32][2] */
+                    block_kb(A + (size_t)kb * M * steps * 32 + (size_t)i * 32 * steps * 32,
+                             B + (size_t)j * K * 32 + (size_t)kb * steps * 1024, steps, kb == 0,
+                             C + (size_t)i * 32 * N + j * 32, N, steps * 64);
+        double t = now() - t0;
+        best = t < best ? t : best;
+    }
+    free(A), free(B), free(C);
+    return 100.0 * flop / best / 1e9 / peak;
+}
+
 static double read_gbps(size_t bytes)
 {
     float *p = aligned_alloc(64, bytes);
@@ -136,6 +196,9 @@ int main(int argc, char **argv)
     for (int end = END_NONE; end <= END_ROWS; end++)
         printf("%-34s %17.1f%% %17.1f%% %17.1f%%\n", ends[end], gemm(128, 768, 8, end, peak),
                gemm(128, 768, 24, end, peak), gemm(128, 3072, 24, end, peak));
+    printf("128x768x768, K in blocks, C stored to C and loaded back between them (no "
+           "epilogue): 3 x 256: %.1f%%, 1 x 768: %.1f%%, 6 x 128: %.1f%%\n",
+           gemm_kb(128, 768, 8, 3, peak), gemm_kb(128, 768, 24, 1, peak), gemm_kb(128, 768, 4, 6, peak));
     double bw = read_gbps((size_t)8 << 20);
     double bytes = 3072.0 * 768 * 2 + 128.0 * 3072 * 4, flop = 2.0 * 128 * 3072 * 768;
     printf("read bandwidth, 8 MiB (L3): %.1f GB/s; ffn_up M=128 moves >= %.1f MB (B read, C "
