@@ -31,6 +31,23 @@ typedef struct {
     uint8_t rows[16];
 } __attribute__((packed)) tile_cfg;
 
+/* The K steps of a 2x2 block: C tiles 0-3 += A (tiles 4, 5; rows as bytes
+ * apart) times B (tiles 6, 7; a [steps][16][32][2] panel), each held tile
+ * loaded just before its first product, as dtune's kernels order them. */
+static inline void steps_2x2(const uint16_t *a, const uint16_t *b, int steps, int64_t as)
+{
+    for (int s = 0; s < steps; s++) {
+        _tile_loadd(4, a + s * 32, as);
+        _tile_loadd(6, b + s * 1024, 128);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_loadd(7, b + s * 1024 + 32, 128);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_loadd(5, a + 16 * as / 2 + s * 32, as);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+}
+
 enum { END_NONE, END_SCRATCH, END_ROWS };
 
 /* One 32×32 block over `steps` K steps of 32 bf16: A packed [32][steps·32],
@@ -42,16 +59,7 @@ static void block(const uint16_t *a, const uint16_t *b, int steps, int end, floa
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
-    for (int s = 0; s < steps; s++) {
-        _tile_loadd(4, a + s * 32, as);
-        _tile_loadd(6, b + s * 1024, 128);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_loadd(7, b + s * 1024 + 32, 128);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_loadd(5, a + 16 * as / 2 + s * 32, as);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-    }
+    steps_2x2(a, b, steps, as);
     if (end == END_NONE)
         return;
     float ct[32 * 32] __attribute__((aligned(64)));
@@ -108,16 +116,7 @@ static void block_kb(const uint16_t *a, const uint16_t *b, int steps, int first,
         _tile_loadd(2, c + 16 * ldc, ldc * 4);
         _tile_loadd(3, c + 16 * ldc + 16, ldc * 4);
     }
-    for (int s = 0; s < steps; s++) {
-        _tile_loadd(4, a + s * 32, as);
-        _tile_loadd(6, b + s * 1024, 128);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_loadd(7, b + s * 1024 + 32, 128);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_loadd(5, a + 16 * as / 2 + s * 32, as);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-    }
+    steps_2x2(a, b, steps, as);
     _tile_stored(0, c, ldc * 4);
     _tile_stored(1, c + 16, ldc * 4);
     _tile_stored(2, c + 16 * ldc, ldc * 4);

@@ -80,52 +80,34 @@ static const dt_backend rows[DT_BACKEND_COUNT] = {
                              .why_missing = "no amx_int8", GEOM_AVX512, .tiles = 8, .kg = 4,
                              .packed_b = "[strip][K/4][NR][4], K padded to 64", .peak = "amx_int8",
                              .cflags = "", .unit = DT_UNIT_AMX, .kpad = 64},
-    /* f32_bf16 (math=bf16): bf16's rows, on f32 operands rounded to bf16
-     * when the weights are packed and when a kernel is called */
-    [DT_BACKEND_F32BF16_GENERIC] = {DT_BACKEND_F32BF16_GENERIC, DT_DTYPE_F32_BF16,
-                                    "portable-generic", DT_ISA_GENERIC, 1, 0, PLAIN, GEOM_GENERIC,
-                                    PANEL_KG1, .peak = "f32", .cflags = ""},
-    [DT_BACKEND_F32BF16_AVX2] = {DT_BACKEND_F32BF16_AVX2, DT_DTYPE_F32_BF16, "portable-avx2",
-                                 DT_ISA_AVX2, 1, 0, PLAIN, GEOM_AVX2, PANEL_KG1, .peak = "f32",
-                                 .cflags = ""},
-    [DT_BACKEND_F32BF16_AVX512BF16] = {DT_BACKEND_F32BF16_AVX512BF16, DT_DTYPE_F32_BF16,
-                                       "avx512_bf16", DT_ISA_AVX512, 0,
-                                       F(AVX512_BF16) | F(AVX512BW) | F(AVX512VL),
-                                       .key = DT_FEAT_AVX512_BF16, .hint = -1,
-                                       .why_isa = "portable (the isa in use is below avx512)",
-                                       .why_missing = "portable (no avx512_bf16)", GEOM_AVX512,
-                                       .kg = 2, .packed_b = "[strip][K/2][NR][2]",
-                                       .peak = "bf16", .cflags = ""},
-    [DT_BACKEND_F32BF16_AMX] = {DT_BACKEND_F32BF16_AMX, DT_DTYPE_F32_BF16, "amx", DT_ISA_AVX512,
-                                0, F(AMX_TILE) | F(AMX_BF16), .key = DT_FEAT_AMX_BF16,
-                                .hint = -1, .why_isa = "the isa in use is below avx512",
-                                .why_missing = "no amx_bf16", GEOM_AVX512, .tiles = 8, .kg = 2,
-                                .packed_b = "[strip][K/2][NR][2], K padded to 32",
-                                .peak = "amx_bf16", .cflags = "", .unit = DT_UNIT_AMX,
-                                .kpad = 32},
-    /* w8a32_bf16 (math=bf16 on w8a32): f32_bf16's rows, the s8 weights
-     * dequantized and rounded to bf16 when packed */
-    [DT_BACKEND_W8A32BF16_GENERIC] = {DT_BACKEND_W8A32BF16_GENERIC, DT_DTYPE_W8A32_BF16,
-                                    "portable-generic", DT_ISA_GENERIC, 1, 0, PLAIN, GEOM_GENERIC,
-                                    PANEL_KG1, .peak = "f32", .cflags = ""},
-    [DT_BACKEND_W8A32BF16_AVX2] = {DT_BACKEND_W8A32BF16_AVX2, DT_DTYPE_W8A32_BF16, "portable-avx2",
-                                 DT_ISA_AVX2, 1, 0, PLAIN, GEOM_AVX2, PANEL_KG1, .peak = "f32",
-                                 .cflags = ""},
-    [DT_BACKEND_W8A32BF16_AVX512BF16] = {DT_BACKEND_W8A32BF16_AVX512BF16, DT_DTYPE_W8A32_BF16,
-                                       "avx512_bf16", DT_ISA_AVX512, 0,
-                                       F(AVX512_BF16) | F(AVX512BW) | F(AVX512VL),
-                                       .key = DT_FEAT_AVX512_BF16, .hint = -1,
-                                       .why_isa = "portable (the isa in use is below avx512)",
-                                       .why_missing = "portable (no avx512_bf16)", GEOM_AVX512,
-                                       .kg = 2, .packed_b = "[strip][K/2][NR][2]",
-                                       .peak = "bf16", .cflags = ""},
-    [DT_BACKEND_W8A32BF16_AMX] = {DT_BACKEND_W8A32BF16_AMX, DT_DTYPE_W8A32_BF16, "amx", DT_ISA_AVX512,
-                                0, F(AMX_TILE) | F(AMX_BF16), .key = DT_FEAT_AMX_BF16,
-                                .hint = -1, .why_isa = "the isa in use is below avx512",
-                                .why_missing = "no amx_bf16", GEOM_AVX512, .tiles = 8, .kg = 2,
-                                .packed_b = "[strip][K/2][NR][2], K padded to 32",
-                                .peak = "amx_bf16", .cflags = "", .unit = DT_UNIT_AMX,
-                                .kpad = 32},
+    /* math=bf16: bf16's rows for a dtype stored otherwise — f32_bf16 (f32
+     * operands rounded to bf16 when the weights are packed and when a
+     * kernel is called) and w8a32_bf16 (the s8 weights dequantized and
+     * rounded when packed) */
+#define MATH_BF16_ROWS(ID, DTYPE)                                                              \
+    [DT_BACKEND_##ID##_GENERIC] = {DT_BACKEND_##ID##_GENERIC, DTYPE, "portable-generic",       \
+                                   DT_ISA_GENERIC, 1, 0, PLAIN, GEOM_GENERIC, PANEL_KG1,       \
+                                   .peak = "f32", .cflags = ""},                              \
+    [DT_BACKEND_##ID##_AVX2] = {DT_BACKEND_##ID##_AVX2, DTYPE, "portable-avx2", DT_ISA_AVX2, 1, \
+                                0, PLAIN, GEOM_AVX2, PANEL_KG1, .peak = "f32", .cflags = ""},  \
+    [DT_BACKEND_##ID##_AVX512BF16] = {DT_BACKEND_##ID##_AVX512BF16, DTYPE, "avx512_bf16",      \
+                                      DT_ISA_AVX512, 0,                                        \
+                                      F(AVX512_BF16) | F(AVX512BW) | F(AVX512VL),              \
+                                      .key = DT_FEAT_AVX512_BF16, .hint = -1,                  \
+                                      .why_isa = "portable (the isa in use is below avx512)",  \
+                                      .why_missing = "portable (no avx512_bf16)", GEOM_AVX512, \
+                                      .kg = 2, .packed_b = "[strip][K/2][NR][2]",              \
+                                      .peak = "bf16", .cflags = ""},                           \
+    [DT_BACKEND_##ID##_AMX] = {DT_BACKEND_##ID##_AMX, DTYPE, "amx", DT_ISA_AVX512, 0,          \
+                               F(AMX_TILE) | F(AMX_BF16), .key = DT_FEAT_AMX_BF16, .hint = -1, \
+                               .why_isa = "the isa in use is below avx512",                    \
+                               .why_missing = "no amx_bf16", GEOM_AVX512, .tiles = 8, .kg = 2, \
+                               .packed_b = "[strip][K/2][NR][2], K padded to 32",              \
+                               .peak = "amx_bf16", .cflags = "", .unit = DT_UNIT_AMX,          \
+                               .kpad = 32}
+    MATH_BF16_ROWS(F32BF16, DT_DTYPE_F32_BF16),
+    MATH_BF16_ROWS(W8A32BF16, DT_DTYPE_W8A32_BF16),
+#undef MATH_BF16_ROWS
 };
 
 int dt_backend_count(void) { return DT_BACKEND_COUNT; }

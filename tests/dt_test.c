@@ -417,6 +417,87 @@ void dt_test_amx_emulation(const dt_builder *b, const dt_target *t, dt_builder *
     amx->cpu_features |= amx->features;
 }
 
+void dt_test_verify_dtype_sampled(dt_dtype d, const char *const *ops, int nops, int per,
+                                  uint64_t seed, const dt_builder *b, const dt_target *t)
+{
+    dt_kernel_op *kops = calloc((size_t)(DT_SKETCH_COUNT * per), sizeof *kops);
+    dt_annotation *anns = calloc((size_t)(DT_SKETCH_COUNT * per), sizeof *anns);
+    CU_ASSERT_FATAL(kops && anns);
+    int n = 0;
+    dt_rng rng;
+    dt_rng_seed(&rng, seed);
+    dt_target dt = dt_dtype_target(d, t);
+    for (int sk = 0; sk < DT_SKETCH_COUNT; sk++)
+        for (int i = 0; i < per; i++) {
+            dt_err e;
+            CU_ASSERT_EQUAL_FATAL(dt_annotation_sample_dtype(&rng, &dt, d, sk, 0, &anns[n], &e),
+                                  0);
+            kops[n] = dt_test_kop(ops[(i + sk * 3) % nops]);
+            CU_ASSERT_EQUAL_FATAL(kops[n].dtype, d);
+            CU_ASSERT_PTR_NOT_NULL(dt_backend_of_ann(d, &anns[n]));
+            n++;
+        }
+    dt_test_build_and_verify(b, kops, anns, n, NULL);
+    free(kops);
+    free(anns);
+}
+
+int dt_test_verify_dtype_rows(dt_dtype d, const char *const *ops, int nops, int per,
+                              uint64_t seed, const dt_builder *b, const dt_builder *emu,
+                              const dt_target *t, const dt_target *amx)
+{
+    int rows = 0;
+    for (int i = 0; i < dt_backend_count(); i++) {
+        const dt_backend *be = dt_backend_at(i);
+        if (be->dtype != d)
+            continue;
+        rows++;
+        char name[64];
+        dt_backend_full_name(be, name, sizeof name);
+        const int tiles = be->unit == DT_UNIT_AMX;
+        dt_target rt = tiles ? *amx : *t;
+        dt_target_set_isa(&rt, be->isa);
+        const char *why = NULL;
+        if (!dt_backend_isa_admits(t, be->isa))
+            why = "the CPU's isa is below the row's";
+        else if (!tiles)
+            (void)dt_backend_usable(be, t, &why);
+        char label[96];
+        snprintf(label, sizeof label, "%s%s", name, tiles ? " emulated" : "");
+        dt_test_backend(label, why);
+        if (why)
+            continue;
+        dt_kernel_op *kops = calloc((size_t)(DT_SKETCH_COUNT * per), sizeof *kops);
+        dt_annotation *anns = calloc((size_t)(DT_SKETCH_COUNT * per), sizeof *anns);
+        CU_ASSERT_FATAL(kops && anns);
+        int n = 0;
+        dt_rng rng;
+        dt_rng_seed(&rng, seed + (uint64_t)i);
+        for (int sk = 0; sk < DT_SKETCH_COUNT; sk++)
+            for (int j = 0; j < per; j++) {
+                dt_err e;
+                CU_ASSERT_EQUAL_FATAL(dt_annotation_sample_unit(&rng, &rt, be->unit, sk, 0,
+                                                                &anns[n], &e), 0);
+                CU_ASSERT_PTR_EQUAL(dt_backend_of_ann(d, &anns[n]), be);
+                kops[n] = dt_test_kop(ops[(j + sk * 2 + i) % nops]);
+                CU_ASSERT_EQUAL(kops[n].dtype, d);
+                n++;
+            }
+        dt_test_build_and_verify(tiles ? emu : b, kops, anns, n, NULL);
+        if (tiles) {
+            const char *nwhy = NULL;
+            int native = dt_backend_usable(be, t, &nwhy);
+            snprintf(label, sizeof label, "%s native", name);
+            dt_test_backend(label, native ? NULL : nwhy);
+            if (native)
+                dt_test_build_and_verify(b, kops, anns, n, NULL);
+        }
+        free(kops);
+        free(anns);
+    }
+    return rows;
+}
+
 void dt_test_bf16_vector_kernel_json(const dt_target *t, char *buf, size_t n)
 {
     dt_target bt = dt_dtype_target(DT_DTYPE_BF16, t);

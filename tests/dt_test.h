@@ -136,6 +136,24 @@ int dt_test_kernel_teardown(char **dir);
 void dt_test_amx_emulation(const dt_builder *b, const dt_target *t, dt_builder *emu,
                            dt_target *amx);
 
+/* Annotations drawn for dtype d on t the way the tuner draws them
+ * (dt_annotation_sample_dtype: every row it searches here), `per` of each
+ * sketch, the kernel ops cycling through ops[0..nops); built with b and
+ * verified on the boundary shapes. */
+void dt_test_verify_dtype_sampled(dt_dtype d, const char *const *ops, int nops, int per,
+                                  uint64_t seed, const dt_builder *b, const dt_target *t);
+
+/* Every back-end row of dtype d by itself (the math=bf16 dtypes' suites):
+ * per row `per` annotations of each sketch drawn for its unit, the kernel
+ * ops cycling through the keys ops[0..nops), built and verified on the
+ * boundary shapes — vector rows with b on target t where the CPU runs
+ * them, tile rows on the emulation (emu, amx from dt_test_amx_emulation)
+ * and again natively where AMX is usable here; each row reported through
+ * dt_test_backend.  Returns the number of rows of d. */
+int dt_test_verify_dtype_rows(dt_dtype d, const char *const *ops, int nops, int per,
+                              uint64_t seed, const dt_builder *b, const dt_builder *emu,
+                              const dt_target *t, const dt_target *amx);
+
 /* A stream-sketch vector annotation (JSON, into buf of n bytes) of the isa
  * bf16 kernels run at on t (its native row, else its portable one): a 4 x
  * 2-vector register tile, one thread.  For bench tests comparing back-ends. */

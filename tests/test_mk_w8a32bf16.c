@@ -62,76 +62,15 @@ static const char *const g_ops[] = {
  * searches here), both sketches, every epilogue in turn. */
 static void test_sampled_dtype(void)
 {
-    enum { PER = 6 };
-    dt_kernel_op kops[DT_SKETCH_COUNT * PER];
-    dt_annotation anns[DT_SKETCH_COUNT * PER];
-    int n = 0;
-    dt_rng rng;
-    dt_rng_seed(&rng, 20261128);
-    dt_target t = dt_dtype_target(DT_DTYPE_W8A32_BF16, &g_target);
-    for (int sk = 0; sk < DT_SKETCH_COUNT; sk++)
-        for (int i = 0; i < PER; i++) {
-            dt_err e;
-            CU_ASSERT_EQUAL_FATAL(dt_annotation_sample_dtype(&rng, &t, DT_DTYPE_W8A32_BF16, sk,
-                                                             0, &anns[n], &e), 0);
-            kops[n] = dt_test_kop(g_ops[(i + sk) % N_OPS]);
-            CU_ASSERT_EQUAL_FATAL(kops[n].dtype, DT_DTYPE_W8A32_BF16);
-            CU_ASSERT_PTR_NOT_NULL(dt_backend_of_ann(DT_DTYPE_W8A32_BF16, &anns[n]));
-            n++;
-        }
-    dt_test_build_and_verify(&g_b, kops, anns, n, NULL);
+    dt_test_verify_dtype_sampled(DT_DTYPE_W8A32_BF16, g_ops, N_OPS, 6, 20261128, &g_b, &g_target);
 }
 
 /* Every row of the dtype by itself: its annotations, both sketches. */
 static void test_every_row(void)
 {
-    int rows = 0;
-    for (int i = 0; i < dt_backend_count(); i++) {
-        const dt_backend *be = dt_backend_at(i);
-        if (be->dtype != DT_DTYPE_W8A32_BF16)
-            continue;
-        rows++;
-        char name[64];
-        dt_backend_full_name(be, name, sizeof name);
-        int amx = be->unit == DT_UNIT_AMX;
-        dt_target t = amx ? g_amx : g_target;
-        dt_target_set_isa(&t, be->isa);
-        const char *why = NULL;
-        if (!dt_backend_isa_admits(&g_target, be->isa))
-            why = "the CPU's isa is below the row's";
-        else if (!amx)
-            (void)dt_backend_usable(be, &g_target, &why);
-        char label[96];
-        snprintf(label, sizeof label, "%s%s", name, amx ? " emulated" : "");
-        dt_test_backend(label, why);
-        if (why)
-            continue;
-        enum { PER = 4 };
-        dt_kernel_op kops[DT_SKETCH_COUNT * PER];
-        dt_annotation anns[DT_SKETCH_COUNT * PER];
-        int n = 0;
-        dt_rng rng;
-        dt_rng_seed(&rng, 8100 + (uint64_t)i);
-        for (int sk = 0; sk < DT_SKETCH_COUNT; sk++)
-            for (int j = 0; j < PER; j++) {
-                dt_err e;
-                CU_ASSERT_EQUAL_FATAL(dt_annotation_sample_unit(&rng, &t, be->unit, sk, 0,
-                                                                &anns[n], &e), 0);
-                CU_ASSERT_PTR_EQUAL(dt_backend_of_ann(DT_DTYPE_W8A32_BF16, &anns[n]), be);
-                kops[n] = dt_test_kop(g_ops[(j + sk * 2 + i) % N_OPS]);
-                n++;
-            }
-        dt_test_build_and_verify(amx ? &g_emu_b : &g_b, kops, anns, n, NULL);
-        if (amx) {
-            const char *nwhy = NULL;
-            int native = dt_backend_usable(be, &g_target, &nwhy);
-            snprintf(label, sizeof label, "%s native", name);
-            dt_test_backend(label, native ? NULL : nwhy);
-            if (native)
-                dt_test_build_and_verify(&g_b, kops, anns, n, NULL);
-        }
-    }
-    CU_ASSERT_EQUAL(rows, 4); /* portable-generic, portable-avx2, avx512_bf16, amx */
+    /* portable-generic, portable-avx2, avx512_bf16, amx */
+    CU_ASSERT_EQUAL(dt_test_verify_dtype_rows(DT_DTYPE_W8A32_BF16, g_ops, N_OPS, 4, 8100, &g_b,
+                                              &g_emu_b, &g_target, &g_amx), 4);
 }
 
 /* The packed weights are bf16(scale_b[n]·w), bit for bit: X one-hot in
