@@ -1,6 +1,6 @@
 /* The export layer's per-op hooks: one dt_export_op per (op, dtype), in the
- * op's file (export/op_<name>.c, the dtypes as data, as batch_matmul) or its
- * own (export/op_<name>_<dtype>.c), listed once in export/op_registry.c.  The rest of export/ is op- and dtype-agnostic: the
+ * op's one file (export/op_<name>.c, the dtypes as data), listed once in
+ * export/op_registry.c.  The rest of export/ is op- and dtype-agnostic: the
  * dims come from the op's description, the packing of constant weights from
  * its GEMM view (dt_gemm.b_const) and the packed sizes from the micro-kernel
  * layer (dt_mk_packed_bytes), and what differs per (op, dtype) — the entry

@@ -1,5 +1,6 @@
 /* The export layer's registry of (op, dtype) hooks (export_op.h): a new op
- * or dtype is a new file plus one line here. */
+ * is a new file plus its lines here, a new dtype a row of data in its op's
+ * file plus one line here. */
 #include "export/export_op.h"
 
 extern const dt_export_op dt_export_op_dense_f32;
