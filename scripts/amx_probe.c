@@ -4,8 +4,10 @@
  * L1, L2 or L3, with and without what ends each register-kernel call (the C
  * tiles stored to a scratch tile, then copied row by row to C), K split
  * into blocks with the C tiles stored to C and loaded back between them (as
- * dtune's blocked driver does when kc < K), and the single-thread read
- * bandwidth of a buffer of the size of ffn_up's weights.
+ * dtune's blocked driver does when kc < K), 1×2 blocks (16×32 of C) with
+ * one C tile set, or two sets that alternate so a block's tiles are stored
+ * while the next block computes, and the single-thread read bandwidth of a
+ * buffer of the size of ffn_up's weights.
  * Percentages are of the tdpbf16ps peak given on the command line (dtune
  * info --peaks).  Built and run by scripts/bench_amx_probe.sh, on an AMX
  * CPU only: this is a measurement of the machine, not part of dtune. */
@@ -148,6 +150,88 @@ static double gemm_kb(int M, int N, int steps, int kblocks, double peak)
     return 100.0 * flop / best / 1e9 / peak;
 }
 
+/* One K step of a 1×2 block: C tiles ca, cb += A (tile at: a's step s,
+ * rows as bytes apart) times B (tiles 6, 7 of a [steps][16][32][2] panel). */
+#define STEP_1X2(ca, cb, at, s)                                                            \
+    do {                                                                                   \
+        _tile_loadd(at, a + (s) * 32, as);                                                 \
+        _tile_loadd(6, b + (s) * 1024, 128);                                               \
+        _tile_dpbf16ps(ca, at, 6);                                                         \
+        _tile_loadd(7, b + (s) * 1024 + 32, 128);                                          \
+        _tile_dpbf16ps(cb, at, 7);                                                         \
+    } while (0)
+
+/* The rows of a 16×32 scratch block to C (row stride ldc). */
+static void rows_out(const float *t, float *c, int64_t ldc)
+{
+    for (int r = 0; r < 16; r++) {
+        _mm512_storeu_ps(c + r * ldc, _mm512_load_ps(t + r * 32));
+        _mm512_storeu_ps(c + r * ldc + 16, _mm512_load_ps(t + r * 32 + 16));
+    }
+}
+
+/* C = A·B (M×N×K, K in one block) in 1×2 blocks, B strips outer: with one C
+ * set (tiles 0, 1; stored when the block ends) or two alternating (0, 1 and
+ * 2, 3; a block's tiles stored after the next block's first two steps).  A
+ * tiles 4, 5 alternate by step.  Each block's scratch goes to C by rows. */
+static double gemm_1x2(int M, int N, int K, int two_sets, double peak)
+{
+    const int steps = K / 32;
+    const int64_t as = (int64_t)K * 2;
+    static float ct[2][16 * 32] __attribute__((aligned(64)));
+    uint16_t *A = aligned_alloc(64, (size_t)M * K * 2), *B = aligned_alloc(64, (size_t)N * K * 2);
+    float *C = aligned_alloc(64, (size_t)M * N * 4);
+    memset(A, 0, (size_t)M * K * 2), memset(B, 0, (size_t)N * K * 2), memset(C, 0, (size_t)M * N * 4);
+    double best = 1e30, flop = 2.0 * M * N * (double)K;
+    int reps = (int)(2e10 / flop) + 3;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        int n = 0;
+        for (int j = 0; j < N / 32; j++)
+            for (int i = 0; i < M / 16; i++, n++) {
+                const uint16_t *a = A + (size_t)i * 16 * K, *b = B + (size_t)j * K * 32;
+                float *c = C + (size_t)i * 16 * N + j * 32;
+                if (!two_sets) {
+                    _tile_zero(0);
+                    _tile_zero(1);
+                    for (int s = 0; s < steps; s += 2) {
+                        STEP_1X2(0, 1, 4, s);
+                        STEP_1X2(0, 1, 5, s + 1);
+                    }
+                    _tile_stored(0, ct[0], 128);
+                    _tile_stored(1, ct[0] + 16, 128);
+                } else if (n % 2 == 0) { /* set 0 computes, set 1 (the block before) goes out */
+                    _tile_zero(0);
+                    _tile_zero(1);
+                    STEP_1X2(0, 1, 4, 0);
+                    STEP_1X2(0, 1, 5, 1);
+                    _tile_stored(2, ct[1], 128);
+                    _tile_stored(3, ct[1] + 16, 128);
+                    for (int s = 2; s < steps; s += 2) {
+                        STEP_1X2(0, 1, 4, s);
+                        STEP_1X2(0, 1, 5, s + 1);
+                    }
+                } else {
+                    _tile_zero(2);
+                    _tile_zero(3);
+                    STEP_1X2(2, 3, 4, 0);
+                    STEP_1X2(2, 3, 5, 1);
+                    _tile_stored(0, ct[0], 128);
+                    _tile_stored(1, ct[0] + 16, 128);
+                    for (int s = 2; s < steps; s += 2) {
+                        STEP_1X2(2, 3, 4, s);
+                        STEP_1X2(2, 3, 5, s + 1);
+                    }
+                }
+                rows_out(ct[two_sets ? (n + 1) % 2 : 0], c, N); /* a block's rows: timing only */
+            }
+        double t = now() - t0;
+        best = t < best ? t : best;
+    }
+    free(A), free(B), free(C);
+    return 100.0 * flop / best / 1e9 / peak;
+}
+
 static double read_gbps(size_t bytes)
 {
     float *p = aligned_alloc(64, bytes);
@@ -198,6 +282,12 @@ int main(int argc, char **argv)
     printf("128x768x768, K in blocks, C stored to C and loaded back between them (no "
            "epilogue): 3 x 256: %.1f%%, 1 x 768: %.1f%%, 6 x 128: %.1f%%\n",
            gemm_kb(128, 768, 8, 3, peak), gemm_kb(128, 768, 24, 1, peak), gemm_kb(128, 768, 4, 6, peak));
+    printf("1x2 blocks, scratch -> rows of C, one C set / two alternating (stores overlapped): "
+           "128x768x256 %.1f%% / %.1f%%, 128x768x768 %.1f%% / %.1f%%, 128x3072x768 %.1f%% / "
+           "%.1f%%\n",
+           gemm_1x2(128, 768, 256, 0, peak), gemm_1x2(128, 768, 256, 1, peak),
+           gemm_1x2(128, 768, 768, 0, peak), gemm_1x2(128, 768, 768, 1, peak),
+           gemm_1x2(128, 3072, 768, 0, peak), gemm_1x2(128, 3072, 768, 1, peak));
     double bw = read_gbps((size_t)8 << 20);
     double bytes = 3072.0 * 768 * 2 + 128.0 * 3072 * 4, flop = 2.0 * 128 * 3072 * 768;
     printf("read bandwidth, 8 MiB (L3): %.1f GB/s; ffn_up M=128 moves >= %.1f MB (B read, C "
