@@ -58,12 +58,15 @@ void dt_operands_free(dt_operands *o)
 static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda, int64_t nb,
                 int64_t N, int64_t wk, uint64_t seed, dt_err *e)
 {
-    if (d == DT_DTYPE_W8A32_BF16 && (wk < 1 || nb != N * wk))
-        return dt_errf(e, DT_EINVAL, "operands: w8a32_bf16 needs constant weights N x K "
-                       "(N=%lld, K=%lld, %lld elements)", (long long)N, (long long)wk,
-                       (long long)nb);
     if (d < 0 || d >= DT_DTYPE_COUNT)
         return dt_errf(e, DT_EINVAL, "no operands for dtype %d", (int)d);
+    /* math=bf16 (f32_bf16, w8a32_bf16): the sums the kernels form are of the
+     * bf16-rounded operands, so the reference's are too */
+    const int bf16_math = dt_dtype_math(d) != NULL, quant = dt_dtype_quantized(d);
+    if (bf16_math && quant && (wk < 1 || nb != N * wk))
+        return dt_errf(e, DT_EINVAL, "operands: %s needs constant weights N x K "
+                       "(N=%lld, K=%lld, %lld elements)", dt_dtype_name(d), (long long)N,
+                       (long long)wk, (long long)nb);
     o->dtype = d;
     o->lda = lda;
     o->scale_a = 1.0f;
@@ -73,7 +76,6 @@ static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda
     o->bias = malloc((size_t)N * sizeof *o->bias);
     o->Aref = malloc((size_t)(rows * K) * sizeof *o->Aref);
     o->Bref = malloc((size_t)nb * sizeof *o->Bref);
-    int quant = dt_dtype_quantized(d);
     if (quant) {
         o->scale_b = malloc((size_t)N * sizeof *o->scale_b);
         o->colscale = malloc((size_t)N * sizeof *o->colscale);
@@ -114,12 +116,11 @@ static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda
                 }
             }
     }
-    if (d == DT_DTYPE_F32_BF16 || d == DT_DTYPE_W8A32_BF16) /* stored f32; its sums are of
-                                                             * the bf16-rounded values */
+    if (bf16_math) /* stored f32 */
         for (int64_t i = 0; i < rows * K; i++)
             o->Aref[i] = dt_bf16_to_f32(dt_bf16_from_f32(o->Aref[i]));
     /* B */
-    if (d == DT_DTYPE_INT8 || d == DT_DTYPE_W8A32 || d == DT_DTYPE_W8A32_BF16) {
+    if (quant) { /* s8 weights with per-column scales: int8, w8a32, w8a32_bf16 */
         int8_t *B = o->B;
         for (int64_t i = 0; i < nb; i++) {
             B[i] = (int8_t)(below(&s, 255) - 127);
@@ -130,8 +131,8 @@ static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda
             o->colscale[n] = d == DT_DTYPE_INT8 ? (double)o->scale_a * (double)o->scale_b[n]
                                                 : (double)o->scale_b[n];
         }
-        if (d == DT_DTYPE_W8A32_BF16) {
-            /* math=bf16: the weights the kernels multiply are bf16(scale_b[n]·w)
+        if (bf16_math) {
+            /* the weights the kernels multiply are bf16(scale_b[n]·w)
              * (dequantized in f32, rounded when packed; W is N×wk) */
             for (int64_t i = 0; i < nb; i++)
                 o->Bref[i] = dt_bf16_to_f32(dt_bf16_from_f32(o->scale_b[i / wk] * o->Bref[i]));
@@ -148,7 +149,7 @@ static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda
             }
         } else {
             memcpy(o->B, o->Bref, (size_t)nb * sizeof(float));
-            if (d == DT_DTYPE_F32_BF16)
+            if (bf16_math) /* f32_bf16 */
                 for (int64_t i = 0; i < nb; i++)
                     o->Bref[i] = dt_bf16_to_f32(dt_bf16_from_f32(o->Bref[i]));
         }

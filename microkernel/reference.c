@@ -181,11 +181,9 @@ double dt_ref_tol_k(dt_dtype d, int64_t K)
     case DT_DTYPE_INT8:
         return 8; /* the s32 sum is exact: only the dequantization rounds */
     case DT_DTYPE_BF16:
-    case DT_DTYPE_F32_BF16: /* bf16's kernels on the rounded operands */
-    case DT_DTYPE_W8A32_BF16:
         return 2.0 * ((double)K + 8); /* vdpbf16ps rounds after each of a pair's products */
-    default:
-        return (double)K + 8;
+    default: /* math=bf16 (f32_bf16, w8a32_bf16): bf16's kernels on the rounded operands */
+        return dt_dtype_math(d) ? dt_ref_tol_k(DT_DTYPE_BF16, K) : (double)K + 8;
     }
 }
 

@@ -192,10 +192,6 @@ static int mm_attr(const od_mm *s, dnnl_primitive_attr_t *attr, dt_err *e)
     return 0;
 }
 
-/* Creates the matmul primitive, its execution memory objects and (constant
- * weights) the weights reorder.  `runtime`: the primitive's M (dynamic B:
- * every dim) is
- * DNNL_RUNTIME_DIM_VAL; the memory objects always have the real dims. */
 /* onednn_bf16: the reorder converting the f32 activations [M,K] to the bf16
  * src of the matmul (a16, allocated here; src points at it). */
 static int mm_build_cvt(od_mm *s, const dnnl_memory_desc_t *src_md, dt_err *e)
@@ -222,6 +218,10 @@ static int mm_build_cvt(od_mm *s, const dnnl_memory_desc_t *src_md, dt_err *e)
     return 0;
 }
 
+/* Creates the matmul primitive, its execution memory objects and (constant
+ * weights) the weights reorder.  `runtime`: the primitive's M (dynamic B:
+ * every dim) is
+ * DNNL_RUNTIME_DIM_VAL; the memory objects always have the real dims. */
 static int mm_build(od_mm *s, int runtime, dt_err *e)
 {
     const char *peer = s->peer;
@@ -338,15 +338,16 @@ static int mm_scales(od_mm *s, const dt_peer_problem *p, dt_err *e)
     return 0;
 }
 
-static int mm_create(const char *peer, int runtime, const dt_peer_problem *p, void **state,
-                     dt_err *e)
+/* cvt: onednn_bf16's matmul, bf16, on f32 inputs it converts (weights in
+ * the prepack reorder, activations on every run) */
+static int mm_create(const char *peer, int runtime, int cvt, const dt_peer_problem *p,
+                     void **state, dt_err *e)
 {
     int rc;
     *state = NULL;
     if ((rc = dt_peer_check(peer, p, e)) || (rc = od_ready(peer, e)))
         return rc;
-    const int cvt = !strcmp(peer, "onednn_bf16");
-    if (cvt && !onednn_bf16_applies(p))
+    if (cvt && !onednn_bf16_applies(p)) /* after the checks: a malformed problem is EINVAL */
         return dt_errf(e, DT_EUNSUPPORTED, "%s: f32 dense with bf16 arithmetic accepted "
                        "(math=bf16) only", peer);
     od_mm *s = calloc(1, sizeof *s);
@@ -375,17 +376,17 @@ static int mm_create(const char *peer, int runtime, const dt_peer_problem *p, vo
 
 static int onednn_create(const dt_peer_problem *p, void **state, dt_err *e)
 {
-    return mm_create("onednn", 0, p, state, e);
+    return mm_create("onednn", 0, 0, p, state, e);
 }
 
 static int onednn_rt_create(const dt_peer_problem *p, void **state, dt_err *e)
 {
-    return mm_create("onednn_rt", 1, p, state, e);
+    return mm_create("onednn_rt", 1, 0, p, state, e);
 }
 
 static int onednn_bf16_create(const dt_peer_problem *p, void **state, dt_err *e)
 {
-    return mm_create("onednn_bf16", 0, p, state, e);
+    return mm_create("onednn_bf16", 0, 1, p, state, e);
 }
 
 static int mm_exec(od_mm *s, dnnl_primitive_t prim, int nargs, const dnnl_exec_arg_t *args,

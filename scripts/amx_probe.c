@@ -161,6 +161,23 @@ static double gemm_kb(int M, int N, int steps, int kblocks, double peak)
         _tile_dpbf16ps(cb, at, 7);                                                         \
     } while (0)
 
+/* A 1×2 block into C tiles ca, cb whose first two steps are followed by
+ * the store of the other set (oa, ob: the block before) to scratch `out`,
+ * then the rest of its steps: tile numbers are instruction constants. */
+#define BLOCK_1X2_OVERLAPPED(ca, cb, oa, ob, out)                                          \
+    do {                                                                                   \
+        _tile_zero(ca);                                                                    \
+        _tile_zero(cb);                                                                    \
+        STEP_1X2(ca, cb, 4, 0);                                                            \
+        STEP_1X2(ca, cb, 5, 1);                                                            \
+        _tile_stored(oa, out, 128);                                                        \
+        _tile_stored(ob, (out) + 16, 128);                                                 \
+        for (int s = 2; s < steps; s += 2) {                                               \
+            STEP_1X2(ca, cb, 4, s);                                                        \
+            STEP_1X2(ca, cb, 5, s + 1);                                                    \
+        }                                                                                  \
+    } while (0)
+
 /* The rows of a 16×32 scratch block to C (row stride ldc). */
 static void rows_out(const float *t, float *c, int64_t ldc)
 {
@@ -201,27 +218,9 @@ static double gemm_1x2(int M, int N, int K, int two_sets, double peak)
                     _tile_stored(0, ct[0], 128);
                     _tile_stored(1, ct[0] + 16, 128);
                 } else if (n % 2 == 0) { /* set 0 computes, set 1 (the block before) goes out */
-                    _tile_zero(0);
-                    _tile_zero(1);
-                    STEP_1X2(0, 1, 4, 0);
-                    STEP_1X2(0, 1, 5, 1);
-                    _tile_stored(2, ct[1], 128);
-                    _tile_stored(3, ct[1] + 16, 128);
-                    for (int s = 2; s < steps; s += 2) {
-                        STEP_1X2(0, 1, 4, s);
-                        STEP_1X2(0, 1, 5, s + 1);
-                    }
+                    BLOCK_1X2_OVERLAPPED(0, 1, 2, 3, ct[1]);
                 } else {
-                    _tile_zero(2);
-                    _tile_zero(3);
-                    STEP_1X2(2, 3, 4, 0);
-                    STEP_1X2(2, 3, 5, 1);
-                    _tile_stored(0, ct[0], 128);
-                    _tile_stored(1, ct[0] + 16, 128);
-                    for (int s = 2; s < steps; s += 2) {
-                        STEP_1X2(2, 3, 4, s);
-                        STEP_1X2(2, 3, 5, s + 1);
-                    }
+                    BLOCK_1X2_OVERLAPPED(2, 3, 0, 1, ct[0]);
                 }
                 rows_out(ct[two_sets ? (n + 1) % 2 : 0], c, N); /* a block's rows: timing only */
             }
