@@ -6,8 +6,9 @@
  * into blocks with the C tiles stored to C and loaded back between them (as
  * dtune's blocked driver does when kc < K), 1×2 blocks (16×32 of C) with
  * one C tile set, or two sets that alternate so a block's tiles are stored
- * while the next block computes, and the single-thread read bandwidth of a
- * buffer of the size of ffn_up's weights.
+ * while the next block computes, the next B panel prefetched into L2 during
+ * each panel, and the single-thread read bandwidth of a buffer of the size
+ * of ffn_up's weights.
  * Percentages are of the tdpbf16ps peak given on the command line (dtune
  * info --peaks).  Built and run by scripts/bench_amx_probe.sh, on an AMX
  * CPU only: this is a measurement of the machine, not part of dtune. */
@@ -78,6 +79,11 @@ static void block(const uint16_t *a, const uint16_t *b, int steps, int end, floa
         __asm__ volatile("" : : "r"(ct) : "memory");
 }
 
+/* Lines of the next B panel each block prefetches into L2 (prefetcht1) per
+ * K step of its own, issued before it starts; 0: none.  Set by gemm_pf.
+ * (Spreading them over the steps measured the same.) */
+static int pf_lines;
+
 /* C (M×N, M a multiple of 32, N of 32) = A·B with K = 32·steps, B panels
  * outer and the M blocks inner (each B panel read once): % of peak. */
 static double gemm(int M, int N, int steps, int end, double peak)
@@ -92,8 +98,14 @@ static double gemm(int M, int N, int steps, int end, double peak)
     for (int r = 0; r < reps; r++) {
         double t0 = now();
         for (int j = 0; j < nb; j++)
-            for (int i = 0; i < mb; i++)
+            for (int i = 0; i < mb; i++) {
+                /* the M blocks of panel j share the prefetch of panel j+1 */
+                const char *next = (const char *)(B + (size_t)((j + 1) % nb) * bpanel) +
+                                   (size_t)i * pf_lines * steps * 64;
+                for (int l = 0; l < pf_lines * steps; l++)
+                    _mm_prefetch(next + (size_t)l * 64, _MM_HINT_T1);
                 block(A + i * apanel, B + j * bpanel, steps, end, C + (size_t)i * 32 * N + j * 32, N);
+            }
         double t = now() - t0;
         best = t < best ? t : best;
     }
@@ -231,6 +243,16 @@ static double gemm_1x2(int M, int N, int K, int two_sets, double peak)
     return 100.0 * flop / best / 1e9 / peak;
 }
 
+/* gemm with the next B panel prefetched into L2 while the current one
+ * computes: each of the M/32 blocks of a panel issues 1/(M/32) of it. */
+static double gemm_pf(int M, int N, int steps, int end, double peak)
+{
+    pf_lines = steps * 2048 / 64 / (M / 32) / steps;
+    double r = gemm(M, N, steps, end, peak);
+    pf_lines = 0;
+    return r;
+}
+
 static double read_gbps(size_t bytes)
 {
     float *p = aligned_alloc(64, bytes);
@@ -287,6 +309,10 @@ int main(int argc, char **argv)
            gemm_1x2(128, 768, 256, 0, peak), gemm_1x2(128, 768, 256, 1, peak),
            gemm_1x2(128, 768, 768, 0, peak), gemm_1x2(128, 768, 768, 1, peak),
            gemm_1x2(128, 3072, 768, 0, peak), gemm_1x2(128, 3072, 768, 1, peak));
+    printf("the same with the next B panel prefetched into L2 (prefetcht1) during each panel: "
+           "no end %.1f%% / %.1f%%, rows of C %.1f%% / %.1f%% (128x768x768 / 128x3072x768)\n",
+           gemm_pf(128, 768, 24, END_NONE, peak), gemm_pf(128, 3072, 24, END_NONE, peak),
+           gemm_pf(128, 768, 24, END_ROWS, peak), gemm_pf(128, 3072, 24, END_ROWS, peak));
     double bw = read_gbps((size_t)8 << 20);
     double bytes = 3072.0 * 768 * 2 + 128.0 * 3072 * 4, flop = 2.0 * 128 * 3072 * 768;
     printf("read bandwidth, 8 MiB (L3): %.1f GB/s; ffn_up M=128 moves >= %.1f MB (B read, C "
