@@ -39,7 +39,7 @@
 /* PRAGMA application_id of every dtune database: "dtun" in ASCII. */
 #define DT_DB_APPLICATION_ID 0x6474756e
 /* PRAGMA user_version this build creates and understands. */
-#define DT_DB_SCHEMA_VERSION 2
+#define DT_DB_SCHEMA_VERSION 3
 /* Default wait for another connection's lock before DT_EBUSY. */
 #define DT_DB_BUSY_TIMEOUT_MS 5000
 
@@ -266,8 +266,11 @@ typedef struct {
     int64_t id;
     int64_t workload_id;
     int64_t target_id;
-    const char *shape_lo;  /* first shape of the range (canonical text) */
-    const char *shape_hi;  /* last shape of the range */
+    const char *shape_lo;  /* first corner of the box (canonical shape text) */
+    const char *shape_hi;  /* last corner */
+    int box;               /* 1: shape_lo..shape_hi are a box's corners (sketch/box.h,
+                            * what dtune writes); 0: a run of consecutive shapes in
+                            * shape-set order (schema 2 rows; the same with one variable) */
     int64_t kernel_id;
     int threads;
     double predicted_ns;   /* NAN when unknown */
@@ -279,7 +282,8 @@ typedef struct {
  * (>= 1) with rows[0..n) in one transaction: either all rows are stored or
  * the old schedule stays; schedules for other thread counts are kept.
  * id, workload_id, target_id, threads and created_at of the rows are
- * ignored.  n == 0 deletes the schedule. */
+ * ignored; a row's box is 0 or 1 (DT_EINVAL otherwise).  n == 0 deletes the
+ * schedule. */
 int dt_db_schedule_replace(dt_db *db, int64_t workload_id, int64_t target_id, int threads,
                            const dt_db_schedule *rows, size_t n, dt_err *e);
 /* The rows of (workload_id, target_id) for `threads` threads (0: every

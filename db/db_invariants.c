@@ -65,6 +65,10 @@ static const rule rules[] = {
      " SELECT id, 'predicted_ns' AS c, predicted_ns AS v FROM schedules WHERE NOT predicted_ns > 0"
      " UNION ALL SELECT id, 'measured_ns', measured_ns FROM schedules WHERE NOT measured_ns > 0)"
      " ORDER BY id"},
+    /* the column's CHECK, for files written without it */
+    {"schedule",
+     "SELECT printf('schedules row %d has box %s, neither 1 (a box) nor 0 (a schema-2 run)', id,"
+     " quote(box)) FROM schedules WHERE box IS NOT 0 AND box IS NOT 1 ORDER BY id"},
     {"schedule",
      "SELECT printf('schedules row %d dispatches workload %d (op %s) to kernel %d of op %s',"
      " s.id, w.id, w.op, k.id, k.op) FROM schedules s JOIN kernels k ON k.id = s.kernel_id"
@@ -132,14 +136,48 @@ static int cmp_shape(const long long *a, const long long *b, int n)
     return 0;
 }
 
-/* The ranges of one schedule (workload, target, threads), in the order they
- * were stored, are ordered and do not overlap: lo <= hi < next lo. */
+/* The name of the k-th variable of shape text s (checked by parse_shape). */
+static void shape_var(const char *s, int k, char *buf, size_t n)
+{
+    for (; k > 0 && s; k--)
+        if ((s = strchr(s, ',')))
+            s++;
+    size_t len = s ? strcspn(s, "=") : 0;
+    snprintf(buf, n, "%.*s", (int)len, s ? s : "");
+}
+
+/* A box row of the schedule being read: its corners' values. */
+typedef struct {
+    int64_t id;
+    int n;
+    long long lo[MAX_VALS], hi[MAX_VALS];
+} box_row;
+
+static bool boxes_overlap(const box_row *a, const box_row *b)
+{
+    for (int v = 0; v < a->n; v++)
+        if (a->hi[v] < b->lo[v] || b->hi[v] < a->lo[v])
+            return false;
+    return true;
+}
+
+/* The rows of one schedule (workload, target, threads), in the order they
+ * were stored.  A run (box 0, schema 2) goes from lo to hi in shape-set
+ * order: lo <= hi < next run's lo, comparing values in the key's variable
+ * order, the first the most significant.  A box (box 1) has lo <= hi in
+ * every variable, comes after the previous box in the order of first
+ * corners (how the tuner stores them) and shares no shape with another box:
+ * the domains are ascending, so two boxes overlap when their value
+ * intervals do in every variable.  With one variable a box is a run and is
+ * checked as one.  A run of several variables is not compared with a box:
+ * which shapes lie between its ends depends on the domains, which db/ does
+ * not read (dispatch/dispatch.c refuses such an overlap when it loads). */
 static int check_ranges(dt_db_checker *c)
 {
     static const char what[] = "checking the schedules' ranges";
     sqlite3_stmt *st;
     int rc = dt_db_prepare(c->db,
-                           "SELECT id, workload_id, target_id, threads, shape_lo, shape_hi"
+                           "SELECT id, workload_id, target_id, threads, shape_lo, shape_hi, box"
                            " FROM schedules ORDER BY workload_id, target_id, threads, id",
                            &st, c->e, what);
     if (rc)
@@ -147,14 +185,21 @@ static int check_ranges(dt_db_checker *c)
     int64_t seen = 0, pw = -1, pt = -1, pid = 0;
     int pth = -1, pn = -1;
     long long prev_hi[MAX_VALS];
+    box_row *boxes = NULL; /* the boxes of the current schedule so far */
+    size_t nbox = 0, cap = 0;
     while (rc == DT_OK && (rc = dt_db_step_row(c->db, st, SQLITE_OK, c->e, what)) == DT_OK) {
         int64_t id = sqlite3_column_int64(st, 0), w = sqlite3_column_int64(st, 1),
                 t = sqlite3_column_int64(st, 2);
         int th = sqlite3_column_int(st, 3);
         const char *lo_s = dt_col_text(st, 4), *hi_s = dt_col_text(st, 5);
-        long long lo[MAX_VALS], hi[MAX_VALS];
+        bool is_box = sqlite3_column_int(st, 6) == 1;
+        box_row b = {.id = id};
+        long long *lo = b.lo, *hi = b.hi;
         int nl = parse_shape(lo_s, lo), nh = parse_shape(hi_s, hi);
-        bool same = w == pw && t == pt && th == pth;
+        if (!(w == pw && t == pt && th == pth)) {
+            pn = -1;
+            nbox = 0;
+        }
         pw = w, pt = t, pth = th;
         if (nl < 0 || nh < 0 || nl != nh) {
             rc = dt_db_problem(c, "schedule", &seen,
@@ -164,25 +209,68 @@ static int check_ranges(dt_db_checker *c)
             pn = -1;
             continue;
         }
-        if (cmp_shape(lo, hi, nl) > 0)
+        b.n = nl;
+        if (!is_box || nl == 1) {
+            if (cmp_shape(lo, hi, nl) > 0)
+                rc = dt_db_problem(c, "schedule", &seen,
+                                   "schedules row %lld has the range %s..%s, which ends before "
+                                   "it starts",
+                                   (long long)id, lo_s, hi_s);
+            else if (pn == nl && cmp_shape(prev_hi, lo, nl) >= 0)
+                rc = dt_db_problem(c, "schedule", &seen,
+                                   "schedules row %lld (%s..%s) overlaps or comes before row "
+                                   "%lld of the same schedule (workload %lld, target %lld, %d "
+                                   "threads)",
+                                   (long long)id, lo_s, hi_s, (long long)pid, (long long)w,
+                                   (long long)t, th);
+            memcpy(prev_hi, hi, sizeof hi[0] * (size_t)nh);
+            pn = nh;
+            pid = id;
+            continue;
+        }
+        int rev = 0;
+        while (rev < nl && lo[rev] <= hi[rev])
+            rev++;
+        if (rev < nl) {
+            char var[64];
+            shape_var(lo_s, rev, var, sizeof var);
             rc = dt_db_problem(c, "schedule", &seen,
-                               "schedules row %lld has the range %s..%s, which ends before it "
-                               "starts",
-                               (long long)id, lo_s, hi_s);
-        else if (same && pn == nl && cmp_shape(prev_hi, lo, nl) >= 0)
+                               "schedules row %lld has the box %s..%s, whose %s interval ends "
+                               "before it starts",
+                               (long long)id, lo_s, hi_s, var);
+            continue;
+        }
+        const box_row *over = NULL;
+        for (size_t i = 0; i < nbox && !over; i++)
+            if (boxes[i].n == nl && boxes_overlap(&boxes[i], &b))
+                over = &boxes[i];
+        const box_row *last = nbox ? &boxes[nbox - 1] : NULL;
+        if (over)
             rc = dt_db_problem(c, "schedule", &seen,
-                               "schedules row %lld (%s..%s) overlaps or comes before row %lld of "
-                               "the same schedule (workload %lld, target %lld, %d threads)",
-                               (long long)id, lo_s, hi_s, (long long)pid, (long long)w,
+                               "schedules row %lld (box %s..%s) overlaps row %lld of the same "
+                               "schedule (workload %lld, target %lld, %d threads)",
+                               (long long)id, lo_s, hi_s, (long long)over->id, (long long)w,
                                (long long)t, th);
-        memcpy(prev_hi, hi, sizeof hi[0] * (size_t)nh);
-        pn = nh;
-        pid = id;
+        else if (last && last->n == nl && cmp_shape(last->lo, lo, nl) >= 0)
+            rc = dt_db_problem(c, "schedule", &seen,
+                               "schedules row %lld (box %s..%s) comes before row %lld of the "
+                               "same schedule (workload %lld, target %lld, %d threads) in the "
+                               "order of first corners",
+                               (long long)id, lo_s, hi_s, (long long)last->id, (long long)w,
+                               (long long)t, th);
+        box_row *g = dt_grow(boxes, &cap, nbox, sizeof *boxes);
+        if (!g) {
+            rc = dt_errf(c->e, DT_ENOMEM, "out of memory %s of %s", what, c->db->path);
+            break;
+        }
+        boxes = g;
+        boxes[nbox++] = b;
     }
     if (rc == DT_ENOTFOUND)
         rc = DT_OK;
     dt_db_problem_end(c, "schedule", seen);
     sqlite3_finalize(st);
+    free(boxes);
     return rc;
 }
 

@@ -232,13 +232,22 @@ static double mean_measured(dt_db *db, const char *key, const dt_db_schedule *ro
     return n ? sum / (double)n : NAN;
 }
 
+/* Whether two rows with the same corners serve the same shapes: a box and
+ * a schema-2 run differ unless the shapes have one variable ("M=37", no
+ * comma), where a run is a box (a migrated file's 1-D schedule is the same
+ * as the one a new tune writes). */
+static bool same_reading(const dt_db_schedule *a, const dt_db_schedule *b)
+{
+    return a->box == b->box || !strchr(a->shape_lo, ',');
+}
+
 static bool same_schedule(const dt_db_schedule *a, size_t na, const dt_db_schedule *b, size_t nb)
 {
     if (na != nb)
         return false;
     for (size_t i = 0; i < na; i++)
         if (a[i].kernel_id != b[i].kernel_id || strcmp(a[i].shape_lo, b[i].shape_lo) ||
-            strcmp(a[i].shape_hi, b[i].shape_hi))
+            strcmp(a[i].shape_hi, b[i].shape_hi) || !same_reading(&a[i], &b[i]))
             return false;
     return true;
 }
@@ -262,8 +271,8 @@ static int write_schedule(merge_ctx *c, int64_t w, int64_t t, int threads,
     for (size_t i = 0; rc == DT_OK && i < n; i++) {
         if ((rc = dt_db_prepare(c->dst,
                                 "INSERT INTO schedules (workload_id, target_id, shape_lo, shape_hi,"
-                                " kernel_id, threads, predicted_ns, measured_ns, created_at)"
-                                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                                " kernel_id, threads, predicted_ns, measured_ns, created_at, box)"
+                                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                                 &st, c->e, what)))
             break;
         int b = sqlite3_bind_int64(st, 1, w);
@@ -275,6 +284,7 @@ static int write_schedule(merge_ctx *c, int64_t w, int64_t t, int threads,
         DT_BIND(b, dt_bind_real(st, 7, rows[i].predicted_ns));
         DT_BIND(b, dt_bind_real(st, 8, rows[i].measured_ns));
         DT_BIND(b, sqlite3_bind_int64(st, 9, rows[i].created_at));
+        DT_BIND(b, sqlite3_bind_int(st, 10, rows[i].box));
         rc = dt_db_step_done(c->dst, st, b, c->e, what);
     }
     return rc;

@@ -209,6 +209,12 @@ static int check_schedule(const dt_db_schedule *rows, size_t n, dt_err *e)
             return rc;
         if (rows[i].kernel_id <= 0)
             return dt_errf(e, DT_EINVAL, "schedule row %zu: kernel id is required", i);
+        /* the CHECK would refuse it too, but only as "CHECK constraint failed" */
+        if (rows[i].box != 0 && rows[i].box != 1)
+            return dt_errf(e, DT_EINVAL,
+                           "schedule row %zu (%s..%s): box must be 1 (a box's corners) or 0 "
+                           "(a schema-2 run), not %d",
+                           i, rows[i].shape_lo, rows[i].shape_hi, rows[i].box);
     }
     return DT_OK;
 }
@@ -244,6 +250,7 @@ static int insert_schedule_row(dt_db *db, sqlite3_stmt *st, int64_t workload_id,
     DT_BIND(b, dt_bind_real(st, 7, r->predicted_ns));
     DT_BIND(b, dt_bind_real(st, 8, r->measured_ns));
     DT_BIND(b, sqlite3_bind_int64(st, 9, now));
+    DT_BIND(b, sqlite3_bind_int(st, 10, r->box));
     int s = b == SQLITE_OK ? sqlite3_step(st) : b;
     if (s != SQLITE_DONE)
         return dt_db_fail(db, s, e, "saving schedule range %s..%s", r->shape_lo, r->shape_hi);
@@ -256,8 +263,8 @@ static int insert_schedule(dt_db *db, int64_t workload_id, int64_t target_id, in
     sqlite3_stmt *st;
     int rc = dt_db_prepare(db,
                            "INSERT INTO schedules (workload_id, target_id, shape_lo, shape_hi,"
-                           " kernel_id, threads, predicted_ns, measured_ns, created_at)"
-                           " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                           " kernel_id, threads, predicted_ns, measured_ns, created_at, box)"
+                           " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                            &st, e, "saving schedule");
     if (rc)
         return rc;
@@ -297,6 +304,7 @@ static int read_schedule(sqlite3_stmt *st, void *out)
         .predicted_ns = dt_col_real(st, 7),
         .measured_ns = dt_col_real(st, 8),
         .created_at = sqlite3_column_int64(st, 9),
+        .box = sqlite3_column_int(st, 10),
     };
     int rc = dt_col_dup(st, 3, &r->shape_lo);
     if (rc == DT_OK)
@@ -313,7 +321,7 @@ int dt_db_schedule_list(dt_db *db, int64_t workload_id, int64_t target_id, int t
     sqlite3_stmt *st;
     int rc = dt_db_prepare(db,
                            "SELECT id, workload_id, target_id, shape_lo, shape_hi, kernel_id,"
-                           " threads, predicted_ns, measured_ns, created_at FROM schedules"
+                           " threads, predicted_ns, measured_ns, created_at, box FROM schedules"
                            " WHERE workload_id = ?1 AND target_id = ?2 AND (?3 = 0 OR threads = ?3)"
                            " ORDER BY threads, id",
                            &st, e, what);

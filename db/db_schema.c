@@ -186,9 +186,23 @@ static const char schema_v2[] =
     "DROP TABLE mig_wattrs;"
     "DROP TABLE mig_witems;";
 
+/* Version 2 -> 3: a schedule row is a box (docs/database.md, "Schema
+ * version 3").  shape_lo and shape_hi were the first and last shape of a
+ * run of consecutive shapes in shape-set order; the tuner now writes the
+ * two corners of a box, one interval per variable (sketch/box.h).  With
+ * one variable the two readings coincide; with several they do not (a run
+ * may cross a row of the grid), so the row says which it is.  Every row
+ * already stored was written as a run and keeps that reading (box 0); the
+ * dispatch layer reads it as the boxes of its run (dt_box_from_run).  A
+ * column added with a constant default rewrites no row and no other
+ * table references it by name, so no rebuild. */
+static const char schema_v3[] =
+    "ALTER TABLE schedules ADD COLUMN box INTEGER NOT NULL DEFAULT 0 CHECK (box IN (0, 1));";
+
 static const dt_migration migrations[] = {
     {"creating the tables", schema_v1, 0},
     {"kernels keep their op's dtype and attributes", schema_v2, 1},
+    {"schedule rows are boxes", schema_v3, 0},
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == DT_DB_SCHEMA_VERSION,

@@ -329,7 +329,7 @@ static void test_migrate_kernel_identity(void)
              " (4, 1, 'M=1', 'M=4', 5, 1, 0);");
     CU_ASSERT_EQUAL_FATAL(dt_db_open(p, 0, &db, &e), DT_OK);
     CU_ASSERT_EQUAL(dt_db_opened_version(db), 1);
-    CU_ASSERT_EQUAL(dt_db_schema_version(db), 2);
+    CU_ASSERT_EQUAL(dt_db_schema_version(db), DT_DB_SCHEMA_VERSION);
     CU_ASSERT_EQUAL(dt_db_check(db, &e), DT_OK);
     static const struct {
         const char *op, *attrs, *annotation, *hash;
@@ -385,6 +385,160 @@ static void test_migrate_kernel_identity(void)
                                            1, &e),
                     DT_EINVAL);
     dt_db_close(db);
+}
+
+/* ---- schema 2 -> 3: tests/data/v2/v2.db (tests/data/v2/README.md) ----------- */
+
+/* A schedules row as sqlite3 reads it. */
+typedef struct {
+    long long id, workload_id, target_id, kernel_id, threads;
+    char lo[64], hi[64];
+} raw_schedule;
+
+/* Every schedules row of path in id order, read with plain sqlite3 (which
+ * knows no box column, so this reads a schema-2 file as well); returns how
+ * many (at most max), -1 when the query fails. */
+static int raw_schedules(const char *path, raw_schedule *out, int max)
+{
+    sqlite3 *s;
+    sqlite3_stmt *st;
+    int n = 0;
+    CU_ASSERT_FATAL(sqlite3_open_v2(path, &s, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    if (sqlite3_prepare_v2(s,
+                           "SELECT id, workload_id, target_id, kernel_id, threads, shape_lo,"
+                           " shape_hi FROM schedules ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_close(s);
+        return -1;
+    }
+    while (n < max && sqlite3_step(st) == SQLITE_ROW) {
+        raw_schedule *r = &out[n++];
+        r->id = sqlite3_column_int64(st, 0);
+        r->workload_id = sqlite3_column_int64(st, 1);
+        r->target_id = sqlite3_column_int64(st, 2);
+        r->kernel_id = sqlite3_column_int64(st, 3);
+        r->threads = sqlite3_column_int64(st, 4);
+        snprintf(r->lo, sizeof r->lo, "%s", (const char *)sqlite3_column_text(st, 5));
+        snprintf(r->hi, sizeof r->hi, "%s", (const char *)sqlite3_column_text(st, 6));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(s);
+    return n;
+}
+
+static void print_problem(const char *kind, const char *message, void *ud)
+{
+    (void)ud;
+    fprintf(stderr, "\n  unexpected problem: [%s] %s", kind, message);
+}
+
+/* The file the previous dtune made: opening it migrates it to schema 3 in
+ * place; every schedules row is still there, unchanged, and reads as a run
+ * (box 0), multi-variable runs that cross a row of the grid included; the
+ * file passes every check of `dtune db check`. */
+static void test_migrate_schema2_file(void)
+{
+    char src[4096], cmd[8300];
+    snprintf(src, sizeof src, "%s/tests/data/v2/v2.db", DTUNE_SOURCE_DIR);
+    const char *p = dt_test_path("v2.db");
+    unlink(p);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", src, p);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    CU_ASSERT_EQUAL(raw_int(p, "PRAGMA user_version"), 2);
+    raw_schedule before[64], after[64];
+    int n = raw_schedules(p, before, 64);
+    CU_ASSERT_FATAL(n > 0 && n < 64);
+    CU_ASSERT_EQUAL(raw_int(p, "SELECT count(*) FROM schedules"), n);
+    /* the README's point: some rows are runs no box can hold */
+    CU_ASSERT_EQUAL(raw_int(p, "SELECT count(*) FROM schedules WHERE shape_lo = 'b=1,s=1'"
+                               " AND shape_hi = 'b=2,s=1'"),
+                    1);
+
+    /* a read-only open does not migrate it */
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_db_open(p, DT_DB_READONLY, &db, &e), DT_EVERSION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "has schema version 2, this dtune needs 3"));
+    CU_ASSERT_EQUAL(raw_int(p, "PRAGMA user_version"), 2);
+
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, 0, &db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_opened_version(db), 2);
+    CU_ASSERT_EQUAL(dt_db_schema_version(db), DT_DB_SCHEMA_VERSION);
+    CU_ASSERT_EQUAL(DT_DB_SCHEMA_VERSION, 3);
+    CU_ASSERT_EQUAL(dt_db_check(db, &e), DT_OK);
+    int64_t problems = -1;
+    CU_ASSERT_EQUAL(dt_db_check_all(db, print_problem, NULL, &problems, &e), DT_OK);
+    CU_ASSERT_EQUAL(problems, 0);
+    /* through the accessor: each row as it was, box 0 */
+    int listed = 0;
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && before[i].workload_id == before[i - 1].workload_id &&
+            before[i].target_id == before[i - 1].target_id)
+            continue; /* one listing per (workload, target) */
+        dt_db_schedule *got = NULL;
+        size_t ng = 0;
+        CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(db, before[i].workload_id,
+                                                  before[i].target_id, 0, &got, &ng, &e),
+                              DT_OK);
+        for (size_t j = 0; j < ng; j++) {
+            const raw_schedule *b = NULL;
+            for (int k = 0; k < n && !b; k++)
+                if (before[k].id == got[j].id)
+                    b = &before[k];
+            CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+            CU_ASSERT_EQUAL(got[j].box, 0);
+            CU_ASSERT_STRING_EQUAL(got[j].shape_lo, b->lo);
+            CU_ASSERT_STRING_EQUAL(got[j].shape_hi, b->hi);
+            CU_ASSERT_EQUAL(got[j].kernel_id, b->kernel_id);
+            CU_ASSERT_EQUAL(got[j].threads, b->threads);
+            listed++;
+        }
+        dt_db_schedules_free(got, ng);
+    }
+    CU_ASSERT_EQUAL(listed, n);
+    dt_db_close(db);
+
+    /* on disk: schema 3, the same rows, the new column 0 everywhere */
+    CU_ASSERT_EQUAL(raw_int(p, "PRAGMA user_version"), DT_DB_SCHEMA_VERSION);
+    CU_ASSERT_EQUAL(raw_int(p, "PRAGMA application_id"), DT_DB_APPLICATION_ID);
+    CU_ASSERT_EQUAL_FATAL(raw_schedules(p, after, 64), n);
+    for (int i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(after[i].id, before[i].id);
+        CU_ASSERT_EQUAL(after[i].workload_id, before[i].workload_id);
+        CU_ASSERT_EQUAL(after[i].target_id, before[i].target_id);
+        CU_ASSERT_EQUAL(after[i].kernel_id, before[i].kernel_id);
+        CU_ASSERT_EQUAL(after[i].threads, before[i].threads);
+        CU_ASSERT_STRING_EQUAL(after[i].lo, before[i].lo);
+        CU_ASSERT_STRING_EQUAL(after[i].hi, before[i].hi);
+    }
+    CU_ASSERT_EQUAL(raw_int(p, "SELECT count(*) FROM schedules WHERE box = 0"), n);
+    CU_ASSERT_TRUE(integrity_ok(p));
+
+    /* a read-only open serves the migrated file; a second open has nothing to do */
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, DT_DB_READONLY, &db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_check(db, &e), DT_OK);
+    dt_db_close(db);
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(p, 0, &db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_opened_version(db), DT_DB_SCHEMA_VERSION);
+    dt_db_close(db);
+
+    /* a file brought to exactly schema 2 and then forward gets the same column */
+    const char *q = dt_test_path("v2-steps.db");
+    unlink(q);
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(q, DT_DB_CREATE | DT_DB_NOMIGRATE, &db, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(dt_db_migrate_to(db, 2, &e), DT_OK);
+    dt_db_close(db);
+    raw_exec(q, "INSERT INTO targets VALUES (1, 't', 'avx2', '{}', 0);"
+                "INSERT INTO workloads VALUES (1, 'dense(M=1..8,N=8,K=8)', 'dense', '{}', 0);"
+                "INSERT INTO kernels (id, op, sketch, annotation, created_at)"
+                " VALUES (1, 'dense', 'blocked', '{}', 0);"
+                "INSERT INTO schedules (workload_id, target_id, shape_lo, shape_hi, kernel_id,"
+                " threads, created_at) VALUES (1, 1, 'M=1', 'M=8', 1, 1, 0);");
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(q, 0, &db, &e), DT_OK);
+    CU_ASSERT_EQUAL(dt_db_opened_version(db), 2);
+    CU_ASSERT_EQUAL(dt_db_check(db, &e), DT_OK);
+    dt_db_close(db);
+    CU_ASSERT_EQUAL(raw_int(q, "SELECT box FROM schedules"), 0);
 }
 
 static void test_migrate_from_version_0(void)
@@ -753,6 +907,60 @@ static void test_schedules(void)
     CU_ASSERT_PTR_NULL(got);
     dt_db_close(f.db);
     CU_ASSERT_TRUE(integrity_ok(dt_test_path("sched.db")));
+}
+
+/* Schema 3: a row is a box (1) or a schema-2 run (0), stored and read back
+ * as given; anything else is refused before anything is written, and the
+ * column's CHECK refuses it from any other writer. */
+static void test_schedule_boxes(void)
+{
+    fixture f = make_fixture("sched-box.db");
+    dt_err e;
+    dt_db_schedule rows[] = {
+        {.shape_lo = "b=1,s=1", .shape_hi = "b=2,s=4", .box = 1, .kernel_id = f.k1,
+         .predicted_ns = 10, .measured_ns = 11},
+        {.shape_lo = "b=3,s=1", .shape_hi = "b=3,s=2", .box = 1, .kernel_id = f.k2,
+         .predicted_ns = 20, .measured_ns = NAN},
+        {.shape_lo = "b=3,s=3", .shape_hi = "b=3,s=4", .box = 0, .kernel_id = f.k1,
+         .predicted_ns = NAN, .measured_ns = 30},
+    };
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_replace(f.db, f.wl1, f.target, 1, rows, 3, &e), DT_OK);
+    dt_db_schedule *got;
+    size_t n;
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, 1, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 3);
+    for (size_t i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(got[i].box, rows[i].box);
+        CU_ASSERT_STRING_EQUAL(got[i].shape_lo, rows[i].shape_lo);
+        CU_ASSERT_STRING_EQUAL(got[i].shape_hi, rows[i].shape_hi);
+        CU_ASSERT_EQUAL(got[i].kernel_id, rows[i].kernel_id);
+    }
+    dt_db_schedules_free(got, n);
+
+    /* box 2 (or -1) is neither: refused, the old schedule stays */
+    dt_db_schedule bad[2] = {rows[0], rows[1]};
+    bad[1].box = 2;
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, 1, bad, 2, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "schedule row 1 (b=3,s=1..b=3,s=2)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "box must be 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "not 2"));
+    bad[1].box = -1;
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(f.db, f.wl1, f.target, 1, bad, 2, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(f.db, f.wl1, f.target, 1, &got, &n, &e), DT_OK);
+    CU_ASSERT_EQUAL(n, 3);
+    CU_ASSERT_EQUAL(n == 3 ? got[2].box : -1, 0);
+    dt_db_schedules_free(got, n);
+    dt_db_close(f.db);
+
+    const char *p = dt_test_path("sched-box.db");
+    sqlite3 *s;
+    CU_ASSERT_FATAL(sqlite3_open(p, &s) == SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(s, "UPDATE schedules SET box = 2", NULL, NULL, NULL),
+                    SQLITE_CONSTRAINT);
+    CU_ASSERT_EQUAL(sqlite3_extended_errcode(s), SQLITE_CONSTRAINT_CHECK);
+    sqlite3_close(s);
+    CU_ASSERT_EQUAL(raw_int(p, "SELECT sum(box) FROM schedules"), 2);
+    CU_ASSERT_TRUE(integrity_ok(p));
 }
 
 static void test_cost_models(void)
@@ -1585,7 +1793,9 @@ static void test_cli_init_and_stats(void)
 
     CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db stats --db '%s'", p), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "measurements"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "schema    2"));
+    char schema_line[32];
+    snprintf(schema_line, sizeof schema_line, "schema    %d", DT_DB_SCHEMA_VERSION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, schema_line));
     dt_test_proc_free(&r);
 
     /* DTUNE_DB is the default path. */
@@ -1639,9 +1849,13 @@ static void test_cli_errors(void)
     /* A newer schema is refused with exit 2. */
     const char *future = dt_test_path("cli-future.db");
     dt_db_close(open_new("cli-future.db"));
-    raw_exec(future, "PRAGMA user_version = 3;");
+    char sql[64], want_err[128];
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d;", DT_DB_SCHEMA_VERSION + 1);
+    raw_exec(future, sql);
     CU_ASSERT_EQUAL(dt_test_run_dtune(&r, "db init --db '%s'", future), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "schema version 3, this dtune supports up to 2"));
+    snprintf(want_err, sizeof want_err, "schema version %d, this dtune supports up to %d",
+             DT_DB_SCHEMA_VERSION + 1, DT_DB_SCHEMA_VERSION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, want_err));
     dt_test_proc_free(&r);
 
     /* I/O failure: the directory does not exist. */
@@ -1801,6 +2015,8 @@ int main(void)
         {"version-0 database migrated to current", test_migrate_from_version_0},
         {"schema 1 -> 2: kernels get their attributes, shared ones split",
          test_migrate_kernel_identity},
+        {"schema 2 -> 3: tests/data/v2/v2.db migrates, its rows stay runs",
+         test_migrate_schema2_file},
         {"several processes create one new file at once", test_concurrent_create},
         CU_TEST_INFO_NULL,
     };
@@ -1821,6 +2037,8 @@ int main(void)
         {"measurements: round trip, duplicate trial recorded once", test_measurements},
         {"foreign keys enforced", test_foreign_keys_enforced},
         {"schedules: replaced atomically", test_schedules},
+        {"schedules: box and run rows round trip, anything else refused",
+         test_schedule_boxes},
         {"cost models", test_cost_models},
         {"jobs", test_jobs},
         {"transactions", test_transactions},

@@ -393,6 +393,151 @@ static void test_backup_damaged_source(void)
     dt_test_proc_free(&pr);
 }
 
+/* ---- schema 3: schedule rows are boxes ------------------------------------------ */
+
+#define WKEY2 "dense(M=b*s,N=16,K=16;b=1..3,s=1..4)"
+
+/* A database with WKEY (one variable) and WKEY2 (two) and kernels 1, 2;
+ * each workload's schedule for 1 thread is two rows with the given box
+ * flag, every measured_ns 100: as boxes and as runs alike, WKEY's M=1..4,
+ * M=5..8 and WKEY2's b=1,s=1..b=2,s=2 and b=2,s=3..b=3,s=4 are sound. */
+static void make_box_db(const char *path, int box)
+{
+    unlink(path);
+    dt_db *db;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_CREATE, &db, &e), 0);
+    int64_t t, w1, w2, k1, k2;
+    CU_ASSERT_EQUAL(dt_db_target_upsert(db, TARGET, "generic", NULL, &t, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_workload_upsert(db, WKEY, "dense", "{}", &w1, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_workload_upsert(db, WKEY2, "dense", "{}", &w2, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_kernel_intern(db, "dense", "direct", "{\"MR\":1}", NULL, &k1, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_kernel_intern(db, "dense", "direct", "{\"MR\":2}", NULL, &k2, &e), 0);
+    dt_db_schedule r1[] = {
+        {.shape_lo = "M=1", .shape_hi = "M=4", .box = box, .kernel_id = k1,
+         .predicted_ns = 100, .measured_ns = 100},
+        {.shape_lo = "M=5", .shape_hi = "M=8", .box = box, .kernel_id = k2,
+         .predicted_ns = 100, .measured_ns = 100},
+    };
+    dt_db_schedule r2[] = {
+        {.shape_lo = "b=1,s=1", .shape_hi = "b=2,s=2", .box = box, .kernel_id = k1,
+         .predicted_ns = 100, .measured_ns = 100},
+        {.shape_lo = "b=2,s=3", .shape_hi = "b=3,s=4", .box = box, .kernel_id = k2,
+         .predicted_ns = 100, .measured_ns = 100},
+    };
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(db, w1, t, 1, r1, 2, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(db, w2, t, 1, r2, 2, &e), 0);
+    dt_db_close(db);
+}
+
+/* Boxes are checked as boxes (lo <= hi in every variable, ordered by first
+ * corner, disjoint), runs as runs, a one-variable row as a run whatever
+ * its flag; a box value outside 0/1 (written past the CHECK) is reported. */
+static void test_check_boxes(void)
+{
+    const char *path = dt_test_path("boxes.db");
+    make_box_db(path, 1);
+    /* sound boxes whose corners are not ordered as runs (b=2,s=1..b=3,s=2
+     * then b=2,s=3: the first box's last corner is after the second's first),
+     * sound runs crossing a row, a one-variable schedule mixing both */
+    sql_exec(path,
+             "INSERT INTO schedules (workload_id, target_id, shape_lo, shape_hi, kernel_id,"
+             " threads, created_at, box) VALUES"
+             " (2, 1, 'b=1,s=1', 'b=1,s=4', 1, 2, 0, 1),"
+             " (2, 1, 'b=2,s=1', 'b=3,s=2', 2, 2, 0, 1),"
+             " (2, 1, 'b=2,s=3', 'b=3,s=4', 1, 2, 0, 1),"
+             " (2, 1, 'b=1,s=1', 'b=2,s=1', 1, 3, 0, 0),"
+             " (2, 1, 'b=2,s=2', 'b=3,s=4', 2, 3, 0, 0),"
+             " (1, 1, 'M=1', 'M=2', 1, 2, 0, 0),"
+             " (1, 1, 'M=3', 'M=8', 2, 2, 0, 1);");
+    problems p = {{0}, 0};
+    CU_ASSERT_EQUAL(check_all(path, &p), 0);
+    if (p.n)
+        fprintf(stderr, "unexpected:\n%s", p.text);
+
+    /* rows 20..: an overlap, a box before the previous one, a box reversed
+     * in s only (its corners are in shape-set order), box 2, and a
+     * one-variable box before the run it follows */
+    sql_exec(path,
+             "PRAGMA ignore_check_constraints = ON;"
+             "INSERT INTO schedules (id, workload_id, target_id, shape_lo, shape_hi, kernel_id,"
+             " threads, created_at, box) VALUES"
+             " (20, 2, 1, 'b=1,s=1', 'b=2,s=2', 1, 4, 0, 1),"
+             " (21, 2, 1, 'b=2,s=2', 'b=3,s=3', 2, 4, 0, 1),"
+             " (22, 2, 1, 'b=1,s=3', 'b=1,s=4', 1, 4, 0, 1),"
+             " (23, 2, 1, 'b=2,s=4', 'b=3,s=3', 1, 4, 0, 1),"
+             " (24, 2, 1, 'b=1,s=1', 'b=1,s=1', 1, 5, 0, 2),"
+             " (25, 1, 1, 'M=5', 'M=8', 1, 3, 0, 0),"
+             " (26, 1, 1, 'M=1', 'M=4', 2, 3, 0, 1);");
+    memset(&p, 0, sizeof p);
+    int64_t n = check_all(path, &p);
+    static const char *const want[] = {
+        "[schedule] schedules row 21 (box b=2,s=2..b=3,s=3) overlaps row 20 of the same "
+        "schedule (workload 2, target 1, 4 threads)",
+        "[schedule] schedules row 22 (box b=1,s=3..b=1,s=4) comes before row 21 of the same "
+        "schedule (workload 2, target 1, 4 threads) in the order of first corners",
+        "[schedule] schedules row 23 has the box b=2,s=4..b=3,s=3, whose s interval ends "
+        "before it starts",
+        "[schedule] schedules row 24 has box 2, neither 1 (a box) nor 0 (a schema-2 run)",
+        "[schedule] schedules row 26 (M=1..M=4) overlaps or comes before row 25",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!strstr(p.text, want[i]))
+            fprintf(stderr, "missing: %s\nin:\n%s", want[i], p.text);
+        CU_ASSERT_PTR_NOT_NULL(strstr(p.text, want[i]));
+    }
+    CU_ASSERT_EQUAL(n, 5);
+    CU_ASSERT_EQUAL(p.n, 5);
+}
+
+/* A merge copies each row's box flag, and a schedule of runs is not the
+ * same as one of boxes with the same corners, except with one variable,
+ * where a run is a box. */
+static void test_merge_boxes(void)
+{
+    const char *src = dt_test_path("mbox-src.db"), *fresh = dt_test_path("mbox-new.db"),
+               *runs = dt_test_path("mbox-runs.db");
+    make_box_db(src, 1);
+    make_box_db(runs, 0);
+    unlink(fresh);
+    dt_db *db;
+    dt_err e;
+    dt_db_merge_info m;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(fresh, DT_DB_CREATE, &db, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_merge(db, src, NULL, NULL, &m, &e), 0);
+    CU_ASSERT_EQUAL(m.schedules_added, 2);
+    dt_db_workload w;
+    dt_db_target t;
+    CU_ASSERT_EQUAL_FATAL(dt_db_workload_get(db, WKEY2, &w, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_db_target_get(db, TARGET, &t, &e), 0);
+    dt_db_schedule *got;
+    size_t n;
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(db, w.id, t.id, 1, &got, &n, &e), 0);
+    CU_ASSERT_EQUAL(n, 2);
+    for (size_t i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(got[i].box, 1);
+    dt_db_schedules_free(got, n);
+    dt_db_workload_free(&w);
+    dt_db_target_free(&t);
+    CU_ASSERT_EQUAL(dt_db_merge(db, src, NULL, NULL, &m, &e), 0); /* again: nothing new */
+    CU_ASSERT_EQUAL(m.schedules_same, 2);
+    dt_db_close(db);
+
+    /* into runs with the same corners: WKEY's are the same schedule, WKEY2's
+     * are not (a tie of equal times: the destination's runs are kept) */
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(runs, 0, &db, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_merge(db, src, NULL, NULL, &m, &e), 0);
+    CU_ASSERT_EQUAL(m.schedules_same, 1);
+    CU_ASSERT_EQUAL(m.schedules_kept, 1);
+    CU_ASSERT_EQUAL(m.schedules_added + m.schedules_replaced, 0);
+    dt_db_close(db);
+    problems p = {{0}, 0};
+    CU_ASSERT_EQUAL(check_all(fresh, &p), 0);
+    CU_ASSERT_EQUAL(check_all(runs, &p), 0);
+    if (p.n)
+        fprintf(stderr, "unexpected:\n%s", p.text);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -403,6 +548,8 @@ int main(void)
         {"db merge of a newer source creates no destination", test_merge_future_no_destination},
         {"db prune of a 0-byte file: not a dtune database, nothing made", test_prune_empty_file},
         {"db backup of a damaged source says the source is damaged", test_backup_damaged_source},
+        {"db check: box rows are checked as boxes, runs as runs", test_check_boxes},
+        {"db merge copies and compares the box flag", test_merge_boxes},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {
