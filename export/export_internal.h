@@ -9,7 +9,7 @@
  *                      documentation and a kernel's call (op_<name>*.c)
  *   export_kernel.c    one kernel's translation unit, renamed so that several
  *                      fit in one file
- *   export_dispatch.c  the nested ifs over the shape ranges
+ *   export_dispatch.c  the nested ifs over the table's boxes
  *   export_emit.c      the header, packing and the entry point
  *   export_file.c      writing both files atomically
  *
@@ -79,8 +79,10 @@ void dt_export_plan_free(dt_export_plan *p);
  * renamed NAME_k<k>_... and every macro it defines undefined after it. */
 int dt_export_emit_kernel(dt_strbuf *sb, const dt_export_plan *p, int k, dt_err *e);
 
-/* Appends `static int NAME_select(<vars>)`: nested ifs over the ranges that
- * return the kernel index dt_dispatch_find would pick for the shape. */
+/* Appends `static int NAME_select(<vars>)`: nested ifs over the variables
+ * that return the kernel index dt_dispatch_find would pick for the shape
+ * (a balanced tree over segments with one variable, a decision tree over
+ * the grid of domain indices with several). */
 void dt_export_emit_select(dt_strbuf *sb, const dt_export_plan *p);
 
 /* The activation of p's GEMM view as words for a doc comment: ", then

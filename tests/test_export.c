@@ -18,6 +18,11 @@
  * every M (seq) in 1..200 and 512 against the double reference of their
  * operands (microkernel/operands.h), `dtune bench --export` on two of them,
  * and dt_kernel_pack_checked refusing bad weight scales.
+ * Schedules of boxes: NAME_select of one variable is the text it was before
+ * boxes; of two and three variables (hand-made and random tables, covering
+ * the set or with gaps), compiled, it picks dt_dispatch_find's kernel on every
+ * shape of the set and on shapes between and beyond the domains; and a
+ * two-variable schedule stored as boxes is exported, compiled and run.
  * Then the errors (bad NAME, missing schedule / workload / database, an
  * unwritable output: no file left behind) and one end-to-end run through the
  * real binary: a tiny `dtune tune`, `dtune export --json`, compile, run, and
@@ -163,16 +168,11 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-/* Compiles dir/NAME.c with its header (and a hook exposing NAME_select)
- * into dir/NAME.so with plain cc; returns the dlopen handle or NULL. */
-static void *compile_export(const char *dir, const char *name)
+/* Compiles dir/NAME_wrap.c, the text src, into dir/NAME.so with plain cc
+ * (-Wall -Wextra -Werror); returns the dlopen handle or NULL. */
+static void *compile_wrapped(const char *dir, const char *name, const char *src)
 {
-    char src[256], cmd[10000], so[4096];
-    snprintf(src, sizeof src,
-             "#include \"%s.h\"\n#include \"%s.c\"\n"
-             "int %s_test_select(int64_t v);\n"
-             "int %s_test_select(int64_t v) { return %s_select(v); }\n",
-             name, name, name, name, name);
+    char cmd[10000], so[4096];
     char fname[128];
     snprintf(fname, sizeof fname, "%s_wrap.c", name);
     free(dt_test_write_file(dir, fname, src));
@@ -196,6 +196,19 @@ static void *compile_export(const char *dir, const char *name)
     if (!h)
         fprintf(stderr, "\n  dlopen %s: %s\n", so, dlerror());
     return h;
+}
+
+/* Compiles dir/NAME.c with its header (and a hook exposing NAME_select)
+ * into dir/NAME.so; returns the dlopen handle or NULL. */
+static void *compile_export(const char *dir, const char *name)
+{
+    char src[512];
+    snprintf(src, sizeof src,
+             "#include \"%s.h\"\n#include \"%s.c\"\n"
+             "int %s_test_select(int64_t v);\n"
+             "int %s_test_select(int64_t v) { return %s_select(v); }\n",
+             name, name, name, name, name);
+    return compile_wrapped(dir, name, src);
 }
 
 static void *sym(void *h, const char *name, const char *suffix)
@@ -922,6 +935,566 @@ static void test_export_workloads(void)
     dt_db_close(db);
 }
 
+/* ---- several variables: a schedule of boxes ------------------------------ */
+
+/* The values probed for variable v of w: every domain value, the values
+ * between two of them that go to either (the last one nearer the lower,
+ * the first nearer the upper: a tie goes to the lower), and values outside
+ * the domain (below, 0, negative, just beyond, 2·last+1, 2^40).  At most
+ * 3·n + 6. */
+static int probes(const dt_workload *w, int v, int64_t *out)
+{
+    const dt_domain *d = &w->vars[v].dom;
+    int n = 0;
+    for (int i = 0; i < d->n; i++) {
+        out[n++] = d->values[i];
+        if (i + 1 < d->n && d->values[i + 1] - d->values[i] > 1) {
+            int64_t a = d->values[i], b = d->values[i + 1];
+            out[n++] = a + (b - a) / 2;
+            out[n++] = a + (b - a) / 2 + 1;
+        }
+    }
+    int64_t first = d->values[0], last = d->values[d->n - 1];
+    out[n++] = first - 1;
+    out[n++] = 0;
+    out[n++] = -7;
+    out[n++] = last + 1;
+    out[n++] = 2 * last + 1;
+    out[n++] = (int64_t)1 << 40;
+    return n;
+}
+
+typedef int (*select_vec_fn)(const int64_t *vals);
+
+/* sel (NAME_select over the values vals[nvars]) against dt_dispatch_find on
+ * every combination of the probed values of each variable: every shape of
+ * the set, and shapes between and beyond the domains.  range_kernel maps
+ * the table's ranges to the kernel numbers sel returns.  Returns the
+ * number of shapes of the set in no box (served by the nearest-box rule). */
+static int64_t check_select_vec(select_vec_fn sel, const char *name, const dt_dispatch *d,
+                                const int *range_kernel)
+{
+    const dt_workload *w = d->w;
+    const int nv = w->nvars;
+    int64_t *pv[DT_MAX_VARS];
+    int np[DT_MAX_VARS], at[DT_MAX_VARS];
+    for (int v = 0; v < nv; v++) {
+        pv[v] = malloc((size_t)(3 * w->vars[v].dom.n + 6) * sizeof *pv[v]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(pv[v]);
+        np[v] = probes(w, v, pv[v]);
+        at[v] = 0;
+    }
+    int64_t wrong = 0, in_gap = 0, checked = 0;
+    for (;;) {
+        int64_t vals[DT_MAX_VARS];
+        for (int v = 0; v < nv; v++)
+            vals[v] = pv[v][at[v]];
+        dt_dispatch_hit hit;
+        CU_ASSERT_EQUAL_FATAL(dt_dispatch_find(d, vals, &hit), 0);
+        int want = range_kernel[hit.range - d->r], got = sel(vals);
+        if (got != want && wrong++ < 3) {
+            char shape[256];
+            dt_shape_format(w, vals, shape, sizeof shape);
+            fprintf(stderr, "\n  %s: %s: select %d, dispatch %d\n", name, shape, got, want);
+        }
+        int64_t idx;
+        if (dt_workload_shape_index(w, vals, &idx, NULL) && hit.extrapolated)
+            in_gap++; /* a shape of the set, in no box */
+        checked++;
+        int v = nv - 1;
+        while (v >= 0 && ++at[v] == np[v])
+            at[v--] = 0;
+        if (v < 0)
+            break;
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+    int64_t want_checked = 1;
+    for (int v = 0; v < nv; v++) {
+        want_checked *= np[v];
+        free(pv[v]);
+    }
+    CU_ASSERT_EQUAL(checked, want_checked);
+    return in_gap;
+}
+
+/* Deterministic pseudo-random numbers in 0..n-1. */
+static uint64_t g_rng = 12345;
+static int64_t rnd(int64_t n)
+{
+    g_rng = g_rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (int64_t)((g_rng >> 33) % (uint64_t)n);
+}
+
+/* Whether every shape of b is free (free_[s] != 0). */
+static int box_free(const dt_workload *w, const dt_box *b, const char *free_)
+{
+    for (int64_t j = 0; j < dt_box_nshapes(w, b); j++)
+        if (!free_[dt_box_shape(w, b, j)])
+            return 0;
+    return 1;
+}
+
+/* Up to 8 disjoint random boxes of w with kernels 0..3; with cover, the
+ * shapes left are then covered too, each free shape in order growing a box
+ * along the last variable, then each earlier one.  Returns the count;
+ * out and kern hold room for every shape of w. */
+static int random_boxes(const dt_workload *w, int cover, dt_box *out, int *kern)
+{
+    int64_t ns = dt_workload_nshapes(w);
+    char *free_ = malloc((size_t)ns);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(free_);
+    memset(free_, 1, (size_t)ns);
+    int n = 0;
+    for (int t = 0; t < 40 && n < 8; t++) {
+        dt_box b;
+        memset(&b, 0, sizeof b);
+        for (int v = 0; v < w->nvars; v++) {
+            int64_t dn = w->vars[v].dom.n;
+            b.lo[v] = rnd(dn);
+            b.hi[v] = b.lo[v] + rnd(dn / 2 + 1);
+            if (b.hi[v] > dn - 1)
+                b.hi[v] = dn - 1;
+        }
+        if (!box_free(w, &b, free_))
+            continue;
+        for (int64_t j = 0; j < dt_box_nshapes(w, &b); j++)
+            free_[dt_box_shape(w, &b, j)] = 0;
+        kern[n] = (int)rnd(4);
+        out[n++] = b;
+    }
+    for (int64_t s = 0; cover && s < ns; s++) {
+        if (!free_[s])
+            continue;
+        dt_box b;
+        memset(&b, 0, sizeof b);
+        dt_box_split(w, s, b.lo);
+        memcpy(b.hi, b.lo, sizeof b.hi);
+        for (int v = w->nvars - 1; v >= 0; v--)
+            for (;;) {
+                dt_box slab = b;
+                if (b.hi[v] + 1 >= w->vars[v].dom.n)
+                    break;
+                slab.lo[v] = slab.hi[v] = b.hi[v] + 1;
+                if (!box_free(w, &slab, free_))
+                    break;
+                b.hi[v]++;
+            }
+        for (int64_t j = 0; j < dt_box_nshapes(w, &b); j++)
+            free_[dt_box_shape(w, &b, j)] = 0;
+        kern[n] = (int)rnd(4);
+        out[n++] = b;
+    }
+    free(free_);
+    return n;
+}
+
+#define BOX_CASES 40
+
+typedef struct {
+    const char *what;
+    dt_workload *w;        /* borrowed */
+    dt_dispatch *d;
+    int range_kernel[256]; /* the kernel number of each range: its kernel id - 1 */
+    int gap;               /* 1: some shape of the set is in no box */
+    char *text;            /* NAME_select as exported */
+} box_case;
+
+/* NAME_select of table d as dt_export_emit_select writes it (malloc'ed),
+ * the variables' own names as parameters. */
+static char *select_text(const dt_dispatch *d, int *range_kernel, const char *name)
+{
+    dt_export_plan p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.name, sizeof p.name, "%s", name);
+    p.d = (dt_dispatch *)d;
+    p.w = d->w;
+    p.range_kernel = range_kernel;
+    char var[DT_MAX_VARS][48];
+    for (int v = 0; v < d->w->nvars; v++)
+        snprintf(var[v], sizeof var[v], "%s", d->w->vars[v].name);
+    p.var = var;
+    dt_strbuf sb;
+    dt_sb_init(&sb);
+    dt_export_emit_select(&sb, &p);
+    char *text = dt_sb_take(&sb);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    return text;
+}
+
+/* The table of boxes b[n] with kernels kern[n] (rows with .box = 1, given
+ * in reverse order: rows may come in any order). */
+static void box_table(box_case *c, dt_workload *w, const dt_box *b, const int *kern, int n,
+                      const char *what, int gap)
+{
+    dt_db_schedule *rows = calloc((size_t)n, sizeof *rows);
+    char (*lo)[128] = calloc((size_t)n, sizeof *lo), (*hi)[128] = calloc((size_t)n, sizeof *hi);
+    CU_ASSERT_FATAL(rows && lo && hi);
+    for (int i = 0; i < n; i++) {
+        int r = n - 1 - i;
+        dt_box_format(w, &b[i], lo[i], sizeof lo[i], hi[i], sizeof hi[i]);
+        rows[r] = (dt_db_schedule){.shape_lo = lo[i], .shape_hi = hi[i], .box = 1,
+                                   .kernel_id = 1 + kern[i], .predicted_ns = NAN,
+                                   .measured_ns = NAN};
+    }
+    dt_err e;
+    c->what = what;
+    c->w = w;
+    c->gap = gap;
+    int rc = dt_dispatch_from_rows(w, 1, rows, (size_t)n, &c->d, &e);
+    if (rc)
+        fprintf(stderr, "\n  %s: %s\n", what, e.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_FATAL(c->d->n == n && n <= 256);
+    for (int r = 0; r < n; r++)
+        c->range_kernel[r] = (int)c->d->r[r].kernel_id - 1;
+    free(rows);
+    free(lo);
+    free(hi);
+}
+
+/* The same from corner texts. */
+static void box_table_text(box_case *c, dt_workload *w, const char *const *corners,
+                           const int *kern, int n, const char *what, int gap)
+{
+    dt_box b[16];
+    dt_err e;
+    for (int i = 0; i < n; i++) {
+        int rc = dt_box_parse(w, corners[2 * i], corners[2 * i + 1], &b[i], &e);
+        if (rc)
+            fprintf(stderr, "\n  %s: %s\n", what, e.msg);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+    }
+    box_table(c, w, b, kern, n, what, gap);
+}
+
+/* With one variable NAME_select is, byte for byte, the text it was before
+ * schedules were boxes (a gap, and a sparse domain). */
+static void test_select_one_var_text(void)
+{
+    static const char *const want[2] = {
+        "/* The dispatch table of dense(M=1..128,N=768,K=768,epilogue=bias) at 1 thread: the "
+        "kernel index for a shape.\n"
+        " *   M=1..M=3 -> nm_k0\n"
+        " *   M=4..M=40 -> nm_k1\n"
+        " *   M=60..M=100 -> nm_k2\n"
+        " *   M=101..M=128 -> nm_k0\n"
+        " * A shape outside the ranges (before, between, beyond them) goes to the\n"
+        " * range of the nearest shape of the tuned set: extrapolation. */\n"
+        "static inline int nm_select(int64_t M)\n"
+        "{\n"
+        "    if (M <= 50) {\n"
+        "        if (M <= 3) {\n"
+        "            return 0;\n"
+        "        } else {\n"
+        "            return 1;\n"
+        "        }\n"
+        "    } else {\n"
+        "        if (M <= 100) {\n"
+        "            return 2;\n"
+        "        } else {\n"
+        "            return 0;\n"
+        "        }\n"
+        "    }\n"
+        "}\n",
+        "/* The dispatch table of dense(M={1,2,4,8,16,32,128},N=768,K=768) at 1 thread: the "
+        "kernel index for a shape.\n"
+        " *   M=1..M=1 -> nm_k1\n"
+        " *   M=2..M=4 -> nm_k0\n"
+        " *   M=8..M=16 -> nm_k1\n"
+        " *   M=32..M=128 -> nm_k2\n"
+        " * A shape outside the ranges (before, between, beyond them) goes to the\n"
+        " * range of the nearest shape of the tuned set: extrapolation. */\n"
+        "static inline int nm_select(int64_t M)\n"
+        "{\n"
+        "    if (M <= 6) {\n"
+        "        if (M <= 1) {\n"
+        "            return 1;\n"
+        "        } else {\n"
+        "            return 0;\n"
+        "        }\n"
+        "    } else {\n"
+        "        if (M <= 24) {\n"
+        "            return 1;\n"
+        "        } else {\n"
+        "            return 2;\n"
+        "        }\n"
+        "    }\n"
+        "}\n"};
+    static const char *const keys[2] = {"dense(M=1..128,N=768,K=768,epilogue=bias)",
+                                        "dense(M={1,2,4,8,16,32,128},N=768,K=768)"};
+    static const char *const corners[2][8] = {
+        {"M=1", "M=3", "M=4", "M=40", "M=60", "M=100", "M=101", "M=128"},
+        {"M=1", "M=1", "M=2", "M=4", "M=8", "M=16", "M=32", "M=128"}};
+    static const int kern[2][4] = {{0, 1, 2, 0}, {1, 0, 1, 2}};
+    for (int i = 0; i < 2; i++) {
+        dt_workload *w = NULL;
+        dt_err e;
+        CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(keys[i], &w, &e), 0);
+        box_case c;
+        memset(&c, 0, sizeof c);
+        box_table_text(&c, w, corners[i], kern[i], 4, keys[i], 1);
+        char *text = select_text(c.d, c.range_kernel, "nm");
+        CU_ASSERT_STRING_EQUAL(text, want[i]);
+        free(text);
+        dt_dispatch_free(c.d);
+        dt_workload_free(w);
+    }
+}
+
+/* NAME_select of tables of boxes over two and three variables (sparse
+ * domains among them), hand-made and random, covering the set or with
+ * gaps: each exported, all compiled in one file, each checked against
+ * dt_dispatch_find on every shape of the set and on shapes between and
+ * beyond the domains. */
+static void test_select_boxes(void)
+{
+    dt_workload *w2 = NULL, *w3 = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key("dense(M=b*s,N=32,K=32;b={1,2,4},s=1..24)",
+                                                &w2, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(
+                              "batch_matmul(B=h,M=seq,N=seq,K=c;c={8,16,64},h={1,2,4},seq=1..20)",
+                              &w3, &e), 0);
+    /* canonical: the variables are b, s and B, K, seq (h and c named after
+     * the dims they are) */
+    CU_ASSERT_FATAL(w2->nvars == 2 && w3->nvars == 3);
+    box_case *c = calloc(BOX_CASES, sizeof *c);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    int nc = 0;
+    {   /* gaps everywhere; b=1,s=8 is 3 steps from the first two boxes (a
+         * tie: the first one) */
+        static const char *const k[] = {"b=1,s=1", "b=1,s=5", "b=1,s=11", "b=1,s=15",
+                                        "b=2,s=1", "b=4,s=3", "b=4,s=20", "b=4,s=24"};
+        static const int kern[] = {0, 1, 2, 3};
+        box_table_text(&c[nc++], w2, k, kern, 4, "two variables, gaps", 1);
+    }
+    {   /* a pinwheel covering the set: every cut splits a box */
+        static const char *const k[] = {"b=1,s=1", "b=2,s=8", "b=4,s=1", "b=4,s=16",
+                                        "b=1,s=9", "b=1,s=24", "b=2,s=17", "b=4,s=24",
+                                        "b=2,s=9", "b=2,s=16"};
+        static const int kern[] = {0, 1, 2, 3, 0};
+        box_table_text(&c[nc++], w2, k, kern, 5, "two variables, a pinwheel", 0);
+    }
+    {   /* one box: every shape gets its kernel, the shape is not looked at */
+        static const char *const k[] = {"b=2,s=3", "b=4,s=7"};
+        static const int kern[] = {2};
+        box_table_text(&c[nc++], w2, k, kern, 1, "two variables, one box", 1);
+    }
+    {
+        static const char *const k[] = {"B=1,K=8,seq=1", "B=2,K=16,seq=10",
+                                        "B=1,K=64,seq=1", "B=4,K=64,seq=20",
+                                        "B=4,K=8,seq=12", "B=4,K=16,seq=20",
+                                        "B=1,K=16,seq=15", "B=2,K=16,seq=18"};
+        static const int kern[] = {0, 1, 2, 3};
+        box_table_text(&c[nc++], w3, k, kern, 4, "three variables, gaps", 1);
+    }
+    {   /* two boxes of one kernel with a gap between them */
+        static const char *const k[] = {"B=1,K=8,seq=1", "B=4,K=8,seq=5",
+                                        "B=2,K=64,seq=9", "B=4,K=64,seq=20"};
+        static const int kern[] = {1, 1};
+        box_table_text(&c[nc++], w3, k, kern, 2, "three variables, one kernel", 1);
+    }
+    /* random tables: with gaps and covering, over both workloads */
+    dt_box *rb = malloc((size_t)dt_workload_nshapes(w3) * sizeof *rb);
+    int *rk = malloc((size_t)dt_workload_nshapes(w3) * sizeof *rk);
+    CU_ASSERT_FATAL(rb && rk && dt_workload_nshapes(w2) <= dt_workload_nshapes(w3));
+    while (nc < BOX_CASES) {
+        dt_workload *w = nc % 2 ? w3 : w2;
+        int cover = (nc / 2) % 2;
+        int n = random_boxes(w, cover, rb, rk);
+        box_table(&c[nc++], w, rb, rk, n, cover ? "random, covering" : "random, gaps", -1);
+    }
+    free(rb);
+    free(rk);
+
+    /* every NAME_select in one file, each with a hook taking the values */
+    dt_strbuf src;
+    dt_sb_init(&src);
+    dt_sb_append(&src, "#include <stdint.h>\n");
+    for (int i = 0; i < nc; i++) {
+        const dt_workload *w = c[i].d->w;
+        char name[32];
+        snprintf(name, sizeof name, "bx%d", i);
+        c[i].text = select_text(c[i].d, c[i].range_kernel, name);
+        dt_sb_append(&src, c[i].text);
+        dt_sb_appendf(&src, "int bx%d_test(const int64_t *v);\n"
+                            "int bx%d_test(const int64_t *v) { return bx%d_select(", i, i, i);
+        for (int v = 0; v < w->nvars; v++)
+            dt_sb_appendf(&src, "%sv[%d]", v ? ", " : "", v);
+        dt_sb_append(&src, "); }\n");
+        /* the header lists the boxes; the tests are on the variables */
+        CU_ASSERT_PTR_NOT_NULL(strstr(c[i].text, "Each line is a box"));
+        CU_ASSERT_PTR_NULL(strstr(c[i].text, "dt_idx"));
+    }
+    char *text = dt_sb_take(&src);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    void *h = compile_wrapped(g_dir, "boxes", text);
+    free(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    int gaps = 0;
+    for (int i = 0; i < nc; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "bx%d", i);
+        select_vec_fn sel = (select_vec_fn)sym(h, name, "_test");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sel);
+        int64_t in_gap = check_select_vec(sel, c[i].what, c[i].d, c[i].range_kernel);
+        if (c[i].gap >= 0)
+            CU_ASSERT_EQUAL(in_gap > 0, c[i].gap);
+        gaps += in_gap > 0;
+        /* one kernel for every shape: no test at all */
+        int one = 1;
+        for (int r = 1; r < c[i].d->n; r++)
+            one &= c[i].range_kernel[r] == c[i].range_kernel[0];
+        CU_ASSERT_EQUAL(strstr(c[i].text, "if (") == NULL, one);
+        if (one)
+            for (int v = 0; v < c[i].w->nvars; v++) {
+                char cast[64];
+                snprintf(cast, sizeof cast, "(void)%s;", c[i].w->vars[v].name);
+                CU_ASSERT_PTR_NOT_NULL(strstr(c[i].text, cast));
+            }
+        dt_dispatch_free(c[i].d);
+        free(c[i].text);
+    }
+    CU_ASSERT(gaps >= 10); /* the random tables have gaps too */
+    free(c);
+    dt_workload_free(w2);
+    dt_workload_free(w3);
+}
+
+/* A workload of two variables exported through the database: a schedule
+ * of boxes stored as boxes, with a gap, over three kernels; the whole file
+ * compiled, NAME_select checked against the loaded table as above, and the
+ * entry point (M = b*s) against the reference on every shape of the set
+ * and on shapes between and beyond its values. */
+#define BOX_KEY "dense(M=b*s,N=40,K=24,epilogue=bias;b={1,2,4},s=1..16)"
+#define BOX_MAX_M 160
+
+typedef void (*dense_bias2_fn)(int64_t b, int64_t s, const float *X, const float *packed,
+                               float *Y, const float *bias);
+
+static void test_export_boxes(void)
+{
+    char dbp[4096], path[4096];
+    snprintf(dbp, sizeof dbp, "%s/boxes.db", g_dir);
+    snprintf(path, sizeof path, "%s/bxf.c", g_dir);
+    remove(dbp);
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(dbp, DT_DB_CREATE, &db, &e), 0);
+    int64_t tid, wid, kid[3];
+    CU_ASSERT_EQUAL_FATAL(dt_db_target_upsert(db, g_tkey, dt_isa_name(g_t.isa), NULL, &tid, &e), 0);
+    dt_workload *w = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(BOX_KEY, &w, &e), 0);
+    char key[DT_KEY_MAX];
+    dt_workload_key(w, key, sizeof key);
+    CU_ASSERT_STRING_EQUAL(key, BOX_KEY);
+    CU_ASSERT_EQUAL_FATAL(dt_db_workload_upsert(db, key, w->op->name, "{}", &wid, &e), 0);
+    for (int k = 0; k < 3; k++) {
+        char json[512];
+        annotation(k, json, sizeof json);
+        dt_annotation a;
+        CU_ASSERT_EQUAL_FATAL(dt_annotation_from_text(json, &a, &e), 0);
+        CU_ASSERT_EQUAL_FATAL(dt_db_kernel_intern(db, w->op->name, dt_sketch_name(a.sketch), json,
+                                                  NULL, &kid[k], &e), 0);
+    }
+    /* b in {1,2} with s in 7..9 is in no box */
+    static const struct {
+        const char *lo, *hi;
+        int kernel;
+    } boxes[] = {{"b=1,s=1", "b=2,s=6", 0}, {"b=4,s=1", "b=4,s=16", 1}, {"b=1,s=10", "b=2,s=16", 2}};
+    dt_db_schedule rows[3];
+    for (int r = 0; r < 3; r++)
+        rows[r] = (dt_db_schedule){.shape_lo = boxes[r].lo, .shape_hi = boxes[r].hi, .box = 1,
+                                   .kernel_id = kid[boxes[r].kernel], .predicted_ns = NAN,
+                                   .measured_ns = 1000.0 * (r + 1)};
+    int rc = dt_db_schedule_replace(db, wid, tid, g_threads, rows, 3, &e);
+    if (rc)
+        fprintf(stderr, "\n  schedule_replace: %s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+
+    dt_export_opts o = {.workload_key = BOX_KEY};
+    json_t *info = NULL;
+    rc = dt_export_write_info(db, &o, path, &info, &e);
+    if (rc)
+        fprintf(stderr, "\n  export %s: %s\n", BOX_KEY, e.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    json_t *ranges = json_object_get(info, "ranges");
+    CU_ASSERT_EQUAL_FATAL(json_array_size(ranges), 3);
+    char *c_text = dt_test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c_text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, " *   b=1,s=1..b=2,s=6 -> bxf_k0\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "static inline int bxf_select(int64_t b, int64_t s)"));
+    CU_ASSERT_PTR_NULL(strstr(c_text, "dt_idx"));
+    free(c_text);
+    void *h = compile_wrapped(g_dir, "bxf",
+                              "#include \"bxf.h\"\n#include \"bxf.c\"\n"
+                              "int bxf_test(const int64_t *v);\n"
+                              "int bxf_test(const int64_t *v) { return bxf_select(v[0], v[1]); }\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+
+    dt_dispatch *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_dispatch_load(db, key, g_tkey, 0, &d, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(d->n, 3);
+    int rk[3];
+    for (int r = 0; r < 3; r++)
+        rk[r] = (int)json_integer_value(json_object_get(json_array_get(ranges, (size_t)r),
+                                                        "kernel"));
+    select_vec_fn sel = (select_vec_fn)sym(h, "bxf", "_test");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sel);
+    CU_ASSERT(check_select_vec(sel, "bxf", d, rk) > 0);
+    dt_dispatch_free(d);
+
+    /* the entry point on every shape of the set, and between and beyond */
+    packed_size_fn psize = (packed_size_fn)sym(h, "bxf", "_packed_size");
+    pack_fn pack = (pack_fn)sym(h, "bxf", "_pack");
+    dense_bias2_fn f = (dense_bias2_fn)sym(h, "bxf", "");
+    CU_ASSERT_FATAL(psize && pack && f);
+    const int64_t N = 40, K = 24;
+    float *X = dt_alloc64((size_t)(BOX_MAX_M * K) * sizeof(float));
+    float *W = dt_alloc64((size_t)(N * K) * sizeof(float));
+    float *bias = dt_alloc64((size_t)N * sizeof(float));
+    float *Y = dt_alloc64((size_t)(BOX_MAX_M * N + GUARD_N) * sizeof(float));
+    double *ref = dt_alloc64((size_t)(BOX_MAX_M * N) * sizeof(double));
+    double *mag = dt_alloc64((size_t)(BOX_MAX_M * N) * sizeof(double));
+    float *packed = dt_alloc64(psize());
+    CU_ASSERT_FATAL(X && W && bias && Y && ref && mag && packed);
+    dt_fill_random(X, BOX_MAX_M * K, 61);
+    dt_fill_random(W, N * K, 62);
+    dt_fill_random(bias, N, 63);
+    dt_gemm g;
+    CU_ASSERT_EQUAL_FATAL(dt_op_gemm(w->op, w->attrs, NULL, &g, NULL), 0);
+    g.batch = 1, g.M = BOX_MAX_M, g.N = N, g.K = K;
+    CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, X, W, bias, NULL, ref, mag, NULL), 0);
+    pack(W, packed);
+    static const int64_t bs[] = {1, 2, 3, 4, 5, 8};
+    int failures = 0;
+    for (int i = 0; i < 6; i++)
+        for (int64_t s = 1; s <= 20 && failures < 3; s++) {
+            int64_t M = bs[i] * s;
+            poison(Y, M * N);
+            f(bs[i], s, X, packed, Y, bias);
+            int bad = !guard_ok(Y, M * N);
+            if (bad)
+                fprintf(stderr, "\n  bxf: b=%lld,s=%lld wrote past the output\n",
+                        (long long)bs[i], (long long)s);
+            else if ((bad = dt_check_close(Y, N, ref, mag, M, N, K, &e) != 0))
+                fprintf(stderr, "\n  bxf: b=%lld,s=%lld: %s\n", (long long)bs[i], (long long)s,
+                        e.msg);
+            failures += bad;
+        }
+    CU_ASSERT_EQUAL(failures, 0);
+    free(X);
+    free(W);
+    free(bias);
+    free(Y);
+    free(ref);
+    free(mag);
+    free(packed);
+    json_decref(info);
+    dt_workload_free(w);
+    dt_db_close(db);
+}
+
 static void test_export_errors(void)
 {
     if (!file_exists(g_db))
@@ -1192,6 +1765,9 @@ int main(void)
 {
     CU_TestInfo tests[] = {
         {"export every BERT-base workload kind, M 1..512", test_export_workloads},
+        {"NAME_select of one variable: the text of before boxes", test_select_one_var_text},
+        {"NAME_select of boxes over two and three variables, every shape", test_select_boxes},
+        {"export a schedule of boxes over two variables, compile, run", test_export_boxes},
         {"export bf16, int8, w8a32 dense and bf16 batch_matmul, M 1..200 and 512",
          test_export_dtypes},
         {"dt_kernel_pack_checked refuses bad weight scales", test_pack_checked},
