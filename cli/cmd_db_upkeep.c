@@ -12,6 +12,8 @@
 
 #include "cli/cli.h"
 #include "db/db.h"
+#include "dispatch/dispatch.h"
+#include "sketch/box.h"
 #include "sketch/workload.h"
 
 static const char check_usage[] =
@@ -283,76 +285,74 @@ int dt_cmd_db_prune(int argc, char **argv)
 
 /* ---- merge ------------------------------------------------------------------- */
 
-/* The fastest ok record of one kernel per shape index of a range. */
+/* The fastest ok record of one kernel on each shape of a box. */
 typedef struct {
     const dt_workload *w;
     int threads;
-    int64_t lo;
-    double *best; /* [hi - lo + 1], NAN when none */
-    int64_t n;
-} range_best;
+    const dt_box *box;
+    double *best; /* [shapes of the box], NAN when none */
+} box_best;
 
 static int on_record(const dt_db_measurement *m, void *ud)
 {
-    range_best *r = ud;
-    int64_t vals[DT_MAX_VARS], s;
+    box_best *r = ud;
+    int64_t vals[DT_MAX_VARS], s, j;
     int in = 0;
     dt_err e;
     if (m->threads != r->threads || !m->shape || dt_shape_parse(r->w, m->shape, vals, &in, &e) ||
-        !in || !dt_workload_shape_index(r->w, vals, &s, NULL) || s < r->lo || s >= r->lo + r->n)
+        !in || !dt_workload_shape_index(r->w, vals, &s, NULL) ||
+        (j = dt_box_position(r->w, r->box, s)) < 0)
         return 0;
-    double *b = &r->best[s - r->lo];
+    double *b = &r->best[j];
     if (isnan(*b) || m->min_ns < *b)
         *b = m->min_ns;
     return 0;
 }
 
-/* The weighted objective of a schedule: Σ over the shapes of the workload
- * of weight(shape) x time(shape), where time is the fastest ok record of
- * the range's kernel on that shape in db (the records of both machines are
- * merged by then), else the range's measured_ns (a mean over its shapes),
- * else its predicted_ns.  NAN when a shape has none of them. */
+/* The weighted objective of a schedule: Σ over the shapes of its boxes of
+ * weight(shape) x time(shape), where time is the fastest ok record of the
+ * box's kernel on that shape in db (the records of both machines are
+ * merged by then), else the row's measured_ns (a mean over its shapes),
+ * else its predicted_ns.  NAN when a shape has none of them or the rows do
+ * not make a table (dispatch/dispatch.h reads schema-2 runs as boxes). */
 static double score_schedule(dt_db *db, const char *key, const dt_db_schedule *rows, size_t n,
                              void *ud)
 {
     (void)ud;
     dt_workload *w = NULL;
+    dt_dispatch *d = NULL;
     dt_err e;
     if (dt_workload_parse_key(key, &w, &e))
         return NAN;
-    double obj = 0;
-    for (size_t i = 0; i < n && !isnan(obj); i++) {
-        int64_t lo[DT_MAX_VARS], hi[DT_MAX_VARS], a, b;
-        int in_lo = 0, in_hi = 0;
-        if (dt_shape_parse(w, rows[i].shape_lo, lo, &in_lo, &e) ||
-            dt_shape_parse(w, rows[i].shape_hi, hi, &in_hi, &e) || !in_lo || !in_hi ||
-            !dt_workload_shape_index(w, lo, &a, NULL) || !dt_workload_shape_index(w, hi, &b, NULL) ||
-            b < a) {
-            obj = NAN;
-            break;
-        }
-        range_best r = {.w = w, .threads = rows[i].threads, .lo = a, .n = b - a + 1};
-        r.best = malloc((size_t)r.n * sizeof *r.best);
+    double obj = n ? 0 : NAN;
+    if (n && dt_dispatch_from_rows(w, rows[0].threads, rows, n, &d, &e))
+        obj = NAN;
+    for (int i = 0; d && i < d->n && !isnan(obj); i++) {
+        const dt_dispatch_range *rg = &d->r[i];
+        int64_t nb = dt_box_nshapes(w, &rg->box);
+        box_best r = {.w = w, .threads = d->threads, .box = &rg->box};
+        r.best = malloc((size_t)nb * sizeof *r.best);
         if (!r.best) {
             obj = NAN;
             break;
         }
-        for (int64_t s = 0; s < r.n; s++)
-            r.best[s] = NAN;
-        dt_db_measurement_filter f = {.workload_id = rows[i].workload_id,
-                                      .target_id = rows[i].target_id,
-                                      .kernel_id = rows[i].kernel_id, .ok_only = true};
+        for (int64_t j = 0; j < nb; j++)
+            r.best[j] = NAN;
+        dt_db_measurement_filter f = {.workload_id = rows[0].workload_id,
+                                      .target_id = rows[0].target_id,
+                                      .kernel_id = rg->kernel_id, .ok_only = true};
         if (dt_db_measurement_list(db, &f, on_record, &r, &e))
             obj = NAN;
-        double fallback = isnan(rows[i].measured_ns) ? rows[i].predicted_ns : rows[i].measured_ns;
-        for (int64_t s = a; s <= b && !isnan(obj); s++) {
+        double fallback = isnan(rg->measured_ns) ? rg->predicted_ns : rg->measured_ns;
+        for (int64_t j = 0; j < nb && !isnan(obj); j++) {
             int64_t vals[DT_MAX_VARS];
-            double wt = 1, t = r.best[s - a];
-            dt_workload_shape_at(w, s, vals, &wt);
+            double wt = 1, t = r.best[j];
+            dt_workload_shape_at(w, dt_box_shape(w, &rg->box, j), vals, &wt);
             obj += wt * (isnan(t) ? fallback : t);
         }
         free(r.best);
     }
+    dt_dispatch_free(d);
     dt_workload_free(w);
     return obj;
 }

@@ -416,9 +416,11 @@ static void backend_of_range(dt_db *db, const dt_dispatch *d, int k, char *out, 
         dt_backend_full_name(dt_backend_of_ann(d->w->dtype, &a), out, n);
 }
 
-/* The back-end of every dispatched range (issue 29: the tuner's choice of
- * back-end per shape), consecutive ranges of one back-end merged:
- * "  3 attn_out_proj: bf16/avx512_bf16 M=1..M=4, bf16/amx M=5..M=128". */
+/* The back-end of every dispatched box (issue 29: the tuner's choice of
+ * back-end per shape), consecutive boxes of one back-end merged:
+ * "  3 attn_out_proj: bf16/avx512_bf16 M=1..M=4, bf16/amx M=5..M=128".
+ * With several variables the boxes of a run do not make one box: it is
+ * printed as its first box's corners and the count of the others. */
 static void print_backends(dt_db *db, const char *tkey, const dt_task *t, int n,
                            const dt_tune_result *r, int threads)
 {
@@ -438,9 +440,12 @@ static void print_backends(dt_db *db, const char *tkey, const dt_task *t, int n,
             if (k < d->n)
                 backend_of_range(db, d, k, be, sizeof be);
             if (k > 0 && (k == d->n || strcmp(be, run))) {
-                const char *lo = d->r[k0].shape_lo, *hi = d->r[k - 1].shape_hi;
+                int one = d->w->nvars <= 1 || k - k0 == 1;
+                const char *lo = d->r[k0].shape_lo, *hi = d->r[one ? k - 1 : k0].shape_hi;
                 printf("%s %s %s%s%s", k0 ? "," : "", run, lo, strcmp(lo, hi) ? ".." : "",
                        strcmp(lo, hi) ? hi : "");
+                if (!one)
+                    printf(" and %d more box%s", k - k0 - 1, k - k0 - 1 == 1 ? "" : "es");
                 k0 = k;
             }
             if (k < d->n)

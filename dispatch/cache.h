@@ -11,8 +11,9 @@
  *
  * Speed: the first lookup of a (key as spelled, target, threads) loads its
  * table and the annotations of its kernels from the database; later lookups
- * are a hash probe under a read lock, the shape parse and a binary search,
- * with no allocation and no SQL (well under 1 us).  Misses (unknown
+ * are a hash probe under a read lock, the shape parse and the box search (a
+ * binary search with one variable), with no allocation and no SQL (well
+ * under 1 us).  Misses (unknown
  * workload, target or schedule) are cached the same way, so a repeated
  * miss is cheap too.  At most DT_DISPATCH_CACHE_MAX_ENTRIES triples are
  * kept; past that the cache is emptied and refilled on demand.

@@ -1,16 +1,15 @@
-/* Dispatch tables: loading the schedule of a workload and finding a shape's range.
+/* Dispatch tables: loading the schedule of a workload and finding a shape's box.
  *
  * Invariants (asserted in Debug and sanitizer builds):
- *   - a built table's ranges are sorted and disjoint: for every range
- *     0 <= lo <= hi < nshapes of its workload, and r[i-1].hi < r[i].lo;
- *     rows that break this are refused (DT_EINVAL) before the table exists,
- *     so the asserts check the refusal, not the input;
- *   - a lookup answers with a range of the table; a hit not flagged
- *     extrapolated is a shape of the set inside its range (lo <= idx <= hi).
+ *   - a built table's boxes lie in the shape set, are disjoint and sorted
+ *     by first shape; rows that break this are refused (DT_EINVAL) before
+ *     the table exists, so the asserts check the refusal, not the input;
+ *   - a lookup answers with a box of the table; a hit not flagged
+ *     extrapolated is a shape of the set inside its box.
  * Covering every shape of the set is the tuner's invariant for what it
  * writes (tuner/select.c asserts it); a table loaded from a database may
  * have gaps (another writer, an import), and a shape in a gap is flagged
- * extrapolated and goes to the nearer neighbouring range. */
+ * extrapolated and goes to the nearest box. */
 #include "dispatch/dispatch.h"
 
 #include <assert.h>
@@ -19,22 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* By first shape: lo compared variable by variable (the entries past the
+ * workload's variables are 0 in every box, so all of them can be). */
 static int cmp_range(const void *a, const void *b)
 {
     const dt_dispatch_range *x = a, *y = b;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-/* The index of a stored shape text, which must be a shape of the set. */
-static int shape_idx(const dt_workload *w, const char *text, int64_t *idx, dt_err *e)
-{
-    int64_t vals[DT_MAX_VARS];
-    int in_domain = 0;
-    int rc = dt_shape_parse(w, text, vals, &in_domain, e);
-    if (rc)
-        return rc;
-    if (!in_domain || !dt_workload_shape_index(w, vals, idx, NULL))
-        return dt_errf(e, DT_EINVAL, "shape %s is not in the workload's shape set", text);
+    for (int v = 0; v < DT_MAX_VARS; v++)
+        if (x->box.lo[v] != y->box.lo[v])
+            return x->box.lo[v] < y->box.lo[v] ? -1 : 1;
     return 0;
 }
 
@@ -42,56 +33,106 @@ static int shape_idx(const dt_workload *w, const char *text, int64_t *idx, dt_er
 /* The table invariant above. */
 static int table_ok(const dt_dispatch *d)
 {
-    int64_t ns = dt_workload_nshapes(d->w);
     for (int i = 0; i < d->n; i++) {
-        const dt_dispatch_range *r = &d->r[i];
-        if (r->lo < 0 || r->lo > r->hi || r->hi >= ns || (i > 0 && d->r[i - 1].hi >= r->lo))
+        const dt_box *b = &d->r[i].box;
+        for (int v = 0; v < d->w->nvars; v++)
+            if (b->lo[v] < 0 || b->lo[v] > b->hi[v] || b->hi[v] >= d->w->vars[v].dom.n)
+                return 0;
+        if (i > 0 && !dt_box_before(d->w, &d->r[i - 1].box, b))
             return 0;
     }
     return 1;
 }
 #endif
 
+/* Disjointness: sorted neighbours with one variable, every pair otherwise. */
+static int find_overlap(const dt_dispatch *d, int *i, int *j)
+{
+    for (*i = 0; *i < d->n; (*i)++)
+        for (*j = *i + 1; *j < d->n; (*j)++) {
+            if (dt_box_overlap(d->w, &d->r[*i].box, &d->r[*j].box))
+                return 1;
+            if (d->w->nvars <= 1)
+                break;
+        }
+    return 0;
+}
+
+/* The boxes of one row: itself, or the boxes of a schema-2 run. */
+static int row_boxes(const dt_workload *w, const dt_db_schedule *row, dt_box *out, int *n,
+                     dt_err *e)
+{
+    dt_box b;
+    int rc = dt_box_parse(w, row->shape_lo, row->shape_hi, &b, e);
+    if (row->box || w->nvars <= 1) {
+        *n = 1;
+        out[0] = b;
+        return rc;
+    }
+    /* a run: its ends need only be shapes of the set, in order */
+    if (rc && rc != DT_EINVAL)
+        return rc;
+    int64_t lo[DT_MAX_VARS], hi[DT_MAX_VARS];
+    int in_lo = 0, in_hi = 0;
+    if ((rc = dt_shape_parse(w, row->shape_lo, lo, &in_lo, e)) ||
+        (rc = dt_shape_parse(w, row->shape_hi, hi, &in_hi, e)))
+        return rc;
+    if (!in_lo || !in_hi)
+        return dt_errf(e, DT_EINVAL, "shape %s is not in the workload's shape set",
+                       in_lo ? row->shape_hi : row->shape_lo);
+    int64_t a, z;
+    dt_workload_shape_index(w, lo, &a, NULL);
+    dt_workload_shape_index(w, hi, &z, NULL);
+    if (z < a)
+        return dt_errf(e, DT_EINVAL, "range %s..%s is reversed", row->shape_lo, row->shape_hi);
+    *n = dt_box_from_run(w, a, z, out);
+    return 0;
+}
+
 int dt_dispatch_from_rows(const dt_workload *w, int threads, const dt_db_schedule *rows,
                           size_t n, dt_dispatch **out, dt_err *e)
 {
     *out = NULL;
     dt_dispatch *d = calloc(1, sizeof *d);
+    size_t cap = n * (w->nvars > 1 ? DT_BOX_RUN_MAX : 1);
     if (!d || !(d->w = dt_workload_clone(w)) ||
-        !(d->r = calloc(n ? n : 1, sizeof *d->r))) {
+        !(d->r = calloc(cap ? cap : 1, sizeof *d->r))) {
         dt_dispatch_free(d);
         return dt_errf(e, DT_ENOMEM, "out of memory");
     }
     dt_workload_key(w, d->key, sizeof d->key);
     d->threads = threads;
     for (size_t i = 0; i < n; i++) {
-        dt_dispatch_range *r = &d->r[i];
-        int rc = shape_idx(w, rows[i].shape_lo, &r->lo, e);
-        if (!rc)
-            rc = shape_idx(w, rows[i].shape_hi, &r->hi, e);
-        if (!rc && r->hi < r->lo)
-            rc = dt_errf(e, DT_EINVAL, "range %s..%s is reversed", rows[i].shape_lo,
-                         rows[i].shape_hi);
+        dt_box b[DT_BOX_RUN_MAX];
+        int nb = 0;
+        int rc = row_boxes(d->w, &rows[i], b, &nb, e);
         if (rc) {
             dt_dispatch_free(d);
             return rc;
         }
-        snprintf(r->shape_lo, sizeof r->shape_lo, "%s", rows[i].shape_lo);
-        snprintf(r->shape_hi, sizeof r->shape_hi, "%s", rows[i].shape_hi);
-        r->kernel_id = rows[i].kernel_id;
-        r->predicted_ns = rows[i].predicted_ns;
-        r->measured_ns = rows[i].measured_ns;
-    }
-    d->n = (int)n;
-    qsort(d->r, n, sizeof *d->r, cmp_range);
-    for (int i = 1; i < d->n; i++)
-        if (d->r[i].lo <= d->r[i - 1].hi) {
-            int rc = dt_errf(e, DT_EINVAL, "ranges %s..%s and %s..%s overlap",
-                             d->r[i - 1].shape_lo, d->r[i - 1].shape_hi, d->r[i].shape_lo,
-                             d->r[i].shape_hi);
-            dt_dispatch_free(d);
-            return rc;
+        for (int k = 0; k < nb; k++) {
+            dt_dispatch_range *r = &d->r[d->n++];
+            r->box = b[k];
+            if (nb == 1) {
+                snprintf(r->shape_lo, sizeof r->shape_lo, "%s", rows[i].shape_lo);
+                snprintf(r->shape_hi, sizeof r->shape_hi, "%s", rows[i].shape_hi);
+            } else {
+                dt_box_format(d->w, &b[k], r->shape_lo, sizeof r->shape_lo, r->shape_hi,
+                              sizeof r->shape_hi);
+            }
+            r->kernel_id = rows[i].kernel_id;
+            r->predicted_ns = rows[i].predicted_ns;
+            r->measured_ns = rows[i].measured_ns;
         }
+    }
+    qsort(d->r, (size_t)d->n, sizeof *d->r, cmp_range);
+    int i, j;
+    if (find_overlap(d, &i, &j)) {
+        int rc = dt_errf(e, DT_EINVAL, "ranges %s..%s and %s..%s overlap", d->r[i].shape_lo,
+                         d->r[i].shape_hi, d->r[j].shape_lo, d->r[j].shape_hi);
+        dt_dispatch_free(d);
+        return rc;
+    }
     assert(table_ok(d));
     *out = d;
     return 0;
@@ -158,27 +199,44 @@ int dt_dispatch_find(const dt_dispatch *d, const int64_t *vals, dt_dispatch_hit 
 {
     if (d->n == 0)
         return DT_ENOTFOUND;
-    int64_t idx;
-    int exact = dt_workload_shape_index(d->w, vals, &idx, NULL);
-    /* the last range with lo <= idx */
-    int lo = 0, hi = d->n - 1;
-    while (lo < hi) {
-        int mid = lo + (hi - lo + 1) / 2;
-        if (d->r[mid].lo <= idx)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    const dt_dispatch_range *r = &d->r[lo];
-    if (idx < r->lo) {
-        exact = 0; /* before the first range */
-    } else if (idx > r->hi) {
-        exact = 0; /* in a gap or past the last range: the nearer neighbour */
-        if (lo + 1 < d->n && d->r[lo + 1].lo - idx < idx - r->hi)
-            r = &d->r[lo + 1];
+    const dt_workload *w = d->w;
+    int64_t idx = 0, iv[DT_MAX_VARS];
+    int exact = dt_workload_shape_index(w, vals, &idx, NULL);
+    for (int v = 0; v < w->nvars; v++)
+        iv[v] = dt_domain_nearest(&w->vars[v].dom, vals[v]);
+    const dt_dispatch_range *r = NULL;
+    if (w->nvars <= 1) {
+        /* sorted, disjoint intervals: the last box with lo <= the index */
+        int64_t x = w->nvars ? iv[0] : 0;
+        int lo = 0, hi = d->n - 1;
+        while (lo < hi) {
+            int mid = lo + (hi - lo + 1) / 2;
+            if (d->r[mid].box.lo[0] <= x)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        r = &d->r[lo];
+        if (w->nvars && x < r->box.lo[0]) {
+            exact = 0; /* before the first box */
+        } else if (w->nvars && x > r->box.hi[0]) {
+            exact = 0; /* in a gap or past the last box: the nearer neighbour */
+            if (lo + 1 < d->n && d->r[lo + 1].box.lo[0] - x < x - r->box.hi[0])
+                r = &d->r[lo + 1];
+        }
+    } else {
+        int64_t best = INT64_MAX;
+        for (int i = 0; i < d->n && best > 0; i++) {
+            int64_t g = dt_box_gap(w, &d->r[i].box, iv);
+            if (g < best) {
+                best = g;
+                r = &d->r[i];
+            }
+        }
+        exact &= best == 0;
     }
     assert(r >= d->r && r < d->r + d->n);
-    assert(!exact || (r->lo <= idx && idx <= r->hi));
+    assert(!exact || dt_box_contains(w, &r->box, iv));
     hit->range = r;
     hit->extrapolated = !exact;
     hit->shape_idx = idx;

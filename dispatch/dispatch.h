@@ -1,16 +1,19 @@
-/* The dispatch table of a workload on a target: shape ranges and the
- * micro-kernel chosen for each (DESIGN.md, "dispatch table"), as stored in
- * the schedules table by the tuner (tuner/select.h), and the lookup of any
- * shape in it.
+/* The dispatch table of a workload on a target: boxes of its shape set and
+ * the micro-kernel chosen for each (DESIGN.md, "A schedule is a set of
+ * boxes"), as stored in the schedules table by the tuner (tuner/select.h),
+ * and the lookup of any shape in it.
  *
- * A range is a run of consecutive shapes in the workload's shape-set order
- * (dt_workload_shape_at: the last variable varies fastest), stored as its
- * first and last shape.  A shape of the set is found in the range holding
- * it.  Any other shape (outside the declared range, or between the values of
- * a sparse set such as M in {5,24,...}) goes to the range of the nearest
- * shape of the set (each variable clamped to its nearest value) and is
- * flagged extrapolated: every micro-kernel is correct on every shape, so no
- * shape is refused.
+ * A range is a box (sketch/box.h): one interval of domain values per
+ * variable, stored as its two corners; with one variable, the values lo..hi.
+ * Rows of schema 2 (dt_db_schedule.box == 0) were runs of consecutive shapes
+ * in shape-set order; each is read as the boxes of its run, all with its
+ * kernel.  A shape of the set is found in the box holding it.  Any other
+ * shape (outside the declared domains, or between the values of a sparse
+ * set such as M in {5,24,...}) goes to the box of the nearest shape of the
+ * set (each variable to its nearest value) and is flagged extrapolated; a
+ * shape in no box (a table with gaps) goes to the box fewest domain steps
+ * away (ties: the first in shape order).  Every micro-kernel is correct on
+ * every shape, so no shape is refused.
  *
  * Ownership: a dt_dispatch owns its workload and ranges (dt_dispatch_free).
  * Lookups do not allocate and may run from several threads at once. */
@@ -22,12 +25,13 @@
 #include "common/error.h"
 #include "db/db.h"
 #include "sketch/annotation.h"
+#include "sketch/box.h"
 #include "sketch/workload.h"
 
 typedef struct dt_dispatch_range {
-    int64_t lo, hi;        /* shape indices, lo <= hi */
-    char shape_lo[128];    /* canonical shape text */
-    char shape_hi[128];
+    dt_box box;            /* the shapes it serves */
+    char shape_lo[128];    /* canonical text of the box's first corner */
+    char shape_hi[128];    /* and of its last */
     int64_t kernel_id;
     double predicted_ns;   /* mean over the range's shapes; NAN when unknown */
     double measured_ns;    /* mean over the range's shapes; NAN when unknown */
@@ -37,20 +41,20 @@ typedef struct dt_dispatch {
     dt_workload *w;        /* owned */
     char key[DT_KEY_MAX];  /* canonical workload key */
     int threads;
-    int n;                 /* ranges, sorted, disjoint */
+    int n;                 /* ranges: disjoint boxes, sorted by first shape */
     dt_dispatch_range *r;
 } dt_dispatch;
 
 typedef struct dt_dispatch_hit {
     const dt_dispatch_range *range; /* borrowed from the table */
-    int extrapolated;      /* the shape is not in the tuned set, or in no range */
+    int extrapolated;      /* the shape is not in the tuned set, or in no box */
     int64_t shape_idx;     /* index of the (nearest) shape of the set */
 } dt_dispatch_hit;
 
 /* Builds a table from schedule rows of workload w (cloned) for `threads`.
- * Rows may come in any order; DT_EINVAL when a shape does not parse, is not
- * in w's shape set, a range is reversed, or two ranges overlap.  n may be 0
- * (a table that finds nothing). */
+ * Rows may come in any order, boxes or schema-2 runs; DT_EINVAL when a
+ * shape does not parse, is not in w's shape set, a box (run) is reversed,
+ * or two overlap.  n may be 0 (a table that finds nothing). */
 int dt_dispatch_from_rows(const dt_workload *w, int threads, const dt_db_schedule *rows,
                           size_t n, dt_dispatch **out, dt_err *e);
 
@@ -61,7 +65,7 @@ int dt_dispatch_from_rows(const dt_workload *w, int threads, const dt_db_schedul
 int dt_dispatch_load(dt_db *db, const char *workload_key, const char *target_key, int threads,
                      dt_dispatch **out, dt_err *e);
 
-/* Finds the range for the shape vals[w->nvars].  Returns 0, or DT_ENOTFOUND
+/* Finds the box for the shape vals[w->nvars].  Returns 0, or DT_ENOTFOUND
  * when the table has no range at all. */
 int dt_dispatch_find(const dt_dispatch *d, const int64_t *vals, dt_dispatch_hit *hit);
 

@@ -121,9 +121,8 @@ int dt_dispatch_stats_load(dt_db *db, const dt_dispatch *d, const char *target_k
         dns[s] = NAN;
     }
     for (int i = 0; i < d->n; i++)
-        for (int64_t s = d->r[i].lo; s <= d->r[i].hi && s < ns; s++)
-            if (s >= 0)
-                disp[s] = d->r[i].kernel_id;
+        for (int64_t j = 0, nb = dt_box_nshapes(d->w, &d->r[i].box); j < nb; j++)
+            disp[dt_box_shape(d->w, &d->r[i].box, j)] = d->r[i].kernel_id;
     dt_db_measurement_filter f = {.workload_id = wid, .target_id = tid};
     for (x.pass = 0; x.pass < 2 && !rc; x.pass++)
         rc = dt_db_measurement_list(db, &f, on_record, &x, e);

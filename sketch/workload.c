@@ -253,7 +253,10 @@ int dt_workload_validate(const dt_workload *w, dt_err *e)
         return rc;
     int64_t n = dt_workload_nshapes(w);
     if (n > DT_MAX_SHAPES)
-        return dt_errf(e, DT_EINVAL, "the shape set has %s%lld shapes; at most %d are supported",
+        return dt_errf(e, DT_EINVAL,
+                       "the shape set has %s%lld shapes; at most %d are supported (sample a "
+                       "large space with steps, e.g. H=64..512:32: a shape between the samples "
+                       "runs the kernel of the nearest sampled one)",
                        n == INT64_MAX ? "over " : "", (long long)n, DT_MAX_SHAPES);
     int64_t vals[DT_MAX_VARS];
     for (int64_t i = 0; i < n; i++) {

@@ -2,8 +2,10 @@
  * inside a range, at its edges, in a gap between ranges (the nearer range,
  * the left one on a tie), before the first and beyond the last tuned shape
  * (the nearest range, flagged extrapolated), shapes of two variables (the
- * last varies fastest; each variable clamped to its domain), rows refused
- * (reversed, overlapping, a shape outside the set), a schedule kernel whose
+ * last varies fastest; each variable clamped to its domain) in boxes, in
+ * schema-2 runs read as boxes and in a gap (the box fewest domain steps
+ * away), rows refused (reversed, overlapping, a shape outside the set),
+ * every lookup of a committed schema-2 file as the previous dtune gave it, a schedule kernel whose
  * annotation belongs to another op refused, and the figures of a stored
  * table recomputed from hand-made records (dispatch/dispatch_stats.c:
  * objective, unrestricted choice, loss, unmeasured shapes, failed kernels
@@ -88,8 +90,8 @@ static void test_lookup_ranges(void)
     CU_ASSERT_STRING_EQUAL(d->key, "dense(M=1..8,N=16,K=16)");
     for (int i = 0; i < 3; i++)
         CU_ASSERT_EQUAL(d->r[i].kernel_id, 10 * (i + 1)); /* sorted */
-    CU_ASSERT_EQUAL(d->r[1].lo, 2);
-    CU_ASSERT_EQUAL(d->r[1].hi, 4);
+    CU_ASSERT_EQUAL(d->r[1].box.lo[0], 2);
+    CU_ASSERT_EQUAL(d->r[1].box.hi[0], 4);
     CU_ASSERT_STRING_EQUAL(d->r[1].shape_lo, "M=3");
     CU_ASSERT_STRING_EQUAL(d->r[1].shape_hi, "M=5");
     CU_ASSERT(isnan(d->r[1].measured_ns));
@@ -161,8 +163,9 @@ static void test_lookup_gaps(void)
     dt_workload_free(w);
 }
 
-/* Two variables: shapes in mixed radix, the last variable fastest; a range
- * may cross a row of the first variable; out-of-domain values clamp. */
+/* Two variables: shapes in mixed radix, the last variable fastest; a
+ * schema-2 run may cross a row of the first variable (read as the boxes of
+ * the run); out-of-domain values clamp. */
 static void test_lookup_two_vars(void)
 {
     dt_workload *w = parse("dense(M=batch*seq,N=16,K=16;batch=1..3,seq=1..4)");
@@ -176,8 +179,14 @@ static void test_lookup_two_vars(void)
     dt_dispatch *d = NULL;
     dt_err e;
     CU_ASSERT_EQUAL_FATAL(dt_dispatch_from_rows(w, 1, rows, 3, &d, &e), 0);
-    CU_ASSERT_EQUAL(d->r[1].lo, 4);
-    CU_ASSERT_EQUAL(d->r[1].hi, 9);
+    CU_ASSERT_EQUAL_FATAL(d->n, 4); /* the run batch=2,seq=1..batch=3,seq=2: two boxes */
+    CU_ASSERT_EQUAL(d->r[1].box.lo[0], 1);
+    CU_ASSERT_EQUAL(d->r[1].box.hi[0], 1);
+    CU_ASSERT_EQUAL(d->r[1].box.lo[1], 0);
+    CU_ASSERT_EQUAL(d->r[1].box.hi[1], 3);
+    CU_ASSERT_STRING_EQUAL(d->r[2].shape_lo, "batch=3,seq=1");
+    CU_ASSERT_STRING_EQUAL(d->r[2].shape_hi, "batch=3,seq=2");
+    CU_ASSERT_EQUAL(d->r[2].kernel_id, 2);
     struct {
         int64_t v[2], kernel, idx;
         int extrapolated;
@@ -197,7 +206,47 @@ static void test_lookup_two_vars(void)
     }
     dt_dispatch_free(d);
 
+    /* the same table as boxes; then a table with a gap: the box fewest
+     * domain steps away, the first on a tie */
+    dt_db_schedule boxes[] = {
+        {.shape_lo = "batch=1,seq=1", .shape_hi = "batch=1,seq=4", .box = 1, .kernel_id = 1},
+        {.shape_lo = "batch=2,seq=1", .shape_hi = "batch=2,seq=4", .box = 1, .kernel_id = 2},
+        {.shape_lo = "batch=3,seq=1", .shape_hi = "batch=3,seq=2", .box = 1, .kernel_id = 2},
+        {.shape_lo = "batch=3,seq=3", .shape_hi = "batch=3,seq=4", .box = 1, .kernel_id = 3},
+    };
+    CU_ASSERT_EQUAL_FATAL(dt_dispatch_from_rows(w, 1, boxes, 4, &d, &e), 0);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int ex = -1;
+        CU_ASSERT_EQUAL(find(d, cases[i].v, &ex, NULL), cases[i].kernel);
+        CU_ASSERT_EQUAL(ex, cases[i].extrapolated);
+    }
+    dt_dispatch_free(d);
+    dt_db_schedule gap[] = {
+        {.shape_lo = "batch=1,seq=1", .shape_hi = "batch=1,seq=2", .box = 1, .kernel_id = 1},
+        {.shape_lo = "batch=3,seq=3", .shape_hi = "batch=3,seq=4", .box = 1, .kernel_id = 3},
+    };
+    CU_ASSERT_EQUAL_FATAL(dt_dispatch_from_rows(w, 1, gap, 2, &d, &e), 0);
+    struct {
+        int64_t v[2], kernel;
+        int extrapolated;
+    } gcases[] = {
+        {{1, 2}, 1, 0}, {{3, 3}, 3, 0}, {{1, 4}, 1, 1}, /* 2 steps to box 1, 2 to box 3 */
+        {{2, 1}, 1, 1}, {{3, 2}, 3, 1}, {{2, 4}, 3, 1}, {{9, 9}, 3, 1},
+    };
+    for (size_t i = 0; i < sizeof gcases / sizeof *gcases; i++) {
+        int ex = -1;
+        CU_ASSERT_EQUAL(find(d, gcases[i].v, &ex, NULL), gcases[i].kernel);
+        CU_ASSERT_EQUAL(ex, gcases[i].extrapolated);
+    }
+    dt_dispatch_free(d);
+
     /* rows that break the table are refused */
+    boxes[2].shape_lo = "batch=2,seq=2"; /* overlaps the second box */
+    CU_ASSERT_EQUAL(dt_dispatch_from_rows(w, 1, boxes, 4, &d, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "overlap"));
+    boxes[2].shape_lo = "batch=3,seq=4"; /* reversed in seq */
+    CU_ASSERT_EQUAL(dt_dispatch_from_rows(w, 1, boxes + 2, 1, &d, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reversed in seq"));
     dt_db_schedule bad[] = {
         {.shape_lo = "batch=1,seq=1", .shape_hi = "batch=2,seq=1", .kernel_id = 1},
         {.shape_lo = "batch=2,seq=1", .shape_hi = "batch=3,seq=4", .kernel_id = 2},
@@ -367,6 +416,53 @@ static void test_kernel_annotation(void)
     dt_db_close(db);
 }
 
+/* ---- a schema-2 file of the previous dtune (tests/data/v2/README.md) --------- */
+
+/* Every lookup the schema-2 code gave for tests/data/v2/v2.db, the same
+ * after this dtune opens (migrates) a copy: its multi-variable runs, some
+ * crossing a row, are read as the boxes of their runs. */
+static void test_schema2_file(void)
+{
+    char src[1024], cmd[2200];
+    snprintf(src, sizeof src, "%s/tests/data/v2/v2.db", DTUNE_SOURCE_DIR);
+    const char *path = dt_test_path("v2.db");
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", src, path);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, 0, &db, &e), 0);
+    snprintf(src, sizeof src, "%s/tests/data/v2/lookups.txt", DTUNE_SOURCE_DIR);
+    FILE *f = fopen(src, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char line[512];
+    int n = 0, multi = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *key = strtok(line, "\t"), *shape = strtok(NULL, "\t"), *kid = strtok(NULL, "\t"),
+             *ex = strtok(NULL, "\t\n");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ex);
+        dt_dispatch *d = NULL;
+        int64_t vals[DT_MAX_VARS];
+        int in = 0;
+        CU_ASSERT_EQUAL_FATAL(
+            dt_dispatch_load(db, key, "x86_64-avx512-2c-48K.2M.480M", 0, &d, &e), 0);
+        CU_ASSERT_EQUAL_FATAL(dt_shape_parse(d->w, shape, vals, &in, &e), 0);
+        int got_ex = -1;
+        int64_t k = find(d, vals, &got_ex, NULL);
+        if (k != atoll(kid) || got_ex != atoi(ex))
+            fprintf(stderr, "\n  %s %s: kernel %lld extrapolated %d, schema 2 gave %s %s\n", key,
+                    shape, (long long)k, got_ex, kid, ex);
+        CU_ASSERT_EQUAL(k, atoll(kid));
+        CU_ASSERT_EQUAL(got_ex, atoi(ex));
+        multi += d->w->nvars > 1;
+        dt_dispatch_free(d);
+        n++;
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL(n, 104);
+    CU_ASSERT_EQUAL(multi, 82);
+    dt_db_close(db);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -375,6 +471,7 @@ int main(void)
         {"lookup of two-variable shapes; bad rows refused", test_lookup_two_vars},
         {"stats of a stored table from hand-made records", test_stats},
         {"a kernel of another op refused", test_kernel_annotation},
+        {"a schema-2 file: every lookup as the previous dtune gave it", test_schema2_file},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {

@@ -28,6 +28,7 @@
 #include "microkernel/loader.h"
 #include "microkernel/reference.h"
 #include "dispatch/dispatch.h"
+#include "sketch/box.h"
 #include "measure/trial.h"
 #include "tuner/tune.h"
 
@@ -351,10 +352,10 @@ static void test_small_tune_covers_and_verifies(void)
     CU_ASSERT_EQUAL_FATAL(dt_dispatch_load(db, key, tkey, 0, &d, &e), 0);
     CU_ASSERT_EQUAL(d->threads, 1);
     /* the ranges cover the whole set, in order, without gaps */
-    CU_ASSERT_EQUAL(d->r[0].lo, 0);
-    CU_ASSERT_EQUAL(d->r[d->n - 1].hi, 11);
+    CU_ASSERT_EQUAL(d->r[0].box.lo[0], 0);
+    CU_ASSERT_EQUAL(d->r[d->n - 1].box.hi[0], 11);
     for (int i = 1; i < d->n; i++)
-        CU_ASSERT_EQUAL(d->r[i].lo, d->r[i - 1].hi + 1);
+        CU_ASSERT_EQUAL(d->r[i].box.lo[0], d->r[i - 1].box.hi[0] + 1);
     /* every dispatched kernel is right on every shape, extrapolated ones too */
     for (int64_t m = 1; m <= 20; m++) {
         dt_dispatch_hit hit;
@@ -1199,6 +1200,46 @@ static void test_strategy_names(void)
     CU_ASSERT_DOUBLE_EQUAL(o.epsilon, 0.2, 1e-12);
 }
 
+/* Two variables: the schedule is boxes that cover the grid, each shape of
+ * the set in one (not extrapolated) and given a kernel verified on it;
+ * shapes outside the domains go to the nearest box, flagged. */
+static void test_two_var_tune_boxes(void)
+{
+    const char *key = "dense(M=b*s,N=24,K=16;b=1..3,s={1,3,5,8})";
+    char path[4096];
+    snprintf(path, sizeof path, "%s/boxes.db", dir);
+    dt_tune_result r;
+    dt_task t;
+    CU_ASSERT_EQUAL_FATAL(tune_key(key, path, DT_STRATEGY_RANDOM, 24, &r, &t), 0);
+    dt_task_free(&t);
+    dt_err e;
+    dt_db *db = NULL;
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    CU_ASSERT_EQUAL_FATAL(dt_target_detect(&tg, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_target_key(&tg, tkey, sizeof tkey), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_READONLY, &db, &e), 0);
+    dt_dispatch *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_dispatch_load(db, key, tkey, 0, &d, &e), 0);
+    int64_t covered = 0;
+    for (int i = 0; i < d->n; i++)
+        covered += dt_box_nshapes(d->w, &d->r[i].box);
+    CU_ASSERT_EQUAL(covered, 12); /* disjoint (the table refuses overlaps) and covering */
+    for (int64_t b = 0; b <= 4; b++)
+        for (int64_t s = 0; s <= 9; s++) {
+            int64_t vals[2] = {b, s};
+            dt_dispatch_hit hit;
+            CU_ASSERT_EQUAL_FATAL(dt_dispatch_find(d, vals, &hit), 0);
+            int in_set = b >= 1 && b <= 3 && (s == 1 || s == 3 || s == 5 || s == 8);
+            CU_ASSERT_EQUAL(hit.extrapolated, !in_set);
+            if (b >= 1 && s >= 1)
+                CU_ASSERT_EQUAL(verify_db_kernel(db, hit.range->kernel_id, d->w, b * s, 24, 16, 1),
+                                0);
+        }
+    dt_dispatch_free(d);
+    dt_db_close(db);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -1208,6 +1249,7 @@ int main(void)
          test_measurer_records_once},
         {"small joint tune: full cover, verified kernels, resume", test_small_tune_covers_and_verifies},
         {"per-shape and random strategies", test_per_shape_and_random},
+        {"two variables: boxes cover the grid, every kernel verified", test_two_var_tune_boxes},
         {"objective and marginal gain on 3 shapes x 3 kernels", test_objective_bookkeeping},
         {"selection: fastest, tie slack, ranges, unmeasured, failed", test_select_ranges},
         {"selection under a budget: heaviest shape's top kernel first", test_select_budget_order},

@@ -1,4 +1,4 @@
-/* Per-shape measured choice and dispatch ranges (see select.h).
+/* Per-shape measured choice and dispatch boxes (see select.h).
  *
  * Invariants (asserted in Debug and sanitizer builds), before a schedule is
  * written:
@@ -8,9 +8,9 @@
  *   - under a kernel budget K > 0 at most K distinct kernels are dispatched
  *     (the budgeted set, select_budget.c; ties and gaps only take a
  *     neighbour's kernel, never a new one);
- *   - the ranges partition the shape set: the first starts at shape 0, each
- *     next one right after the previous, the last ends at nshapes - 1, and
- *     neighbouring ranges have different kernels. */
+ *   - the boxes partition the shape set: every shape lies in exactly one,
+ *     the box of its winner; with one variable they are runs, so
+ *     neighbouring ones have different kernels. */
 #include "tuner/select.h"
 
 #include <assert.h>
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sketch/box.h"
 #include "tuner/select_budget.h"
 
 int64_t dt_select_reserve(const dt_task *t, int topk, int max_kernels)
@@ -220,44 +221,46 @@ static int fill_gaps(const dt_task *t, int *win, double *wns, dt_err *e)
     return 0;
 }
 
-/* Step 5: the ranges of equal winners into rows[] (their shape text in
- * text[]), the objective and estimate into info; returns how many. */
+/* Step 5: the boxes of equal winners (sketch/box.h, dt_box_partition: with
+ * one variable, the runs) into rows[] (their corners' text in text[]), the
+ * objective and estimate into info; returns how many, or an error. */
 static int make_ranges(const dt_task *t, const int *win, const double *wns,
-                       dt_db_schedule *rows, char (*text)[2][128], dt_select_info *info)
+                       dt_db_schedule *rows, char (*text)[2][128], dt_select_info *info,
+                       dt_err *e)
 {
-    int nr = 0;
+    dt_box *boxes = NULL;
+    int *label = NULL, nr = 0;
+    int rc = dt_box_partition(t->w, win, &boxes, &label, &nr, e);
+    if (rc)
+        return rc;
     double obj = 0, est = 0;
-    for (int64_t s = 0; s < t->nshapes;) {
-        int64_t e2 = s;
-        while (e2 + 1 < t->nshapes && win[e2 + 1] == win[s])
-            e2++;
-        int k = win[s];
+    for (int i = 0; i < nr; i++) {
+        int k = label[i];
         double ps = 0, ms = 0, ws = 0;
         int mknown = 1;
-        for (int64_t j = s; j <= e2; j++) {
-            ps += t->k[k].pred ? t->k[k].pred[j] : NAN;
-            ms += wns[j];
-            mknown &= !isnan(wns[j]);
-            obj += t->weight[j] * wns[j];
-            est += t->weight[j] * (!isnan(wns[j])  ? wns[j]
-                                   : t->k[k].pred ? t->k[k].pred[j]
+        for (int64_t j = 0, nb = dt_box_nshapes(t->w, &boxes[i]); j < nb; j++) {
+            int64_t s = dt_box_shape(t->w, &boxes[i], j);
+            ps += t->k[k].pred ? t->k[k].pred[s] : NAN;
+            ms += wns[s];
+            mknown &= !isnan(wns[s]);
+            obj += t->weight[s] * wns[s];
+            est += t->weight[s] * (!isnan(wns[s])  ? wns[s]
+                                   : t->k[k].pred ? t->k[k].pred[s]
                                                   : NAN);
             ws += 1;
         }
-        int64_t vals[DT_MAX_VARS];
-        dt_workload_shape_at(t->w, s, vals, NULL);
-        dt_shape_format(t->w, vals, text[nr][0], sizeof text[nr][0]);
-        dt_workload_shape_at(t->w, e2, vals, NULL);
-        dt_shape_format(t->w, vals, text[nr][1], sizeof text[nr][1]);
-        rows[nr] = (dt_db_schedule){.shape_lo = text[nr][0],
-                                    .shape_hi = text[nr][1],
-                                    .kernel_id = t->k[k].id,
-                                    .threads = t->threads,
-                                    .predicted_ns = isfinite(ps) ? ps / ws : NAN,
-                                    .measured_ns = mknown ? ms / ws : NAN};
-        nr++;
-        s = e2 + 1;
+        dt_box_format(t->w, &boxes[i], text[i][0], sizeof text[i][0], text[i][1],
+                      sizeof text[i][1]);
+        rows[i] = (dt_db_schedule){.shape_lo = text[i][0],
+                                   .shape_hi = text[i][1],
+                                   .box = 1,
+                                   .kernel_id = t->k[k].id,
+                                   .threads = t->threads,
+                                   .predicted_ns = isfinite(ps) ? ps / ws : NAN,
+                                   .measured_ns = mknown ? ms / ws : NAN};
     }
+    free(boxes);
+    free(label);
     info->ranges = nr;
     info->objective = obj;
     info->estimate = est;
@@ -290,21 +293,30 @@ static int winners_ok(const dt_task *t, const int *win, int max_kernels)
     return ok && (max_kernels <= 0 || distinct <= max_kernels);
 }
 
-/* The ranges partition [0, nshapes) into runs of one kernel each. */
+/* The boxes partition the shape set, each shape in the box of its winner;
+ * with one variable, neighbouring boxes have different kernels (runs). */
 static int ranges_ok(const dt_task *t, const int *win, const dt_select_info *info,
                      const dt_db_schedule *rows, int nr)
 {
-    int64_t s = 0;
-    for (int i = 0; i < nr; i++) {
-        int64_t e2 = s;
-        while (e2 + 1 < t->nshapes && win[e2 + 1] == win[s])
-            e2++;
-        if (rows[i].kernel_id != t->k[win[s]].id || (i > 0 && win[s] == win[s - 1]))
-            return 0;
-        s = e2 + 1;
+    char *seen = calloc((size_t)t->nshapes, 1);
+    int ok = seen != NULL && nr >= 1 && info->ranges == nr &&
+             (info->max_kernels <= 0 || info->kernels <= info->max_kernels);
+    int64_t covered = 0;
+    for (int i = 0; i < nr && ok; i++) {
+        dt_box b;
+        dt_err e;
+        ok = rows[i].box == 1 && !dt_box_parse(t->w, rows[i].shape_lo, rows[i].shape_hi, &b, &e);
+        for (int64_t j = 0, nb = ok ? dt_box_nshapes(t->w, &b) : 0; j < nb && ok; j++) {
+            int64_t s = dt_box_shape(t->w, &b, j);
+            ok = !seen[s] && rows[i].kernel_id == t->k[win[s]].id;
+            seen[s] = 1;
+            covered++;
+        }
+        if (ok && t->w->nvars == 1 && i > 0)
+            ok = rows[i].kernel_id != rows[i - 1].kernel_id;
     }
-    return s == t->nshapes && nr >= 1 && info->ranges == nr &&
-           (info->max_kernels <= 0 || info->kernels <= info->max_kernels);
+    free(seen);
+    return ok && covered == t->nshapes;
 }
 #endif
 
@@ -367,7 +379,11 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
     for (int64_t s = 0; s < t->nshapes; s++)
         info->unmeasured += isnan(wns[s]);
     select_stats(t, win, wns, info);
-    int nr = make_ranges(t, win, wns, rows, text, info);
+    int nr = make_ranges(t, win, wns, rows, text, info, e);
+    if (nr < 0) {
+        rc = nr;
+        goto out;
+    }
     assert(ranges_ok(t, win, info, rows, nr));
     rc = dt_db_schedule_replace(db, t->workload_id, t->target_id, t->threads, rows, (size_t)nr,
                                 e);

@@ -1,7 +1,9 @@
 /* The end of a task (DESIGN.md, "Search"): for every shape of the set, the
  * top predicted kernels are measured on it and the fastest measured one
- * wins; consecutive shapes with the same winner merge into ranges, stored in
- * the schedules table (dispatch/dispatch.h reads them back).
+ * wins; shapes with the same winner merge into boxes (sketch/box.h,
+ * dt_box_partition: runs along the last variable, grown over the others;
+ * with one variable, runs of consecutive shapes), stored in the schedules
+ * table (dispatch/dispatch.h reads them back).
  *
  * A shape keeps its left neighbour's winner when that kernel measured within
  * DT_SELECT_TIE of the fastest on it, so noise does not split ranges.

@@ -153,8 +153,8 @@ typedef struct dtune_schedule {
                              kernel of the nearest tuned range (correct, maybe slower) */
     int threads;          /* thread count the schedule was tuned for */
     char shape[DTUNE_SHAPE_MAX];     /* the shape looked up, canonical: "M=37" */
-    char range_lo[DTUNE_SHAPE_MAX];  /* the tuned range that chose the kernel */
-    char range_hi[DTUNE_SHAPE_MAX];
+    char range_lo[DTUNE_SHAPE_MAX];  /* the tuned range that chose the kernel: a box, */
+    char range_hi[DTUNE_SHAPE_MAX];  /* its two corners (one interval per variable) */
     char workload[DTUNE_KEY_MAX];    /* canonical workload key */
     char target[DTUNE_TARGET_MAX];   /* target key of the schedule */
 } dtune_schedule;
