@@ -293,6 +293,21 @@ static int verify_db_kernel(dt_db *db, int64_t kid, const dt_workload *w, int64_
     return rc;
 }
 
+/* The schedule of key on this machine in the database at path, opened
+ * read-only into *db (closed by the caller): 0, or an error code. */
+static int load_schedule(const char *path, const char *key, dt_db **db, dt_dispatch **d)
+{
+    dt_err e;
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    *db = NULL;
+    *d = NULL;
+    if (dt_target_detect(&tg, &e) || dt_target_key(&tg, tkey, sizeof tkey) ||
+        dt_db_open(path, DT_DB_READONLY, db, &e))
+        return -1;
+    return dt_dispatch_load(*db, key, tkey, 0, d, &e);
+}
+
 static int tune_key(const char *key, const char *db_path, dt_strategy st, int64_t trials,
                     dt_tune_result *r, dt_task *t)
 {
@@ -341,15 +356,9 @@ static void test_small_tune_covers_and_verifies(void)
     CU_ASSERT(t.trials == r.trials_total);
     dt_task_free(&t);
 
-    dt_err e;
     dt_db *db = NULL;
-    dt_target tg;
-    char tkey[DT_TARGET_KEY_MAX];
-    CU_ASSERT_EQUAL_FATAL(dt_target_detect(&tg, &e), 0);
-    CU_ASSERT_EQUAL_FATAL(dt_target_key(&tg, tkey, sizeof tkey), 0);
-    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_READONLY, &db, &e), 0);
     dt_dispatch *d = NULL;
-    CU_ASSERT_EQUAL_FATAL(dt_dispatch_load(db, key, tkey, 0, &d, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(load_schedule(path, key, &db, &d), 0);
     CU_ASSERT_EQUAL(d->threads, 1);
     /* the ranges cover the whole set, in order, without gaps */
     CU_ASSERT_EQUAL(d->r[0].box.lo[0], 0);
@@ -650,15 +659,9 @@ out:
 /* The schedule of small_model[i] in the database at path: 0, or DT_ENOTFOUND. */
 static int schedule_of(const char *path, int i)
 {
-    dt_err e;
-    dt_target tg;
-    char tkey[DT_TARGET_KEY_MAX];
     dt_db *db = NULL;
     dt_dispatch *d = NULL;
-    if (dt_target_detect(&tg, &e) || dt_target_key(&tg, tkey, sizeof tkey) ||
-        dt_db_open(path, DT_DB_READONLY, &db, &e))
-        return -1;
-    int rc = dt_dispatch_load(db, small_model[i], tkey, 0, &d, &e);
+    int rc = load_schedule(path, small_model[i], &db, &d);
     dt_dispatch_free(d);
     dt_db_close(db);
     return rc;
@@ -1212,15 +1215,9 @@ static void test_two_var_tune_boxes(void)
     dt_task t;
     CU_ASSERT_EQUAL_FATAL(tune_key(key, path, DT_STRATEGY_RANDOM, 24, &r, &t), 0);
     dt_task_free(&t);
-    dt_err e;
     dt_db *db = NULL;
-    dt_target tg;
-    char tkey[DT_TARGET_KEY_MAX];
-    CU_ASSERT_EQUAL_FATAL(dt_target_detect(&tg, &e), 0);
-    CU_ASSERT_EQUAL_FATAL(dt_target_key(&tg, tkey, sizeof tkey), 0);
-    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_READONLY, &db, &e), 0);
     dt_dispatch *d = NULL;
-    CU_ASSERT_EQUAL_FATAL(dt_dispatch_load(db, key, tkey, 0, &d, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(load_schedule(path, key, &db, &d), 0);
     int64_t covered = 0;
     for (int i = 0; i < d->n; i++)
         covered += dt_box_nshapes(d->w, &d->r[i].box);
