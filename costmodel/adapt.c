@@ -101,7 +101,7 @@ int dt_f_adapt_gemm(const dt_gemm *gv, const dt_annotation *a, const dt_target *
     geom g = {.M = gv->M, .N = gv->N, .K = gv->K, .batch = gv->batch,
               .mr = a->mr, .nr = a->nr, .nc = a->nc > 0 ? a->nc : a->nr,
               .mblk = blocked ? a->mc : a->mr, .par = a->par};
-    int batched = gv->dim[DT_ROLE_BATCH] >= 0;
+    int batched = gv->batched;
     memset(out, 0, sizeof *out);
     out->threads = nt;
 

@@ -76,7 +76,7 @@ static int check_block(const call_ctx *c, int64_t b, int64_t i0, int64_t i1, int
             const float *got = c->C + (b * M + i) * N + j;
             if (dt_check_close_tol(got, 1, &s, &m, 1, 1, tol_k, NULL) == 0)
                 continue;
-            if (g->dim[DT_ROLE_BATCH] < 0)
+            if (!g->batched)
                 return dt_errf(e, DT_EINVAL, "wrong answer at [%lld,%lld]: got %.9g, expected %.9g",
                                (long long)i, (long long)j, (double)*got, s);
             return dt_errf(e, DT_EINVAL,

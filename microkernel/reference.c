@@ -262,7 +262,7 @@ static int verify_run(const dt_kernel *k, const dt_gemm *g, dt_dtype d, int thre
     for (int64_t b = 0; b < bt && !rc; b++) {
         rc = dt_check_close_tol(C + b * M * ldc, ldc, ref + b * M * N, mag + b * M * N, M, N,
                                 dt_ref_tol_k(d, K), e);
-        if (rc && g->dim[DT_ROLE_BATCH] >= 0)
+        if (rc && g->batched)
             dt_err_prefix(e, "batch %lld", (long long)b);
         else if (!rc)
             rc = check_guard(C + b * M * ldc, M, N, ldc, e);
@@ -285,7 +285,7 @@ int dt_verify_kernel(const dt_kernel *k, const dt_kernel_op *kop, int64_t batch,
     int rc = dt_kernel_op_gemm(kop, &g, e);
     if (rc)
         return rc;
-    g.batch = g.dim[DT_ROLE_BATCH] >= 0 ? batch : 1;
+    g.batch = g.batched ? batch : 1;
     g.M = M;
     g.N = N;
     g.K = K;

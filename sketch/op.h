@@ -37,9 +37,14 @@ typedef enum dt_role { DT_ROLE_BATCH = 0, DT_ROLE_M, DT_ROLE_N, DT_ROLE_K, DT_RO
  * micro-kernel computes,
  *     C[b] = act(A[b]·B[b] + bias)   for b < batch,
  * A[b] M×K, B[b] K×N (stored N×K when b_trans), C[b] M×N, bias[N], all
- * row-major.  Plain values; copy freely. */
+ * row-major.  The sizes are the op's to compute from its dims: one dim per
+ * role for dense and batch_matmul, derived from several for an op such as a
+ * convolution (M = N·OH·OW, K = R·S·C), whose roles then name no single
+ * dim.  Plain values; copy freely. */
 typedef struct dt_gemm {
-    int dim[DT_ROLE_COUNT]; /* index of the op's dim in each role; -1: none (size 1) */
+    int dim[DT_ROLE_COUNT]; /* index of the op's dim that is the role's size; -1: none
+                             * (size 1, or derived from several dims) */
+    int batched;            /* a batch of matrices, shared out among the threads */
     int64_t batch, M, N, K; /* sizes by role (dt_op_gemm with dims), else 0 */
     int b_trans;            /* B[b] is stored N×K (K contiguous) */
     int b_const;            /* B is constant across calls (weights): packed once; batch 1 */
@@ -59,9 +64,10 @@ typedef struct dt_op_desc {
     /* Checks that every tensor's element count and the flop count of these
      * dims fit in int64 (DT_EOVERFLOW with a message naming the product). */
     int (*check)(const int64_t *dims, const int *attrs, dt_err *e);
-    /* The GEMM view for these attribute values: dim roles and flags (not
-     * the sizes).  NULL for an op that is not a GEMM. */
-    void (*gemm)(const int *attrs, dt_gemm *g);
+    /* The GEMM view for these attribute values: dim roles and flags, and
+     * when dims is not NULL (op->ndims concrete values) the sizes by role
+     * (1 for a role without a size).  NULL for an op that is not a GEMM. */
+    void (*gemm)(const int *attrs, const int64_t *dims, dt_gemm *g);
     /* The dtypes it is defined for: DT_DTYPE_BIT mask (f32 always). */
     unsigned dtypes;
 } dt_op_desc;
@@ -80,6 +86,10 @@ int dt_op_index(const dt_op_desc *op);
  * for a role without a dim).  DT_EUNSUPPORTED for an op without one. */
 int dt_op_gemm(const dt_op_desc *op, const int *attrs, const int64_t *dims, dt_gemm *g,
                dt_err *e);
+
+/* For an op's gemm hook whose every role is one dim (g->dim filled): the
+ * sizes by role from dims, 1 for a role without a dim. */
+void dt_gemm_sizes_by_role(const int64_t *dims, dt_gemm *g);
 
 /* Advances attrs (op->nattrs value indices) to the next combination of
  * op's attribute values, last attribute fastest; 0 (and all zeros) after

@@ -27,12 +27,15 @@ static int bmm_check(const int64_t *d, const int *attrs, dt_err *e)
 }
 
 /* Both operands dynamic; NT stores B[b] transposed.  No epilogue. */
-static void bmm_gemm(const int *attrs, dt_gemm *g)
+static void bmm_gemm(const int *attrs, const int64_t *dims, dt_gemm *g)
 {
     g->dim[DT_ROLE_BATCH] = BATCH;
     g->dim[DT_ROLE_M] = M;
     g->dim[DT_ROLE_N] = N;
     g->dim[DT_ROLE_K] = K;
+    g->batched = 1;
+    if (dims)
+        dt_gemm_sizes_by_role(dims, g);
     g->b_trans = attrs[0] == 1; /* layout NT */
     g->b_const = 0;
     g->bias = 0;

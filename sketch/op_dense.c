@@ -31,12 +31,15 @@ static const int epi_act[] = {DT_ACT_NONE, DT_ACT_NONE, DT_ACT_RELU,
                               DT_ACT_GELU, DT_ACT_RELU, DT_ACT_GELU};
 
 /* X is A, W (N×K) is B transposed and constant. */
-static void dense_gemm(const int *attrs, dt_gemm *g)
+static void dense_gemm(const int *attrs, const int64_t *dims, dt_gemm *g)
 {
     g->dim[DT_ROLE_BATCH] = -1;
     g->dim[DT_ROLE_M] = M;
     g->dim[DT_ROLE_N] = N;
     g->dim[DT_ROLE_K] = K;
+    g->batched = 0;
+    if (dims)
+        dt_gemm_sizes_by_role(dims, g);
     g->b_trans = 1;
     g->b_const = 1;
     g->bias = epi_bias[attrs[0]];

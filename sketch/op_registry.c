@@ -44,13 +44,15 @@ int dt_op_gemm(const dt_op_desc *op, const int *attrs, const int64_t *dims, dt_g
             defaults[i] = op->attrs[i].default_index;
         attrs = defaults;
     }
-    op->gemm(attrs, g);
-    if (dims) {
-        int64_t *size[DT_ROLE_COUNT] = {&g->batch, &g->M, &g->N, &g->K};
-        for (int r = 0; r < DT_ROLE_COUNT; r++)
-            *size[r] = g->dim[r] >= 0 ? dims[g->dim[r]] : 1;
-    }
+    op->gemm(attrs, dims, g);
     return 0;
+}
+
+void dt_gemm_sizes_by_role(const int64_t *dims, dt_gemm *g)
+{
+    int64_t *size[DT_ROLE_COUNT] = {&g->batch, &g->M, &g->N, &g->K};
+    for (int r = 0; r < DT_ROLE_COUNT; r++)
+        *size[r] = g->dim[r] >= 0 ? dims[g->dim[r]] : 1;
 }
 
 int dt_op_next_attrs(const dt_op_desc *op, int *attrs)

@@ -134,7 +134,7 @@ static void test_ref_bmm(void)
             for (int bl = 0; bl < N_BLOCKS; bl++) {
                 int64_t B = dims[i][0], M = dims[i][1], N = dims[i][2], K = dims[i][3];
                 /* batch_matmul's GEMM view, NN or NT */
-                dt_gemm g = {.dim = {0, 1, 2, 3}, .batch = B, .M = M, .N = N, .K = K,
+                dt_gemm g = {.dim = {0, 1, 2, 3}, .batched = 1, .batch = B, .M = M, .N = N, .K = K,
                              .b_trans = nt};
                 float *A = malloc((size_t)(B * M * K) * sizeof *A);
                 float *Bm = malloc((size_t)(B * N * K) * sizeof *Bm);
@@ -165,8 +165,8 @@ static void test_gemm_views(void)
     attrs[0] = dt_attr_value_index(&dense->attrs[0], "bias+gelu");
     int64_t dd[] = {37, 768, 3072};
     CU_ASSERT_EQUAL_FATAL(dt_op_gemm(dense, attrs, dd, &g, &e), 0);
-    CU_ASSERT(g.dim[DT_ROLE_BATCH] == -1 && g.batch == 1 && g.M == 37 && g.N == 768 &&
-              g.K == 3072);
+    CU_ASSERT(g.dim[DT_ROLE_BATCH] == -1 && !g.batched && g.batch == 1 && g.M == 37 &&
+              g.N == 768 && g.K == 3072);
     CU_ASSERT(g.b_trans && g.b_const && g.bias && g.act == DT_ACT_GELU);
     attrs[0] = dt_attr_value_index(&dense->attrs[0], "relu");
     CU_ASSERT_EQUAL_FATAL(dt_op_gemm(dense, attrs, NULL, &g, &e), 0);
@@ -175,8 +175,8 @@ static void test_gemm_views(void)
     for (int nt = 0; nt < 2; nt++) {
         attrs[0] = dt_attr_value_index(&bmm->attrs[0], nt ? "NT" : "NN");
         CU_ASSERT_EQUAL_FATAL(dt_op_gemm(bmm, attrs, bd, &g, &e), 0);
-        CU_ASSERT(g.dim[DT_ROLE_BATCH] == 0 && g.batch == 12 && g.M == 13 && g.N == 64 &&
-                  g.K == 13);
+        CU_ASSERT(g.dim[DT_ROLE_BATCH] == 0 && g.batched && g.batch == 12 && g.M == 13 &&
+                  g.N == 64 && g.K == 13);
         CU_ASSERT(g.b_trans == nt && !g.b_const && !g.bias && g.act == DT_ACT_NONE);
     }
 }

@@ -355,6 +355,7 @@ static void test_adapt_gemm_packing(void)
      * 8192 copies; flops 262144 -> 8/9 */
     g.b_const = 0;
     g.dim[DT_ROLE_BATCH] = 0;
+    g.batched = 1;
     g.batch = 4;
     CU_ASSERT_EQUAL_FATAL(dt_f_adapt_gemm(&g, &a, &t, &r, &e), 0);
     CU_ASSERT_EQUAL(r.items, 4);
@@ -366,6 +367,7 @@ static void test_adapt_gemm_packing(void)
      * = 24 rows x K=32 per NC=64 block (one): 768 copies, B dynamic adds
      * 64 x 32 = 2048; flops 2·20·64·32 = 81920; padding 20/24 */
     g.dim[DT_ROLE_BATCH] = -1;
+    g.batched = 0;
     g.batch = 1;
     g.M = 20;
     a = blocked(8, 32, 32, 16, 64, DT_PAR_N, 1);

@@ -326,7 +326,7 @@ static void check_bmm(void *h, const char *name, int nt)
                 for (int64_t k = i + 1; k < S; k++)
                     Af[(b * S + i) * S + k] = 0.0f;
     /* NT: C = A·Bᵀ, N = S, K = D; NN: C = A·B, N = D, K = S */
-    dt_gemm g = {.dim = {0, 1, 2, 3}, .batch = batch, .M = S, .N = nt ? S : D,
+    dt_gemm g = {.dim = {0, 1, 2, 3}, .batched = 1, .batch = batch, .M = S, .N = nt ? S : D,
                  .K = nt ? D : S, .b_trans = nt};
     CU_ASSERT_EQUAL_FATAL(dt_ref_gemm(&g, Af, Bf, NULL, NULL, ref, mag, NULL), 0);
     int failures = 0;
