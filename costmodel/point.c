@@ -2,6 +2,25 @@
 #include "costmodel/point.h"
 
 #include <math.h>
+#include <pthread.h>
+
+static const char *column_names[DT_CM_NCOLS];
+static pthread_once_t column_names_once = PTHREAD_ONCE_INIT;
+
+static void make_column_names(void)
+{
+    static const char *shape[DT_NSHAPE_FEATURES] = {"log_batch", "log_m", "log_n", "log_k"};
+    for (int i = 0; i < DT_NFEATURES; i++)
+        column_names[i] = dt_cm_feature_name(i);
+    for (int i = 0; i < DT_NSHAPE_FEATURES; i++)
+        column_names[DT_NFEATURES + i] = shape[i];
+}
+
+const char *const *dt_cm_column_names(void)
+{
+    pthread_once(&column_names_once, make_column_names);
+    return column_names;
+}
 
 int dt_cm_point_make(const dt_op_desc *op, const int *attrs, const int64_t *dims,
                      const dt_annotation *a, const dt_target *t, dt_cm_point *p, dt_err *e)

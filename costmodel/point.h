@@ -27,6 +27,12 @@ enum {
 /* Columns of a model row. */
 #define DT_CM_NCOLS (DT_NFEATURES + DT_NSHAPE_FEATURES)
 
+/* The names of a row's DT_CM_NCOLS columns: the features'
+ * (dt_cm_feature_name), then "log_batch", "log_m", "log_n", "log_k".
+ * Models are saved with them and bound to them when loaded
+ * (costmodel/xgb.h), so a stored model survives a column added later. */
+const char *const *dt_cm_column_names(void);
+
 typedef struct dt_cm_point {
     float x[DT_CM_NCOLS];
     double flops;   /* of the shape */

@@ -10,6 +10,8 @@
 struct dt_xgb {
     BoosterHandle h;
     int ncols;
+    int bound_cols; /* 0: rows are the model's own columns; else columns of a bound row */
+    int *col_of;    /* bound: for each model column, its row column or -1 (missing) */
 };
 
 void dt_xgb_params_default(dt_xgb_params *p)
@@ -110,6 +112,8 @@ int dt_xgb_train(const float *X, const float *y, int nrows, int ncols, const dt_
     }
     m->h = h;
     m->ncols = ncols;
+    m->bound_cols = 0;
+    m->col_of = NULL;
     h = NULL;
     *out = m;
 done:
@@ -130,6 +134,17 @@ int dt_xgb_predict(const dt_xgb *m, const float *X, int nrows, float *out, dt_er
     DMatrixHandle dm = NULL;
     bst_ulong len = 0;
     const float *res = NULL;
+    float *own = NULL; /* the rows in the model's columns, when bound */
+    if (m->bound_cols) {
+        own = malloc((size_t)nrows * (size_t)m->ncols * sizeof *own);
+        if (!own)
+            return dt_errf(e, DT_ENOMEM, "xgb predict: out of memory");
+        for (int i = 0; i < nrows; i++)
+            for (int c = 0; c < m->ncols; c++)
+                own[(size_t)i * m->ncols + c] =
+                    m->col_of[c] < 0 ? NAN : X[(size_t)i * m->bound_cols + m->col_of[c]];
+        X = own;
+    }
     XGB_CHECK(XGDMatrixCreateFromMat(X, (bst_ulong)nrows, (bst_ulong)m->ncols, NAN, &dm),
               "create matrix");
     XGB_CHECK(XGBoosterPredict(m->h, dm, 0, 0, 0, &len, &res), "predict");
@@ -142,7 +157,67 @@ int dt_xgb_predict(const dt_xgb *m, const float *X, int nrows, float *out, dt_er
 done:
     if (dm)
         XGDMatrixFree(dm);
+    free(own);
     return rc;
+}
+
+int dt_xgb_set_names(dt_xgb *m, const char *const *names, int n, dt_err *e)
+{
+    if (!m || !names || n != m->ncols)
+        return dt_errf(e, DT_EINVAL, "xgb names: %d names for %d columns", n, m ? m->ncols : 0);
+    for (int i = 0; i < n; i++)
+        if (!names[i] || !*names[i] || strchr(names[i], ','))
+            return dt_errf(e, DT_EINVAL, "xgb names: column %d has no usable name", i);
+    /* XGBoost 1.7 takes char ** but copies the strings */
+    const char **copy = malloc((size_t)n * sizeof *copy);
+    if (!copy)
+        return dt_errf(e, DT_ENOMEM, "xgb names: out of memory");
+    memcpy(copy, names, (size_t)n * sizeof *copy);
+    int bad = XGBoosterSetStrFeatureInfo(m->h, "feature_name", copy, (bst_ulong)n) != 0;
+    free(copy);
+    return bad ? xgb_fail(e, "set feature names") : 0;
+}
+
+int dt_xgb_bind(dt_xgb *m, const char *const *names, int n, dt_err *e)
+{
+    if (!m || !names || n <= 0)
+        return dt_errf(e, DT_EINVAL, "xgb bind: no layout");
+    bst_ulong nn = 0;
+    const char **have = NULL;
+    if (XGBoosterGetStrFeatureInfo(m->h, "feature_name", &nn, &have) != 0)
+        return xgb_fail(e, "get feature names");
+    if (nn == 0) { /* saved without names: only its own layout, in order */
+        if (n != m->ncols)
+            return dt_errf(e, DT_EINVAL,
+                           "xgb bind: the model has %d unnamed columns, the rows %d", m->ncols,
+                           n);
+        free(m->col_of);
+        m->col_of = NULL;
+        m->bound_cols = 0;
+        return n;
+    }
+    if (nn != (bst_ulong)m->ncols)
+        return dt_errf(e, DT_EINVAL, "xgb bind: %llu names for %d columns",
+                       (unsigned long long)nn, m->ncols);
+    int *col_of = malloc((size_t)m->ncols * sizeof *col_of), found = 0;
+    if (!col_of)
+        return dt_errf(e, DT_ENOMEM, "xgb bind: out of memory");
+    for (int c = 0; c < m->ncols; c++) {
+        col_of[c] = -1;
+        for (int j = 0; j < n && col_of[c] < 0; j++)
+            if (names[j] && strcmp(names[j], have[c]) == 0)
+                col_of[c] = j;
+        found += col_of[c] >= 0;
+    }
+    if (!found) {
+        free(col_of);
+        return dt_errf(e, DT_EINVAL, "xgb bind: none of the model's %d columns is in the rows",
+                       m->ncols);
+    }
+    free(m->col_of);
+    m->col_of = col_of;
+    m->bound_cols = n;
+    return found;
 }
 
 int dt_xgb_save(const dt_xgb *m, void **blob, size_t *len, dt_err *e)
@@ -191,6 +266,8 @@ int dt_xgb_load(const void *blob, size_t len, dt_xgb **out, dt_err *e)
     }
     m->h = h;
     m->ncols = (int)nf;
+    m->bound_cols = 0;
+    m->col_of = NULL;
     h = NULL;
     *out = m;
 done:
@@ -204,6 +281,7 @@ void dt_xgb_free(dt_xgb *m)
     if (!m)
         return;
     XGBoosterFree(m->h);
+    free(m->col_of);
     free(m);
 }
 

@@ -4,7 +4,11 @@
  *
  * Training is deterministic: one thread, a fixed seed, tree_method hist, no
  * subsampling.  Models are saved as XGBoost's JSON model format, the blob
- * the tuner stores in the cost_models table.
+ * the tuner stores in the cost_models table, with their columns' names
+ * (dt_xgb_set_names): a stored model is bound to the row layout of the
+ * code that loads it by name (dt_xgb_bind), so adding a column (a feature,
+ * an op's one-hot) leaves stored models usable — a column the model does
+ * not know is ignored, one it knows but the rows lack is missing (NaN).
  *
  * Ownership: a dt_xgb is owned by the caller (dt_xgb_free); dt_xgb_save's
  * blob is malloc'ed (free it).  A dt_xgb may be used by one thread at a time. */
@@ -35,11 +39,24 @@ void dt_xgb_params_default(dt_xgb_params *p);
 int dt_xgb_train(const float *X, const float *y, int nrows, int ncols, const dt_xgb_params *p,
                  dt_xgb **out, dt_err *e);
 
-/* Predictions for nrows rows of X (the model's column count) into out[nrows]. */
+/* Predictions for nrows rows of X into out[nrows]: rows of the layout the
+ * model is bound to (dt_xgb_bind), else of its own columns. */
 int dt_xgb_predict(const dt_xgb *m, const float *X, int nrows, float *out, dt_err *e);
 
 /* Column count the model was trained on. */
 int dt_xgb_ncols(const dt_xgb *m);
+
+/* Names the model's columns (n == dt_xgb_ncols; each non-empty, no
+ * commas); saved with it.  DT_EINVAL otherwise. */
+int dt_xgb_set_names(dt_xgb *m, const char *const *names, int n, dt_err *e);
+
+/* Binds m to rows of n columns named names[]: dt_xgb_predict then takes
+ * such rows and gives each model column the value of the row column of the
+ * same name (NaN, missing, when there is none).  A model saved without
+ * names binds only to a layout of its own column count, taken in order.
+ * Returns how many of the model's columns the layout has; DT_EINVAL when
+ * none (or, unnamed, the counts differ). */
+int dt_xgb_bind(dt_xgb *m, const char *const *names, int n, dt_err *e);
 
 /* Serialises the model (XGBoost JSON format) into a malloc'ed *blob of *len bytes. */
 int dt_xgb_save(const dt_xgb *m, void **blob, size_t *len, dt_err *e);

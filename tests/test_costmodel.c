@@ -12,6 +12,7 @@
 #include "common/target.h"
 #include "costmodel/adapt.h"
 #include "costmodel/features.h"
+#include "costmodel/point.h"
 #include "costmodel/xgb.h"
 #include "sketch/annotation.h"
 #include "sketch/op.h"
@@ -633,6 +634,62 @@ static void test_xgb_learns(void)
     free(td);
 }
 
+/* A model saved with its columns' names, loaded by code whose rows have one
+ * more column (inserted first) and the others in reverse order: bound by
+ * name, it predicts what it predicted before.  A model saved without names
+ * binds only to its own column count. */
+static void test_xgb_named_columns(void)
+{
+    enum { R = 64, C = 5 };
+    static const char *names[C] = {"mr", "nr", "kc", "log_m", "log_n"};
+    float X[R * C], y[R], Xn[R * (C + 1)], p[R], pn[R];
+    for (int i = 0; i < R; i++) {
+        for (int c = 0; c < C; c++)
+            X[i * C + c] = (float)((i * (c + 3) + c * 7) % 11);
+        y[i] = X[i * C] * 2 + X[i * C + 3] - X[i * C + 4] * 0.5f;
+        Xn[i * (C + 1)] = 99; /* the new column, which the model never saw */
+        for (int c = 0; c < C; c++)
+            Xn[i * (C + 1) + 1 + c] = X[i * C + (C - 1 - c)];
+    }
+    const char *layout[C + 1] = {"op_conv2d"};
+    for (int c = 0; c < C; c++)
+        layout[1 + c] = names[C - 1 - c];
+    dt_xgb *m = NULL, *m2 = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_xgb_train(X, y, R, C, NULL, &m, &e), 0);
+    CU_ASSERT_EQUAL(dt_xgb_set_names(m, names, C - 1, &e), DT_EINVAL); /* count */
+    const char *comma[C] = {"mr", "n,r", "kc", "log_m", "log_n"};
+    CU_ASSERT_EQUAL(dt_xgb_set_names(m, comma, C, &e), DT_EINVAL);
+    /* unnamed: only its own layout */
+    CU_ASSERT_EQUAL(dt_xgb_bind(m, layout, C + 1, &e), DT_EINVAL);
+    CU_ASSERT_EQUAL(dt_xgb_bind(m, names, C, &e), C);
+    CU_ASSERT_EQUAL_FATAL(dt_xgb_set_names(m, names, C, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_xgb_predict(m, X, R, p, &e), 0);
+    void *blob = NULL;
+    size_t len = 0;
+    CU_ASSERT_EQUAL_FATAL(dt_xgb_save(m, &blob, &len, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_xgb_load(blob, len, &m2, &e), 0);
+    CU_ASSERT_EQUAL(dt_xgb_bind(m2, layout, C + 1, &e), C);
+    CU_ASSERT_EQUAL_FATAL(dt_xgb_predict(m2, Xn, R, pn, &e), 0);
+    CU_ASSERT(memcmp(p, pn, sizeof p) == 0);
+    /* a layout without one of its columns: that column is missing */
+    CU_ASSERT_EQUAL(dt_xgb_bind(m2, layout, C, &e), C - 1);
+    static const char *other[2] = {"x", "y"};
+    CU_ASSERT_EQUAL(dt_xgb_bind(m2, other, 2, &e), DT_EINVAL);
+    /* the cost model's own row names: one per column, distinct */
+    const char *const *cn = dt_cm_column_names();
+    for (int i = 0; i < DT_CM_NCOLS; i++) {
+        CU_ASSERT_PTR_NOT_NULL_FATAL(cn[i]);
+        CU_ASSERT(strcmp(cn[i], "?") != 0);
+        for (int j = 0; j < i; j++)
+            CU_ASSERT(strcmp(cn[i], cn[j]) != 0);
+    }
+    CU_ASSERT_STRING_EQUAL(cn[DT_CM_NCOLS - 1], "log_k");
+    free(blob);
+    dt_xgb_free(m);
+    dt_xgb_free(m2);
+}
+
 static void test_xgb_errors(void)
 {
     float X[4 * 2] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -681,6 +738,7 @@ int main(void)
         {"held-out tau: groups, throughput, the minimum of pairs", test_quality_tau},
         {"held-out evaluation: none under the minimum", test_evaluate_minimum},
         {"xgb: learns, deterministic, save/load", test_xgb_learns},
+        {"xgb: named columns bind a stored model to a new row layout", test_xgb_named_columns},
         {"xgb: errors", test_xgb_errors},
         CU_TEST_INFO_NULL,
     };

@@ -245,7 +245,7 @@ int dt_predictor_load(dt_predictor *p, dt_db *db, dt_err *e)
     if (dt_db_cost_model_load_latest(db, p->target_id, p->op, &stored, &e2) == 0) {
         dt_xgb *m = NULL;
         if (dt_xgb_load(stored.model, stored.model_size, &m, &e2) == 0 &&
-            dt_xgb_ncols(m) == DT_CM_NCOLS)
+            dt_xgb_bind(m, dt_cm_column_names(), DT_CM_NCOLS, &e2) > 0)
             p->costmodel = m;
         else
             dt_xgb_free(m);
@@ -269,6 +269,10 @@ static int train_rows(const dt_predictor *p, const int *sel, int n, dt_xgb **out
             y[i] = r->label;
         }
         rc = dt_xgb_train(X, y, n, DT_CM_NCOLS, &p->params, out, e);
+        if (!rc && (rc = dt_xgb_set_names(*out, dt_cm_column_names(), DT_CM_NCOLS, e))) {
+            dt_xgb_free(*out);
+            *out = NULL;
+        }
     }
     free(X);
     free(y);
