@@ -22,8 +22,9 @@ void dt_kernel_op_describe(const dt_kernel_op *kop, char *buf, size_t n)
     size_t len = (size_t)snprintf(buf, n, "%s", kop->op->name);
     for (int i = 0; i < kop->op->nattrs && len < n; i++) {
         const dt_attr_desc *ad = &kop->op->attrs[i];
+        char num[16];
         len += (size_t)snprintf(buf + len, n - len, " %s=%s", ad->name,
-                                ad->values[kop->attrs[i]]);
+                                dt_attr_text(ad, kop->attrs[i], num));
     }
     if (kop->dtype != DT_DTYPE_F32 && len < n)
         snprintf(buf + len, n - len, " dtype=%s", dt_dtype_name(kop->dtype));

@@ -15,7 +15,10 @@ char *dt_kernel_op_attrs_json(const dt_kernel_op *kop)
     json_t *o = json_object();
     for (int i = 0; o && i < kop->op->nattrs; i++) {
         const dt_attr_desc *ad = &kop->op->attrs[i];
-        if (json_object_set_new(o, ad->name, json_string(ad->values[kop->attrs[i]]))) {
+        char num[16];
+        json_t *v = ad->integer ? json_integer(kop->attrs[i])
+                                : json_string(dt_attr_text(ad, kop->attrs[i], num));
+        if (json_object_set_new(o, ad->name, v)) {
             json_decref(o);
             return NULL;
         }
@@ -51,13 +54,17 @@ int dt_kernel_op_from_row(const char *op, const char *dtype, const char *attrs_j
     int rc = 0;
     json_object_foreach(o, name, v)
     {
-        int a = dt_op_attr_index(kop->op, name);
-        int x = a < 0 || !json_is_string(v)
-                    ? -1
-                    : dt_attr_value_index(&kop->op->attrs[a], json_string_value(v));
+        int a = dt_op_attr_index(kop->op, name), x = -1, bad = 1;
+        char num[32];
+        if (a >= 0 && json_is_string(v)) {
+            bad = dt_attr_parse(&kop->op->attrs[a], json_string_value(v), &x) != 0;
+        } else if (a >= 0 && kop->op->attrs[a].integer && json_is_integer(v)) {
+            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+            bad = dt_attr_parse(&kop->op->attrs[a], num, &x) != 0;
+        }
         if (a < 0)
             rc = dt_errf(e, DT_EINVAL, "%s has no attribute '%s'", op, name);
-        else if (x < 0)
+        else if (bad)
             rc = dt_errf(e, DT_EINVAL, "%s attribute %s: invalid value", op, name);
         else
             kop->attrs[a] = x;

@@ -356,14 +356,18 @@ static int parse_op_workload(spec_ctx *c, const dt_model *m, json_t *obj,
         if (!v)
             continue;
         push_key(c, ad->name);
-        int vi = json_is_string(v) ? dt_attr_value_index(ad, json_string_value(v)) : -1;
-        if (vi < 0) {
-            char allowed[256] = "";
-            for (int i = 0; i < ad->nvalues; i++) {
-                strncat(allowed, i ? ", " : "", sizeof allowed - strlen(allowed) - 1);
-                strncat(allowed, ad->values[i], sizeof allowed - strlen(allowed) - 1);
-            }
-            rc = spec_fail(c, 0, 0, "%s must be one of %s", ad->name, allowed);
+        int vi = -1, bad = 1;
+        if (json_is_string(v)) {
+            bad = dt_attr_parse(ad, json_string_value(v), &vi) != 0;
+        } else if (ad->integer && json_is_integer(v)) {
+            char num[32];
+            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+            bad = dt_attr_parse(ad, num, &vi) != 0;
+        }
+        if (bad) {
+            char allowed[256];
+            dt_attr_allowed(ad, allowed, sizeof allowed);
+            rc = spec_fail(c, 0, 0, "%s must be %s", ad->name, allowed);
         } else {
             w->attrs[a] = vi;
         }

@@ -9,6 +9,7 @@
 #ifndef DT_SKETCH_OP_H
 #define DT_SKETCH_OP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -18,13 +19,18 @@
 #define DT_MAX_ATTRS 4
 #define DT_MAX_ATTR_VALUES 8
 
-/* An enumerated attribute such as layout=NN|NT or epilogue=bias+gelu. */
+/* An attribute: enumerated, such as layout=NN|NT or epilogue=bias+gelu (a
+ * workload holds the index of its value in values[]), or an integer, such
+ * as a convolution's stride=2 or pad=0 (a workload holds the number, in
+ * min..max): a value fixed by the key, never a variable of the shape set. */
 typedef struct dt_attr_desc {
     const char *name;
     int nvalues;
     const char *values[DT_MAX_ATTR_VALUES];
-    int default_index;
+    int default_index; /* enumerated: the default's index; integer: the default value */
     int always_print; /* printed in keys even when it has the default value */
+    int integer;      /* 1: an integer attribute (values[] unused) */
+    int min, max;     /* an integer attribute's range */
 } dt_attr_desc;
 
 /* Activations of an epilogue. */
@@ -91,9 +97,10 @@ int dt_op_gemm(const dt_op_desc *op, const int *attrs, const int64_t *dims, dt_g
  * sizes by role from dims, 1 for a role without a dim. */
 void dt_gemm_sizes_by_role(const int64_t *dims, dt_gemm *g);
 
-/* Advances attrs (op->nattrs value indices) to the next combination of
- * op's attribute values, last attribute fastest; 0 (and all zeros) after
- * the last one. */
+/* Advances attrs (op->nattrs values) to the next combination of op's
+ * enumerated attributes' values, last attribute fastest; 0 (and all
+ * zeros) after the last one.  Integer attributes stay at their default
+ * (they are the kernel's arguments, not its code). */
 int dt_op_next_attrs(const dt_op_desc *op, int *attrs);
 
 /* 0 when op is defined for dtype d, else DT_EINVAL "dtype int8 is not
@@ -103,8 +110,18 @@ int dt_op_check_dtype(const dt_op_desc *op, dt_dtype d, dt_err *e);
 /* Index of dim/attr `name` in op, or -1. */
 int dt_op_dim_index(const dt_op_desc *op, const char *name);
 int dt_op_attr_index(const dt_op_desc *op, const char *name);
-/* Index of value in attr, or -1. */
+/* Index of value in attr, or -1 (an enumerated attribute). */
 int dt_attr_value_index(const dt_attr_desc *a, const char *value);
+/* The value of attribute a written as text ("bias+gelu"; "2" for an integer
+ * one): 0 and *value (an index, or the number), or -1 when a has no such
+ * value (an unknown name; not a decimal integer in min..max). */
+int dt_attr_parse(const dt_attr_desc *a, const char *text, int *value);
+/* The text of value v of attribute a: values[v], or the number written to
+ * buf (at least 16 bytes) and returned. */
+const char *dt_attr_text(const dt_attr_desc *a, int v, char *buf);
+/* What a value of a may be, for messages: "one of none, bias, relu" or "an
+ * integer in 0..64". */
+void dt_attr_allowed(const dt_attr_desc *a, char *buf, size_t n);
 
 /* Checked product of n factors (helper for ops' check functions). */
 int dt_checked_product(const int64_t *factors, int n, const char *what, int64_t *out, dt_err *e);

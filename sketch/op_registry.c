@@ -1,6 +1,9 @@
 #include "sketch/op.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern const dt_op_desc dt_op_dense;
@@ -58,6 +61,10 @@ void dt_gemm_sizes_by_role(const int64_t *dims, dt_gemm *g)
 int dt_op_next_attrs(const dt_op_desc *op, int *attrs)
 {
     for (int i = op->nattrs - 1; i >= 0; i--) {
+        if (op->attrs[i].integer) {
+            attrs[i] = op->attrs[i].default_index;
+            continue;
+        }
         if (++attrs[i] < op->attrs[i].nvalues)
             return 1;
         attrs[i] = 0;
@@ -102,6 +109,44 @@ int dt_attr_value_index(const dt_attr_desc *a, const char *value)
         if (strcmp(a->values[i], value) == 0)
             return i;
     return -1;
+}
+
+int dt_attr_parse(const dt_attr_desc *a, const char *text, int *value)
+{
+    if (!a->integer) {
+        int i = dt_attr_value_index(a, text);
+        if (i < 0)
+            return -1;
+        *value = i;
+        return 0;
+    }
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || !isdigit((unsigned char)text[text[0] == '-']) ||
+        v < a->min || v > a->max)
+        return -1;
+    *value = (int)v;
+    return 0;
+}
+
+const char *dt_attr_text(const dt_attr_desc *a, int v, char *buf)
+{
+    if (!a->integer)
+        return v >= 0 && v < a->nvalues ? a->values[v] : "?";
+    snprintf(buf, 16, "%d", v);
+    return buf;
+}
+
+void dt_attr_allowed(const dt_attr_desc *a, char *buf, size_t n)
+{
+    if (a->integer) {
+        snprintf(buf, n, "an integer in %d..%d", a->min, a->max);
+        return;
+    }
+    size_t len = (size_t)snprintf(buf, n, "one of ");
+    for (int i = 0; i < a->nvalues && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", a->values[i]);
 }
 
 int dt_checked_product(const int64_t *factors, int n, const char *what, int64_t *out, dt_err *e)

@@ -62,10 +62,11 @@ size_t dt_workload_key(const dt_workload *w, char *buf, size_t n)
         const dt_attr_desc *ad = &op->attrs[a];
         if (!ad->always_print && w->attrs[a] == ad->default_index)
             continue;
+        char num[16];
         put(&b, ",");
         put(&b, ad->name);
         put(&b, "=");
-        put(&b, ad->values[w->attrs[a]]);
+        put(&b, dt_attr_text(ad, w->attrs[a], num));
     }
     /* f32 is the default: keys without a dtype stay as they are; a dtype
      * with its own arithmetic (f32_bf16) is its storage dtype and math= */
@@ -207,17 +208,14 @@ static int parse_item(const char *piece, size_t off, void *ctx)
         }
     } else if (a >= 0) {
         const dt_attr_desc *ad = &op->attrs[a];
-        int vi = dt_attr_value_index(ad, value);
+        int vi = -1;
         if (k->attr_set[a]++) {
             rc = dt_errf(k->e, DT_EINVAL, "attribute %s is given twice (offset %zu)", name, off);
-        } else if (vi < 0) {
-            char allowed[256] = "";
-            for (int i = 0; i < ad->nvalues; i++) {
-                strncat(allowed, i ? ", " : "", sizeof allowed - strlen(allowed) - 1);
-                strncat(allowed, ad->values[i], sizeof allowed - strlen(allowed) - 1);
-            }
-            rc = dt_errf(k->e, DT_EINVAL, "%s=%s at offset %zu: expected one of %s", name, value,
-                         off, allowed);
+        } else if (dt_attr_parse(ad, value, &vi)) {
+            char allowed[256];
+            dt_attr_allowed(ad, allowed, sizeof allowed);
+            rc = dt_errf(k->e, DT_EINVAL, "%s=%s at offset %zu: expected %s", name, value, off,
+                         allowed);
         } else {
             k->w->attrs[a] = vi;
         }

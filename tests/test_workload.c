@@ -397,6 +397,46 @@ static void test_clone_and_flops(void)
     dt_workload_free(c);
 }
 
+/* Attribute values as text: enumerated by name, integers in their range
+ * (a convolution's stride or pad), and what a message says is allowed. */
+static void test_attribute_values(void)
+{
+    const dt_op_desc *dense = dt_op_find("dense");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dense);
+    const dt_attr_desc *epi = &dense->attrs[0];
+    int v = -1;
+    char buf[128], num[16];
+    CU_ASSERT_EQUAL(dt_attr_parse(epi, "bias+gelu", &v), 0);
+    CU_ASSERT_EQUAL(v, 5);
+    CU_ASSERT_STRING_EQUAL(dt_attr_text(epi, v, num), "bias+gelu");
+    CU_ASSERT_EQUAL(dt_attr_parse(epi, "gelu+bias", &v), -1);
+    dt_attr_allowed(epi, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "one of none, bias, relu, gelu, bias+relu, bias+gelu");
+    const dt_attr_desc pad = {.name = "pad", .integer = 1, .min = 0, .max = 64, .default_index = 0};
+    CU_ASSERT_EQUAL(dt_attr_parse(&pad, "0", &v), 0);
+    CU_ASSERT_EQUAL(v, 0);
+    CU_ASSERT_EQUAL(dt_attr_parse(&pad, "64", &v), 0);
+    CU_ASSERT_EQUAL(v, 64);
+    CU_ASSERT_STRING_EQUAL(dt_attr_text(&pad, v, num), "64");
+    static const char *bad[] = {"65", "-1", "", "1.5", "x", "2x", " 2", "+2", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        v = -7;
+        CU_ASSERT_EQUAL(dt_attr_parse(&pad, bad[i], &v), -1);
+        CU_ASSERT_EQUAL(v, -7);
+    }
+    dt_attr_allowed(&pad, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "an integer in 0..64");
+    const dt_attr_desc off = {.name = "offset", .integer = 1, .min = -8, .max = 8};
+    CU_ASSERT_EQUAL(dt_attr_parse(&off, "-8", &v), 0);
+    CU_ASSERT_EQUAL(v, -8);
+    CU_ASSERT_EQUAL(dt_attr_parse(&off, "-9", &v), -1);
+    /* combinations of attribute values: enumerated ones only */
+    int attrs[DT_MAX_ATTRS] = {0}, n = 1;
+    while (dt_op_next_attrs(dense, attrs))
+        n++;
+    CU_ASSERT_EQUAL(n, 6);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -408,6 +448,7 @@ int main(void)
         {"shape sets, weights, shape strings", test_shape_set},
         {"nearest domain value", test_nearest_value},
         {"clone, flops, truncated key buffer", test_clone_and_flops},
+        {"attribute values: enumerated and integer", test_attribute_values},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"workload", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
