@@ -24,7 +24,8 @@ static void usage(FILE *out)
             "\n"
             "Looks up the tuned schedule of a workload: for each shape, the micro-kernel\n"
             "dispatched, its annotation and back-end (e.g. bf16/amx), the range it was\n"
-            "chosen for (a box: one interval per variable, given by its two corners),\n"
+            "chosen for (a box: one interval per variable, given by its two corners;\n"
+            "--json: \"range\" as the corners, \"box\" as {variable: [first, last]}),\n"
             "the predicted and measured time (mean over the range, and the measurement\n"
             "on this very shape when there is one), and whether the shape is\n"
             "extrapolated (not in the tuned shape set: it runs the kernel of the range\n"
@@ -108,6 +109,18 @@ static int find_exact(const dt_db_measurement *m, void *ud)
         (isnan(x->ns) || m->min_ns < x->ns))
         x->ns = m->min_ns;
     return 0;
+}
+
+/* The box as {variable: [first value, last value]}: what "range" gives as
+ * two corner texts, one interval per variable for a script. */
+static json_t *box_json(const dt_workload *w, const dt_box *b)
+{
+    json_t *o = json_object();
+    for (int v = 0; o && v < w->nvars; v++)
+        json_object_set_new(o, w->vars[v].name,
+                            json_pack("[I,I]", (json_int_t)w->vars[v].dom.values[b->lo[v]],
+                                      (json_int_t)w->vars[v].dom.values[b->hi[v]]));
+    return o;
 }
 
 /* The kernel a range of the schedule names, checked, and its annotation
@@ -275,6 +288,7 @@ int dt_cmd_query(int argc, char **argv)
         json_object_set_new(o, "backend", json_string(backend));
         json_object_set_new(o, "range", json_pack("[s,s]", hit.range->shape_lo,
                                                   hit.range->shape_hi));
+        json_object_set_new(o, "box", box_json(d->w, &hit.range->box));
         json_object_set_new(o, "extrapolated", json_boolean(hit.extrapolated));
         json_object_set_new(o, "predicted_ns", dt_json_num_or_null(hit.range->predicted_ns));
         json_object_set_new(o, "measured_ns", dt_json_num_or_null(hit.range->measured_ns));

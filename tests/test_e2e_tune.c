@@ -75,6 +75,10 @@ static void test_tune_then_query(void)
     /* M=300 runs the kernel of the range holding M=10 */
     CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(json_object_get(out, "range"), 1)),
                            "M=10");
+    /* and its box, variable by variable */
+    json_t *box = json_object_get(json_object_get(out, "box"), "M");
+    CU_ASSERT_EQUAL(json_array_size(box), 2);
+    CU_ASSERT_EQUAL(json_integer_value(json_array_get(box, 1)), 10);
     json_decref(q);
 
     /* the text form names the kernel */
