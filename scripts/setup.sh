@@ -23,6 +23,7 @@ PACKAGES=(
   protobuf-c-compiler libprotobuf-c-dev   # protoc-c and the runtime of that generated reader
   python3-onnx                  # only the script that generates the ONNX test models uses it
   lcov                          # scripts/test.sh's line coverage (scripts/coverage.sh)
+  python3-pytest python3-numpy  # the Python package's tests (python/tests, run by scripts/test.sh)
 )
 
 missing=()

@@ -28,6 +28,21 @@ scripts/check_backend_names.sh
 echo "== tests (build/)"
 run_suites build
 
+echo "== Python package (python/, pytest)"
+# the first python3 with pytest and numpy (PATH's, else Debian's); else the skip, counted
+py="" py_why=""
+for p in python3 /usr/bin/python3; do
+    command -v "$p" >/dev/null || continue
+    if why=$("$p" -c 'import numpy, pytest' 2>&1); then py=$p; break; fi
+    py_why="${py_why:+$py_why; }$p: $(printf '%s\n' "$why" | tail -n 1)"
+done
+if [ -n "$py" ]; then
+    DTUNE_LIB="$PWD/build/libdtune.so" DTUNE_BIN="$PWD/build/dtune" \
+        "$py" -m pytest -q -rs -p no:cacheprovider python/tests
+else
+    echo "python: skipped ($(cat python/tests/test_*.py | grep -c '^def test_') tests): ${py_why:-no python3} (Debian: python3-pytest python3-numpy)"
+fi
+
 echo "== tests under ASan+UBSan, with line coverage (build-asan/)"
 # the sanitizer build also counts lines (--coverage), so coverage costs no
 # build of its own; its floors are the figures of 2026-11-27 rounded down (tuner 90.0, microkernel 92.3, dispatch 86.7, onnx 83.0 %)
