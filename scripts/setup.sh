@@ -24,6 +24,7 @@ PACKAGES=(
   python3-onnx                  # only the script that generates the ONNX test models uses it
   lcov                          # scripts/test.sh's line coverage (scripts/coverage.sh)
   python3-pytest python3-numpy  # the Python package's tests (python/tests, run by scripts/test.sh)
+  python3-venv python3-pip      # ... and its offline install into a fresh venv (test_install.py)
 )
 
 missing=()
