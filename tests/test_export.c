@@ -248,6 +248,23 @@ static int guard_ok(const float *y, int64_t n)
     return 1;
 }
 
+/* 1 (and why on stderr) when the M×N output Y wrote past its end or is not
+ * the reference's; what names the call in the message. */
+static int dense_out_bad(const char *what, const float *Y, const double *ref, const double *mag,
+                         int64_t M, int64_t N, int64_t K)
+{
+    dt_err e;
+    if (!guard_ok(Y, M * N)) {
+        fprintf(stderr, "\n  %s wrote past the output\n", what);
+        return 1;
+    }
+    if (dt_check_close(Y, N, ref, mag, M, N, K, &e) != 0) {
+        fprintf(stderr, "\n  %s: %s\n", what, e.msg);
+        return 1;
+    }
+    return 0;
+}
+
 /* Every M in 1..MAX_M of an exported dense workload against the reference. */
 static void check_dense(void *h, const char *name, const dt_workload *w)
 {
@@ -283,13 +300,9 @@ static void check_dense(void *h, const char *name, const dt_workload *w)
             ((dense_bias_fn)entry)(M, X, packed, Y, bias);
         else
             ((dense_fn)entry)(M, X, packed, Y);
-        dt_err e;
-        int bad = !guard_ok(Y, M * N);
-        if (bad)
-            fprintf(stderr, "\n  %s: M=%lld wrote past the output\n", name, (long long)M);
-        else if ((bad = dt_check_close(Y, N, ref, mag, M, N, K, &e) != 0))
-            fprintf(stderr, "\n  %s: M=%lld: %s\n", name, (long long)M, e.msg);
-        failures += bad;
+        char what[96];
+        snprintf(what, sizeof what, "%s: M=%lld", name, (long long)M);
+        failures += dense_out_bad(what, Y, ref, mag, M, N, K);
     }
     CU_ASSERT_EQUAL(failures, 0);
     free(X);
@@ -1473,14 +1486,9 @@ static void test_export_boxes(void)
             int64_t M = bs[i] * s;
             poison(Y, M * N);
             f(bs[i], s, X, packed, Y, bias);
-            int bad = !guard_ok(Y, M * N);
-            if (bad)
-                fprintf(stderr, "\n  bxf: b=%lld,s=%lld wrote past the output\n",
-                        (long long)bs[i], (long long)s);
-            else if ((bad = dt_check_close(Y, N, ref, mag, M, N, K, &e) != 0))
-                fprintf(stderr, "\n  bxf: b=%lld,s=%lld: %s\n", (long long)bs[i], (long long)s,
-                        e.msg);
-            failures += bad;
+            char what[64];
+            snprintf(what, sizeof what, "bxf: b=%lld,s=%lld", (long long)bs[i], (long long)s);
+            failures += dense_out_bad(what, Y, ref, mag, M, N, K);
         }
     CU_ASSERT_EQUAL(failures, 0);
     free(X);
