@@ -2,9 +2,12 @@
 #include "dtune/dtune.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "common/target.h"
 #include "libdtune/lib_internal.h"
+#include "sketch/annotation.h"
+#include "sketch/backend.h"
 #include "sketch/workload.h"
 
 DTUNE_API const char *dtune_version(void) { return DTUNE_VERSION; }
@@ -65,6 +68,36 @@ DTUNE_API int dtune_canonicalize(const char *key, char *out, size_t out_size)
 DTUNE_API int dtune_machine_key(char *out, size_t out_size)
 {
     return machine_key("dtune_machine_key", out, out_size, NULL, 0);
+}
+
+DTUNE_API int dtune_backend(const char *workload, const char *annotation, char *out,
+                            size_t out_size)
+{
+    dt_err e;
+    if (!workload || !annotation || !out)
+        return report(dt_errf(&e, DT_EINVAL, "dtune_backend: %s is NULL",
+                              !workload ? "workload" : !annotation ? "annotation" : "out"),
+                      &e, NULL, 0);
+    dt_workload *w = NULL;
+    dt_annotation a;
+    int rc = dt_workload_parse_key(workload, &w, &e);
+    if (!rc && (rc = dt_annotation_from_text(annotation, &a, &e)))
+        dt_err_prefix(&e, "dtune_backend: annotation");
+    const dt_backend *b = rc ? NULL : dt_backend_of_ann(w->dtype, &a);
+    if (!rc && !b)
+        rc = dt_errf(&e, DT_EINVAL, "dtune_backend: the annotation names no back-end of dtype %s",
+                     dt_dtype_name(w->dtype));
+    char name[DTUNE_NAME_MAX];
+    if (!rc) {
+        dt_backend_full_name(b, name, (int)sizeof name);
+        if (strlen(name) >= out_size)
+            rc = dt_errf(&e, DT_EINVAL, "output buffer too small: %zu bytes needed",
+                         strlen(name) + 1);
+        else
+            memcpy(out, name, strlen(name) + 1);
+    }
+    dt_workload_free(w);
+    return report(rc, &e, NULL, 0);
 }
 
 DTUNE_API int dtune_workload_canonical(const char *key, char *out, size_t out_size, char *err,

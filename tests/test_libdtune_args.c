@@ -104,6 +104,27 @@ static void test_identity(void)
     CU_ASSERT_EQUAL(dtune_workload_canonical(KEY, out, sizeof out, NULL, 0), DTUNE_OK);
     CU_ASSERT_STRING_EQUAL(out, KEY);
 
+    /* the back-end of an annotation for a workload's dtype */
+#define ANN(extra)                                                                         \
+    "{\"sketch\":\"blocked\",\"isa\":\"avx512\",\"mr\":16,\"nr\":32,\"kc\":256,"                 \
+    "\"mc\":128,\"nc\":768,\"unroll\":1,\"prefetch\":0,\"store\":\"mask\","                      \
+    "\"order\":\"m_inner\",\"par\":\"n\",\"threads\":1" extra "}"
+    const char *a_vec = ANN(""), *a_amx = ANN(",\"unit\":\"amx\"");
+#undef ANN
+    char be[DTUNE_NAME_MAX];
+    CU_ASSERT_EQUAL(dtune_backend(KEY, a_vec, be, sizeof be), DTUNE_OK);
+    CU_ASSERT_STRING_EQUAL(be, "f32/avx512");
+    CU_ASSERT_EQUAL(dtune_backend("dense(M=1..8,N=32,K=32,dtype=bf16)", a_amx, be, sizeof be),
+                    DTUNE_OK);
+    CU_ASSERT_STRING_EQUAL(be, "bf16/amx");
+    CHECK_FAIL(dtune_backend(NULL, a_vec, be, sizeof be), DTUNE_EINVAL, "workload");
+    CHECK_FAIL(dtune_backend(KEY, NULL, be, sizeof be), DTUNE_EINVAL, "annotation");
+    CHECK_FAIL(dtune_backend(KEY, a_vec, NULL, 64), DTUNE_EINVAL, "out");
+    CHECK_FAIL(dtune_backend(KEY, a_vec, be, 4), DTUNE_EINVAL, "too small");
+    CHECK_FAIL(dtune_backend(KEY, "{\"mr\":", be, sizeof be), DTUNE_EINVAL, "annotation");
+    CHECK_FAIL(dtune_backend(KEY, a_amx, be, sizeof be), DTUNE_EINVAL, "no back-end");
+    CHECK_FAIL(dtune_backend("dense(M=", a_vec, be, sizeof be), DTUNE_EINVAL, "");
+
     /* any code has a name */
     const int codes[] = {0, -1, -10, -11, 1, INT_MIN, INT_MAX};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)

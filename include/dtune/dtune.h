@@ -93,6 +93,17 @@ DTUNE_API int dtune_canonicalize(const char *key, char *out, size_t out_size);
  * DTUNE_EINVAL (DTUNE_TARGET_MAX always fits). */
 DTUNE_API int dtune_machine_key(char *out, size_t out_size);
 
+/* Writes the back-end a kernel runs on, e.g. "bf16/amx" or "f32/avx512"
+ * (the dtype, then the back-end row's name: docs/microkernels.md), from
+ * the workload key it serves and its annotation JSON, as dtune_lookup
+ * gives both (dtune_schedule.workload, .annotation), into
+ * out[0..out_size); DTUNE_NAME_MAX always fits.  Returns DTUNE_OK, or
+ * DTUNE_EINVAL with the reason in dtune_errmsg(): a NULL or malformed key
+ * or annotation, an annotation naming no back-end of the key's dtype, a
+ * NULL out or an out_size below the name's length + 1. */
+DTUNE_API int dtune_backend(const char *workload, const char *annotation, char *out,
+                            size_t out_size);
+
 /* The two calls above as the first versions of the API spelled them, kept
  * working: the same, and besides dtune_errmsg() the message is copied into
  * err[0..err_size) when err is not NULL.  New code: the calls above. */

@@ -11,11 +11,11 @@ NumPy arrays, tuning through the dtune CLI, and the daemon's HTTP API.
 docs/python.md in the repository is the guide.
 """
 from ._lib import DtuneError, LibraryNotFound
-from .db import Database, Schedule, canonicalize, machine_key, open, version
+from .db import Database, Schedule, backend, canonicalize, machine_key, open, version
 from .kernel import Kernel, from_bf16, to_bf16
 from .tune import tune
 from .daemon import DaemonClient
 
 __all__ = ["DtuneError", "LibraryNotFound", "Database", "Schedule", "Kernel", "DaemonClient",
-           "open", "version", "canonicalize", "machine_key", "tune", "to_bf16", "from_bf16"]
+           "open", "version", "canonicalize", "machine_key", "backend", "tune", "to_bf16", "from_bf16"]
 __version__ = "0.1.0"

@@ -68,6 +68,7 @@ _PROTOTYPES = {
     "dtune_version": (_c.c_char_p, []),
     "dtune_canonicalize": (_c.c_int, [_c.c_char_p, _c.c_char_p, _c.c_size_t]),
     "dtune_machine_key": (_c.c_int, [_c.c_char_p, _c.c_size_t]),
+    "dtune_backend": (_c.c_int, [_c.c_char_p, _c.c_char_p, _c.c_char_p, _c.c_size_t]),
     "dtune_errmsg": (_c.c_char_p, []),
     "dtune_errstr": (_c.c_char_p, [_c.c_int]),
     "dtune_open": (_c.c_int, [_c.c_char_p, _c.POINTER(_c.c_void_p)]),

@@ -61,7 +61,8 @@ class DaemonClient:
                         annotation=j.get("annotation") or {}, predicted_ns=j.get("predicted_ns"),
                         measured_ns=j.get("measured_ns"), extrapolated=bool(j["extrapolated"]),
                         threads=j["threads"], shape=j["shape"], range=tuple(j["range"]),
-                        workload=j["workload"], target=j["target"], source=j.get("source"))
+                        workload=j["workload"], target=j["target"], source=j.get("source"),
+                        backend=j.get("backend"))
 
     def kernel_source(self, kernel_id):
         return self._request("GET", f"/v1/kernels/{int(kernel_id)}/source", raw=True)

@@ -29,13 +29,20 @@ def machine_key():
     return buf.value.decode()
 
 
+def backend(workload, annotation):
+    """The back-end a kernel runs on, e.g. "bf16/amx", from the workload key it
+    serves and its annotation (a dict or JSON text), as a lookup gives them."""
+    w = text(workload, "workload")
+    a = annotation if isinstance(annotation, str) else json.dumps(annotation)
+    buf = ctypes.create_string_buffer(_lib.DTUNE_NAME_MAX)
+    check(lib().dtune_backend(w, text(a, "annotation"), buf, len(buf)))
+    return buf.value.decode()
+
+
 @dataclass
 class Schedule:
-    """The micro-kernel a tuned schedule dispatches for one shape.
-
-    libdtune's dtune_schedule has no back-end field; ``dtune query --json``
-    names it (e.g. "f32/avx512"). ``annotation["isa"]`` is the kernel's ISA.
-    """
+    """The micro-kernel a tuned schedule dispatches for one shape, with the
+    back-end it runs on (``backend``, e.g. "f32/avx512", from dtune_backend)."""
     kernel_id: int
     op: str
     sketch: str
@@ -49,16 +56,21 @@ class Schedule:
     workload: str                   # canonical key
     target: str
     source: Optional[str] = field(default=None, repr=False)  # daemon: the source's URL path
+    backend: Optional[str] = None   # "bf16/amx", "f32/avx512", ...
 
     @classmethod
     def _from_c(cls, s):
         dec = lambda b: b.decode("utf-8", "replace")
         ann = dec(s.annotation)
         try:
+            be = backend(dec(s.workload), ann)
+        except DtuneError:
+            be = None
+        try:
             ann = json.loads(ann) if ann else {}
         except ValueError:
             ann = {"_raw": ann}
-        return cls(kernel_id=s.kernel_id, op=dec(s.op), sketch=dec(s.sketch), annotation=ann,
+        return cls(backend=be, kernel_id=s.kernel_id, op=dec(s.op), sketch=dec(s.sketch), annotation=ann,
                    predicted_ns=_lib.nan_none(s.predicted_ns),
                    measured_ns=_lib.nan_none(s.measured_ns),
                    extrapolated=bool(s.extrapolated), threads=s.threads, shape=dec(s.shape),

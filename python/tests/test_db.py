@@ -17,10 +17,23 @@ def test_lookup(db, tuned):
     assert isinstance(s.annotation, dict) and s.annotation["sketch"] == s.sketch
     assert s.measured_ns is None or s.measured_ns > 0
     assert s.predicted_ns is None or s.predicted_ns > 0
+    assert s.backend and s.backend.startswith("f32/")  # f32/avx512, f32/avx2, f32/generic
+    assert dtune.backend(s.workload, s.annotation) == s.backend
     # the other spellings of the shape
     assert db.lookup(tuned.key, "M=3") == s
     assert db.lookup(tuned.key, shape={"M": 3}) == s
     assert db.lookup(tuned.key, M=3, threads=1) == s
+
+
+def test_backend_names(tuned):
+    ann = {"sketch": "blocked", "isa": "avx512", "mr": 16, "nr": 32, "kc": 256, "mc": 128,
+           "nc": 768, "unroll": 1, "prefetch": 0, "store": "mask", "order": "m_inner",
+           "par": "n", "threads": 1, "unit": "amx"}
+    assert dtune.backend("dense(M=1..8,N=32,K=32,dtype=bf16)", ann) == "bf16/amx"
+    with pytest.raises(dtune.DtuneError, match="no back-end"):
+        dtune.backend(tuned.key, ann)  # f32 has no tile row
+    with pytest.raises(dtune.DtuneError):
+        dtune.backend(tuned.key, "{not json")
 
 
 def test_lookup_extrapolated(db, tuned):
