@@ -99,10 +99,11 @@ void dt_api_schedules(dt_api *a, const dt_http_request *req, dt_http_response *r
     char src[64];
     snprintf(src, sizeof src, "/v1/kernels/%lld/source", (long long)r.kernel_id);
     dt_api_json(res, 200,
-                json_pack("{s:s, s:s, s:s, s:i, s:I, s:s, s:s, s:o, s:[s,s], s:b, s:o, s:o, s:s}",
+                json_pack("{s:s, s:s, s:s, s:i, s:I, s:s, s:s, s:s, s:o, s:[s,s], s:b, s:o, s:o, s:s}",
                           "workload", r.workload_key, "shape", r.shape, "target", r.target_key,
                           "threads", r.threads, "kernel_id", (json_int_t)r.kernel_id, "op", r.op,
-                          "sketch", r.sketch, "annotation", ann ? ann : json_null(), "range",
+                          "sketch", r.sketch, "backend", r.backend,
+                          "annotation", ann ? ann : json_null(), "range",
                           r.range_lo, r.range_hi, "extrapolated", r.extrapolated,
                           "predicted_ns", dt_json_num_or_null(r.predicted_ns), "measured_ns",
                           dt_json_num_or_null(r.measured_ns), "source", src));

@@ -14,12 +14,14 @@
 
 #include "db/db.h"
 #include "dispatch/dispatch.h"
+#include "sketch/backend.h"
 
 #define NSLOTS (2 * DT_DISPATCH_CACHE_MAX_ENTRIES) /* a power of two; load <= 1/2 */
 
 typedef struct kinfo {
     char op[DT_DISPATCH_NAME_MAX];
     char sketch[DT_DISPATCH_NAME_MAX];
+    char backend[DT_DISPATCH_NAME_MAX]; /* "bf16/amx"; "?" when the annotation names none */
     char *ann;       /* owned */
     size_t ann_len;
 } kinfo;
@@ -184,6 +186,16 @@ static int load_kernels(dt_dispatch_cache *c, entry *en, dt_err *e)
         else {
             memcpy(k->op, row.op, strlen(row.op) + 1);
             memcpy(k->sketch, row.sketch, strlen(row.sketch) + 1);
+            /* named once per table, not per lookup */
+            dt_annotation a;
+            dt_err ae;
+            const dt_backend *b = dt_annotation_from_text(row.annotation, &a, &ae)
+                                      ? NULL
+                                      : dt_backend_of_ann(d->w->dtype, &a);
+            if (b)
+                dt_backend_full_name(b, k->backend, (int)sizeof k->backend);
+            else
+                snprintf(k->backend, sizeof k->backend, "?");
         }
         dt_db_kernel_free(&row);
         if (rc)
@@ -280,6 +292,7 @@ static int answer(const entry *en, const dt_dispatch_query *q, dt_dispatch_cache
     out->kernel_id = r->kernel_id;
     memcpy(out->op, k->op, sizeof out->op);
     memcpy(out->sketch, k->sketch, sizeof out->sketch);
+    memcpy(out->backend, k->backend, sizeof out->backend);
     memcpy(out->annotation, k->ann, k->ann_len + 1);
     out->predicted_ns = r->predicted_ns;
     out->measured_ns = r->measured_ns;

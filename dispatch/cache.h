@@ -71,6 +71,7 @@ typedef struct dt_dispatch_cache_result {
     int64_t kernel_id;
     char op[DT_DISPATCH_NAME_MAX];       /* "dense", "batch_matmul", ... */
     char sketch[DT_DISPATCH_NAME_MAX];   /* "blocked", "stream" */
+    char backend[DT_DISPATCH_NAME_MAX];  /* "bf16/amx", "f32/avx512"; "?" if none */
     char annotation[DT_DISPATCH_ANNOTATION_MAX]; /* canonical JSON as stored */
     double predicted_ns;   /* mean over the range; NAN when unknown */
     double measured_ns;    /* mean over the range; NAN when unknown */

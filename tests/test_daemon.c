@@ -426,6 +426,10 @@ static void test_routes(void)
     CU_ASSERT_TRUE(json_is_false(json_object_get(a.json, "extrapolated")));
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(a.json, "measured_ns")), 110, 1e-9);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(a.json, "shape")), "M=7");
+    /* the back-end its annotation names for f32 (this machine's vector row) */
+    const char *be = json_string_value(json_object_get(a.json, "backend"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(be);
+    CU_ASSERT_EQUAL(strncmp(be, "f32/", 4), 0);
     done(&a);
     a = call("GET", "/v1/schedules", "workload=dense(K%3D32,N%3D64,M%3D1..64)&M=100&threads=1",
              NULL);
