@@ -62,18 +62,13 @@ static int find_overlap(const dt_dispatch *d, int *i, int *j)
 static int row_boxes(const dt_workload *w, const dt_db_schedule *row, dt_box *out, int *n,
                      dt_err *e)
 {
-    dt_box b;
-    int rc = dt_box_parse(w, row->shape_lo, row->shape_hi, &b, e);
     if (row->box || w->nvars <= 1) {
         *n = 1;
-        out[0] = b;
-        return rc;
+        return dt_box_parse(w, row->shape_lo, row->shape_hi, out, e);
     }
     /* a run: its ends need only be shapes of the set, in order */
-    if (rc && rc != DT_EINVAL)
-        return rc;
     int64_t lo[DT_MAX_VARS], hi[DT_MAX_VARS];
-    int in_lo = 0, in_hi = 0;
+    int in_lo = 0, in_hi = 0, rc;
     if ((rc = dt_shape_parse(w, row->shape_lo, lo, &in_lo, e)) ||
         (rc = dt_shape_parse(w, row->shape_hi, hi, &in_hi, e)))
         return rc;
@@ -200,10 +195,14 @@ int dt_dispatch_find(const dt_dispatch *d, const int64_t *vals, dt_dispatch_hit 
     if (d->n == 0)
         return DT_ENOTFOUND;
     const dt_workload *w = d->w;
-    int64_t idx = 0, iv[DT_MAX_VARS];
-    int exact = dt_workload_shape_index(w, vals, &idx, NULL);
-    for (int v = 0; v < w->nvars; v++)
+    /* each variable's nearest domain index, once (dt_workload_shape_index's
+     * rule); whether the shape is one of the set */
+    int64_t iv[DT_MAX_VARS];
+    int exact = 1;
+    for (int v = 0; v < w->nvars; v++) {
         iv[v] = dt_domain_nearest(&w->vars[v].dom, vals[v]);
+        exact &= w->vars[v].dom.values[iv[v]] == vals[v];
+    }
     const dt_dispatch_range *r = NULL;
     if (w->nvars <= 1) {
         /* sorted, disjoint intervals: the last box with lo <= the index */
@@ -239,7 +238,7 @@ int dt_dispatch_find(const dt_dispatch *d, const int64_t *vals, dt_dispatch_hit 
     assert(!exact || dt_box_contains(w, &r->box, iv));
     hit->range = r;
     hit->extrapolated = !exact;
-    hit->shape_idx = idx;
+    hit->shape_idx = dt_box_join(w, iv);
     return 0;
 }
 
