@@ -54,17 +54,10 @@ int dt_kernel_op_from_row(const char *op, const char *dtype, const char *attrs_j
     int rc = 0;
     json_object_foreach(o, name, v)
     {
-        int a = dt_op_attr_index(kop->op, name), x = -1, bad = 1;
-        char num[32];
-        if (a >= 0 && json_is_string(v)) {
-            bad = dt_attr_parse(&kop->op->attrs[a], json_string_value(v), &x) != 0;
-        } else if (a >= 0 && kop->op->attrs[a].integer && json_is_integer(v)) {
-            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
-            bad = dt_attr_parse(&kop->op->attrs[a], num, &x) != 0;
-        }
+        int a = dt_op_attr_index(kop->op, name), x = -1;
         if (a < 0)
             rc = dt_errf(e, DT_EINVAL, "%s has no attribute '%s'", op, name);
-        else if (bad)
+        else if (dt_attr_parse_json(&kop->op->attrs[a], v, &x))
             rc = dt_errf(e, DT_EINVAL, "%s attribute %s: invalid value", op, name);
         else
             kop->attrs[a] = x;

@@ -356,15 +356,8 @@ static int parse_op_workload(spec_ctx *c, const dt_model *m, json_t *obj,
         if (!v)
             continue;
         push_key(c, ad->name);
-        int vi = -1, bad = 1;
-        if (json_is_string(v)) {
-            bad = dt_attr_parse(ad, json_string_value(v), &vi) != 0;
-        } else if (ad->integer && json_is_integer(v)) {
-            char num[32];
-            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
-            bad = dt_attr_parse(ad, num, &vi) != 0;
-        }
-        if (bad) {
+        int vi = -1;
+        if (dt_attr_parse_json(ad, v, &vi)) {
             char allowed[256];
             dt_attr_allowed(ad, allowed, sizeof allowed);
             rc = spec_fail(c, 0, 0, "%s must be %s", ad->name, allowed);

@@ -116,6 +116,11 @@ int dt_attr_value_index(const dt_attr_desc *a, const char *value);
  * one): 0 and *value (an index, or the number), or -1 when a has no such
  * value (an unknown name; not a decimal integer in min..max). */
 int dt_attr_parse(const dt_attr_desc *a, const char *text, int *value);
+/* dt_attr_parse of a JSON value (a model spec's or a kernel row's): a
+ * string, or for an integer attribute also a JSON integer.  0, or -1 when
+ * v is neither or holds no value of a. */
+struct json_t;
+int dt_attr_parse_json(const dt_attr_desc *a, const struct json_t *v, int *value);
 /* The text of value v of attribute a: values[v], or the number written to
  * buf (at least 16 bytes) and returned. */
 const char *dt_attr_text(const dt_attr_desc *a, int v, char *buf);

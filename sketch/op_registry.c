@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,17 @@ int dt_attr_parse(const dt_attr_desc *a, const char *text, int *value)
         return -1;
     *value = (int)v;
     return 0;
+}
+
+int dt_attr_parse_json(const dt_attr_desc *a, const json_t *v, int *value)
+{
+    if (json_is_string(v))
+        return dt_attr_parse(a, json_string_value(v), value);
+    if (!a->integer || !json_is_integer(v))
+        return -1;
+    char num[32];
+    snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+    return dt_attr_parse(a, num, value);
 }
 
 const char *dt_attr_text(const dt_attr_desc *a, int v, char *buf)

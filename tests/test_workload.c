@@ -1,5 +1,6 @@
 /* sketch/workload: domains, canonical keys (round trip, random keys), shape
  * sets and their weights, validation of impossible shapes. */
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,6 +431,18 @@ static void test_attribute_values(void)
     CU_ASSERT_EQUAL(dt_attr_parse(&off, "-8", &v), 0);
     CU_ASSERT_EQUAL(v, -8);
     CU_ASSERT_EQUAL(dt_attr_parse(&off, "-9", &v), -1);
+    /* from JSON: strings for every attribute, integers for integer ones */
+    json_t *js = json_string("bias"), *j3 = json_integer(3), *j99 = json_integer(99);
+    CU_ASSERT_EQUAL(dt_attr_parse_json(epi, js, &v), 0);
+    CU_ASSERT_EQUAL(v, 1);
+    CU_ASSERT_EQUAL(dt_attr_parse_json(epi, j3, &v), -1);
+    CU_ASSERT_EQUAL(dt_attr_parse_json(&pad, j3, &v), 0);
+    CU_ASSERT_EQUAL(v, 3);
+    CU_ASSERT_EQUAL(dt_attr_parse_json(&pad, j99, &v), -1);
+    CU_ASSERT_EQUAL(dt_attr_parse_json(&pad, js, &v), -1);
+    json_decref(js);
+    json_decref(j3);
+    json_decref(j99);
     /* combinations of attribute values: enumerated ones only */
     int attrs[DT_MAX_ATTRS] = {0}, n = 1;
     while (dt_op_next_attrs(dense, attrs))
