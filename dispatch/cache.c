@@ -187,14 +187,9 @@ static int load_kernels(dt_dispatch_cache *c, entry *en, dt_err *e)
             memcpy(k->op, row.op, strlen(row.op) + 1);
             memcpy(k->sketch, row.sketch, strlen(row.sketch) + 1);
             /* named once per table, not per lookup */
-            dt_annotation a;
             dt_err ae;
-            const dt_backend *b = dt_annotation_from_text(row.annotation, &a, &ae)
-                                      ? NULL
-                                      : dt_backend_of_ann(d->w->dtype, &a);
-            if (b)
-                dt_backend_full_name(b, k->backend, (int)sizeof k->backend);
-            else
+            if (dt_backend_name_of_text(d->w->dtype, row.annotation, k->backend,
+                                        (int)sizeof k->backend, &ae))
                 snprintf(k->backend, sizeof k->backend, "?");
         }
         dt_db_kernel_free(&row);

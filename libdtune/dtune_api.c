@@ -6,7 +6,6 @@
 
 #include "common/target.h"
 #include "libdtune/lib_internal.h"
-#include "sketch/annotation.h"
 #include "sketch/backend.h"
 #include "sketch/workload.h"
 
@@ -79,17 +78,11 @@ DTUNE_API int dtune_backend(const char *workload, const char *annotation, char *
                               !workload ? "workload" : !annotation ? "annotation" : "out"),
                       &e, NULL, 0);
     dt_workload *w = NULL;
-    dt_annotation a;
-    int rc = dt_workload_parse_key(workload, &w, &e);
-    if (!rc && (rc = dt_annotation_from_text(annotation, &a, &e)))
-        dt_err_prefix(&e, "dtune_backend: annotation");
-    const dt_backend *b = rc ? NULL : dt_backend_of_ann(w->dtype, &a);
-    if (!rc && !b)
-        rc = dt_errf(&e, DT_EINVAL, "dtune_backend: the annotation names no back-end of dtype %s",
-                     dt_dtype_name(w->dtype));
     char name[DTUNE_NAME_MAX];
+    int rc = dt_workload_parse_key(workload, &w, &e);
+    if (!rc && (rc = dt_backend_name_of_text(w->dtype, annotation, name, (int)sizeof name, &e)))
+        dt_err_prefix(&e, "dtune_backend");
     if (!rc) {
-        dt_backend_full_name(b, name, (int)sizeof name);
         if (strlen(name) >= out_size)
             rc = dt_errf(&e, DT_EINVAL, "output buffer too small: %zu bytes needed",
                          strlen(name) + 1);

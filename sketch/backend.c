@@ -156,6 +156,19 @@ const char *dt_backend_full_name(const dt_backend *b, char *buf, int n)
     return buf;
 }
 
+int dt_backend_name_of_text(dt_dtype d, const char *annotation, char *buf, int n, dt_err *e)
+{
+    dt_annotation a;
+    if (dt_annotation_from_text(annotation, &a, e))
+        return dt_err_prefix(e, "annotation");
+    const dt_backend *b = dt_backend_of_ann(d, &a);
+    if (!b)
+        return dt_errf(e, DT_EINVAL, "the annotation names no back-end of dtype %s",
+                       dt_dtype_name(d));
+    dt_backend_full_name(b, buf, n);
+    return 0;
+}
+
 int dt_backend_vec_regs(const dt_backend *b, const char *arch)
 {
     if (b->vec_regs_aarch64 && arch && strcmp(arch, "aarch64") == 0)

@@ -145,6 +145,11 @@ const dt_backend *dt_backend_portable(dt_dtype d);
 /* "bf16/avx512_bf16" into buf (size n); returns buf. */
 const char *dt_backend_full_name(const dt_backend *b, char *buf, int n);
 
+/* The full name of the row a stored annotation (JSON text) names for
+ * dtype d, into buf (size n): 0, or DT_EINVAL with why in e (the text
+ * does not parse: prefixed "annotation"; it names no row of d). */
+int dt_backend_name_of_text(dt_dtype d, const char *annotation, char *buf, int n, dt_err *e);
+
 /* Vector registers of b's code on arch ("aarch64", "x86_64", ...). */
 int dt_backend_vec_regs(const dt_backend *b, const char *arch);
 
