@@ -28,6 +28,20 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* Zeroed operands of an M×N×K product: A (M×K) and B (K×N) bf16, C f32;
+ * each layout a caller uses fits in those sizes. */
+static void operands(int M, int N, int64_t K, uint16_t **A, uint16_t **B, float **C)
+{
+    *A = aligned_alloc(64, (size_t)M * K * 2);
+    *B = aligned_alloc(64, (size_t)N * K * 2);
+    *C = aligned_alloc(64, (size_t)M * N * 4);
+    memset(*A, 0, (size_t)M * K * 2), memset(*B, 0, (size_t)N * K * 2);
+    memset(*C, 0, (size_t)M * N * 4);
+}
+
+/* Repeats of a timed product of flop operations: ~20 GFLOP in all, at least 3. */
+static int reps_for(double flop) { return (int)(2e10 / flop) + 3; }
+
 typedef struct {
     uint8_t palette, start, reserved[14];
     uint16_t colsb[16];
@@ -90,11 +104,11 @@ static double gemm(int M, int N, int steps, int end, double peak)
 {
     size_t apanel = (size_t)32 * steps * 32, bpanel = (size_t)steps * 1024;
     int mb = M / 32, nb = N / 32;
-    uint16_t *A = aligned_alloc(64, apanel * mb * 2), *B = aligned_alloc(64, bpanel * nb * 2);
-    float *C = aligned_alloc(64, (size_t)M * N * 4);
-    memset(A, 0, apanel * mb * 2), memset(B, 0, bpanel * nb * 2), memset(C, 0, (size_t)M * N * 4);
+    uint16_t *A, *B;
+    float *C;
+    operands(M, N, 32 * steps, &A, &B, &C);
     double best = 1e30, flop = 2.0 * M * N * 32.0 * steps;
-    int reps = (int)(2e10 / flop) + 3;
+    int reps = reps_for(flop);
     for (int r = 0; r < reps; r++) {
         double t0 = now();
         for (int j = 0; j < nb; j++)
@@ -141,11 +155,11 @@ static double gemm_kb(int M, int N, int steps, int kblocks, double peak)
 {
     int64_t K = (int64_t)steps * kblocks * 32;
     int mb = M / 32, nb = N / 32;
-    uint16_t *A = aligned_alloc(64, (size_t)M * K * 2), *B = aligned_alloc(64, (size_t)N * K * 2);
-    float *C = aligned_alloc(64, (size_t)M * N * 4);
-    memset(A, 0, (size_t)M * K * 2), memset(B, 0, (size_t)N * K * 2), memset(C, 0, (size_t)M * N * 4);
+    uint16_t *A, *B;
+    float *C;
+    operands(M, N, K, &A, &B, &C);
     double best = 1e30, flop = 2.0 * M * N * (double)K;
-    int reps = (int)(2e10 / flop) + 3;
+    int reps = reps_for(flop);
     for (int r = 0; r < reps; r++) {
         double t0 = now();
         for (int kb = 0; kb < kblocks; kb++)
@@ -208,11 +222,11 @@ static double gemm_1x2(int M, int N, int K, int two_sets, double peak)
     const int steps = K / 32;
     const int64_t as = (int64_t)K * 2;
     static float ct[2][16 * 32] __attribute__((aligned(64)));
-    uint16_t *A = aligned_alloc(64, (size_t)M * K * 2), *B = aligned_alloc(64, (size_t)N * K * 2);
-    float *C = aligned_alloc(64, (size_t)M * N * 4);
-    memset(A, 0, (size_t)M * K * 2), memset(B, 0, (size_t)N * K * 2), memset(C, 0, (size_t)M * N * 4);
+    uint16_t *A, *B;
+    float *C;
+    operands(M, N, K, &A, &B, &C);
     double best = 1e30, flop = 2.0 * M * N * (double)K;
-    int reps = (int)(2e10 / flop) + 3;
+    int reps = reps_for(flop);
     for (int r = 0; r < reps; r++) {
         double t0 = now();
         int n = 0;
