@@ -105,15 +105,13 @@ int dt_xgb_train(const float *X, const float *y, int nrows, int ncols, const dt_
 #undef SETNUM
     for (int r = 0; r < p->rounds; r++)
         XGB_CHECK(XGBoosterUpdateOneIter(h, r, dm), "train");
-    dt_xgb *m = malloc(sizeof *m);
+    dt_xgb *m = calloc(1, sizeof *m); /* unbound: no column map */
     if (!m) {
         rc = dt_errf(e, DT_ENOMEM, "xgb train: out of memory");
         goto done;
     }
     m->h = h;
     m->ncols = ncols;
-    m->bound_cols = 0;
-    m->col_of = NULL;
     h = NULL;
     *out = m;
 done:
@@ -259,15 +257,13 @@ int dt_xgb_load(const void *blob, size_t len, dt_xgb **out, dt_err *e)
         rc = dt_errf(e, DT_EINVAL, "xgb load: model has %llu features", (unsigned long long)nf);
         goto done;
     }
-    dt_xgb *m = malloc(sizeof *m);
+    dt_xgb *m = calloc(1, sizeof *m); /* unbound: no column map */
     if (!m) {
         rc = dt_errf(e, DT_ENOMEM, "xgb load: out of memory");
         goto done;
     }
     m->h = h;
     m->ncols = (int)nf;
-    m->bound_cols = 0;
-    m->col_of = NULL;
     h = NULL;
     *out = m;
 done:
