@@ -36,11 +36,12 @@ enum {
     DT_CMF_THREADS_FRAC,  /* threads / target cores */
     DT_CMF_UNIT_AMX,      /* 1: AMX tiles (reg_pressure is then tile registers / 8) */
     DT_CMF_OP_FIRST,      /* one-hot of the op: column DT_CMF_OP_FIRST + its registry index */
-    DT_NFEATURES = DT_CMF_OP_FIRST + 2
+    DT_NFEATURES = DT_CMF_OP_FIRST + 3
 };
 /* Ops with a one-hot column: the first DT_CM_OPS of the op registry
- * (sketch/op.h), named "op_<name>".  Another op needs its column (and
- * models trained anew: a model's rows have DT_NFEATURES columns). */
+ * (sketch/op.h), named "op_<name>".  Another op needs its column; stored
+ * models keep serving, bound to the columns by name (costmodel/xgb.h,
+ * dt_xgb_bind; the new column is one they never saw). */
 #define DT_CM_OPS (DT_NFEATURES - DT_CMF_OP_FIRST)
 
 /* Writes the DT_NFEATURES features of (a, t, op) to out[0..n).  Returns

@@ -88,7 +88,8 @@ static void emit_defines(dt_strbuf *sb, const dt_kernel_op *kop, const dt_mk_op 
                 dt_sb_appendf(sb, "#define %s %d\n", m->macros[j],
                               m == mo ? m->macro_value(kop->attrs, j) : 0);
     }
-    dt_sb_appendf(sb, "#define DT_BIAS %d\n#define DT_ACT %d\n\n", g->bias, g->act);
+    dt_sb_appendf(sb, "#define DT_BIAS %d\n#define DT_ACT %d\n#define DT_CONST_B %d\n\n", g->bias,
+                  g->act, g->b_const);
 }
 
 /* The prelude with "@OP_MACROS@" replaced by the op block's macro names:
@@ -168,6 +169,9 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
     dt_sb_append(&sb, mo->backend->epilogue);
     emit_info(&sb, kop, a);
     mb->emit_ukr(&sb, be, a);
+    for (int i = 0; i < dt_mk_op_count(); i++)
+        if (in_source(dt_mk_op_at(i), mo) && dt_mk_op_at(i)->driver_pre)
+            dt_sb_append(&sb, dt_mk_op_at(i)->driver_pre);
     dt_sb_append(&sb, mo->backend->driver);
     for (int i = 0; i < dt_mk_op_count(); i++)
         if (in_source(dt_mk_op_at(i), mo))

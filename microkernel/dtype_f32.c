@@ -119,7 +119,7 @@ void dt_emit_store_f32(dt_strbuf *sb, const dt_annotation *a, int nv,
     for (int i = 0; i < a->mr; i++)
         for (int v = 0; v < nv; v++)
             dt_sb_appendf(sb, "        c%d_%d = c%d_%d + bias%d;\n", i, v, i, v, v);
-    dt_sb_append(sb, "#endif\n");
+    dt_sb_append(sb, "#else\n        (void)bias;\n#endif\n");
     for (int i = 0; i < a->mr; i++)
         for (int v = 0; v < nv; v++)
             dt_sb_appendf(sb, "        c%d_%d = dt_act(c%d_%d);\n", i, v, i, v);

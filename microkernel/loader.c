@@ -13,7 +13,8 @@ dt_gemm_args dt_gemm_args_contiguous(const dt_gemm *g, const void *A, const void
                           .a = A, .lda = g->K, .sa = g->M * g->K,
                           .b = B, .ldb = g->b_trans ? g->K : g->N, .sb = g->N * g->K,
                           .bias = g->bias ? bias : NULL,
-                          .c = C, .ldc = g->N, .sc = g->M * g->N, .threads = threads};
+                          .c = C, .ldc = g->N, .sc = g->M * g->N, .threads = threads,
+                          .dims = g->op ? g->dims : NULL, .attrs = g->op ? g->attrs : NULL};
 }
 
 /* Resolves m's entry points in h; 1 when all are there. */

@@ -44,11 +44,17 @@ typedef struct dt_gemm_args {
     /* int8: A's quantization, real = scale_a·(a − zp_a); ignored otherwise */
     float scale_a;
     int32_t zp_a;
+    /* The op's own dims and attribute values (dt_gemm.dims, .attrs), which
+     * a kernel whose A is implicit needs (a convolution: a is its NHWC
+     * input, lda/sa unused; c is its output, ldc = N); NULL otherwise. */
+    const int64_t *dims;
+    const int *attrs;
 } dt_gemm_args;
 
 /* The arguments of g's sizes over contiguous tensors: A[batch][M][K],
  * B[batch][K][N] (or [N][K] when g->b_trans; the packed B when
- * g->b_const), bias[N] (passed only when g->bias), C[batch][M][N]. */
+ * g->b_const), bias[N] (passed only when g->bias), C[batch][M][N]; dims
+ * and attrs g's own when it has them (borrowed: g must outlive the call). */
 dt_gemm_args dt_gemm_args_contiguous(const dt_gemm *g, const void *A, const void *B,
                                      const float *bias, void *C, int threads);
 

@@ -11,8 +11,10 @@
  *   then DT_BIAS and DT_ACT from the GEMM view; the dtype's prelude (its
  *   "@OP_MACROS@" replaced by the group's selectors and macros), types and
  *   epilogue; dtk_info; the back-end row's register kernel (dt_mk_backend,
- *   microkernel/backend_emit.c: emit_ukr); the dtype's
- *   driver; the driver section of every op of the group.
+ *   microkernel/backend_emit.c: emit_ukr); the pre-driver section of every
+ *   op of the group that has one; the dtype's driver (with the constant
+ *   weights' packing entry points when the view's B is constant,
+ *   DT_CONST_B); the driver section of every op of the group.
  * Ops of one source group (group > 0) carry each other's selectors and
  * driver sections, each compiled only under its selector: that is how the
  * f32 ops' kernels have always been written, and their source hashes are
@@ -84,6 +86,10 @@ typedef struct dt_mk_op {
     const char *macros[DT_MK_MAX_MACROS];
     int (*macro_value)(const int *attrs, int i);
     const char *driver;         /* its driver section: the entry points, under the selector */
+    /* NULL, or a section emitted before the dtype's driver, under the
+     * selector: an op with an implicit A (DT_IMPLICIT_A, one of its macros)
+     * defines there the source of A's rows the driver gathers from */
+    const char *driver_pre;
     /* ---- ABI ---- */
     int nsyms;                  /* entry points of its kernels; all exported = a kernel of it */
     const char *syms[DT_KERNEL_MAX_SYMS];

@@ -13,6 +13,10 @@ extern const dt_mk_op dt_mk_op_dense_w8a32;
 extern const dt_mk_op dt_mk_op_dense_int8;
 extern const dt_mk_op dt_mk_op_dense_f32_bf16;
 extern const dt_mk_op dt_mk_op_dense_w8a32_bf16;
+extern const dt_mk_op dt_mk_op_conv2d_f32;
+extern const dt_mk_op dt_mk_op_conv2d_bf16;
+extern const dt_mk_op dt_mk_op_conv2d_int8;
+extern const dt_mk_op dt_mk_op_conv2d_w8a32;
 
 static const dt_mk_op *const registry[] = {
     &dt_mk_op_dense_f32,
@@ -27,6 +31,10 @@ static const dt_mk_op *const registry[] = {
      * dtk_pack_w8bf16.  Group 0 ops: the order changes no kernel's text. */
     &dt_mk_op_dense_w8a32_bf16,
     &dt_mk_op_dense_f32_bf16,
+    &dt_mk_op_conv2d_f32,
+    &dt_mk_op_conv2d_bf16,
+    &dt_mk_op_conv2d_int8,
+    &dt_mk_op_conv2d_w8a32,
 };
 
 int dt_mk_op_count(void) { return (int)(sizeof registry / sizeof registry[0]); }

@@ -157,11 +157,43 @@ static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda
     return 0;
 }
 
+/* An op whose A is implicit (sketch/op.h, a_row): A is its input, drawn
+ * like one row of a_elems elements; Aref the view's M×K matrix gathered
+ * from that row's real values (0 where the op reads padding). */
+static int make_implicit(dt_operands *o, dt_dtype d, const dt_gemm *g, uint64_t seed, dt_err *e)
+{
+    const int64_t nx = g->op->a_elems(g->dims, g->attrs);
+    int rc = make(o, d, 1, nx, nx, g->N * g->K, g->N, g->K, seed, e);
+    if (rc)
+        return rc;
+    o->lda = 0;
+    float *im = malloc((size_t)(g->M * g->K) * sizeof *im);
+    int64_t *index = malloc((size_t)g->K * sizeof *index);
+    if (!im || !index) {
+        free(im);
+        free(index);
+        dt_operands_free(o);
+        return dt_errf(e, DT_ENOMEM, "out of memory for the operands (%lld x %lld)",
+                       (long long)g->M, (long long)g->K);
+    }
+    for (int64_t i = 0; i < g->M; i++) {
+        g->op->a_row(g->dims, g->attrs, i, index);
+        for (int64_t k = 0; k < g->K; k++)
+            im[i * g->K + k] = index[k] < 0 ? 0.0f : o->Aref[index[k]];
+    }
+    free(index);
+    free(o->Aref);
+    o->Aref = im;
+    return 0;
+}
+
 int dt_operands_make(dt_operands *o, dt_dtype d, const dt_gemm *g, int64_t lda, uint64_t seed,
                      dt_err *e)
 {
     memset(o, 0, sizeof *o);
     o->g = *g;
+    if (g->op && g->op->a_row)
+        return make_implicit(o, d, g, seed, e);
     return make(o, d, g->batch * g->M, g->K, lda, g->batch * g->N * g->K, g->N,
                 g->b_const ? g->K : 0, seed, e);
 }

@@ -28,21 +28,24 @@
 typedef struct dt_operands {
     dt_dtype dtype;
     dt_gemm g;        /* the problem, sizes included */
-    int64_t lda;      /* A's row stride in elements (>= K) */
-    void *A;          /* [batch·M][lda] of the dtype's A type; past K: poison */
+    int64_t lda;      /* A's row stride in elements (>= K); 0 for an implicit A */
+    void *A;          /* [batch·M][lda] of the dtype's A type; past K: poison.  An op
+                       * whose A is implicit (sketch/op.h, a_row): its input */
     void *B;          /* the whole batch as g stores it, the dtype's B type */
     float *bias;      /* [N] */
     float *scale_b;   /* [N] per-column weight scales (int8, w8a32), else NULL */
     float scale_a;    /* int8: A's scale and zero point; else 1 and 0 */
     int32_t zp_a;
-    float *Aref;      /* [batch][M][K] the real values of A that enter the sums */
+    float *Aref;      /* [batch][M][K] the real values of A that enter the sums
+                       * (an implicit A: gathered from the input, 0 for padding) */
     float *Bref;      /* like B */
     double *colscale; /* [N] the columns' dequantization factor, or NULL */
 } dt_operands;
 
 /* Random operands for g (its sizes set) in dtype d, A with row stride lda
  * (>= g->K; elements past K hold NaN or 0xA5 bytes: a kernel must not read
- * them), from seed.  Values: f32 uniform [-1, 1); bf16 those rounded; int8
+ * them), from seed.  For an op whose A is implicit (g from dt_op_gemm with
+ * dims, g->op->a_row), A is the op's input instead and lda is unused.  Values: f32 uniform [-1, 1); bf16 those rounded; int8
  * A u8 uniform, zp_a in [96, 160], scale_a 0.02, B s8 in [-127, 127],
  * scale_b[n] in [0.0005, 0.005); w8a32 f32 A, s8 B, those scales.
  * DT_ENOMEM, or DT_EINVAL for a dtype it does not know. */

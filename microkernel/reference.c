@@ -232,7 +232,10 @@ static int verify_run(const dt_kernel *k, const dt_gemm *g, dt_dtype d, int thre
                       uint64_t seed, dt_err *e)
 {
     const int64_t bt = g->batch, M = g->M, N = g->N, K = g->K;
-    const int64_t lda = K + 3, ldc = N + 5; /* strides wider than the rows */
+    /* strides wider than the rows; an op whose A is implicit takes its input
+     * and output whole (ldc = N) */
+    const int implicit = g->op && g->op->a_row;
+    const int64_t lda = implicit ? 0 : K + 3, ldc = implicit ? N : N + 5;
     dt_operands o;
     int rc = dt_operands_make(&o, d, g, lda, seed, e);
     if (rc)
@@ -251,7 +254,8 @@ static int verify_run(const dt_kernel *k, const dt_gemm *g, dt_dtype d, int thre
     dt_gemm_args args = {.batch = bt, .M = M, .N = N, .K = K, .a = o.A, .lda = lda,
                          .sa = M * lda, .b = o.B, .ldb = g->b_trans ? K : N, .sb = N * K,
                          .bias = g->bias ? o.bias : NULL, .c = C, .ldc = ldc, .sc = M * ldc,
-                         .threads = threads, .scale_a = o.scale_a, .zp_a = o.zp_a};
+                         .threads = threads, .scale_a = o.scale_a, .zp_a = o.zp_a,
+                         .dims = g->op ? g->dims : NULL, .attrs = g->op ? g->attrs : NULL};
     if (g->b_const) {
         dt_kernel_pack(k, N, K, o.B, o.scale_b, packed);
         args.b = packed;
@@ -281,6 +285,9 @@ int dt_verify_kernel(const dt_kernel *k, const dt_kernel_op *kop, int64_t batch,
 {
     if (!dt_kernel_computes(k, kop))
         return dt_errf(e, DT_EINVAL, "kernel has no %s entry point", kop->op->name);
+    if (kop->op->a_row)
+        return dt_errf(e, DT_EINVAL, "%s's A is implicit: verify it on its dims "
+                       "(dt_verify_kernel_dims)", kop->op->name);
     dt_gemm g;
     int rc = dt_kernel_op_gemm(kop, &g, e);
     if (rc)
@@ -293,5 +300,28 @@ int dt_verify_kernel(const dt_kernel *k, const dt_kernel_op *kop, int64_t batch,
     if (rc)
         dt_err_prefix(e, "M=%lld N=%lld K=%lld batch=%lld threads=%d", (long long)M,
                       (long long)N, (long long)K, (long long)batch, threads);
+    return rc;
+}
+
+int dt_verify_kernel_dims(const dt_kernel *k, const dt_kernel_op *kop, const int64_t *dims,
+                          int threads, uint64_t seed, dt_err *e)
+{
+    if (!dt_kernel_computes(k, kop))
+        return dt_errf(e, DT_EINVAL, "kernel has no %s entry point", kop->op->name);
+    int rc = kop->op->check(dims, kop->attrs, e);
+    dt_gemm g;
+    if (!rc)
+        rc = dt_op_gemm(kop->op, kop->attrs, dims, &g, e);
+    if (!rc)
+        rc = verify_run(k, &g, kop->dtype, threads, seed, e);
+    if (rc) {
+        char at[256];
+        size_t len = 0;
+        at[0] = 0;
+        for (int d = 0; d < kop->op->ndims && len < sizeof at; d++)
+            len += (size_t)snprintf(at + len, sizeof at - len, "%s%s=%lld", d ? " " : "",
+                                    kop->op->dims[d], (long long)dims[d]);
+        dt_err_prefix(e, "%s threads=%d", at, threads);
+    }
     return rc;
 }

@@ -67,6 +67,12 @@ double dt_ref_tol_k(dt_dtype d, int64_t K);
  * values past C's, and checks it against the reference.  "kernel has no <op> entry point" when k is not kop's. */
 int dt_verify_kernel(const dt_kernel *k, const dt_kernel_op *kop, int64_t batch, int64_t M,
                      int64_t N, int64_t K, int threads, uint64_t seed, dt_err *e);
+/* dt_verify_kernel on the op's own dims (op->ndims values) and kop's
+ * attribute values: the one way to verify an op whose A is implicit (a
+ * convolution: its image size, window, stride, padding); the op's check
+ * refuses impossible dims first. */
+int dt_verify_kernel_dims(const dt_kernel *k, const dt_kernel_op *kop, const int64_t *dims,
+                          int threads, uint64_t seed, dt_err *e);
 
 /* Fills n floats with uniform values in [-1, 1) from seed (xorshift). */
 void dt_fill_random(float *x, int64_t n, uint64_t seed);

@@ -56,6 +56,13 @@ typedef struct dt_gemm {
     int b_const;            /* B is constant across calls (weights): packed once; batch 1 */
     int bias;               /* + bias[N] */
     int act;                /* DT_ACT_* after the bias */
+    /* The op's own problem, copied in by dt_op_gemm when given dims (else
+     * op NULL): what an op whose A is implicit (dt_op_desc.a_index) needs
+     * to lay out its input and call its kernels — a convolution's image
+     * size, window, stride and padding. */
+    const struct dt_op_desc *op;
+    int64_t dims[DT_MAX_DIMS];
+    int attrs[DT_MAX_ATTRS];
 } dt_gemm;
 
 typedef struct dt_op_desc {
@@ -76,6 +83,14 @@ typedef struct dt_op_desc {
     void (*gemm)(const int *attrs, const int64_t *dims, dt_gemm *g);
     /* The dtypes it is defined for: DT_DTYPE_BIT mask (f32 always). */
     unsigned dtypes;
+    /* An op whose GEMM view's A is implicit: gathered from the op's own
+     * input, as a convolution's A (N·OH·OW × R·S·C) is the im2col of its
+     * NHWC image, which no kernel materialises.  The input's element count,
+     * and for row i of A the index in the input of each A[i][k] (k < the
+     * view's K), or -1 where A holds a zero (padding).  NULL for an op whose
+     * A is the matrix itself. */
+    int64_t (*a_elems)(const int64_t *dims, const int *attrs);
+    void (*a_row)(const int64_t *dims, const int *attrs, int64_t i, int64_t *index);
 } dt_op_desc;
 
 #define DT_DTYPE_BIT(d) (1u << (d))

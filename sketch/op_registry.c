@@ -9,11 +9,13 @@
 
 extern const dt_op_desc dt_op_dense;
 extern const dt_op_desc dt_op_batch_matmul;
+extern const dt_op_desc dt_op_conv2d;
 
 /* The one list of ops: a new op is a new file plus one line here. */
 static const dt_op_desc *const registry[] = {
     &dt_op_dense,
     &dt_op_batch_matmul,
+    &dt_op_conv2d,
 };
 
 int dt_op_count(void) { return (int)(sizeof registry / sizeof registry[0]); }
@@ -49,6 +51,11 @@ int dt_op_gemm(const dt_op_desc *op, const int *attrs, const int64_t *dims, dt_g
         attrs = defaults;
     }
     op->gemm(attrs, dims, g);
+    if (dims) {
+        g->op = op;
+        memcpy(g->dims, dims, (size_t)op->ndims * sizeof *dims);
+        memcpy(g->attrs, attrs, (size_t)op->nattrs * sizeof *attrs);
+    }
     return 0;
 }
 

@@ -444,7 +444,8 @@ void dt_test_verify_dtype_sampled(dt_dtype d, const char *const *ops, int nops, 
 
 int dt_test_verify_dtype_rows(dt_dtype d, const char *const *ops, int nops, int per,
                               uint64_t seed, const dt_builder *b, const dt_builder *emu,
-                              const dt_target *t, const dt_target *amx)
+                              const dt_target *t, const dt_target *amx,
+                              dt_test_kernel_check check)
 {
     int rows = 0;
     for (int i = 0; i < dt_backend_count(); i++) {
@@ -483,14 +484,14 @@ int dt_test_verify_dtype_rows(dt_dtype d, const char *const *ops, int nops, int 
                 CU_ASSERT_EQUAL(kops[n].dtype, d);
                 n++;
             }
-        dt_test_build_and_verify(tiles ? emu : b, kops, anns, n, NULL);
+        dt_test_build_and_verify(tiles ? emu : b, kops, anns, n, check);
         if (tiles) {
             const char *nwhy = NULL;
             int native = dt_backend_usable(be, t, &nwhy);
             snprintf(label, sizeof label, "%s native", name);
             dt_test_backend(label, native ? NULL : nwhy);
             if (native)
-                dt_test_build_and_verify(b, kops, anns, n, NULL);
+                dt_test_build_and_verify(b, kops, anns, n, check);
         }
         free(kops);
         free(anns);

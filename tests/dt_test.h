@@ -143,16 +143,23 @@ void dt_test_amx_emulation(const dt_builder *b, const dt_target *t, dt_builder *
 void dt_test_verify_dtype_sampled(dt_dtype d, const char *const *ops, int nops, int per,
                                   uint64_t seed, const dt_builder *b, const dt_target *t);
 
+/* A check of one built kernel (dt_test_verify_boundaries, or a suite's own):
+ * 0, or non-zero with the reason in *e. */
+typedef int (*dt_test_kernel_check)(const dt_kernel *k, const dt_kernel_op *kop,
+                                    const dt_annotation *a, dt_err *e);
+
 /* Every back-end row of dtype d by itself (the math=bf16 dtypes' suites):
  * per row `per` annotations of each sketch drawn for its unit, the kernel
  * ops cycling through the keys ops[0..nops), built and verified on the
  * boundary shapes — vector rows with b on target t where the CPU runs
  * them, tile rows on the emulation (emu, amx from dt_test_amx_emulation)
  * and again natively where AMX is usable here; each row reported through
- * dt_test_backend.  Returns the number of rows of d. */
+ * dt_test_backend; each kernel checked by check (NULL: on the boundary
+ * shapes, dt_test_verify_boundaries).  Returns the number of rows of d. */
 int dt_test_verify_dtype_rows(dt_dtype d, const char *const *ops, int nops, int per,
                               uint64_t seed, const dt_builder *b, const dt_builder *emu,
-                              const dt_target *t, const dt_target *amx);
+                              const dt_target *t, const dt_target *amx,
+                              dt_test_kernel_check check);
 
 /* A stream-sketch vector annotation (JSON, into buf of n bytes) of the isa
  * bf16 kernels run at on t (its native row, else its portable one): a 4 x
@@ -170,10 +177,6 @@ dt_kernel_op dt_test_kop(const char *key);
 int dt_test_verify_boundaries(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
                               dt_err *e);
 
-/* A check of one built kernel (dt_test_verify_boundaries, or a suite's own):
- * 0, or non-zero with the reason in *e. */
-typedef int (*dt_test_kernel_check)(const dt_kernel *k, const dt_kernel_op *kop,
-                                    const dt_annotation *a, dt_err *e);
 /* Builds n (op, annotation) pairs in parallel with builder b and loads each
  * into ks[i], checking it is bound to its (op, dtype)'s hooks and computes
  * its op; a kernel that fails to build or load is a CUnit failure printed

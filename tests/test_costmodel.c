@@ -120,15 +120,17 @@ static void test_features(void)
 
     /* errors and names */
     CU_ASSERT(dt_features(&a, &t, "dense", f, DT_NFEATURES - 1) < 0);
-    CU_ASSERT(dt_features(&a, &t, "conv2d", f, DT_NFEATURES) < 0);
+    CU_ASSERT(dt_features(&a, &t, "no_such_op", f, DT_NFEATURES) < 0);
     CU_ASSERT(dt_features(NULL, &t, "dense", f, DT_NFEATURES) < 0);
     CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(0), "mr");
     CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_CMF_ACC), "acc");
-    CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES - 1), "op_batch_matmul");
-    CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES - 2), "op_dense");
-    CU_ASSERT_EQUAL(DT_NFEATURES, 28); /* stored models have 27 + 4 columns */
+    CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES - 1), "op_conv2d");
+    CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES - 2), "op_batch_matmul");
+    CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES - 3), "op_dense");
+    CU_ASSERT_EQUAL(DT_NFEATURES, 29); /* rows have 29 + 4 columns, bound by name */
     CU_ASSERT_EQUAL(op_col("dense"), 26);
     CU_ASSERT_EQUAL(op_col("batch_matmul"), 27);
+    CU_ASSERT_EQUAL(op_col("conv2d"), 28);
     CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES), "?");
     for (int i = 0; i < DT_NFEATURES; i++)
         for (int j = i + 1; j < DT_NFEATURES; j++)

@@ -116,7 +116,7 @@ static void test_usage(void)
     dt_test_proc_free(&p);
     CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "model train --holdout 2"), 1);
     dt_test_proc_free(&p);
-    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "model stats --op conv2d"), 1);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "model stats --op conv3d"), 1);
     dt_test_proc_free(&p);
 }
 

@@ -69,7 +69,7 @@ static void test_sampled_dtype(void)
 static void test_every_row(void)
 {
     CU_ASSERT_EQUAL(dt_test_verify_dtype_rows(DT_DTYPE_F32_BF16, g_ops, N_OPS, 5, 7000, &g_b,
-                                              &g_emu_b, &g_target, &g_amx), 4);
+                                              &g_emu_b, &g_target, &g_amx, NULL), 4);
 }
 
 /* math=bf16 in keys: parsed into f32_bf16, printed back canonically. */

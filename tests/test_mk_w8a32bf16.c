@@ -70,7 +70,7 @@ static void test_every_row(void)
 {
     /* portable-generic, portable-avx2, avx512_bf16, amx */
     CU_ASSERT_EQUAL(dt_test_verify_dtype_rows(DT_DTYPE_W8A32_BF16, g_ops, N_OPS, 4, 8100, &g_b,
-                                              &g_emu_b, &g_target, &g_amx), 4);
+                                              &g_emu_b, &g_target, &g_amx, NULL), 4);
 }
 
 /* The packed weights are bf16(scale_b[n]·w), bit for bit: X one-hot in

@@ -157,7 +157,7 @@ static void test_spec_errors(void)
     expect_error("{\"name\":\"t\",\"opz\":[]}", "spec.json:1:13", "unknown field 'opz'");
     expect_error("{\"name\":\"t\",\"ops\":[]}", "spec.json:1:19", "non-empty array");
     expect_error(HEAD "{\"op\":\"conv3d\",\"M\":1}]}", "spec.json:3:7: ops[0].op",
-                 "unknown op 'conv3d' (known ops: dense, batch_matmul)");
+                 "unknown op 'conv3d' (known ops: dense, batch_matmul, conv2d)");
     expect_error(HEAD "{\"op\":\"dense\",\"M\":\"batch*seq\",\"N\":1,\"K\":1}]}",
                  "spec.json:3:20: ops[0].M", "unknown variable 'batch'");
     expect_error(HEAD "{\"op\":\"dense\",\"M\":\"seq*\",\"N\":1,\"K\":1}]}", "spec.json:3:",

@@ -23,6 +23,19 @@
 #define DT_THREAD_BEGIN() ((void)0)
 #define DT_THREAD_END() ((void)0)
 #endif
+/* An op whose A is implicit (a convolution's A is the im2col of its
+ * image: its op block defines DT_IMPLICIT_A 1, and the section its hooks
+ * emit before this driver defines dt_asrc and dt_gather_row, which writes
+ * A[i][k0, k0 + kc) of the view) passes dt_gemm_range the source of A's
+ * rows; a NULL source there reads A as the matrix x. */
+#ifndef DT_IMPLICIT_A
+#define DT_IMPLICIT_A 0
+#endif
+#if DT_IMPLICIT_A
+#define DT_ASRC_PARAM , const dt_asrc *asrc
+#else
+#define DT_ASRC_PARAM
+#endif
 
 /* Transposes a VL×VL block: dst[c*ldd + r] = src[r*lds + c] for r, c < VL
  * (rows r >= rows read as zeros).  Used by dt_pack_b when K is the
@@ -240,6 +253,21 @@ static void dt_pack_a(const dt_ta *x, int64_t ldx, int64_t mc, int64_t kc, dt_ta
 }
 #endif
 
+#if DT_IMPLICIT_A && !DT_SKETCH_STREAM
+/* dt_pack_a of the implicit A's rows [i0, i0 + mc) × columns [k0, k0 + kc):
+ * MR rows at a time gathered into rows (MR×kc), then packed as a matrix */
+static void dt_pack_a_gathered(const dt_asrc *as, int64_t i0, int64_t k0, int64_t mc,
+                               int64_t kc, dt_ta *rows, dt_ta *dst)
+{
+    for (int64_t i = 0; i < mc; i += MR) {
+        int64_t mv = DT_MIN(MR, mc - i);
+        for (int64_t r = 0; r < mv; r++)
+            dt_gather_row(as, i0 + i + r, k0, kc, rows + r * kc);
+        dt_pack_a(rows, kc, mv, kc, dst + (i / MR) * DT_KP(kc) * MR);
+    }
+}
+#endif
+
 /* One MR×NR output tile: rows_valid × cols_valid of it are real. */
 static inline void dt_tile(int64_t kc, const dt_ta *a, int64_t lda, int rows_valid,
                            const dt_tb *b, dt_tc *y, int64_t ldy, int cols_valid, int accumulate,
@@ -281,13 +309,34 @@ static inline void dt_tile(int64_t kc, const dt_ta *a, int64_t lda, int rows_val
 
 /* The NC-blocked column loop of the blocked sketch: C[m0:m1, n0:n1] of one
  * matrix; bp holds B's packed strips for all of N (strip s at bp + s*K*NR);
- * n0 is a multiple of NR. */
+ * n0 is a multiple of NR.  An implicit A (asrc not NULL): x unused. */
 static void dt_gemm_range(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t K,
                           const dt_ta *x, int64_t ldx, const dt_tb *bp, const float *bias,
-                          dt_tc *y, int64_t ldy, const dt_qctx *q)
+                          dt_tc *y, int64_t ldy, const dt_qctx *q DT_ASRC_PARAM)
 {
     const int64_t kp = DT_KP(K);
 #if DT_SKETCH_STREAM
+#if DT_IMPLICIT_A
+    if (asrc) {
+        /* the stream sketch reads A's rows in place: gather chunks of whole
+         * rows (about 256 KiB, whole MR tiles) and stream the weights over
+         * each as over a matrix */
+        int64_t chunk = (int64_t)(262144 / ((size_t)K * sizeof(dt_ta))) / MR * MR;
+        if (chunk < MR)
+            chunk = MR;
+        dt_ta *rows = (dt_ta *)malloc((size_t)(chunk * K) * sizeof(dt_ta) + 64);
+        if (!rows)
+            abort();
+        for (int64_t c0 = m0; c0 < m1; c0 += chunk) {
+            int64_t mv = DT_MIN(chunk, m1 - c0);
+            for (int64_t i = 0; i < mv; i++)
+                dt_gather_row(asrc, c0 + i, 0, K, rows + i * K);
+            dt_gemm_range(0, mv, n0, n1, K, rows, K, bp, bias, y + c0 * ldy, ldy, q, NULL);
+        }
+        free(rows);
+        return;
+    }
+#endif
     /* the weights stream once per M tile group; A rows are read in place */
     for (int64_t jr = n0; jr < n1; jr += NR)
         for (int64_t ir = m0; ir < m1; ir += MR)
@@ -296,6 +345,11 @@ static void dt_gemm_range(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_
                     1, q, jr);
 #else
     dt_ta abuf[((MC + MR - 1) / MR) * MR * KC] __attribute__((aligned(64)));
+#if DT_IMPLICIT_A
+    dt_ta *rows = NULL; /* an implicit A's MR rows, gathered before packing */
+    if (asrc && !(rows = (dt_ta *)malloc((size_t)MR * KC * sizeof(dt_ta) + 64)))
+        abort();
+#endif
     for (int64_t jc = n0; jc < n1; jc += NC) {
         int64_t jc1 = DT_MIN(n1, jc + NC);
         for (int64_t pc = 0; pc < K; pc += KC) {
@@ -303,7 +357,12 @@ static void dt_gemm_range(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_
             int acc = pc > 0, last = pc + kc >= K;
             for (int64_t ic = m0; ic < m1; ic += MC) {
                 int64_t mc = DT_MIN(MC, m1 - ic);
-                dt_pack_a(x + ic * ldx + pc, ldx, mc, kc, abuf);
+#if DT_IMPLICIT_A
+                if (asrc)
+                    dt_pack_a_gathered(asrc, ic, pc, mc, kc, rows, abuf);
+                else
+#endif
+                    dt_pack_a(x + ic * ldx + pc, ldx, mc, kc, abuf);
 #if DT_ORDER_N_INNER
                 for (int64_t ir = 0; ir < mc; ir += MR)
                     for (int64_t jr = jc; jr < jc1; jr += NR)
@@ -318,6 +377,9 @@ static void dt_gemm_range(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_
             }
         }
     }
+#if DT_IMPLICIT_A
+    free(rows);
+#endif
 #endif
 }
 
@@ -380,3 +442,27 @@ static int dt_threads(int requested) { return requested > 0 ? requested : THREAD
 
 DT_EXPORT const int dtk_abi_version = 1;
 
+#if DT_CONST_B
+/* ---- constant weights: packed once by the caller ----------------------------
+ * The entry points' names and the quantized dtypes' extra parameters come
+ * from the dtype's types block: DT_FN_PACK, DT_FN_PACKED_SIZE (with a
+ * dtype suffix beyond f32), DT_PACK_QPARAMS (per-column weight scales: int8,
+ * w8a32), and for a quantized dtype (DT_QUANT) the tail of the packed
+ * weights after the panels (DT_QTAIL_BYTES, dt_pack_qtail, dt_qctx_init). */
+#define DT_PANELS_BYTES(N, K) ((size_t)DT_STRIPS(N) * NR * (size_t)DT_KP(K) * sizeof(dt_tb))
+
+/* Bytes of the packed weights for N×K. */
+DT_EXPORT size_t DT_FN_PACKED_SIZE(int64_t N, int64_t K)
+{
+    return DT_PANELS_BYTES(N, K) + DT_QTAIL_BYTES(N);
+}
+
+/* Packs W (N×K row-major) once; packed must hold DT_FN_PACKED_SIZE bytes. */
+DT_EXPORT void DT_FN_PACK(int64_t N, int64_t K, const dt_tb *W DT_PACK_QPARAMS, void *packed)
+{
+    dt_pack_b(K, N, W, K, 1, (dt_tb *)packed);
+#if DT_QUANT
+    dt_pack_qtail(N, K, W DT_PACK_QARGS, (char *)packed + DT_PANELS_BYTES(N, K));
+#endif
+}
+#endif

@@ -1,26 +1,8 @@
 #if DT_OP_DENSE
-/* The entry points' names and the quantized dtypes' extra parameters come
- * from the dtype's types block: DT_FN_* (dtk_dense, dtk_pack,
- * dtk_packed_size, with a dtype suffix beyond f32), DT_RUN_QPARAMS (A's
- * scale and zero point: int8), DT_PACK_QPARAMS (per-column weight scales:
- * int8, w8a32), and for a quantized dtype (DT_QUANT) the tail of the packed
- * weights (DT_QTAIL_BYTES, dt_pack_qtail, dt_qctx_init). */
-
-/* Bytes of the packed weights for N×K. */
-DT_EXPORT size_t DT_FN_PACKED_SIZE(int64_t N, int64_t K)
-{
-    return (size_t)DT_STRIPS(N) * NR * (size_t)DT_KP(K) * sizeof(dt_tb) + DT_QTAIL_BYTES(N);
-}
-
-/* Packs W (N×K row-major) once; packed must hold DT_FN_PACKED_SIZE bytes. */
-DT_EXPORT void DT_FN_PACK(int64_t N, int64_t K, const dt_tb *W DT_PACK_QPARAMS, void *packed)
-{
-    dt_pack_b(K, N, W, K, 1, (dt_tb *)packed);
-#if DT_QUANT
-    dt_pack_qtail(N, K, W DT_PACK_QARGS,
-                  (char *)packed + (size_t)DT_STRIPS(N) * NR * (size_t)DT_KP(K) * sizeof(dt_tb));
-#endif
-}
+/* The entry point's name and the quantized dtypes' extra parameters come
+ * from the dtype's types block: DT_FN_DENSE (with a dtype suffix beyond
+ * f32), DT_RUN_QPARAMS (A's scale and zero point: int8); the weights'
+ * packing is the driver's (DT_CONST_B). */
 
 static void dt_dense_worker(int tid, int nt, int64_t per, int64_t M, int64_t N, int64_t K,
                             const dt_ta *X, int64_t ldx, const dt_tb *packed, const float *bias,
@@ -43,9 +25,7 @@ DT_EXPORT void DT_FN_DENSE(int64_t M, int64_t N, int64_t K, const dt_ta *X,
         return;
 #if DT_QUANT
     dt_qctx qc;
-    dt_qctx_init(&qc, (const char *)packed +
-                          (size_t)DT_STRIPS(N) * NR * (size_t)DT_KP(K) * sizeof(dt_tb),
-                 N DT_RUN_QARGS);
+    dt_qctx_init(&qc, (const char *)packed + DT_PANELS_BYTES(N, K), N DT_RUN_QARGS);
     const dt_qctx *q = &qc;
 #else
     const dt_qctx *q = NULL;

@@ -4,7 +4,8 @@
  *   MR, NR, NV (= NR/VL), KC, MC, NC, UNROLL, PF, THREADS,
  *   DT_SKETCH_STREAM (0/1), DT_PAR_N/M/MN, DT_ORDER_N_INNER (0/1),
  *   DT_STORE_SCRATCH (0/1), @OP_MACROS@,
- *   DT_BIAS (0/1), DT_ACT (0 none, 1 relu, 2 gelu). */
+ *   DT_BIAS (0/1), DT_ACT (0 none, 1 relu, 2 gelu), DT_CONST_B (0/1: B is
+ *   constant weights, packed once by the caller). */
 #include <math.h>
 #include <omp.h>
 #include <stddef.h>

@@ -25,6 +25,7 @@ typedef float dt_tc;
 #define DT_FN_PACK dtk_pack_bf16
 #define DT_FN_PACKED_SIZE dtk_packed_size_bf16
 #define DT_FN_BMM dtk_bmm_bf16
+#define DT_FN_CONV2D dtk_conv2d_bf16
 
 #if defined(DT_ISA_AVX512)
 /* One 32-bit pair of bf16 (k, k+1 of one row) in every lane. */

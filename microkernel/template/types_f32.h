@@ -16,4 +16,5 @@ typedef float dt_tc;
 #define DT_FN_PACK dtk_pack
 #define DT_FN_PACKED_SIZE dtk_packed_size
 #define DT_FN_BMM dtk_bmm
+#define DT_FN_CONV2D dtk_conv2d
 

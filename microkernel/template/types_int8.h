@@ -37,6 +37,8 @@ typedef float dt_tc;
 #define DT_FN_PACK dtk_pack_u8s8
 #define DT_FN_PACKED_SIZE dtk_packed_size_u8s8
 #define DT_FN_BMM dtk_bmm_u8s8
+#define DT_FN_CONV2D dtk_conv2d_u8s8
+#define DT_A_ZERO ((dt_ta)zp_a) /* an implicit A's padding: the real 0 */
 
 /* DT_OPAQUE(x): hides x's value from the optimizer.  Before the remainder
  * of an unrolled K loop: otherwise GCC's partial redundancy elimination

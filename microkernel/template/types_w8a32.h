@@ -24,6 +24,7 @@ typedef float dt_tc;
 #define DT_FN_PACK dtk_pack_w8
 #define DT_FN_PACKED_SIZE dtk_packed_size_w8
 #define DT_FN_BMM dtk_bmm_w8
+#define DT_FN_CONV2D dtk_conv2d_w8
 
 /* DT_W8_LOAD(p): VL s8 weights at p as a vector of floats. */
 #if defined(DT_ISA_AVX512)

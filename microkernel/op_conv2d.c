@@ -1,0 +1,108 @@
+/* conv2d's micro-kernel hooks in f32, bf16, int8 and w8a32: the implicit-A
+ * section (template/op_conv2d_pre.c: the gather of A's rows from the NHWC
+ * image) and the entry point (template/op_conv2d.c), the f32 ABI
+ *   size_t dtk_packed_size(int64_t N, int64_t K);            N = K, K = R·S·C
+ *   void   dtk_pack(int64_t N, int64_t K, const float *W, float *packed);
+ *   void   dtk_conv2d(const int64_t geom[10], const float *X, const void *packed,
+ *                     const float *bias, float *Y, int nthreads);
+ * geom = {N, H, W, C, K, R, S, stride, pad, dilation}; X [N][H][W][C], W
+ * [K][R][S][C], Y [N][OH][OW][K].  The other dtypes take their types
+ * block's names and parameters: dtk_conv2d_bf16 (X, W bf16), dtk_conv2d_u8s8
+ * (X u8 with scale_a, zp_a after X; W s8 packed with scale_b),
+ * dtk_conv2d_w8 (X f32, W s8 with scale_b); the packing is dense's. */
+#include "microkernel/mk_op.h"
+
+#include "dt_tpl_op_conv2d_c.h"
+#include "dt_tpl_op_conv2d_pre_c.h"
+
+extern const dt_op_desc dt_op_conv2d;
+extern const dt_mk_dtype dt_mk_dtype_f32;
+extern const dt_mk_dtype dt_mk_dtype_bf16;
+extern const dt_mk_dtype dt_mk_dtype_int8;
+extern const dt_mk_dtype dt_mk_dtype_w8a32;
+
+enum { SYM_CONV, SYM_PACK, SYM_PACKED_SIZE };
+enum { N, H, W, C, K, R, S };
+enum { STRIDE, PAD, DILATION };
+
+typedef size_t (*packed_size_fn)(int64_t N, int64_t K);
+typedef void (*pack_fn)(int64_t N, int64_t K, const void *W, void *packed);
+typedef void (*pack_q_fn)(int64_t N, int64_t K, const void *W, const float *scale_b,
+                          void *packed);
+typedef void (*conv_fn)(const int64_t *geom, const void *X, const void *packed,
+                        const float *bias, void *Y, int nthreads);
+typedef void (*conv_u8_fn)(const int64_t *geom, const void *X, float scale_a, int32_t zp_a,
+                           const void *packed, const float *bias, void *Y, int nthreads);
+
+/* The kernel's geometry from the call's op dims and attributes. */
+static void geometry(const dt_gemm_args *a, int64_t *geom)
+{
+    for (int i = 0; i < 7; i++)
+        geom[i] = a->dims[i];
+    geom[7] = a->attrs[STRIDE];
+    geom[8] = a->attrs[PAD];
+    geom[9] = a->attrs[DILATION];
+}
+
+static void conv_run(const dt_kernel *k, const dt_gemm_args *a)
+{
+    int64_t geom[10];
+    geometry(a, geom);
+    ((conv_fn)k->fn[SYM_CONV])(geom, a->a, a->b, a->bias, a->c, a->threads);
+}
+
+static void conv_run_u8(const dt_kernel *k, const dt_gemm_args *a)
+{
+    int64_t geom[10];
+    geometry(a, geom);
+    ((conv_u8_fn)k->fn[SYM_CONV])(geom, a->a, a->scale_a, a->zp_a, a->b, a->bias, a->c,
+                                  a->threads);
+}
+
+static size_t conv_packed_size(const dt_kernel *k, int64_t n, int64_t kk)
+{
+    return ((packed_size_fn)k->fn[SYM_PACKED_SIZE])(n, kk);
+}
+
+static void conv_pack(const dt_kernel *k, int64_t n, int64_t kk, const void *w,
+                      const float *scale_b, void *packed)
+{
+    (void)scale_b;
+    ((pack_fn)k->fn[SYM_PACK])(n, kk, w, packed);
+}
+
+static void conv_pack_q(const dt_kernel *k, int64_t n, int64_t kk, const void *w,
+                        const float *scale_b, void *packed)
+{
+    ((pack_q_fn)k->fn[SYM_PACK])(n, kk, w, scale_b, packed);
+}
+
+/* DT_IMPLICIT_A: A gathered (the driver's hook) */
+static int conv_macro(const int *attrs, int i)
+{
+    (void)attrs;
+    (void)i;
+    return 1;
+}
+
+#define CONV_HOOKS(dtype_, syms_conv, syms_pack, syms_size, run_, pack_)                       \
+    {                                                                                          \
+        .op = &dt_op_conv2d, .backend = &dtype_, .group = 0, .selector = "DT_OP_CONV2D",      \
+        .nmacros = 1, .macros = {"DT_IMPLICIT_A"}, .macro_value = conv_macro,                 \
+        .driver = dt_tpl_op_conv2d_c, .driver_pre = dt_tpl_op_conv2d_pre_c, .nsyms = 3,       \
+        .syms = {syms_conv, syms_pack, syms_size}, .run = run_,                               \
+        .packed_size = conv_packed_size, .pack = pack_,                                       \
+    }
+
+const dt_mk_op dt_mk_op_conv2d_f32 =
+    CONV_HOOKS(dt_mk_dtype_f32, "dtk_conv2d", "dtk_pack", "dtk_packed_size", conv_run,
+               conv_pack);
+const dt_mk_op dt_mk_op_conv2d_bf16 =
+    CONV_HOOKS(dt_mk_dtype_bf16, "dtk_conv2d_bf16", "dtk_pack_bf16", "dtk_packed_size_bf16",
+               conv_run, conv_pack);
+const dt_mk_op dt_mk_op_conv2d_int8 =
+    CONV_HOOKS(dt_mk_dtype_int8, "dtk_conv2d_u8s8", "dtk_pack_u8s8", "dtk_packed_size_u8s8",
+               conv_run_u8, conv_pack_q);
+const dt_mk_op dt_mk_op_conv2d_w8a32 =
+    CONV_HOOKS(dt_mk_dtype_w8a32, "dtk_conv2d_w8", "dtk_pack_w8", "dtk_packed_size_w8",
+               conv_run, conv_pack_q);

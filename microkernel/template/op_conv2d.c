@@ -1,0 +1,68 @@
+#if DT_OP_CONV2D
+/* ---- conv2d's entry point (microkernel/template/op_conv2d.c) ---------------
+ * The implicit GEMM of an NHWC convolution: M = N·OH·OW output pixels, N =
+ * K output channels, K = R·S·C, A gathered from X block by block (the
+ * blocked sketch: into the packed panels; stream: in chunks of whole rows,
+ * op_conv2d_pre.c), never as a whole im2col; W [K][R][S][C] is the view's
+ * B, packed once by the driver's DT_FN_PACK(K, R·S·C, W, …).  A 1×1,
+ * stride-1, unpadded convolution is a dense layer on X's rows: A in place.
+ * geom: N, H, W, C, K, R, S, stride, pad, dilation. */
+enum { DT_CV_N, DT_CV_H, DT_CV_W, DT_CV_C, DT_CV_K, DT_CV_R, DT_CV_S, DT_CV_STRIDE, DT_CV_PAD,
+       DT_CV_DIL };
+
+#ifndef DT_A_ZERO
+#define DT_A_ZERO 0
+#endif
+
+/* as NULL: A is X's rows (a 1×1 convolution), C apart */
+static void dt_conv_worker(int tid, int nt, int64_t per, int64_t M, int64_t N, int64_t K,
+                           const dt_ta *X, const dt_asrc *as, const dt_tb *packed,
+                           const float *bias, dt_tc *Y, const dt_qctx *q)
+{
+    DT_THREAD_BEGIN();
+    for (int64_t i = per * tid / nt; i < per * (tid + 1) / nt; i++) {
+        dt_item it = dt_item_at(i, per, M, N);
+        dt_gemm_range(it.m0, it.m1, it.n0, it.n1, K, X, K, packed, bias, Y, N, q, as);
+    }
+    DT_THREAD_END();
+}
+
+/* Y[N·OH·OW][K] = conv(X[N][H][W][C], W) (+bias) (then the activation), W
+ * given packed (DT_FN_PACK with N = K, K = R·S·C). */
+DT_EXPORT void DT_FN_CONV2D(const int64_t *geom, const dt_ta *X DT_RUN_QPARAMS,
+                            const void *packed, const float *bias, dt_tc *Y, int nthreads)
+{
+    const int64_t R = geom[DT_CV_R], S = geom[DT_CV_S], dil = geom[DT_CV_DIL];
+    const int64_t stride = geom[DT_CV_STRIDE], pad = geom[DT_CV_PAD];
+    if (stride < 1 || pad < 0 || dil < 1)
+        return;
+    const int64_t OH = (geom[DT_CV_H] + 2 * pad - dil * (R - 1) - 1) / stride + 1;
+    const int64_t OW = (geom[DT_CV_W] + 2 * pad - dil * (S - 1) - 1) / stride + 1;
+    const int64_t M = geom[DT_CV_N] * OH * OW, N = geom[DT_CV_K], K = R * S * geom[DT_CV_C];
+    if (geom[DT_CV_H] + 2 * pad < dil * (R - 1) + 1 || geom[DT_CV_W] + 2 * pad < dil * (S - 1) + 1 ||
+        M <= 0 || N <= 0 || K <= 0)
+        return;
+#if DT_QUANT
+    dt_qctx qc;
+    dt_qctx_init(&qc, (const char *)packed + DT_PANELS_BYTES(N, K), N DT_RUN_QARGS);
+    const dt_qctx *q = &qc;
+#else
+    const dt_qctx *q = NULL;
+#endif
+    const dt_asrc src = {X, geom[DT_CV_H], geom[DT_CV_W], geom[DT_CV_C], S, OH, OW,
+                         stride, pad, dil, (dt_ta)(DT_A_ZERO)};
+    /* 1×1, stride 1, no padding: A's rows are X's */
+    const dt_asrc *as = R == 1 && S == 1 && stride == 1 && pad == 0 ? NULL : &src;
+    int nt = dt_threads(nthreads);
+    int64_t per = dt_items_per_matrix(M, N, nt);
+    if (per < nt)
+        nt = (int)per;
+    if (nt <= 1) {
+        dt_conv_worker(0, 1, per, M, N, K, X, as, (const dt_tb *)packed, bias, Y, q);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    dt_conv_worker(omp_get_thread_num(), omp_get_num_threads(), per, M, N, K, X, as,
+                   (const dt_tb *)packed, bias, Y, q);
+}
+#endif /* DT_OP_CONV2D */

@@ -1,0 +1,35 @@
+#if DT_OP_CONV2D
+/* ---- conv2d: the implicit A (microkernel/template/op_conv2d_pre.c) ---------
+ * The view's A[i][k], i = (n·OH + oh)·OW + ow, k = (r·S + s)·C + c, is
+ * X[n][oh·stride − pad + r·dil][ow·stride − pad + s·dil][c] of the NHWC
+ * image, or the padding value outside it (0; int8: its zero point, the real
+ * 0).  Along k a row is runs of C contiguous channels, one per (r, s). */
+typedef struct dt_asrc {
+    const dt_ta *x;
+    int64_t H, W, C, S, OH, OW, stride, pad, dil;
+    dt_ta zero;
+} dt_asrc;
+
+/* A[i][k0, k0 + kc) into dst */
+static void dt_gather_row(const dt_asrc *as, int64_t i, int64_t k0, int64_t kc, dt_ta *dst)
+{
+    const int64_t ow = i % as->OW, t = i / as->OW, oh = t % as->OH, n = t / as->OH;
+    const int64_t end = k0 + kc;
+    int64_t seg = k0 / as->C, c = k0 % as->C;
+    for (int64_t k = k0; k < end; seg++, c = 0) {
+        const int64_t r = seg / as->S, s = seg % as->S;
+        const int64_t len = DT_MIN(as->C - c, end - k);
+        const int64_t ih = oh * as->stride - as->pad + r * as->dil;
+        const int64_t iw = ow * as->stride - as->pad + s * as->dil;
+        if (ih >= 0 && ih < as->H && iw >= 0 && iw < as->W) {
+            memcpy(dst, as->x + ((n * as->H + ih) * as->W + iw) * as->C + c,
+                   (size_t)len * sizeof(dt_ta));
+        } else {
+            for (int64_t j = 0; j < len; j++)
+                dst[j] = as->zero;
+        }
+        dst += len;
+        k += len;
+    }
+}
+#endif /* DT_OP_CONV2D */

@@ -1,0 +1,133 @@
+/* conv2d: a 2-D convolution over NHWC images,
+ *   Y[n,oh,ow,k] = act(Σ_{r,s,c} X[n, oh·stride − pad + r·dilation,
+ *                                     ow·stride − pad + s·dilation, c] · W[k,r,s,c] + bias[k])
+ * (X read as zero outside the image), X [N,H,W,C], W [K,R,S,C] constant
+ * (weights, packed once), Y [N,OH,OW,K] with
+ *   OH = (H + 2·pad − dilation·(R−1) − 1) / stride + 1, OW likewise over W, S.
+ * Its GEMM view is the implicit GEMM of the convolution: M = N·OH·OW output
+ * pixels, N = K output channels, K = R·S·C, A[i][k] the im2col of X (never
+ * materialised: a_index names the pixel each element is read from), B = W
+ * read as K×(R·S·C), C = Y.  stride, pad and dilation are integer
+ * attributes (fixed by the key; a dim must be >= 1, a pad may be 0). */
+#include "sketch/op.h"
+
+
+enum { N, H, W, C, K, R, S };
+enum { STRIDE, PAD, DILATION, EPILOGUE };
+
+/* output extent of one spatial axis; < 1 when the window does not fit */
+static int64_t out_extent(int64_t in, int64_t win, const int *attrs)
+{
+    int64_t span = (int64_t)attrs[DILATION] * (win - 1) + 1;
+    int64_t room = in + 2 * (int64_t)attrs[PAD] - span;
+    return room < 0 ? 0 : room / attrs[STRIDE] + 1;
+}
+
+static double conv_flops(const int64_t *d, const int *attrs)
+{
+    return 2.0 * (double)d[N] * (double)out_extent(d[H], d[R], attrs) *
+           (double)out_extent(d[W], d[S], attrs) * (double)d[K] * (double)d[R] * (double)d[S] *
+           (double)d[C];
+}
+
+static int conv_check(const int64_t *d, const int *attrs, dt_err *e)
+{
+    static const char *const axis[2] = {"height", "width"};
+    const int in[2] = {H, W}, win[2] = {R, S};
+    for (int a = 0; a < 2; a++) {
+        /* the window's span must fit in int64 before it is compared */
+        if (d[win[a]] > INT32_MAX || d[in[a]] > INT32_MAX)
+            return dt_errf(e, DT_EOVERFLOW, "conv2d: %s or %s above 2^31", a ? "W" : "H",
+                           a ? "S" : "R");
+        if (out_extent(d[in[a]], d[win[a]], attrs) < 1)
+            return dt_errf(e, DT_EINVAL,
+                           "conv2d: the output %s is 0: %s=%lld with pad=%d on each side is "
+                           "smaller than the window's span dilation*(%s-1)+1 = %lld",
+                           axis[a], a ? "W" : "H", (long long)d[in[a]], attrs[PAD],
+                           a ? "S" : "R",
+                           (long long)attrs[DILATION] * (d[win[a]] - 1) + 1);
+    }
+    int64_t oh = out_extent(d[H], d[R], attrs), ow = out_extent(d[W], d[S], attrs), r;
+    int64_t x[] = {d[N], d[H], d[W], d[C]}, w[] = {d[K], d[R], d[S], d[C]};
+    int64_t y[] = {d[N], oh, ow, d[K]}, f[] = {2, d[N], oh, ow, d[K], d[R], d[S], d[C]};
+    int rc;
+    if ((rc = dt_checked_product(x, 4, "X size N*H*W*C", &r, e)) ||
+        (rc = dt_checked_product(w, 4, "W size K*R*S*C", &r, e)) ||
+        (rc = dt_checked_product(y, 4, "Y size N*OH*OW*K", &r, e)) ||
+        (rc = dt_checked_product(f, 8, "flop count 2*N*OH*OW*K*R*S*C", &r, e)))
+        return rc;
+    return 0;
+}
+
+/* epilogue values: none, bias, relu, gelu, bias+relu, bias+gelu (dense's) */
+static const int epi_bias[] = {0, 1, 0, 0, 1, 1};
+static const int epi_act[] = {DT_ACT_NONE, DT_ACT_NONE, DT_ACT_RELU,
+                              DT_ACT_GELU, DT_ACT_RELU, DT_ACT_GELU};
+
+/* Roles name no single dim: M, N·OH·OW; K, R·S·C (N is the dim K). */
+static void conv_gemm(const int *attrs, const int64_t *dims, dt_gemm *g)
+{
+    g->dim[DT_ROLE_BATCH] = -1;
+    g->dim[DT_ROLE_M] = -1;
+    g->dim[DT_ROLE_N] = K;
+    g->dim[DT_ROLE_K] = -1;
+    g->batched = 0;
+    if (dims) {
+        g->batch = 1;
+        g->M = dims[N] * out_extent(dims[H], dims[R], attrs) * out_extent(dims[W], dims[S], attrs);
+        g->N = dims[K];
+        g->K = dims[R] * dims[S] * dims[C];
+    }
+    g->b_trans = 1;
+    g->b_const = 1;
+    g->bias = epi_bias[attrs[EPILOGUE]];
+    g->act = epi_act[attrs[EPILOGUE]];
+}
+
+static int64_t conv_a_elems(const int64_t *d, const int *attrs)
+{
+    (void)attrs;
+    return d[N] * d[H] * d[W] * d[C];
+}
+
+/* Row i of A: i = (n·OH + oh)·OW + ow, column k = (r·S + s)·C + c. */
+static void conv_a_row(const int64_t *d, const int *attrs, int64_t i, int64_t *index)
+{
+    const int64_t oh_n = out_extent(d[H], d[R], attrs), ow_n = out_extent(d[W], d[S], attrs);
+    const int64_t ow = i % ow_n, oh = i / ow_n % oh_n, n = i / ow_n / oh_n;
+    for (int64_t r = 0; r < d[R]; r++)
+        for (int64_t s = 0; s < d[S]; s++) {
+            const int64_t ih = oh * attrs[STRIDE] - attrs[PAD] + r * attrs[DILATION];
+            const int64_t iw = ow * attrs[STRIDE] - attrs[PAD] + s * attrs[DILATION];
+            const int inside = ih >= 0 && ih < d[H] && iw >= 0 && iw < d[W];
+            const int64_t at = ((n * d[H] + ih) * d[W] + iw) * d[C];
+            for (int64_t c = 0; c < d[C]; c++)
+                *index++ = inside ? at + c : -1;
+        }
+}
+
+const dt_op_desc dt_op_conv2d = {
+    .name = "conv2d",
+    .summary = "Y[N,OH,OW,K] = X[N,H,W,C] (*) W[K,R,S,C], NHWC, stride/pad/dilation, "
+               "optional bias/relu/gelu",
+    .ndims = 7,
+    .dims = {"N", "H", "W", "C", "K", "R", "S"},
+    .nattrs = 4,
+    .attrs = {{.name = "stride", .integer = 1, .min = 1, .max = 64, .default_index = 1,
+               .always_print = 1},
+              {.name = "pad", .integer = 1, .min = 0, .max = 1024, .default_index = 0,
+               .always_print = 1},
+              {.name = "dilation", .integer = 1, .min = 1, .max = 64, .default_index = 1},
+              {.name = "epilogue",
+               .nvalues = 6,
+               .values = {"none", "bias", "relu", "gelu", "bias+relu", "bias+gelu"},
+               .default_index = 0,
+               .always_print = 0}},
+    .flops = conv_flops,
+    .check = conv_check,
+    .gemm = conv_gemm,
+    .dtypes = DT_DTYPE_BIT(DT_DTYPE_F32) | DT_DTYPE_BIT(DT_DTYPE_BF16) |
+              DT_DTYPE_BIT(DT_DTYPE_INT8) | DT_DTYPE_BIT(DT_DTYPE_W8A32),
+    .a_elems = conv_a_elems,
+    .a_row = conv_a_row,
+};

@@ -1,0 +1,257 @@
+/* conv2d (issue 31, points 3-4; sketch/op_conv2d.c, microkernel/op_conv2d.c,
+ * template/op_conv2d*.c and the driver's implicit A):
+ *   - the op: keys parsed and printed back, integer attributes and their
+ *     errors, impossible shapes refused with the axis named, the GEMM view's
+ *     sizes (M = N·OH·OW, N = K, K = R·S·C) and FLOPs, the implicit A's
+ *     gather (a_row) against a direct loop over the convolution's sum;
+ *   - the operands: Aref of an implicit A is the im2col of the input;
+ *   - the kernels: every back-end row of f32, bf16, int8 and w8a32 (the AMX
+ *     tiles on the emulation everywhere AVX-512 runs and natively where AMX
+ *     is usable), annotations of both sketches, each verified on odd
+ *     convolutions — H or W = 1, stride 2, padding larger than the window,
+ *     dilation 2, a 1×1 (A read in place), a 7×7 stride-2 stem, batch 3 —
+ *     at 1 and 2 threads against the f64 reference. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/target.h"
+#include "microkernel/build.h"
+#include "microkernel/codegen.h"
+#include "microkernel/loader.h"
+#include "microkernel/mk_op.h"
+#include "microkernel/operands.h"
+#include "microkernel/reference.h"
+#include "sketch/backend.h"
+#include "sketch/workload.h"
+#include "tests/dt_test.h"
+
+static char *g_dir;
+static dt_builder g_b;     /* -Wall -Wextra -Werror: kernels build warning-free */
+static dt_builder g_emu_b; /* the same on the AMX tile emulation */
+static dt_target g_target;
+static dt_target g_amx;
+
+static int setup(void)
+{
+    if (dt_test_kernel_setup(&g_dir, &g_target, &g_b,
+                             DT_BUILD_DEFAULT_FLAGS " -Wall -Wextra -Werror "
+                                                    "-Wno-unused-const-variable"))
+        return 1;
+    dt_test_amx_emulation(&g_b, &g_target, &g_emu_b, &g_amx);
+    return 0;
+}
+
+static int teardown(void) { return dt_test_kernel_teardown(&g_dir); }
+
+static const dt_op_desc *conv(void)
+{
+    const dt_op_desc *op = dt_op_find("conv2d");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(op);
+    return op;
+}
+
+/* ---- the op ------------------------------------------------------------------ */
+
+static void test_keys(void)
+{
+    static const struct {
+        const char *in, *out;
+    } ok[] = {
+        {"conv2d(N=1..8,H=32..128:32,W=32..128:32,C=64,K=64,R=3,S=3,stride=1,pad=1)",
+         "conv2d(N=1..8,H=32..128:32,W=32..128:32,C=64,K=64,R=3,S=3,stride=1,pad=1)"},
+        /* defaults printed: stride and pad always, dilation and epilogue when set */
+        {"conv2d(N=1,H=7,W=7,C=3,K=8,R=1,S=1)",
+         "conv2d(N=1,H=7,W=7,C=3,K=8,R=1,S=1,stride=1,pad=0)"},
+        {"conv2d(N=2,H=9,W=9,C=3,K=8,R=3,S=3,stride=2,pad=0,dilation=2,epilogue=bias+relu)",
+         "conv2d(N=2,H=9,W=9,C=3,K=8,R=3,S=3,stride=2,pad=0,dilation=2,epilogue=bias+relu)"},
+        {"conv2d(N=1,H=9,W=9,C=4,K=8,R=3,S=3,stride=1,pad=1,dtype=int8)",
+         "conv2d(N=1,H=9,W=9,C=4,K=8,R=3,S=3,stride=1,pad=1,dtype=int8)"},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        dt_workload *w = NULL;
+        dt_err e;
+        int rc = dt_workload_parse_key(ok[i].in, &w, &e);
+        if (rc)
+            fprintf(stderr, "\n  %s: %s\n", ok[i].in, e.msg);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        char key[512];
+        dt_workload_key(w, key, sizeof key);
+        if (strcmp(key, ok[i].out) != 0)
+            fprintf(stderr, "\n  %s printed as %s\n", ok[i].in, key);
+        CU_ASSERT_STRING_EQUAL(key, ok[i].out);
+        dt_workload_free(w);
+    }
+    static const struct {
+        const char *in, *msg;
+    } bad[] = {
+        /* the window does not fit the padded image at H = 2 */
+        {"conv2d(N=1,H=2..8,W=8,C=3,K=8,R=5,S=5,stride=1,pad=0)", "output height is 0"},
+        {"conv2d(N=1,H=8,W=3,C=3,K=8,R=3,S=3,stride=1,pad=0,dilation=2)", "output width is 0"},
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=0,pad=1)", "an integer in 1..64"},
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=-1)", "an integer in 0..1024"},
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=x)", "pad"},
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,dtype=f32_bf16)", "not available for conv2d"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        dt_workload *w = NULL;
+        dt_err e;
+        int rc = dt_workload_parse_key(bad[i].in, &w, &e);
+        CU_ASSERT_NOT_EQUAL(rc, 0);
+        if (rc && !strstr(e.msg, bad[i].msg))
+            fprintf(stderr, "\n  %s: '%s' lacks '%s'\n", bad[i].in, e.msg, bad[i].msg);
+        CU_ASSERT(rc && strstr(e.msg, bad[i].msg));
+        dt_workload_free(w);
+    }
+}
+
+static void test_gemm_view(void)
+{
+    const dt_op_desc *op = conv();
+    /* N H W C K R S; stride 2, pad 1, dilation 1, bias+gelu */
+    int64_t d[] = {2, 9, 10, 3, 8, 3, 3};
+    int attrs[] = {2, 1, 1, 5};
+    dt_gemm g;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_op_gemm(op, attrs, d, &g, &e), 0);
+    /* OH = (9 + 2 - 3) / 2 + 1 = 5, OW = (10 + 2 - 3) / 2 + 1 = 5 */
+    CU_ASSERT_EQUAL(g.M, 2 * 5 * 5);
+    CU_ASSERT_EQUAL(g.N, 8);
+    CU_ASSERT_EQUAL(g.K, 27);
+    CU_ASSERT_EQUAL(g.batch, 1);
+    CU_ASSERT(g.b_const && g.b_trans && g.bias && g.act == DT_ACT_GELU);
+    CU_ASSERT_PTR_EQUAL(g.op, op);
+    CU_ASSERT_EQUAL(g.dims[3], 3);
+    CU_ASSERT_EQUAL(g.attrs[0], 2);
+    CU_ASSERT_DOUBLE_EQUAL(op->flops(d, attrs), 2.0 * 50 * 8 * 27, 1e-9);
+    /* without dims: roles and flags only, no problem */
+    CU_ASSERT_EQUAL_FATAL(dt_op_gemm(op, NULL, NULL, &g, &e), 0);
+    CU_ASSERT_PTR_NULL(g.op);
+    CU_ASSERT_EQUAL(g.dim[DT_ROLE_N], 4);
+    CU_ASSERT_EQUAL(g.dim[DT_ROLE_M], -1);
+    CU_ASSERT_EQUAL(g.dim[DT_ROLE_K], -1);
+}
+
+/* a_row against the convolution's definition, and the operands' Aref */
+static void test_implicit_a(void)
+{
+    const dt_op_desc *op = conv();
+    static const int64_t dims[][7] = {{2, 5, 6, 3, 4, 3, 2}, {1, 1, 7, 2, 3, 1, 3},
+                                      {1, 4, 3, 2, 2, 3, 3}};
+    static const int attrs[][4] = {{2, 1, 1, 0}, {1, 1, 2, 0}, {1, 4, 1, 1}};
+    for (int t = 0; t < 3; t++) {
+        const int64_t *d = dims[t];
+        const int *at = attrs[t];
+        dt_gemm g;
+        dt_err e;
+        CU_ASSERT_EQUAL_FATAL(op->check(d, at, &e), 0);
+        CU_ASSERT_EQUAL_FATAL(dt_op_gemm(op, at, d, &g, &e), 0);
+        const int64_t OH = (d[1] + 2 * at[1] - at[2] * (d[5] - 1) - 1) / at[0] + 1;
+        const int64_t OW = (d[2] + 2 * at[1] - at[2] * (d[6] - 1) - 1) / at[0] + 1;
+        CU_ASSERT_EQUAL(g.M, d[0] * OH * OW);
+        CU_ASSERT_EQUAL(op->a_elems(d, at), d[0] * d[1] * d[2] * d[3]);
+        dt_operands o;
+        CU_ASSERT_EQUAL_FATAL(dt_operands_make(&o, DT_DTYPE_F32, &g, 0, 7 + (uint64_t)t, &e), 0);
+        const float *X = o.A;
+        int64_t *index = malloc((size_t)g.K * sizeof *index);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(index);
+        int bad = 0;
+        for (int64_t n = 0; n < d[0]; n++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    const int64_t i = (n * OH + oh) * OW + ow;
+                    op->a_row(d, at, i, index);
+                    for (int64_t r = 0; r < d[5]; r++)
+                        for (int64_t s = 0; s < d[6]; s++)
+                            for (int64_t c = 0; c < d[3]; c++) {
+                                const int64_t k = (r * d[6] + s) * d[3] + c;
+                                const int64_t ih = oh * at[0] - at[1] + r * at[2];
+                                const int64_t iw = ow * at[0] - at[1] + s * at[2];
+                                const int in = ih >= 0 && ih < d[1] && iw >= 0 && iw < d[2];
+                                const int64_t want =
+                                    in ? ((n * d[1] + ih) * d[2] + iw) * d[3] + c : -1;
+                                bad += index[k] != want;
+                                bad += o.Aref[i * g.K + k] != (in ? X[want] : 0.0f);
+                            }
+                }
+        CU_ASSERT_EQUAL(bad, 0);
+        free(index);
+        dt_operands_free(&o);
+    }
+}
+
+/* ---- the kernels ------------------------------------------------------------- */
+
+/* N H W C K R S, stride pad dilation */
+static const int64_t g_shapes[][10] = {
+    {1, 1, 1, 3, 5, 1, 1, 1, 0, 1},   /* H = W = 1, 1×1: A in place */
+    {2, 8, 8, 16, 33, 1, 1, 1, 0, 1}, /* 1×1 on a batch, N past a strip */
+    {2, 7, 5, 3, 17, 3, 3, 1, 1, 1},  /* 3×3 same padding */
+    {1, 9, 9, 4, 8, 3, 3, 2, 1, 1},   /* stride 2 */
+    {1, 4, 3, 2, 6, 3, 3, 1, 4, 1},   /* padding larger than the window */
+    {1, 10, 11, 5, 9, 3, 3, 1, 2, 2}, /* dilation 2 */
+    {1, 1, 13, 3, 4, 1, 3, 1, 1, 1},  /* H = 1: a 1-D convolution */
+    {1, 12, 1, 7, 5, 3, 1, 2, 1, 1},  /* W = 1, stride 2 */
+    {3, 15, 14, 3, 16, 7, 7, 2, 3, 1}, /* a 7×7 stride-2 stem, batch 3 */
+    {1, 6, 6, 37, 20, 3, 3, 1, 1, 1}, /* K = R·S·C = 333: several K blocks */
+};
+
+static int check_conv(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
+                      dt_err *e)
+{
+    (void)a;
+    for (int t = 1; t <= 2; t++)
+        for (size_t i = 0; i < sizeof g_shapes / sizeof g_shapes[0]; i++) {
+            dt_kernel_op op = *kop;
+            op.attrs[0] = (int)g_shapes[i][7];
+            op.attrs[1] = (int)g_shapes[i][8];
+            op.attrs[2] = (int)g_shapes[i][9];
+            int rc = dt_verify_kernel_dims(k, &op, g_shapes[i], t, 4000 + i, e);
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
+static const char *const g_f32_ops[] = {
+    "conv2d(N=1..2,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=1)",
+    "conv2d(N=1..2,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=1,epilogue=bias+relu)",
+    "conv2d(N=1..2,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=1,epilogue=bias+gelu)",
+    "conv2d(N=1..2,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=1,epilogue=relu)",
+};
+
+static void every_row(dt_dtype d, const char *suffix, int per, uint64_t seed)
+{
+    const char *ops[4];
+    char keys[4][160];
+    for (int i = 0; i < 4; i++) {
+        snprintf(keys[i], sizeof keys[i], "%.*s%s)", (int)strlen(g_f32_ops[i]) - 1, g_f32_ops[i],
+                 suffix);
+        ops[i] = keys[i];
+    }
+    int rows = dt_test_verify_dtype_rows(d, ops, 4, per, seed, &g_b, &g_emu_b, &g_target, &g_amx,
+                                         check_conv);
+    CU_ASSERT(rows >= 1);
+}
+
+static void test_f32(void) { every_row(DT_DTYPE_F32, "", 3, 31001); }
+static void test_bf16(void) { every_row(DT_DTYPE_BF16, ",dtype=bf16", 3, 31002); }
+static void test_int8(void) { every_row(DT_DTYPE_INT8, ",dtype=int8", 3, 31003); }
+static void test_w8a32(void) { every_row(DT_DTYPE_W8A32, ",dtype=w8a32", 2, 31004); }
+
+int main(void)
+{
+    CU_TestInfo tests[] = {
+        {"keys: parse, print, integer attributes, impossible shapes", test_keys},
+        {"the GEMM view: M = N*OH*OW, N = K, K = R*S*C, FLOPs", test_gemm_view},
+        {"the implicit A: a_row and the operands against the definition", test_implicit_a},
+        {"f32 kernels, every row, both sketches, odd convolutions", test_f32},
+        {"bf16 kernels (AMX emulated and native), odd convolutions", test_bf16},
+        {"int8 kernels (zero-point padding), odd convolutions", test_int8},
+        {"w8a32 kernels, odd convolutions", test_w8a32},
+        CU_TEST_INFO_NULL,
+    };
+    CU_SuiteInfo suites[] = {{"conv2d", setup, teardown, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
+    return dt_test_main(suites);
+}
