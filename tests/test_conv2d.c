@@ -240,6 +240,47 @@ static void test_bf16(void) { every_row(DT_DTYPE_BF16, ",dtype=bf16", 3, 31002);
 static void test_int8(void) { every_row(DT_DTYPE_INT8, ",dtype=int8", 3, 31003); }
 static void test_w8a32(void) { every_row(DT_DTYPE_W8A32, ",dtype=w8a32", 2, 31004); }
 
+/* ---- end to end ---------------------------------------------------------------- */
+
+/* dtune tune on a conv2d key with three variables (a box schedule), then
+ * dtune query inside the tuned boxes and far outside them (an image size
+ * never tuned: extrapolated, the nearest box's kernel), --json. */
+static void test_e2e_tune_query(void)
+{
+    static const char key[] =
+        "conv2d(N=1..2,H=8..16:4,W=8..16:8,C=16,K=32,R=3,S=3,stride=1,pad=1,epilogue=bias+relu)";
+    char *dir = dt_test_tmpdir();
+    char args[1024];
+    snprintf(args, sizeof args, "tune '%s' --db '%s/c.db' --trials 24 --threads 1 --min-time 0.2 "
+                                "--json", key, dir);
+    int code;
+    json_t *t = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL(code, 0);
+    CU_ASSERT_PTR_NOT_NULL(t);
+    if (t) {
+        json_t *w = json_array_get(json_object_get(t, "workloads"), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_object_get(w, "workload")),
+                                      "conv2d(N=1..2,H=8..16:4,"));
+        CU_ASSERT(json_integer_value(json_object_get(w, "ranges")) >= 1);
+        json_decref(t);
+    }
+    snprintf(args, sizeof args, "query '%s' --db '%s/c.db' --shape N=2,H=12,W=16 "
+                                "--shape N=1,H=600,W=1080 --json", key, dir);
+    json_t *q = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL(code, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    json_t *rows = json_is_array(q) ? q : json_object_get(q, "lookups");
+    CU_ASSERT_EQUAL(json_array_size(rows), 2);
+    json_t *in = json_array_get(rows, 0), *out = json_array_get(rows, 1);
+    CU_ASSERT(json_is_false(json_object_get(in, "extrapolated")));
+    CU_ASSERT(json_is_true(json_object_get(out, "extrapolated")));
+    CU_ASSERT(json_integer_value(json_object_get(out, "kernel_id")) > 0);
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(json_object_get(in, "box"), "H"));
+    json_decref(q);
+    dt_test_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -250,6 +291,7 @@ int main(void)
         {"bf16 kernels (AMX emulated and native), odd convolutions", test_bf16},
         {"int8 kernels (zero-point padding), odd convolutions", test_int8},
         {"w8a32 kernels, odd convolutions", test_w8a32},
+        {"dtune tune and query on a conv2d key with three variables", test_e2e_tune_query},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"conv2d", setup, teardown, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
