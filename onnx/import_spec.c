@@ -164,11 +164,9 @@ static int op_key(const dt_ox_graph *g, const dt_ox_op *op, const dt_var *vars, 
     for (int d = 0; d < op->op->ndims && !rc; d++)
         if (!(w->dims[d] = dt_expr_clone(op->dims[d])))
             rc = dt_errf(e, DT_ENOMEM, "out of memory");
-    w->attrs[0] = dt_attr_value_index(&op->op->attrs[0], op->attr);
+    for (int a = 0; a < op->op->nattrs; a++)
+        w->attrs[a] = dt_ox_op_attr_value(op, a);
     w->dtype = op->dtype;
-    if (!rc && w->attrs[0] < 0)
-        rc = dt_errf(e, DT_EINVAL, "%s has no %s '%s'", op->op->name, op->op->attrs[0].name,
-                     op->attr);
     for (int v = 0; v < nvars && !rc; v++) {
         int used = 0;
         for (int d = 0; d < op->op->ndims; d++)
@@ -330,9 +328,15 @@ static json_t *op_json(const dt_ox_op *op, const spec_op *so)
         }
         json_object_set_new(o, op->op->dims[d], v);
     }
-    const dt_attr_desc *a = &op->op->attrs[0];
-    if (a->always_print || strcmp(op->attr, a->values[a->default_index]))
-        json_object_set_new(o, a->name, json_string(op->attr));
+    for (int k = 0; k < op->op->nattrs; k++) {
+        const dt_attr_desc *a = &op->op->attrs[k];
+        int v = dt_ox_op_attr_value(op, k);
+        if (!a->always_print && v == a->default_index)
+            continue;
+        char buf[32];
+        json_object_set_new(o, a->name, a->integer ? json_integer(v)
+                                                   : json_string(dt_attr_text(a, v, buf)));
+    }
     if (op->dtype != DT_DTYPE_F32)
         json_object_set_new(o, "dtype", json_string(dt_dtype_name(op->dtype)));
     json_object_set_new(o, "count", json_integer(so->count));
@@ -375,8 +379,8 @@ int dt_ox_spec_write(const dt_ox_graph *g, const dt_ox_wl *wl, const char *name,
     if (wl->nops == 0) {
         char *d = description(g, wl);
         const char *list = d ? strstr(d, "not tuned: ") : NULL;
-        int rc = dt_errf(e, DT_EINVAL, "%s: nothing to tune: no MatMul or Gemm dtune's ops "
-                         "express (%s)", g->source, list ? list : "no nodes");
+        int rc = dt_errf(e, DT_EINVAL, "%s: nothing to tune: no MatMul, Gemm or Conv dtune's "
+                         "ops express (%s)", g->source, list ? list : "no nodes");
         free(d);
         return rc;
     }

@@ -22,6 +22,21 @@ void dt_ox_wl_free(dt_ox_wl *w)
     free(w);
 }
 
+int dt_ox_op_attr(dt_ox_op *op, const char *name, const char *text)
+{
+    int a = dt_op_attr_index(op->op, name), v;
+    if (a < 0 || dt_attr_parse(&op->op->attrs[a], text, &v))
+        return -1;
+    op->attrs[a] = v;
+    op->attrs_set |= 1u << a;
+    return 0;
+}
+
+int dt_ox_op_attr_value(const dt_ox_op *op, int a)
+{
+    return op->attrs_set & (1u << a) ? op->attrs[a] : op->op->attrs[a].default_index;
+}
+
 /* How node i may be absorbed: 0 not at all, 1 into any op, 2 only into a
  * quantized op (it quantizes that op's input). */
 static int absorb_kind(const dt_ox_wctx *c, int i)
@@ -102,6 +117,8 @@ int dt_ox_extract(const dt_ox_graph *g, const dt_ox_shapes *s, dt_ox_wl **out, d
             rc = dt_ox_match_matmul(&c, i);
         else if (dt_ox_is(nd, "MatMulInteger"))
             rc = dt_ox_match_matmul_integer(&c, i);
+        else if (dt_ox_is(nd, "Conv"))
+            rc = dt_ox_match_conv(&c, i);
     }
     if (!rc) {
         absorb(&c);

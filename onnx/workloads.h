@@ -23,13 +23,15 @@
 #include "sketch/dtype.h"
 #include "sketch/op.h"
 
-/* One extracted op: an op of the registry with its dims, one attribute
- * value and its dtype. */
+/* One extracted op: an op of the registry with its dims, its attribute
+ * values and its dtype. */
 typedef struct {
     int node;                /* the GEMM node: names the op in the spec and in messages */
-    const dt_op_desc *op;    /* dense or batch_matmul */
+    const dt_op_desc *op;    /* dense, batch_matmul or conv2d */
     dt_expr *dims[DT_MAX_DIMS]; /* op->ndims canonical exprs over the model variables (owned) */
-    const char *attr;        /* the value of op->attrs[0] (epilogue or layout) */
+    int attrs[DT_MAX_ATTRS]; /* attribute a's value as a workload holds it (an index, or the
+                                number) when bit a of attrs_set is set (dt_ox_op_attr) */
+    unsigned attrs_set;      /* else the attribute has its default */
     dt_dtype dtype;
     int nnodes;              /* graph nodes it covers, the GEMM node included */
 } dt_ox_op;
@@ -49,5 +51,11 @@ typedef struct {
  * saying why. */
 int dt_ox_extract(const dt_ox_graph *g, const dt_ox_shapes *s, dt_ox_wl **out, dt_err *e);
 void dt_ox_wl_free(dt_ox_wl *w);
+
+/* Sets op's attribute `name` from its text ("bias+relu", "NT", "2"): 0, or
+ * -1 when op has no such attribute or value (a bug of the matcher). */
+int dt_ox_op_attr(dt_ox_op *op, const char *name, const char *text);
+/* The value of op's attribute a: the one set, else the default. */
+int dt_ox_op_attr_value(const dt_ox_op *op, int a);
 
 #endif

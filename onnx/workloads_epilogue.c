@@ -1,5 +1,5 @@
-/* A dense's epilogue: the bias Add and the activation after the GEMM
- * (docs/onnx-import.md, "Patterns").
+/* The epilogue of a dense or a conv2d: the bias Add and the activation
+ * after the GEMM or Conv (docs/onnx-import.md, "Patterns").
  *
  * GELU is dtune's erf form, 0.5·x·(1 + erf(x/√2)): the Gelu op (default
  * domain with approximate="none", com.microsoft Gelu, BiasGelu with its
@@ -108,10 +108,32 @@ static int match_erf_gelu(const dt_ox_wctx *c, const char *x, int *nodes)
     return 0;
 }
 
+/* 1 when tensor is a constant float vector of n elements along axis `axis`
+ * (-1: the last) of a result x of rank `rank`: every other dim 1, with
+ * numpy broadcasting's leading ones optional ([n], [1, n] along the last
+ * axis; [n, 1, 1], [1, n, 1, 1] along NCHW's channels). */
+static int bias_vector(const dt_ox_wctx *c, const char *tensor, const dt_expr *n, int rank,
+                       int axis)
+{
+    if (axis < 0 || axis == rank - 1)
+        return dt_ox_const_vector(c, tensor, n, rank);
+    const dt_ox_shape *sh = dt_ox_wshape(c, tensor);
+    if (!sh || !sh->is_const || sh->rank < rank - axis || sh->rank > rank ||
+        (sh->elem_type != DT_OX_FLOAT && sh->elem_type != DT_OX_BFLOAT16))
+        return 0;
+    int at = sh->rank - (rank - axis); /* axis, right-aligned */
+    for (int i = 0; i < sh->rank; i++) {
+        const dt_expr *d = sh->dims[i];
+        if (i == at ? !dt_expr_equal(d, n) : d->kind != DT_EXPR_CONST || d->value != 1)
+            return 0;
+    }
+    return 1;
+}
+
 /* Node i as a single-node activation of x: 1 with *act ("relu", "gelu"),
  * *adds_bias set for BiasGelu (bias and GELU in one node). */
 static int match_act_node(const dt_ox_wctx *c, int i, const char *x, const dt_expr *n,
-                          const char **act, int *adds_bias)
+                          int axis, const char **act, int *adds_bias)
 {
     const dt_ox_node *nd = node_at(c, i);
     *adds_bias = 0;
@@ -134,7 +156,7 @@ static int match_act_node(const dt_ox_wctx *c, int i, const char *x, const dt_ex
     }
     if (dt_ox_is_ms(nd, "BiasGelu") && nd->ninputs == 2) {
         const dt_ox_shape *xs = dt_ox_wshape(c, x);
-        if (!xs || !dt_ox_const_vector(c, nd->inputs[1], n, xs->rank))
+        if (!xs || !bias_vector(c, nd->inputs[1], n, xs->rank, axis))
             return 0;
         *act = "gelu";
         *adds_bias = 1;
@@ -143,8 +165,8 @@ static int match_act_node(const dt_ox_wctx *c, int i, const char *x, const dt_ex
     return 0;
 }
 
-int dt_ox_match_epilogue(dt_ox_wctx *c, const char *y, const dt_expr *n, int has_bias,
-                         dt_ox_fused *f, const char **epilogue)
+int dt_ox_match_epilogue(dt_ox_wctx *c, const char *y, const dt_expr *n, int axis,
+                         int has_bias, dt_ox_fused *f, const char **epilogue)
 {
     int bias = has_bias;
     const char *cur = y;
@@ -157,7 +179,7 @@ int dt_ox_match_epilogue(dt_ox_wctx *c, const char *y, const dt_expr *n, int has
         const dt_ox_node *an = add >= 0 ? node_at(c, add) : NULL;
         int o = an ? dt_ox_other_input(an, cur) : -1;
         if (an && dt_ox_is(an, "Add") && o >= 0 &&
-            dt_ox_const_vector(c, an->inputs[o], n, ys->rank) && keeps_shape(c, add, ys) &&
+            bias_vector(c, an->inputs[o], n, ys->rank, axis) && keeps_shape(c, add, ys) &&
             dt_ox_fuse(f, add) == 0) {
             bias = 1;
             cur = an->outputs[0];
@@ -166,7 +188,7 @@ int dt_ox_match_epilogue(dt_ox_wctx *c, const char *y, const dt_expr *n, int has
     const char *act = NULL;
     int act_node = dt_ox_sole_consumer(c, cur), adds_bias = 0;
     int gelu[5];
-    if (act_node >= 0 && match_act_node(c, act_node, cur, n, &act, &adds_bias) &&
+    if (act_node >= 0 && match_act_node(c, act_node, cur, n, axis, &act, &adds_bias) &&
         !(adds_bias && bias) && f->n + 1 <= DT_OX_MAX_FUSED) {
         dt_ox_fuse(f, act_node);
         bias |= adds_bias;

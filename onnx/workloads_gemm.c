@@ -49,10 +49,12 @@ int dt_ox_finish_dense(dt_ox_wctx *c, dt_ox_dense *d)
     int rc = dt_ox_product(c, d->node, a->dims, a->rank - 1, &m);
     if (rc)
         return rc;
-    if ((rc = dt_ox_match_epilogue(c, d->y, d->n, d->bias, &d->f, &op.attr))) {
+    const char *epilogue;
+    if ((rc = dt_ox_match_epilogue(c, d->y, d->n, -1, d->bias, &d->f, &epilogue))) {
         dt_expr_free(m);
         return rc;
     }
+    dt_ox_op_attr(&op, "epilogue", epilogue);
     if (!(n = dt_expr_clone(d->n)) || !(k = dt_expr_clone(d->k))) {
         dt_expr_free(m);
         dt_expr_free(n);
@@ -191,7 +193,7 @@ static int match_bmm(dt_ox_wctx *c, int i, const dt_ox_shape *a, const dt_ox_sha
         return dt_ox_reject(c, i, "the operands' K dims differ");
     dt_ox_fused f = {0};
     dt_ox_fuse(&f, i);
-    op.attr = trans_b ? "NT" : "NN";
+    dt_ox_op_attr(&op, "layout", trans_b ? "NT" : "NN");
     /* B made by Transposes and Reshapes that take K (B's axis r-2) from the
      * last axis of the tensor they start from: the op reads that source as
      * N×K.  The Transposes and Reshapes stay listed (data movement), as the
@@ -202,7 +204,7 @@ static int match_bmm(dt_ox_wctx *c, int i, const dt_ox_shape *a, const dt_ox_sha
         if (nt < 0)
             return nt;
         if (nt)
-            op.attr = "NT";
+            dt_ox_op_attr(&op, "layout", "NT");
     }
     dt_expr *bx = NULL, *mx = NULL, *nx = NULL, *kx = NULL;
     int rc = dt_ox_product(c, i, a->dims, r - 2, &bx);

@@ -106,13 +106,19 @@ typedef struct {
  * activation), the op added.  workloads_gemm.c. */
 int dt_ox_finish_dense(dt_ox_wctx *c, dt_ox_dense *d);
 
-/* The epilogue after y (a result whose last dim is n): an optional bias Add
- * (skipped when has_bias), then an optional Relu or GELU (Gelu, com.microsoft
- * Gelu / BiasGelu, or the erf pattern).  Adds the nodes to f and sets
- * *epilogue to a dense epilogue value ("none", "bias", "bias+gelu", ...).
- * workloads_epilogue.c. */
-int dt_ox_match_epilogue(dt_ox_wctx *c, const char *y, const dt_expr *n, int has_bias,
-                         dt_ox_fused *f, const char **epilogue);
+/* The epilogue after y (a result whose dim `axis` is n, the channels a
+ * bias runs along: -1 for the last, a dense's N; 1 for a Conv's NCHW
+ * result): an optional bias Add (skipped when has_bias), then an optional
+ * Relu or GELU (Gelu, com.microsoft Gelu / BiasGelu, or the erf pattern).
+ * Adds the nodes to f and sets *epilogue to an epilogue value of dense and
+ * conv2d ("none", "bias", "bias+gelu", ...).  workloads_epilogue.c. */
+int dt_ox_match_epilogue(dt_ox_wctx *c, const char *y, const dt_expr *n, int axis,
+                         int has_bias, dt_ox_fused *f, const char **epilogue);
+
+/* Conv as conv2d (2-D, or 1-D with H = R = 1), its bias input and the
+ * epilogue after it; any other Conv rejected with the reason.
+ * workloads_conv.c. */
+int dt_ox_match_conv(dt_ox_wctx *c, int node);
 
 /* MatMul and Gemm: dense (constant weight), batch_matmul (two activations),
  * or a weight DequantizeLinear'd from int8 (handed to dt_ox_match_qdq).

@@ -15,7 +15,8 @@ typedef dt_ox_kind kind;
 /* The reason of each kind (a kind's nodes without a reason of their own). */
 static const char *const kind_why[] = {
     [DT_OX_KIND_GEMM] = NULL,
-    [DT_OX_KIND_CONV] = "conv2d is not a dtune op yet",
+    [DT_OX_KIND_CONV] = "a convolution conv2d does not express (transposed, or quantized "
+                         "as ConvInteger or QLinearConv)",
     [DT_OX_KIND_SOFTMAX] = "softmax: not a GEMM",
     [DT_OX_KIND_NORM] = "normalization: not a GEMM",
     [DT_OX_KIND_REDUCE] = "reduction: not a GEMM",

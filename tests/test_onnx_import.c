@@ -251,28 +251,30 @@ static void test_gpt2_batched(void)
     dt_ox_import_free(imp);
 }
 
-/* ViT: the patch embedding's Conv is listed, not tuned; M = 197·batch. */
+/* ViT: the patch embedding's Conv is a conv2d (16x16, stride 16, its bias);
+ * M = 197·batch. */
 static void test_vit(void)
 {
     dt_ox_import *imp;
     dt_model *m = import_file(ONNX_DIR "vit-block.onnx", VARS("batch=1..8"), &imp);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    expect_workloads(m, "dense(M=197*batch,N=768,K=768,epilogue=bias;batch=1..8) x4; "
+    expect_workloads(m, "conv2d(N=1..8,H=224,W=224,C=3,K=768,R=16,S=16,stride=16,pad=0,"
+                        "epilogue=bias) x1; "
+                        "dense(M=197*batch,N=768,K=768,epilogue=bias;batch=1..8) x4; "
                         "batch_matmul(B=12*batch,M=197,N=197,K=64,layout=NT;batch=1..8) x1; "
                         "batch_matmul(B=12*batch,M=197,N=64,K=197,layout=NN;batch=1..8) x1; "
                         "dense(M=197*batch,N=3072,K=768,epilogue=bias+gelu;batch=1..8) x1; "
                         "dense(M=197*batch,N=768,K=3072,epilogue=bias;batch=1..8) x1");
-    const dt_ox_untuned *conv = untuned(imp, "Conv");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(conv);
-    CU_ASSERT_EQUAL(conv->nodes, 1);
-    CU_ASSERT_STRING_EQUAL(conv->why, "conv2d is not a dtune op yet");
+    CU_ASSERT_PTR_NULL(untuned(imp, "Conv"));
     CU_ASSERT_EQUAL(untuned_nodes(imp, "LayerNormalization"), 3);
     dt_model_free(m);
     dt_ox_import_free(imp);
     /* a fixed batch: constant dims */
     m = import_file(ONNX_DIR "vit-block.onnx", VARS("batch=1"), &imp);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    expect_workloads(m, "dense(M=197,N=768,K=768,epilogue=bias) x4; "
+    expect_workloads(m, "conv2d(N=1,H=224,W=224,C=3,K=768,R=16,S=16,stride=16,pad=0,"
+                        "epilogue=bias) x1; "
+                        "dense(M=197,N=768,K=768,epilogue=bias) x4; "
                         "batch_matmul(B=12,M=197,N=197,K=64,layout=NT) x1; "
                         "batch_matmul(B=12,M=197,N=64,K=197,layout=NN) x1; "
                         "dense(M=197,N=3072,K=768,epilogue=bias+gelu) x1; "
@@ -282,21 +284,147 @@ static void test_vit(void)
     dt_ox_import_free(imp);
 }
 
-/* The CNN: only the classifier's Gemm (transB=1, C as bias) is tuned. */
+/* The CNN: its three Convs (with their bias and Relu) as conv2d, the spatial
+ * dims of the later ones through MaxPool and the strided Conv's shape
+ * rules; the classifier's Gemm (transB=1, C as bias) as dense. */
 static void test_cnn(void)
 {
     dt_ox_import *imp;
     dt_model *m = import_file(ONNX_DIR "cnn-small.onnx",
                               VARS("batch=1..4", "height={224,256}", "width={224,256}"), &imp);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    expect_workloads(m, "dense(M=1..4,N=10,K=128,epilogue=bias) x1");
-    CU_ASSERT_EQUAL(untuned_nodes(imp, "Conv"), 3);
-    CU_ASSERT_EQUAL(untuned_nodes(imp, "Relu"), 2);
+    expect_workloads(m, "conv2d(N=1..4,H={224,256},W={224,256},C=3,K=32,R=3,S=3,stride=1,"
+                        "pad=1,epilogue=bias+relu) x1; "
+                        "conv2d(N=1..4,H=height/2,W=width/2,C=32,K=64,R=3,S=3,stride=2,pad=1,"
+                        "epilogue=bias+relu;height={224,256},width={224,256}) x1; "
+                        "conv2d(N=1..4,H=(height-2)/4+1,W=(width-2)/4+1,C=64,K=128,R=1,S=1,"
+                        "stride=1,pad=0,epilogue=bias;height={224,256},width={224,256}) x1; "
+                        "dense(M=1..4,N=10,K=128,epilogue=bias) x1");
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Conv"), 0);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Relu"), 0);
     CU_ASSERT_EQUAL(untuned_nodes(imp, "MaxPool"), 1);
     CU_ASSERT_EQUAL(untuned_nodes(imp, "AveragePool"), 1);
     CU_ASSERT_EQUAL(untuned_nodes(imp, "GlobalAveragePool"), 1);
-    CU_ASSERT_EQUAL(imp->ntuned, 1);
+    CU_ASSERT_EQUAL(imp->ntuned, 6);
     CU_ASSERT_PTR_NOT_NULL(strstr(imp->spec_json, "\"height\": {\"values\": [224, 256]}"));
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* ---- Conv as conv2d ----------------------------------------------------------- */
+
+/* The reason of the untuned entry "Conv" whose reason starts with prefix. */
+static const dt_ox_untuned *untuned_why(const dt_ox_import *imp, const char *what,
+                                        const char *prefix)
+{
+    for (int i = 0; i < imp->nuntuned; i++)
+        if (!strcmp(imp->untuned[i].what, what) &&
+            !strncmp(imp->untuned[i].why, prefix, strlen(prefix)))
+            return &imp->untuned[i];
+    return NULL;
+}
+
+/* conv-dynamic.onnx: Conv + bias input + Relu on [batch, 3, height, width]
+ * with the three dims variables; a SAME_LOWER Conv whose bias is an Add of
+ * [32, 1, 1] after it (along the channels), then Relu; a 1x1 (its dilation
+ * dropped); the strided SAME_UPPER Conv's padding depends on the size:
+ * listed. */
+static void test_conv_dynamic(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "conv-dynamic.onnx",
+                              VARS("batch=1..4", "height=32..64", "width={48,64}"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "conv2d(N=1..4,H=32..64,W={48,64},C=3,K=16,R=3,S=3,stride=1,pad=1,"
+                        "epilogue=bias+relu) x1; "
+                        "conv2d(N=1..4,H=(height+1)/2,W=(width+1)/2,C=32,K=32,R=3,S=3,stride=1,"
+                        "pad=1,epilogue=bias+relu;height=32..64,width={48,64}) x1; "
+                        "conv2d(N=1..4,H=(height+1)/2,W=(width+1)/2,C=32,K=8,R=1,S=1,stride=1,"
+                        "pad=0;height=32..64,width={48,64}) x1");
+    const dt_ox_untuned *u = untuned(imp, "Conv");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_EQUAL(u->nodes, 1);
+    CU_ASSERT_STRING_EQUAL(u->why, "Conv with auto_pad=SAME_UPPER: its padding depends on the "
+                                   "symbolic input size (conv2d pads all sides alike)");
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Relu"), 0);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Add"), 0);
+    CU_ASSERT_EQUAL(imp->ntuned, 6);
+    CU_ASSERT_PTR_NOT_NULL(strstr(imp->spec_json, "\"op\": \"conv2d\", \"N\": \"batch\", "
+                                                  "\"H\": \"height\", \"W\": \"width\""));
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+    /* a fixed size: the strided SAME_UPPER 3x3 over 33x32 pads 1 on each side of
+     * the odd axis but 0/1 on the even one: still listed; over 33x33 pad 1 */
+    m = import_file(ONNX_DIR "conv-dynamic.onnx", VARS("batch=1", "height=33", "width=33"),
+                    &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "conv2d(N=1,H=33,W=33,C=3,K=16,R=3,S=3,stride=1,pad=1,"
+                        "epilogue=bias+relu) x1; "
+                        "conv2d(N=1,H=33,W=33,C=16,K=32,R=3,S=3,stride=2,pad=1) x1; "
+                        "conv2d(N=1,H=17,W=17,C=32,K=32,R=3,S=3,stride=1,pad=1,"
+                        "epilogue=bias+relu) x1; "
+                        "conv2d(N=1,H=17,W=17,C=32,K=8,R=1,S=1,stride=1,pad=0) x1");
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Conv"), 0);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+    m = import_file(ONNX_DIR "conv-dynamic.onnx", VARS("batch=1", "height=32", "width=32"),
+                    &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_PTR_NOT_NULL(untuned_why(imp, "Conv", "Conv with auto_pad=SAME_UPPER: its "
+                                                    "padding is asymmetric"));
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* conv-stem.onnx: the 7x7 stride-2 pad-3 stem and a 1x1 as conv2d; the
+ * depthwise, asymmetric, unequal-stride and 3-D Convs listed, each with its
+ * reason, never fatal. */
+static void test_conv_stem(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "conv-stem.onnx", VARS("batch=1..8"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "conv2d(N=1..8,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3,"
+                        "epilogue=bias+relu) x1; "
+                        "conv2d(N=1..8,H=56,W=56,C=64,K=256,R=1,S=1,stride=1,pad=0,"
+                        "epilogue=bias) x1");
+    static const char *const why[] = {
+        "Conv with group=256 (grouped/depthwise convolution is not a dtune op yet)",
+        "Conv with pads=[0,0,1,1] (asymmetric padding: conv2d has one pad for all four sides)",
+        "Conv with strides=[1,2] (conv2d has one stride for both axes)",
+        "Conv over 3 spatial axes (conv2d is 2-D; a 1-D Conv is one with H=1)",
+    };
+    for (size_t k = 0; k < sizeof why / sizeof why[0]; k++) {
+        const dt_ox_untuned *u = untuned_why(imp, "Conv", why[k]);
+        CU_ASSERT_PTR_NOT_NULL(u);
+        if (u) {
+            CU_ASSERT_STRING_EQUAL(u->why, why[k]);
+            CU_ASSERT_EQUAL(u->nodes, 1);
+        }
+    }
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "MaxPool"), 1);
+    CU_ASSERT_EQUAL(imp->ntuned, 3);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* conv1d.onnx: Conv1d as conv2d with H = R = 1 (frames the variable of W),
+ * the erf GELU fused; a padded Conv1d listed. */
+static void test_conv1d(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "conv1d.onnx", VARS("batch=1..2", "frames=100..200"),
+                              &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "conv2d(N=1..2,H=1,W=100..200,C=80,K=256,R=1,S=3,stride=1,pad=0,"
+                        "epilogue=bias+relu) x1; "
+                        "conv2d(N=1..2,H=1,W=frames-2,C=256,K=256,R=1,S=1,stride=1,pad=0,"
+                        "epilogue=bias+gelu;frames=100..200) x1");
+    const dt_ox_untuned *u = untuned(imp, "Conv");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_STRING_EQUAL(u->why, "Conv1d with pads=[1,1] (as a conv2d with H=1 its pad "
+                                   "would also pad the height)");
+    CU_ASSERT_EQUAL(imp->ntuned, 11);
     dt_model_free(m);
     dt_ox_import_free(imp);
 }
@@ -321,8 +449,8 @@ static void test_var_errors(void)
     expect_error(bert, VARS("batch=1", "seq"), DT_EINVAL, PARTS("--var 'seq'", "NAME=DOMAIN"));
     /* a dim below 1 names the node that makes it */
     expect_error(ONNX_DIR "cnn-small.onnx", VARS("batch=0..4", "height=224", "width=224"),
-                 DT_EINVAL, PARTS("cnn-small.onnx: node '/fc/Gemm'",
-                                "dim M = batch is 0 at batch=0; every dim must be >= 1"));
+                 DT_EINVAL, PARTS("cnn-small.onnx: node '/conv1/Conv'",
+                                "dim N = batch is 0 at batch=0; every dim must be >= 1"));
     /* a file that does not exist */
     dt_err e;
     dt_ox_import *imp = NULL;
@@ -1256,8 +1384,11 @@ int main(void)
         {"quantize_dynamic BERT layer: int8 denses", test_bert_layer_int8},
         {"gpt2-block.onnx: tanh GELU not fused", test_gpt2},
         {"gpt2-block.onnx, dynamic batch", test_gpt2_batched},
-        {"vit-block.onnx: Conv listed", test_vit},
-        {"cnn-small.onnx: the Gemm", test_cnn},
+        {"vit-block.onnx: the patch embedding as conv2d", test_vit},
+        {"cnn-small.onnx: three conv2d and the Gemm", test_cnn},
+        {"conv-dynamic.onnx: conv2d over batch, height, width", test_conv_dynamic},
+        {"conv-stem.onnx: 7x7 stem, 1x1; depthwise etc. listed", test_conv_stem},
+        {"conv1d.onnx: Conv1d as conv2d with H=1", test_conv1d},
         {"--var errors, a dim below 1", test_var_errors},
         {"bad files", test_bad_files},
         CU_TEST_INFO_NULL,

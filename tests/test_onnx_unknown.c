@@ -201,7 +201,9 @@ static void test_unnamed_image_dims(void)
         CU_ASSERT_STRING_EQUAL(imp->var_names[0], "image_d0");
         CU_ASSERT_STRING_EQUAL(imp->var_names[1], "image_d2");
         CU_ASSERT_STRING_EQUAL(imp->var_names[2], "image_d3");
-        expect_workloads(imp, "dense(M=1..8,N=10,K=16,epilogue=bias) x1");
+        expect_workloads(imp, "conv2d(N=1..8,H=16..64,W=32..128,C=3,K=16,R=3,S=3,stride=1,"
+                              "pad=1,epilogue=bias+relu) x1; "
+                              "dense(M=1..8,N=10,K=16,epilogue=bias) x1");
         dt_ox_import_free(imp);
     }
 }

@@ -1,0 +1,255 @@
+/* Conv as conv2d (docs/onnx-import.md, "Patterns").
+ *
+ * ONNX's Conv is NCHW with weights [K, C/group, R, S]; dtune's conv2d is the
+ * same arithmetic over NHWC with weights [K][R][S][C] (a layout the
+ * runtime's packing chooses, not a different convolution), so a Conv maps
+ * onto it dim for dim when conv2d's attributes can say what the node does:
+ * group 1, one stride and one dilation for both axes, one pad for all four
+ * sides (explicit pads, or auto_pad SAME_* when its padding comes out
+ * symmetric, or VALID).  A Conv1d ([N, C, L]) is a conv2d with H = R = 1,
+ * possible only unpadded: conv2d's pad would pad the unit height too.  The
+ * bias input is the epilogue's bias; the activation after it (and a bias Add
+ * along the channels, when the Conv has none) is fused by dense's epilogue
+ * matcher, the bias running along axis 1.  Anything else is listed with the
+ * reason. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "onnx/workloads_match.h"
+
+static int64_t attr_i(const dt_ox_node *n, const char *name, int64_t dflt)
+{
+    const dt_ox_attr *a = dt_ox_attr_find(n, name);
+    return a && a->type == DT_OX_ATTR_INT ? a->i : dflt;
+}
+
+/* The INTS attribute `name` of count values into v (dflt each when absent):
+ * 0, or -1 when it has another count (the shape rule refuses that). */
+static int attr_ints(const dt_ox_node *n, const char *name, int count, int64_t dflt, int64_t *v)
+{
+    const dt_ox_attr *a = dt_ox_attr_find(n, name);
+    if (a && (a->type != DT_OX_ATTR_INTS || a->n != count))
+        return -1;
+    for (int i = 0; i < count; i++)
+        v[i] = a ? a->ints[i] : dflt;
+    return 0;
+}
+
+/* "[1,1,2,2]" */
+static const char *ints_text(const int64_t *v, int n, char *buf, size_t size)
+{
+    size_t len = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < n && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%" PRId64, i ? "," : "", v[i]);
+    if (len < size)
+        snprintf(buf + len, size - len, "]");
+    return buf;
+}
+
+static int is_const_dim(const dt_expr *x, int64_t *v)
+{
+    if (x->kind != DT_EXPR_CONST)
+        return 0;
+    *v = x->value;
+    return 1;
+}
+
+/* The one value of an attribute over the spatial axes (strides,
+ * dilations), or the node rejected: *ok = 0. */
+static int one_value(dt_ox_wctx *c, int i, const char *name, const char *what, int sp,
+                     int64_t *out, int *ok)
+{
+    int64_t v[2] = {1, 1};
+    *ok = 0;
+    if (attr_ints(&c->g->nodes[i], name, sp, 1, v))
+        return dt_ox_reject(c, i, "Conv with a malformed '%s'", name);
+    if (sp == 2 && v[0] != v[1]) {
+        char buf[64];
+        return dt_ox_reject(c, i, "Conv with %s=%s (conv2d has one %s for both axes)", name,
+                            ints_text(v, 2, buf, sizeof buf), what);
+    }
+    *out = v[0];
+    *ok = 1;
+    return 0;
+}
+
+/* The symmetric pad of auto_pad SAME_* on one axis: 0 and *pad, or the
+ * reason it has none in why. */
+static int same_pad(const dt_expr *in, int64_t k, int64_t s, int64_t d, int64_t *pad,
+                    const char **why)
+{
+    int64_t span = d * (k - 1) + 1, total, n;
+    if (s == 1)
+        total = span - 1; /* ceil(in/1)·1 - in = 0 for any in */
+    else if (is_const_dim(in, &n))
+        total = ((n + s - 1) / s - 1) * s + span - n;
+    else {
+        *why = "its padding depends on the symbolic input size";
+        return -1;
+    }
+    if (total < 0)
+        total = 0;
+    if (total % 2) {
+        *why = "its padding is asymmetric (an odd total)";
+        return -1;
+    }
+    *pad = total / 2;
+    return 0;
+}
+
+/* The one pad of all sides into *pad, or the node rejected: *ok = 0. */
+static int one_pad(dt_ox_wctx *c, int i, const dt_ox_shape *x, int sp, const int64_t *k,
+                   int64_t stride, int64_t dil, int64_t *pad, int *ok)
+{
+    const dt_ox_node *nd = &c->g->nodes[i];
+    const dt_ox_attr *ap = dt_ox_attr_find(nd, "auto_pad");
+    const char *mode = ap && ap->type == DT_OX_ATTR_STRING && ap->s ? ap->s : "NOTSET";
+    int64_t p[4];
+    char buf[96];
+    *ok = 0;
+    if (!strcmp(mode, "VALID")) {
+        p[0] = p[1] = p[2] = p[3] = 0;
+    } else if (!strncmp(mode, "SAME", 4)) {
+        for (int a = 0; a < sp; a++) {
+            const char *why = NULL;
+            if (same_pad(x->dims[2 + a], k[a], stride, dil, &p[a], &why))
+                return dt_ox_reject(c, i, "Conv with auto_pad=%s: %s (conv2d pads all sides "
+                                          "alike)",
+                                    mode, why);
+            p[sp + a] = p[a];
+        }
+    } else if (attr_ints(nd, "pads", 2 * sp, 0, p)) {
+        return dt_ox_reject(c, i, "Conv with a malformed 'pads'");
+    }
+    for (int a = 1; a < 2 * sp; a++)
+        if (p[a] != p[0])
+            return dt_ox_reject(c, i, "Conv with pads=%s (asymmetric padding: conv2d has one "
+                                      "pad for all four sides)",
+                                ints_text(p, 2 * sp, buf, sizeof buf));
+    if (sp == 1 && p[0])
+        return dt_ox_reject(c, i, "Conv1d with pads=%s (as a conv2d with H=1 its pad would "
+                                  "also pad the height)",
+                            ints_text(p, 2, buf, sizeof buf));
+    *pad = p[0];
+    *ok = 1;
+    return 0;
+}
+
+/* 1 when v is a value of conv2d's integer attribute `name`; else rejects. */
+static int in_range(dt_ox_wctx *c, int i, const dt_op_desc *op, const char *name, int64_t v,
+                    int *rc)
+{
+    const dt_attr_desc *a = &op->attrs[dt_op_attr_index(op, name)];
+    if (v >= a->min && v <= a->max)
+        return 1;
+    *rc = dt_ox_reject(c, i, "Conv with %s %" PRId64 " (conv2d's %s is in %d..%d)", name, v,
+                       name, a->min, a->max);
+    return 0;
+}
+
+static int set_int_attr(dt_ox_op *op, const char *name, int64_t v)
+{
+    char t[32];
+    snprintf(t, sizeof t, "%" PRId64, v);
+    return dt_ox_op_attr(op, name, t);
+}
+
+int dt_ox_match_conv(dt_ox_wctx *c, int i)
+{
+    const dt_ox_node *nd = &c->g->nodes[i];
+    if (nd->ninputs < 2 || nd->noutputs < 1)
+        return dt_ox_reject(c, i, "Conv with fewer than two inputs");
+    const dt_ox_shape *x = dt_ox_wshape(c, nd->inputs[0]), *w = dt_ox_wshape(c, nd->inputs[1]);
+    const dt_ox_shape *y = dt_ox_wshape(c, nd->outputs[0]);
+    if (!x || !w || !y)
+        return dt_ox_reject(c, i, "Conv whose shapes are unknown (shape propagation skipped "
+                                  "it)");
+    if (y->is_const)
+        return 0; /* computed from constants once: listed as constant folding */
+    int sp = x->rank - 2;
+    if (sp != 1 && sp != 2)
+        return dt_ox_reject(c, i, "Conv over %d spatial axes (conv2d is 2-D; a 1-D Conv is "
+                                  "one with H=1)",
+                            sp);
+    int64_t group = attr_i(nd, "group", 1);
+    if (group != 1)
+        return dt_ox_reject(c, i, "Conv with group=%" PRId64 " (grouped/depthwise convolution "
+                                  "is not a dtune op yet)",
+                            group);
+    if (!w->is_const)
+        return dt_ox_reject(c, i, "Conv with a weight that is not a constant (conv2d packs "
+                                  "constant weights)");
+    const dt_op_desc *op_desc = dt_op_find("conv2d");
+    dt_ox_op op = {.node = i, .op = op_desc};
+    if (x->elem_type == DT_OX_FLOAT && w->elem_type == DT_OX_FLOAT)
+        op.dtype = DT_DTYPE_F32;
+    else if (x->elem_type == DT_OX_BFLOAT16 && w->elem_type == DT_OX_BFLOAT16)
+        op.dtype = DT_DTYPE_BF16;
+    else
+        return dt_ox_reject(c, i, "Conv of %s tensors: conv2d takes float (f32) or bfloat16",
+                            dt_ox_type_name(x->elem_type));
+    /* the weight [K, C, R, S] (or [K, C, L]) is an initializer: constant dims */
+    int64_t kdim[2], kc, cc;
+    for (int a = 0; a < sp; a++)
+        if (!is_const_dim(w->dims[2 + a], &kdim[a]))
+            return dt_ox_reject(c, i, "Conv with a symbolic kernel size");
+    if (!is_const_dim(w->dims[0], &kc) || !is_const_dim(w->dims[1], &cc))
+        return dt_ox_reject(c, i, "Conv with symbolic channel counts");
+    int64_t stride, dil, pad;
+    int ok, rc = 0;
+    if ((rc = one_value(c, i, "strides", "stride", sp, &stride, &ok)) || !ok ||
+        (rc = one_value(c, i, "dilations", "dilation", sp, &dil, &ok)) || !ok ||
+        (rc = one_pad(c, i, x, sp, kdim, stride, dil, &pad, &ok)) || !ok)
+        return rc;
+    if (kdim[0] == 1 && kdim[sp - 1] == 1)
+        dil = 1; /* a 1x1 window: the dilation changes nothing; one key */
+    if (!in_range(c, i, op_desc, "stride", stride, &rc) ||
+        !in_range(c, i, op_desc, "dilation", dil, &rc) ||
+        !in_range(c, i, op_desc, "pad", pad, &rc))
+        return rc;
+    int bias = 0;
+    const char *b = nd->ninputs >= 3 ? nd->inputs[2] : "";
+    if (b[0]) {
+        if (!dt_ox_const_vector(c, b, w->dims[0], 1))
+            return dt_ox_reject(c, i, "Conv whose bias B is not a constant vector of K "
+                                      "elements");
+        bias = 1;
+    }
+    dt_ox_fused f = {0};
+    dt_ox_fuse(&f, i);
+    const char *epilogue;
+    if ((rc = dt_ox_match_epilogue(c, nd->outputs[0], w->dims[0], 1, bias, &f, &epilogue)))
+        return rc;
+    if (set_int_attr(&op, "stride", stride) || set_int_attr(&op, "pad", pad) ||
+        set_int_attr(&op, "dilation", dil) || dt_ox_op_attr(&op, "epilogue", epilogue))
+        return dt_ox_wfail(c, i, "conv2d has no such attribute value");
+    /* N, H, W from the input: the model's variables where they are symbolic */
+    struct {
+        const char *name;
+        dt_expr *x;
+    } dims[] = {
+        {"N", dt_expr_clone(x->dims[0])},
+        {"H", sp == 2 ? dt_expr_clone(x->dims[2]) : dt_expr_const(1)},
+        {"W", dt_expr_clone(x->dims[1 + sp])},
+        {"C", dt_expr_const(cc)},
+        {"K", dt_expr_const(kc)},
+        {"R", dt_expr_const(sp == 2 ? kdim[0] : 1)},
+        {"S", dt_expr_const(kdim[sp - 1])},
+    };
+    int n = (int)(sizeof dims / sizeof dims[0]), oom = 0;
+    for (int d = 0; d < n; d++) {
+        int at = dt_op_dim_index(op_desc, dims[d].name);
+        oom |= !dims[d].x;
+        if (at >= 0)
+            op.dims[at] = dims[d].x;
+        else
+            dt_expr_free(dims[d].x);
+    }
+    if (oom) {
+        for (int d = 0; d < DT_MAX_DIMS; d++)
+            dt_expr_free(op.dims[d]);
+        return dt_errf(c->e, DT_ENOMEM, "out of memory");
+    }
+    return dt_ox_add_op(c, &op, &f);
+}
