@@ -112,12 +112,19 @@ static void test_import_writes_spec(void)
     json_t *root = dt_test_run_dtune_json(&code, args);
     CU_ASSERT_PTR_NOT_NULL_FATAL(root);
     CU_ASSERT(json_array_size(json_object_get(root, "workloads")) >= 4);
-    int conv = 0;
+    int conv = 0, listed = 0;
     size_t i;
     json_t *u;
     json_array_foreach(json_object_get(json_object_get(root, "onnx"), "untuned"), i, u)
-        conv |= !strcmp(json_string_value(json_object_get(u, "what")), "Conv");
-    CU_ASSERT(conv); /* the patch embedding is listed, not dropped */
+        listed |= !strcmp(json_string_value(json_object_get(u, "what")), "Conv");
+    json_array_foreach(json_object_get(root, "workloads"), i, u)
+    {
+        const char *key = json_string_value(json_object_get(u, "key"));
+        conv += key && strstr(key, "conv2d(N=1..4,H=224,W=224,C=3,K=768,R=16,S=16,stride=16,"
+                                    "pad=0");
+    }
+    CU_ASSERT_EQUAL(conv, 1); /* the patch embedding is a conv2d workload now */
+    CU_ASSERT(!listed);
     json_decref(root);
     /* the spec names its model after the file, or --name */
     CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "import '%s' --var batch=2 --name my_cnn",
