@@ -314,10 +314,14 @@ int dt_cmd_query(int argc, char **argv)
                    (long long)json_integer_value(json_object_get(o, "kernel_id")),
                    dt_cli_safe(json_string_value(json_object_get(o, "sketch"))),
                    json_is_true(json_object_get(o, "extrapolated")) ? ", extrapolated" : "");
-            printf("  range      %s .. %s, %d thread%s\n",
-                   dt_cli_safe(json_string_value(json_array_get(json_object_get(o, "range"), 0))),
-                   dt_cli_safe(json_string_value(json_array_get(json_object_get(o, "range"), 1))), d->threads,
-                   d->threads == 1 ? "" : "s");
+            const char *lo = json_string_value(json_array_get(json_object_get(o, "range"), 0));
+            const char *hi = json_string_value(json_array_get(json_object_get(o, "range"), 1));
+            if (lo && *lo) /* "": the one shape of a workload without variables */
+                printf("  range      %s .. %s, %d thread%s\n", dt_cli_safe(lo), dt_cli_safe(hi),
+                       d->threads, d->threads == 1 ? "" : "s");
+            else
+                printf("  range      the one shape (no variables), %d thread%s\n", d->threads,
+                       d->threads == 1 ? "" : "s");
             printf("  annotation %s\n", ann ? dt_cli_safe(ann) : "?");
             printf("  backend    %s\n",
                    dt_cli_safe(json_string_value(json_object_get(o, "backend"))));

@@ -113,9 +113,9 @@ static int run_rule(dt_db_checker *c, const rule *r)
 static int parse_shape(const char *s, long long *vals)
 {
     int n = 0;
-    if (!s || !*s)
+    if (!s)
         return -1;
-    while (*s) {
+    while (*s) { /* "": the one shape of a workload without variables */
         const char *eq = strchr(s, '=');
         if (!eq || eq == s || n == MAX_VALS)
             return -1;

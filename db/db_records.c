@@ -21,8 +21,9 @@ static int check_measurement(const dt_db_measurement *m, dt_err *e)
                                      "required",
                        m->trial_uid ? m->trial_uid : "(no trial uid)");
     int rc = dt_require_text(m->trial_uid, "measurement trial_uid", e);
-    if (rc == DT_OK)
-        rc = dt_require_text(m->shape, "measurement shape", e);
+    /* the shape's text; "" is the one shape of a workload without variables */
+    if (rc == DT_OK && !m->shape)
+        rc = dt_errf(e, DT_EINVAL, "measurement %s: no shape", m->trial_uid);
     if (rc)
         return rc;
     if (!dt_trial_status_name(m->status))
@@ -202,11 +203,9 @@ static int check_schedule(const dt_db_schedule *rows, size_t n, dt_err *e)
     for (size_t i = 0; i < n; i++) {
         char field[64];
         snprintf(field, sizeof field, "schedule row %zu shape range", i);
-        int rc = dt_require_text(rows[i].shape_lo, field, e);
-        if (rc == DT_OK)
-            rc = dt_require_text(rows[i].shape_hi, field, e);
-        if (rc)
-            return rc;
+        /* "" .. "": the one shape of a workload without variables */
+        if (!rows[i].shape_lo || !rows[i].shape_hi)
+            return dt_errf(e, DT_EINVAL, "%s: no shape", field);
         if (rows[i].kernel_id <= 0)
             return dt_errf(e, DT_EINVAL, "schedule row %zu: kernel id is required", i);
         /* the CHECK would refuse it too, but only as "CHECK constraint failed" */

@@ -88,6 +88,33 @@ static void test_tune_then_query(void)
     dt_test_proc_free(&p);
 }
 
+/* A workload without variables (a static layer: every dim a number) has one
+ * shape, written ""; it is tuned, stored, checked, queried and exported
+ * like any other (the database refused its empty shape text before). */
+static void test_static_workload(void)
+{
+    static const char key[] =
+        "conv2d(N=1,H=10,W=10,C=8,K=16,R=3,S=3,stride=1,pad=1,epilogue=bias+relu)";
+    char args[2048];
+    int code;
+    snprintf(args, sizeof args, "tune '%s' --db '%s/static.db' --trials 8 --threads 1 "
+                                "--min-time 0.2 --json", key, g_dir);
+    json_t *t = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL(code, 0);
+    json_t *w = json_array_get(json_object_get(t, "workloads"), 0);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(w, "ranges")), 1);
+    json_decref(t);
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '%s' --db '%s/static.db' --shape ''", key,
+                                      g_dir), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "-> kernel"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "the one shape (no variables)"));
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db check --db '%s/static.db'", g_dir), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "no problems found"));
+    dt_test_proc_free(&p);
+}
+
 static void test_errors(void)
 {
     dt_test_proc p;
@@ -620,6 +647,7 @@ int main(void)
     CU_TestInfo tests[] = {
         {"tune then query, in and beyond the range", test_tune_then_query},
         {"usage and input errors", test_errors},
+        {"a static workload (no variables): tune, query, db check", test_static_workload},
         {"SIGKILL mid-tune, resume without re-measuring", test_resume_after_sigkill},
         {"tune measured by a dtune worker over TCP", test_tune_on_worker},
         {"BERT-base on 20 trials: every workload's outcome; minimums", test_bert_trials_20},
