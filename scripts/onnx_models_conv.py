@@ -99,8 +99,78 @@ def make_conv1d():
                    "erf GELU, a padded k=3 (listed); weights not included.")
 
 
+def make_resnet50():
+    """ResNet-50 v1.5 as torch.onnx.export writes it in eval mode with
+    constant folding: batch norm folded into each Conv's bias, Relu, the
+    residual Add, MaxPool, GlobalAveragePool, Flatten and the fc Gemm; input
+    [batch, 3, 224, 224].  dtune import gives models/resnet50.json's
+    workloads (tests/test_e2e_onnx.c checks it)."""
+    g = base.Graph("main_graph")
+    g.inputs = [base.tensor_info("input", F32, ["batch", 3, 224, 224])]
+    g.outputs = [base.tensor_info("logits", F32, ["batch", 1000])]
+    x = conv(g, "/conv1/Conv", "input", "conv1", [64, 3, 7, 7], kernel_shape=[7, 7],
+             pads=[3, 3, 3, 3], strides=[2, 2])
+    x = g.op("/relu/Relu", "Relu", [x])
+    x = g.op("/maxpool/MaxPool", "MaxPool", [x], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+             strides=[2, 2])
+    cin = 64
+    for li, (width, blocks, stride) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2),
+                                                  (512, 3, 2)]):
+        for b in range(blocks):
+            s = stride if b == 0 else 1
+            p = "/layer%d/layer%d.%d" % (li + 1, li + 1, b)
+            w = "layer%d.%d" % (li + 1, b)
+            y = conv(g, p + "/conv1/Conv", x, w + ".conv1", [width, cin, 1, 1],
+                     kernel_shape=[1, 1])
+            y = g.op(p + "/relu/Relu", "Relu", [y])
+            y = conv(g, p + "/conv2/Conv", y, w + ".conv2", [width, width, 3, 3],
+                     kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[s, s])
+            y = g.op(p + "/relu_1/Relu", "Relu", [y])
+            y = conv(g, p + "/conv3/Conv", y, w + ".conv3", [4 * width, width, 1, 1],
+                     kernel_shape=[1, 1])
+            short = x
+            if b == 0:
+                short = conv(g, p + "/downsample/downsample.0/Conv", x, w + ".downsample.0",
+                             [4 * width, cin, 1, 1], kernel_shape=[1, 1], strides=[s, s])
+            x = g.op(p + "/Add", "Add", [y, short])
+            x = g.op(p + "/relu_2/Relu", "Relu", [x])
+            cin = 4 * width
+    x = g.op("/avgpool/GlobalAveragePool", "GlobalAveragePool", [x])
+    x = g.op("/Flatten", "Flatten", [x], axis=1)
+    x = g.op("/fc/Gemm", "Gemm", [x, g.weight("fc.weight", [1000, 2048]),
+                                   g.weight("fc.bias", [1000])], alpha=1.0, beta=1.0, transB=1)
+    g.name_output(x, "logits")
+    return g.model(17, "ResNet-50 v1.5 (torchvision) as exported for inference: batch norm "
+                   "folded into the convolutions' bias, dynamic batch, 224x224; weights not "
+                   "included.")
+
+
+def make_espcn():
+    """The super-resolution net of PyTorch's ONNX export tutorial (ESPCN,
+    upscale 3) on a dynamic [1, 1, height, width] luminance image: 5x5 64,
+    3x3 64, 3x3 32, each with bias and Relu, a 3x3 to 9 channels with bias,
+    then DepthToSpace (the pixel shuffle).  dtune import gives
+    models/espcn.json's workloads."""
+    g = base.Graph("main_graph")
+    g.inputs = [base.tensor_info("lr", F32, [1, 1, "height", "width"])]
+    g.outputs = [base.tensor_info("sr", F32, [1, 1, "out_h", "out_w"])]
+    x = "lr"
+    for i, (cin, cout, k) in enumerate([(1, 64, 5), (64, 64, 3), (64, 32, 3)]):
+        x = conv(g, "/conv%d/Conv" % (i + 1), x, "conv%d" % (i + 1), [cout, cin, k, k],
+                 kernel_shape=[k, k], pads=[k // 2] * 4)
+        x = g.op("/relu%d/Relu" % (i + 1), "Relu", [x])
+    x = conv(g, "/conv4/Conv", x, "conv4", [9, 32, 3, 3], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    x = g.op("/pixel_shuffle/DepthToSpace", "DepthToSpace", [x], blocksize=3, mode="CRD")
+    g.name_output(x, "sr")
+    return g.model(17, "The super-resolution net of PyTorch's ONNX tutorial (ESPCN, x3) on a "
+                   "luminance image of any size: 5x5, 3x3, 3x3 convolutions with Relu, a 3x3 to "
+                   "9 channels and the pixel shuffle (DepthToSpace); weights not included.")
+
+
 GOOD = [
     ("conv-dynamic.onnx", make_conv_dynamic),
+    ("resnet50.onnx", make_resnet50),
+    ("espcn.onnx", make_espcn),
     ("conv-stem.onnx", make_conv_stem),
     ("conv1d.onnx", make_conv1d),
 ]

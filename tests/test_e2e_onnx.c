@@ -56,6 +56,23 @@ static void test_workloads_match_spec(void)
     free(from_onnx);
     free(from_spec);
 
+    /* the convolutional models likewise: ResNet-50 as torch exports it is
+     * models/resnet50.json, the super-resolution net models/espcn.json */
+    from_onnx = workload_list("workloads " ONNX("resnet50.onnx") " --var batch=1..8 --json");
+    from_spec = workload_list("workloads " MODEL("resnet50.json") " --json");
+    CU_ASSERT_STRING_EQUAL(from_onnx, from_spec);
+    CU_ASSERT_PTR_NOT_NULL(strstr(from_onnx, "conv2d(N=1..8,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,"
+                                             "pad=1,epilogue=bias+relu) x3"));
+    free(from_onnx);
+    free(from_spec);
+    from_onnx = workload_list("workloads " ONNX("espcn.onnx") " --var height=64..512:32 "
+                              "--var width=64..512:32 --json");
+    from_spec = workload_list("workloads " MODEL("espcn.json") " --json");
+    CU_ASSERT_STRING_EQUAL(from_onnx, from_spec);
+    CU_ASSERT_EQUAL(strlen(from_onnx) > 0, 1);
+    free(from_onnx);
+    free(from_spec);
+
     /* the table lists what is not tuned, and the JSON says the same */
     dt_test_proc p;
     CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "workloads '%s' " BERT_VARS, ONNX("bert-base.onnx")), 0);
