@@ -75,19 +75,69 @@ static void name_vars(dt_export_plan *p)
 static int64_t round64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 
+/* The GEMM view's N and K of w with every dim its constant, or v where
+ * it varies, except dim `vary` (-1: none) at v + 1. */
+static int view_nk(const dt_export_plan *p, int vary, int64_t v, int64_t *n, int64_t *k,
+                   dt_err *e)
+{
+    const dt_workload *w = p->w;
+    int64_t dims[DT_MAX_DIMS];
+    for (int d = 0; d < w->op->ndims; d++)
+        dims[d] = w->dims[d]->kind == DT_EXPR_CONST ? w->dims[d]->value : d == vary ? v + 1 : v;
+    dt_gemm g;
+    int rc = dt_op_gemm(w->op, p->kop.attrs, dims, &g, e);
+    *n = g.N;
+    *k = g.K;
+    return rc;
+}
+
+/* The constant N and K of the weights: a role's own dim must be a constant;
+ * a size derived from several dims (conv2d's K = R*S*C) must not change with
+ * any dim that varies (each varied alone, at 1 and 2 and at 7 and 8). */
+static int weights_nk(dt_export_plan *p, dt_err *e)
+{
+    const dt_workload *w = p->w;
+    int role[2] = {p->g.dim[DT_ROLE_N], p->g.dim[DT_ROLE_K]};
+    for (int r = 0; r < 2; r++)
+        if (role[r] >= 0 && w->dims[role[r]]->kind != DT_EXPR_CONST)
+            return dt_errf(e, DT_EUNSUPPORTED, "%s: exported %s code needs constant N and K "
+                           "(the weights are packed once)", p->d->key, w->op->name);
+    int rc = view_nk(p, -1, 1, &p->N, &p->K, e);
+    char varying[256] = "";
+    size_t len = 0;
+    for (int d = 0; !rc && d < w->op->ndims; d++) {
+        if (w->dims[d]->kind == DT_EXPR_CONST)
+            continue;
+        int changes = 0;
+        static const int64_t at[2] = {1, 7};
+        for (int i = 0; !rc && i < 2; i++) {
+            int64_t n0, k0, n1, k1;
+            if (!(rc = view_nk(p, -1, at[i], &n0, &k0, e)) &&
+                !(rc = view_nk(p, d, at[i], &n1, &k1, e)))
+                changes |= n0 != n1 || k0 != k1;
+        }
+        if (changes && len < sizeof varying)
+            len += (size_t)snprintf(varying + len, sizeof varying - len, "%s%s", len ? ", " : "",
+                                    w->op->dims[d]);
+    }
+    if (rc)
+        return rc;
+    if (len)
+        return dt_errf(e, DT_EUNSUPPORTED, "%s: exported %s code needs constant weights: the "
+                       "GEMM view's N and K must not vary (the weights are packed once), but "
+                       "%s vary", p->d->key, w->op->name, varying);
+    return 0;
+}
+
 /* Constant weights: N and K must be constants; one packing region per
  * distinct layout (NR, KG), its size what the kernel's packed_size entry
  * point returns (dt_mk_packed_bytes), at 64-byte aligned byte offsets. */
 static int plan_packing(dt_export_plan *p, dt_err *e)
 {
     const dt_workload *w = p->w;
-    int in = p->g.dim[DT_ROLE_N], ik = p->g.dim[DT_ROLE_K];
-    if (in < 0 || ik < 0 || w->dims[in]->kind != DT_EXPR_CONST ||
-        w->dims[ik]->kind != DT_EXPR_CONST)
-        return dt_errf(e, DT_EUNSUPPORTED, "%s: exported %s code needs constant N and K "
-                       "(the weights are packed once)", p->d->key, w->op->name);
-    p->N = w->dims[in]->value;
-    p->K = w->dims[ik]->value;
+    int rc = weights_nk(p, e);
+    if (rc)
+        return rc;
     const dt_mk_op *m = dt_mk_op_find(w->op, p->kop.dtype);
     if (!m || !m->packed_size)
         return dt_errf(e, DT_EUNSUPPORTED, "%s: no packing for op %s, dtype %s", p->d->key,

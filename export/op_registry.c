@@ -11,6 +11,10 @@ extern const dt_export_op dt_export_op_dense_w8a32;
 extern const dt_export_op dt_export_op_dense_w8a32_bf16;
 extern const dt_export_op dt_export_op_batch_matmul_bf16;
 extern const dt_export_op dt_export_op_dense_f32_bf16;
+extern const dt_export_op dt_export_op_conv2d_f32;
+extern const dt_export_op dt_export_op_conv2d_bf16;
+extern const dt_export_op dt_export_op_conv2d_int8;
+extern const dt_export_op dt_export_op_conv2d_w8a32;
 
 static const dt_export_op *const registry[] = {
     &dt_export_op_dense_f32,
@@ -21,6 +25,10 @@ static const dt_export_op *const registry[] = {
     &dt_export_op_dense_w8a32_bf16,
     &dt_export_op_batch_matmul_bf16,
     &dt_export_op_dense_f32_bf16,
+    &dt_export_op_conv2d_f32,
+    &dt_export_op_conv2d_bf16,
+    &dt_export_op_conv2d_int8,
+    &dt_export_op_conv2d_w8a32,
 };
 
 int dt_export_op_count(void) { return (int)(sizeof registry / sizeof registry[0]); }

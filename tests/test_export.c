@@ -1584,6 +1584,183 @@ static void test_export_errors(void)
     dt_test_proc_free(&p);
 }
 
+/* conv2d f32 with bias+relu over two variables (H, N), a hand-made schedule
+ * of three boxes covering the set (one kernel, see below): exported, compiled, NAME_select against
+ * dt_dispatch_find, NAME on every shape of the set and on shapes outside it
+ * against a direct convolution in double; and a workload whose C varies is
+ * refused (its weights could not be packed once). */
+#define CONV_KEY "conv2d(N=1..2,H=5..8,W=6,C=3,K=8,R=3,S=3,stride=2,pad=1,epilogue=bias+relu)"
+#define CONV_BAD_KEY "conv2d(N=1,H=6,W=6,C=1..4,K=8,R=3,S=3,stride=1,pad=1)"
+
+typedef void (*conv_fn)(int64_t H, int64_t N, const float *X, const float *packed, float *Y,
+                        const float *bias);
+
+/* Y = relu(conv(X, W) + bias), stride 2, pad 1, dilation 1, in double; mag
+ * the sums of the terms' magnitudes.  Returns the number of output pixels. */
+static int64_t conv_ref(int64_t n_img, int64_t H, int64_t Wd, int64_t C, int64_t Ko, int64_t R,
+                        int64_t S, const float *X, const float *W, const float *bias,
+                        double *ref, double *mag)
+{
+    const int64_t stride = 2, pad = 1;
+    const int64_t OH = (H + 2 * pad - R) / stride + 1, OW = (Wd + 2 * pad - S) / stride + 1;
+    for (int64_t n = 0; n < n_img; n++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++)
+                for (int64_t k = 0; k < Ko; k++) {
+                    double acc = bias[k], m = fabs((double)bias[k]);
+                    for (int64_t r = 0; r < R; r++)
+                        for (int64_t s = 0; s < S; s++) {
+                            int64_t ih = oh * stride - pad + r, iw = ow * stride - pad + s;
+                            if (ih < 0 || ih >= H || iw < 0 || iw >= Wd)
+                                continue;
+                            for (int64_t c = 0; c < C; c++) {
+                                double t = (double)X[((n * H + ih) * Wd + iw) * C + c] *
+                                           (double)W[((k * R + r) * S + s) * C + c];
+                                acc += t;
+                                m += fabs(t);
+                            }
+                        }
+                    int64_t i = ((n * OH + oh) * OW + ow) * Ko + k;
+                    ref[i] = acc > 0 ? acc : 0;
+                    mag[i] = m;
+                }
+    return n_img * OH * OW;
+}
+
+static void test_export_conv2d(void)
+{
+    char dbp[4096], path[4096];
+    snprintf(dbp, sizeof dbp, "%s/conv.db", g_dir);
+    snprintf(path, sizeof path, "%s/cvf.c", g_dir);
+    remove(dbp);
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(dbp, DT_DB_CREATE, &db, &e), 0);
+    int64_t tid, wid, bad_wid, kid[3];
+    CU_ASSERT_EQUAL_FATAL(dt_db_target_upsert(db, g_tkey, dt_isa_name(g_t.isa), NULL, &tid, &e), 0);
+    dt_workload *w = NULL, *bad = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(CONV_KEY, &w, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(CONV_BAD_KEY, &bad, &e), 0);
+    char key[DT_KEY_MAX], bad_key[DT_KEY_MAX];
+    dt_workload_key(w, key, sizeof key);
+    dt_workload_key(bad, bad_key, sizeof bad_key);
+    CU_ASSERT_EQUAL_FATAL(dt_db_workload_upsert(db, key, w->op->name, "{}", &wid, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_db_workload_upsert(db, bad_key, bad->op->name, "{}", &bad_wid, &e),
+                          0);
+    for (int k = 0; k < 3; k++) {
+        char json[512];
+        annotation(k, json, sizeof json);
+        dt_annotation a;
+        CU_ASSERT_EQUAL_FATAL(dt_annotation_from_text(json, &a, &e), 0);
+        CU_ASSERT_EQUAL_FATAL(dt_db_kernel_intern(db, w->op->name, dt_sketch_name(a.sketch), json,
+                                                  NULL, &kid[k], &e), 0);
+    }
+    /* the variables in key order: H, N.  One kernel in every box: two
+     * conv2d kernels in one exported file do not compile yet (the template's
+     * enumerators DT_CV_* are not renamed per kernel by export_kernel.c) */
+    static const struct {
+        const char *lo, *hi;
+        int kernel;
+    } boxes[] = {{"H=5,N=1", "H=6,N=2", 1}, {"H=7,N=1", "H=8,N=1", 1}, {"H=7,N=2", "H=8,N=2", 1}};
+    dt_db_schedule rows[3];
+    for (int r = 0; r < 3; r++)
+        rows[r] = (dt_db_schedule){.shape_lo = boxes[r].lo, .shape_hi = boxes[r].hi, .box = 1,
+                                   .kernel_id = kid[boxes[r].kernel], .predicted_ns = NAN,
+                                   .measured_ns = 1000.0 * (r + 1)};
+    int rc = dt_db_schedule_replace(db, wid, tid, g_threads, rows, 3, &e);
+    if (rc)
+        fprintf(stderr, "\n  schedule_replace: %s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    dt_db_schedule bad_row = {.shape_lo = "C=1", .shape_hi = "C=4", .kernel_id = kid[0],
+                              .predicted_ns = NAN, .measured_ns = 1000.0};
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_replace(db, bad_wid, tid, g_threads, &bad_row, 1, &e), 0);
+
+    /* C varies: K = R*S*C of the weights would too */
+    dt_export_opts o = {.workload_key = bad_key};
+    char bad_path[4096];
+    snprintf(bad_path, sizeof bad_path, "%s/cvbad.c", g_dir);
+    CU_ASSERT_EQUAL(dt_export_write(db, &o, bad_path, &e), DT_EUNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "C vary"));
+    CU_ASSERT_FALSE(file_exists(bad_path));
+
+    o.workload_key = key;
+    json_t *info = NULL;
+    rc = dt_export_write_info(db, &o, path, &info, &e);
+    if (rc)
+        fprintf(stderr, "\n  export %s: %s\n", key, e.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    json_t *ranges = json_object_get(info, "ranges");
+    CU_ASSERT_EQUAL_FATAL(json_array_size(ranges), 3);
+    char *c_text = dt_test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c_text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "static inline int cvf_select(int64_t H, int64_t N)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "dt_K, dt_R, dt_S, 2, 1, 1},"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "cvf_k0_dtk_pack(8, 27, W, packed + 0);"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "X, packed + 0, bias, Y, cvf_THREADS);"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "(stride 2, pad 1,\n *   dilation 1)"));
+    free(c_text);
+    void *h = compile_wrapped(g_dir, "cvf",
+                              "#include \"cvf.h\"\n#include \"cvf.c\"\n"
+                              "int cvf_test(const int64_t *v);\n"
+                              "int cvf_test(const int64_t *v) { return cvf_select(v[0], v[1]); }\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    dt_dispatch *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_dispatch_load(db, key, g_tkey, 0, &d, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(d->n, 3);
+    int rk[3];
+    for (int r = 0; r < 3; r++)
+        rk[r] = (int)json_integer_value(json_object_get(json_array_get(ranges, (size_t)r),
+                                                        "kernel"));
+    select_vec_fn sel = (select_vec_fn)sym(h, "cvf", "_test");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sel);
+    CU_ASSERT_EQUAL(check_select_vec(sel, "cvf", d, rk), 0); /* the boxes cover the set */
+    dt_dispatch_free(d);
+
+    packed_size_fn psize = (packed_size_fn)sym(h, "cvf", "_packed_size");
+    pack_fn pack = (pack_fn)sym(h, "cvf", "_pack");
+    conv_fn f = (conv_fn)sym(h, "cvf", "");
+    CU_ASSERT_FATAL(psize && pack && f);
+    enum { MAX_N = 3, MAX_H = 11, WD = 6, C = 3, KO = 8, R = 3, S = 3 };
+    const int64_t max_m = MAX_N * MAX_H * WD; /* bounds N*OH*OW */
+    float *X = dt_alloc64((size_t)(MAX_N * MAX_H * WD * C) * sizeof(float));
+    float *W = dt_alloc64((size_t)(KO * R * S * C) * sizeof(float));
+    float *bias = dt_alloc64((size_t)KO * sizeof(float));
+    float *Y = dt_alloc64((size_t)(max_m * KO + GUARD_N) * sizeof(float));
+    double *ref = dt_alloc64((size_t)(max_m * KO) * sizeof(double));
+    double *mag = dt_alloc64((size_t)(max_m * KO) * sizeof(double));
+    float *packed = dt_alloc64(psize());
+    CU_ASSERT_FATAL(X && W && bias && Y && ref && mag && packed);
+    dt_fill_random(X, MAX_N * MAX_H * WD * C, 71);
+    dt_fill_random(W, KO * R * S * C, 72);
+    dt_fill_random(bias, KO, 73);
+    pack(W, packed);
+    /* every shape of the set, then N=3 and H=11, H=2 outside it */
+    static const int64_t shapes[][2] = {{5, 1}, {6, 1}, {7, 1}, {8, 1}, {5, 2}, {6, 2},
+                                        {7, 2}, {8, 2}, {11, 3}, {2, 1}, {6, 3}};
+    int failures = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && failures < 3; i++) {
+        int64_t H = shapes[i][0], n_img = shapes[i][1];
+        int64_t M = conv_ref(n_img, H, WD, C, KO, R, S, X, W, bias, ref, mag);
+        poison(Y, M * KO);
+        f(H, n_img, X, packed, Y, bias);
+        char what[64];
+        snprintf(what, sizeof what, "cvf: H=%lld,N=%lld", (long long)H, (long long)n_img);
+        failures += dense_out_bad(what, Y, ref, mag, M, KO, R * S * C);
+    }
+    CU_ASSERT_EQUAL(failures, 0);
+    free(X);
+    free(W);
+    free(bias);
+    free(Y);
+    free(ref);
+    free(mag);
+    free(packed);
+    json_decref(info);
+    dt_workload_free(w);
+    dt_workload_free(bad);
+    dt_db_close(db);
+}
+
 /* A real tune of a small workload, exported by the binary, compiled, run. */
 #define E2E_KEY "dense(M=1..12,N=40,K=24,epilogue=bias+relu)"
 
@@ -1782,6 +1959,7 @@ int main(void)
         {"export errors", test_export_errors},
         {"tune, export, compile, run", test_tune_export_run},
         {"export hooks of every op with kernels", test_export_hooks},
+        {"export conv2d f32 over boxes of two variables, compile, run", test_export_conv2d},
         {"batch_matmul's exported text in f32 and bf16", test_export_bmm_text},
         CU_TEST_INFO_NULL,
     };

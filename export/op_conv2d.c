@@ -1,0 +1,261 @@
+/* conv2d's export hooks for every dtype it has kernels in (export/export_op.h),
+ * the dtype as data (conv_dtype): what NAME takes, what its comment says and
+ * which of a kernel's entry points it calls.
+ *   f32:    void NAME(<vars>, const float *X, const float *packed, float *Y
+ *                     [, const float *bias]);  NAME_pack(const float *W, float *packed)
+ *   bf16:   X, W bf16 (uint16_t); f32 sums; void NAME_pack(const uint16_t *W, void *packed)
+ *   int8:   void NAME(<vars>, const uint8_t *X, float scale_a, int32_t zp_a,
+ *                     const void *packed, float *Y[, const float *bias]);
+ *           int64_t NAME_pack(const int8_t *W, const float *scale_b, void *packed)
+ *   w8a32:  f32 X, s8 W with per-channel scales, dequantized in registers
+ * Y[n,oh,ow,k] = Σ_{r,s,c} X[n, oh·stride − pad + r·dilation, ow·stride − pad
+ * + s·dilation, c] · W[k,r,s,c] (dequantized as the dtype says) (+ bias[k])
+ * (then ReLU / GELU), X NHWC, W [K][R][S][C], Y [N][OH][OW][K].  Each kernel
+ * is called through its dtk_conv2d* entry point (microkernel/op_conv2d.c)
+ * with the geometry {N, H, W, C, K, R, S, stride, pad, dilation}: the dims
+ * of the shape and the workload's attributes, constants in the text; each
+ * packing region is filled by the kernel's dtk_pack* with the GEMM view's N
+ * = K and K = R·S·C (constant: export/export_plan.c refuses a workload whose
+ * K, R, S or C vary).  The quantized dtypes' NAME_pack takes weights already
+ * quantized to s8 and their per-output-channel scales, as dense's does. */
+#include <stdio.h>
+#include <string.h>
+
+#include "export/export_internal.h"
+
+extern const dt_op_desc dt_op_conv2d;
+
+/* conv2d's integer attributes (sketch/op_conv2d.c): their values are in the
+ * workload's attrs */
+enum { STRIDE, PAD, DILATION };
+
+/* What differs between the dtypes' exported text. */
+typedef struct conv_dtype {
+    const char *x_params;    /* NAME's parameters before packed */
+    const char *packed_type; /* "const float" (f32) or "const void" */
+    const char *conv_entry;  /* the kernel's entry point NAME calls */
+    const char *call_q;      /* its arguments after X: "" or ", scale_a, zp_a" */
+    const char *pack_entry;  /* the kernel's packing entry point */
+    const char *pack_q;      /* its arguments after W: "" or ", scale_b" */
+    /* The comment's paragraph, with @NAME@, @BIAS@ (" + bias[k]"), @ACT@,
+     * @STRIDE@, @PAD@, @DIL@ (the workload's attributes), @NK@ (K*R*S*C:
+     * W's elements), @RSC@ (R*S*C), @BYTES@, @FLOATS@ (the packed size in
+     * bytes, in floats), @NPACK@, @S@ (its plural s) and @BIASNOTE@ ("; bias
+     * has K floats") filled in for the plan. */
+    const char *doc;
+} conv_dtype;
+
+/* the convolution every paragraph states, after its dtype's lines: XEL and
+ * WEL the elements as the dtype reads them, SCALE its dequantization, ZERO
+ * what X is read as in the padding */
+#define CONV_LINES(XEL, WEL, SCALE, ZERO)                                                    \
+    " *   Y[n,oh,ow,k] = " SCALE "sum_{r,s,c} " XEL " * " WEL "@BIAS@@ACT@,\n"                  \
+    " *   ih = oh*@STRIDE@ - @PAD@ + r*@DIL@, iw = ow*@STRIDE@ - @PAD@ + s*@DIL@ (stride @STRIDE@, "  \
+    "pad @PAD@,\n *   dilation @DIL@), X read as " ZERO " outside the image; X is N x H x W x C "  \
+    "(NHWC),\n *   W is K x R x S x C, Y is N x OH x OW x K, all row-major and contiguous, with\n" \
+    " *   OH = (H + 2*@PAD@ - @DIL@*(R-1) - 1) / @STRIDE@ + 1 and OW likewise of W and S.\n"
+
+/* the lines every dtype's paragraph but f32's ends with */
+#define SIZE_LINE " * @NAME@_packed_size(): bytes of the packed weights (@BYTES@, a multiple of 64).\n"
+#define ALIGN_LINE " * Pointers are borrowed; packed is best 64-byte aligned (at least 4).\n"
+#define SCALES_REFUSED                                                                   \
+    " *   It returns 0, or refuses (writing nothing) a scale_b that is NULL (-1)\n"      \
+    " *   or whose scale_b[k] is zero, NaN or infinite (k + 1: the first one).\n"
+#define CALL_LINE(EXTRA)                                                                 \
+    " * @NAME@(...): Y for any shape (any N, H, W with an output of at least one pixel)" \
+    EXTRA ";\n *   packed as filled by @NAME@_pack@BIASNOTE@.\n"
+
+static const conv_dtype conv_f32 = {
+    .x_params = "const float *X",
+    .packed_type = "const float",
+    .conv_entry = "dtk_conv2d",
+    .call_q = "",
+    .pack_entry = "dtk_pack",
+    .pack_q = "",
+    .doc = " *\n" CONV_LINES("X[n,ih,iw,c]", "W[k,r,s,c]", "", "0")
+           " * @NAME@_packed_size(): bytes of the packed weights (@FLOATS@ floats).\n"
+           " * @NAME@_pack(W, packed): packs W (K x R x S x C, @NK@ floats) once into packed;\n"
+           " *   every layout the dispatcher needs is in it (@NPACK@ region@S@, one per panel\n"
+           " *   width NR).\n" CALL_LINE("")
+           " * Pointers are borrowed; 64-byte alignment of packed is best, not required.\n",
+};
+
+static const conv_dtype conv_bf16 = {
+    .x_params = "const uint16_t *X",
+    .packed_type = "const void",
+    .conv_entry = "dtk_conv2d_bf16",
+    .call_q = "",
+    .pack_entry = "dtk_pack_bf16",
+    .pack_q = "",
+    .doc = " *\n * dtype bf16: X and W are bf16 (uint16_t, the upper 16 bits of an IEEE float;\n"
+           " * convert with round to nearest even), the sums are f32, Y is f32:\n"
+           CONV_LINES("X[n,ih,iw,c]", "W[k,r,s,c]", "", "0") SIZE_LINE
+           " * @NAME@_pack(W, packed): packs W (K x R x S x C bf16, @NK@ values) once into\n"
+           " *   packed; every layout the dispatcher needs is in it (@NPACK@ region@S@, one\n"
+           " *   per panel layout).\n" CALL_LINE("") ALIGN_LINE,
+};
+
+static const conv_dtype conv_int8 = {
+    .x_params = "const uint8_t *X, float scale_a, int32_t zp_a",
+    .packed_type = "const void",
+    .conv_entry = "dtk_conv2d_u8s8",
+    .call_q = ", scale_a, zp_a",
+    .pack_entry = "dtk_pack_u8s8",
+    .pack_q = ", scale_b",
+    .doc = " *\n * dtype int8: X is u8 with one scale and zero point (its real value is\n"
+           " * scale_a * (X - zp_a)), W is s8 with one scale per output channel k\n"
+           " * (scale_b[k]), the sums are int32, Y is f32:\n"
+           CONV_LINES("(X[n,ih,iw,c] - zp_a)", "W[k,r,s,c]", "scale_a * scale_b[k] * ",
+                      "zp_a (the real 0)")
+           " * The int32 sums are exact while |sum (X - zp_a) * W| < 2^31 (always for\n"
+           " * R*S*C <= 65793; here @RSC@).\n" SIZE_LINE
+           " * @NAME@_pack(W, scale_b, packed): packs the already-quantized W (K x R x S x C\n"
+           " *   s8) and its K per-channel scales once into packed, with the zero-point\n"
+           " *   compensation sum_{r,s,c} W[k,r,s,c] it computes itself; every layout the\n"
+           " *   dispatcher needs is in it (@NPACK@ region@S@, one per panel layout).\n"
+           SCALES_REFUSED CALL_LINE(", scale_a and zp_a X's\n *   quantization (scale_a finite)")
+           ALIGN_LINE,
+};
+
+static const conv_dtype conv_w8a32 = {
+    .x_params = "const float *X",
+    .packed_type = "const void",
+    .conv_entry = "dtk_conv2d_w8",
+    .call_q = "",
+    .pack_entry = "dtk_pack_w8",
+    .pack_q = ", scale_b",
+    .doc = " *\n * dtype w8a32 (weight-only int8): X is f32, W is s8 with one scale per\n"
+           " * output channel k (scale_b[k]), dequantized in registers; the sums are\n"
+           " * f32, Y is f32:\n"
+           CONV_LINES("X[n,ih,iw,c]", "W[k,r,s,c]", "scale_b[k] * ", "0") SIZE_LINE
+           " * @NAME@_pack(W, scale_b, packed): packs the already-quantized W (K x R x S x C\n"
+           " *   s8) and its K per-channel scales once into packed; every layout the\n"
+           " *   dispatcher needs is in it (@NPACK@ region@S@, one per panel layout).\n"
+           SCALES_REFUSED CALL_LINE("") ALIGN_LINE,
+};
+
+static void conv_params(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d)
+{
+    dt_sb_appendf(sb, "%s, %s *packed, float *Y%s", d->x_params, d->packed_type,
+                  p->g.bias ? ", const float *bias" : "");
+}
+
+/* d's paragraph with the plan's values in its @...@ fields */
+static void conv_doc(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d)
+{
+    char bytes[32], floats[32], npack[16], nk[32], rsc[32], stride[16], pad[16], dil[16];
+    snprintf(bytes, sizeof bytes, "%lld", (long long)p->packed_bytes);
+    snprintf(floats, sizeof floats, "%lld", (long long)(p->packed_bytes / 4));
+    snprintf(npack, sizeof npack, "%d", p->npack);
+    snprintf(nk, sizeof nk, "%lld", (long long)(p->N * p->K));
+    snprintf(rsc, sizeof rsc, "%lld", (long long)p->K);
+    snprintf(stride, sizeof stride, "%d", p->kop.attrs[STRIDE]);
+    snprintf(pad, sizeof pad, "%d", p->kop.attrs[PAD]);
+    snprintf(dil, sizeof dil, "%d", p->kop.attrs[DILATION]);
+    const struct {
+        const char *field, *value;
+    } fill[] = {
+        {"@NAME@", p->name},
+        {"@BIAS@", p->g.bias ? " + bias[k]" : ""},
+        {"@ACT@", dt_export_act_text(p)},
+        {"@STRIDE@", stride},
+        {"@PAD@", pad},
+        {"@DIL@", dil},
+        {"@NK@", nk},
+        {"@RSC@", rsc},
+        {"@BYTES@", bytes},
+        {"@FLOATS@", floats},
+        {"@NPACK@", npack},
+        {"@S@", p->npack == 1 ? "" : "s"},
+        {"@BIASNOTE@", p->g.bias ? "; bias has K floats" : ""},
+    };
+    for (const char *s = d->doc; *s;) {
+        size_t f = 0, nf = sizeof fill / sizeof fill[0];
+        if (*s == '@')
+            for (; f < nf && strncmp(s, fill[f].field, strlen(fill[f].field)) != 0; f++)
+                ;
+        if (*s == '@' && f < nf) {
+            dt_sb_append(sb, fill[f].value);
+            s += strlen(fill[f].field);
+        } else {
+            dt_sb_appendn(sb, s++, 1);
+        }
+    }
+}
+
+/* Where region `offset` (bytes) starts in the text: in floats on a float
+ * pointer (unit 4: f32, as dense's), else bytes. */
+static void offset_text(char *buf, size_t n, int unit, const char *cast, int64_t offset)
+{
+    if (unit == 4)
+        snprintf(buf, n, "packed + %lld", (long long)(offset / 4));
+    else
+        snprintf(buf, n, "(%s)packed + %lld", cast, (long long)offset);
+}
+
+/* The geometry as a compound literal: the shape's dims, then the workload's
+ * stride, pad and dilation. */
+static void conv_call(dt_strbuf *sb, const dt_export_plan *p, int k, const conv_dtype *d,
+                      int unit)
+{
+    char at[64];
+    offset_text(at, sizeof at, unit, "const char *", p->pack[p->k[k].pack_group].offset);
+    dt_sb_appendf(sb, "        %s_k%d_%s((const int64_t[10]){dt_N, dt_H, dt_W, dt_C, dt_K, "
+                      "dt_R, dt_S, %d, %d, %d},\n"
+                      "            X%s, %s, %s, Y, %s_THREADS);\n",
+                  p->name, k, d->conv_entry, p->kop.attrs[STRIDE], p->kop.attrs[PAD],
+                  p->kop.attrs[DILATION], d->call_q, at, p->g.bias ? "bias" : "NULL", p->name);
+}
+
+static void conv_pack(dt_strbuf *sb, const dt_export_plan *p, int g, const conv_dtype *d,
+                      int unit)
+{
+    char at[64];
+    offset_text(at, sizeof at, unit, "char *", p->pack[g].offset);
+    dt_sb_appendf(sb, "    %s_k%d_%s(%lld, %lld, W%s, %s);\n", p->name, p->pack[g].kernel,
+                  d->pack_entry, (long long)p->N, (long long)p->K, d->pack_q, at);
+}
+
+/* The hooks of dtype DT (conv_DT) and their dt_export_op. */
+#define CONV_EXPORT_OP(dt, DTYPE, PARAMS, PACK_PARAMS, UNIT, TAIL)                        \
+    static void conv_params_##dt(dt_strbuf *sb, const dt_export_plan *p)                  \
+    {                                                                                     \
+        conv_params(sb, p, &conv_##dt);                                                   \
+    }                                                                                     \
+    static void conv_doc_##dt(dt_strbuf *sb, const dt_export_plan *p)                     \
+    {                                                                                     \
+        conv_doc(sb, p, &conv_##dt);                                                      \
+    }                                                                                     \
+    static void conv_call_##dt(dt_strbuf *sb, const dt_export_plan *p, int k)             \
+    {                                                                                     \
+        conv_call(sb, p, k, &conv_##dt, UNIT);                                            \
+    }                                                                                     \
+    static void conv_pack_##dt(dt_strbuf *sb, const dt_export_plan *p, int g)             \
+    {                                                                                     \
+        conv_pack(sb, p, g, &conv_##dt, UNIT);                                            \
+    }                                                                                     \
+    const dt_export_op dt_export_op_conv2d_##dt = {                                       \
+        .op = &dt_op_conv2d,                                                              \
+        .dtype = DTYPE,                                                                   \
+        .params = PARAMS,                                                                 \
+        .emit_params = conv_params_##dt,                                                  \
+        .emit_doc = conv_doc_##dt,                                                        \
+        .emit_call = conv_call_##dt,                                                      \
+        .pack_params = PACK_PARAMS,                                                       \
+        .offset_unit = UNIT,                                                              \
+        .pack_tail = TAIL,                                                                \
+        .emit_pack = conv_pack_##dt,                                                      \
+    };
+
+#define PLAIN_PARAMS {"X", "W", "Y", "packed", "bias"}
+#define SCALED_PARAMS {"X", "W", "Y", "packed", "bias", "scale_b"}
+#define INT8_PARAMS {"X", "W", "Y", "packed", "bias", "scale_a", "zp_a", "scale_b"}
+#define QUANT_PACK "const int8_t *W, const float *scale_b, void *packed"
+
+/* f32's offsets count floats (unit 4), as dense f32's do; the others bytes */
+CONV_EXPORT_OP(f32, DT_DTYPE_F32, PLAIN_PARAMS, "const float *W, float *packed", 4, NULL)
+CONV_EXPORT_OP(bf16, DT_DTYPE_BF16, PLAIN_PARAMS, "const uint16_t *W, void *packed", 1, NULL)
+CONV_EXPORT_OP(int8, DT_DTYPE_INT8, INT8_PARAMS, QUANT_PACK, 1,
+               "the column sums (int32) and the scales (float) of every padded column")
+CONV_EXPORT_OP(w8a32, DT_DTYPE_W8A32, SCALED_PARAMS, QUANT_PACK, 1,
+               "the scales (float) of every padded column")
