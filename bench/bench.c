@@ -36,6 +36,7 @@ void dt_bench_result_free(dt_bench_result *r)
     free(r->gflop);
     free(r->seconds);
     free(r->peer_pack_s);
+    free(r->peer_create_s);
     memset(r, 0, sizeof *r);
 }
 
@@ -63,6 +64,11 @@ typedef struct {
     /* verify_shapes: the reference of the current shape and its scratch */
     double *ref, *mag;
     float *Bt;               /* B of one matrix packed for the reference */
+    /* an op whose A is implicit (a_row; conv2d): o.A is its input, o.Aref
+     * that input's real values, and Aim the current shape's M×K A gathered
+     * from them (verify_shapes), which the reference reads */
+    float *Aim;
+    int64_t *Aidx;           /* scratch: one row's indices (K) */
 } problem;
 
 /* Floats after the largest output that no candidate may write. */
@@ -99,12 +105,35 @@ static void set_status(dt_bench_cand *c, const char *status, const char *msg)
     c->message = msg ? strdup(msg) : NULL;
 }
 
+/* An op whose A is implicit (a_row) is verified on its own dims: the real
+ * ones (the first shape's) and two small odd ones, every dim capped at 7
+ * and then at 3 (a case that the op's check refuses, such as a window
+ * larger than its padded image, is left out). */
+static int verify_cand_dims(const dt_kernel *k, const dt_kernel_op *kop, const int64_t *real,
+                            int threads, dt_err *e)
+{
+    static const int64_t caps[] = {0, 7, 3};
+    const dt_op_desc *op = kop->op;
+    int rc = 0;
+    for (int i = 0; i < 3 && !rc; i++) {
+        int64_t d[DT_MAX_DIMS];
+        for (int j = 0; j < op->ndims; j++)
+            d[j] = caps[i] && real[j] > caps[i] ? caps[i] : real[j];
+        if (i > 0 && op->check(d, kop->attrs, NULL))
+            continue;
+        rc = dt_verify_kernel_dims(k, kop, d, threads, 100 + (uint64_t)i, e);
+    }
+    return rc;
+}
+
 /* Verification sizes for a kernel: boundary cases at small sizes, and one
  * small-M call at the workload's real N and K (real: the first shape's
  * dims). */
 static int verify_cand(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
                        const int64_t *real, int threads, dt_err *e)
 {
+    if (kop->op->a_row)
+        return verify_cand_dims(k, kop, real, threads, e);
     dt_gemm g;
     int rc = dt_op_gemm(kop->op, kop->attrs, real, &g, e);
     if (rc)
@@ -259,9 +288,26 @@ static void reference_shape(problem *p, int threads)
             int64_t i0 = (it % mt) * REF_ROWS, j0 = (it / mt) * REF_COLS;
             int64_t i1 = i0 + REF_ROWS < M ? i0 + REF_ROWS : M;
             int64_t j1 = j0 + REF_COLS < N ? j0 + REF_COLS : N;
-            dt_ref_block(g, p->o.Aref, b, p->Bt, p->o.bias, p->o.colscale, i0, i1, j0, j1,
+            dt_ref_block(g, p->Aim ? p->Aim : p->o.Aref, b, p->Bt, p->o.bias, p->o.colscale, i0, i1, j0, j1,
                          ref + i0 * N + j0, mag + i0 * N + j0, N);
         }
+    }
+}
+
+/* An op whose A is implicit: the current shape's M×K A gathered from the
+ * flat input's real values (laid out as the input), 0 where the op reads
+ * padding. */
+static void gather_a(problem *p)
+{
+    const dt_gemm *g = &p->g;
+    if (!p->Aim)
+        return;
+    int64_t *index = p->Aidx;
+    for (int64_t i = 0; i < g->M; i++) {
+        g->op->a_row(g->dims, g->attrs, i, index);
+        float *row = p->Aim + i * g->K;
+        for (int64_t k = 0; k < g->K; k++)
+            row[k] = index[k] < 0 ? 0.0f : p->o.Aref[index[k]];
     }
 }
 
@@ -302,6 +348,7 @@ static int verify_shape(dt_bench_result *r, cand_rt *rts, int nkernels, problem 
         any |= cand_runs(r, rts, nkernels, c, s, o);
     if (!any)
         return 0;
+    gather_a(p);
     reference_shape(p, o->threads);
     for (int c = 0; c < r->ncands; c++) {
         if (!cand_runs(r, rts, nkernels, c, s, o))
@@ -441,6 +488,36 @@ static void measure_peak(dt_bench_result *r, const dt_bench_opts *o)
     r->peak1_gops = r->peaks1[r->peak_kind];
 }
 
+/* A conv2d shape (g from dt_op_gemm with dims) as the convolution peers
+ * take it (dt_peer_problem.conv: peers/ knows no op), its dims and integer
+ * attributes looked up by name; nothing for any other op. */
+static void peer_conv(const dt_gemm *g, dt_peer_problem *pp)
+{
+    static const char *const dn[7] = {"N", "H", "W", "C", "K", "R", "S"};
+    static const char *const an[3] = {"stride", "pad", "dilation"};
+    const dt_op_desc *op = g->op;
+    int64_t v[7];
+    int a[3];
+    if (!op || !op->a_row || strcmp(op->name, "conv2d") != 0)
+        return;
+    for (int i = 0; i < 7; i++) {
+        int j = dt_op_dim_index(op, dn[i]);
+        if (j < 0)
+            return;
+        v[i] = g->dims[j];
+    }
+    for (int i = 0; i < 3; i++) {
+        int j = dt_op_attr_index(op, an[i]);
+        if (j < 0 || !op->attrs[j].integer)
+            return;
+        a[i] = g->attrs[j];
+    }
+    pp->conv.on = 1;
+    pp->conv.n = v[0], pp->conv.h = v[1], pp->conv.w = v[2], pp->conv.c = v[3];
+    pp->conv.k = v[4], pp->conv.r = v[5], pp->conv.s = v[6];
+    pp->conv.stride = a[0], pp->conv.pad = a[1], pp->conv.dilation = a[2];
+}
+
 /* The peers' problem for the GEMM view g in dtype d: the same dtype, but
  * w8a32's peers are f32 (dequantized weights; oneDNN has no weight-only
  * int8 matmul), and so are math=bf16's (f32_bf16: what an f32 model runs
@@ -459,6 +536,7 @@ static dt_peer_problem peer_problem(const dt_gemm *g, const problem *p, int thre
         pp.zp_a = p->o.zp_a;
         pp.scale_b = p->o.scale_b;
     }
+    peer_conv(g, &pp);
     return pp;
 }
 
@@ -472,10 +550,11 @@ static int alloc_result(dt_bench_result *r, const dt_workload *w, int nshapes, d
     r->cands = calloc((size_t)r->ncands, sizeof *r->cands);
     r->seconds = malloc((size_t)(r->ncands * nshapes) * sizeof *r->seconds);
     r->peer_pack_s = malloc((size_t)(r->ncands * nshapes) * sizeof *r->peer_pack_s);
+    r->peer_create_s = malloc((size_t)(r->ncands * nshapes) * sizeof *r->peer_create_s);
     r->verified = calloc((size_t)(r->ncands * nshapes) + 1, sizeof *r->verified);
     r->verify_msg = calloc((size_t)(r->ncands * nshapes) + 1, sizeof *r->verify_msg);
     if (!r->shapes || !r->dims || !r->gflop || !r->cands || !r->seconds || !r->peer_pack_s ||
-        !r->verified || !r->verify_msg)
+        !r->peer_create_s || !r->verified || !r->verify_msg)
         return dt_errf(e, DT_ENOMEM, "out of memory");
     return 0;
 }
@@ -483,6 +562,7 @@ static int alloc_result(dt_bench_result *r, const dt_workload *w, int nshapes, d
 /* The largest tensors any shape needs (elements). */
 typedef struct {
     int64_t x, w, y, n, k;
+    int64_t mk;              /* an op whose A is implicit: the largest M×K (else 0) */
 } max_sizes;
 
 /* Fills the result's shapes, dims and GFLOP per shape and the largest
@@ -492,7 +572,7 @@ static int scan_shapes(const dt_workload *w, const int64_t *shapes, int nshapes,
                        dt_bench_result *r, problem *p, max_sizes *mx, dt_err *e)
 {
     int nd = w->op->ndims;
-    *mx = (max_sizes){1, 1, 1, 1, 1};
+    *mx = (max_sizes){1, 1, 1, 1, 1, 0};
     dt_gemm first = {0};
     for (int s = 0; s < nshapes; s++) {
         memcpy(r->shapes + s * w->nvars, shapes + s * w->nvars, (size_t)w->nvars * sizeof *shapes);
@@ -503,8 +583,12 @@ static int scan_shapes(const dt_workload *w, const int64_t *shapes, int nshapes,
             return rc;
         r->gflop[s] = w->op->flops(d, w->attrs) * 1e-9;
         const dt_gemm *g = &p->g;
-        if (g->batch * g->M * g->K > mx->x)
-            mx->x = g->batch * g->M * g->K;
+        /* an op whose A is implicit: A is its input, a_elems elements */
+        const int64_t nx = w->op->a_row ? w->op->a_elems(d, w->attrs) : g->batch * g->M * g->K;
+        if (nx > mx->x)
+            mx->x = nx;
+        if (w->op->a_row && g->M * g->K > mx->mk)
+            mx->mk = g->M * g->K;
         if (g->batch * g->N * g->K > mx->w)
             mx->w = g->batch * g->N * g->K;
         if (g->batch * g->M * g->N > mx->y)
@@ -547,9 +631,14 @@ static int alloc_problem(problem *p, dt_dtype dtype, const max_sizes *mx, const 
         p->ref = dt_alloc64(cells);
         p->mag = dt_alloc64(cells);
         p->Bt = alloc_floats(mx->k * dt_ref_ldb(mx->n));
+        if (mx->mk) {
+            p->Aim = alloc_floats(mx->mk);
+            p->Aidx = malloc((size_t)mx->k * sizeof *p->Aidx);
+        }
     }
     if (!p->Y || ((dtype == DT_DTYPE_W8A32 || math) && !p->W32) ||
-        (o->verify_shapes && (!p->ref || !p->mag || !p->Bt)))
+        (o->verify_shapes && (!p->ref || !p->mag || !p->Bt)) ||
+        (o->verify_shapes && mx->mk && (!p->Aim || !p->Aidx)))
         return dt_errf(e, DT_ENOMEM, "out of memory for the benchmark's tensors");
     return 0;
 }
@@ -573,14 +662,16 @@ static void add_extern(dt_bench_result *r, cand_rt *rts, int c, const problem *p
     }
 }
 
-/* Whether peer d is wanted and a peer of problems like pp at all. */
+/* Whether peer d is wanted and a peer of problems like pp at all (a GEMM
+ * peer is, of a convolution's GEMM view, to be listed as skipped). */
 static int peer_included(const dt_peer_desc *d, const dt_peer_problem *pp, const dt_bench_opts *o)
 {
     return peer_wanted(o->peers, d->name) && (!d->applies || d->applies(pp));
 }
 
 /* The wanted peers that apply to the problem, from index c on; returns how
- * many. */
+ * many.  A GEMM peer on a convolution (an op whose A is implicit: the
+ * peers get its NHWC input, never the im2col) is listed, as "skipped". */
 static int add_peers(dt_bench_result *r, cand_rt *rts, int c, const dt_peer_desc *const *peers,
                      int npeers_all, const dt_peer_problem *pp, const dt_bench_opts *o)
 {
@@ -592,7 +683,13 @@ static int add_peers(dt_bench_result *r, cand_rt *rts, int c, const dt_peer_desc
         r->cands[c].kind = DT_CAND_PEER;
         r->cands[c].peak_kind = r->peak_kind;
         snprintf(r->cands[c].name, sizeof r->cands[c].name, "%s", peers[i]->name);
-        set_status(&r->cands[c], "ok", NULL);
+        if (pp->conv.on && !peers[i]->conv)
+            set_status(&r->cands[c], "skipped",
+                       "skipped: a GEMM peer, and conv2d's GEMM view has an implicit A (the "
+                       "im2col of its NHWC input, which only dtune's kernels gather); its "
+                       "oneDNN peer is onednn_conv");
+        else
+            set_status(&r->cands[c], "ok", NULL);
         rts[c++].peer = peers[i];
     }
     return added;
@@ -608,12 +705,17 @@ static void peers_prepare(dt_bench_result *r, cand_rt *rts, int first_peer, cons
     for (int c = first_peer; c < r->ncands; c++) {
         dt_err pe;
         r->peer_pack_s[c * r->nshapes + s] = NAN;
+        r->peer_create_s[c * r->nshapes + s] = NAN;
+        if (strcmp(r->cands[c].status, "ok") != 0)
+            continue; /* skipped */
+        double tc = dt_now_s();
         if (rts[c].peer->create(&pp, &rts[c].state, &pe)) {
             rts[c].state = NULL;
             if (!r->cands[c].message)
                 r->cands[c].message = strdup(pe.msg);
             continue;
         }
+        r->peer_create_s[c * r->nshapes + s] = dt_now_s() - tc;
         double t0 = dt_now_s();
         if (rts[c].peer->pack(rts[c].state, p->W32 ? (const void *)p->W32 : p->o.B, &pe)) {
             rts[c].peer->destroy(rts[c].state);
@@ -623,6 +725,45 @@ static void peers_prepare(dt_bench_result *r, cand_rt *rts, int first_peer, cons
             continue;
         }
         r->peer_pack_s[c * r->nshapes + s] = dt_now_s() - t0;
+    }
+}
+
+/* The convolution peers (dt_peer_desc.conv): their primitive creation time
+ * per shape — what a server with dynamic shapes pays on every new shape —
+ * summarised in their message (mean, min, max; per shape in
+ * r->peer_create_s), after any reason a shape was refused. */
+static void peers_note_creation(dt_bench_result *r, const cand_rt *rts, int first_peer)
+{
+    for (int c = first_peer; c < r->ncands; c++) {
+        if (!rts[c].peer || !rts[c].peer->conv || strcmp(r->cands[c].status, "ok") != 0)
+            continue;
+        double sum = 0, lo = INFINITY, hi = 0, pack = 0;
+        int n = 0;
+        for (int s = 0; s < r->nshapes; s++) {
+            double t = r->peer_create_s[c * r->nshapes + s];
+            if (!(t >= 0))
+                continue;
+            n++;
+            sum += t;
+            lo = t < lo ? t : lo;
+            hi = t > hi ? t : hi;
+            if (r->peer_pack_s[c * r->nshapes + s] >= 0)
+                pack += r->peer_pack_s[c * r->nshapes + s];
+        }
+        if (!n)
+            continue;
+        char buf[256];
+        snprintf(buf, sizeof buf, "primitive creation per shape %.3f ms mean, %.3f min, %.3f max "
+                 "over %d shape%s (weights reorder %.3f ms mean), outside the timing",
+                 1e3 * sum / n, 1e3 * lo, 1e3 * hi, n, n == 1 ? "" : "s", 1e3 * pack / n);
+        const char *old = r->cands[c].message;
+        size_t len = strlen(buf) + (old ? strlen(old) + 2 : 0) + 1;
+        char *m = malloc(len);
+        if (!m)
+            continue;
+        snprintf(m, len, "%s%s%s", old ? old : "", old ? "; " : "", buf);
+        free(r->cands[c].message);
+        r->cands[c].message = m;
     }
 }
 
@@ -689,6 +830,8 @@ static void free_run(cand_rt *rts, int ncands, int nkernels, problem *p)
     free(p->ref);
     free(p->mag);
     free(p->Bt);
+    free(p->Aim);
+    free(p->Aidx);
 }
 
 int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
@@ -741,6 +884,8 @@ int dt_bench_run(const dt_workload *w, const int64_t *shapes, int nshapes,
     dt_omp_pin_threads(o->threads); /* kernels and peers alike (omp_pin.h) */
     measure_peak(r, o);
     rc = run_shapes(w, shapes, r, rts, nkernels, nkernels + next, &p, o, e);
+    if (!rc)
+        peers_note_creation(r, rts, nkernels + next);
 out:
     free_run(rts, r->ncands, nkernels, &p);
     if (rc)

@@ -13,6 +13,14 @@
  * apart from the call (once per packed layout of the kernels — panel width
  * and K group —, once per peer and shape).
  *
+ * An op whose GEMM view's A is implicit (sketch/op.h, a_row: conv2d): A is
+ * the op's input (a_elems elements, e.g. NHWC X); kernels are verified on
+ * the op's own dims (the first shape's, and two small odd ones); the
+ * per-shape reference reads A gathered from the input through a_row.  The
+ * GEMM peers cannot take it and are listed with status "skipped"; the
+ * convolution peer (onednn_conv) runs it, its primitive creation per shape
+ * timed (peer_create_s).
+ *
  * Ownership: dt_bench_run fills a dt_bench_result that owns its arrays;
  * free with dt_bench_result_free. */
 #ifndef DT_BENCH_BENCH_H
@@ -73,7 +81,10 @@ typedef struct dt_bench_cand {
     dt_cand_kind kind;
     char name[64];            /* "k17" or the peer's name */
     dt_annotation ann;        /* kernels */
-    char status[32];          /* "ok", "compile_error", "wrong_answer", "unsupported", ... */
+    /* "ok", "compile_error", "wrong_answer", "unsupported", ...; a peer
+     * "skipped" when it cannot compute the op at all (a GEMM peer on
+     * conv2d, whose A is implicit), message saying why */
+    char status[32];
     char *message;            /* why it is not "ok" (malloc'ed) or NULL */
     double pack_s;            /* kernels, extern: packing time of constant weights, else 0 */
     /* kernels: the back-end its annotation names for the workload's dtype
@@ -93,6 +104,11 @@ typedef struct dt_bench_result {
     dt_bench_cand *cands;
     double *seconds;          /* ncands × nshapes: best time per call, NAN if n/a */
     double *peer_pack_s;      /* ncands × nshapes: peer packing time, NAN if n/a */
+    /* ncands × nshapes: a peer's create() time on the shape (primitive
+     * creation: what a dynamic-shape server pays on each new shape), NAN if
+     * n/a.  The convolution peers' (onednn_conv) is also summarised in their
+     * message, which the text and JSON reports print. */
+    double *peer_create_s;
     /* ncands × nshapes: 1 the output on this shape matched the reference,
      * -1 it did not (or the call failed; not timed), 0 not checked (not run
      * on this shape, or verify_shapes off) */

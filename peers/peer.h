@@ -57,12 +57,28 @@ typedef struct dt_peer_problem {
      * them to bf16 without changing the problem (onednn_bf16 does, and
      * runs only then; the f32 peers ignore it). */
     int math_bf16;
+    /* A 2-D convolution (conv.on; conv2d, sketch/op_conv2d.c): the GEMM
+     * above is its implicit GEMM (M = n·oh·ow, N = k, K = r·s·c, constant
+     * weights), but x is the NHWC input X[n,h,w,c] — the view's A (the
+     * im2col of X) exists nowhere —, the weights W[k,r,s,c] (OHWI, the
+     * view's B N×K) and y Y[n,oh,ow,k]; oh = (h + 2·pad − dilation·(r−1) −
+     * 1) / stride + 1, ow likewise.  Only a peer with dt_peer_desc.conv
+     * computes it. */
+    struct {
+        int on;
+        int64_t n, h, w, c, k, r, s;
+        int stride, pad, dilation;
+    } conv;
 } dt_peer_problem;
 
 typedef struct dt_peer_desc {
-    const char *name;        /* "onednn", "onednn_rt", "onednn_bf16", "dnnl_sgemm", "openblas",
-                              * "libxsmm" */
+    const char *name;        /* "onednn", "onednn_rt", "onednn_bf16", "dnnl_sgemm",
+                              * "onednn_conv", "openblas", "libxsmm" */
     const char *description; /* one line for tables and --help */
+    /* 1: a peer of convolutions (dt_peer_problem.conv.on) only; 0: a GEMM
+     * peer, which cannot run a convolution (its A is implicit): `dtune
+     * bench` lists it as skipped on conv2d */
+    int conv;
     /* Whether the peer is a peer of problems like p at all (its kind: dtype,
      * math, constant weights; not its sizes), so a report leaves out a
      * column that could only say n/a.  NULL: every problem (create() may

@@ -16,6 +16,7 @@ extern const dt_peer_desc dt_peer_onednn_desc;
 extern const dt_peer_desc dt_peer_onednn_rt_desc;
 extern const dt_peer_desc dt_peer_onednn_bf16_desc;
 extern const dt_peer_desc dt_peer_dnnl_sgemm_desc;
+extern const dt_peer_desc dt_peer_onednn_conv_desc;
 extern const dt_peer_desc dt_peer_openblas_desc;
 extern const dt_peer_desc dt_peer_libxsmm_desc;
 

@@ -10,6 +10,9 @@
  *               with memory objects of the real dims; oneDNN's primitive
  *               cache makes it one primitive per (N, K, epilogue, threads).
  *   dnnl_sgemm  the row-major dnnl_sgemm call; epilogue in a separate pass.
+ *   onednn_conv the convolution primitive per exact shape, for conv2d (a
+ *               problem with conv.on, whose A is implicit: the GEMM peers
+ *               above do not take it).
  * onednn and onednn_rt take every dtype: f32, bf16 (bf16 src and weights,
  * f32 dst and bias, dense and batched) and int8 (dense only: u8 src with a
  * zero point, s8 weights, f32 dst; the scales are oneDNN 2.x output scales,
@@ -504,6 +507,147 @@ const dt_peer_desc dt_peer_onednn_bf16_desc = {
                    "call, fused bias/activation, f32 out",
     .applies = onednn_bf16_applies,
     .create = onednn_bf16_create,
+    .pack = mm_pack,
+    .run = mm_run,
+    .destroy = mm_destroy,
+};
+
+/* ---- convolution peer (onednn_conv) ------------------------------------------ */
+
+/* The peer of convolutions (p->conv.on; peers/peer.h): oneDNN's direct
+ * convolution primitive for forward inference, created for the exact shape:
+ * src X[n,h,w,c] (nhwc), weights in the layout the primitive picks (format
+ * any), reordered once in pack() from W[k,r,s,c] (ohwi), the bias and the
+ * activation fused (an eltwise post-op: relu, gelu_erf), dst Y[n,oh,ow,k]
+ * (nhwc, f32).  f32 and bf16 (bf16 src and weights, f32 bias and dst).
+ * It reuses the matmul peer's state (od_mm): pack and run are the matmul's,
+ * the same SRC / WEIGHTS / BIAS / DST arguments. */
+static int conv_applies(const dt_peer_problem *p) { return p && p->conv.on; }
+
+/* Output extent of one spatial axis (sketch/op_conv2d.c's formula). */
+static int64_t conv_out(int64_t in, int64_t win, const dt_peer_problem *p)
+{
+    int64_t span = (int64_t)p->conv.dilation * (win - 1) + 1;
+    int64_t room = in + 2 * (int64_t)p->conv.pad - span;
+    return room < 0 ? 0 : room / p->conv.stride + 1;
+}
+
+static int conv_build(od_mm *s, dt_err *e)
+{
+    const char *peer = s->peer;
+    const dt_peer_problem *p = &s->p;
+    const int64_t n = p->conv.n, h = p->conv.h, w = p->conv.w, c = p->conv.c, k = p->conv.k,
+                  r = p->conv.r, sw = p->conv.s;
+    const int64_t oh = conv_out(h, r, p), ow = conv_out(w, sw, p);
+    const dnnl_data_type_t at = od_a_type(p->dtype), bt = od_b_type(p->dtype);
+    dnnl_memory_desc_t src_md, wei_any, bias_md, dst_md, user_md, wei_md;
+    const dnnl_dim_t sd[4] = {n, c, h, w}, wd[4] = {k, c, r, sw}, bd[1] = {k},
+                     dd[4] = {n, k, oh, ow};
+    int rc;
+    if (oh < 1 || ow < 1 || n * oh * ow != p->M || k != p->N || r * sw * c != p->K)
+        return dt_errf(e, DT_EINVAL, "%s: the convolution (N=%lld H=%lld W=%lld C=%lld K=%lld "
+                       "R=%lld S=%lld) is not the GEMM view's M=%lld N=%lld K=%lld", peer,
+                       (long long)n, (long long)h, (long long)w, (long long)c, (long long)k,
+                       (long long)r, (long long)sw, (long long)p->M, (long long)p->N,
+                       (long long)p->K);
+    if ((rc = md_tag(peer, &src_md, 4, sd, at, dnnl_nhwc, e)) ||
+        (rc = md_tag(peer, &wei_any, 4, wd, bt, dnnl_format_tag_any, e)) ||
+        (rc = md_tag(peer, &bias_md, 1, bd, dnnl_f32, dnnl_a, e)) ||
+        (rc = md_tag(peer, &dst_md, 4, dd, dnnl_f32, dnnl_nhwc, e)) ||
+        (rc = md_tag(peer, &user_md, 4, wd, bt, dnnl_ohwi, e)))
+        return rc;
+    const dnnl_dims_t strides = {p->conv.stride, p->conv.stride},
+                      dil = {p->conv.dilation - 1, p->conv.dilation - 1}, /* 0: dense */
+                      pad = {p->conv.pad, p->conv.pad};
+    dnnl_convolution_desc_t cd;
+    OD_TRY(peer, dnnl_dilated_convolution_forward_desc_init(
+                     &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &wei_any,
+                     p->bias ? &bias_md : NULL, &dst_md, strides, dil, pad, pad), e);
+    dnnl_primitive_attr_t attr;
+    if ((rc = mm_attr(s, &attr, e)))
+        return rc;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t st = dnnl_primitive_desc_create(&pd, &cd, attr, od_eng, NULL);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    if (st != dnnl_success)
+        return dt_errf(e, od_code(st), "%s: oneDNN has no %s convolution for N=%lld H=%lld "
+                       "W=%lld C=%lld K=%lld R=%lld S=%lld: %s", peer,
+                       dt_peer_dtype_name(p->dtype), (long long)n, (long long)h, (long long)w,
+                       (long long)c, (long long)k, (long long)r, (long long)sw,
+                       dnnl_status2str(st));
+    st = dnnl_primitive_create(&s->prim, pd);
+    if (st == dnnl_success)
+        wei_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_primitive_desc_destroy(pd);
+    if (st != dnnl_success)
+        return dt_errf(e, od_code(st), "%s: dnnl_primitive_create failed: %s", peer,
+                       dnnl_status2str(st));
+    OD_TRY(peer, dnnl_memory_create(&s->wuser, &user_md, od_eng, DNNL_MEMORY_NONE), e);
+    OD_TRY(peer, dnnl_memory_create(&s->wei, &wei_md, od_eng, DNNL_MEMORY_ALLOCATE), e);
+    void *wbuf = NULL; /* touched here, so pack() times the reorder, not page faults */
+    OD_TRY(peer, dnnl_memory_get_data_handle(s->wei, &wbuf), e);
+    if (wbuf)
+        memset(wbuf, 0, dnnl_memory_desc_get_size(&wei_md));
+    dnnl_primitive_desc_t rpd = NULL;
+    OD_TRY(peer, dnnl_reorder_primitive_desc_create(&rpd, &user_md, od_eng, &wei_md, od_eng,
+                                                    NULL), e);
+    st = dnnl_primitive_create(&s->reorder, rpd);
+    dnnl_primitive_desc_destroy(rpd);
+    if (st != dnnl_success)
+        return dt_errf(e, od_code(st), "%s: cannot create the weights reorder: %s", peer,
+                       dnnl_status2str(st));
+    if (p->bias)
+        OD_TRY(peer, dnnl_memory_create(&s->bias, &bias_md, od_eng, DNNL_MEMORY_NONE), e);
+    OD_TRY(peer, dnnl_memory_create(&s->src, &src_md, od_eng, DNNL_MEMORY_NONE), e);
+    OD_TRY(peer, dnnl_memory_create(&s->dst, &dst_md, od_eng, DNNL_MEMORY_NONE), e);
+    return 0;
+}
+
+static int conv_create(const dt_peer_problem *p, void **state, dt_err *e)
+{
+    const char *peer = "onednn_conv";
+    int rc;
+    *state = NULL;
+    if ((rc = dt_peer_check(peer, p, e)) || (rc = od_ready(peer, e)))
+        return rc;
+    if (!p->conv.on)
+        return dt_errf(e, DT_EUNSUPPORTED, "%s: a peer of convolutions only", peer);
+    if (p->conv.n < 1 || p->conv.h < 1 || p->conv.w < 1 || p->conv.c < 1 || p->conv.k < 1 ||
+        p->conv.r < 1 || p->conv.s < 1 || p->conv.stride < 1 || p->conv.pad < 0 ||
+        p->conv.dilation < 1 || !p->b_const)
+        return dt_errf(e, DT_EINVAL, "%s: malformed convolution (dims, stride and dilation "
+                       ">= 1, pad >= 0, constant weights)", peer);
+    if (p->dtype == DT_PEER_INT8)
+        return dt_errf(e, DT_EUNSUPPORTED, "%s: int8 is not run: dtune's int8 takes u8 "
+                       "activations with a zero point, which oneDNN 2.x convolutions take only "
+                       "as a source zero-point attribute few of its implementations accept "
+                       "(not implemented in this peer)", peer);
+    od_mm *s = calloc(1, sizeof *s);
+    if (!s)
+        return dt_errf(e, DT_ENOMEM, "%s: out of memory", peer);
+    s->peer = peer;
+    s->p = *p;
+    s->p.scale_b = NULL;
+    int prev = dt_peer_omp_enter(p->threads);
+    rc = conv_build(s, e);
+    dt_peer_omp_leave(prev);
+    if (rc) {
+        mm_destroy(s);
+        return rc;
+    }
+    *state = s;
+    return 0;
+}
+
+const dt_peer_desc dt_peer_onednn_conv_desc = {
+    .name = "onednn_conv",
+    .description = "oneDNN convolution primitive per exact shape (f32, bf16): NHWC src, "
+                   "weights reordered once from OHWI to the primitive's layout, fused "
+                   "bias/activation; primitive creation timed per shape",
+    .conv = 1,
+    .applies = conv_applies,
+    .create = conv_create,
     .pack = mm_pack,
     .run = mm_run,
     .destroy = mm_destroy,

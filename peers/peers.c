@@ -20,6 +20,7 @@ static const dt_peer_desc *const dt_peer_list[] = {
     &dt_peer_onednn_rt_desc,
     &dt_peer_onednn_bf16_desc,
     &dt_peer_dnnl_sgemm_desc,
+    &dt_peer_onednn_conv_desc,
 #endif
 #ifdef DTUNE_HAVE_OPENBLAS
     &dt_peer_openblas_desc,

@@ -249,6 +249,89 @@ static void test_bad_input(void)
     free(bad);
 }
 
+/* conv2d (an op whose A is implicit): the kernels verified on every shape
+ * against the reference (A gathered from the NHWC input), the oneDNN
+ * convolution peer too, its primitive creation time in its message; the
+ * GEMM peers listed as skipped, saying why. */
+static void test_conv2d(void)
+{
+    int code;
+    const char *key = "'conv2d(N=1..2,H=8,W=8,C=16,K=32,R=3,S=3,stride=1,pad=1,"
+                      "epilogue=bias+relu)'";
+    char args[256];
+    snprintf(args, sizeof args, "%s --sample 4 --verify", key);
+    json_t *r = bench_json(args, &code);
+    CU_ASSERT_EQUAL_FATAL(code, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    json_t *cands = json_object_get(r, "candidates");
+    size_t i, ncands = json_array_size(cands);
+    int kernels = 0, conv_peer = 0, skipped = 0, ok = 0;
+    json_t *c;
+    json_array_foreach(cands, i, c)
+    {
+        const char *name = json_string_value(json_object_get(c, "name"));
+        const char *status = json_string_value(json_object_get(c, "status"));
+        const char *msg = json_string_value(json_object_get(c, "message"));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(name);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(status);
+        ok += strcmp(status, "ok") == 0;
+        if (json_object_get(c, "annotation")) {
+            kernels++;
+            CU_ASSERT_STRING_EQUAL(status, "ok");
+        } else if (strcmp(name, "onednn_conv") == 0) {
+            conv_peer = 1;
+            CU_ASSERT_STRING_EQUAL(status, "ok");
+            CU_ASSERT_TRUE(msg && strstr(msg, "primitive creation per shape"));
+        } else {
+            /* every GEMM peer built in: listed, skipped, with the reason */
+            skipped++;
+            CU_ASSERT_STRING_EQUAL(status, "skipped");
+            CU_ASSERT_TRUE(msg && strstr(msg, "implicit A"));
+        }
+    }
+    CU_ASSERT_EQUAL(kernels, 4);
+    json_t *shapes = json_object_get(r, "shapes");
+    CU_ASSERT_EQUAL_FATAL(json_array_size(shapes), 2);
+    json_t *s;
+    json_array_foreach(shapes, i, s)
+    {
+        json_t *v = json_object_get(s, "verified");
+        CU_ASSERT_TRUE_FATAL(json_is_object(v));
+        /* every candidate that runs was checked on this shape, and matched */
+        CU_ASSERT_EQUAL(json_object_size(v), (size_t)ok);
+        const char *name;
+        json_t *good;
+        json_object_foreach(v, name, good)
+            CU_ASSERT_TRUE(json_is_true(good));
+        CU_ASSERT_EQUAL(json_object_size(json_object_get(s, "verify_errors")), 0);
+        if (conv_peer) {
+            CU_ASSERT_TRUE(json_is_true(json_object_get(v, "onednn_conv")));
+            CU_ASSERT_TRUE(json_real_value(json_object_get(json_object_get(s, "gflops"),
+                                                           "onednn_conv")) > 0);
+            CU_ASSERT_TRUE(json_real_value(json_object_get(json_object_get(s,
+                                                           "peer_pack_seconds"),
+                                                           "onednn_conv")) >= 0);
+            CU_ASSERT_TRUE(json_real_value(json_object_get(s, "ratio_vs_onednn")) > 0);
+        }
+    }
+    json_decref(r);
+    if (!conv_peer)
+        dt_test_skip("oneDNN is not built in: no onednn_conv peer");
+    if (!skipped)
+        dt_test_skip("no GEMM peer is built in");
+
+    /* the text report names the skipped peers and why */
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "bench %s --sample 1 --repeats 1 --min-time 0.2", key),
+                    0);
+    if (skipped)
+        CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "ran no shape: skipped: a GEMM peer"));
+    if (conv_peer)
+        CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "primitive creation per shape"));
+    dt_test_proc_free(&p);
+    (void)ncands;
+}
+
 int main(void)
 {
     /* kernels built by these tests go to a private cache */
@@ -261,6 +344,7 @@ int main(void)
         {"text table", test_text_output},
         {"each kernel's back-end and the peak of its %peak", test_backend_and_peak},
         {"bad input", test_bad_input},
+        {"conv2d: implicit A, the oneDNN convolution peer, GEMM peers skipped", test_conv2d},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"e2e bench", setup, teardown, NULL, NULL, tests},

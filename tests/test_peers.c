@@ -48,6 +48,33 @@ static double *reference(const dt_peer_problem *p, const float *x, const float *
     int64_t B = p->batch, M = p->M, N = p->N, K = p->K;
     double *y = malloc((size_t)(B * M * N) * sizeof(double));
     CU_ASSERT_PTR_NOT_NULL_FATAL(y);
+    if (p->conv.on) { /* Y[n,oh,ow,k] of X[n,h,w,c] and W[k,r,s,c] */
+        const int64_t d = p->conv.dilation;
+        const int64_t OH = (p->conv.h + 2 * p->conv.pad - d * (p->conv.r - 1) - 1) /
+                           p->conv.stride + 1;
+        const int64_t OW = (p->conv.w + 2 * p->conv.pad - d * (p->conv.s - 1) - 1) /
+                           p->conv.stride + 1;
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                const int64_t ow = i % OW, ohh = i / OW % OH, n = i / OW / OH;
+                double acc = 0;
+                for (int64_t r = 0; r < p->conv.r; r++)
+                    for (int64_t q = 0; q < p->conv.s; q++) {
+                        int64_t ih = ohh * p->conv.stride - p->conv.pad + r * d;
+                        int64_t iw = ow * p->conv.stride - p->conv.pad + q * d;
+                        if (ih < 0 || ih >= p->conv.h || iw < 0 || iw >= p->conv.w)
+                            continue;
+                        for (int64_t c = 0; c < p->conv.c; c++)
+                            acc += (double)x[((n * p->conv.h + ih) * p->conv.w + iw) *
+                                             p->conv.c + c] *
+                                   w[((j * p->conv.r + r) * p->conv.s + q) * p->conv.c + c];
+                    }
+                if (p->bias)
+                    acc += bias[j];
+                y[i * N + j] = ref_act(acc, p->act);
+            }
+        return y;
+    }
     for (int64_t b = 0; b < B; b++)
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
@@ -111,7 +138,8 @@ static void describe(char *buf, size_t n, const char *peer, const dt_peer_proble
 static int may_refuse(const char *peer)
 {
     return !strcmp(peer, "libxsmm") || !strcmp(peer, "onednn_rt") ||
-           !strcmp(peer, "onednn_bf16"); /* math=bf16 problems only */
+           !strcmp(peer, "onednn_bf16") || /* math=bf16 problems only */
+           !strcmp(peer, "onednn_conv");    /* convolutions only (test_conv) */
 }
 
 typedef struct {
@@ -123,9 +151,16 @@ typedef struct {
 static void check_problem(const dt_peer_desc *d, const dt_peer_problem *p, tally *t)
 {
     char what[256];
+    if (d->conv != p->conv.on) { /* a convolution peer on a GEMM, or the reverse */
+        t->refused++;
+        return;
+    }
     describe(what, sizeof what, d->name, p);
     int dense = p->b_const;
-    float *x = rnd_floats(p->batch * p->M * p->K);
+    int64_t nx = p->batch * p->M * p->K;
+    if (p->conv.on && p->conv.n * p->conv.h * p->conv.w * p->conv.c > nx)
+        nx = p->conv.n * p->conv.h * p->conv.w * p->conv.c;
+    float *x = rnd_floats(nx);
     float *w = rnd_floats(p->batch * p->N * p->K);
     float *bias = rnd_floats(p->N);
     float *y = malloc((size_t)(p->batch * p->M * p->N) * sizeof(float));
@@ -200,7 +235,7 @@ static void test_registry(void)
     int n = -1;
     const dt_peer_desc *const *list = dt_peers(&n);
     CU_ASSERT_PTR_NOT_NULL_FATAL(list);
-    CU_ASSERT(n >= 0 && n <= 6);
+    CU_ASSERT(n >= 0 && n <= 7);
     printf("\n    peers compiled in (%d):", n);
     for (int i = 0; i < n; i++) {
         const dt_peer_desc *d = list[i];
@@ -245,6 +280,48 @@ static void test_dense(void)
         report(list[i]->name, "dense", &t);
         CU_ASSERT_EQUAL(t.failed, 0);
     }
+}
+
+/* onednn_conv against a direct convolution: strides, padding, dilation,
+ * odd channel counts, every epilogue, 1 and 2 threads; the GEMM peers are
+ * not peers of it (bench lists them as skipped). */
+static void test_conv(void)
+{
+    static const int64_t cases[][10] = {
+        /* n, h, w, c, k, r, s, stride, pad, dilation */
+        {1, 8, 8, 16, 32, 3, 3, 1, 1, 1}, {2, 9, 7, 5, 7, 3, 2, 2, 1, 1},
+        {1, 6, 11, 3, 17, 3, 3, 1, 2, 2}, {3, 5, 5, 8, 8, 1, 1, 1, 0, 1},
+    };
+    const dt_peer_desc *d = dt_peer_find("onednn_conv");
+    if (!d) {
+        dt_test_skip("oneDNN is not built in: no onednn_conv peer");
+        return;
+    }
+    CU_ASSERT_TRUE(d->conv);
+    tally t = {0, 0, 0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int epi = 0; epi < 4; epi++)
+            for (int th = 1; th <= 2; th++) {
+                const int64_t *c = cases[i];
+                int64_t oh = (c[1] + 2 * c[8] - c[9] * (c[5] - 1) - 1) / c[7] + 1;
+                int64_t ow = (c[2] + 2 * c[8] - c[9] * (c[6] - 1) - 1) / c[7] + 1;
+                dt_peer_problem p = {.b_const = 1, .b_trans = 1, .batch = 1,
+                                     .M = c[0] * oh * ow, .N = c[4], .K = c[5] * c[6] * c[3],
+                                     .bias = epi & 1, .act = (dt_peer_act)(epi >> 1 ? epi - 1 : 0),
+                                     .threads = th};
+                p.conv.on = 1;
+                p.conv.n = c[0], p.conv.h = c[1], p.conv.w = c[2], p.conv.c = c[3];
+                p.conv.k = c[4], p.conv.r = c[5], p.conv.s = c[6];
+                p.conv.stride = (int)c[7], p.conv.pad = (int)c[8], p.conv.dilation = (int)c[9];
+                check_problem(d, &p, &t);
+                CU_ASSERT_FALSE(d->applies && !d->applies(&p));
+            }
+    report(d->name, "conv2d", &t);
+    CU_ASSERT_EQUAL(t.failed, 0);
+    CU_ASSERT_EQUAL(t.refused, 0);
+    const dt_peer_desc *g = dt_peer_find("onednn");
+    if (g)
+        CU_ASSERT_FALSE(g->conv);
 }
 
 static void test_bmm(void)
@@ -1104,6 +1181,7 @@ int main(void)
         {"registry", test_registry},
         {"dense against the reference", test_dense},
         {"batch_matmul against the reference", test_bmm},
+        {"onednn_conv against a direct convolution", test_conv},
         {"oneDNN batched matmul on attention shapes", test_onednn_batched},
         {"pack twice with new weights", test_repack},
         {"invalid problems and operands", test_invalid},
