@@ -1585,7 +1585,7 @@ static void test_export_errors(void)
 }
 
 /* conv2d f32 with bias+relu over two variables (H, N), a hand-made schedule
- * of three boxes covering the set (one kernel, see below): exported, compiled, NAME_select against
+ * of three boxes covering the set, each with its own kernel: exported, compiled, NAME_select against
  * dt_dispatch_find, NAME on every shape of the set and on shapes outside it
  * against a direct convolution in double; and a workload whose C varies is
  * refused (its weights could not be packed once). */
@@ -1655,13 +1655,12 @@ static void test_export_conv2d(void)
         CU_ASSERT_EQUAL_FATAL(dt_db_kernel_intern(db, w->op->name, dt_sketch_name(a.sketch), json,
                                                   NULL, &kid[k], &e), 0);
     }
-    /* the variables in key order: H, N.  One kernel in every box: two
-     * conv2d kernels in one exported file do not compile yet (the template's
-     * enumerators DT_CV_* are not renamed per kernel by export_kernel.c) */
+    /* the variables in key order: H, N; three kernels, one per box (the
+     * template's identifiers are renamed per kernel in one file) */
     static const struct {
         const char *lo, *hi;
         int kernel;
-    } boxes[] = {{"H=5,N=1", "H=6,N=2", 1}, {"H=7,N=1", "H=8,N=1", 1}, {"H=7,N=2", "H=8,N=2", 1}};
+    } boxes[] = {{"H=5,N=1", "H=6,N=2", 1}, {"H=7,N=1", "H=8,N=1", 0}, {"H=7,N=2", "H=8,N=2", 2}};
     dt_db_schedule rows[3];
     for (int r = 0; r < 3; r++)
         rows[r] = (dt_db_schedule){.shape_lo = boxes[r].lo, .shape_hi = boxes[r].hi, .box = 1,

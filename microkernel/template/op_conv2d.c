@@ -6,9 +6,11 @@
  * op_conv2d_pre.c), never as a whole im2col; W [K][R][S][C] is the view's
  * B, packed once by the driver's DT_FN_PACK(K, R·S·C, W, …).  A 1×1,
  * stride-1, unpadded convolution is a dense layer on X's rows: A in place.
- * geom: N, H, W, C, K, R, S, stride, pad, dilation. */
-enum { DT_CV_N, DT_CV_H, DT_CV_W, DT_CV_C, DT_CV_K, DT_CV_R, DT_CV_S, DT_CV_STRIDE, DT_CV_PAD,
-       DT_CV_DIL };
+ * geom: N, H, W, C, K, R, S, stride, pad, dilation (lower-case names:
+ * `dtune export` renames a kernel's dt_ identifiers, so two kernels of one
+ * file keep theirs apart; an upper-case DT_ name is taken for a macro). */
+enum { dt_cv_n, dt_cv_h, dt_cv_w, dt_cv_c, dt_cv_k, dt_cv_r, dt_cv_s, dt_cv_stride, dt_cv_pad,
+       dt_cv_dil };
 
 #ifndef DT_A_ZERO
 #define DT_A_ZERO 0
@@ -32,14 +34,14 @@ static void dt_conv_worker(int tid, int nt, int64_t per, int64_t M, int64_t N, i
 DT_EXPORT void DT_FN_CONV2D(const int64_t *geom, const dt_ta *X DT_RUN_QPARAMS,
                             const void *packed, const float *bias, dt_tc *Y, int nthreads)
 {
-    const int64_t R = geom[DT_CV_R], S = geom[DT_CV_S], dil = geom[DT_CV_DIL];
-    const int64_t stride = geom[DT_CV_STRIDE], pad = geom[DT_CV_PAD];
+    const int64_t R = geom[dt_cv_r], S = geom[dt_cv_s], dil = geom[dt_cv_dil];
+    const int64_t stride = geom[dt_cv_stride], pad = geom[dt_cv_pad];
     if (stride < 1 || pad < 0 || dil < 1)
         return;
-    const int64_t OH = (geom[DT_CV_H] + 2 * pad - dil * (R - 1) - 1) / stride + 1;
-    const int64_t OW = (geom[DT_CV_W] + 2 * pad - dil * (S - 1) - 1) / stride + 1;
-    const int64_t M = geom[DT_CV_N] * OH * OW, N = geom[DT_CV_K], K = R * S * geom[DT_CV_C];
-    if (geom[DT_CV_H] + 2 * pad < dil * (R - 1) + 1 || geom[DT_CV_W] + 2 * pad < dil * (S - 1) + 1 ||
+    const int64_t OH = (geom[dt_cv_h] + 2 * pad - dil * (R - 1) - 1) / stride + 1;
+    const int64_t OW = (geom[dt_cv_w] + 2 * pad - dil * (S - 1) - 1) / stride + 1;
+    const int64_t M = geom[dt_cv_n] * OH * OW, N = geom[dt_cv_k], K = R * S * geom[dt_cv_c];
+    if (geom[dt_cv_h] + 2 * pad < dil * (R - 1) + 1 || geom[dt_cv_w] + 2 * pad < dil * (S - 1) + 1 ||
         M <= 0 || N <= 0 || K <= 0)
         return;
 #if DT_QUANT
@@ -49,7 +51,7 @@ DT_EXPORT void DT_FN_CONV2D(const int64_t *geom, const dt_ta *X DT_RUN_QPARAMS,
 #else
     const dt_qctx *q = NULL;
 #endif
-    const dt_asrc src = {X, geom[DT_CV_H], geom[DT_CV_W], geom[DT_CV_C], S, OH, OW,
+    const dt_asrc src = {X, geom[dt_cv_h], geom[dt_cv_w], geom[dt_cv_c], S, OH, OW,
                          stride, pad, dil, (dt_ta)(DT_A_ZERO)};
     /* 1×1, stride 1, no padding: A's rows are X's */
     const dt_asrc *as = R == 1 && S == 1 && stride == 1 && pad == 0 ? NULL : &src;
