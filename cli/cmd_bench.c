@@ -327,7 +327,7 @@ static int print_json(const dt_workload *w, const dt_bench_result *r, const benc
     }
     for (int s = 0; s < r->nshapes; s++) {
         json_t *js = json_object(), *vars = json_object(), *dims = json_object(),
-               *gf = json_object(), *pack = json_object();
+               *gf = json_object(), *pack = json_object(), *create = json_object();
         for (int v = 0; v < r->nvars; v++)
             json_object_set_new(vars, w->vars[v].name, json_integer(r->shapes[s * r->nvars + v]));
         for (int d = 0; d < w->op->ndims; d++)
@@ -340,6 +340,11 @@ static int print_json(const dt_workload *w, const dt_bench_result *r, const benc
             double ps = r->peer_pack_s[c * r->nshapes + s];
             if (r->cands[c].kind == DT_CAND_PEER && ps >= 0)
                 json_object_set_new(pack, r->cands[c].name, json_real(ps));
+            /* a peer that builds per exact shape (onednn_conv's primitive):
+             * what a dynamic-shape server pays on each new shape */
+            double cs = r->peer_create_s[c * r->nshapes + s];
+            if (r->cands[c].kind == DT_CAND_PEER && cs >= 0)
+                json_object_set_new(create, r->cands[c].name, json_real(cs));
         }
         shape_summary ss = summarize(r, s);
         json_object_set_new(js, "vars", vars);
@@ -347,6 +352,7 @@ static int print_json(const dt_workload *w, const dt_bench_result *r, const benc
         json_object_set_new(js, "gflop", json_real(r->gflop[s]));
         json_object_set_new(js, "gflops", gf);
         json_object_set_new(js, "peer_pack_seconds", pack);
+        json_object_set_new(js, "peer_create_seconds", create);
         json_object_set_new(js, "best", json_real(ss.best));
         json_object_set_new(js, "median", json_real(ss.median));
         json_object_set_new(js, "worst", json_real(ss.worst));

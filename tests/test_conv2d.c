@@ -9,7 +9,8 @@
  *     tiles on the emulation everywhere AVX-512 runs and natively where AMX
  *     is usable), annotations of both sketches, each verified on odd
  *     convolutions — H or W = 1, stride 2, padding larger than the window,
- *     dilation 2, a 1×1 (A read in place), a 7×7 stride-2 stem, batch 3 —
+ *     dilation 2, a 1×1 (A read in place), a 7×7 stride-2 stem, batch 3,
+ *     channels that let the stream sketch read interior rows in place —
  *     at 1 and 2 threads against the f64 reference. */
 #include <math.h>
 #include <stdio.h>
@@ -195,6 +196,11 @@ static const int64_t g_shapes[][10] = {
     {1, 12, 1, 7, 5, 3, 1, 2, 1, 1},  /* W = 1, stride 2 */
     {3, 15, 14, 3, 16, 7, 7, 2, 3, 1}, /* a 7×7 stride-2 stem, batch 3 */
     {1, 6, 6, 37, 20, 3, 3, 1, 1, 1}, /* K = R·S·C = 333: several K blocks */
+    /* C a multiple of every K group and tile K (the stream sketch reads
+     * interior rows in place, segment by segment, borders gathered) */
+    {1, 9, 21, 64, 20, 3, 3, 1, 1, 1},
+    {2, 11, 30, 32, 16, 3, 3, 2, 1, 1}, /* stride 2 in place */
+    {1, 7, 19, 64, 8, 3, 3, 1, 2, 2},   /* dilation 2 in place */
 };
 
 static int check_conv(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,

@@ -26,8 +26,10 @@
 /* An op whose A is implicit (a convolution's A is the im2col of its
  * image: its op block defines DT_IMPLICIT_A 1, and the section its hooks
  * emit before this driver defines dt_asrc and dt_gather_row, which writes
- * A[i][k0, k0 + kc) of the view) passes dt_gemm_range the source of A's
- * rows; a NULL source there reads A as the matrix x. */
+ * A[i][k0, k0 + kc) of the view, and declares dt_stream_implicit, the
+ * stream sketch's loops over its rows, which its driver section defines)
+ * passes dt_gemm_range the source of A's rows; a NULL source there reads A
+ * as the matrix x. */
 #ifndef DT_IMPLICIT_A
 #define DT_IMPLICIT_A 0
 #endif
@@ -317,23 +319,8 @@ static void dt_gemm_range(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_
     const int64_t kp = DT_KP(K);
 #if DT_SKETCH_STREAM
 #if DT_IMPLICIT_A
-    if (asrc) {
-        /* the stream sketch reads A's rows in place: gather chunks of whole
-         * rows (about 256 KiB, whole MR tiles) and stream the weights over
-         * each as over a matrix */
-        int64_t chunk = (int64_t)(262144 / ((size_t)K * sizeof(dt_ta))) / MR * MR;
-        if (chunk < MR)
-            chunk = MR;
-        dt_ta *rows = (dt_ta *)malloc((size_t)(chunk * K) * sizeof(dt_ta) + 64);
-        if (!rows)
-            abort();
-        for (int64_t c0 = m0; c0 < m1; c0 += chunk) {
-            int64_t mv = DT_MIN(chunk, m1 - c0);
-            for (int64_t i = 0; i < mv; i++)
-                dt_gather_row(asrc, c0 + i, 0, K, rows + i * K);
-            dt_gemm_range(0, mv, n0, n1, K, rows, K, bp, bias, y + c0 * ldy, ldy, q, NULL);
-        }
-        free(rows);
+    if (asrc) { /* the op's own loops over its implicit rows (its driver section) */
+        dt_stream_implicit(asrc, m0, m1, n0, n1, K, bp, bias, y, ldy, q);
         return;
     }
 #endif

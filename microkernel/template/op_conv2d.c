@@ -16,6 +16,77 @@ enum { dt_cv_n, dt_cv_h, dt_cv_w, dt_cv_c, dt_cv_k, dt_cv_r, dt_cv_s, dt_cv_stri
 #define DT_A_ZERO 0
 #endif
 
+#if DT_SKETCH_STREAM
+/* The stream sketch reads A's rows in place.  A's K is R·S segments of C
+ * (the window positions (r, s)): each MR-row tile is summed segment by
+ * segment, read from X itself where its rows are consecutive pixels of one
+ * output row whose window position falls inside the image (at a stride of
+ * stride·C), else gathered (MR × C: the borders).  When a segment does not
+ * start on a whole group of the packed B (C not a multiple of DT_KPAD: the
+ * K group, a tile's K), whole rows are gathered in chunks (about 256 KiB,
+ * whole MR tiles) and streamed over as a matrix instead. */
+
+/* Rows [i0, i0 + rows) of segment g lie in X at one stride: *a, *lda. */
+static int dt_a_segment(const dt_asrc *as, int64_t i0, int64_t rows, int64_t g,
+                        const dt_ta **a, int64_t *lda)
+{
+    const int64_t ow = i0 % as->OW, t = i0 / as->OW, oh = t % as->OH, n = t / as->OH;
+    if (ow + rows > as->OW)
+        return 0;
+    const int64_t ih = oh * as->stride - as->pad + g / as->S * as->dil;
+    const int64_t iw = ow * as->stride - as->pad + g % as->S * as->dil;
+    if (ih < 0 || ih >= as->H || iw < 0 || iw + (rows - 1) * as->stride >= as->W)
+        return 0;
+    *a = as->x + ((n * as->H + ih) * as->W + iw) * as->C;
+    *lda = as->stride * as->C;
+    return 1;
+}
+
+static void dt_stream_implicit(const dt_asrc *as, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                               int64_t K, const dt_tb *bp, const float *bias, dt_tc *y,
+                               int64_t ldy, const dt_qctx *q)
+{
+    const int64_t kp = DT_KP(K), nseg = as->R * as->S, sk = as->C;
+    if (sk % DT_KPAD == 0) {
+        dt_ta *buf = (dt_ta *)malloc((size_t)(MR * sk) * sizeof(dt_ta) + 64);
+        if (!buf)
+            abort();
+        for (int64_t jr = n0; jr < n1; jr += NR)
+            for (int64_t ir = m0; ir < m1; ir += MR) {
+                const int rows = (int)DT_MIN(MR, m1 - ir);
+                for (int64_t g = 0; g < nseg; g++) {
+                    const dt_ta *a;
+                    int64_t lda;
+                    if (!dt_a_segment(as, ir, rows, g, &a, &lda)) {
+                        for (int r = 0; r < rows; r++)
+                            dt_gather_row(as, ir + r, g * sk, sk, buf + r * sk);
+                        a = buf;
+                        lda = sk;
+                    }
+                    dt_tile(sk, a, lda, rows, bp + (jr / NR) * kp * NR + g * sk * NR,
+                            y + ir * ldy + jr, ldy, (int)DT_MIN(NR, n1 - jr), g > 0,
+                            bias ? bias + jr : NULL, g == nseg - 1, q, jr);
+                }
+            }
+        free(buf);
+        return;
+    }
+    int64_t chunk = (int64_t)(262144 / ((size_t)K * sizeof(dt_ta))) / MR * MR;
+    if (chunk < MR)
+        chunk = MR;
+    dt_ta *rows = (dt_ta *)malloc((size_t)(chunk * K) * sizeof(dt_ta) + 64);
+    if (!rows)
+        abort();
+    for (int64_t c0 = m0; c0 < m1; c0 += chunk) {
+        int64_t mv = DT_MIN(chunk, m1 - c0);
+        for (int64_t i = 0; i < mv; i++)
+            dt_gather_row(as, c0 + i, 0, K, rows + i * K);
+        dt_gemm_range(0, mv, n0, n1, K, rows, K, bp, bias, y + c0 * ldy, ldy, q, NULL);
+    }
+    free(rows);
+}
+#endif
+
 /* as NULL: A is X's rows (a 1×1 convolution), C apart */
 static void dt_conv_worker(int tid, int nt, int64_t per, int64_t M, int64_t N, int64_t K,
                            const dt_ta *X, const dt_asrc *as, const dt_tb *packed,
@@ -51,7 +122,7 @@ DT_EXPORT void DT_FN_CONV2D(const int64_t *geom, const dt_ta *X DT_RUN_QPARAMS,
 #else
     const dt_qctx *q = NULL;
 #endif
-    const dt_asrc src = {X, geom[dt_cv_h], geom[dt_cv_w], geom[dt_cv_c], S, OH, OW,
+    const dt_asrc src = {X, geom[dt_cv_h], geom[dt_cv_w], geom[dt_cv_c], R, S, OH, OW,
                          stride, pad, dil, (dt_ta)(DT_A_ZERO)};
     /* 1×1, stride 1, no padding: A's rows are X's */
     const dt_asrc *as = R == 1 && S == 1 && stride == 1 && pad == 0 ? NULL : &src;

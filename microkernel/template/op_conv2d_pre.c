@@ -6,7 +6,7 @@
  * 0).  Along k a row is runs of C contiguous channels, one per (r, s). */
 typedef struct dt_asrc {
     const dt_ta *x;
-    int64_t H, W, C, S, OH, OW, stride, pad, dil;
+    int64_t H, W, C, R, S, OH, OW, stride, pad, dil;
     dt_ta zero;
 } dt_asrc;
 
@@ -32,4 +32,12 @@ static void dt_gather_row(const dt_asrc *as, int64_t i, int64_t k0, int64_t kc, 
         k += len;
     }
 }
+
+#if DT_SKETCH_STREAM
+/* The stream sketch's loops over rows [m0, m1) × columns [n0, n1) of the
+ * implicit A (op_conv2d.c; driver.c's dt_gemm_range calls it). */
+static void dt_stream_implicit(const dt_asrc *as, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                               int64_t K, const dt_tb *bp, const float *bias, dt_tc *y,
+                               int64_t ldy, const dt_qctx *q);
+#endif
 #endif /* DT_OP_CONV2D */
