@@ -249,6 +249,12 @@ class Kernel:
             self._params[name[len(NAME) + 1:] or "run"] = params
         self._run = self._params["run"][len(self.variables):]
         names = [p["name"] for p in self._run]
+        if key.lstrip().startswith("conv2d("):
+            # its X is an NHWC image, not an M x K matrix: the shape checks
+            # below are dense's
+            raise DtuneError("conv2d kernels are not run from Python yet; call the exported C "
+                             "(dtune export) or look the schedule up with db.lookup",
+                             DTUNE_EINVAL)
         if "X" in names:
             self.op, self._shapes = "dense", dict(_DENSE)
         elif "A" in names:
