@@ -69,6 +69,10 @@ typedef struct {
      * from them (verify_shapes), which the reference reads */
     float *Aim;
     int64_t *Aidx;           /* scratch: one row's indices (K) */
+    /* an op storing its weights otherwise than the view's N×K (b_row: a
+     * grouped convolution): the view's B gathered from them, for the
+     * reference; NULL otherwise */
+    float *Bview;
 } problem;
 
 /* Floats after the largest output that no candidate may write. */
@@ -227,12 +231,12 @@ static int pack_weights(dt_bench_cand *cands, cand_rt *rts, int n, const problem
             }
         if (rts[i].packed)
             continue;
-        size_t sz = dt_kernel_packed_size(&rts[i].k, p->g.N, p->g.K);
+        size_t sz = dt_kernel_packed_size(&rts[i].k, &p->g);
         rts[i].packed = dt_alloc64(sz ? sz : 64);
         if (!rts[i].packed)
             return dt_errf(e, DT_ENOMEM, "out of memory packing weights");
         double t0 = dt_now_s();
-        dt_kernel_pack(&rts[i].k, p->g.N, p->g.K, p->o.B, p->o.scale_b, rts[i].packed);
+        dt_kernel_pack(&rts[i].k, &p->g, p->o.B, p->o.scale_b, rts[i].packed);
         cands[i].pack_s = dt_now_s() - t0;
     }
     return 0;
@@ -280,7 +284,7 @@ static void reference_shape(problem *p, int threads)
     if (items < 2 * team || (double)M * (double)N * (double)g->K < 1e6)
         team = 1; /* a fork/join costs more than a small problem */
     for (int64_t b = 0; b < g->batch; b++) {
-        dt_ref_pack_b(g, p->o.Bref, b, p->Bt);
+        dt_ref_pack_b(g, p->Bview ? p->Bview : p->o.Bref, b, p->Bt);
         double *ref = p->ref + b * M * N, *mag = p->mag + b * M * N;
         /* item = column block outer, row block inner: neighbours share B */
 #pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
@@ -488,34 +492,20 @@ static void measure_peak(dt_bench_result *r, const dt_bench_opts *o)
     r->peak1_gops = r->peaks1[r->peak_kind];
 }
 
-/* A conv2d shape (g from dt_op_gemm with dims) as the convolution peers
- * take it (dt_peer_problem.conv: peers/ knows no op), its dims and integer
- * attributes looked up by name; nothing for any other op. */
+/* A convolution's shape (g from dt_op_gemm with dims; the op's conv hook)
+ * as the convolution peers take it (dt_peer_problem.conv: peers/ knows no
+ * op); nothing for an op that is not a convolution. */
 static void peer_conv(const dt_gemm *g, dt_peer_problem *pp)
 {
-    static const char *const dn[7] = {"N", "H", "W", "C", "K", "R", "S"};
-    static const char *const an[3] = {"stride", "pad", "dilation"};
-    const dt_op_desc *op = g->op;
-    int64_t v[7];
-    int a[3];
-    if (!op || !op->a_row || strcmp(op->name, "conv2d") != 0)
+    if (!g->op || !g->op->conv)
         return;
-    for (int i = 0; i < 7; i++) {
-        int j = dt_op_dim_index(op, dn[i]);
-        if (j < 0)
-            return;
-        v[i] = g->dims[j];
-    }
-    for (int i = 0; i < 3; i++) {
-        int j = dt_op_attr_index(op, an[i]);
-        if (j < 0 || !op->attrs[j].integer)
-            return;
-        a[i] = g->attrs[j];
-    }
+    dt_conv_geom c;
+    g->op->conv(g->dims, g->attrs, &c);
     pp->conv.on = 1;
-    pp->conv.n = v[0], pp->conv.h = v[1], pp->conv.w = v[2], pp->conv.c = v[3];
-    pp->conv.k = v[4], pp->conv.r = v[5], pp->conv.s = v[6];
-    pp->conv.stride = a[0], pp->conv.pad = a[1], pp->conv.dilation = a[2];
+    pp->conv.n = c.n, pp->conv.h = c.h, pp->conv.w = c.w, pp->conv.c = c.c;
+    pp->conv.k = c.k, pp->conv.r = c.r, pp->conv.s = c.s;
+    pp->conv.stride = (int)c.stride, pp->conv.pad = (int)c.pad, pp->conv.dilation = (int)c.dilation;
+    pp->conv.groups = c.groups;
 }
 
 /* The peers' problem for the GEMM view g in dtype d: the same dtype, but
@@ -615,9 +605,14 @@ static int alloc_problem(problem *p, dt_dtype dtype, const max_sizes *mx, const 
                                     p->g.b_const ? p->g.K : 0, o->seed, e)))
         return rc;
     p->Y = alloc_floats(mx->y + GUARD_N);
+    /* the weights as the op stores them: N rows of wk (the view's K, or a
+     * grouped convolution's R·S·C/groups) */
+    const dt_gemm *g0 = &p->g;
+    const int64_t wk = g0->op && g0->op->b_row ? g0->op->b_elems(g0->dims, g0->attrs) / g0->N
+                                                : g0->K;
     if (dtype == DT_DTYPE_W8A32 && (p->W32 = alloc_floats(mx->w)))
-        for (int64_t i = 0; i < mx->w; i++) /* W[n][k] of the constant N×K weights */
-            p->W32[i] = (float)p->o.colscale[i / p->g.K] * p->o.Bref[i];
+        for (int64_t i = 0; i < mx->w; i++) /* W[n][k] of the constant weights */
+            p->W32[i] = (float)p->o.colscale[i / wk] * p->o.Bref[i];
     /* math=bf16: the f32 peers get the rounded operands (flat operands:
      * Aref and Bref are laid out as A and B) — the same speed, and the
      * answer the reference of the rounded operands checks */
@@ -635,10 +630,17 @@ static int alloc_problem(problem *p, dt_dtype dtype, const max_sizes *mx, const 
             p->Aim = alloc_floats(mx->mk);
             p->Aidx = malloc((size_t)mx->k * sizeof *p->Aidx);
         }
+        if (g0->op && g0->op->b_row && p->Aidx && (p->Bview = alloc_floats(g0->N * g0->K)))
+            for (int64_t n = 0; n < g0->N; n++) { /* the weights are constant: once */
+                g0->op->b_row(g0->dims, g0->attrs, n, p->Aidx);
+                for (int64_t k = 0; k < g0->K; k++)
+                    p->Bview[n * g0->K + k] = p->Aidx[k] < 0 ? 0.0f : p->o.Bref[p->Aidx[k]];
+            }
     }
     if (!p->Y || ((dtype == DT_DTYPE_W8A32 || math) && !p->W32) ||
         (o->verify_shapes && (!p->ref || !p->mag || !p->Bt)) ||
-        (o->verify_shapes && mx->mk && (!p->Aim || !p->Aidx)))
+        (o->verify_shapes && mx->mk && (!p->Aim || !p->Aidx)) ||
+        (o->verify_shapes && g0->op && g0->op->b_row && !p->Bview))
         return dt_errf(e, DT_ENOMEM, "out of memory for the benchmark's tensors");
     return 0;
 }
@@ -830,6 +832,7 @@ static void free_run(cand_rt *rts, int ncands, int nkernels, problem *p)
     free(p->ref);
     free(p->mag);
     free(p->Bt);
+    free(p->Bview);
     free(p->Aim);
     free(p->Aidx);
 }

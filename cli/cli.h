@@ -79,8 +79,9 @@ int dt_cli_kernels(const char *path, int sample, uint64_t seed, int threads, con
                    int dtype, dt_annotation **out, int *n, dt_err *e);
 
 /* The shapes of a run as variable values (*n × w->nvars, malloc'ed): the
- * --shapes domain of a one-variable workload, else the workload's shape set;
- * at most max shapes. */
+ * --shapes domain of a one-variable workload, the grid of "NAME=DOMAIN;…"
+ * (every variable once) of one with several, else the workload's shape
+ * set; at most max shapes. */
 int dt_cli_shapes(const dt_workload *w, const char *text, int max, int64_t **out, int *n,
                   dt_err *e);
 

@@ -69,18 +69,88 @@ int dt_cli_kernels(const char *path, int sample, uint64_t seed, int threads, con
     return rc;
 }
 
+/* --shapes "a=D1;b=D2" of a workload with several variables: every
+ * variable once, the grid of their domains (the first variable the most
+ * significant), each shape as dt_shape_parse takes it. */
+static int grid_shapes(const dt_workload *w, const char *text, int max, int64_t **out, int *n,
+                       dt_err *e)
+{
+    dt_domain d[DT_MAX_VARS];
+    int have[DT_MAX_VARS] = {0}, rc = 0;
+    int64_t total = 1;
+    char *copy = strdup(text), *save = NULL;
+    if (!copy)
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    for (char *part = strtok_r(copy, ";", &save); part && !rc;
+         part = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(part, '=');
+        int v = -1;
+        if (eq) {
+            *eq = 0;
+            for (int i = 0; i < w->nvars; i++)
+                if (strcmp(w->vars[i].name, part) == 0)
+                    v = i;
+        }
+        if (v < 0 || have[v])
+            rc = dt_errf(e, DT_EINVAL, "--shapes: '%s' is not one of the variables (%s%s%s) "
+                         "given once as NAME=DOMAIN", part, w->vars[0].name,
+                         w->nvars > 1 ? ", " : "", w->nvars > 1 ? w->vars[1].name : "");
+        else if ((rc = dt_domain_parse(eq + 1, &d[v], e)) == 0)
+            have[v] = 1;
+        else
+            dt_err_prefix(e, "--shapes %s", part);
+    }
+    free(copy);
+    for (int v = 0; !rc && v < w->nvars; v++) {
+        if (!have[v])
+            rc = dt_errf(e, DT_EINVAL, "--shapes: no domain for variable %s (give each as "
+                         "NAME=DOMAIN, separated by ';')", w->vars[v].name);
+        else if ((total *= d[v].n) > max)
+            rc = dt_errf(e, DT_EINVAL, "--shapes has over %d shapes", max);
+    }
+    if (!rc && !(*out = malloc((size_t)(total * w->nvars) * sizeof **out)))
+        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+    for (int64_t i = 0; !rc && i < total; i++) {
+        char shape[512];
+        size_t len = 0;
+        shape[0] = 0;
+        for (int v = 0; v < w->nvars; v++) { /* the last variable varies fastest */
+            int64_t stride = 1;
+            for (int u = v + 1; u < w->nvars; u++)
+                stride *= d[u].n;
+            len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%s=%lld", v ? "," : "",
+                                    w->vars[v].name,
+                                    (long long)d[v].values[i / stride % d[v].n]);
+        }
+        int inside;
+        if ((rc = dt_shape_parse(w, shape, *out + i * w->nvars, &inside, e)))
+            dt_err_prefix(e, "--shapes");
+    }
+    for (int v = 0; v < w->nvars; v++)
+        if (have[v])
+            dt_domain_free(&d[v]);
+    if (rc) {
+        free(*out);
+        *out = NULL;
+        return rc;
+    }
+    *n = (int)total;
+    return 0;
+}
+
 int dt_cli_shapes(const dt_workload *w, const char *text, int max, int64_t **out, int *n,
                   dt_err *e)
 {
     *out = NULL;
     *n = 0;
     int nv = w->nvars ? w->nvars : 1;
+    if (text && w->nvars > 1)
+        return grid_shapes(w, text, max, out, n, e);
     if (text) {
         if (w->nvars != 1)
             return dt_errf(e, DT_EINVAL,
-                           "--shapes needs a workload with one variable; this one has %d (its "
-                           "own shape set is used without --shapes)",
-                           w->nvars);
+                           "--shapes needs a workload with variables; this one has none (its "
+                           "one shape is used without --shapes)");
         dt_domain d;
         int rc = dt_domain_parse(text, &d, e);
         if (rc)

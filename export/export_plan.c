@@ -103,6 +103,17 @@ static int weights_nk(dt_export_plan *p, dt_err *e)
             return dt_errf(e, DT_EUNSUPPORTED, "%s: exported %s code needs constant N and K "
                            "(the weights are packed once)", p->d->key, w->op->name);
     int rc = view_nk(p, -1, 1, &p->N, &p->K, e);
+    if (!rc && w->op->b_row) {
+        /* weights stored otherwise than the view's N×K (a grouped
+         * convolution's, block by block): NAME_pack packs the view's */
+        int64_t dims[DT_MAX_DIMS];
+        for (int d = 0; d < w->op->ndims; d++)
+            dims[d] = w->dims[d]->kind == DT_EXPR_CONST ? w->dims[d]->value : 1;
+        if (w->op->b_elems(dims, p->kop.attrs) != p->N * p->K)
+            return dt_errf(e, DT_EUNSUPPORTED, "%s: its weights are stored block by block (%s's "
+                           "view of them is block diagonal), which exported code does not pack "
+                           "yet", p->d->key, w->op->name);
+    }
     char varying[256] = "";
     size_t len = 0;
     for (int d = 0; !rc && d < w->op->ndims; d++) {

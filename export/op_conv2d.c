@@ -27,7 +27,7 @@ extern const dt_op_desc dt_op_conv2d;
 
 /* conv2d's integer attributes (sketch/op_conv2d.c): their values are in the
  * workload's attrs */
-enum { STRIDE, PAD, DILATION };
+enum { STRIDE, PAD, DILATION, GROUPS };
 
 /* What differs between the dtypes' exported text. */
 typedef struct conv_dtype {
@@ -200,11 +200,11 @@ static void conv_call(dt_strbuf *sb, const dt_export_plan *p, int k, const conv_
 {
     char at[64];
     offset_text(at, sizeof at, unit, "const char *", p->pack[p->k[k].pack_group].offset);
-    dt_sb_appendf(sb, "        %s_k%d_%s((const int64_t[10]){dt_N, dt_H, dt_W, dt_C, dt_K, "
-                      "dt_R, dt_S, %d, %d, %d},\n"
+    dt_sb_appendf(sb, "        %s_k%d_%s((const int64_t[11]){dt_N, dt_H, dt_W, dt_C, dt_K, "
+                      "dt_R, dt_S, %d, %d, %d, %d},\n"
                       "            X%s, %s, %s, Y, %s_THREADS);\n",
                   p->name, k, d->conv_entry, p->kop.attrs[STRIDE], p->kop.attrs[PAD],
-                  p->kop.attrs[DILATION], d->call_q, at, p->g.bias ? "bias" : "NULL", p->name);
+                  p->kop.attrs[DILATION], p->kop.attrs[GROUPS], d->call_q, at, p->g.bias ? "bias" : "NULL", p->name);
 }
 
 static void conv_pack(dt_strbuf *sb, const dt_export_plan *p, int g, const conv_dtype *d,

@@ -218,7 +218,7 @@ static void run_trial(const dt_kernel *k, const dt_kernel_op *kop, const dt_tria
     ref = malloc((size_t)longest * sizeof *ref);
     mag = malloc((size_t)longest * sizeof *mag);
     if (g->b_const && made) {
-        size_t psz = dt_kernel_packed_size(k, g->N, g->K);
+        size_t psz = dt_kernel_packed_size(k, g);
         c.packed = psz ? dt_alloc64(psz) : NULL;
     }
     times = malloc((size_t)tm->max_repeats * sizeof *times);
@@ -233,7 +233,7 @@ static void run_trial(const dt_kernel *k, const dt_kernel_op *kop, const dt_tria
     for (int64_t i = 0; i < nc; i++)
         c.C[i] = NAN; /* an output the kernel does not write is a wrong answer */
     if (g->b_const)
-        dt_kernel_pack(k, g->N, g->K, c.o.B, c.o.scale_b, c.packed);
+        dt_kernel_pack(k, g, c.o.B, c.o.scale_b, c.packed);
 
     /* first call: checked */
     call_once(&c);

@@ -73,19 +73,19 @@ int dt_kernel_computes(const dt_kernel *k, const dt_kernel_op *kop)
 
 void dt_kernel_run(const dt_kernel *k, const dt_gemm_args *a) { k->op->run(k, a); }
 
-size_t dt_kernel_packed_size(const dt_kernel *k, int64_t N, int64_t K)
+size_t dt_kernel_packed_size(const dt_kernel *k, const dt_gemm *g)
 {
-    return k->op->packed_size ? k->op->packed_size(k, N, K) : 0;
+    return k->op->packed_size ? k->op->packed_size(k, g) : 0;
 }
 
-void dt_kernel_pack(const dt_kernel *k, int64_t N, int64_t K, const void *B,
-                    const float *scale_b, void *packed)
+void dt_kernel_pack(const dt_kernel *k, const dt_gemm *g, const void *B, const float *scale_b,
+                    void *packed)
 {
     if (k->op->pack)
-        k->op->pack(k, N, K, B, scale_b, packed);
+        k->op->pack(k, g, B, scale_b, packed);
 }
 
-int dt_kernel_pack_checked(const dt_kernel *k, int64_t N, int64_t K, const void *B,
+int dt_kernel_pack_checked(const dt_kernel *k, const dt_gemm *g, const void *B,
                            const float *scale_b, void *packed, dt_err *e)
 {
     if (k->op->pack && dt_dtype_quantized(k->op->backend->dtype)) {
@@ -93,11 +93,11 @@ int dt_kernel_pack_checked(const dt_kernel *k, int64_t N, int64_t K, const void 
             return dt_errf(e, DT_EINVAL, "scale_b is NULL: dtype %s needs one finite non-zero "
                            "weight scale per output channel",
                            dt_dtype_name(k->op->backend->dtype));
-        for (int64_t n = 0; n < N; n++)
+        for (int64_t n = 0; n < g->N; n++)
             if (!isfinite(scale_b[n]) || scale_b[n] == 0.0f)
                 return dt_errf(e, DT_EINVAL, "scale_b[%lld] = %g is not a finite non-zero number",
                                (long long)n, (double)scale_b[n]);
     }
-    dt_kernel_pack(k, N, K, B, scale_b, packed);
+    dt_kernel_pack(k, g, B, scale_b, packed);
     return 0;
 }

@@ -69,21 +69,26 @@ int dt_kernel_computes(const dt_kernel *k, const dt_kernel_op *kop);
 
 /* One call of k (a->b packed when the op's B is constant). */
 void dt_kernel_run(const dt_kernel *k, const dt_gemm_args *a);
-/* Bytes of B (N×K, the op's constant operand) packed for k; 0 when k's op
- * does not prepack B. */
-size_t dt_kernel_packed_size(const dt_kernel *k, int64_t N, int64_t K);
-/* Packs the constant B (as stored by the op, N×K, in the dtype's B type)
- * into packed (dt_kernel_packed_size bytes); scale_b[N] are the per-column
- * weight scales of a quantized dtype (int8, w8a32), ignored (may be NULL)
- * otherwise.  Nothing for an op without packing. */
-void dt_kernel_pack(const dt_kernel *k, int64_t N, int64_t K, const void *B,
-                    const float *scale_b, void *packed);
+/* Bytes of the constant B of problem g (the op's weights: the view's N×K,
+ * or as the op stores them, e.g. a grouped convolution's) packed for k; 0
+ * when k's op does not prepack B.  g: from dt_op_gemm with dims, or for a
+ * GEMM op's N×K weights DT_GEMM_NK(N, K). */
+size_t dt_kernel_packed_size(const dt_kernel *k, const dt_gemm *g);
+/* Packs the constant B of problem g (as the op stores it, in the dtype's B
+ * type) into packed (dt_kernel_packed_size bytes); scale_b[N] are the
+ * per-column weight scales of a quantized dtype (int8, w8a32), ignored
+ * (may be NULL) otherwise.  Nothing for an op without packing. */
+void dt_kernel_pack(const dt_kernel *k, const dt_gemm *g, const void *B, const float *scale_b,
+                    void *packed);
 /* dt_kernel_pack for data from a user (libdtune, an export's caller): for a
  * quantized dtype (int8, w8a32) it first refuses a NULL scale_b or any
  * scale_b[n] (n < N) that is zero, NaN or infinite — DT_EINVAL "scale_b[n]
  * = … is not a finite non-zero number" — and packs nothing then.  Other
  * dtypes ignore scale_b, as dt_kernel_pack does. */
-int dt_kernel_pack_checked(const dt_kernel *k, int64_t N, int64_t K, const void *B,
+int dt_kernel_pack_checked(const dt_kernel *k, const dt_gemm *g, const void *B,
                            const float *scale_b, void *packed, dt_err *e);
+/* The problem of a GEMM op's constant N×K weights alone (no op dims), for
+ * dt_kernel_pack and dt_kernel_packed_size. */
+#define DT_GEMM_NK(n, k) (&(const dt_gemm){.N = (n), .K = (k), .b_const = 1})
 
 #endif

@@ -94,9 +94,12 @@ typedef struct dt_mk_op {
     int nsyms;                  /* entry points of its kernels; all exported = a kernel of it */
     const char *syms[DT_KERNEL_MAX_SYMS];
     void (*run)(const dt_kernel *k, const dt_gemm_args *a);
-    /* The constant B's packing (ops with dt_gemm.b_const), else NULL. */
-    size_t (*packed_size)(const dt_kernel *k, int64_t N, int64_t K);
-    void (*pack)(const dt_kernel *k, int64_t N, int64_t K, const void *B, const float *scale_b,
+    /* The constant B's packing (ops with dt_gemm.b_const), else NULL: for
+     * the problem g (its N and K; an op whose B is stored otherwise than
+     * the view's N×K, such as a grouped convolution, reads g->dims and
+     * g->attrs, and a g without them, g->op NULL, is its one-group case). */
+    size_t (*packed_size)(const dt_kernel *k, const dt_gemm *g);
+    void (*pack)(const dt_kernel *k, const dt_gemm *g, const void *B, const float *scale_b,
                  void *packed);
 } dt_mk_op;
 

@@ -3,10 +3,12 @@
  * image) and the entry point (template/op_conv2d.c), the f32 ABI
  *   size_t dtk_packed_size(int64_t N, int64_t K);            N = K, K = R·S·C
  *   void   dtk_pack(int64_t N, int64_t K, const float *W, float *packed);
- *   void   dtk_conv2d(const int64_t geom[10], const float *X, const void *packed,
+ *   void   dtk_conv2d(const int64_t geom[11], const float *X, const void *packed,
  *                     const float *bias, float *Y, int nthreads);
- * geom = {N, H, W, C, K, R, S, stride, pad, dilation}; X [N][H][W][C], W
- * [K][R][S][C], Y [N][OH][OW][K].  The other dtypes take their types
+ * geom = {N, H, W, C, K, R, S, stride, pad, dilation, groups}; X [N][H][W][C],
+ * W [K][R][S][C/groups], Y [N][OH][OW][K]; packed: one region per group,
+ * dtk_pack(K/groups, R·S·C/groups, the group's rows) each (the pack hook
+ * below does it).  The other dtypes take their types
  * block's names and parameters: dtk_conv2d_bf16 (X, W bf16), dtk_conv2d_u8s8
  * (X u8 with scale_a, zp_a after X; W s8 packed with scale_b),
  * dtk_conv2d_w8 (X f32, W s8 with scale_b); the packing is dense's. */
@@ -22,8 +24,6 @@ extern const dt_mk_dtype dt_mk_dtype_int8;
 extern const dt_mk_dtype dt_mk_dtype_w8a32;
 
 enum { SYM_CONV, SYM_PACK, SYM_PACKED_SIZE };
-enum { N, H, W, C, K, R, S };
-enum { STRIDE, PAD, DILATION };
 
 typedef size_t (*packed_size_fn)(int64_t N, int64_t K);
 typedef void (*pack_fn)(int64_t N, int64_t K, const void *W, void *packed);
@@ -34,47 +34,86 @@ typedef void (*conv_fn)(const int64_t *geom, const void *X, const void *packed,
 typedef void (*conv_u8_fn)(const int64_t *geom, const void *X, float scale_a, int32_t zp_a,
                            const void *packed, const float *bias, void *Y, int nthreads);
 
-/* The kernel's geometry from the call's op dims and attributes. */
-static void geometry(const dt_gemm_args *a, int64_t *geom)
+enum { GEOM = 11 };
+
+/* The kernel's geometry from the op's dims and attributes. */
+static void geometry(const int64_t *dims, const int *attrs, int64_t *geom)
 {
-    for (int i = 0; i < 7; i++)
-        geom[i] = a->dims[i];
-    geom[7] = a->attrs[STRIDE];
-    geom[8] = a->attrs[PAD];
-    geom[9] = a->attrs[DILATION];
+    dt_conv_geom c;
+    dt_op_conv2d.conv(dims, attrs, &c);
+    const int64_t v[GEOM] = {c.n, c.h, c.w, c.c, c.k, c.r, c.s, c.stride, c.pad, c.dilation,
+                             c.groups};
+    for (int i = 0; i < GEOM; i++)
+        geom[i] = v[i];
 }
 
 static void conv_run(const dt_kernel *k, const dt_gemm_args *a)
 {
-    int64_t geom[10];
-    geometry(a, geom);
+    int64_t geom[GEOM];
+    geometry(a->dims, a->attrs, geom);
     ((conv_fn)k->fn[SYM_CONV])(geom, a->a, a->b, a->bias, a->c, a->threads);
 }
 
 static void conv_run_u8(const dt_kernel *k, const dt_gemm_args *a)
 {
-    int64_t geom[10];
-    geometry(a, geom);
+    int64_t geom[GEOM];
+    geometry(a->dims, a->attrs, geom);
     ((conv_u8_fn)k->fn[SYM_CONV])(geom, a->a, a->scale_a, a->zp_a, a->b, a->bias, a->c,
                                   a->threads);
 }
 
-static size_t conv_packed_size(const dt_kernel *k, int64_t n, int64_t kk)
+/* The weights of problem g in groups: G groups of Kg output channels, each
+ * Kg × Kred stored ([K][R][S][C/G]); a g without dims, one group of its
+ * view's N × K. */
+typedef struct {
+    int64_t G, Kg, Kred;
+} groups;
+
+static groups groups_of(const dt_gemm *g)
 {
-    return ((packed_size_fn)k->fn[SYM_PACKED_SIZE])(n, kk);
+    if (!g->op)
+        return (groups){1, g->N, g->K};
+    int64_t geom[GEOM];
+    geometry(g->dims, g->attrs, geom);
+    const int64_t G = geom[10];
+    return (groups){G, geom[4] / G, geom[5] * geom[6] * (geom[3] / G)};
 }
 
-static void conv_pack(const dt_kernel *k, int64_t n, int64_t kk, const void *w,
+/* One region per group, each the dense packing of its rows (the kernel's
+ * DT_FN_PACKED_SIZE, DT_FN_PACK): template/op_conv2d.c reads them so. */
+static size_t conv_packed_size(const dt_kernel *k, const dt_gemm *g)
+{
+    groups gr = groups_of(g);
+    return (size_t)gr.G * ((packed_size_fn)k->fn[SYM_PACKED_SIZE])(gr.Kg, gr.Kred);
+}
+
+static void conv_pack_groups(const dt_kernel *k, const dt_gemm *g, const void *w,
+                             const float *scale_b, void *packed, int scaled)
+{
+    groups gr = groups_of(g);
+    const size_t region = ((packed_size_fn)k->fn[SYM_PACKED_SIZE])(gr.Kg, gr.Kred);
+    const size_t wbytes = (size_t)(gr.Kg * gr.Kred) * dt_dtype_b_size(k->op->backend->dtype);
+    for (int64_t i = 0; i < gr.G; i++) {
+        const void *wi = (const char *)w + (size_t)i * wbytes;
+        void *pi = (char *)packed + (size_t)i * region;
+        if (scaled)
+            ((pack_q_fn)k->fn[SYM_PACK])(gr.Kg, gr.Kred, wi, scale_b + i * gr.Kg, pi);
+        else
+            ((pack_fn)k->fn[SYM_PACK])(gr.Kg, gr.Kred, wi, pi);
+    }
+}
+
+static void conv_pack(const dt_kernel *k, const dt_gemm *g, const void *w,
                       const float *scale_b, void *packed)
 {
     (void)scale_b;
-    ((pack_fn)k->fn[SYM_PACK])(n, kk, w, packed);
+    conv_pack_groups(k, g, w, NULL, packed, 0);
 }
 
-static void conv_pack_q(const dt_kernel *k, int64_t n, int64_t kk, const void *w,
+static void conv_pack_q(const dt_kernel *k, const dt_gemm *g, const void *w,
                         const float *scale_b, void *packed)
 {
-    ((pack_q_fn)k->fn[SYM_PACK])(n, kk, w, scale_b, packed);
+    conv_pack_groups(k, g, w, scale_b, packed, 1);
 }
 
 /* DT_IMPLICIT_A: A gathered (the driver's hook) */

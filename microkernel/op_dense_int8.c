@@ -32,15 +32,15 @@ static void dense_run(const dt_kernel *k, const dt_gemm_args *a)
                                  a->bias, a->c, a->ldc, a->threads);
 }
 
-static size_t dense_packed_size(const dt_kernel *k, int64_t N, int64_t K)
+static size_t dense_packed_size(const dt_kernel *k, const dt_gemm *g)
 {
-    return ((packed_size_fn)k->fn[SYM_PACKED_SIZE])(N, K);
+    return ((packed_size_fn)k->fn[SYM_PACKED_SIZE])(g->N, g->K);
 }
 
-static void dense_pack(const dt_kernel *k, int64_t N, int64_t K, const void *W,
+static void dense_pack(const dt_kernel *k, const dt_gemm *g, const void *W,
                        const float *scale_b, void *packed)
 {
-    ((pack_fn)k->fn[SYM_PACK])(N, K, W, scale_b, packed);
+    ((pack_fn)k->fn[SYM_PACK])(g->N, g->K, W, scale_b, packed);
 }
 
 const dt_mk_op dt_mk_op_dense_int8 = {

@@ -157,33 +157,55 @@ static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda
     return 0;
 }
 
+/* rows×K of the view's matrix gathered from src through row(i, index)
+ * (-1: 0) into a new array; NULL when out of memory */
+static float *gather(const dt_gemm *g, int64_t rows, int64_t K, const float *src,
+                     void (*row)(const int64_t *, const int *, int64_t, int64_t *))
+{
+    float *m = malloc((size_t)(rows * K) * sizeof *m);
+    int64_t *index = malloc((size_t)K * sizeof *index);
+    if (m && index)
+        for (int64_t i = 0; i < rows; i++) {
+            row(g->dims, g->attrs, i, index);
+            for (int64_t k = 0; k < K; k++)
+                m[i * K + k] = index[k] < 0 ? 0.0f : src[index[k]];
+        }
+    free(index);
+    if (!index) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
 /* An op whose A is implicit (sketch/op.h, a_row): A is its input, drawn
  * like one row of a_elems elements; Aref the view's M×K matrix gathered
- * from that row's real values (0 where the op reads padding). */
+ * from that row's real values (0 where the op reads padding).  B as the op
+ * stores it (b_elems, K/groups values per output channel for a grouped
+ * convolution), Bref the view's N×K gathered from it through b_row. */
 static int make_implicit(dt_operands *o, dt_dtype d, const dt_gemm *g, uint64_t seed, dt_err *e)
 {
     const int64_t nx = g->op->a_elems(g->dims, g->attrs);
-    int rc = make(o, d, 1, nx, nx, g->N * g->K, g->N, g->K, seed, e);
+    const int64_t nb = g->op->b_elems ? g->op->b_elems(g->dims, g->attrs) : g->N * g->K;
+    int rc = make(o, d, 1, nx, nx, nb, g->N, nb / g->N, seed, e);
     if (rc)
         return rc;
     o->lda = 0;
-    float *im = malloc((size_t)(g->M * g->K) * sizeof *im);
-    int64_t *index = malloc((size_t)g->K * sizeof *index);
-    if (!im || !index) {
+    float *im = gather(g, g->M, g->K, o->Aref, g->op->a_row);
+    float *bv = g->op->b_row ? gather(g, g->N, g->K, o->Bref, g->op->b_row) : NULL;
+    if (!im || (g->op->b_row && !bv)) {
         free(im);
-        free(index);
+        free(bv);
         dt_operands_free(o);
         return dt_errf(e, DT_ENOMEM, "out of memory for the operands (%lld x %lld)",
                        (long long)g->M, (long long)g->K);
     }
-    for (int64_t i = 0; i < g->M; i++) {
-        g->op->a_row(g->dims, g->attrs, i, index);
-        for (int64_t k = 0; k < g->K; k++)
-            im[i * g->K + k] = index[k] < 0 ? 0.0f : o->Aref[index[k]];
-    }
-    free(index);
     free(o->Aref);
     o->Aref = im;
+    if (bv) {
+        free(o->Bref);
+        o->Bref = bv;
+    }
     return 0;
 }
 

@@ -31,14 +31,16 @@ typedef struct dt_operands {
     int64_t lda;      /* A's row stride in elements (>= K); 0 for an implicit A */
     void *A;          /* [batch·M][lda] of the dtype's A type; past K: poison.  An op
                        * whose A is implicit (sketch/op.h, a_row): its input */
-    void *B;          /* the whole batch as g stores it, the dtype's B type */
+    void *B;          /* the whole batch as g stores it, the dtype's B type (an op with
+                       * b_row: as the op stores it, b_elems elements) */
     float *bias;      /* [N] */
     float *scale_b;   /* [N] per-column weight scales (int8, w8a32), else NULL */
     float scale_a;    /* int8: A's scale and zero point; else 1 and 0 */
     int32_t zp_a;
     float *Aref;      /* [batch][M][K] the real values of A that enter the sums
                        * (an implicit A: gathered from the input, 0 for padding) */
-    float *Bref;      /* like B */
+    float *Bref;      /* like B (an op storing B otherwise, sketch/op.h b_row: the view's
+                       * N×K gathered from it, 0 off its blocks) */
     double *colscale; /* [N] the columns' dequantization factor, or NULL */
 } dt_operands;
 

@@ -243,7 +243,7 @@ static int verify_run(const dt_kernel *k, const dt_gemm *g, dt_dtype d, int thre
     float *C = malloc((size_t)(bt * M * ldc) * sizeof *C);
     double *ref = malloc((size_t)(bt * M * N) * sizeof *ref);
     double *mag = malloc((size_t)(bt * M * N) * sizeof *mag);
-    size_t psz = g->b_const ? dt_kernel_packed_size(k, N, K) : 0;
+    size_t psz = g->b_const ? dt_kernel_packed_size(k, g) : 0;
     void *packed = g->b_const ? dt_alloc64(psz ? psz : 64) : NULL;
     if (!C || !ref || !mag || (g->b_const && !packed)) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory verifying a kernel");
@@ -257,7 +257,7 @@ static int verify_run(const dt_kernel *k, const dt_gemm *g, dt_dtype d, int thre
                          .threads = threads, .scale_a = o.scale_a, .zp_a = o.zp_a,
                          .dims = g->op ? g->dims : NULL, .attrs = g->op ? g->attrs : NULL};
     if (g->b_const) {
-        dt_kernel_pack(k, N, K, o.B, o.scale_b, packed);
+        dt_kernel_pack(k, g, o.B, o.scale_b, packed);
         args.b = packed;
     }
     dt_kernel_run(k, &args);

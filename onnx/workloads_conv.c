@@ -1,10 +1,11 @@
 /* Conv as conv2d (docs/onnx-import.md, "Patterns").
  *
  * ONNX's Conv is NCHW with weights [K, C/group, R, S]; dtune's conv2d is the
- * same arithmetic over NHWC with weights [K][R][S][C] (a layout the
+ * same arithmetic over NHWC with weights [K][R][S][C/groups] (a layout the
  * runtime's packing chooses, not a different convolution), so a Conv maps
  * onto it dim for dim when conv2d's attributes can say what the node does:
- * group 1, one stride and one dilation for both axes, one pad for all four
+ * its group as groups (depthwise included), one stride and one dilation
+ * for both axes, one pad for all four
  * sides (explicit pads, or auto_pad SAME_* when its padding comes out
  * symmetric, or VALID).  A Conv1d ([N, C, L]) is a conv2d with H = R = 1,
  * possible only unpadded: conv2d's pad would pad the unit height too.  The
@@ -173,10 +174,6 @@ int dt_ox_match_conv(dt_ox_wctx *c, int i)
                                   "one with H=1)",
                             sp);
     int64_t group = attr_i(nd, "group", 1);
-    if (group != 1)
-        return dt_ox_reject(c, i, "Conv with group=%" PRId64 " (grouped/depthwise convolution "
-                                  "is not a dtune op yet)",
-                            group);
     if (!w->is_const)
         return dt_ox_reject(c, i, "Conv with a weight that is not a constant (conv2d packs "
                                   "constant weights)");
@@ -206,8 +203,14 @@ int dt_ox_match_conv(dt_ox_wctx *c, int i)
         dil = 1; /* a 1x1 window: the dilation changes nothing; one key */
     if (!in_range(c, i, op_desc, "stride", stride, &rc) ||
         !in_range(c, i, op_desc, "dilation", dil, &rc) ||
-        !in_range(c, i, op_desc, "pad", pad, &rc))
+        !in_range(c, i, op_desc, "pad", pad, &rc) ||
+        !in_range(c, i, op_desc, "groups", group, &rc))
         return rc;
+    /* ONNX's weight is [K, C/group, R, S]: conv2d's C is the input's */
+    if (kc % group)
+        return dt_ox_reject(c, i, "Conv with group=%" PRId64 " and %" PRId64 " output channels "
+                                  "(not a multiple)", group, kc);
+    cc *= group;
     int bias = 0;
     const char *b = nd->ninputs >= 3 ? nd->inputs[2] : "";
     if (b[0]) {
@@ -222,7 +225,8 @@ int dt_ox_match_conv(dt_ox_wctx *c, int i)
     if ((rc = dt_ox_match_epilogue(c, nd->outputs[0], w->dims[0], 1, bias, &f, &epilogue)))
         return rc;
     if (set_int_attr(&op, "stride", stride) || set_int_attr(&op, "pad", pad) ||
-        set_int_attr(&op, "dilation", dil) || dt_ox_op_attr(&op, "epilogue", epilogue))
+        set_int_attr(&op, "dilation", dil) || set_int_attr(&op, "groups", group) ||
+        dt_ox_op_attr(&op, "epilogue", epilogue))
         return dt_ox_wfail(c, i, "conv2d has no such attribute value");
     /* N, H, W from the input: the model's variables where they are symbolic */
     struct {

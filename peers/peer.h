@@ -60,14 +60,15 @@ typedef struct dt_peer_problem {
     /* A 2-D convolution (conv.on; conv2d, sketch/op_conv2d.c): the GEMM
      * above is its implicit GEMM (M = n·oh·ow, N = k, K = r·s·c, constant
      * weights), but x is the NHWC input X[n,h,w,c] — the view's A (the
-     * im2col of X) exists nowhere —, the weights W[k,r,s,c] (OHWI, the
-     * view's B N×K) and y Y[n,oh,ow,k]; oh = (h + 2·pad − dilation·(r−1) −
-     * 1) / stride + 1, ow likewise.  Only a peer with dt_peer_desc.conv
-     * computes it. */
+     * im2col of X) exists nowhere —, the weights W[k,r,s,c/groups] (OHWI;
+     * with one group the view's B N×K, else its diagonal blocks) and y
+     * Y[n,oh,ow,k]; oh = (h + 2·pad − dilation·(r−1) − 1) / stride + 1, ow
+     * likewise.  Only a peer with dt_peer_desc.conv computes it. */
     struct {
         int on;
         int64_t n, h, w, c, k, r, s;
         int stride, pad, dilation;
+        int64_t groups; /* 0 or 1: one group */
     } conv;
 } dt_peer_problem;
 

@@ -541,20 +541,27 @@ static int conv_build(od_mm *s, dt_err *e)
     const int64_t oh = conv_out(h, r, p), ow = conv_out(w, sw, p);
     const dnnl_data_type_t at = od_a_type(p->dtype), bt = od_b_type(p->dtype);
     dnnl_memory_desc_t src_md, wei_any, bias_md, dst_md, user_md, wei_md;
-    const dnnl_dim_t sd[4] = {n, c, h, w}, wd[4] = {k, c, r, sw}, bd[1] = {k},
+    const int64_t g = p->conv.groups > 0 ? p->conv.groups : 1; /* 0: one group */
+    /* weights {k, c, r, s}, or grouped {g, k/g, c/g, r, s} (W[k][r][s][c/g]
+     * is then gohwi) */
+    const dnnl_dim_t sd[4] = {n, c, h, w}, wd[4] = {k, c, r, sw},
+                     gwd[5] = {g, k / g, c / g, r, sw}, bd[1] = {k},
                      dd[4] = {n, k, oh, ow};
+    const int wn = g > 1 ? 5 : 4;
+    const dnnl_dim_t *wdims = g > 1 ? gwd : wd;
     int rc;
-    if (oh < 1 || ow < 1 || n * oh * ow != p->M || k != p->N || r * sw * c != p->K)
+    if (oh < 1 || ow < 1 || n * oh * ow != p->M || k != p->N || r * sw * c != p->K || c % g ||
+        k % g)
         return dt_errf(e, DT_EINVAL, "%s: the convolution (N=%lld H=%lld W=%lld C=%lld K=%lld "
                        "R=%lld S=%lld) is not the GEMM view's M=%lld N=%lld K=%lld", peer,
                        (long long)n, (long long)h, (long long)w, (long long)c, (long long)k,
                        (long long)r, (long long)sw, (long long)p->M, (long long)p->N,
                        (long long)p->K);
     if ((rc = md_tag(peer, &src_md, 4, sd, at, dnnl_nhwc, e)) ||
-        (rc = md_tag(peer, &wei_any, 4, wd, bt, dnnl_format_tag_any, e)) ||
+        (rc = md_tag(peer, &wei_any, wn, wdims, bt, dnnl_format_tag_any, e)) ||
         (rc = md_tag(peer, &bias_md, 1, bd, dnnl_f32, dnnl_a, e)) ||
         (rc = md_tag(peer, &dst_md, 4, dd, dnnl_f32, dnnl_nhwc, e)) ||
-        (rc = md_tag(peer, &user_md, 4, wd, bt, dnnl_ohwi, e)))
+        (rc = md_tag(peer, &user_md, wn, wdims, bt, g > 1 ? dnnl_gohwi : dnnl_ohwi, e)))
         return rc;
     const dnnl_dims_t strides = {p->conv.stride, p->conv.stride},
                       dil = {p->conv.dilation - 1, p->conv.dilation - 1}, /* 0: dense */

@@ -16,7 +16,7 @@
 #include "sketch/dtype.h"
 
 #define DT_MAX_DIMS 8
-#define DT_MAX_ATTRS 4
+#define DT_MAX_ATTRS 5
 #define DT_MAX_ATTR_VALUES 8
 
 /* An attribute: enumerated, such as layout=NN|NT or epilogue=bias+gelu (a
@@ -65,6 +65,15 @@ typedef struct dt_gemm {
     int attrs[DT_MAX_ATTRS];
 } dt_gemm;
 
+/* A convolution's geometry, for the layers that hand it on whole (the
+ * convolution peers, a kernel's call): its dims and integer attributes by
+ * meaning, filled by the op that is a convolution (dt_op_desc.conv). */
+typedef struct dt_conv_geom {
+    int64_t n, h, w, c, k, r, s; /* images, height, width, channels in and out, window */
+    int64_t stride, pad, dilation;
+    int64_t groups;              /* channels in and out split into independent groups */
+} dt_conv_geom;
+
 typedef struct dt_op_desc {
     const char *name;
     const char *summary; /* one line for --help and docs */
@@ -91,6 +100,17 @@ typedef struct dt_op_desc {
      * A is the matrix itself. */
     int64_t (*a_elems)(const int64_t *dims, const int *attrs);
     void (*a_row)(const int64_t *dims, const int *attrs, int64_t i, int64_t *index);
+    /* An op whose constant B is stored otherwise than the view's N×K: a
+     * grouped convolution's W is K×(R·S·C/groups), its view's B block
+     * diagonal.  The stored element count, and for row n of the view's B
+     * (stored N×K, b_trans) the index in the stored B of each B[n][k] (k <
+     * the view's K), or -1 where the view holds a zero.  NULL: B is stored
+     * as the view says. */
+    int64_t (*b_elems)(const int64_t *dims, const int *attrs);
+    void (*b_row)(const int64_t *dims, const int *attrs, int64_t n, int64_t *index);
+    /* A convolution (conv2d): its geometry for these dims and attribute
+     * values.  NULL for an op that is not one. */
+    void (*conv)(const int64_t *dims, const int *attrs, dt_conv_geom *g);
 } dt_op_desc;
 
 #define DT_DTYPE_BIT(d) (1u << (d))

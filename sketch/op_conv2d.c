@@ -6,14 +6,18 @@
  *   OH = (H + 2·pad − dilation·(R−1) − 1) / stride + 1, OW likewise over W, S.
  * Its GEMM view is the implicit GEMM of the convolution: M = N·OH·OW output
  * pixels, N = K output channels, K = R·S·C, A[i][k] the im2col of X (never
- * materialised: a_index names the pixel each element is read from), B = W
- * read as K×(R·S·C), C = Y.  stride, pad and dilation are integer
- * attributes (fixed by the key; a dim must be >= 1, a pad may be 0). */
+ * materialised: a_row names the pixel each element is read from), B = W
+ * read as K×(R·S·C), C = Y.  stride, pad, dilation and groups are integer
+ * attributes (fixed by the key; a dim must be >= 1, a pad may be 0).  With
+ * groups = G the channels form G independent groups: output channel k of
+ * group k / (K/G) reads input channels of that group only, and W is
+ * [K][R][S][C/G] (depthwise: G = C = K); the view's B is then block
+ * diagonal, which b_elems / b_row describe. */
 #include "sketch/op.h"
 
 
 enum { N, H, W, C, K, R, S };
-enum { STRIDE, PAD, DILATION, EPILOGUE };
+enum { STRIDE, PAD, DILATION, GROUPS, EPILOGUE };
 
 /* output extent of one spatial axis; < 1 when the window does not fit */
 static int64_t out_extent(int64_t in, int64_t win, const int *attrs)
@@ -23,17 +27,25 @@ static int64_t out_extent(int64_t in, int64_t win, const int *attrs)
     return room < 0 ? 0 : room / attrs[STRIDE] + 1;
 }
 
+/* each output channel sums over its group's C/groups input channels */
 static double conv_flops(const int64_t *d, const int *attrs)
 {
     return 2.0 * (double)d[N] * (double)out_extent(d[H], d[R], attrs) *
            (double)out_extent(d[W], d[S], attrs) * (double)d[K] * (double)d[R] * (double)d[S] *
-           (double)d[C];
+           (double)(d[C] / attrs[GROUPS]);
 }
 
 static int conv_check(const int64_t *d, const int *attrs, dt_err *e)
 {
     static const char *const axis[2] = {"height", "width"};
     const int in[2] = {H, W}, win[2] = {R, S};
+    for (int i = 0; i < 2; i++) {
+        const int dim = i ? K : C;
+        if (d[dim] % attrs[GROUPS])
+            return dt_errf(e, DT_EINVAL, "conv2d: %s=%lld is not a multiple of groups=%d (each "
+                           "group takes C/groups input and K/groups output channels)",
+                           i ? "K" : "C", (long long)d[dim], attrs[GROUPS]);
+    }
     for (int a = 0; a < 2; a++) {
         /* the window's span must fit in int64 before it is compared */
         if (d[win[a]] > INT32_MAX || d[in[a]] > INT32_MAX)
@@ -48,7 +60,7 @@ static int conv_check(const int64_t *d, const int *attrs, dt_err *e)
                            (long long)attrs[DILATION] * (d[win[a]] - 1) + 1);
     }
     int64_t oh = out_extent(d[H], d[R], attrs), ow = out_extent(d[W], d[S], attrs), r;
-    int64_t x[] = {d[N], d[H], d[W], d[C]}, w[] = {d[K], d[R], d[S], d[C]};
+    int64_t x[] = {d[N], d[H], d[W], d[C]}, w[] = {d[K], d[R], d[S], d[C]}; /* ≥ K·R·S·C/groups */
     int64_t y[] = {d[N], oh, ow, d[K]}, f[] = {2, d[N], oh, ow, d[K], d[R], d[S], d[C]};
     int rc;
     if ((rc = dt_checked_product(x, 4, "X size N*H*W*C", &r, e)) ||
@@ -106,18 +118,42 @@ static void conv_a_row(const int64_t *d, const int *attrs, int64_t i, int64_t *i
         }
 }
 
+static void conv_geometry(const int64_t *d, const int *attrs, dt_conv_geom *g)
+{
+    *g = (dt_conv_geom){.n = d[N], .h = d[H], .w = d[W], .c = d[C], .k = d[K], .r = d[R],
+                        .s = d[S], .stride = attrs[STRIDE], .pad = attrs[PAD],
+                        .dilation = attrs[DILATION], .groups = attrs[GROUPS]};
+}
+
+/* W is [K][R][S][C/groups]; the view's B (K×R·S·C) is block diagonal */
+static int64_t conv_b_elems(const int64_t *d, const int *attrs)
+{
+    return d[K] * d[R] * d[S] * (d[C] / attrs[GROUPS]);
+}
+
+/* Row n of the view's B: output channel n of group n / (K/groups) reads
+ * that group's C/groups input channels only. */
+static void conv_b_row(const int64_t *d, const int *attrs, int64_t n, int64_t *index)
+{
+    const int64_t cg = d[C] / attrs[GROUPS], grp = n / (d[K] / attrs[GROUPS]);
+    for (int64_t rs = 0; rs < d[R] * d[S]; rs++)
+        for (int64_t c = 0; c < d[C]; c++)
+            *index++ = c / cg == grp ? (n * d[R] * d[S] + rs) * cg + c - grp * cg : -1;
+}
+
 const dt_op_desc dt_op_conv2d = {
     .name = "conv2d",
-    .summary = "Y[N,OH,OW,K] = X[N,H,W,C] (*) W[K,R,S,C], NHWC, stride/pad/dilation, "
-               "optional bias/relu/gelu",
+    .summary = "Y[N,OH,OW,K] = X[N,H,W,C] (*) W[K,R,S,C/groups], NHWC, "
+               "stride/pad/dilation/groups, optional bias/relu/gelu",
     .ndims = 7,
     .dims = {"N", "H", "W", "C", "K", "R", "S"},
-    .nattrs = 4,
+    .nattrs = 5,
     .attrs = {{.name = "stride", .integer = 1, .min = 1, .max = 64, .default_index = 1,
                .always_print = 1},
               {.name = "pad", .integer = 1, .min = 0, .max = 1024, .default_index = 0,
                .always_print = 1},
               {.name = "dilation", .integer = 1, .min = 1, .max = 64, .default_index = 1},
+              {.name = "groups", .integer = 1, .min = 1, .max = 65536, .default_index = 1},
               {.name = "epilogue",
                .nvalues = 6,
                .values = {"none", "bias", "relu", "gelu", "bias+relu", "bias+gelu"},
@@ -130,4 +166,7 @@ const dt_op_desc dt_op_conv2d = {
               DT_DTYPE_BIT(DT_DTYPE_INT8) | DT_DTYPE_BIT(DT_DTYPE_W8A32),
     .a_elems = conv_a_elems,
     .a_row = conv_a_row,
+    .b_elems = conv_b_elems,
+    .b_row = conv_b_row,
+    .conv = conv_geometry,
 };

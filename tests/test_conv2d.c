@@ -10,7 +10,8 @@
  *     is usable), annotations of both sketches, each verified on odd
  *     convolutions — H or W = 1, stride 2, padding larger than the window,
  *     dilation 2, a 1×1 (A read in place), a 7×7 stride-2 stem, batch 3,
- *     channels that let the stream sketch read interior rows in place —
+ *     channels that let the stream sketch read interior rows in place,
+ *     depthwise and grouped convolutions (a grouped 1×1 too) —
  *     at 1 and 2 threads against the f64 reference. */
 #include <math.h>
 #include <stdio.h>
@@ -69,6 +70,9 @@ static void test_keys(void)
          "conv2d(N=2,H=9,W=9,C=3,K=8,R=3,S=3,stride=2,pad=0,dilation=2,epilogue=bias+relu)"},
         {"conv2d(N=1,H=9,W=9,C=4,K=8,R=3,S=3,stride=1,pad=1,dtype=int8)",
          "conv2d(N=1,H=9,W=9,C=4,K=8,R=3,S=3,stride=1,pad=1,dtype=int8)"},
+        /* depthwise: groups printed when not 1 */
+        {"conv2d(N=1..4,H=56,W=56,C=128,K=128,R=3,S=3,stride=1,pad=1,groups=128,epilogue=relu)",
+         "conv2d(N=1..4,H=56,W=56,C=128,K=128,R=3,S=3,stride=1,pad=1,groups=128,epilogue=relu)"},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         dt_workload *w = NULL;
@@ -94,6 +98,9 @@ static void test_keys(void)
         {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=-1)", "an integer in 0..1024"},
         {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=x)", "pad"},
         {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,dtype=f32_bf16)", "not available for conv2d"},
+        {"conv2d(N=1,H=8,W=8,C=6,K=8,R=3,S=3,groups=4)", "C=6 is not a multiple of groups=4"},
+        {"conv2d(N=1,H=8,W=8,C=8,K=6,R=3,S=3,groups=4)", "K=6 is not a multiple of groups=4"},
+        {"conv2d(N=1,H=8,W=8,C=8,K=8,R=3,S=3,groups=0)", "an integer in 1..65536"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         dt_workload *w = NULL;
@@ -112,7 +119,7 @@ static void test_gemm_view(void)
     const dt_op_desc *op = conv();
     /* N H W C K R S; stride 2, pad 1, dilation 1, bias+gelu */
     int64_t d[] = {2, 9, 10, 3, 8, 3, 3};
-    int attrs[] = {2, 1, 1, 5};
+    int attrs[] = {2, 1, 1, 1, 5}; /* stride pad dilation groups epilogue */
     dt_gemm g;
     dt_err e;
     CU_ASSERT_EQUAL_FATAL(dt_op_gemm(op, attrs, d, &g, &e), 0);
@@ -134,14 +141,17 @@ static void test_gemm_view(void)
     CU_ASSERT_EQUAL(g.dim[DT_ROLE_K], -1);
 }
 
-/* a_row against the convolution's definition, and the operands' Aref */
+/* a_row and b_row against the convolution's definition, and the operands'
+ * Aref and Bref (the view's block-diagonal B of a grouped convolution) */
 static void test_implicit_a(void)
 {
     const dt_op_desc *op = conv();
     static const int64_t dims[][7] = {{2, 5, 6, 3, 4, 3, 2}, {1, 1, 7, 2, 3, 1, 3},
-                                      {1, 4, 3, 2, 2, 3, 3}};
-    static const int attrs[][4] = {{2, 1, 1, 0}, {1, 1, 2, 0}, {1, 4, 1, 1}};
-    for (int t = 0; t < 3; t++) {
+                                      {1, 4, 3, 2, 2, 3, 3}, {1, 5, 5, 6, 4, 3, 3},
+                                      {1, 4, 4, 4, 8, 2, 2}};
+    static const int attrs[][5] = {{2, 1, 1, 1, 0}, {1, 1, 2, 1, 0}, {1, 4, 1, 1, 1},
+                                   {1, 1, 1, 2, 0}, {2, 0, 1, 4, 0}};
+    for (int t = 0; t < 5; t++) {
         const int64_t *d = dims[t];
         const int *at = attrs[t];
         dt_gemm g;
@@ -176,6 +186,22 @@ static void test_implicit_a(void)
                                 bad += o.Aref[i * g.K + k] != (in ? X[want] : 0.0f);
                             }
                 }
+        /* B: output channel n reads its group's channels of W[K][R][S][C/G] */
+        const int64_t G = at[3], cg = d[3] / G, kg = d[4] / G;
+        CU_ASSERT_EQUAL(op->b_elems(d, at), d[4] * d[5] * d[6] * cg);
+        for (int64_t n = 0; n < d[4]; n++) {
+            op->b_row(d, at, n, index);
+            for (int64_t r = 0; r < d[5]; r++)
+                for (int64_t s = 0; s < d[6]; s++)
+                    for (int64_t c = 0; c < d[3]; c++) {
+                        const int64_t k = (r * d[6] + s) * d[3] + c;
+                        const int own = c / cg == n / kg;
+                        const int64_t want =
+                            own ? ((n * d[5] + r) * d[6] + s) * cg + c - n / kg * cg : -1;
+                        bad += index[k] != want;
+                        bad += o.Bref[n * g.K + k] != (own ? ((const float *)o.B)[want] : 0.0f);
+                    }
+        }
         CU_ASSERT_EQUAL(bad, 0);
         free(index);
         dt_operands_free(&o);
@@ -184,23 +210,31 @@ static void test_implicit_a(void)
 
 /* ---- the kernels ------------------------------------------------------------- */
 
-/* N H W C K R S, stride pad dilation */
-static const int64_t g_shapes[][10] = {
-    {1, 1, 1, 3, 5, 1, 1, 1, 0, 1},   /* H = W = 1, 1×1: A in place */
-    {2, 8, 8, 16, 33, 1, 1, 1, 0, 1}, /* 1×1 on a batch, N past a strip */
-    {2, 7, 5, 3, 17, 3, 3, 1, 1, 1},  /* 3×3 same padding */
-    {1, 9, 9, 4, 8, 3, 3, 2, 1, 1},   /* stride 2 */
-    {1, 4, 3, 2, 6, 3, 3, 1, 4, 1},   /* padding larger than the window */
-    {1, 10, 11, 5, 9, 3, 3, 1, 2, 2}, /* dilation 2 */
-    {1, 1, 13, 3, 4, 1, 3, 1, 1, 1},  /* H = 1: a 1-D convolution */
-    {1, 12, 1, 7, 5, 3, 1, 2, 1, 1},  /* W = 1, stride 2 */
-    {3, 15, 14, 3, 16, 7, 7, 2, 3, 1}, /* a 7×7 stride-2 stem, batch 3 */
-    {1, 6, 6, 37, 20, 3, 3, 1, 1, 1}, /* K = R·S·C = 333: several K blocks */
+/* N H W C K R S, stride pad dilation groups */
+static const int64_t g_shapes[][11] = {
+    {1, 1, 1, 3, 5, 1, 1, 1, 0, 1, 1},   /* H = W = 1, 1×1: A in place */
+    {2, 8, 8, 16, 33, 1, 1, 1, 0, 1, 1}, /* 1×1 on a batch, N past a strip */
+    {2, 7, 5, 3, 17, 3, 3, 1, 1, 1, 1},  /* 3×3 same padding */
+    {1, 9, 9, 4, 8, 3, 3, 2, 1, 1, 1},   /* stride 2 */
+    {1, 4, 3, 2, 6, 3, 3, 1, 4, 1, 1},   /* padding larger than the window */
+    {1, 10, 11, 5, 9, 3, 3, 1, 2, 2, 1}, /* dilation 2 */
+    {1, 1, 13, 3, 4, 1, 3, 1, 1, 1, 1},  /* H = 1: a 1-D convolution */
+    {1, 12, 1, 7, 5, 3, 1, 2, 1, 1, 1},  /* W = 1, stride 2 */
+    {3, 15, 14, 3, 16, 7, 7, 2, 3, 1, 1}, /* a 7×7 stride-2 stem, batch 3 */
+    {1, 6, 6, 37, 20, 3, 3, 1, 1, 1, 1}, /* K = R·S·C = 333: several K blocks */
     /* C a multiple of every K group and tile K (the stream sketch reads
      * interior rows in place, segment by segment, borders gathered) */
-    {1, 9, 21, 64, 20, 3, 3, 1, 1, 1},
-    {2, 11, 30, 32, 16, 3, 3, 2, 1, 1}, /* stride 2 in place */
-    {1, 7, 19, 64, 8, 3, 3, 1, 2, 2},   /* dilation 2 in place */
+    {1, 9, 21, 64, 20, 3, 3, 1, 1, 1, 1},
+    {2, 11, 30, 32, 16, 3, 3, 2, 1, 1, 1}, /* stride 2 in place */
+    {1, 7, 19, 64, 8, 3, 3, 1, 2, 2, 1},   /* dilation 2 in place */
+    /* groups: depthwise (G = C = K), with stride 2 and a channel multiplier;
+     * grouped, in place (C/G = 32) and gathered; a grouped 1×1 (A in place,
+     * the group's channels from X's rows) */
+    {2, 9, 10, 16, 16, 3, 3, 1, 1, 1, 16},
+    {1, 11, 12, 8, 16, 3, 3, 2, 1, 1, 8},
+    {1, 8, 23, 64, 32, 3, 3, 1, 1, 1, 2},
+    {1, 7, 9, 12, 18, 3, 3, 1, 1, 1, 3},
+    {2, 5, 6, 24, 40, 1, 1, 1, 0, 1, 4},
 };
 
 static int check_conv(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
@@ -213,6 +247,7 @@ static int check_conv(const dt_kernel *k, const dt_kernel_op *kop, const dt_anno
             op.attrs[0] = (int)g_shapes[i][7];
             op.attrs[1] = (int)g_shapes[i][8];
             op.attrs[2] = (int)g_shapes[i][9];
+            op.attrs[3] = (int)g_shapes[i][10];
             int rc = dt_verify_kernel_dims(k, &op, g_shapes[i], t, 4000 + i, e);
             if (rc)
                 return rc;
@@ -287,6 +322,43 @@ static void test_e2e_tune_query(void)
     free(dir);
 }
 
+/* dtune bench on a grouped conv2d with two variables over a grid given by
+ * --shapes (beyond the key's own domains too): every kernel and
+ * onednn_conv verified on every shape; a grid missing a variable or naming
+ * another is refused. */
+static void test_e2e_bench_grid(void)
+{
+    static const char key[] =
+        "conv2d(N=1..2,H=8..16:8,W=8,C=8,K=16,R=3,S=3,stride=1,pad=1,groups=2)";
+    char args[1024];
+    int code;
+    snprintf(args, sizeof args, "bench '%s' --sample 2 --shapes 'H={8,24};N={1,3}' "
+                                "--peers onednn_conv --verify --json", key);
+    json_t *r = dt_test_run_dtune_json(&code, args);
+    CU_ASSERT_EQUAL(code, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    json_t *shapes = json_object_get(r, "shapes");
+    CU_ASSERT_EQUAL(json_array_size(shapes), 4);
+    json_t *last = json_array_get(shapes, 3);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(last, "vars"), "H")), 24);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(last, "vars"), "N")), 3);
+    size_t i;
+    json_t *c;
+    int ok = 0;
+    json_array_foreach(json_object_get(r, "candidates"), i, c)
+        ok += json_is_string(json_object_get(c, "status")) &&
+              strcmp(json_string_value(json_object_get(c, "status")), "ok") == 0;
+    CU_ASSERT_EQUAL(ok, 3); /* two kernels and onednn_conv */
+    json_decref(r);
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "bench '%s' --sample 1 --shapes 'H={8,24}'", key), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "no domain for variable N"));
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "bench '%s' --sample 1 --shapes 'Q=1;H=8'", key), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "'Q' is not one of the variables"));
+    dt_test_proc_free(&p);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -298,6 +370,7 @@ int main(void)
         {"int8 kernels (zero-point padding), odd convolutions", test_int8},
         {"w8a32 kernels, odd convolutions", test_w8a32},
         {"dtune tune and query on a conv2d key with three variables", test_e2e_tune_query},
+        {"dtune bench over a --shapes grid of two variables, grouped", test_e2e_bench_grid},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"conv2d", setup, teardown, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

@@ -842,7 +842,7 @@ static void test_pack_checked(void)
         dt_kernel k;
         CU_ASSERT_EQUAL_FATAL(dt_kernel_load(br[i].so_path, &k, &e), 0);
         CU_ASSERT_TRUE(dt_kernel_computes(&k, &kops[i]));
-        size_t sz = dt_kernel_packed_size(&k, N, K);
+        size_t sz = dt_kernel_packed_size(&k, DT_GEMM_NK(N, K));
         unsigned char *p1 = dt_alloc64(sz), *p2 = dt_alloc64(sz);
         CU_ASSERT_FATAL(p1 && p2);
         const void *B = W; /* bf16: its own weights below */
@@ -861,7 +861,7 @@ static void test_pack_checked(void)
                 memcpy(s, scale, sizeof s);
                 s[7] = bad[j];
                 memset(p1, 0xCD, sz);
-                CU_ASSERT_EQUAL(dt_kernel_pack_checked(&k, N, K, B, s, p1, &e), DT_EINVAL);
+                CU_ASSERT_EQUAL(dt_kernel_pack_checked(&k, DT_GEMM_NK(N, K), B, s, p1, &e), DT_EINVAL);
                 CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, want[j]));
                 CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "is not a finite non-zero number"));
                 if (!strstr(e.msg, want[j]))
@@ -869,16 +869,16 @@ static void test_pack_checked(void)
                 CU_ASSERT_EQUAL(p1[0], 0xCD); /* nothing packed */
                 CU_ASSERT_EQUAL(p1[sz - 1], 0xCD);
             }
-            CU_ASSERT_EQUAL(dt_kernel_pack_checked(&k, N, K, B, NULL, p1, &e), DT_EINVAL);
+            CU_ASSERT_EQUAL(dt_kernel_pack_checked(&k, DT_GEMM_NK(N, K), B, NULL, p1, &e), DT_EINVAL);
             CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "scale_b is NULL"));
         } else {
-            CU_ASSERT_EQUAL(dt_kernel_pack_checked(&k, N, K, B, NULL, p1, &e), 0);
+            CU_ASSERT_EQUAL(dt_kernel_pack_checked(&k, DT_GEMM_NK(N, K), B, NULL, p1, &e), 0);
         }
         /* good scales: exactly dt_kernel_pack */
         memset(p1, 0, sz);
         memset(p2, 0, sz);
-        CU_ASSERT_EQUAL(dt_kernel_pack_checked(&k, N, K, B, scale, p1, &e), 0);
-        dt_kernel_pack(&k, N, K, B, scale, p2);
+        CU_ASSERT_EQUAL(dt_kernel_pack_checked(&k, DT_GEMM_NK(N, K), B, scale, p1, &e), 0);
+        dt_kernel_pack(&k, DT_GEMM_NK(N, K), B, scale, p2);
         CU_ASSERT_EQUAL(memcmp(p1, p2, sz), 0);
         free(p1);
         free(p2);
@@ -1693,7 +1693,7 @@ static void test_export_conv2d(void)
     char *c_text = dt_test_slurp(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c_text);
     CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "static inline int cvf_select(int64_t H, int64_t N)"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "dt_K, dt_R, dt_S, 2, 1, 1},"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "dt_K, dt_R, dt_S, 2, 1, 1, 1},"));
     CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "cvf_k0_dtk_pack(8, 27, W, packed + 0);"));
     CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "X, packed + 0, bias, Y, cvf_THREADS);"));
     CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "(stride 2, pad 1,\n *   dilation 1)"));

@@ -455,11 +455,11 @@ static void test_hook_loader(void)
                 CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, kops[j].op->name));
             }
         }
-        CU_ASSERT_EQUAL(dt_kernel_packed_size(k, 5, 7) > 0, k->op->packed_size != NULL);
+        CU_ASSERT_EQUAL(dt_kernel_packed_size(k, DT_GEMM_NK(5, 7)) > 0, k->op->packed_size != NULL);
         if (k->op->packed_size) { /* the host's size of a packing is the kernel's */
-            CU_ASSERT_EQUAL(dt_mk_packed_bytes(k->op, &anns[i], 5, 7), dt_kernel_packed_size(k, 5, 7));
+            CU_ASSERT_EQUAL(dt_mk_packed_bytes(k->op, &anns[i], 5, 7), dt_kernel_packed_size(k, DT_GEMM_NK(5, 7)));
             CU_ASSERT_EQUAL(dt_mk_packed_bytes(k->op, &anns[i], 777, 301),
-                            dt_kernel_packed_size(k, 777, 301));
+                            dt_kernel_packed_size(k, DT_GEMM_NK(777, 301)));
         }
     }
     dt_test_unload_all(ks, n);

@@ -180,10 +180,10 @@ static void test_native_matches_emulation(void)
         void *pn = NULL, *pe = NULL;
         const void *bn = op.B, *bee = op.B;
         if (g.b_const) {
-            pn = dt_alloc64(dt_kernel_packed_size(&kn, g.N, g.K));
-            pe = dt_alloc64(dt_kernel_packed_size(&ke, g.N, g.K));
-            dt_kernel_pack(&kn, g.N, g.K, op.B, op.scale_b, pn);
-            dt_kernel_pack(&ke, g.N, g.K, op.B, op.scale_b, pe);
+            pn = dt_alloc64(dt_kernel_packed_size(&kn, DT_GEMM_NK(g.N, g.K)));
+            pe = dt_alloc64(dt_kernel_packed_size(&ke, DT_GEMM_NK(g.N, g.K)));
+            dt_kernel_pack(&kn, DT_GEMM_NK(g.N, g.K), op.B, op.scale_b, pn);
+            dt_kernel_pack(&ke, DT_GEMM_NK(g.N, g.K), op.B, op.scale_b, pe);
             bn = pn;
             bee = pe;
         }

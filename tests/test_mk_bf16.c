@@ -259,7 +259,7 @@ static void test_loader_binds_bf16(void)
         CU_ASSERT_TRUE(dt_kernel_computes(k, &kops[i]));
         CU_ASSERT_EQUAL(dt_verify_kernel(k, &f32, 1, 3, 5, 7, 1, 1, &e), DT_EINVAL);
         CU_ASSERT_EQUAL(dt_verify_kernel(k, &kops[i], 1, 3, 5, 7, 1, 1, &e), 0);
-        CU_ASSERT_EQUAL(dt_kernel_packed_size(k, 5, 7) > 0, m->packed_size != NULL);
+        CU_ASSERT_EQUAL(dt_kernel_packed_size(k, DT_GEMM_NK(5, 7)) > 0, m->packed_size != NULL);
         CU_ASSERT_EQUAL(m->pack != NULL, i == 0);
     }
     dt_test_unload_all(ks, 2);
@@ -310,9 +310,9 @@ static void bench_one(const char *key, const dt_annotation *a, int64_t M, int64_
     g.K = K;
     dt_operands o;
     CU_ASSERT_EQUAL_FATAL(dt_operands_make(&o, kop.dtype, &g, K, 1, &e), 0);
-    void *packed = dt_alloc64(dt_kernel_packed_size(&k, N, K));
+    void *packed = dt_alloc64(dt_kernel_packed_size(&k, DT_GEMM_NK(N, K)));
     float *C = dt_alloc64((size_t)(M * N) * sizeof(float));
-    dt_kernel_pack(&k, N, K, o.B, NULL, packed);
+    dt_kernel_pack(&k, DT_GEMM_NK(N, K), o.B, NULL, packed);
     dt_gemm_args args = {.batch = 1, .M = M, .N = N, .K = K, .a = o.A, .lda = K, .b = packed,
                          .bias = g.bias ? o.bias : NULL, .c = C, .ldc = N, .threads = threads};
     dt_kernel_run(&k, &args);

@@ -158,7 +158,7 @@ static int accuracy(const dt_kernel *k, const dt_kernel_op *kop, int64_t M, int6
     float *Y = dt_alloc64((size_t)(M * N) * sizeof(float));
     double *ref = malloc((size_t)(M * N) * sizeof(double));
     double *mag = malloc((size_t)(M * N) * sizeof(double));
-    size_t psize = dt_kernel_packed_size(k, N, K);
+    size_t psize = dt_kernel_packed_size(k, DT_GEMM_NK(N, K));
     void *packed = dt_alloc64(psize + 64);
     int rc = -1;
     dt_err e;
@@ -166,7 +166,7 @@ static int accuracy(const dt_kernel *k, const dt_kernel_op *kop, int64_t M, int6
         dt_fill_random(X, M * K, 11);
         dt_fill_random(W, N * K, 12);
         dt_fill_random(bias, N, 13);
-        dt_kernel_pack(k, N, K, W, NULL, packed);
+        dt_kernel_pack(k, DT_GEMM_NK(N, K), W, NULL, packed);
         dt_gemm_args a = dt_gemm_args_contiguous(&g, X, packed, bias, Y, 1);
         dt_kernel_run(k, &a);
         if (dt_ref_gemm(&g, X, W, bias, NULL, ref, mag, &e) == 0) {
@@ -306,9 +306,9 @@ static void test_rounding(void)
     for (int r = 0; r < n; r++) {
         if (!ks[r].handle)
             continue;
-        void *packed = dt_alloc64(dt_kernel_packed_size(&ks[r], N, K) + 64);
+        void *packed = dt_alloc64(dt_kernel_packed_size(&ks[r], DT_GEMM_NK(N, K)) + 64);
         CU_ASSERT_PTR_NOT_NULL_FATAL(packed);
-        dt_kernel_pack(&ks[r], N, K, W, NULL, packed);
+        dt_kernel_pack(&ks[r], DT_GEMM_NK(N, K), W, NULL, packed);
         dt_gemm_args a = dt_gemm_args_contiguous(&g, X, packed, NULL, Y, 1);
         dt_kernel_run(&ks[r], &a);
         int bad = 0;

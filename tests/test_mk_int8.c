@@ -158,7 +158,7 @@ static int run_int8(const dt_kernel *k, int64_t M, int64_t N, int64_t K, int alo
     const int64_t lda = K + 3, ldy = N + 2;
     uint8_t *A = malloc((size_t)(M * lda));
     int8_t *W = malloc((size_t)(N * K));
-    size_t psz = dt_kernel_packed_size(k, N, K);
+    size_t psz = dt_kernel_packed_size(k, DT_GEMM_NK(N, K));
     void *packed = dt_alloc64(psz);
     CU_ASSERT_FATAL(A && W && packed);
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
@@ -177,7 +177,7 @@ static int run_int8(const dt_kernel *k, int64_t M, int64_t N, int64_t K, int alo
         }
     for (int64_t i = 0; i < M * ldy; i++)
         Y[i] = -777.0f;
-    dt_kernel_pack(k, N, K, W, scale_b, packed);
+    dt_kernel_pack(k, DT_GEMM_NK(N, K), W, scale_b, packed);
     dt_gemm_args args = {.batch = 1, .M = M, .N = N, .K = K, .a = A, .lda = lda, .sa = M * lda,
                          .b = packed, .bias = bias, .c = Y, .ldc = ldy, .sc = M * ldy,
                          .threads = threads, .scale_a = scale_a, .zp_a = zp_a};
@@ -502,7 +502,7 @@ static void test_hooks(void)
         int64_t N = 37, K = 9, strips = (N + anns[b].nr - 1) / anns[b].nr;
         int64_t kp = (K + kg - 1) / kg * kg;
         size_t want = (size_t)(strips * anns[b].nr * kp) + (size_t)(strips * anns[b].nr) * 8;
-        CU_ASSERT_EQUAL(dt_kernel_packed_size(&ks[b], N, K), want);
+        CU_ASSERT_EQUAL(dt_kernel_packed_size(&ks[b], DT_GEMM_NK(N, K)), want);
         CU_ASSERT_EQUAL(dt_mk_packed_bytes(m, &anns[b], N, K), want); /* known without a build */
         int8_t W[37 * 9];
         float sb[37];
@@ -513,7 +513,7 @@ static void test_hooks(void)
         }
         unsigned char *p = malloc(want);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        dt_kernel_pack(&ks[b], N, K, W, sb, p);
+        dt_kernel_pack(&ks[b], DT_GEMM_NK(N, K), W, sb, p);
         const unsigned char *tail = p + (size_t)(strips * anns[b].nr * kp);
         int64_t np = strips * anns[b].nr;
         for (int64_t j = 0; j < np; j++) {

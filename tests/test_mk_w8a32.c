@@ -172,7 +172,7 @@ static int run_and_check(const dt_kernel *k, dt_operands *o, const float *scale_
     float *C = malloc((size_t)(M * ldc) * sizeof *C);
     double *ref = malloc((size_t)(M * N) * sizeof *ref);
     double *mag = malloc((size_t)(M * N) * sizeof *mag);
-    void *packed = dt_alloc64(dt_kernel_packed_size(k, N, K));
+    void *packed = dt_alloc64(dt_kernel_packed_size(k, DT_GEMM_NK(N, K)));
     int rc = 0;
     if (!C || !ref || !mag || !packed) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
@@ -180,7 +180,7 @@ static int run_and_check(const dt_kernel *k, dt_operands *o, const float *scale_
     }
     for (int64_t i = 0; i < M * ldc; i++)
         C[i] = GUARD;
-    dt_kernel_pack(k, N, K, o->B, scale_b, packed);
+    dt_kernel_pack(k, DT_GEMM_NK(N, K), o->B, scale_b, packed);
     dt_gemm_args args = {.batch = 1, .M = M, .N = N, .K = K, .a = o->A, .lda = o->lda,
                          .b = packed, .bias = g->bias ? o->bias : NULL, .c = C, .ldc = ldc,
                          .threads = threads};
@@ -290,7 +290,7 @@ static void test_packed_layout(void)
     CU_ASSERT_EQUAL_FATAL(dt_kernel_load(r.so_path, &k, &e), 0);
     const int64_t N = 2 * a.nr + 5, K = 19, NR = a.nr, strips = (N + NR - 1) / NR;
     size_t want = (size_t)(strips * NR * K) + (size_t)(strips * NR) * sizeof(float);
-    CU_ASSERT_EQUAL(dt_kernel_packed_size(&k, N, K), want);
+    CU_ASSERT_EQUAL(dt_kernel_packed_size(&k, DT_GEMM_NK(N, K)), want);
     CU_ASSERT_EQUAL(((packed_size_fn)k.fn[2])(N, K), want);
     int8_t *W = malloc((size_t)(N * K));
     float *scale = malloc((size_t)N * sizeof *scale);
@@ -318,7 +318,7 @@ static void test_packed_layout(void)
     }
     CU_ASSERT_EQUAL(bad, 0);
     /* a NULL scale_b: unit scales */
-    dt_kernel_pack(&k, N, K, W, NULL, p);
+    dt_kernel_pack(&k, DT_GEMM_NK(N, K), W, NULL, p);
     for (int64_t j = 0; j < strips * NR; j++) {
         float got;
         memcpy(&got, tail + j * 4, 4);

@@ -116,19 +116,19 @@ static void test_packed_weights(void)
             continue;
         /* the loader binds the kernel to w8a32_bf16, not f32_bf16 */
         CU_ASSERT_TRUE(dt_kernel_computes(&ks[r], &kop));
-        void *packed = dt_alloc64(dt_kernel_packed_size(&ks[r], N, K) + 64);
+        void *packed = dt_alloc64(dt_kernel_packed_size(&ks[r], DT_GEMM_NK(N, K)) + 64);
         CU_ASSERT_PTR_NOT_NULL_FATAL(packed);
         dt_err e;
-        CU_ASSERT_EQUAL(dt_kernel_pack_checked(&ks[r], N, K, W, NULL, packed, &e), DT_EINVAL);
+        CU_ASSERT_EQUAL(dt_kernel_pack_checked(&ks[r], DT_GEMM_NK(N, K), W, NULL, packed, &e), DT_EINVAL);
         CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "scale_b is NULL"));
         float keep = scale[5];
         scale[5] = 0.0f;
-        CU_ASSERT_EQUAL(dt_kernel_pack_checked(&ks[r], N, K, W, scale, packed, &e), DT_EINVAL);
+        CU_ASSERT_EQUAL(dt_kernel_pack_checked(&ks[r], DT_GEMM_NK(N, K), W, scale, packed, &e), DT_EINVAL);
         CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "scale_b[5]"));
         scale[5] = NAN;
-        CU_ASSERT_EQUAL(dt_kernel_pack_checked(&ks[r], N, K, W, scale, packed, &e), DT_EINVAL);
+        CU_ASSERT_EQUAL(dt_kernel_pack_checked(&ks[r], DT_GEMM_NK(N, K), W, scale, packed, &e), DT_EINVAL);
         scale[5] = keep;
-        CU_ASSERT_EQUAL_FATAL(dt_kernel_pack_checked(&ks[r], N, K, W, scale, packed, &e), 0);
+        CU_ASSERT_EQUAL_FATAL(dt_kernel_pack_checked(&ks[r], DT_GEMM_NK(N, K), W, scale, packed, &e), 0);
         int bad = 0;
         for (int k0 = 0; k0 < K; k0 += 13) {
             memset(X, 0, sizeof X);

@@ -376,9 +376,9 @@ static void test_conv_dynamic(void)
     dt_ox_import_free(imp);
 }
 
-/* conv-stem.onnx: the 7x7 stride-2 pad-3 stem and a 1x1 as conv2d; the
- * depthwise, asymmetric, unequal-stride and 3-D Convs listed, each with its
- * reason, never fatal. */
+/* conv-stem.onnx: the 7x7 stride-2 pad-3 stem, a 1x1 and the depthwise 3x3
+ * (group=256: groups=256, C = 256) as conv2d; the asymmetric, unequal-stride
+ * and 3-D Convs listed, each with its reason, never fatal. */
 static void test_conv_stem(void)
 {
     dt_ox_import *imp;
@@ -387,9 +387,10 @@ static void test_conv_stem(void)
     expect_workloads(m, "conv2d(N=1..8,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3,"
                         "epilogue=bias+relu) x1; "
                         "conv2d(N=1..8,H=56,W=56,C=64,K=256,R=1,S=1,stride=1,pad=0,"
+                        "epilogue=bias) x1; "
+                        "conv2d(N=1..8,H=56,W=56,C=256,K=256,R=3,S=3,stride=1,pad=1,groups=256,"
                         "epilogue=bias) x1");
     static const char *const why[] = {
-        "Conv with group=256 (grouped/depthwise convolution is not a dtune op yet)",
         "Conv with pads=[0,0,1,1] (asymmetric padding: conv2d has one pad for all four sides)",
         "Conv with strides=[1,2] (conv2d has one stride for both axes)",
         "Conv over 3 spatial axes (conv2d is 2-D; a 1-D Conv is one with H=1)",
@@ -403,7 +404,7 @@ static void test_conv_stem(void)
         }
     }
     CU_ASSERT_EQUAL(untuned_nodes(imp, "MaxPool"), 1);
-    CU_ASSERT_EQUAL(imp->ntuned, 3);
+    CU_ASSERT_EQUAL(imp->ntuned, 4);
     dt_model_free(m);
     dt_ox_import_free(imp);
 }
