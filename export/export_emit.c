@@ -59,6 +59,30 @@ const char *dt_export_act_text(const dt_export_plan *p)
                                      : "";
 }
 
+void dt_export_fill(dt_strbuf *sb, const char *text, const dt_export_field *fields, size_t n)
+{
+    for (const char *s = text; *s;) {
+        size_t f = 0;
+        if (*s == '@')
+            for (; f < n && strncmp(s, fields[f].field, strlen(fields[f].field)) != 0; f++)
+                ;
+        if (*s == '@' && f < n) {
+            dt_sb_append(sb, fields[f].value);
+            s += strlen(fields[f].field);
+        } else {
+            dt_sb_appendn(sb, s++, 1);
+        }
+    }
+}
+
+void dt_export_offset_text(char *buf, size_t n, int unit, const char *cast, int64_t offset)
+{
+    if (unit == 4)
+        snprintf(buf, n, "packed + %lld", (long long)(offset / 4));
+    else
+        snprintf(buf, n, "(%s)packed + %lld", cast, (long long)offset);
+}
+
 static void emit_shape_params(dt_strbuf *sb, const dt_export_plan *p)
 {
     for (int v = 0; v < p->w->nvars; v++)

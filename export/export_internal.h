@@ -89,6 +89,18 @@ void dt_export_emit_select(dt_strbuf *sb, const dt_export_plan *p);
  * ReLU", ", then GELU (erf form)" or "". */
 const char *dt_export_act_text(const dt_export_plan *p);
 
+/* An op's doc paragraph with its @FIELD@ placeholders filled in: each
+ * fields[i].field ("@NAME@") written as fields[i].value; other text as is. */
+typedef struct dt_export_field {
+    const char *field, *value;
+} dt_export_field;
+void dt_export_fill(dt_strbuf *sb, const char *text, const dt_export_field *fields, size_t n);
+
+/* Where a packing region `offset` (bytes) starts in the text: in floats on a
+ * float pointer (unit 4: f32, whose text predates the other dtypes), else
+ * bytes through a cast ("const char *", "char *"). */
+void dt_export_offset_text(char *buf, size_t n, int unit, const char *cast, int64_t offset);
+
 /* The whole C file and the header (malloc'ed). */
 int dt_export_emit_c(const dt_export_plan *p, char **out, dt_err *e);
 int dt_export_emit_h(const dt_export_plan *p, char **out, dt_err *e);

@@ -152,9 +152,7 @@ static void conv_doc(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d
     snprintf(stride, sizeof stride, "%d", p->kop.attrs[STRIDE]);
     snprintf(pad, sizeof pad, "%d", p->kop.attrs[PAD]);
     snprintf(dil, sizeof dil, "%d", p->kop.attrs[DILATION]);
-    const struct {
-        const char *field, *value;
-    } fill[] = {
+    const dt_export_field fill[] = {
         {"@NAME@", p->name},
         {"@BIAS@", p->g.bias ? " + bias[k]" : ""},
         {"@ACT@", dt_export_act_text(p)},
@@ -169,49 +167,30 @@ static void conv_doc(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d
         {"@S@", p->npack == 1 ? "" : "s"},
         {"@BIASNOTE@", p->g.bias ? "; bias has K floats" : ""},
     };
-    for (const char *s = d->doc; *s;) {
-        size_t f = 0, nf = sizeof fill / sizeof fill[0];
-        if (*s == '@')
-            for (; f < nf && strncmp(s, fill[f].field, strlen(fill[f].field)) != 0; f++)
-                ;
-        if (*s == '@' && f < nf) {
-            dt_sb_append(sb, fill[f].value);
-            s += strlen(fill[f].field);
-        } else {
-            dt_sb_appendn(sb, s++, 1);
-        }
-    }
-}
-
-/* Where region `offset` (bytes) starts in the text: in floats on a float
- * pointer (unit 4: f32, as dense's), else bytes. */
-static void offset_text(char *buf, size_t n, int unit, const char *cast, int64_t offset)
-{
-    if (unit == 4)
-        snprintf(buf, n, "packed + %lld", (long long)(offset / 4));
-    else
-        snprintf(buf, n, "(%s)packed + %lld", cast, (long long)offset);
+    dt_export_fill(sb, d->doc, fill, sizeof fill / sizeof fill[0]);
 }
 
 /* The geometry as a compound literal: the shape's dims, then the workload's
- * stride, pad and dilation. */
+ * stride, pad, dilation and groups. */
 static void conv_call(dt_strbuf *sb, const dt_export_plan *p, int k, const conv_dtype *d,
                       int unit)
 {
     char at[64];
-    offset_text(at, sizeof at, unit, "const char *", p->pack[p->k[k].pack_group].offset);
+    dt_export_offset_text(at, sizeof at, unit, "const char *",
+                          p->pack[p->k[k].pack_group].offset);
     dt_sb_appendf(sb, "        %s_k%d_%s((const int64_t[11]){dt_N, dt_H, dt_W, dt_C, dt_K, "
                       "dt_R, dt_S, %d, %d, %d, %d},\n"
                       "            X%s, %s, %s, Y, %s_THREADS);\n",
                   p->name, k, d->conv_entry, p->kop.attrs[STRIDE], p->kop.attrs[PAD],
-                  p->kop.attrs[DILATION], p->kop.attrs[GROUPS], d->call_q, at, p->g.bias ? "bias" : "NULL", p->name);
+                  p->kop.attrs[DILATION], p->kop.attrs[GROUPS], d->call_q, at,
+                  p->g.bias ? "bias" : "NULL", p->name);
 }
 
 static void conv_pack(dt_strbuf *sb, const dt_export_plan *p, int g, const conv_dtype *d,
                       int unit)
 {
     char at[64];
-    offset_text(at, sizeof at, unit, "char *", p->pack[g].offset);
+    dt_export_offset_text(at, sizeof at, unit, "char *", p->pack[g].offset);
     dt_sb_appendf(sb, "    %s_k%d_%s(%lld, %lld, W%s, %s);\n", p->name, p->pack[g].kernel,
                   d->pack_entry, (long long)p->N, (long long)p->K, d->pack_q, at);
 }

@@ -162,9 +162,7 @@ static void dense_doc(dt_strbuf *sb, const dt_export_plan *p, const dense_dtype 
     snprintf(bytes, sizeof bytes, "%lld", (long long)p->packed_bytes);
     snprintf(floats, sizeof floats, "%lld", (long long)(p->packed_bytes / 4));
     snprintf(npack, sizeof npack, "%d", p->npack);
-    const struct {
-        const char *field, *value;
-    } fill[] = {
+    const dt_export_field fill[] = {
         {"@NAME@", p->name},
         {"@BIAS@", p->g.bias ? " + bias[N]" : ""},
         {"@bias@", p->g.bias ? " + bias[n]" : ""},
@@ -175,35 +173,15 @@ static void dense_doc(dt_strbuf *sb, const dt_export_plan *p, const dense_dtype 
         {"@S@", p->npack == 1 ? "" : "s"},
         {"@BIASNOTE@", p->g.bias ? "; bias has N floats" : ""},
     };
-    for (const char *s = d->doc; *s;) {
-        size_t f = 0, nf = sizeof fill / sizeof fill[0];
-        if (*s == '@')
-            for (; f < nf && strncmp(s, fill[f].field, strlen(fill[f].field)) != 0; f++)
-                ;
-        if (*s == '@' && f < nf) {
-            dt_sb_append(sb, fill[f].value);
-            s += strlen(fill[f].field);
-        } else {
-            dt_sb_appendn(sb, s++, 1);
-        }
-    }
-}
-
-/* Where region `offset` (bytes) starts in the text: in floats on a float
- * pointer (unit 4: f32, whose text predates the other dtypes), else bytes. */
-static void offset_text(char *buf, size_t n, int unit, const char *cast, int64_t offset)
-{
-    if (unit == 4)
-        snprintf(buf, n, "packed + %lld", (long long)(offset / 4));
-    else
-        snprintf(buf, n, "(%s)packed + %lld", cast, (long long)offset);
+    dt_export_fill(sb, d->doc, fill, sizeof fill / sizeof fill[0]);
 }
 
 static void dense_call(dt_strbuf *sb, const dt_export_plan *p, int k, const dense_dtype *d,
                        int unit)
 {
     char at[64];
-    offset_text(at, sizeof at, unit, "const char *", p->pack[p->k[k].pack_group].offset);
+    dt_export_offset_text(at, sizeof at, unit, "const char *",
+                          p->pack[p->k[k].pack_group].offset);
     dt_sb_appendf(sb, "        %s_k%d_%s(dt_M, dt_N, dt_K, X, dt_K%s, %s, %s, Y, dt_N, "
                       "%s_THREADS);\n",
                   p->name, k, d->dense_entry, d->call_q, at, p->g.bias ? "bias" : "NULL",
@@ -214,7 +192,7 @@ static void dense_pack(dt_strbuf *sb, const dt_export_plan *p, int g, const dens
                        int unit)
 {
     char at[64];
-    offset_text(at, sizeof at, unit, "char *", p->pack[g].offset);
+    dt_export_offset_text(at, sizeof at, unit, "char *", p->pack[g].offset);
     dt_sb_appendf(sb, "    %s_k%d_%s(%lld, %lld, W%s, %s);\n", p->name, p->pack[g].kernel,
                   d->pack_entry, (long long)p->N, (long long)p->K, d->pack_q, at);
 }
