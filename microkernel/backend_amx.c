@@ -182,8 +182,9 @@ static void emit_row_epilogue(dt_strbuf *sb, const dt_annotation *a, int int8)
     dt_sb_append(sb, "}\n#pragma pop_macro(\"MR\")\n\n");
 }
 
-void dt_mk_ukr_amx(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
+void dt_mk_ukr_amx(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a, int seg)
 {
+    (void)seg; /* the tiles' stream kernels take whole tiles of K: no segments */
     const int int8 = be->dtype == DT_DTYPE_INT8;
     const int stream = a->sketch == DT_SKETCH_STREAM;
     const char *dp = int8 ? "DT_TILE_DPBUSD" : "DT_TILE_DPBF16PS";
@@ -216,7 +217,7 @@ void dt_mk_ukr_amx(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
                   p.mt, p.nt,
                   stream ? "X's rows in place (row stride lda), a_rows valid"
                          : "a packed [MR][DT_KP(kc)] panel");
-    dt_emit_ukr_signature(sb, "dt_ta", "dt_tb", "dt_tc");
+    dt_emit_ukr_signature(sb, "dt_ta", "dt_tb", "dt_tc", 0);
     if (stream)
         dt_sb_append(sb, "    const int rows = a_rows;\n    dt_amx_configure(rows);\n");
     /* blocked: a full tile block's partial sums of the earlier K blocks are

@@ -168,7 +168,7 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
         dt_sb_append(&sb, mo->backend->types_extra);
     dt_sb_append(&sb, mo->backend->epilogue);
     emit_info(&sb, kop, a);
-    mb->emit_ukr(&sb, be, a);
+    mb->emit_ukr(&sb, be, a, mo->segmented_a && a->sketch == DT_SKETCH_STREAM);
     for (int i = 0; i < dt_mk_op_count(); i++)
         if (in_source(dt_mk_op_at(i), mo) && dt_mk_op_at(i)->driver_pre)
             dt_sb_append(&sb, dt_mk_op_at(i)->driver_pre);

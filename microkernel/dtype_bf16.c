@@ -107,7 +107,8 @@ static void emit_portable_step(dt_strbuf *sb, const dt_annotation *a, int nv, in
     dt_sb_append(sb, "        }\n");
 }
 
-static void emit_ukr(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a, int native)
+static void emit_ukr(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a, int native,
+                     int seg)
 {
     int nv = a->nr / be->vec_floats;
     int stream = a->sketch == DT_SKETCH_STREAM;
@@ -119,28 +120,32 @@ static void emit_ukr(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a
                                   : "a packed [kc][MR] bf16 panel",
                   native ? "/2" : "", native ? "[2]" : "",
                   native ? "  vdpbf16ps\n * on pairs of k" : "  Widened to f32 by a shift");
-    dt_emit_ukr_signature(sb, "dt_ta", "dt_tb", "dt_tc");
+    dt_emit_ukr_signature(sb, "dt_ta", "dt_tb", "dt_tc", seg);
     dt_sb_append(sb,
                  "    (void)q; (void)col; (void)bias; /* bias: unread without DT_BIAS */\n");
     dt_emit_ukr_start(sb, a, nv, "dt_ta");
+    dt_emit_seg_begin(sb, seg);
     if (native)
         emit_native_loop(sb, a, nv, stream);
     else
         dt_emit_k_loop(sb, a, nv, stream, emit_portable_step);
+    dt_emit_seg_end(sb, a, seg);
     dt_emit_store_f32(sb, a, nv, NULL);
     dt_sb_append(sb, "}\n\n");
+    dt_emit_ukr_seg_call(sb, "dt_ta", "dt_tb", "dt_tc", seg);
 }
 
 /* the portable rows: bf16 widened to f32, the f32 FMA */
-void dt_mk_ukr_bf16_portable(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
+void dt_mk_ukr_bf16_portable(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a,
+                             int seg)
 {
-    emit_ukr(sb, be, a, 0);
+    emit_ukr(sb, be, a, 0, seg);
 }
 
 /* the native row: vdpbf16ps on pairs of k (KG 2) */
-void dt_mk_ukr_bf16_dp(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
+void dt_mk_ukr_bf16_dp(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a, int seg)
 {
-    emit_ukr(sb, be, a, 1);
+    emit_ukr(sb, be, a, 1, seg);
 }
 
 const dt_mk_dtype dt_mk_dtype_bf16 = {

@@ -36,13 +36,46 @@ static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, in
     dt_sb_append(sb, "        }\n");
 }
 
-void dt_emit_ukr_signature(dt_strbuf *sb, const char *ta, const char *tb, const char *tc)
+void dt_emit_ukr_signature(dt_strbuf *sb, const char *ta, const char *tb, const char *tc,
+                           int seg)
 {
+    if (seg)
+        dt_sb_append(sb, "#define DT_UKR_SEG 1\n");
     dt_sb_appendf(sb,
-                  "static __attribute__((noinline)) void dt_ukr(int64_t kc, const %s *restrict a,"
-                  " int64_t lda,\n    int a_rows, const %s *restrict b, %s *restrict c,"
+                  "static __attribute__((noinline)) void dt_ukr%s(int64_t kc, const %s *restrict a,"
+                  " int64_t lda,%s\n    int a_rows, const %s *restrict b, %s *restrict c,"
                   " int64_t ldc, int m_valid,\n    int n_valid, int accumulate, const float "
                   "*restrict bias, int last,\n    const dt_qctx *q, int64_t col)\n{\n",
+                  seg ? "_seg" : "", ta, seg ? " int64_t nseg, int64_t lds," : "", tb, tc);
+}
+
+void dt_emit_seg_begin(dt_strbuf *sb, int seg)
+{
+    if (seg)
+        dt_sb_append(sb, "    for (int64_t sg = 0; sg < nseg; sg++) {\n");
+}
+
+void dt_emit_seg_end(dt_strbuf *sb, const dt_annotation *a, int seg)
+{
+    if (!seg)
+        return;
+    dt_sb_append(sb, "    b += kc * NR;\n");
+    for (int i = 0; i < a->mr; i++)
+        dt_sb_appendf(sb, "    a%d += lds;\n", i);
+    dt_sb_append(sb, "    }\n");
+}
+
+void dt_emit_ukr_seg_call(dt_strbuf *sb, const char *ta, const char *tb, const char *tc, int seg)
+{
+    if (!seg)
+        return;
+    dt_sb_appendf(sb,
+                  "static inline void dt_ukr(int64_t kc, const %s *restrict a, int64_t lda,"
+                  " int a_rows,\n    const %s *restrict b, %s *restrict c, int64_t ldc,"
+                  " int m_valid, int n_valid,\n    int accumulate, const float *restrict bias,"
+                  " int last, const dt_qctx *q, int64_t col)\n{\n"
+                  "    dt_ukr_seg(kc, a, lda, 1, 0, a_rows, b, c, ldc, m_valid, n_valid,"
+                  " accumulate, bias, last,\n               q, col);\n}\n\n",
                   ta, tb, tc);
 }
 
@@ -151,7 +184,7 @@ void dt_emit_store_f32(dt_strbuf *sb, const dt_annotation *a, int nv,
     }
 }
 
-void dt_mk_ukr_f32(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
+void dt_mk_ukr_f32(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a, int seg)
 {
     int nv = a->nr / be->vec_floats;
     int stream = a->sketch == DT_SKETCH_STREAM;
@@ -159,12 +192,15 @@ void dt_mk_ukr_f32(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
                   "/* C tile (MR×NR at c, row stride ldc) = [C +] A·B, then bias and activation\n"
                   " * when last.  A: %s.  b: a [kc][NR] panel. */\n",
                   stream ? "rows of X read in place (row stride lda)" : "a packed [kc][MR] panel");
-    dt_emit_ukr_signature(sb, "float", "float", "float");
+    dt_emit_ukr_signature(sb, "float", "float", "float", seg);
     dt_sb_append(sb, "    (void)q; (void)col;\n");
     dt_emit_ukr_start(sb, a, nv, "float");
+    dt_emit_seg_begin(sb, seg);
     dt_emit_k_loop(sb, a, nv, stream, emit_k_step);
+    dt_emit_seg_end(sb, a, seg);
     dt_emit_store_f32(sb, a, nv, NULL);
     dt_sb_append(sb, "}\n\n");
+    dt_emit_ukr_seg_call(sb, "float", "float", "float", seg);
 }
 
 const dt_mk_dtype dt_mk_dtype_f32 = {

@@ -196,7 +196,8 @@ void dt_emit_store_s32(dt_strbuf *sb, const dt_annotation *a, int nv, int vl)
         dt_sb_append(sb, "    (void)m_valid; (void)n_valid;\n");
 }
 
-static void emit_ukr(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a, int native)
+static void emit_ukr(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a, int native,
+                     int seg)
 {
     int vl = be->vec_floats;
     int nv = a->nr / vl;
@@ -216,7 +217,7 @@ static void emit_ukr(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a
      * keeps the loop's and the epilogue's versions apart. */
     dt_sb_append(sb, "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"
                      "#pragma GCC optimize(\"no-tree-coalesce-vars\")\n#endif\n");
-    dt_emit_ukr_signature(sb, "dt_ta", "dt_tb", "dt_tc");
+    dt_emit_ukr_signature(sb, "dt_ta", "dt_tb", "dt_tc", seg);
     dt_sb_append(sb, "    (void)bias;\n");
     for (int i = 0; i < a->mr; i++)
         for (int v = 0; v < nv; v++)
@@ -230,22 +231,26 @@ static void emit_ukr(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a
     } else {
         dt_sb_append(sb, "    (void)lda; (void)a_rows;\n");
     }
+    dt_emit_seg_begin(sb, seg);
     emit_k_loop(sb, a, nv, vl, native, stream);
+    dt_emit_seg_end(sb, a, seg);
     dt_emit_store_s32(sb, a, nv, vl);
     dt_sb_append(sb, "}\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC pop_options\n"
                      "#endif\n\n");
+    dt_emit_ukr_seg_call(sb, "dt_ta", "dt_tb", "dt_tc", seg);
 }
 
 /* the portable rows: u8 and s8 widened to 32-bit lanes */
-void dt_mk_ukr_int8_portable(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
+void dt_mk_ukr_int8_portable(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a,
+                             int seg)
 {
-    emit_ukr(sb, be, a, 0);
+    emit_ukr(sb, be, a, 0, seg);
 }
 
 /* the native row: vpdpbusd on quads of k (KG 4) */
-void dt_mk_ukr_int8_dp(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
+void dt_mk_ukr_int8_dp(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a, int seg)
 {
-    emit_ukr(sb, be, a, 1);
+    emit_ukr(sb, be, a, 1, seg);
 }
 
 const dt_mk_dtype dt_mk_dtype_int8 = {

@@ -70,7 +70,7 @@ static void emit_scale(dt_strbuf *sb, const dt_annotation *a, int nv)
             dt_sb_appendf(sb, "        c%d_%d = c%d_%d * qs%d;\n", i, v, i, v, v);
 }
 
-void dt_mk_ukr_w8a32(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a)
+void dt_mk_ukr_w8a32(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a, int seg)
 {
     int nv = a->nr / be->vec_floats;
     int stream = a->sketch == DT_SKETCH_STREAM;
@@ -79,12 +79,15 @@ void dt_mk_ukr_w8a32(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a
                   " * K block × scale_b, bias and activation.  A: %s.\n"
                   " * b: an s8 [kc][NR] panel. */\n",
                   stream ? "rows of X read in place (row stride lda)" : "a packed [kc][MR] panel");
-    dt_emit_ukr_signature(sb, "dt_ta", "dt_tb", "dt_tc");
+    dt_emit_ukr_signature(sb, "dt_ta", "dt_tb", "dt_tc", seg);
 
     dt_emit_ukr_start(sb, a, nv, "float");
+    dt_emit_seg_begin(sb, seg);
     dt_emit_k_loop(sb, a, nv, stream, emit_k_step);
+    dt_emit_seg_end(sb, a, seg);
     dt_emit_store_f32(sb, a, nv, emit_scale);
     dt_sb_append(sb, "}\n\n");
+    dt_emit_ukr_seg_call(sb, "dt_ta", "dt_tb", "dt_tc", seg);
 }
 
 const dt_mk_dtype dt_mk_dtype_w8a32 = {

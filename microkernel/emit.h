@@ -11,21 +11,38 @@
  * (microkernel/backend_emit.c): f32's and w8a32's for each of their rows;
  * bf16's and int8's portable one (widening to 32-bit lanes) and their dot
  * product one (vdpbf16ps pairs, vpdpbusd quads). */
-void dt_mk_ukr_f32(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
-void dt_mk_ukr_w8a32(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
-void dt_mk_ukr_bf16_portable(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
-void dt_mk_ukr_bf16_dp(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
-void dt_mk_ukr_int8_portable(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
-void dt_mk_ukr_int8_dp(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
+/* seg (the stream sketch of an op whose A is implicit, mk_op.h's
+ * segmented_a): the kernel sums segments of A (below); an emitter without
+ * them ignores it. */
+void dt_mk_ukr_f32(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a, int seg);
+void dt_mk_ukr_w8a32(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a, int seg);
+void dt_mk_ukr_bf16_portable(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a, int seg);
+void dt_mk_ukr_bf16_dp(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a, int seg);
+void dt_mk_ukr_int8_portable(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a, int seg);
+void dt_mk_ukr_int8_dp(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a, int seg);
 /* The tile rows' kernel (microkernel/backend_amx.c): tdpbf16ps, tdpbusd. */
-void dt_mk_ukr_amx(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
+void dt_mk_ukr_amx(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a, int seg);
 
 /* A register kernel's signature and opening brace, the same for every
  * dtype: `static … void dt_ukr(int64_t kc, const TA *restrict a, int64_t lda,
  * int a_rows, const TB *restrict b, TC *restrict c, …, const dt_qctx *q,
  * int64_t col)` with the element types given (f32 names float; the others
- * their types block's dt_ta, dt_tb, dt_tc). */
-void dt_emit_ukr_signature(dt_strbuf *sb, const char *ta, const char *tb, const char *tc);
+ * their types block's dt_ta, dt_tb, dt_tc).
+ *
+ * With seg, a segmented kernel instead: `#define DT_UKR_SEG 1` and dt_ukr_seg,
+ * whose A after lda is `int64_t nseg, int64_t lds`: the tile sums nseg
+ * segments of kc, segment s's rows at a + s·lds (row stride lda), its B
+ * panel after the previous one's kc (the K of one window row of a
+ * convolution each, read from the image in place, so the accumulators stay
+ * in registers over the whole window); dt_emit_seg_begin/end wrap the K
+ * loop, and dt_emit_ukr_seg_call then defines dt_ukr as its one-segment
+ * call, so the driver's tiles stay as they are.  K of a segment: whole K
+ * groups (its B panel starts on one). */
+void dt_emit_ukr_signature(dt_strbuf *sb, const char *ta, const char *tb, const char *tc,
+                           int seg);
+void dt_emit_seg_begin(dt_strbuf *sb, int seg);
+void dt_emit_seg_end(dt_strbuf *sb, const dt_annotation *a, int seg);
+void dt_emit_ukr_seg_call(dt_strbuf *sb, const char *ta, const char *tb, const char *tc, int seg);
 
 /* The start of a register kernel's body, after its signature: the MR×NV
  * accumulators c<i>_<v> set to zero (f32 vectors), then in the stream

@@ -70,7 +70,7 @@ typedef struct dt_mk_backend {
     const char *macro;
     int intrinsics; /* its code includes <immintrin.h> */
     /* The register kernel dt_ukr for annotation a. */
-    void (*emit_ukr)(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a);
+    void (*emit_ukr)(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a, int seg);
 } dt_mk_backend;
 
 /* The hooks of row b, or NULL (b NULL, or a row without code). */
@@ -90,6 +90,9 @@ typedef struct dt_mk_op {
      * selector: an op with an implicit A (DT_IMPLICIT_A, one of its macros)
      * defines there the source of A's rows the driver gathers from */
     const char *driver_pre;
+    /* its stream kernels' register kernel sums segments of A (emit.h,
+     * dt_emit_ukr_signature's seg): an implicit A read in place */
+    int segmented_a;
     /* ---- ABI ---- */
     int nsyms;                  /* entry points of its kernels; all exported = a kernel of it */
     const char *syms[DT_KERNEL_MAX_SYMS];

@@ -128,8 +128,8 @@ static int conv_macro(const int *attrs, int i)
     {                                                                                          \
         .op = &dt_op_conv2d, .backend = &dtype_, .group = 0, .selector = "DT_OP_CONV2D",      \
         .nmacros = 1, .macros = {"DT_IMPLICIT_A"}, .macro_value = conv_macro,                 \
-        .driver = dt_tpl_op_conv2d_c, .driver_pre = dt_tpl_op_conv2d_pre_c, .nsyms = 3,       \
-        .syms = {syms_conv, syms_pack, syms_size}, .run = run_,                               \
+        .driver = dt_tpl_op_conv2d_c, .driver_pre = dt_tpl_op_conv2d_pre_c, .segmented_a = 1, \
+        .nsyms = 3, .syms = {syms_conv, syms_pack, syms_size}, .run = run_,                   \
         .packed_size = conv_packed_size, .pack = pack_,                                       \
     }
 

@@ -348,8 +348,9 @@ static void test_hook_registry(void)
 /* What each hook puts into a kernel's source, for every attribute
  * combination of every op: its selector 1 and its group's others 0, its
  * macros from the attributes, DT_BIAS / DT_ACT from the GEMM view, the
- * prelude's op line filled in, dtk_info naming the op, the register kernel,
- * and every group member's driver section, in registry order. */
+ * prelude's op line filled in, dtk_info naming the op, the register kernel
+ * (segmented in an implicit A's stream kernels), and every group member's
+ * driver section, in registry order; a blocked and a stream annotation. */
 static void test_hook_codegen(void)
 {
     dt_target t = g_target;
@@ -357,64 +358,73 @@ static void test_hook_codegen(void)
     dt_rng_seed(&rng, 99);
     dt_annotation a;
     dt_err e;
-    CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, -1, 1, &a, &e), 0);
-    for (int o = 0; o < dt_mk_op_count(); o++) {
-        const dt_mk_op *m = dt_mk_op_at(o);
-        dt_kernel_op kop = {.op = m->op, .dtype = m->backend->dtype};
-        do {
-            char *src = NULL;
-            CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, &a, &src, &e), 0);
-            dt_gemm g;
-            CU_ASSERT_EQUAL_FATAL(dt_kernel_op_gemm(&kop, &g, &e), 0);
-            char line[160], what[128];
-            const char *prev_driver = src;
-            for (int i = 0; i < dt_mk_op_count(); i++) {
-                const dt_mk_op *x = dt_mk_op_at(i);
-                int member = x == m || (m->group > 0 && x->group == m->group);
-                /* the same op in another dtype shares a member's selector and
-                 * section: nothing of its own to find or miss */
-                int shared = 0;
-                for (int y = 0; !member && y < dt_mk_op_count(); y++) {
-                    const dt_mk_op *my = dt_mk_op_at(y);
-                    shared |= (my == m || (m->group > 0 && my->group == m->group)) &&
-                              strcmp(my->driver, x->driver) == 0;
+    for (int sk = 0; sk < DT_SKETCH_COUNT; sk++) {
+        CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&rng, &t, sk, 1, &a, &e), 0);
+        for (int o = 0; o < dt_mk_op_count(); o++) {
+            const dt_mk_op *m = dt_mk_op_at(o);
+            dt_kernel_op kop = {.op = m->op, .dtype = m->backend->dtype};
+            do {
+                char *src = NULL;
+                CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, &a, &src, &e), 0);
+                dt_gemm g;
+                CU_ASSERT_EQUAL_FATAL(dt_kernel_op_gemm(&kop, &g, &e), 0);
+                char line[160], what[128];
+                const char *prev_driver = src;
+                for (int i = 0; i < dt_mk_op_count(); i++) {
+                    const dt_mk_op *x = dt_mk_op_at(i);
+                    int member = x == m || (m->group > 0 && x->group == m->group);
+                    /* the same op in another dtype shares a member's selector and
+                     * section: nothing of its own to find or miss */
+                    int shared = 0;
+                    for (int y = 0; !member && y < dt_mk_op_count(); y++) {
+                        const dt_mk_op *my = dt_mk_op_at(y);
+                        shared |= (my == m || (m->group > 0 && my->group == m->group)) &&
+                                  strcmp(my->driver, x->driver) == 0;
+                    }
+                    if (shared)
+                        continue;
+                    snprintf(line, sizeof line, "#define %s %d\n", x->selector, x == m);
+                    CU_ASSERT_EQUAL(strstr(src, line) != NULL, member);
+                    for (int j = 0; member && j < x->nmacros; j++) {
+                        snprintf(line, sizeof line, "#define %s %d\n", x->macros[j],
+                                 x == m ? x->macro_value(kop.attrs, j) : 0);
+                        CU_ASSERT_PTR_NOT_NULL(strstr(src, line));
+                    }
+                    /* driver sections of the group, in registry order, after the
+                     * common driver */
+                    const char *d = strstr(src, x->driver);
+                    CU_ASSERT_EQUAL(d != NULL, member);
+                    if (d) {
+                        CU_ASSERT(d > prev_driver);
+                        prev_driver = d;
+                    }
                 }
-                if (shared)
-                    continue;
-                snprintf(line, sizeof line, "#define %s %d\n", x->selector, x == m);
-                CU_ASSERT_EQUAL(strstr(src, line) != NULL, member);
-                for (int j = 0; member && j < x->nmacros; j++) {
-                    snprintf(line, sizeof line, "#define %s %d\n", x->macros[j],
-                             x == m ? x->macro_value(kop.attrs, j) : 0);
-                    CU_ASSERT_PTR_NOT_NULL(strstr(src, line));
-                }
-                /* driver sections of the group, in registry order, after the
-                 * common driver */
-                const char *d = strstr(src, x->driver);
-                CU_ASSERT_EQUAL(d != NULL, member);
-                if (d) {
-                    CU_ASSERT(d > prev_driver);
-                    prev_driver = d;
-                }
-            }
-            snprintf(line, sizeof line, "#define DT_BIAS %d\n#define DT_ACT %d\n#define DT_CONST_B %d\n\n",
-                     g.bias, g.act, g.b_const);
-            CU_ASSERT_PTR_NOT_NULL(strstr(src, line));
-            CU_ASSERT_PTR_NULL(strstr(src, "@OP_MACROS@"));
-            snprintf(line, sizeof line, " *   DT_STORE_SCRATCH (0/1), %s", m->selector);
-            CU_ASSERT(strstr(src, line) != NULL || m->group > 0);
-            dt_kernel_op_describe(&kop, what, sizeof what);
-            snprintf(line, sizeof line, "const char dtk_info[] = \"%s; ", what);
-            CU_ASSERT_PTR_NOT_NULL(strstr(src, line));
-            CU_ASSERT_PTR_NOT_NULL(strstr(src, "static __attribute__((noinline)) void dt_ukr("));
-            CU_ASSERT_PTR_NOT_NULL(strstr(src, m->backend->epilogue));
-            CU_ASSERT(strstr(src, m->backend->driver) < strstr(src, m->driver));
-            /* an implicit A's section comes before the driver that gathers */
-            if (m->driver_pre)
-                CU_ASSERT(strstr(src, m->driver_pre) && strstr(src, m->driver_pre) <
-                                                            strstr(src, m->backend->driver));
-            free(src);
-        } while (dt_op_next_attrs(m->op, kop.attrs));
+                snprintf(line, sizeof line, "#define DT_BIAS %d\n#define DT_ACT %d\n#define DT_CONST_B %d\n\n",
+                         g.bias, g.act, g.b_const);
+                CU_ASSERT_PTR_NOT_NULL(strstr(src, line));
+                CU_ASSERT_PTR_NULL(strstr(src, "@OP_MACROS@"));
+                snprintf(line, sizeof line, " *   DT_STORE_SCRATCH (0/1), %s", m->selector);
+                CU_ASSERT(strstr(src, line) != NULL || m->group > 0);
+                dt_kernel_op_describe(&kop, what, sizeof what);
+                snprintf(line, sizeof line, "const char dtk_info[] = \"%s; ", what);
+                CU_ASSERT_PTR_NOT_NULL(strstr(src, line));
+                /* an implicit A's stream kernels: the segmented register
+                 * kernel, and dt_ukr its one-segment call */
+                const int seg = m->segmented_a && a.sketch == DT_SKETCH_STREAM;
+                CU_ASSERT_PTR_NOT_NULL(strstr(src, seg ? "static __attribute__((noinline)) void "
+                                                         "dt_ukr_seg(int64_t kc, const"
+                                                       : "static __attribute__((noinline)) void dt_ukr("));
+                CU_ASSERT_EQUAL(strstr(src, "#define DT_UKR_SEG 1\n") != NULL, seg);
+                CU_ASSERT_EQUAL(strstr(src, "static inline void dt_ukr(int64_t kc") != NULL, seg);
+                CU_ASSERT_PTR_NOT_NULL(strstr(src, m->backend->epilogue));
+                CU_ASSERT(strstr(src, m->backend->driver) < strstr(src, m->driver));
+                /* an implicit A's section comes before the driver that gathers */
+                if (m->driver_pre)
+                    CU_ASSERT(strstr(src, m->driver_pre) && strstr(src, m->driver_pre) <
+                                                                strstr(src, m->backend->driver));
+                free(src);
+            } while (dt_op_next_attrs(m->op, kop.attrs));
+        }
     }
     /* an (op, dtype) without hooks is refused, not generated */
     dt_kernel_op none = {.op = dt_mk_op_at(0)->op, .dtype = DT_DTYPE_COUNT};

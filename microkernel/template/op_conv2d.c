@@ -21,37 +21,133 @@ enum { dt_cv_n, dt_cv_h, dt_cv_w, dt_cv_c, dt_cv_k, dt_cv_r, dt_cv_s, dt_cv_stri
 #endif
 
 #if DT_SKETCH_STREAM
-/* The stream sketch reads A's rows in place.  A's K is R·S segments of Cg
- * (the window positions (r, s)): each MR-row tile is summed segment by
+/* The stream sketch reads A's rows in place.  A's K is runs of window
+ * positions (r, s), Cg channels each: each MR-row tile is summed segment by
  * segment, read from X itself where its rows are consecutive pixels of one
- * output row whose window position falls inside the image (at a stride of
- * stride·C), else gathered (MR × Cg: the borders).  When a segment does not
- * start on a whole group of the packed B (Cg not a multiple of DT_KPAD: the
- * K group, a tile's K), whole rows are gathered in chunks (about 256 KiB,
- * whole MR tiles) and streamed over as a matrix instead. */
+ * output row whose segment falls inside the image (at a stride of
+ * stride·C), else gathered (MR × the segment: the borders).  A segment is a
+ * whole window row (S·C elements contiguous in X: one group, dilation 1)
+ * where it starts on a whole group of the packed B (a multiple of DT_KPAD:
+ * the K group, a tile's K), so the tile's sums are stored and reloaded R
+ * times, not R·S (a one-channel 5×5 first layer: 5 calls of 5, not 25 of
+ * 1); else one window position (Cg elements, a multiple of DT_KPAD).
+ * Otherwise whole rows are gathered in chunks (about 256 KiB, whole MR
+ * tiles) and streamed over as a matrix instead. */
 
-/* Rows [i0, i0 + rows) of segment g lie in X at one stride: *a, *lda. */
-static int dt_a_segment(const dt_asrc *as, int64_t i0, int64_t rows, int64_t g,
+/* Rows [i0, i0 + rows) of the segment of span window positions from p0 (in
+ * one window row) lie in X at one stride: *a, *lda. */
+static int dt_a_segment(const dt_asrc *as, int64_t i0, int64_t rows, int64_t p0, int64_t span,
                         const dt_ta **a, int64_t *lda)
 {
     const int64_t ow = i0 % as->OW, t = i0 / as->OW, oh = t % as->OH, n = t / as->OH;
     if (ow + rows > as->OW)
         return 0;
-    const int64_t ih = oh * as->stride - as->pad + g / as->S * as->dil;
-    const int64_t iw = ow * as->stride - as->pad + g % as->S * as->dil;
-    if (ih < 0 || ih >= as->H || iw < 0 || iw + (rows - 1) * as->stride >= as->W)
+    const int64_t ih = oh * as->stride - as->pad + p0 / as->S * as->dil;
+    const int64_t iw = ow * as->stride - as->pad + p0 % as->S * as->dil;
+    if (ih < 0 || ih >= as->H || iw < 0 || iw + span - 1 + (rows - 1) * as->stride >= as->W)
         return 0;
     *a = as->x + ((n * as->H + ih) * as->W + iw) * as->C + as->c0;
     *lda = as->stride * as->C;
     return 1;
 }
 
+#if DT_UKR_SEG
+/* The segmented register kernel's tile (the whole K in one call: never
+ * accumulating, always last); bias NR-padded or NULL. */
+static void dt_tile_seg(int64_t kc, const dt_ta *a, int64_t lda, int64_t nseg, int64_t lds,
+                        int rows, const dt_tb *b, dt_tc *y, int64_t ldy, int cols,
+                        const float *bias, const dt_qctx *q, int64_t col)
+{
+#if DT_STORE_SCRATCH
+    if (rows < MR || cols < NR) {
+        dt_tc tile[MR * NR] __attribute__((aligned(64)));
+        dt_ukr_seg(kc, a, lda, nseg, lds, rows, b, tile, NR, MR, NR, 0, bias, 1, q, col);
+        for (int r = 0; r < rows; r++)
+            memcpy(y + r * ldy, tile + r * NR, (size_t)cols * sizeof(dt_tc));
+        return;
+    }
+#endif
+    dt_ukr_seg(kc, a, lda, nseg, lds, rows, b, y, ldy, rows, cols, 0, bias, 1, q, col);
+}
+
+/* Dilation 1: the group's channels of a window row (S·Cg elements) are
+ * contiguous in a copy of the input pixels an output row's run of pixels
+ * reads (padding included: the padding value), and the next window row is
+ * one copied row further, so a tile of consecutive output pixels is R
+ * segments read in place from that copy by one call of the segmented
+ * kernel, its sums in registers over the whole window.  The copy is
+ * R·((pixels − 1)·stride + S)·Cg elements against pixels·K·R·S·Cg
+ * multiply-adds, and no border tile is gathered or cut short; tiles end at
+ * the output row's end. */
+static void dt_stream_rows(const dt_asrc *as, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                           int64_t K, const dt_tb *bp, const float *bias, dt_tc *y, int64_t ldy,
+                           const dt_qctx *q)
+{
+    const int64_t kp = DT_KP(K), Cg = as->Cg, sk = as->S * Cg, lda = as->stride * Cg;
+    const int64_t lmax = (DT_MIN(as->OW, m1 - m0) - 1) * as->stride + as->S;
+    dt_ta *rows = (dt_ta *)malloc((size_t)(as->R * lmax * Cg) * sizeof(dt_ta) + 64);
+    float *bpad = NULL;
+    if (!rows || (bias && !(bpad = (float *)calloc((size_t)(DT_STRIPS(n1) * NR), sizeof(float)))))
+        abort();
+    if (bias)
+        memcpy(bpad + n0, bias + n0, (size_t)(n1 - n0) * sizeof(float));
+    for (int64_t i = m0; i < m1;) {
+        const int64_t ow0 = i % as->OW, t = i / as->OW, oh = t % as->OH, n = t / as->OH;
+        const int64_t end = DT_MIN(m1, i - ow0 + as->OW);
+        const int64_t iw0 = ow0 * as->stride - as->pad, len = (end - i - 1) * as->stride + as->S;
+        const int64_t lds = len * Cg; /* one copied row */
+        /* pixels [pl, pr) of the copied row are inside the image */
+        const int64_t pl = DT_MIN(len, iw0 < 0 ? -iw0 : 0);
+        const int64_t pr = DT_MIN(len, as->W - iw0) < pl ? pl : DT_MIN(len, as->W - iw0);
+        for (int64_t r = 0; r < as->R; r++) {
+            const int64_t ih = oh * as->stride - as->pad + r;
+            dt_ta *dst = rows + r * lds;
+            const int out = ih < 0 || ih >= as->H;
+            for (int64_t e = 0; e < (out ? len : pl) * Cg; e++)
+                dst[e] = as->zero;
+            if (out)
+                continue;
+            const dt_ta *src = as->x + ((n * as->H + ih) * as->W + iw0) * as->C + as->c0;
+            if (Cg == as->C)
+                memcpy(dst + pl * Cg, src + pl * Cg, (size_t)((pr - pl) * Cg) * sizeof(dt_ta));
+            else
+                for (int64_t p = pl; p < pr; p++)
+                    memcpy(dst + p * Cg, src + p * as->C, (size_t)Cg * sizeof(dt_ta));
+            for (int64_t e = pr * Cg; e < lds; e++)
+                dst[e] = as->zero;
+        }
+        for (int64_t jr = n0; jr < n1; jr += NR) {
+            const dt_tb *b = bp + (jr / NR) * kp * NR;
+            const int cols = (int)DT_MIN(NR, n1 - jr);
+            for (int64_t j = i; j < end; j += MR)
+                dt_tile_seg(sk, rows + (j - i) * lda, lda, as->R, lds, (int)DT_MIN(MR, end - j),
+                            b, y + j * ldy + jr, ldy, cols, bpad ? bpad + jr : NULL, q, jr);
+        }
+        i = end;
+    }
+    free(bpad);
+    free(rows);
+}
+#endif
+
 static void dt_stream_implicit(const dt_asrc *as, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
                                int64_t K, const dt_tb *bp, const float *bias, dt_tc *y,
                                int64_t ldy, const dt_qctx *q)
 {
-    const int64_t kp = DT_KP(K), nseg = as->R * as->S, sk = as->Cg;
-    if (sk % DT_KPAD == 0) {
+    const int64_t kp = DT_KP(K);
+#if DT_UKR_SEG
+    if (as->dil == 1 && as->S * as->Cg % DT_KPAD == 0) {
+        dt_stream_rows(as, m0, m1, n0, n1, K, bp, bias, y, ldy, q);
+        return;
+    }
+#endif
+    int64_t span = 0; /* window positions a segment */
+    if (as->dil == 1 && as->Cg == as->C && as->S * as->C % DT_KPAD == 0)
+        span = as->S;
+    else if (as->Cg % DT_KPAD == 0)
+        span = 1;
+    if (span) {
+        const int64_t sk = span * as->Cg, nseg = as->R * as->S / span;
         dt_ta *buf = (dt_ta *)malloc((size_t)(MR * sk) * sizeof(dt_ta) + 64);
         if (!buf)
             abort();
@@ -61,7 +157,7 @@ static void dt_stream_implicit(const dt_asrc *as, int64_t m0, int64_t m1, int64_
                 for (int64_t g = 0; g < nseg; g++) {
                     const dt_ta *a;
                     int64_t lda;
-                    if (!dt_a_segment(as, ir, rows, g, &a, &lda)) {
+                    if (!dt_a_segment(as, ir, rows, g * span, span, &a, &lda)) {
                         for (int r = 0; r < rows; r++)
                             dt_gather_row(as, ir + r, g * sk, sk, buf + r * sk);
                         a = buf;
