@@ -45,7 +45,9 @@ typedef struct dt_export_pack {
     int nr, kg, kpad;
     int kernel;          /* the kernel whose pack function fills the region */
     int64_t offset;      /* bytes from the start of the buffer (a multiple of 64) */
-    int64_t bytes;       /* size of the region (dt_mk_packed_bytes) */
+    int64_t bytes;       /* size of the region: G * dt_mk_packed_bytes(Ng, Kg) */
+    int64_t group_bytes; /* dt_mk_packed_bytes(Ng, Kg): one group's packing (the
+                          * kernel's packed_size entry point, not rounded) */
 } dt_export_pack;
 
 typedef struct dt_export_plan {
@@ -57,6 +59,11 @@ typedef struct dt_export_plan {
     const dt_export_op *xop; /* the op's export hooks */
     dt_gemm g;           /* the op's GEMM view (flags; sizes 0) */
     int64_t N, K;        /* constant weights (g.b_const): the constant N and K */
+    /* The view's B as G diagonal blocks of Ng x Kg = N/G x K/G (a grouped
+     * convolution's; G = 1, Ng = N, Kg = K otherwise): the weights are
+     * stored block after block and each region of the packed buffer is G
+     * packings of Ng x Kg, one after another (plan_packing). */
+    int64_t G, Ng, Kg;
     int nk;
     dt_export_kernel *k; /* nk, in order of first use by the ranges */
     int *range_kernel;   /* d->n: index into k */

@@ -91,9 +91,48 @@ static int view_nk(const dt_export_plan *p, int vary, int64_t v, int64_t *n, int
     return rc;
 }
 
+/* The stored elements of the weights (the op's b_elems) with every dim its
+ * constant, or v where it varies. */
+static int64_t stored_elems(const dt_export_plan *p, int64_t v)
+{
+    const dt_workload *w = p->w;
+    int64_t dims[DT_MAX_DIMS];
+    for (int d = 0; d < w->op->ndims; d++)
+        dims[d] = w->dims[d]->kind == DT_EXPR_CONST ? w->dims[d]->value : v;
+    return w->op->b_elems(dims, p->kop.attrs);
+}
+
+/* The view's B of weights stored otherwise than N×K (an op with b_row: a
+ * grouped convolution's) as G diagonal blocks of N/G × K/G, G derived from
+ * the count of stored elements, b_elems = G · (N/G) · (K/G) = N·K / G, so
+ * that no op is named here.  Anything else is refused. */
+static int weights_groups(dt_export_plan *p, dt_err *e)
+{
+    p->G = 1;
+    p->Ng = p->N;
+    p->Kg = p->K;
+    if (!p->w->op->b_row)
+        return 0;
+    const int64_t be = stored_elems(p, 1), nk = p->N * p->K;
+    if (be == nk)
+        return 0;
+    int64_t G = be > 0 && nk % be == 0 ? nk / be : 0;
+    /* b_elems must not vary either: checked at a second value */
+    if (!G || p->N % G || p->K % G || stored_elems(p, 8) != be)
+        return dt_errf(e, DT_EUNSUPPORTED, "%s: its weights are stored in a layout exported "
+                       "code cannot pack (%lld elements, not G diagonal blocks of %s's %lld x "
+                       "%lld view)", p->d->key, (long long)be, p->w->op->name,
+                       (long long)p->N, (long long)p->K);
+    p->G = G;
+    p->Ng = p->N / G;
+    p->Kg = p->K / G;
+    return 0;
+}
+
 /* The constant N and K of the weights: a role's own dim must be a constant;
  * a size derived from several dims (conv2d's K = R*S*C) must not change with
- * any dim that varies (each varied alone, at 1 and 2 and at 7 and 8). */
+ * any dim that varies (each varied alone, at 1 and 2 and at 7 and 8); then
+ * their diagonal blocks (weights_groups). */
 static int weights_nk(dt_export_plan *p, dt_err *e)
 {
     const dt_workload *w = p->w;
@@ -103,17 +142,6 @@ static int weights_nk(dt_export_plan *p, dt_err *e)
             return dt_errf(e, DT_EUNSUPPORTED, "%s: exported %s code needs constant N and K "
                            "(the weights are packed once)", p->d->key, w->op->name);
     int rc = view_nk(p, -1, 1, &p->N, &p->K, e);
-    if (!rc && w->op->b_row) {
-        /* weights stored otherwise than the view's N×K (a grouped
-         * convolution's, block by block): NAME_pack packs the view's */
-        int64_t dims[DT_MAX_DIMS];
-        for (int d = 0; d < w->op->ndims; d++)
-            dims[d] = w->dims[d]->kind == DT_EXPR_CONST ? w->dims[d]->value : 1;
-        if (w->op->b_elems(dims, p->kop.attrs) != p->N * p->K)
-            return dt_errf(e, DT_EUNSUPPORTED, "%s: its weights are stored block by block (%s's "
-                           "view of them is block diagonal), which exported code does not pack "
-                           "yet", p->d->key, w->op->name);
-    }
     char varying[256] = "";
     size_t len = 0;
     for (int d = 0; !rc && d < w->op->ndims; d++) {
@@ -137,12 +165,14 @@ static int weights_nk(dt_export_plan *p, dt_err *e)
         return dt_errf(e, DT_EUNSUPPORTED, "%s: exported %s code needs constant weights: the "
                        "GEMM view's N and K must not vary (the weights are packed once), but "
                        "%s vary", p->d->key, w->op->name, varying);
-    return 0;
+    return weights_groups(p, e);
 }
 
 /* Constant weights: N and K must be constants; one packing region per
  * distinct layout (NR, KG), its size what the kernel's packed_size entry
- * point returns (dt_mk_packed_bytes), at 64-byte aligned byte offsets. */
+ * point returns (dt_mk_packed_bytes) for each of the G groups' Ng x Kg (the
+ * kernel reads group i at i times that size, not rounded), at 64-byte
+ * aligned byte offsets. */
 static int plan_packing(dt_export_plan *p, dt_err *e)
 {
     const dt_workload *w = p->w;
@@ -163,18 +193,20 @@ static int plan_packing(dt_export_plan *p, dt_err *e)
                (p->pack[g].nr != a->nr || p->pack[g].kg != kg || p->pack[g].kpad != kpad))
             g++;
         if (g == p->npack) {
-            /* N, K >= 1 and NR >= 1: strips·NR·KP·4 + tail below 2^62 */
-            int64_t nr = a->nr, strips = (p->N + nr - 1) / nr,
-                    kp = (p->K + kpad - 1) / kpad * kpad;
-            if (strips > INT64_MAX / 16 / nr / kp)
+            /* Ng, Kg, G >= 1 and NR >= 1: G·(strips·NR·KP·4 + tail) below 2^62 */
+            int64_t nr = a->nr, strips = (p->Ng + nr - 1) / nr,
+                    kp = (p->Kg + kpad - 1) / kpad * kpad;
+            if (strips > INT64_MAX / 16 / nr / kp / p->G)
                 return dt_errf(e, DT_EOVERFLOW, "%s: the packed weights do not fit in memory",
                                p->d->key);
-            int64_t bytes = (int64_t)dt_mk_packed_bytes(m, a, p->N, p->K);
+            int64_t group_bytes = (int64_t)dt_mk_packed_bytes(m, a, p->Ng, p->Kg),
+                    bytes = p->G * group_bytes;
             if (p->packed_bytes > INT64_MAX / 4 - round64(bytes))
                 return dt_errf(e, DT_EOVERFLOW, "%s: the packed weights do not fit in memory",
                                p->d->key);
             p->pack[g] = (dt_export_pack){.nr = (int)nr, .kg = kg, .kpad = kpad, .kernel = k,
-                                          .offset = p->packed_bytes, .bytes = bytes};
+                                          .offset = p->packed_bytes, .bytes = bytes,
+                                          .group_bytes = group_bytes};
             p->packed_bytes += round64(bytes);
             p->npack++;
         }

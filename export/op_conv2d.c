@@ -10,14 +10,20 @@
  *   w8a32:  f32 X, s8 W with per-channel scales, dequantized in registers
  * Y[n,oh,ow,k] = Σ_{r,s,c} X[n, oh·stride − pad + r·dilation, ow·stride − pad
  * + s·dilation, c] · W[k,r,s,c] (dequantized as the dtype says) (+ bias[k])
- * (then ReLU / GELU), X NHWC, W [K][R][S][C], Y [N][OH][OW][K].  Each kernel
- * is called through its dtk_conv2d* entry point (microkernel/op_conv2d.c)
- * with the geometry {N, H, W, C, K, R, S, stride, pad, dilation}: the dims
+ * (then ReLU / GELU), X NHWC, W [K][R][S][C/groups], Y [N][OH][OW][K] (with
+ * groups > 1, output channel k of group g = k / (K/groups) reads channels
+ * [g·C/groups, (g+1)·C/groups) only).  Each kernel is called through its
+ * dtk_conv2d* entry point (microkernel/op_conv2d.c) with the geometry
+ * {N, H, W, C, K, R, S, stride, pad, dilation, groups}: the dims
  * of the shape and the workload's attributes, constants in the text; each
  * packing region is filled by the kernel's dtk_pack* with the GEMM view's N
  * = K and K = R·S·C (constant: export/export_plan.c refuses a workload whose
- * K, R, S or C vary).  The quantized dtypes' NAME_pack takes weights already
- * quantized to s8 and their per-output-channel scales, as dense's does. */
+ * K, R, S or C vary); with groups = G > 1 the view's B is block diagonal
+ * and a region is G packings of K/G x R·S·C/G, group i's at i times the
+ * kernel's dtk_packed_size* of that (as microkernel/op_conv2d.c's
+ * conv_pack_groups lays them out and the kernel reads them).  The quantized
+ * dtypes' NAME_pack takes weights already quantized to s8 and their
+ * per-output-channel scales, as dense's does. */
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +34,8 @@ extern const dt_op_desc dt_op_conv2d;
 /* conv2d's integer attributes (sketch/op_conv2d.c): their values are in the
  * workload's attrs */
 enum { STRIDE, PAD, DILATION, GROUPS };
+/* conv2d's dim C (sketch/op_conv2d.c: N, H, W, C, K, R, S) */
+enum { DIM_C = 3 };
 
 /* What differs between the dtypes' exported text. */
 typedef struct conv_dtype {
@@ -38,10 +46,13 @@ typedef struct conv_dtype {
     const char *pack_entry;  /* the kernel's packing entry point */
     const char *pack_q;      /* its arguments after W: "" or ", scale_b" */
     /* The comment's paragraph, with @NAME@, @BIAS@ (" + bias[k]"), @ACT@,
-     * @STRIDE@, @PAD@, @DIL@ (the workload's attributes), @NK@ (K*R*S*C:
-     * W's elements), @RSC@ (R*S*C), @BYTES@, @FLOATS@ (the packed size in
-     * bytes, in floats), @NPACK@, @S@ (its plural s) and @BIASNOTE@ ("; bias
-     * has K floats") filled in for the plan. */
+     * @STRIDE@, @PAD@, @DIL@ (the workload's attributes), @NK@ (K*R*S*C/groups:
+     * W's elements), @RSC@ (R*S*C/groups: one output channel's sum), @BYTES@,
+     * @FLOATS@ (the packed size in bytes, in floats), @NPACK@, @S@ (its
+     * plural s), @BIASNOTE@ ("; bias has K floats"), @CG@ ("/groups" after
+     * W's C, "" with one group), @GROUPS@ (the lines saying which channels a
+     * group reads) and @GPACK@ (how a region holds the groups; both "" with
+     * one group) filled in for the plan. */
     const char *doc;
 } conv_dtype;
 
@@ -52,8 +63,8 @@ typedef struct conv_dtype {
     " *   Y[n,oh,ow,k] = " SCALE "sum_{r,s,c} " XEL " * " WEL "@BIAS@@ACT@,\n"                  \
     " *   ih = oh*@STRIDE@ - @PAD@ + r*@DIL@, iw = ow*@STRIDE@ - @PAD@ + s*@DIL@ (stride @STRIDE@, "  \
     "pad @PAD@,\n *   dilation @DIL@), X read as " ZERO " outside the image; X is N x H x W x C "  \
-    "(NHWC),\n *   W is K x R x S x C, Y is N x OH x OW x K, all row-major and contiguous, with\n" \
-    " *   OH = (H + 2*@PAD@ - @DIL@*(R-1) - 1) / @STRIDE@ + 1 and OW likewise of W and S.\n"
+    "(NHWC),\n *   W is K x R x S x C@CG@, Y is N x OH x OW x K, all row-major and contiguous, with\n" \
+    " *   OH = (H + 2*@PAD@ - @DIL@*(R-1) - 1) / @STRIDE@ + 1 and OW likewise of W and S.\n@GROUPS@"
 
 /* the lines every dtype's paragraph but f32's ends with */
 #define SIZE_LINE " * @NAME@_packed_size(): bytes of the packed weights (@BYTES@, a multiple of 64).\n"
@@ -74,9 +85,9 @@ static const conv_dtype conv_f32 = {
     .pack_q = "",
     .doc = " *\n" CONV_LINES("X[n,ih,iw,c]", "W[k,r,s,c]", "", "0")
            " * @NAME@_packed_size(): bytes of the packed weights (@FLOATS@ floats).\n"
-           " * @NAME@_pack(W, packed): packs W (K x R x S x C, @NK@ floats) once into packed;\n"
+           " * @NAME@_pack(W, packed): packs W (K x R x S x C@CG@, @NK@ floats) once into packed;\n"
            " *   every layout the dispatcher needs is in it (@NPACK@ region@S@, one per panel\n"
-           " *   width NR).\n" CALL_LINE("")
+           " *   width NR).\n@GPACK@" CALL_LINE("")
            " * Pointers are borrowed; 64-byte alignment of packed is best, not required.\n",
 };
 
@@ -90,9 +101,9 @@ static const conv_dtype conv_bf16 = {
     .doc = " *\n * dtype bf16: X and W are bf16 (uint16_t, the upper 16 bits of an IEEE float;\n"
            " * convert with round to nearest even), the sums are f32, Y is f32:\n"
            CONV_LINES("X[n,ih,iw,c]", "W[k,r,s,c]", "", "0") SIZE_LINE
-           " * @NAME@_pack(W, packed): packs W (K x R x S x C bf16, @NK@ values) once into\n"
+           " * @NAME@_pack(W, packed): packs W (K x R x S x C@CG@ bf16, @NK@ values) once into\n"
            " *   packed; every layout the dispatcher needs is in it (@NPACK@ region@S@, one\n"
-           " *   per panel layout).\n" CALL_LINE("") ALIGN_LINE,
+           " *   per panel layout).\n@GPACK@" CALL_LINE("") ALIGN_LINE,
 };
 
 static const conv_dtype conv_int8 = {
@@ -108,12 +119,12 @@ static const conv_dtype conv_int8 = {
            CONV_LINES("(X[n,ih,iw,c] - zp_a)", "W[k,r,s,c]", "scale_a * scale_b[k] * ",
                       "zp_a (the real 0)")
            " * The int32 sums are exact while |sum (X - zp_a) * W| < 2^31 (always for\n"
-           " * R*S*C <= 65793; here @RSC@).\n" SIZE_LINE
-           " * @NAME@_pack(W, scale_b, packed): packs the already-quantized W (K x R x S x C\n"
+           " * R*S*C@CG@ <= 65793; here @RSC@).\n" SIZE_LINE
+           " * @NAME@_pack(W, scale_b, packed): packs the already-quantized W (K x R x S x C@CG@\n"
            " *   s8) and its K per-channel scales once into packed, with the zero-point\n"
            " *   compensation sum_{r,s,c} W[k,r,s,c] it computes itself; every layout the\n"
            " *   dispatcher needs is in it (@NPACK@ region@S@, one per panel layout).\n"
-           SCALES_REFUSED CALL_LINE(", scale_a and zp_a X's\n *   quantization (scale_a finite)")
+           "@GPACK@" SCALES_REFUSED CALL_LINE(", scale_a and zp_a X's\n *   quantization (scale_a finite)")
            ALIGN_LINE,
 };
 
@@ -128,10 +139,10 @@ static const conv_dtype conv_w8a32 = {
            " * output channel k (scale_b[k]), dequantized in registers; the sums are\n"
            " * f32, Y is f32:\n"
            CONV_LINES("X[n,ih,iw,c]", "W[k,r,s,c]", "scale_b[k] * ", "0") SIZE_LINE
-           " * @NAME@_pack(W, scale_b, packed): packs the already-quantized W (K x R x S x C\n"
+           " * @NAME@_pack(W, scale_b, packed): packs the already-quantized W (K x R x S x C@CG@\n"
            " *   s8) and its K per-channel scales once into packed; every layout the\n"
            " *   dispatcher needs is in it (@NPACK@ region@S@, one per panel layout).\n"
-           SCALES_REFUSED CALL_LINE("") ALIGN_LINE,
+           "@GPACK@" SCALES_REFUSED CALL_LINE("") ALIGN_LINE,
 };
 
 static void conv_params(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d)
@@ -140,15 +151,31 @@ static void conv_params(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype
                   p->g.bias ? ", const float *bias" : "");
 }
 
-/* d's paragraph with the plan's values in its @...@ fields */
+/* Whether the plan's weights are grouped: G > 1 diagonal blocks (a plan
+ * without constant weights, or a test's zeroed one, has G 0). */
+static int grouped(const dt_export_plan *p) { return p->G > 1; }
+
+/* d's paragraph with the plan's values in its @...@ fields; with one group
+ * the text it always was (exported files are hashed by the tests) */
 static void conv_doc(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d)
 {
     char bytes[32], floats[32], npack[16], nk[32], rsc[32], stride[16], pad[16], dil[16];
+    char groups[320] = "";
+    const int gr = grouped(p);
     snprintf(bytes, sizeof bytes, "%lld", (long long)p->packed_bytes);
     snprintf(floats, sizeof floats, "%lld", (long long)(p->packed_bytes / 4));
     snprintf(npack, sizeof npack, "%d", p->npack);
-    snprintf(nk, sizeof nk, "%lld", (long long)(p->N * p->K));
-    snprintf(rsc, sizeof rsc, "%lld", (long long)p->K);
+    /* W holds the G diagonal blocks of the view's N x K only */
+    snprintf(nk, sizeof nk, "%lld", (long long)(gr ? p->G * p->Ng * p->Kg : p->N * p->K));
+    snprintf(rsc, sizeof rsc, "%lld", (long long)(gr ? p->Kg : p->K));
+    if (gr) /* C is a constant: export/export_plan.c refuses varying weights */
+        snprintf(groups, sizeof groups,
+                 " *   groups = %d: output channel k is in group g = k / (K/groups)\n"
+                 " *   (K/groups = %lld) and reads input channels [g*C/groups,\n"
+                 " *   (g+1)*C/groups) only (C/groups = %lld): the sum's c runs over\n"
+                 " *   them, with W[k,r,s,c - g*C/groups].\n",
+                 p->kop.attrs[GROUPS], (long long)p->Ng,
+                 (long long)(p->w->dims[DIM_C]->value / p->kop.attrs[GROUPS]));
     snprintf(stride, sizeof stride, "%d", p->kop.attrs[STRIDE]);
     snprintf(pad, sizeof pad, "%d", p->kop.attrs[PAD]);
     snprintf(dil, sizeof dil, "%d", p->kop.attrs[DILATION]);
@@ -166,6 +193,11 @@ static void conv_doc(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d
         {"@NPACK@", npack},
         {"@S@", p->npack == 1 ? "" : "s"},
         {"@BIASNOTE@", p->g.bias ? "; bias has K floats" : ""},
+        {"@CG@", gr ? "/groups" : ""},
+        {"@GROUPS@", groups},
+        {"@GPACK@", gr ? " *   A region is the groups' packings one after another, group\n"
+                         " *   g's K/groups rows at g times one group's packed size.\n"
+                       : ""},
     };
     dt_export_fill(sb, d->doc, fill, sizeof fill / sizeof fill[0]);
 }
@@ -186,13 +218,29 @@ static void conv_call(dt_strbuf *sb, const dt_export_plan *p, int k, const conv_
                   p->g.bias ? "bias" : "NULL", p->name);
 }
 
+/* Fills packing region g: one call of the kernel's pack entry point, or
+ * with G groups a loop of one per group, group dt_g's rows of W (and its
+ * scales) into the region at dt_g times one group's packed size (the
+ * kernel's own packed_size of Ng x Kg, not rounded: where it reads them). */
 static void conv_pack(dt_strbuf *sb, const dt_export_plan *p, int g, const conv_dtype *d,
                       int unit)
 {
     char at[64];
     dt_export_offset_text(at, sizeof at, unit, "char *", p->pack[g].offset);
-    dt_sb_appendf(sb, "    %s_k%d_%s(%lld, %lld, W%s, %s);\n", p->name, p->pack[g].kernel,
-                  d->pack_entry, (long long)p->N, (long long)p->K, d->pack_q, at);
+    if (!grouped(p)) {
+        dt_sb_appendf(sb, "    %s_k%d_%s(%lld, %lld, W%s, %s);\n", p->name, p->pack[g].kernel,
+                      d->pack_entry, (long long)p->N, (long long)p->K, d->pack_q, at);
+        return;
+    }
+    char q[64] = ""; /* the group's Ng scales */
+    if (d->pack_q[0])
+        snprintf(q, sizeof q, "%s + dt_g * %lld", d->pack_q, (long long)p->Ng);
+    /* f32's offsets count floats: its packed sizes are whole floats */
+    dt_sb_appendf(sb, "    for (int64_t dt_g = 0; dt_g < %lld; dt_g++) /* group dt_g's rows */\n"
+                      "        %s_k%d_%s(%lld, %lld, W + dt_g * %lld%s, %s + dt_g * %lld);\n",
+                  (long long)p->G, p->name, p->pack[g].kernel, d->pack_entry, (long long)p->Ng,
+                  (long long)p->Kg, (long long)(p->Ng * p->Kg), q, at,
+                  (long long)(p->pack[g].group_bytes / unit));
 }
 
 /* The hooks of dtype DT (conv_DT) and their dt_export_op. */

@@ -1584,38 +1584,48 @@ static void test_export_errors(void)
     dt_test_proc_free(&p);
 }
 
-/* conv2d f32 with bias+relu over two variables (H, N), a hand-made schedule
- * of three boxes covering the set, each with its own kernel: exported, compiled, NAME_select against
+/* conv2d over two variables (H, N), N=1..2, H=5..8, W=6, R=S=3, stride 2,
+ * pad 1, bias+relu: a hand-made schedule of three boxes covering the set,
+ * each with its own kernel (a stream one and two blocked ones of different
+ * NR: three packing regions), exported, compiled, NAME_select against
  * dt_dispatch_find, NAME on every shape of the set and on shapes outside it
- * against a direct convolution in double; and a workload whose C varies is
- * refused (its weights could not be packed once). */
+ * against a direct convolution in double that honours groups.  Of f32 with
+ * one group (and a workload whose C varies refused: its weights could not
+ * be packed once), grouped (groups=2) and depthwise f32, and grouped int8
+ * (powers of two as scales, so that the dequantized operands of the
+ * reference are exact). */
 #define CONV_KEY "conv2d(N=1..2,H=5..8,W=6,C=3,K=8,R=3,S=3,stride=2,pad=1,epilogue=bias+relu)"
 #define CONV_BAD_KEY "conv2d(N=1,H=6,W=6,C=1..4,K=8,R=3,S=3,stride=1,pad=1)"
 
 typedef void (*conv_fn)(int64_t H, int64_t N, const float *X, const float *packed, float *Y,
                         const float *bias);
+typedef void (*conv_int8_fn)(int64_t H, int64_t N, const uint8_t *X, float scale_a,
+                             int32_t zp_a, const void *packed, float *Y, const float *bias);
 
-/* Y = relu(conv(X, W) + bias), stride 2, pad 1, dilation 1, in double; mag
- * the sums of the terms' magnitudes.  Returns the number of output pixels. */
+/* Y = relu(conv(X, W) + bias), stride 2, pad 1, dilation 1, in double, W
+ * [Ko][R][S][C/groups] (output channel k of group g = k / (Ko/groups) reads
+ * channels g*C/groups..); mag the sums of the terms' magnitudes.  Returns
+ * the number of output pixels. */
 static int64_t conv_ref(int64_t n_img, int64_t H, int64_t Wd, int64_t C, int64_t Ko, int64_t R,
-                        int64_t S, const float *X, const float *W, const float *bias,
-                        double *ref, double *mag)
+                        int64_t S, int64_t groups, const float *X, const float *W,
+                        const float *bias, double *ref, double *mag)
 {
-    const int64_t stride = 2, pad = 1;
+    const int64_t stride = 2, pad = 1, cg = C / groups, kg = Ko / groups;
     const int64_t OH = (H + 2 * pad - R) / stride + 1, OW = (Wd + 2 * pad - S) / stride + 1;
     for (int64_t n = 0; n < n_img; n++)
         for (int64_t oh = 0; oh < OH; oh++)
             for (int64_t ow = 0; ow < OW; ow++)
                 for (int64_t k = 0; k < Ko; k++) {
                     double acc = bias[k], m = fabs((double)bias[k]);
+                    const int64_t c0 = k / kg * cg;
                     for (int64_t r = 0; r < R; r++)
                         for (int64_t s = 0; s < S; s++) {
                             int64_t ih = oh * stride - pad + r, iw = ow * stride - pad + s;
                             if (ih < 0 || ih >= H || iw < 0 || iw >= Wd)
                                 continue;
-                            for (int64_t c = 0; c < C; c++) {
-                                double t = (double)X[((n * H + ih) * Wd + iw) * C + c] *
-                                           (double)W[((k * R + r) * S + s) * C + c];
+                            for (int64_t c = 0; c < cg; c++) {
+                                double t = (double)X[((n * H + ih) * Wd + iw) * C + c0 + c] *
+                                           (double)W[((k * R + r) * S + s) * cg + c];
                                 acc += t;
                                 m += fabs(t);
                             }
@@ -1627,34 +1637,44 @@ static int64_t conv_ref(int64_t n_img, int64_t H, int64_t Wd, int64_t C, int64_t
     return n_img * OH * OW;
 }
 
-static void test_export_conv2d(void)
+typedef struct conv_case {
+    const char *key, *name; /* the workload (its dtype in it), NAME */
+    dt_dtype dtype;         /* f32 or int8 */
+    int64_t C, K, groups;   /* as in key */
+    const char *want[8];    /* texts the exported file holds (NULL-ended) */
+    const char *bad_key;    /* or NULL: a workload refused, "C vary" */
+} conv_case;
+
+/* The case's database: its workload (and bad_key's) with three kernels of
+ * the dtype, one per box; the kernels' ids in kid. */
+static dt_db *conv_db(const conv_case *cc, const dt_workload *w, const char *key)
 {
-    char dbp[4096], path[4096];
-    snprintf(dbp, sizeof dbp, "%s/conv.db", g_dir);
-    snprintf(path, sizeof path, "%s/cvf.c", g_dir);
+    char dbp[4096];
+    snprintf(dbp, sizeof dbp, "%s/%s.db", g_dir, cc->name);
     remove(dbp);
     dt_db *db = NULL;
     dt_err e;
     CU_ASSERT_EQUAL_FATAL(dt_db_open(dbp, DT_DB_CREATE, &db, &e), 0);
-    int64_t tid, wid, bad_wid, kid[3];
+    int64_t tid, wid, kid[3];
     CU_ASSERT_EQUAL_FATAL(dt_db_target_upsert(db, g_tkey, dt_isa_name(g_t.isa), NULL, &tid, &e), 0);
-    dt_workload *w = NULL, *bad = NULL;
-    CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(CONV_KEY, &w, &e), 0);
-    CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(CONV_BAD_KEY, &bad, &e), 0);
-    char key[DT_KEY_MAX], bad_key[DT_KEY_MAX];
-    dt_workload_key(w, key, sizeof key);
-    dt_workload_key(bad, bad_key, sizeof bad_key);
     CU_ASSERT_EQUAL_FATAL(dt_db_workload_upsert(db, key, w->op->name, "{}", &wid, &e), 0);
-    CU_ASSERT_EQUAL_FATAL(dt_db_workload_upsert(db, bad_key, bad->op->name, "{}", &bad_wid, &e),
-                          0);
+    dt_kernel_op kop = dt_kernel_op_of_workload(w);
+    char *attrs = dt_kernel_op_attrs_json(&kop);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(attrs);
     for (int k = 0; k < 3; k++) {
         char json[512];
-        annotation(k, json, sizeof json);
+        if (cc->dtype == DT_DTYPE_F32)
+            annotation(k, json, sizeof json);
+        else
+            annotation_dt(cc->dtype, k, json, sizeof json);
         dt_annotation a;
         CU_ASSERT_EQUAL_FATAL(dt_annotation_from_text(json, &a, &e), 0);
-        CU_ASSERT_EQUAL_FATAL(dt_db_kernel_intern(db, w->op->name, dt_sketch_name(a.sketch), json,
-                                                  NULL, &kid[k], &e), 0);
+        CU_ASSERT_EQUAL_FATAL(dt_db_kernel_intern_attrs(db, w->op->name,
+                                                        dt_dtype_name(cc->dtype), attrs,
+                                                        dt_sketch_name(a.sketch), json, NULL,
+                                                        &kid[k], &e), 0);
     }
+    free(attrs);
     /* the variables in key order: H, N; three kernels, one per box (the
      * template's identifiers are renamed per kernel in one file) */
     static const struct {
@@ -1670,21 +1690,70 @@ static void test_export_conv2d(void)
     if (rc)
         fprintf(stderr, "\n  schedule_replace: %s\n", e.msg);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
-    dt_db_schedule bad_row = {.shape_lo = "C=1", .shape_hi = "C=4", .kernel_id = kid[0],
-                              .predicted_ns = NAN, .measured_ns = 1000.0};
-    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_replace(db, bad_wid, tid, g_threads, &bad_row, 1, &e), 0);
+    if (cc->bad_key) {
+        int64_t bad_wid;
+        CU_ASSERT_EQUAL_FATAL(dt_db_workload_upsert(db, cc->bad_key, w->op->name, "{}",
+                                                    &bad_wid, &e), 0);
+        dt_db_schedule bad_row = {.shape_lo = "C=1", .shape_hi = "C=4", .kernel_id = kid[0],
+                                  .predicted_ns = NAN, .measured_ns = 1000.0};
+        CU_ASSERT_EQUAL_FATAL(dt_db_schedule_replace(db, bad_wid, tid, g_threads, &bad_row, 1,
+                                                     &e), 0);
+    }
+    return db;
+}
 
-    /* C varies: K = R*S*C of the weights would too */
-    dt_export_opts o = {.workload_key = bad_key};
-    char bad_path[4096];
-    snprintf(bad_path, sizeof bad_path, "%s/cvbad.c", g_dir);
-    CU_ASSERT_EQUAL(dt_export_write(db, &o, bad_path, &e), DT_EUNSUPPORTED);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "C vary"));
-    CU_ASSERT_FALSE(file_exists(bad_path));
+/* The operands of a case: X, W (float; int8: the dequantized values of Xq,
+ * Wq, exact) and bias; for int8 also Xq, Wq and the scales. */
+typedef struct conv_data {
+    float *X, *W, *bias, *scale_b, scale_a;
+    uint8_t *Xq;
+    int8_t *Wq;
+    int32_t zp_a;
+} conv_data;
 
+static void conv_data_fill(conv_data *o, dt_dtype d, int64_t nx, int64_t nw, int64_t K)
+{
+    dt_fill_random(o->X, nx, 71);
+    dt_fill_random(o->W, nw, 72);
+    dt_fill_random(o->bias, K, 73);
+    if (d != DT_DTYPE_INT8)
+        return;
+    o->scale_a = 1.0f / 64;
+    o->zp_a = 131;
+    for (int64_t i = 0; i < nx; i++) {
+        o->Xq[i] = (uint8_t)rnd(256);
+        o->X[i] = o->scale_a * (float)(o->Xq[i] - o->zp_a);
+    }
+    for (int64_t k = 0; k < K; k++)
+        o->scale_b[k] = ldexpf(1.0f, -5 - (int)(k % 3));
+    for (int64_t i = 0; i < nw; i++) {
+        o->Wq[i] = (int8_t)(rnd(255) - 127);
+        o->W[i] = o->scale_b[i / (nw / K)] * (float)o->Wq[i];
+    }
+}
+
+static void conv_case_run(const conv_case *cc)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.c", g_dir, cc->name);
+    dt_err e;
+    dt_workload *w = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(cc->key, &w, &e), 0);
+    char key[DT_KEY_MAX];
+    dt_workload_key(w, key, sizeof key);
+    dt_db *db = conv_db(cc, w, key);
+
+    dt_export_opts o = {.workload_key = cc->bad_key};
+    if (cc->bad_key) { /* C varies: K = R*S*C of the weights would too */
+        char bad_path[4096];
+        snprintf(bad_path, sizeof bad_path, "%s/%s_bad.c", g_dir, cc->name);
+        CU_ASSERT_EQUAL(dt_export_write(db, &o, bad_path, &e), DT_EUNSUPPORTED);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "C vary"));
+        CU_ASSERT_FALSE(file_exists(bad_path));
+    }
     o.workload_key = key;
     json_t *info = NULL;
-    rc = dt_export_write_info(db, &o, path, &info, &e);
+    int rc = dt_export_write_info(db, &o, path, &info, &e);
     if (rc)
         fprintf(stderr, "\n  export %s: %s\n", key, e.msg);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
@@ -1692,16 +1761,27 @@ static void test_export_conv2d(void)
     CU_ASSERT_EQUAL_FATAL(json_array_size(ranges), 3);
     char *c_text = dt_test_slurp(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c_text);
-    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "static inline int cvf_select(int64_t H, int64_t N)"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "dt_K, dt_R, dt_S, 2, 1, 1, 1},"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "cvf_k0_dtk_pack(8, 27, W, packed + 0);"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "X, packed + 0, bias, Y, cvf_THREADS);"));
+    char want[256];
+    snprintf(want, sizeof want, "static inline int %s_select(int64_t H, int64_t N)", cc->name);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, want));
+    snprintf(want, sizeof want, "dt_K, dt_R, dt_S, 2, 1, 1, %lld},", (long long)cc->groups);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, want));
     CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "(stride 2, pad 1,\n *   dilation 1)"));
+    /* one pack call per region, a loop over the groups when grouped */
+    CU_ASSERT_EQUAL(strstr(c_text, "for (int64_t dt_g = 0;") != NULL, cc->groups > 1);
+    for (int i = 0; cc->want[i]; i++)
+        if (!strstr(c_text, cc->want[i])) {
+            fprintf(stderr, "\n  %s.c lacks \"%s\"\n", cc->name, cc->want[i]);
+            CU_FAIL("a text of the exported file");
+        }
     free(c_text);
-    void *h = compile_wrapped(g_dir, "cvf",
-                              "#include \"cvf.h\"\n#include \"cvf.c\"\n"
-                              "int cvf_test(const int64_t *v);\n"
-                              "int cvf_test(const int64_t *v) { return cvf_select(v[0], v[1]); }\n");
+    char src[1024];
+    snprintf(src, sizeof src,
+             "#include \"%s.h\"\n#include \"%s.c\"\n"
+             "int %s_test(const int64_t *v);\n"
+             "int %s_test(const int64_t *v) { return %s_select(v[0], v[1]); }\n",
+             cc->name, cc->name, cc->name, cc->name, cc->name);
+    void *h = compile_wrapped(g_dir, cc->name, src);
     CU_ASSERT_PTR_NOT_NULL_FATAL(h);
     dt_dispatch *d = NULL;
     CU_ASSERT_EQUAL_FATAL(dt_dispatch_load(db, key, g_tkey, 0, &d, &e), 0);
@@ -1710,54 +1790,122 @@ static void test_export_conv2d(void)
     for (int r = 0; r < 3; r++)
         rk[r] = (int)json_integer_value(json_object_get(json_array_get(ranges, (size_t)r),
                                                         "kernel"));
-    select_vec_fn sel = (select_vec_fn)sym(h, "cvf", "_test");
+    select_vec_fn sel = (select_vec_fn)sym(h, cc->name, "_test");
     CU_ASSERT_PTR_NOT_NULL_FATAL(sel);
-    CU_ASSERT_EQUAL(check_select_vec(sel, "cvf", d, rk), 0); /* the boxes cover the set */
+    CU_ASSERT_EQUAL(check_select_vec(sel, cc->name, d, rk), 0); /* the boxes cover the set */
     dt_dispatch_free(d);
 
-    packed_size_fn psize = (packed_size_fn)sym(h, "cvf", "_packed_size");
-    pack_fn pack = (pack_fn)sym(h, "cvf", "_pack");
-    conv_fn f = (conv_fn)sym(h, "cvf", "");
+    packed_size_fn psize = (packed_size_fn)sym(h, cc->name, "_packed_size");
+    void *pack = sym(h, cc->name, "_pack"), *f = sym(h, cc->name, "");
     CU_ASSERT_FATAL(psize && pack && f);
-    enum { MAX_N = 3, MAX_H = 11, WD = 6, C = 3, KO = 8, R = 3, S = 3 };
-    const int64_t max_m = MAX_N * MAX_H * WD; /* bounds N*OH*OW */
-    float *X = dt_alloc64((size_t)(MAX_N * MAX_H * WD * C) * sizeof(float));
-    float *W = dt_alloc64((size_t)(KO * R * S * C) * sizeof(float));
-    float *bias = dt_alloc64((size_t)KO * sizeof(float));
+    enum { MAX_N = 3, MAX_H = 11, WD = 6, R = 3, S = 3, PGUARD = 256 };
+    const int64_t C = cc->C, KO = cc->K, G = cc->groups;
+    const int64_t max_m = MAX_N * MAX_H * WD, nx = MAX_N * MAX_H * WD * C; /* max_m: N*OH*OW */
+    const int64_t nw = KO * R * S * (C / G);
+    conv_data od = {
+        .X = dt_alloc64((size_t)nx * sizeof(float)),
+        .W = dt_alloc64((size_t)nw * sizeof(float)),
+        .bias = dt_alloc64((size_t)KO * sizeof(float)),
+        .scale_b = dt_alloc64((size_t)KO * sizeof(float)),
+        .Xq = dt_alloc64((size_t)nx),
+        .Wq = dt_alloc64((size_t)nw),
+    };
     float *Y = dt_alloc64((size_t)(max_m * KO + GUARD_N) * sizeof(float));
     double *ref = dt_alloc64((size_t)(max_m * KO) * sizeof(double));
     double *mag = dt_alloc64((size_t)(max_m * KO) * sizeof(double));
-    float *packed = dt_alloc64(psize());
-    CU_ASSERT_FATAL(X && W && bias && Y && ref && mag && packed);
-    dt_fill_random(X, MAX_N * MAX_H * WD * C, 71);
-    dt_fill_random(W, KO * R * S * C, 72);
-    dt_fill_random(bias, KO, 73);
-    pack(W, packed);
+    /* NAME_pack writes NAME_packed_size() bytes, none past them */
+    const size_t pbytes = psize();
+    unsigned char *packed = dt_alloc64(pbytes + PGUARD);
+    CU_ASSERT_FATAL(od.X && od.W && od.bias && od.scale_b && od.Xq && od.Wq && Y && ref && mag &&
+                    packed);
+    memset(packed + pbytes, 0xA5, PGUARD);
+    conv_data_fill(&od, cc->dtype, nx, nw, KO);
+    if (cc->dtype == DT_DTYPE_INT8) {
+        CU_ASSERT_EQUAL(((pack_q_fn)pack)(od.Wq, od.scale_b, packed), 0);
+    } else {
+        ((pack_fn)pack)(od.W, (float *)packed);
+    }
+    int guard_kept = 1;
+    for (int i = 0; i < PGUARD; i++)
+        guard_kept &= packed[pbytes + (size_t)i] == 0xA5;
+    CU_ASSERT(guard_kept);
     /* every shape of the set, then N=3 and H=11, H=2 outside it */
     static const int64_t shapes[][2] = {{5, 1}, {6, 1}, {7, 1}, {8, 1}, {5, 2}, {6, 2},
                                         {7, 2}, {8, 2}, {11, 3}, {2, 1}, {6, 3}};
     int failures = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && failures < 3; i++) {
         int64_t H = shapes[i][0], n_img = shapes[i][1];
-        int64_t M = conv_ref(n_img, H, WD, C, KO, R, S, X, W, bias, ref, mag);
+        int64_t M = conv_ref(n_img, H, WD, C, KO, R, S, G, od.X, od.W, od.bias, ref, mag);
         poison(Y, M * KO);
-        f(H, n_img, X, packed, Y, bias);
-        char what[64];
-        snprintf(what, sizeof what, "cvf: H=%lld,N=%lld", (long long)H, (long long)n_img);
-        failures += dense_out_bad(what, Y, ref, mag, M, KO, R * S * C);
+        if (cc->dtype == DT_DTYPE_INT8)
+            ((conv_int8_fn)f)(H, n_img, od.Xq, od.scale_a, od.zp_a, packed, Y, od.bias);
+        else
+            ((conv_fn)f)(H, n_img, od.X, (const float *)packed, Y, od.bias);
+        char what[96];
+        snprintf(what, sizeof what, "%s: H=%lld,N=%lld", cc->name, (long long)H,
+                 (long long)n_img);
+        failures += dense_out_bad(what, Y, ref, mag, M, KO, R * S * (C / G));
     }
     CU_ASSERT_EQUAL(failures, 0);
-    free(X);
-    free(W);
-    free(bias);
+    free(od.X);
+    free(od.W);
+    free(od.bias);
+    free(od.scale_b);
+    free(od.Xq);
+    free(od.Wq);
     free(Y);
     free(ref);
     free(mag);
     free(packed);
     json_decref(info);
     dt_workload_free(w);
-    dt_workload_free(bad);
     dt_db_close(db);
+}
+
+static void test_export_conv2d(void)
+{
+    const conv_case cc = {
+        .key = CONV_KEY, .name = "cvf", .dtype = DT_DTYPE_F32, .C = 3, .K = 8, .groups = 1,
+        .want = {"cvf_k0_dtk_pack(8, 27, W, packed + 0);",
+                 "X, packed + 0, bias, Y, cvf_THREADS);",
+                 " *   W is K x R x S x C, Y is N x OH x OW x K,",
+                 "packs W (K x R x S x C, 216 floats)"},
+        .bad_key = CONV_BAD_KEY,
+    };
+    conv_case_run(&cc);
+}
+
+/* Grouped weights: W [K][R][S][C/groups], packed group by group (a loop of
+ * the kernel's pack per region, group g's rows at g times its packed size). */
+static void test_export_conv2d_grouped(void)
+{
+    const conv_case cases[] = {
+        {.key = "conv2d(N=1..2,H=5..8,W=6,C=4,K=8,R=3,S=3,stride=2,pad=1,groups=2,"
+                "epilogue=bias+relu)",
+         .name = "cvg", .dtype = DT_DTYPE_F32, .C = 4, .K = 8, .groups = 2,
+         .want = {"    for (int64_t dt_g = 0; dt_g < 2; dt_g++)",
+                  "        cvg_k0_dtk_pack(4, 18, W + dt_g * 72, packed + 0 + dt_g * ",
+                  " *   W is K x R x S x C/groups, Y is N x OH x OW x K,",
+                  "packs W (K x R x S x C/groups, 144 floats)",
+                  " *   groups = 2: output channel k is in group g = k / (K/groups)\n"
+                  " *   (K/groups = 4) and reads input channels [g*C/groups,\n"
+                  " *   (g+1)*C/groups) only (C/groups = 2): the sum's c runs over\n"
+                  " *   them, with W[k,r,s,c - g*C/groups].\n",
+                  " *   A region is the groups' packings one after another, group\n"}},
+        {.key = "conv2d(N=1..2,H=5..8,W=6,C=6,K=6,R=3,S=3,stride=2,pad=1,groups=6,"
+                "epilogue=bias+relu)",
+         .name = "cvdw", .dtype = DT_DTYPE_F32, .C = 6, .K = 6, .groups = 6,
+         .want = {"        cvdw_k0_dtk_pack(1, 9, W + dt_g * 9, packed + 0 + dt_g * ",
+                  "packs W (K x R x S x C/groups, 54 floats)", "(C/groups = 1)"}},
+        {.key = "conv2d(N=1..2,H=5..8,W=6,C=4,K=8,R=3,S=3,stride=2,pad=1,groups=2,"
+                "epilogue=bias+relu,dtype=int8)",
+         .name = "cvq", .dtype = DT_DTYPE_INT8, .C = 4, .K = 8, .groups = 2,
+         .want = {"cvq_k0_dtk_pack_u8s8(4, 18, W + dt_g * 72, scale_b + dt_g * 4, "
+                  "(char *)packed + 0 + dt_g * ",
+                  " * R*S*C/groups <= 65793; here 18)."}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        conv_case_run(&cases[i]);
 }
 
 /* A real tune of a small workload, exported by the binary, compiled, run. */
@@ -1959,6 +2107,8 @@ int main(void)
         {"tune, export, compile, run", test_tune_export_run},
         {"export hooks of every op with kernels", test_export_hooks},
         {"export conv2d f32 over boxes of two variables, compile, run", test_export_conv2d},
+        {"export grouped and depthwise conv2d (f32, int8), compile, run",
+         test_export_conv2d_grouped},
         {"batch_matmul's exported text in f32 and bf16", test_export_bmm_text},
         CU_TEST_INFO_NULL,
     };
