@@ -70,63 +70,87 @@ static void dt_tile_seg(int64_t kc, const dt_ta *a, int64_t lda, int64_t nseg, i
     dt_ukr_seg(kc, a, lda, nseg, lds, rows, b, y, ldy, rows, cols, 0, bias, 1, q, col);
 }
 
-/* Dilation 1: the group's channels of a window row (S·Cg elements) are
- * contiguous in a copy of the input pixels an output row's run of pixels
- * reads (padding included: the padding value), and the next window row is
- * one copied row further, so a tile of consecutive output pixels is R
- * segments read in place from that copy by one call of the segmented
- * kernel, its sums in registers over the whole window.  The copy is
- * R·((pixels − 1)·stride + S)·Cg elements against pixels·K·R·S·Cg
- * multiply-adds, and no border tile is gathered or cut short; tiles end at
- * the output row's end. */
+/* Dilation 1: a window row's S·C elements are contiguous in X, and the
+ * next window row is W·C further, so a tile of consecutive output pixels of
+ * one output row is R segments read in place by one call of the segmented
+ * kernel, its sums in registers over the whole window.  A tile whose
+ * windows leave the image (the first and last tiles of an output row, every
+ * tile of the rows at the top and bottom), and every tile of a grouped
+ * convolution (a group's channels are not contiguous), reads a copy of the
+ * pixels it needs instead, padding included (the padding value):
+ * R·((rows − 1)·stride + S)·Cg elements against its rows·K·R·S·Cg
+ * multiply-adds, so no border tile is cut short or gathered row by row.
+ * Tiles end at the output row's end. */
+
+/* The pixels tile (n, oh, ow .. ow + rows) reads: R copied rows of len
+ * pixels, Cg channels each, into buf; returns len·Cg, the copied row's
+ * length. */
+static int64_t dt_copy_window(const dt_asrc *as, int64_t n, int64_t oh, int64_t ow, int64_t rows,
+                              dt_ta *buf)
+{
+    const int64_t Cg = as->Cg, iw0 = ow * as->stride - as->pad;
+    const int64_t len = (rows - 1) * as->stride + as->S, lds = len * Cg;
+    /* pixels [pl, pr) of a copied row are inside the image */
+    const int64_t pl = DT_MIN(len, iw0 < 0 ? -iw0 : 0), right = DT_MIN(len, as->W - iw0);
+    const int64_t pr = right < pl ? pl : right;
+    for (int64_t r = 0; r < as->R; r++) {
+        const int64_t ih = oh * as->stride - as->pad + r;
+        dt_ta *dst = buf + r * lds;
+        const int out = ih < 0 || ih >= as->H;
+        for (int64_t e = 0; e < (out ? len : pl) * Cg; e++)
+            dst[e] = as->zero;
+        if (out)
+            continue;
+        const dt_ta *src = as->x + ((n * as->H + ih) * as->W + iw0) * as->C + as->c0;
+        if (Cg == as->C)
+            memcpy(dst + pl * Cg, src + pl * Cg, (size_t)((pr - pl) * Cg) * sizeof(dt_ta));
+        else
+            for (int64_t p = pl; p < pr; p++)
+                memcpy(dst + p * Cg, src + p * as->C, (size_t)Cg * sizeof(dt_ta));
+        for (int64_t e = pr * Cg; e < lds; e++)
+            dst[e] = as->zero;
+    }
+    return lds;
+}
+
 static void dt_stream_rows(const dt_asrc *as, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
                            int64_t K, const dt_tb *bp, const float *bias, dt_tc *y, int64_t ldy,
                            const dt_qctx *q)
 {
-    const int64_t kp = DT_KP(K), Cg = as->Cg, sk = as->S * Cg, lda = as->stride * Cg;
-    const int64_t lmax = (DT_MIN(as->OW, m1 - m0) - 1) * as->stride + as->S;
-    dt_ta *rows = (dt_ta *)malloc((size_t)(as->R * lmax * Cg) * sizeof(dt_ta) + 64);
+    const int64_t kp = DT_KP(K), Cg = as->Cg, sk = as->S * Cg;
+    dt_ta *buf = (dt_ta *)malloc((size_t)(as->R * ((MR - 1) * as->stride + as->S) * Cg) *
+                                     sizeof(dt_ta) + 64);
     float *bpad = NULL;
-    if (!rows || (bias && !(bpad = (float *)calloc((size_t)(DT_STRIPS(n1) * NR), sizeof(float)))))
+    if (!buf || (bias && !(bpad = (float *)calloc((size_t)(DT_STRIPS(n1) * NR), sizeof(float)))))
         abort();
     if (bias)
         memcpy(bpad + n0, bias + n0, (size_t)(n1 - n0) * sizeof(float));
-    for (int64_t i = m0; i < m1;) {
-        const int64_t ow0 = i % as->OW, t = i / as->OW, oh = t % as->OH, n = t / as->OH;
-        const int64_t end = DT_MIN(m1, i - ow0 + as->OW);
-        const int64_t iw0 = ow0 * as->stride - as->pad, len = (end - i - 1) * as->stride + as->S;
-        const int64_t lds = len * Cg; /* one copied row */
-        /* pixels [pl, pr) of the copied row are inside the image */
-        const int64_t pl = DT_MIN(len, iw0 < 0 ? -iw0 : 0);
-        const int64_t pr = DT_MIN(len, as->W - iw0) < pl ? pl : DT_MIN(len, as->W - iw0);
-        for (int64_t r = 0; r < as->R; r++) {
-            const int64_t ih = oh * as->stride - as->pad + r;
-            dt_ta *dst = rows + r * lds;
-            const int out = ih < 0 || ih >= as->H;
-            for (int64_t e = 0; e < (out ? len : pl) * Cg; e++)
-                dst[e] = as->zero;
-            if (out)
-                continue;
-            const dt_ta *src = as->x + ((n * as->H + ih) * as->W + iw0) * as->C + as->c0;
-            if (Cg == as->C)
-                memcpy(dst + pl * Cg, src + pl * Cg, (size_t)((pr - pl) * Cg) * sizeof(dt_ta));
-            else
-                for (int64_t p = pl; p < pr; p++)
-                    memcpy(dst + p * Cg, src + p * as->C, (size_t)Cg * sizeof(dt_ta));
-            for (int64_t e = pr * Cg; e < lds; e++)
-                dst[e] = as->zero;
+    for (int64_t jr = n0; jr < n1; jr += NR) {
+        const dt_tb *b = bp + (jr / NR) * kp * NR;
+        const int cols = (int)DT_MIN(NR, n1 - jr);
+        for (int64_t i = m0; i < m1;) {
+            const int64_t ow0 = i % as->OW, t = i / as->OW, oh = t % as->OH, n = t / as->OH;
+            const int64_t end = DT_MIN(m1, i - ow0 + as->OW), ih = oh * as->stride - as->pad;
+            /* in place: one group (a window row's S·C elements contiguous) */
+            const int rows_in = ih >= 0 && ih + as->R <= as->H && Cg == as->C;
+            for (int64_t j = i; j < end; j += MR) {
+                const int64_t ow = ow0 + (j - i), rows = DT_MIN(MR, end - j);
+                const int64_t iw = ow * as->stride - as->pad;
+                const dt_ta *a = as->x + ((n * as->H + ih) * as->W + iw) * as->C + as->c0;
+                int64_t lds = as->W * as->C, lda = as->stride * as->C;
+                if (!rows_in || iw < 0 || iw + (rows - 1) * as->stride + as->S > as->W) {
+                    lds = dt_copy_window(as, n, oh, ow, rows, buf);
+                    lda = as->stride * Cg;
+                    a = buf;
+                }
+                dt_tile_seg(sk, a, lda, as->R, lds, (int)rows, b, y + j * ldy + jr, ldy, cols,
+                            bpad ? bpad + jr : NULL, q, jr);
+            }
+            i = end;
         }
-        for (int64_t jr = n0; jr < n1; jr += NR) {
-            const dt_tb *b = bp + (jr / NR) * kp * NR;
-            const int cols = (int)DT_MIN(NR, n1 - jr);
-            for (int64_t j = i; j < end; j += MR)
-                dt_tile_seg(sk, rows + (j - i) * lda, lda, as->R, lds, (int)DT_MIN(MR, end - j),
-                            b, y + j * ldy + jr, ldy, cols, bpad ? bpad + jr : NULL, q, jr);
-        }
-        i = end;
     }
     free(bpad);
-    free(rows);
+    free(buf);
 }
 #endif
 
