@@ -184,6 +184,62 @@ void dt_emit_store_f32(dt_strbuf *sb, const dt_annotation *a, int nv,
     }
 }
 
+/* One K step u of the transposed tile: the tile's rows are broadcast from
+ * a<i> (contiguous k), its NR columns loaded from row k of B at a stride of
+ * ldb (pixels of a transposed image row). */
+static void emit_t_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u)
+{
+    int vl = a->nr / nv;
+    dt_sb_append(sb, "        {\n");
+    for (int v = 0; v < nv; v++)
+        dt_sb_appendf(sb, "            vf b%d = VLOAD(bs + (k + %d) * ldb + %d);\n", v, u, v * vl);
+    for (int i = 0; i < a->mr; i++) {
+        dt_sb_appendf(sb, "            vf av%d = VBCAST(a%d[k + %d]);\n", i, i, u);
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "            c%d_%d = VFMA(av%d, b%d, c%d_%d);\n", i, v, i, v, i, v);
+    }
+    dt_sb_append(sb, "        }\n");
+}
+
+/* The transposed tile of an implicit A's stream kernels (seg): an MR×NR
+ * tile whose rows are the op's output channels (A: the weights, a_rows of
+ * them, each a contiguous row of lda) and whose columns are output pixels
+ * (B: nseg segments of kc rows, segment sg's at b + boff[sg], row stride
+ * ldb), stored whole to the scratch tile c [MR][NR] (no epilogue: the
+ * caller's, per row).  A convolution with fewer output channels than a
+ * vector fills every lane this way (template/op_conv2d.c). */
+static void emit_ukr_t(dt_strbuf *sb, const dt_annotation *a, int nv)
+{
+    dt_sb_append(sb, "#define DT_UKR_T 1\n"
+                     "static __attribute__((noinline)) void dt_ukr_t(int64_t kc, const float "
+                     "*restrict a, int64_t lda,\n    int a_rows, int64_t nseg, const int64_t "
+                     "*restrict boff, const float *restrict b,\n    int64_t ldb, float *restrict c)"
+                     "\n{\n");
+    for (int i = 0; i < a->mr; i++)
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "    vf c%d_%d = VZERO();\n", i, v);
+    for (int i = 0; i < a->mr; i++)
+        dt_sb_appendf(sb,
+                      "    const float *a%d = a + (int64_t)(%d < a_rows ? %d : a_rows - 1) * lda;\n",
+                      i, i, i);
+    dt_sb_append(sb, "    for (int64_t sg = 0; sg < nseg; sg++) {\n"
+                     "    const float *bs = b + boff[sg];\n"
+                     "    int64_t k = 0;\n    for (; k + UNROLL <= kc; k += UNROLL) {\n");
+    for (int u = 0; u < a->unroll; u++)
+        emit_t_step(sb, a, nv, u);
+    dt_sb_append(sb, "    }\n    for (; k < kc; k++) {\n");
+    emit_t_step(sb, a, nv, 0);
+    dt_sb_append(sb, "    }\n");
+    for (int i = 0; i < a->mr; i++)
+        dt_sb_appendf(sb, "    a%d += kc;\n", i);
+    dt_sb_append(sb, "    }\n");
+    int vl = a->nr / nv;
+    for (int i = 0; i < a->mr; i++)
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "    VSTORE(c + %d * NR + %d, c%d_%d);\n", i, v * vl, i, v);
+    dt_sb_append(sb, "}\n\n");
+}
+
 void dt_mk_ukr_f32(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a, int seg)
 {
     int nv = a->nr / be->vec_floats;
@@ -201,6 +257,8 @@ void dt_mk_ukr_f32(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a, 
     dt_emit_store_f32(sb, a, nv, NULL);
     dt_sb_append(sb, "}\n\n");
     dt_emit_ukr_seg_call(sb, "float", "float", "float", seg);
+    if (seg)
+        emit_ukr_t(sb, a, nv);
 }
 
 const dt_mk_dtype dt_mk_dtype_f32 = {

@@ -222,6 +222,12 @@ static const int64_t g_shapes[][11] = {
     {1, 12, 1, 7, 5, 3, 1, 2, 1, 1, 1},  /* W = 1, stride 2 */
     {3, 15, 14, 3, 16, 7, 7, 2, 3, 1, 1}, /* a 7×7 stride-2 stem, batch 3 */
     {1, 6, 6, 37, 20, 3, 3, 1, 1, 1, 1}, /* K = R·S·C = 333: several K blocks */
+    /* fewer output channels than a vector (f32 stream: the transposed tile,
+     * pixels along the vector): several pixel tiles a row, channels not a
+     * multiple of the vector (transposed in blocks, then the rest); an RGB
+     * output, 5×5, two images through one ring of rows */
+    {1, 6, 70, 37, 9, 3, 3, 1, 1, 1, 1},
+    {2, 5, 40, 32, 3, 5, 5, 1, 2, 1, 1},
     /* C a multiple of every K group and tile K (the stream sketch reads
      * interior rows in place, segment by segment, borders gathered) */
     {1, 9, 21, 64, 20, 3, 3, 1, 1, 1, 1},

@@ -416,6 +416,9 @@ static void test_hook_codegen(void)
                                                        : "static __attribute__((noinline)) void dt_ukr("));
                 CU_ASSERT_EQUAL(strstr(src, "#define DT_UKR_SEG 1\n") != NULL, seg);
                 CU_ASSERT_EQUAL(strstr(src, "static inline void dt_ukr(int64_t kc") != NULL, seg);
+                /* and f32's the transposed tile (few output channels) */
+                CU_ASSERT_EQUAL(strstr(src, "#define DT_UKR_T 1\n") != NULL,
+                                seg && m->backend->dtype == DT_DTYPE_F32);
                 CU_ASSERT_PTR_NOT_NULL(strstr(src, m->backend->epilogue));
                 CU_ASSERT(strstr(src, m->backend->driver) < strstr(src, m->driver));
                 /* an implicit A's section comes before the driver that gathers */
