@@ -155,64 +155,60 @@ static void dt_stream_rows(const dt_asrc *as, int64_t m0, int64_t m1, int64_t n0
 #endif
 
 #if DT_UKR_T
-/* Fewer output channels than a vector (f32, one group, stride 1, dilation
- * 1; an image-to-image net's last layer: ESPCN's 9, an RGB output's 3):
- * a tile of output channels × output pixels instead, the pixels along the
- * vector (dt_ukr_t), so every lane is used where channels along it would
- * leave most idle.  Its B is the image's rows transposed, channel by
- * channel: each input row once into a ring of R rows per thread (C ×
- * (pad + W + pad + NR) floats each, the padding zero), segment (r, s)
- * the C rows of window row r shifted by s; its A the group's weights,
- * unpacked once per thread. */
+/* Fewer output channels a group than a vector (f32, stride 1, dilation 1:
+ * an image-to-image net's last layer — ESPCN's 9 channels, an RGB output's
+ * 3 — and depthwise or other narrow grouped convolutions): along NR the
+ * channels would leave most lanes idle, so a tile of output channels ×
+ * output pixels instead, the pixels along the vector (dt_ukr_t).  Its B is
+ * the image's rows transposed, channel by channel: each input row once
+ * into a ring of R rows per thread (C × (pad + W + pad + NR) floats each,
+ * the padding zero); segment (r, s) of group g is window row r's Cg
+ * transposed rows from channel g·Cg, shifted by s.  Its A is the groups'
+ * weights, unpacked once per thread.  The output pixels are shared among
+ * the threads (every group of a pixel in one thread, so each input row is
+ * transposed once per thread, not once per group). */
 typedef struct dt_tring {
-    int64_t wp;     /* a transposed row's length: pad + W + pad + NR */
-    float *rows;    /* R + 1 slots of C × wp; slot R stays zero */
-    int64_t *tag;   /* the row (n·H + ih) each slot holds, −1 none */
-    float *wt;      /* the weights, Kg × K row-major */
-    int64_t kg;
+    int64_t wp;   /* a transposed row's length: pad + W + pad + NR */
+    float *rows;  /* R + 1 slots of C × wp; slot R stays zero */
+    int64_t *tag; /* the row (n·H + ih) each slot holds, −1 none */
+    float *wt;    /* the weights, G·Kg × K row-major (K = R·S·Cg) */
 } dt_tring;
 
 static void dt_tring_free(dt_tring *tr)
 {
-    if (!tr)
-        return;
     free(tr->rows);
     free(tr->tag);
     free(tr->wt);
-    free(tr);
 }
 
-/* The ring for src's convolution with Kg output channels, NULL where the
- * transposed tile does not apply. */
-static dt_tring *dt_tring_new(const dt_asrc *src, int64_t Kg, int64_t K, const dt_tb *packed)
+/* A ring for the convolution of as whose G groups of Kg output channels
+ * (K = R·S·Cg each) are packed in regions of region bytes. */
+static void dt_tring_init(dt_tring *tr, const dt_asrc *as, int64_t G, int64_t Kg, int64_t K,
+                          const char *packed, size_t region)
 {
-    if (Kg >= VL || src->Cg != src->C || src->stride != 1 || src->dil != 1)
-        return NULL;
-    dt_tring *tr = (dt_tring *)calloc(1, sizeof *tr);
-    if (!tr)
-        abort();
-    tr->wp = src->W + 2 * src->pad + NR;
-    tr->kg = Kg;
-    tr->rows = (float *)calloc((size_t)((src->R + 1) * src->C * tr->wp), sizeof(float));
-    tr->tag = (int64_t *)malloc((size_t)src->R * sizeof(int64_t));
-    tr->wt = (float *)malloc((size_t)(Kg * K) * sizeof(float));
+    tr->wp = as->W + 2 * as->pad + NR;
+    tr->rows = (float *)calloc((size_t)((as->R + 1) * as->C * tr->wp), sizeof(float));
+    tr->tag = (int64_t *)malloc((size_t)as->R * sizeof(int64_t));
+    tr->wt = (float *)malloc((size_t)(G * Kg * K) * sizeof(float));
     if (!tr->rows || !tr->tag || !tr->wt)
         abort();
-    for (int64_t r = 0; r < src->R; r++)
+    for (int64_t r = 0; r < as->R; r++)
         tr->tag[r] = -1;
-    for (int64_t j = 0; j < Kg; j++) /* one strip (Kg < VL <= NR), KG 1 */
-        for (int64_t k = 0; k < K; k++)
-            tr->wt[j * K + k] = packed[k * NR + j];
-    return tr;
+    for (int64_t g = 0; g < G; g++) {
+        const float *pk = (const float *)(const void *)(packed + (size_t)g * region);
+        for (int64_t j = 0; j < Kg; j++) /* one strip (Kg < VL <= NR), KG 1 */
+            for (int64_t k = 0; k < K; k++)
+                tr->wt[(g * Kg + j) * K + k] = pk[k * NR + j];
+    }
 }
 
-/* The slot holding input row ih of image n, transposed (filled if not). */
-static const float *dt_tring_row(const dt_asrc *as, int64_t n, int64_t ih)
+/* Where input row ih of image n lies transposed in the ring (filled if it
+ * is not there): its offset from tr->rows. */
+static int64_t dt_tring_row(dt_tring *tr, const dt_asrc *as, int64_t n, int64_t ih)
 {
-    dt_tring *tr = as->tr;
     const int64_t C = as->C, wp = tr->wp;
     if (ih < 0 || ih >= as->H)
-        return tr->rows + as->R * C * wp;
+        return as->R * C * wp;
     const int64_t slot = ih % as->R;
     float *dst = tr->rows + slot * C * wp + as->pad;
     if (tr->tag[slot] != n * as->H + ih) {
@@ -231,46 +227,71 @@ static const float *dt_tring_row(const dt_asrc *as, int64_t n, int64_t ih)
                 dst[c * wp + iw] = src[iw * C + c];
         tr->tag[slot] = n * as->H + ih;
     }
-    return dst - as->pad;
+    return slot * C * wp;
 }
 
-static void dt_stream_t(const dt_asrc *as, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
-                        int64_t K, const float *bias, float *y, int64_t ldy)
+/* Output pixels [m0, m1), every group: Y (row stride ldy) = conv, + bias,
+ * then the activation. */
+static void dt_stream_t(dt_tring *tr, const dt_asrc *as, int64_t m0, int64_t m1, int64_t G,
+                        int64_t Kg, int64_t K, const float *bias, float *y, int64_t ldy)
 {
-    const dt_tring *tr = as->tr;
-    const int64_t C = as->C, nseg = as->R * as->S;
-    int64_t boff[nseg];
+    const int64_t Cg = as->Cg, wp = tr->wp, nseg = as->R * as->S;
+    int64_t row[nseg], boff[nseg];
     float tile[MR * NR] __attribute__((aligned(64)));
     for (int64_t i = m0; i < m1;) {
         const int64_t ow0 = i % as->OW, t = i / as->OW, oh = t % as->OH, n = t / as->OH;
         const int64_t end = DT_MIN(m1, i - ow0 + as->OW);
         /* segment (r, s): window row r's transposed input row, shifted by s
          * (output pixel ow reads input pixel ow − pad + s: index ow + s) */
-        for (int64_t r = 0; r < as->R; r++) {
-            const int64_t at = dt_tring_row(as, n, oh - as->pad + r) - tr->rows;
-            for (int64_t s = 0; s < as->S; s++)
-                boff[r * as->S + s] = at + s;
-        }
-        for (int64_t j = i; j < end; j += NR) {
-            const int64_t ow = ow0 + (j - i), px = DT_MIN(NR, end - j);
-            for (int64_t ch = n0; ch < n1; ch += MR) {
-                const int rows = (int)DT_MIN(MR, n1 - ch);
-                dt_ukr_t(C, tr->wt + ch * K, K, rows, nseg, boff, tr->rows + ow, tr->wp, tile);
-                /* bias and activation by channel, then the tile transposed
-                 * into Y's pixels */
-                for (int r = 0; r < rows; r++)
-                    for (int64_t v = 0; v < NR; v += VL) {
-                        vf x = VLOAD(tile + r * NR + v);
-                        if (bias)
-                            x = x + VBCAST(bias[ch + r]);
-                        VSTORE(tile + r * NR + v, dt_act(x));
-                    }
-                for (int64_t p = 0; p < px; p++)
+        for (int64_t r = 0; r < as->R; r++)
+            row[r] = dt_tring_row(tr, as, n, oh - as->pad + r);
+        for (int64_t g = 0; g < G; g++) {
+            for (int64_t r = 0; r < as->R; r++)
+                for (int64_t s = 0; s < as->S; s++)
+                    boff[r * as->S + s] = row[r] + g * Cg * wp + s;
+            for (int64_t j = i; j < end; j += NR) {
+                const int64_t ow = ow0 + (j - i), px = DT_MIN(NR, end - j);
+                for (int64_t ch = g * Kg; ch < (g + 1) * Kg; ch += MR) {
+                    const int rows = (int)DT_MIN(MR, (g + 1) * Kg - ch);
+                    dt_ukr_t(Cg, tr->wt + ch * K, K, rows, nseg, boff, tr->rows + ow, wp, tile);
+                    /* bias and activation by channel, then the tile
+                     * transposed into Y's pixels */
                     for (int r = 0; r < rows; r++)
-                        y[(j + p) * ldy + ch + r] = tile[r * NR + p];
+                        for (int64_t v = 0; v < NR; v += VL) {
+                            vf x = VLOAD(tile + r * NR + v);
+                            if (bias)
+                                x = x + VBCAST(bias[ch + r]);
+                            VSTORE(tile + r * NR + v, dt_act(x));
+                        }
+                    for (int64_t p = 0; p < px; p++)
+                        for (int r = 0; r < rows; r++)
+                            y[(j + p) * ldy + ch + r] = tile[r * NR + p];
+                }
             }
         }
         i = end;
+    }
+}
+
+/* The transposed tiles' convolution, the output pixels split among nt
+ * threads (whole NR tiles). */
+static void dt_conv_t(const dt_asrc *as, int64_t M, int64_t G, int64_t Kg, int64_t K,
+                      const char *packed, size_t region, const float *bias, float *Y, int64_t ldy,
+                      int nt)
+{
+    const int64_t tiles = (M + NR - 1) / NR;
+    if (nt > tiles)
+        nt = (int)tiles;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        const int tid = nt > 1 ? omp_get_thread_num() : 0, n = nt > 1 ? omp_get_num_threads() : 1;
+        const int64_t m0 = tiles * tid / n * NR, m1 = DT_MIN(M, tiles * (tid + 1) / n * NR);
+        if (m0 < m1) {
+            dt_tring tr;
+            dt_tring_init(&tr, as, G, Kg, K, packed, region);
+            dt_stream_t(&tr, as, m0, m1, G, Kg, K, bias, Y, ldy);
+            dt_tring_free(&tr);
+        }
     }
 }
 #endif
@@ -279,14 +300,6 @@ static void dt_stream_implicit(const dt_asrc *as, int64_t m0, int64_t m1, int64_
                                int64_t K, const dt_tb *bp, const float *bias, dt_tc *y,
                                int64_t ldy, const dt_qctx *q)
 {
-#if DT_UKR_T
-    if (as->tr) {
-        dt_stream_t(as, m0, m1, n0, n1, K, bias, y, ldy);
-        (void)bp;
-        (void)q;
-        return;
-    }
-#endif
     const int64_t kp = DT_KP(K);
 #if DT_UKR_SEG
     if (as->dil == 1 && as->S * as->Cg % DT_KPAD == 0) {
@@ -352,17 +365,11 @@ static void dt_conv_worker(int tid, int nt, int64_t items, int64_t per, int64_t 
     if (i0 >= i1)
         return;
     DT_THREAD_BEGIN();
-#if DT_UKR_T
-    dt_tring *tr = direct ? NULL : dt_tring_new(src, Kg, Kred, (const dt_tb *)(const void *)packed);
-#endif
     for (int64_t i = i0; i < i1; i++) {
         dt_item it = dt_item_at(i, per, M, Kg);
         const char *pk = packed + (size_t)it.b * region;
         dt_asrc as = *src;
         as.c0 = it.b * src->Cg;
-#if DT_UKR_T
-        as.tr = tr;
-#endif
 #if DT_QUANT
         dt_qctx qc;
         dt_qctx_init(&qc, pk + DT_PANELS_BYTES(Kg, Kred), Kg DT_RUN_QARGS);
@@ -374,9 +381,6 @@ static void dt_conv_worker(int tid, int nt, int64_t items, int64_t per, int64_t 
                       (const dt_tb *)(const void *)pk, bias ? bias + it.b * Kg : NULL,
                       Y + it.b * Kg, ldy, q, direct ? NULL : &as);
     }
-#if DT_UKR_T
-    dt_tring_free(tr);
-#endif
     DT_THREAD_END();
 }
 
@@ -397,11 +401,17 @@ DT_EXPORT void DT_FN_CONV2D(const int64_t *geom, const dt_ta *X DT_RUN_QPARAMS,
     if (M <= 0 || Kg <= 0 || Kred <= 0)
         return;
     const dt_asrc src = {X, geom[dt_cv_h], geom[dt_cv_w], C, C / G, 0, R, S, OH, OW,
-                         stride, pad, dil, (dt_ta)(DT_A_ZERO), NULL};
+                         stride, pad, dil, (dt_ta)(DT_A_ZERO)};
     /* 1×1, stride 1, no padding: A's rows are X's */
     const int direct = R == 1 && S == 1 && stride == 1 && pad == 0;
     const size_t region = DT_FN_PACKED_SIZE(Kg, Kred);
     int nt = dt_threads(nthreads);
+#if DT_UKR_T
+    if (Kg < VL && stride == 1 && dil == 1) {
+        dt_conv_t(&src, M, G, Kg, Kred, (const char *)packed, region, bias, Y, Kout, nt);
+        return;
+    }
+#endif
     const int64_t per = dt_items_per_matrix(M, Kg, nt), items = G * per;
     if (items < nt)
         nt = (int)items;

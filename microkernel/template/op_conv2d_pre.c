@@ -5,12 +5,10 @@
  * NHWC image (C channels a pixel, the group's Cg from c0), or the padding
  * value outside it (0; int8: its zero point, the real 0).  Along k a row is
  * runs of Cg contiguous channels, one per (r, s). */
-struct dt_tring; /* a worker's transposed image rows (op_conv2d.c), or NULL */
 typedef struct dt_asrc {
     const dt_ta *x;
     int64_t H, W, C, Cg, c0, R, S, OH, OW, stride, pad, dil;
     dt_ta zero;
-    struct dt_tring *tr;
 } dt_asrc;
 
 /* A[i][k0, k0 + kc) into dst */
