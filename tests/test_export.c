@@ -1876,22 +1876,11 @@ static void test_export_conv2d(void)
 }
 
 /* Grouped weights: W [K][R][S][C/groups], packed group by group (a loop of
- * the kernel's pack per region, group g's rows at g times its packed size). */
+ * the kernel's pack per region, group g's rows at g times its packed size):
+ * a depthwise f32 convolution and a two-group int8 one with a zero point. */
 static void test_export_conv2d_grouped(void)
 {
     const conv_case cases[] = {
-        {.key = "conv2d(N=1..2,H=5..8,W=6,C=4,K=8,R=3,S=3,stride=2,pad=1,groups=2,"
-                "epilogue=bias+relu)",
-         .name = "cvg", .dtype = DT_DTYPE_F32, .C = 4, .K = 8, .groups = 2,
-         .want = {"    for (int64_t dt_g = 0; dt_g < 2; dt_g++)",
-                  "        cvg_k0_dtk_pack(4, 18, W + dt_g * 72, packed + 0 + dt_g * ",
-                  " *   W is K x R x S x C/groups, Y is N x OH x OW x K,",
-                  "packs W (K x R x S x C/groups, 144 floats)",
-                  " *   groups = 2: output channel k is in group g = k / (K/groups)\n"
-                  " *   (K/groups = 4) and reads input channels [g*C/groups,\n"
-                  " *   (g+1)*C/groups) only (C/groups = 2): the sum's c runs over\n"
-                  " *   them, with W[k,r,s,c - g*C/groups].\n",
-                  " *   A region is the groups' packings one after another, group\n"}},
         {.key = "conv2d(N=1..2,H=5..8,W=6,C=6,K=6,R=3,S=3,stride=2,pad=1,groups=6,"
                 "epilogue=bias+relu)",
          .name = "cvdw", .dtype = DT_DTYPE_F32, .C = 6, .K = 6, .groups = 6,
@@ -1900,9 +1889,16 @@ static void test_export_conv2d_grouped(void)
         {.key = "conv2d(N=1..2,H=5..8,W=6,C=4,K=8,R=3,S=3,stride=2,pad=1,groups=2,"
                 "epilogue=bias+relu,dtype=int8)",
          .name = "cvq", .dtype = DT_DTYPE_INT8, .C = 4, .K = 8, .groups = 2,
-         .want = {"cvq_k0_dtk_pack_u8s8(4, 18, W + dt_g * 72, scale_b + dt_g * 4, "
+         .want = {"    for (int64_t dt_g = 0; dt_g < 2; dt_g++)",
+                  "cvq_k0_dtk_pack_u8s8(4, 18, W + dt_g * 72, scale_b + dt_g * 4, "
                   "(char *)packed + 0 + dt_g * ",
-                  " * R*S*C/groups <= 65793; here 18)."}},
+                  " * R*S*C/groups <= 65793; here 18).",
+                  " *   W is K x R x S x C/groups, Y is N x OH x OW x K,",
+                  " *   groups = 2: output channel k is in group g = k / (K/groups)\n"
+                  " *   (K/groups = 4) and reads input channels [g*C/groups,\n"
+                  " *   (g+1)*C/groups) only (C/groups = 2): the sum's c runs over\n"
+                  " *   them, with W[k,r,s,c - g*C/groups].\n",
+                  " *   A region is the groups' packings one after another, group\n"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         conv_case_run(&cases[i]);
