@@ -12,19 +12,23 @@
 
 /* ---- the register kernel ------------------------------------------------ */
 
-/* One K step u (0..UNROLL-1) of the MR×NR outer product. */
-static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream)
+/* One K step u (0..UNROLL-1) of the MR×NR outer product whose B row k is at
+ * base + k·stride (its NR columns contiguous), prefetched when pf: the
+ * panel's ("b", "NR"), or the transposed tile's image rows ("bs", "ldb"). */
+static void emit_step_b(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream,
+                        const char *base, const char *stride, int pf)
 {
     int vl = a->nr / nv;
-    if (a->prefetch > 0) {
+    if (pf && a->prefetch > 0) {
         int lines = (a->nr * 4 + 63) / 64;
         for (int l = 0; l < lines; l++)
-            dt_sb_appendf(sb, "        VPREFETCH(b + (k + %d) * NR + %d);\n", u + a->prefetch,
-                          l * 16);
+            dt_sb_appendf(sb, "        VPREFETCH(%s + (k + %d) * %s + %d);\n", base,
+                          u + a->prefetch, stride, l * 16);
     }
     dt_sb_append(sb, "        {\n");
     for (int v = 0; v < nv; v++)
-        dt_sb_appendf(sb, "            vf b%d = VLOAD(b + (k + %d) * NR + %d);\n", v, u, v * vl);
+        dt_sb_appendf(sb, "            vf b%d = VLOAD(%s + (k + %d) * %s + %d);\n", v, base, u,
+                      stride, v * vl);
     for (int i = 0; i < a->mr; i++) {
         if (stream)
             dt_sb_appendf(sb, "            vf av%d = VBCAST(a%d[k + %d]);\n", i, i, u);
@@ -34,6 +38,11 @@ static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, in
             dt_sb_appendf(sb, "            c%d_%d = VFMA(av%d, b%d, c%d_%d);\n", i, v, i, v, i, v);
     }
     dt_sb_append(sb, "        }\n");
+}
+
+static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream)
+{
+    emit_step_b(sb, a, nv, u, stream, "b", "NR", 1);
 }
 
 void dt_emit_ukr_signature(dt_strbuf *sb, const char *ta, const char *tb, const char *tc,
@@ -184,21 +193,11 @@ void dt_emit_store_f32(dt_strbuf *sb, const dt_annotation *a, int nv,
     }
 }
 
-/* One K step u of the transposed tile: the tile's rows are broadcast from
- * a<i> (contiguous k), its NR columns loaded from row k of B at a stride of
- * ldb (pixels of a transposed image row). */
-static void emit_t_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u)
+/* One K step u of the transposed tile (stream rows a<i>): its B row k is
+ * row k of the segment's transposed image rows, ldb apart. */
+static void emit_t_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream)
 {
-    int vl = a->nr / nv;
-    dt_sb_append(sb, "        {\n");
-    for (int v = 0; v < nv; v++)
-        dt_sb_appendf(sb, "            vf b%d = VLOAD(bs + (k + %d) * ldb + %d);\n", v, u, v * vl);
-    for (int i = 0; i < a->mr; i++) {
-        dt_sb_appendf(sb, "            vf av%d = VBCAST(a%d[k + %d]);\n", i, i, u);
-        for (int v = 0; v < nv; v++)
-            dt_sb_appendf(sb, "            c%d_%d = VFMA(av%d, b%d, c%d_%d);\n", i, v, i, v, i, v);
-    }
-    dt_sb_append(sb, "        }\n");
+    emit_step_b(sb, a, nv, u, stream, "bs", "ldb", 0);
 }
 
 /* The transposed tile of an implicit A's stream kernels (seg): an MR×NR
@@ -215,21 +214,10 @@ static void emit_ukr_t(dt_strbuf *sb, const dt_annotation *a, int nv)
                      "*restrict a, int64_t lda,\n    int a_rows, int64_t nseg, const int64_t "
                      "*restrict boff, const float *restrict b,\n    int64_t ldb, float *restrict c)"
                      "\n{\n");
-    for (int i = 0; i < a->mr; i++)
-        for (int v = 0; v < nv; v++)
-            dt_sb_appendf(sb, "    vf c%d_%d = VZERO();\n", i, v);
-    for (int i = 0; i < a->mr; i++)
-        dt_sb_appendf(sb,
-                      "    const float *a%d = a + (int64_t)(%d < a_rows ? %d : a_rows - 1) * lda;\n",
-                      i, i, i);
+    dt_emit_ukr_start(sb, a, nv, "float"); /* a stream annotation: the rows a<i> */
     dt_sb_append(sb, "    for (int64_t sg = 0; sg < nseg; sg++) {\n"
-                     "    const float *bs = b + boff[sg];\n"
-                     "    int64_t k = 0;\n    for (; k + UNROLL <= kc; k += UNROLL) {\n");
-    for (int u = 0; u < a->unroll; u++)
-        emit_t_step(sb, a, nv, u);
-    dt_sb_append(sb, "    }\n    for (; k < kc; k++) {\n");
-    emit_t_step(sb, a, nv, 0);
-    dt_sb_append(sb, "    }\n");
+                     "    const float *bs = b + boff[sg];\n");
+    dt_emit_k_loop(sb, a, nv, 1, emit_t_step);
     for (int i = 0; i < a->mr; i++)
         dt_sb_appendf(sb, "    a%d += kc;\n", i);
     dt_sb_append(sb, "    }\n");

@@ -21,18 +21,21 @@ enum { dt_cv_n, dt_cv_h, dt_cv_w, dt_cv_c, dt_cv_k, dt_cv_r, dt_cv_s, dt_cv_stri
 #endif
 
 #if DT_SKETCH_STREAM
-/* The stream sketch reads A's rows in place.  A's K is runs of window
- * positions (r, s), Cg channels each: each MR-row tile is summed segment by
- * segment, read from X itself where its rows are consecutive pixels of one
- * output row whose segment falls inside the image (at a stride of
- * stride·C), else gathered (MR × the segment: the borders).  A segment is a
- * whole window row (S·C elements contiguous in X: one group, dilation 1)
- * where it starts on a whole group of the packed B (a multiple of DT_KPAD:
- * the K group, a tile's K), so the tile's sums are stored and reloaded R
- * times, not R·S (a one-channel 5×5 first layer: 5 calls of 5, not 25 of
- * 1); else one window position (Cg elements, a multiple of DT_KPAD).
- * Otherwise whole rows are gathered in chunks (about 256 KiB, whole MR
- * tiles) and streamed over as a matrix instead. */
+/* The stream sketch reads A's rows in place.  With the segmented register
+ * kernel (dt_ukr_seg), a dilation of 1 and window rows of whole K groups, a
+ * tile's whole window is one call (dt_stream_rows, below).  Otherwise (an
+ * AMX tile row, a dilated convolution, a window row that is not whole K
+ * groups) A's K is runs of window positions (r, s), Cg channels each: each
+ * MR-row tile is summed segment by segment, C's partial sums stored and
+ * reloaded between segments, read from X itself where its rows are
+ * consecutive pixels of one output row whose segment falls inside the image
+ * (at a stride of stride·C), else gathered (MR × the segment: the borders).
+ * A segment is a whole window row (S·C elements contiguous in X: one group,
+ * dilation 1) where it starts on a whole group of the packed B (a multiple
+ * of DT_KPAD: the K group, a tile's K), else one window position (Cg
+ * elements, a multiple of DT_KPAD).  Otherwise whole rows are gathered in
+ * chunks (about 256 KiB, whole MR tiles) and streamed over as a matrix
+ * instead. */
 
 /* Rows [i0, i0 + rows) of the segment of span window positions from p0 (in
  * one window row) lie in X at one stride: *a, *lda. */
