@@ -25,6 +25,15 @@ scripts/setup.sh
 echo "== op names only in the ops' own files"
 scripts/check_op_names.sh
 scripts/check_backend_names.sh
+# The three configurations below share one kernel cache, emptied here: a
+# kernel is compiled once per run of this script (the cache is keyed by the
+# compiler's identity, its flags and the source, so a kernel built by one
+# configuration is the very file the others would build); the suites that
+# test the cache or need kernels still to be built keep their own
+# (tests/dt_test.h, dt_test_shared_kernel_cache).
+export DTUNE_TEST_KERNEL_CACHE="$PWD/build/test-kernels"
+rm -rf "$DTUNE_TEST_KERNEL_CACHE"
+mkdir -p "$DTUNE_TEST_KERNEL_CACHE"
 echo "== tests (build/)"
 run_suites build
 

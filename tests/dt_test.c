@@ -142,17 +142,27 @@ char *dt_test_tmpdir(void)
     return strdup(tmpl);
 }
 
-char *dt_test_tmpdir_with_cache(void)
+const char *dt_test_shared_kernel_cache(void)
+{
+    const char *d = getenv("DTUNE_TEST_KERNEL_CACHE");
+    return (d && *d) ? d : NULL;
+}
+
+static char *tmpdir_with_cache(int may_share)
 {
     char *dir = dt_test_tmpdir();
     if (!dir)
         return NULL;
+    const char *shared = may_share ? dt_test_shared_kernel_cache() : NULL;
     char cache[4200];
     snprintf(cache, sizeof cache, "%s/cache", dir);
     mkdir(cache, 0700);
-    setenv("DTUNE_CACHE_DIR", cache, 1);
+    setenv("DTUNE_CACHE_DIR", shared ? shared : cache, 1);
     return dir;
 }
+
+char *dt_test_tmpdir_with_cache(void) { return tmpdir_with_cache(1); }
+char *dt_test_tmpdir_with_private_cache(void) { return tmpdir_with_cache(0); }
 
 int dt_test_for_each_file(const char *rel, void (*fn)(const char *path, void *ud), void *ud)
 {
@@ -398,6 +408,16 @@ int dt_test_add_sampled_kernel(dt_db *db, const dt_target *tg, int sketch, uint6
 }
 
 int dt_test_kernel_setup(char **dir, dt_target *t, dt_builder *b, const char *flags)
+{
+    dt_err e;
+    *dir = dt_test_tmpdir();
+    if (!*dir || dt_target_detect(t, &e))
+        return 1;
+    const char *shared = dt_test_shared_kernel_cache();
+    return dt_builder_init(b, NULL, flags, shared ? shared : *dir, &e) ? 1 : 0;
+}
+
+int dt_test_kernel_setup_private(char **dir, dt_target *t, dt_builder *b, const char *flags)
 {
     dt_err e;
     *dir = dt_test_tmpdir();

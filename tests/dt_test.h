@@ -40,8 +40,12 @@ void dt_test_isa_backends(const char *dtype, dt_isa top);
 /* Creates a fresh directory under $TMPDIR (or /tmp); returns a malloc'ed path. */
 char *dt_test_tmpdir(void);
 /* dt_test_tmpdir, plus DTUNE_CACHE_DIR set to its "cache" subdirectory
- * (created), so kernels built by the test and its children stay inside. */
+ * (created), so kernels built by the test and its children stay inside;
+ * to $DTUNE_TEST_KERNEL_CACHE instead when that is set (see
+ * dt_test_shared_kernel_cache).  The private one never shares, for
+ * the tests whose timing needs kernels that are still to be built. */
 char *dt_test_tmpdir_with_cache(void);
+char *dt_test_tmpdir_with_private_cache(void);
 /* The model spec at DTUNE_SOURCE_DIR/rel, parsed (NULL with the error on
  * stderr when it does not load); free with dt_model_free. */
 struct dt_model;
@@ -123,9 +127,17 @@ int dt_test_add_sampled_kernel(dt_db *db, const dt_target *tg, int sketch, uint6
                                int64_t *id, dt_err *e);
 
 /* A kernel suite's setup: a fresh temporary directory (*dir, malloc'ed),
- * this machine's target, and a builder caching into the directory with
- * flags (NULL: the default flags).  0, or 1 (CUnit's failed setup). */
+ * this machine's target, and a builder with flags (NULL: the default
+ * flags) caching as said below.  0, or 1 (CUnit's failed setup). */
 int dt_test_kernel_setup(char **dir, dt_target *t, dt_builder *b, const char *flags);
+/* $DTUNE_TEST_KERNEL_CACHE when set (scripts/test.sh sets it, so the three
+ * configurations it runs build each kernel once: the cache is keyed by the
+ * compiler's identity, its flags and the source), else NULL.
+ * dt_test_kernel_setup builds into it when set, into DIR otherwise;
+ * dt_test_kernel_setup_private always into DIR, for the suites that test the
+ * cache itself. */
+const char *dt_test_shared_kernel_cache(void);
+int dt_test_kernel_setup_private(char **dir, dt_target *t, dt_builder *b, const char *flags);
 /* Its teardown: the directory removed and freed; 0. */
 int dt_test_kernel_teardown(char **dir);
 

@@ -19,7 +19,7 @@ static char *g_dir;
 static dt_builder g_builder;
 static dt_target g_target;
 
-static int setup(void) { return dt_test_kernel_setup(&g_dir, &g_target, &g_builder, NULL); }
+static int setup(void) { return dt_test_kernel_setup_private(&g_dir, &g_target, &g_builder, NULL); }
 
 static int teardown(void) { return dt_test_kernel_teardown(&g_dir); }
 

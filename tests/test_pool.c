@@ -1087,7 +1087,9 @@ int main(void)
         fprintf(stderr, "no target: %s\n", e.msg);
         return 1;
     }
-    g_dir = dt_test_tmpdir_with_cache(); /* workers and dtune measure build there */
+    g_dir = dt_test_tmpdir_with_private_cache(); /* workers and dtune measure build there;
+                                                  * never a warm cache: a batch must be slow
+                                                  * enough to kill a worker mid-way */
     if (!g_dir)
         return 1;
     g_token_file = dt_test_write_file(g_dir, "token", TOKEN "\n");
