@@ -168,11 +168,12 @@ static int open_locked(const char *fn)
     return 0;
 }
 
-static const dt_tvm_key *key_locked(const char *fn, const char *s, size_t n)
+/* The entry of the key spelled s[0..n), read on its first call. */
+static const key_entry *key_locked(const char *fn, const char *s, size_t n)
 {
     for (int i = 0; i < g_nkeys; i++)
         if (g_keys[i].len == n && memcmp(g_keys[i].key, s, n) == 0)
-            return &g_keys[i].k;
+            return &g_keys[i];
     char *key = strndup(s, n);
     key_entry *e = NULL;
     if (key && g_nkeys == g_cap_keys) {
@@ -193,7 +194,7 @@ static const dt_tvm_key *key_locked(const char *fn, const char *s, size_t n)
     }
     e->key = key, e->len = n;
     g_nkeys++;
-    return &e->k;
+    return e;
 }
 
 /* Sets the variable of dim d of k to v, or checks its constant. */
@@ -242,8 +243,8 @@ static int kernel_for(const char *fn, const char *key, const dt_tvm_key *k, cons
 static int fn_open(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *result)
 {
     (void)self, (void)result;
-    const char *fn = "dtune.open", *s;
-    size_t len;
+    const char *fn = "dtune.open", *s = NULL;
+    size_t len = 0;
     int64_t threads = 0;
     if (n < 1 || n > 2)
         return ffi_raise("TypeError", "%s(db_path, threads=0): %d arguments given", fn, (int)n);
@@ -274,8 +275,8 @@ static int fn_open(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *resu
 static int fn_dense(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *result)
 {
     (void)self, (void)result;
-    const char *fn = "dtune.dense", *ks;
-    size_t kl;
+    const char *fn = "dtune.dense", *ks = NULL;
+    size_t kl = 0;
     DLTensor *X, *W, *bias = NULL, *Y;
     if (n != 4 && n != 5)
         return ffi_raise("TypeError", "%s(key, X, W, [bias,] Y): %d arguments given", fn, (int)n);
@@ -285,16 +286,16 @@ static int fn_dense(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *res
         arg_tensor(fn, &args[n - 1], "Y", 1, &Y))
         return -1;
     int64_t M = lead(X, 1), K = X->shape[X->ndim - 1], N = W->shape[0];
-    char key[DTUNE_KEY_MAX];
-    snprintf(key, sizeof key, "%.*s", (int)kl, ks);
     pthread_mutex_lock(&g_lock);
     g_calls++;
     int rc = -1;
     dt_tvm_kernel kn;
     const void *packed = NULL;
+    const key_entry *e;
     const dt_tvm_key *k;
-    if (open_locked(fn) || !(k = key_locked(fn, ks, kl)))
+    if (open_locked(fn) || !(e = key_locked(fn, ks, kl)))
         goto out;
+    k = &e->k;
     if (k->op != DT_TVM_DENSE) {
         ffi_raise("ValueError", "%s: %s is not a dense workload (dtune.batch_matmul runs it)", fn,
               k->canonical);
@@ -312,7 +313,7 @@ static int fn_dense(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *res
         goto out;
     }
     int64_t dims[3] = {M, N, K};
-    if (kernel_for(fn, key, k, dims, "X and W", &kn))
+    if (kernel_for(fn, e->key, k, dims, "X and W", &kn))
         goto out;
     if (bias && (bias->ndim != 1 || bias->shape[0] != N)) {
         ffi_raise("ValueError", "%s: bias must have N=%lld elements", fn, (long long)N);
@@ -345,24 +346,24 @@ out:
 static int fn_batch_matmul(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *result)
 {
     (void)self, (void)result;
-    const char *fn = "dtune.batch_matmul", *ks;
-    size_t kl;
+    const char *fn = "dtune.batch_matmul", *ks = NULL;
+    size_t kl = 0;
     DLTensor *A, *B, *C;
     if (n != 4)
         return ffi_raise("TypeError", "%s(key, A, B, C): %d arguments given", fn, (int)n);
     if (arg_str(fn, &args[0], 0, &ks, &kl) || arg_tensor(fn, &args[1], "A", 2, &A) ||
         arg_tensor(fn, &args[2], "B", 2, &B) || arg_tensor(fn, &args[3], "C", 2, &C))
         return -1;
-    char key[DTUNE_KEY_MAX];
-    snprintf(key, sizeof key, "%.*s", (int)kl, ks);
     pthread_mutex_lock(&g_lock);
     g_calls++;
     int rc = -1;
     dt_tvm_kernel kn;
+    const key_entry *e;
     const dt_tvm_key *k = NULL;
     int64_t ldb = 0, batch = lead(A, 2), M = A->shape[A->ndim - 2], K = A->shape[A->ndim - 1], N = 0;
-    if (open_locked(fn) || !(k = key_locked(fn, ks, kl)))
+    if (open_locked(fn) || !(e = key_locked(fn, ks, kl)))
         goto out;
+    k = &e->k;
     if (k->op != DT_TVM_BMM) {
         ffi_raise("ValueError", "%s: %s is not a batch_matmul workload (dtune.dense runs it)", fn,
               k->canonical);
@@ -382,7 +383,7 @@ static int fn_batch_matmul(void *self, const TVMFFIAny *args, int32_t n, TVMFFIA
         goto out;
     }
     int64_t dims[4] = {batch, M, N, K};
-    if (kernel_for(fn, key, k, dims, "A and B", &kn))
+    if (kernel_for(fn, e->key, k, dims, "A and B", &kn))
         goto out;
     if (!kn.bmm) {
         ffi_raise("RuntimeError", "%s: kernel %lld has no batch_matmul entry point", fn,
