@@ -9,6 +9,7 @@
  * libdtune's public API only, which is why these few lines mirror the
  * builder's instead of calling it. */
 #include "client_kernels.h"
+#include "client_err.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -48,15 +49,6 @@ struct dt_tvm_cache {
     int npacks, cap_packs;
     dt_tvm_cache_stats stats;
 };
-
-static int fail(char *err, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 dt_tvm_cache *dt_tvm_cache_new(const char *cache_dir)
 {
@@ -154,7 +146,7 @@ static int compiler_identity(dt_tvm_cache *c, char *err, size_t n)
     if (c->cc_identity[0])
         return 0;
     if (make_dirs(c->dir))
-        return fail(err, n, "cannot create the kernel cache %s: %s", c->dir, strerror(errno));
+        return dt_tvm_fail(err, n, "cannot create the kernel cache %s: %s", c->dir, strerror(errno));
     char log[PATH_MAX];
     snprintf(log, sizeof log, "%s/.version.%d.log", c->dir, (int)getpid());
     char flag[] = "--version";
@@ -164,7 +156,7 @@ static int compiler_identity(dt_tvm_cache *c, char *err, size_t n)
     unlink(log);
     if (rc != 0 || !text) {
         free(text);
-        return fail(err, n, "cannot run the C compiler '%s --version' (set CC)", c->cc);
+        return dt_tvm_fail(err, n, "cannot run the C compiler '%s --version' (set CC)", c->cc);
     }
     text[strcspn(text, "\n")] = '\0';
     snprintf(c->cc_identity, sizeof c->cc_identity, "%s", text);
@@ -179,7 +171,7 @@ static int build(dt_tvm_cache *c, const char *src, char *so_path, size_t so_size
     if (compiler_identity(c, err, n))
         return -1;
     if (sodium_init() < 0)
-        return fail(err, n, "libsodium failed to initialise");
+        return dt_tvm_fail(err, n, "libsodium failed to initialise");
     const char *parts[] = {c->cc_identity, KERNEL_FLAGS, src};
     crypto_generichash_state st;
     unsigned char h[32];
@@ -202,7 +194,7 @@ static int build(dt_tvm_cache *c, const char *src, char *so_path, size_t so_size
     ok &= f && fclose(f) == 0;
     if (!ok) {
         unlink(cpath);
-        return fail(err, n, "cannot write %s: %s", cpath, strerror(errno));
+        return dt_tvm_fail(err, n, "cannot write %s: %s", cpath, strerror(errno));
     }
     char flags[] = KERNEL_FLAGS, *argv[16];
     int argc = 0;
@@ -218,11 +210,11 @@ static int build(dt_tvm_cache *c, const char *src, char *so_path, size_t so_size
     int result = 0;
     if (rc != 0) {
         char *text = read_text(log, 2000);
-        result = fail(err, n, "compiling kernel %s failed (%s, exit %d): %s", hash, c->cc, rc,
+        result = dt_tvm_fail(err, n, "compiling kernel %s failed (%s, exit %d): %s", hash, c->cc, rc,
                       text ? text : "");
         free(text);
     } else if (rename(tmp, so_path) != 0) {
-        result = fail(err, n, "cannot publish %s: %s", so_path, strerror(errno));
+        result = dt_tvm_fail(err, n, "cannot publish %s: %s", so_path, strerror(errno));
     } else {
         char keep[PATH_MAX];
         snprintf(keep, sizeof keep, "%s/%s.c", c->dir, hash);
@@ -254,12 +246,12 @@ const dt_tvm_kernel *dt_tvm_kernel_get(dt_tvm_cache *c, dtune *db, const dtune_s
         int cap = c->cap_kernels ? 2 * c->cap_kernels : 16;
         dt_tvm_kernel *k = realloc(c->kernels, (size_t)cap * sizeof *k);
         if (!k)
-            return fail(err, n, "out of memory"), NULL;
+            return dt_tvm_fail(err, n, "out of memory"), NULL;
         c->kernels = k, c->cap_kernels = cap;
     }
     char *src = NULL;
     if (dtune_kernel_source(db, s->kernel_id, NULL, &src) != DTUNE_OK)
-        return fail(err, n, "%s", dtune_errmsg()), NULL;
+        return dt_tvm_fail(err, n, "%s", dtune_errmsg()), NULL;
     char so_path[PATH_MAX];
     int rc = build(c, src, so_path, sizeof so_path, err, n);
     dtune_free(src);
@@ -267,7 +259,7 @@ const dt_tvm_kernel *dt_tvm_kernel_get(dt_tvm_cache *c, dtune *db, const dtune_s
         return NULL;
     void *so = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
     if (!so)
-        return fail(err, n, "cannot load %s: %s", so_path, dlerror()), NULL;
+        return dt_tvm_fail(err, n, "cannot load %s: %s", so_path, dlerror()), NULL;
     dt_tvm_kernel k = {.kernel_id = s->kernel_id, .so = so};
     /* f32 entry points carry no suffix; math=bf16's take f32 with _f32bf16 */
     *(void **)&k.packed_size = dlsym(so, "dtk_packed_size");
@@ -281,7 +273,7 @@ const dt_tvm_kernel *dt_tvm_kernel_get(dt_tvm_cache *c, dtune *db, const dtune_s
     }
     if (!k.bmm && !(k.dense && k.pack && k.packed_size)) {
         dlclose(so);
-        return fail(err, n, "kernel %lld (%s) has no f32 entry point the TVM client calls",
+        return dt_tvm_fail(err, n, "kernel %lld (%s) has no f32 entry point the TVM client calls",
                     (long long)s->kernel_id, so_path),
                NULL;
     }
@@ -308,7 +300,7 @@ const void *dt_tvm_packed(dt_tvm_cache *c, const dt_tvm_kernel *kn, const float 
         int cap = c->cap_packs ? 2 * c->cap_packs : 16;
         packed_entry *p = realloc(c->packs, (size_t)cap * sizeof *p);
         if (!p)
-            return fail(err, n, "out of memory"), NULL;
+            return dt_tvm_fail(err, n, "out of memory"), NULL;
         c->packs = p, c->cap_packs = cap;
     }
     size_t bytes = kn->packed_size(N, K);
@@ -320,7 +312,7 @@ const void *dt_tvm_packed(dt_tvm_cache *c, const dt_tvm_kernel *kn, const float 
      * from 72-85 us to 64-72 us. */
     size_t align = bytes >= (1u << 21) ? (1u << 21) : 64;
     if (bytes == 0 || posix_memalign(&buf, align, bytes) != 0)
-        return fail(err, n, "cannot allocate %zu bytes of packed weights", bytes), NULL;
+        return dt_tvm_fail(err, n, "cannot allocate %zu bytes of packed weights", bytes), NULL;
     if (align > 64)
         madvise(buf, bytes, MADV_HUGEPAGE);
     kn->pack(N, K, W, buf);

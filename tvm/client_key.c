@@ -4,21 +4,13 @@
  * integer, a domain (then the dim is a variable of its own name) or an
  * expression; attributes and dtype after the dims. */
 #include "client_key.h"
+#include "client_err.h"
 
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fail(char *err, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static int is_name(const char *s, size_t n)
 {
@@ -69,11 +61,11 @@ int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
 {
     memset(k, 0, sizeof *k);
     if (dtune_workload_canonical(key, k->canonical, sizeof k->canonical, NULL, 0) != DTUNE_OK)
-        return fail(err, err_size, "%s", dtune_errmsg());
+        return dt_tvm_fail(err, err_size, "%s", dtune_errmsg());
     const char *c = k->canonical, *open = strchr(c, '(');
     size_t len = strlen(c);
     if (!open || c[len - 1] != ')')
-        return fail(err, err_size, "unexpected canonical key %s", c);
+        return dt_tvm_fail(err, err_size, "unexpected canonical key %s", c);
     static const char *const dense_dims[] = {"M", "N", "K"}, *const bmm_dims[] = {"B", "M", "N", "K"};
     const char *const *dims;
     if ((size_t)(open - c) == 5 && !memcmp(c, "dense", 5)) {
@@ -81,7 +73,7 @@ int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
     } else if ((size_t)(open - c) == 12 && !memcmp(c, "batch_matmul", 12)) {
         k->op = DT_TVM_BMM, k->ndims = 4, dims = bmm_dims;
     } else {
-        return fail(err, err_size, "%s: the TVM client runs dense and batch_matmul (not %.*s)", c,
+        return dt_tvm_fail(err, err_size, "%s: the TVM client runs dense and batch_matmul (not %.*s)", c,
                     (int)(open - c), c);
     }
     /* items up to ';' or the closing ')'; a comma inside {...} belongs to the item */
@@ -97,7 +89,7 @@ int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
         }
         const char *eq = memchr(p, '=', (size_t)(q - p));
         if (!eq)
-            return fail(err, err_size, "%s: unexpected item '%.*s'", c, (int)(q - p), p);
+            return dt_tvm_fail(err, err_size, "%s: unexpected item '%.*s'", c, (int)(q - p), p);
         size_t nl = (size_t)(eq - p), vl = (size_t)(q - eq - 1);
         const char *v = eq + 1;
         int d = -1;
@@ -114,10 +106,10 @@ int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
                 /* DIM=domain names a variable after the dim */
                 int vi = is_name(v, vl) ? var_index(k, v, vl) : var_index(k, p, nl);
                 if (vi < 0)
-                    return fail(err, err_size, "%s: more than %d variables", c, DT_TVM_MAX_VARS);
+                    return dt_tvm_fail(err, err_size, "%s: more than %d variables", c, DT_TVM_MAX_VARS);
                 k->dim_var[d] = vi;
             } else {
-                return fail(err, err_size,
+                return dt_tvm_fail(err, err_size,
                             "%s: dim %s=%.*s is an expression; the TVM client reads each "
                             "variable from a tensor's shape, so every dim must be a constant "
                             "or one variable (tune the workload with %s=lo..hi)",
@@ -130,21 +122,21 @@ int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
         } else if (nl == 4 && !memcmp(p, "math", 4)) {
             k->math_bf16 = vl == 4 && !memcmp(v, "bf16", 4);
             if (!k->math_bf16)
-                return fail(err, err_size, "%s: math=%.*s is not served", c, (int)vl, v);
+                return dt_tvm_fail(err, err_size, "%s: math=%.*s is not served", c, (int)vl, v);
         } else if (nl == 5 && !memcmp(p, "dtype", 5)) {
-            return fail(err, err_size,
+            return dt_tvm_fail(err, err_size,
                         "%s: dtype=%.*s is not served through TVM yet (f32 and math=bf16 "
                         "are; the Python package and dtune export run every dtype)",
                         c, (int)vl, v);
         } else {
-            return fail(err, err_size, "%s: attribute %.*s is not known to the TVM client", c,
+            return dt_tvm_fail(err, err_size, "%s: attribute %.*s is not known to the TVM client", c,
                         (int)nl, p);
         }
         p = q + (q < items_end);
     }
     for (int i = 0; i < k->ndims; i++)
         if (!dim_seen[i])
-            return fail(err, err_size, "%s: dim %s missing", c, dims[i]);
+            return dt_tvm_fail(err, err_size, "%s: dim %s missing", c, dims[i]);
     /* dtune_lookup_values takes the variables sorted by name: renumber */
     char sorted[DT_TVM_MAX_VARS][33];
     memcpy(sorted, k->var, sizeof sorted);
