@@ -49,7 +49,8 @@ static int64_t g_calls, g_errors;
 
 /* ---- errors --------------------------------------------------------------- */
 
-static int ffi_raise(const char *kind, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int ffi_raise(const char *kind, const char *fmt,
+                                                            ...)
 {
     char msg[2048];
     va_list ap;
@@ -334,7 +335,7 @@ static int fn_dense(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *res
         goto out;
     }
     rc = 0;
-out:
+out:;
     int threads = g_threads;
     pthread_mutex_unlock(&g_lock);
     if (rc == 0)
@@ -392,7 +393,7 @@ static int fn_batch_matmul(void *self, const TVMFFIAny *args, int32_t n, TVMFFIA
     }
     ldb = k->nt ? K : N;
     rc = 0;
-out:
+out:;
     int threads = g_threads;
     pthread_mutex_unlock(&g_lock);
     if (rc == 0)
