@@ -17,7 +17,6 @@
 #include <limits.h>
 #include <sodium.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
