@@ -105,21 +105,9 @@ done
 [ -x "$BIN" ] || { echo "bench_vs_tvm: $BIN not found; build first (scripts/setup.sh)" >&2; exit 1; }
 say() { echo "== $(date +%H:%M:%S) $*" >&2; }
 
-# ---- the venv, pinned (apache-tvm-ffi 0.1.15.post2 segfaults in ToJSONGraph
-# when MetaSchedule saves its database; 0.1.14.post1 works)
-PINS="apache-tvm==0.27.0.post1 apache-tvm-ffi==0.1.14.post1 numpy==2.4.6 scipy==1.17.1
-ml_dtypes==0.6.0 xgboost==3.2.0 cloudpickle==3.1.3 psutil==7.2.2 tornado==6.6.1"
-PY=$VENV/bin/python
-if [ "$SKIP_TVM" = 0 ]; then
-  if [ ! -x "$PY" ] || [ "$(cat "$VENV/.dtune-pins" 2>/dev/null)" != "$PINS" ]; then
-    say "creating the TVM venv in $VENV (once; ~1.3 GB)"
-    rm -rf "$VENV"
-    /usr/bin/python3 -m venv "$VENV"
-    # shellcheck disable=SC2086
-    "$VENV/bin/pip" install --disable-pip-version-check -q $PINS
-    echo "$PINS" > "$VENV/.dtune-pins"
-  fi
-fi
+# ---- the venv, pinned (scripts/tvm_venv.sh: PINS, PY, tvm_venv_ensure)
+. scripts/tvm_venv.sh
+[ "$SKIP_TVM" = 1 ] || tvm_venv_ensure
 
 # ---- target: -mcpu and cores from dtune info
 INFO=$("$BIN" info --json)
