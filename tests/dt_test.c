@@ -407,23 +407,24 @@ int dt_test_add_sampled_kernel(dt_db *db, const dt_target *tg, int sketch, uint6
     return rc;
 }
 
-int dt_test_kernel_setup(char **dir, dt_target *t, dt_builder *b, const char *flags)
+static int kernel_setup(char **dir, dt_target *t, dt_builder *b, const char *flags, int may_share)
 {
     dt_err e;
     *dir = dt_test_tmpdir();
     if (!*dir || dt_target_detect(t, &e))
         return 1;
-    const char *shared = dt_test_shared_kernel_cache();
+    const char *shared = may_share ? dt_test_shared_kernel_cache() : NULL;
     return dt_builder_init(b, NULL, flags, shared ? shared : *dir, &e) ? 1 : 0;
+}
+
+int dt_test_kernel_setup(char **dir, dt_target *t, dt_builder *b, const char *flags)
+{
+    return kernel_setup(dir, t, b, flags, 1);
 }
 
 int dt_test_kernel_setup_private(char **dir, dt_target *t, dt_builder *b, const char *flags)
 {
-    dt_err e;
-    *dir = dt_test_tmpdir();
-    if (!*dir || dt_target_detect(t, &e))
-        return 1;
-    return dt_builder_init(b, NULL, flags, *dir, &e) ? 1 : 0;
+    return kernel_setup(dir, t, b, flags, 0);
 }
 
 void dt_test_amx_emulation(const dt_builder *b, const dt_target *t, dt_builder *emu,
