@@ -202,8 +202,7 @@ static const key_entry *key_locked(const char *fn, const char *s, size_t n)
 static int bind_dim(const char *fn, const dt_tvm_key *k, int d, int64_t v, int64_t *vals,
                     int *set, const char *what)
 {
-    static const char *const dense_dims = "MNK", *const bmm_dims = "BMNK";
-    char dim = (k->op == DT_TVM_DENSE ? dense_dims : bmm_dims)[d];
+    char dim = k->dims[d];
     if (k->dim_var[d] < 0) {
         if (k->dim_value[d] != v)
             return ffi_raise("ValueError", "%s: %s give %c=%lld, but %s has %c=%lld", fn, what, dim,

@@ -65,16 +65,17 @@ int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
     size_t len = strlen(c);
     if (!open || c[len - 1] != ')')
         return dt_tvm_fail(err, err_size, "unexpected canonical key %s", c);
-    static const char *const dense_dims[] = {"M", "N", "K"}, *const bmm_dims[] = {"B", "M", "N", "K"};
-    const char *const *dims;
     if ((size_t)(open - c) == 5 && !memcmp(c, "dense", 5)) {
-        k->op = DT_TVM_DENSE, k->ndims = 3, dims = dense_dims;
+        k->op = DT_TVM_DENSE;
+        memcpy(k->dims, "MNK", 4);
     } else if ((size_t)(open - c) == 12 && !memcmp(c, "batch_matmul", 12)) {
-        k->op = DT_TVM_BMM, k->ndims = 4, dims = bmm_dims;
+        k->op = DT_TVM_BMM;
+        memcpy(k->dims, "BMNK", 5);
     } else {
         return dt_tvm_fail(err, err_size, "%s: the TVM client runs dense and batch_matmul (not %.*s)", c,
                     (int)(open - c), c);
     }
+    k->ndims = (int)strlen(k->dims);
     /* items up to ';' or the closing ')'; a comma inside {...} belongs to the item */
     const char *p = open + 1, *end = c + len - 1, *semi = memchr(p, ';', (size_t)(end - p));
     const char *items_end = semi ? semi : end;
@@ -93,7 +94,7 @@ int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
         const char *v = eq + 1;
         int d = -1;
         for (int i = 0; i < k->ndims; i++)
-            if (strlen(dims[i]) == nl && !memcmp(dims[i], p, nl))
+            if (nl == 1 && k->dims[i] == *p)
                 d = i;
         if (d >= 0) {
             int64_t val;
@@ -109,10 +110,10 @@ int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
                 k->dim_var[d] = vi;
             } else {
                 return dt_tvm_fail(err, err_size,
-                            "%s: dim %s=%.*s is an expression; the TVM client reads each "
+                            "%s: dim %c=%.*s is an expression; the TVM client reads each "
                             "variable from a tensor's shape, so every dim must be a constant "
-                            "or one variable (tune the workload with %s=lo..hi)",
-                            c, dims[d], (int)vl, v, dims[d]);
+                            "or one variable (tune the workload with %c=lo..hi)",
+                            c, k->dims[d], (int)vl, v, k->dims[d]);
             }
         } else if (nl == 8 && !memcmp(p, "epilogue", 8)) {
             k->bias = vl >= 4 && !memcmp(v, "bias", 4);
@@ -135,7 +136,7 @@ int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
     }
     for (int i = 0; i < k->ndims; i++)
         if (!dim_seen[i])
-            return dt_tvm_fail(err, err_size, "%s: dim %s missing", c, dims[i]);
+            return dt_tvm_fail(err, err_size, "%s: dim %c missing", c, k->dims[i]);
     /* dtune_lookup_values takes the variables sorted by name: renumber */
     char sorted[DT_TVM_MAX_VARS][33];
     memcpy(sorted, k->var, sizeof sorted);

@@ -18,6 +18,7 @@ typedef struct {
     char canonical[DTUNE_KEY_MAX];
     int op;                   /* DT_TVM_DENSE (dims M, N, K) or DT_TVM_BMM (B, M, N, K) */
     int ndims;                /* 3 or 4 */
+    char dims[5];             /* the dims' one-letter names in order: "MNK", "BMNK" */
     /* per dim (the op's order): a constant (var < 0, value) or variable var */
     int dim_var[4];
     int64_t dim_value[4];
