@@ -10,9 +10,11 @@
 # Needs PyPI.  Where it cannot be reached, it says so and exits 1: the
 # client is then not built, and its suite is one counted skip naming why.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+# the apache-tvm-ffi pin of the benchmarks' venv (scripts/tvm_venv.sh's PINS)
+. scripts/tvm_venv.sh
+PIN=$(printf '%s\n' $PINS | grep '^apache-tvm-ffi==')
 VENV=${DTUNE_TVM_FFI_VENV:-$HOME/.cache/dtune-tvm-ffi-venv}
-# the pin of bench_vs_tvm.sh (0.1.15.post2 segfaults in MetaSchedule)
-PIN="apache-tvm-ffi==0.1.14.post1"
 [ "$(cat "$VENV/.dtune-pins" 2>/dev/null)" = "$PIN" ] && exit 0
 echo "== TVM FFI for the TVM client: $PIN into $VENV"
 rm -rf "$VENV"
