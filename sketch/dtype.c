@@ -42,6 +42,16 @@ dt_dtype dt_dtype_storage(dt_dtype d) { return valid(d) ? dtypes[d].storage : d;
 
 const char *dt_dtype_math(dt_dtype d) { return valid(d) ? dtypes[d].math : NULL; }
 
+int dt_dtype_math_known(const char *math)
+{
+    for (int d = 0; math && d < DT_DTYPE_COUNT; d++)
+        if (dtypes[d].math && strcmp(dtypes[d].math, math) == 0)
+            return 1;
+    return 0;
+}
+
+const char *dt_dtype_math_names(void) { return "bf16"; }
+
 int dt_dtype_with_math(dt_dtype storage, const char *math, dt_dtype *out)
 {
     for (int d = 0; math && d < DT_DTYPE_COUNT; d++)

@@ -44,6 +44,10 @@ const char *dt_dtype_names(void);
  * math: 0, or DT_EINVAL (no message) when there is none. */
 dt_dtype dt_dtype_storage(dt_dtype d);
 const char *dt_dtype_math(dt_dtype d);
+/* Whether math names the arithmetic of some dtype ("bf16"), exactly; and
+ * every such name, for error messages. */
+int dt_dtype_math_known(const char *math);
+const char *dt_dtype_math_names(void);
 int dt_dtype_with_math(dt_dtype storage, const char *math, dt_dtype *out);
 
 /* Bytes per element of A (activations), of B (weights / second operand) as

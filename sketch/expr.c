@@ -1,5 +1,6 @@
 #include "sketch/expr.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
@@ -416,9 +417,11 @@ static void to_const(dt_expr *x, int64_t v)
     x->value = v;
 }
 
-static int canon_nary(dt_expr **slot, dt_err *e)
+/* A product (children canonical): flattened, constants folded, sorted. */
+static int canon_product(dt_expr **slot, dt_err *e)
 {
     dt_expr *x = *slot;
+    assert(x->kind == DT_EXPR_MUL);
     /* flatten children of the same kind */
     for (int i = 0; i < x->nargs; i++) {
         dt_expr *c = x->args[i];
@@ -439,7 +442,7 @@ static int canon_nary(dt_expr **slot, dt_err *e)
         i--; /* look at the first hoisted operand again */
     }
     /* fold constants: compute first, so that an overflow leaves x intact */
-    int64_t identity = x->kind == DT_EXPR_MUL ? 1 : 0, acc = identity;
+    int64_t acc = 1;
     for (int i = 0; i < x->nargs; i++)
         if (x->args[i]->kind == DT_EXPR_CONST) {
             int rc = apply(x->kind, acc, x->args[i]->value, &acc, e);
@@ -454,11 +457,11 @@ static int canon_nary(dt_expr **slot, dt_err *e)
             x->args[n++] = x->args[i];
     }
     x->nargs = n;
-    if (x->kind == DT_EXPR_MUL && acc == 0) {
+    if (acc == 0) {
         to_const(x, 0);
         return 0;
     }
-    if (acc != identity) {
+    if (acc != 1) {
         dt_expr *k = dt_expr_const(acc);
         if (!k || push_arg(x, k)) {
             dt_expr_free(k);
@@ -466,12 +469,212 @@ static int canon_nary(dt_expr **slot, dt_err *e)
         }
     }
     if (x->nargs == 0)
-        to_const(x, identity);
+        to_const(x, 1);
     else if (x->nargs == 1)
         hoist(slot, 0);
     else
-        qsort(x->args, (size_t)x->nargs, sizeof *x->args,
-              x->kind == DT_EXPR_MUL ? cmp_mul : cmp_add);
+        qsort(x->args, (size_t)x->nargs, sizeof *x->args, cmp_mul);
+    return 0;
+}
+
+/* ---- sums: one signed normal form ----------------------------------------
+ * A chain of '+' and '-' (and a product by -1 of one) is read as signed
+ * terms: the constants fold into one, whatever their order ("x-1+2",
+ * "x+1-1+1" and "x+-1+2" are all x+1), a difference's right operand is
+ * distributed ("a-(b-c)" is a+c-b), and a term with a negative leading
+ * coefficient ("-4*x") counts as 4*x subtracted.  Written back as
+ *   P - N   (P: the positive terms sorted, a positive constant last;
+ *            N: the subtracted ones sorted, a negative constant's size last)
+ * with "P" alone when nothing is subtracted, "c-N" when only the constant is
+ * positive, and "-1*N" (or "-4*x", "-c" for one term) when nothing is.  This
+ * is the form the ONNX front end writes its polynomials in
+ * (onnx/shape_sym_expr.c), so keys it produced keep their text. */
+
+typedef struct {
+    const dt_expr **x; /* borrowed from the tree being canonicalised */
+    unsigned char *negate_coef; /* x is a product whose leading constant flips */
+    int n, cap;
+} term_refs;
+
+typedef struct {
+    term_refs pos, neg;
+    int64_t c;
+} sum_parts;
+
+static int refs_push(term_refs *r, const dt_expr *x, int negate_coef)
+{
+    if (r->n == r->cap) {
+        int cap = r->cap ? r->cap * 2 : 8;
+        const dt_expr **xs = realloc(r->x, (size_t)cap * sizeof *xs);
+        if (!xs)
+            return DT_ENOMEM;
+        r->x = xs;
+        unsigned char *nc = realloc(r->negate_coef, (size_t)cap);
+        if (!nc)
+            return DT_ENOMEM;
+        r->negate_coef = nc;
+        r->cap = cap;
+    }
+    r->x[r->n] = x;
+    r->negate_coef[r->n] = (unsigned char)negate_coef;
+    r->n++;
+    return 0;
+}
+
+static int negative_coef(const dt_expr *x)
+{
+    return x->kind == DT_EXPR_MUL && x->nargs >= 2 && x->args[0]->kind == DT_EXPR_CONST &&
+           x->args[0]->value < 0 && x->args[0]->value != INT64_MIN;
+}
+
+static int is_sum(const dt_expr *x)
+{
+    return x->kind == DT_EXPR_ADD || x->kind == DT_EXPR_SUB;
+}
+
+/* Reads x (children canonical) times sign into s; the tree is not changed. */
+static int collect_terms(const dt_expr *x, int sign, sum_parts *s, dt_err *e)
+{
+    switch (x->kind) {
+    case DT_EXPR_CONST:
+        return apply(sign > 0 ? DT_EXPR_ADD : DT_EXPR_SUB, s->c, x->value, &s->c, e);
+    case DT_EXPR_ADD:
+        for (int i = 0; i < x->nargs; i++) {
+            int rc = collect_terms(x->args[i], sign, s, e);
+            if (rc)
+                return rc;
+        }
+        return 0;
+    case DT_EXPR_SUB: {
+        int rc = collect_terms(x->args[0], sign, s, e);
+        return rc ? rc : collect_terms(x->args[1], -sign, s, e);
+    }
+    default:
+        break;
+    }
+    int rc;
+    if (negative_coef(x) && x->args[0]->value == -1 && x->nargs == 2 && is_sum(x->args[1]))
+        return collect_terms(x->args[1], -sign, s, e); /* -1*(a+b): distribute */
+    if (negative_coef(x))
+        rc = refs_push(sign > 0 ? &s->neg : &s->pos, x, 1);
+    else
+        rc = refs_push(sign > 0 ? &s->pos : &s->neg, x, 0);
+    return rc ? dt_errf(e, DT_ENOMEM, "out of memory") : 0;
+}
+
+/* A copy of the terms of r, sorted as a canonical sum's operands, then the
+ * constant c when c != 0; *n receives their count.  NULL when out of memory. */
+static dt_expr **build_terms(const term_refs *r, int64_t c, int *n, dt_err *e)
+{
+    dt_expr **ts = calloc((size_t)r->n + 1, sizeof *ts);
+    int k = 0;
+    for (; ts && k < r->n; k++) {
+        if (!(ts[k] = dt_expr_clone(r->x[k])))
+            break;
+        if (r->negate_coef[k]) {
+            ts[k]->args[0]->value = -ts[k]->args[0]->value;
+            if (canon_product(&ts[k], e)) /* 1*x is x */
+                break;
+        }
+    }
+    if (ts && k == r->n && c != 0 && !(ts[k] = dt_expr_const(c)))
+        k = -1;
+    if (!ts || k != r->n) {
+        for (int i = 0; ts && i <= r->n; i++)
+            dt_expr_free(ts[i]);
+        free(ts);
+        dt_errf(e, DT_ENOMEM, "out of memory");
+        return NULL;
+    }
+    qsort(ts, (size_t)k, sizeof *ts, cmp_add);
+    *n = k + (c != 0);
+    return ts;
+}
+
+/* The sum of ts[0..n) (taken), or NULL when out of memory. */
+static dt_expr *sum_of(dt_expr **ts, int n)
+{
+    if (n == 1)
+        return ts[0];
+    dt_expr *x = node(DT_EXPR_ADD);
+    if (!x) {
+        for (int i = 0; i < n; i++)
+            dt_expr_free(ts[i]);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        if (push_arg(x, ts[i])) {
+            for (int k = i; k < n; k++)
+                dt_expr_free(ts[k]);
+            dt_expr_free(x);
+            return NULL;
+        }
+    return x;
+}
+
+/* -x for a subtracted term: -4 for 4, -4*x for 4*x, -1*x otherwise. */
+static dt_expr *negated(dt_expr *x)
+{
+    if (x->kind == DT_EXPR_CONST) {
+        x->value = -x->value;
+        return x;
+    }
+    if (x->kind == DT_EXPR_MUL && x->args[0]->kind == DT_EXPR_CONST) {
+        x->args[0]->value = -x->args[0]->value;
+        return x;
+    }
+    dt_expr *m1 = dt_expr_const(-1);
+    dt_expr *y = m1 ? binary(DT_EXPR_MUL, m1, x) : NULL;
+    if (!y) {
+        dt_expr_free(m1);
+        dt_expr_free(x);
+    }
+    return y;
+}
+
+static int canon_sum(dt_expr **slot, dt_err *e)
+{
+    sum_parts s = {{0}, {0}, 0};
+    int rc = collect_terms(*slot, 1, &s, e);
+    /* the constant's part: its size subtracted when negative (INT64_MIN,
+     * whose size has no int64, stays a positive part's "+-9223372036854775808") */
+    int64_t cpos = s.c > 0 || s.c == INT64_MIN ? s.c : 0, cneg = s.c < 0 && s.c != INT64_MIN ? -s.c : 0;
+    int np = 0, nn = 0;
+    dt_expr **p = NULL, **q = NULL, *x = NULL;
+    if (!rc && !(p = build_terms(&s.pos, cpos, &np, e)))
+        rc = DT_ENOMEM;
+    if (!rc && !(q = build_terms(&s.neg, cneg, &nn, e)))
+        rc = DT_ENOMEM;
+    if (!rc) {
+        dt_expr *pe = np ? sum_of(p, np) : NULL, *ne = nn ? sum_of(q, nn) : NULL;
+        np = nn = 0; /* taken */
+        if (!pe && !ne)
+            x = dt_expr_const(0);
+        else if (!ne)
+            x = pe;
+        else if (!pe)
+            x = negated(ne);
+        else if (!(x = binary(DT_EXPR_SUB, pe, ne))) {
+            dt_expr_free(pe);
+            dt_expr_free(ne);
+        }
+        if (!x)
+            rc = dt_errf(e, DT_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < np; i++)
+        dt_expr_free(p[i]);
+    for (int i = 0; i < nn; i++)
+        dt_expr_free(q[i]);
+    free(p);
+    free(q);
+    free(s.pos.x);
+    free(s.pos.negate_coef);
+    free(s.neg.x);
+    free(s.neg.negate_coef);
+    if (rc)
+        return rc;
+    dt_expr_free(*slot);
+    *slot = x;
     return 0;
 }
 
@@ -488,9 +691,15 @@ int dt_expr_canonicalize(dt_expr **slot, dt_err *e)
     case DT_EXPR_VAR:
         return 0;
     case DT_EXPR_ADD:
-    case DT_EXPR_MUL:
-        return canon_nary(slot, e);
     case DT_EXPR_SUB:
+        return canon_sum(slot, e);
+    case DT_EXPR_MUL: {
+        int rc = canon_product(slot, e);
+        x = *slot; /* -1*(a-b) is a sum: b-a */
+        if (!rc && negative_coef(x) && x->args[0]->value == -1 && x->nargs == 2 && is_sum(x->args[1]))
+            rc = canon_sum(slot, e);
+        return rc;
+    }
     case DT_EXPR_DIV: {
         dt_expr *a = x->args[0], *b = x->args[1];
         if (a->kind == DT_EXPR_CONST && b->kind == DT_EXPR_CONST) {
@@ -499,10 +708,9 @@ int dt_expr_canonicalize(dt_expr **slot, dt_err *e)
             if (rc)
                 return rc;
             to_const(x, r);
-        } else if (b->kind == DT_EXPR_CONST && x->kind == DT_EXPR_DIV && b->value == 0) {
+        } else if (b->kind == DT_EXPR_CONST && b->value == 0) {
             return dt_errf(e, DT_EINVAL, "division by zero");
-        } else if (b->kind == DT_EXPR_CONST &&
-                   b->value == (x->kind == DT_EXPR_SUB ? 0 : 1)) {
+        } else if (b->kind == DT_EXPR_CONST && b->value == 1) {
             hoist(slot, 0);
         }
         return 0;

@@ -327,7 +327,12 @@ static int parse_key(const char *key, dt_workload **out, dt_err *e)
     if (!rc && k.math) {
         /* math=bf16: the dtype storing the key's dtype with that arithmetic */
         dt_dtype d;
-        if (dt_dtype_math(k.w->dtype) ? strcmp(dt_dtype_math(k.w->dtype), k.math) != 0
+        if (!dt_dtype_math_known(k.math))
+            rc = dt_errf(e, DT_EINVAL,
+                         "math=%s at offset %zu: unknown math '%s' (known: %s; without math= a "
+                         "dtype computes in its own precision)",
+                         k.math, k.math_off, k.math, dt_dtype_math_names());
+        else if (dt_dtype_math(k.w->dtype) ? strcmp(dt_dtype_math(k.w->dtype), k.math) != 0
                                       : dt_dtype_with_math(k.w->dtype, k.math, &d) != 0)
             rc = dt_errf(e, DT_EINVAL,
                          "math=%s at offset %zu is not available for dtype %s (math=bf16 "

@@ -37,17 +37,39 @@ static void test_canonical_forms(void)
         {"7/2", "3"},
         {"-7/2", "-4"},    /* floor division */
         {"1-5", "-4"},
-        {"(H+2-3)/2+1", "(H+2-3)/2+1"},
-        {"a-(b-c)", "a-(b-c)"},
-        {"a-b-c", "a-b-c"},
+        {"(H+2-3)/2+1", "(H-1)/2+1"},
+        {"a-(b-c)", "a+c-b"},
+        {"a-b-c", "a-(b+c)"},
         {"a*(b/c)", "a*(b/c)"},
         {"(a/b)*c", "a/b*c"},
-        {"a+(b-c)", "a+(b-c)"},
+        {"a+(b-c)", "a+b-c"},
         {"(a+b)*(c+d)", "(a+b)*(c+d)"},
         {"seq/1", "seq"},
         {"seq-0", "seq"},
         {"-seq", "-1*seq"},
         {"  x  +  y ", "x+y"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = canon(cases[i][0]);
+        if (strcmp(got, cases[i][1]) != 0)
+            fprintf(stderr, "\n  %s -> %s (expected %s)\n", cases[i][0], got, cases[i][1]);
+        CU_ASSERT_STRING_EQUAL(got, cases[i][1]);
+    }
+}
+
+/* Issue 42, defect 7: one canonical text per sum, whatever the order of its
+ * '+' and '-' (before, "x-1+2" kept its two constants while "x+-1+2" folded). */
+static void test_sums_fold_in_any_order(void)
+{
+    static const char *cases[][2] = {
+        {"x-1+2", "x+1"},         {"x+1-1+1", "x+1"},     {"x+-1+2", "x+1"},
+        {"2+x-1", "x+1"},         {"x-1", "x-1"},         {"x+-4", "x-4"},
+        {"x-1-1", "x-2"},         {"x+1-1", "x"},         {"1-x+x", "x+1-x"},
+        {"3-x", "3-x"},           {"3-x-5", "-1*(x+2)"},  {"-x-y", "-1*(x+y)"},
+        {"-(x-1)", "1-x"},        {"-1*(a-b)", "b-a"},    {"-4*x+y", "y-4*x"},
+        {"y+-4*x", "y-4*x"},      {"2*a-3*b", "2*a-3*b"}, {"h-(c+1)", "h-(c+1)"},
+        {"h-c-1", "h-(c+1)"},     {"a-(b+1)+1", "a-b"},   {"(x+2-3)/2", "(x-1)/2"},
+        {"-2*(a+b)", "-2*(a+b)"}, {"b+a-c", "a+b-c"},     {"a-c+b", "a+b-c"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *got = canon(cases[i][0]);
@@ -326,6 +348,7 @@ int main(void)
 {
     CU_TestInfo tests[] = {
         {"canonical forms", test_canonical_forms},
+        {"sums fold their constants in any order (issue 42, 7)", test_sums_fold_in_any_order},
         {"canonical text is a fixed point", test_round_trip_is_fixed_point},
         {"random expressions round-trip and keep their value", test_random_round_trip},
         {"parse errors carry the offset", test_parse_errors},

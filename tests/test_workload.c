@@ -73,6 +73,10 @@ static void test_canonical_keys(void)
                  "dense(M=1..64,N=4096,K=4096,dtype=w8a32)");
     expect_canon("batch_matmul(B=12,M=seq,N=seq,K=64,layout=NT,dtype=bf16;seq=1..128)",
                  "batch_matmul(B=12,M=seq,N=seq,K=64,layout=NT,dtype=bf16;seq=1..128)");
+    /* issue 42, defect 7: one key whatever the order of a sum's constants */
+    expect_canon("dense(M=x-1+2,N=16,K=16;x=1..4)", "dense(M=x+1,N=16,K=16;x=1..4)");
+    expect_canon("dense(M=x+1-1+1,N=16,K=16;x=1..4)", "dense(M=x+1,N=16,K=16;x=1..4)");
+    expect_canon("dense(M=x+-1+2,N=16,K=16;x=1..4)", "dense(M=x+1,N=16,K=16;x=1..4)");
 }
 
 static void test_dtype_keys(void)
@@ -151,6 +155,12 @@ static void test_key_errors(void)
         {"dense(M=1..128,N=768,K=768,dtype=bf16,dtype=int8)", "dtype is given twice"},
         {"batch_matmul(B=1,M=1..8,N=8,K=8,dtype=int8)",
          "dtype int8 is not available for batch_matmul (it has f32, bf16)"},
+        /* issue 42, defect 10: an unknown math= is unknown, as dtype= says */
+        {"dense(M=1..8,N=16,K=16,math=fp8)", "unknown math 'fp8' (known: bf16"},
+        {"dense(M=1..8,N=16,K=16,math=)", "unknown math '' (known: bf16"},
+        {"dense(M=1..8,N=16,K=16,math=BF16)", "unknown math 'BF16' (known: bf16"},
+        {"dense(M=1..8,N=16,K=16,math=f32)", "unknown math 'f32' (known: bf16"},
+        {"dense(M=1..8,N=16,K=16,dtype=int8,math=bf16)", "math=bf16 at offset 34 is not available"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *got = canon(cases[i].key);
