@@ -13,14 +13,15 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: dtune export WORKLOAD -o NAME.c [--db PATH] [--target KEY] [--threads T]\n"
-            "                    [--json]\n"
+            "Usage: dtune export WORKLOAD -o FILE.c [--name NAME] [--db PATH] [--target KEY]\n"
+            "                    [--threads T] [--json]\n"
             "\n"
-            "Writes NAME.c and NAME.h: every micro-kernel the workload's tuned schedule\n"
-            "selects, the weight packing, and one entry point NAME that dispatches any\n"
-            "shape with nested ifs over the tuned shape ranges (a shape outside them goes\n"
-            "to the nearest range: extrapolation). NAME.c compiles with plain\n"
-            "`cc -O3 -march=native -fopenmp -c NAME.c` and needs no dtune header or\n"
+            "Writes FILE.c and FILE.h: every micro-kernel the workload's tuned schedule\n"
+            "selects, the weight packing, and one entry point NAME (FILE unless --name\n"
+            "says otherwise) that dispatches any shape with nested ifs over the tuned\n"
+            "shape ranges (a shape outside them goes to the nearest range:\n"
+            "extrapolation). FILE.c compiles with plain\n"
+            "`cc -O3 -march=native -fopenmp -c FILE.c` and needs no dtune header or\n"
             "library. A dense workload gets:\n"
             "  size_t NAME_packed_size(void);\n"
             "  void   NAME_pack(const float *W, float *packed);\n"
@@ -37,8 +38,10 @@ static void usage(FILE *out)
             "w8a32 float X and int8's NAME_pack. W is already quantized, with one finite\n"
             "non-zero scale per output channel.\n"            "\n"
             "Options:\n"
-            "  -o, --output NAME.c  the C file; NAME (a C identifier) names the functions and\n"
-            "                       the header NAME.h is written beside it\n"
+            "  -o, --output FILE.c  the C file; the header FILE.h is written beside it\n"
+            "  --name NAME          the functions' name (default: FILE): a C identifier that is\n"
+            "                       no C library, POSIX or OpenMP name (exp, free, time, ...)\n"
+            "                       and does not begin with _, dt_ or dtune_\n"
             "  --db PATH            database (default $DTUNE_DB, else ./dtune.db)\n"
             "  --target KEY         the schedule of this target (default: this machine's)\n"
             "  --threads T          the schedule tuned for T threads (default: the highest)\n"
@@ -46,12 +49,12 @@ static void usage(FILE *out)
             "  -h, --help           show this help\n"
             "\n"
             "Exit codes: 0 ok, 1 usage error, 2 bad input (a NAME that is not a C\n"
-            "identifier; no such database, workload, target or schedule), 3 runtime\n"
+            "identifier or is a library's name; no such database, workload, target or schedule), 3 runtime\n"
             "failure (a file cannot be written; nothing partial is left behind).\n");
 }
 
 typedef struct {
-    const char *out, *db, *target;
+    const char *out, *db, *target, *name;
     int threads, json;
 } export_args;
 
@@ -61,7 +64,7 @@ static int parse_args(int argc, char **argv, export_args *a, const char **key)
         {"output", required_argument, NULL, 'o'}, {"db", required_argument, NULL, 'd'},
         {"target", required_argument, NULL, 'T'}, {"threads", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"name", required_argument, NULL, 'n'},   {NULL, 0, NULL, 0}};
     *a = (export_args){0};
     int c;
     optind = 1;
@@ -72,6 +75,7 @@ static int parse_args(int argc, char **argv, export_args *a, const char **key)
         case 'o': a->out = optarg; break;
         case 'd': a->db = optarg; break;
         case 'T': a->target = optarg; break;
+        case 'n': a->name = optarg; break;
         case 'j': a->json = 1; break;
         case 't': rc = dt_cli_int_opt("export", "--threads", optarg, 1, 1024, &a->threads); break;
         case 'h': usage(stdout); return -1;
@@ -101,7 +105,8 @@ int dt_cmd_export(int argc, char **argv)
     dt_db *db = NULL;
     if ((rc = dt_cli_open_db(a.db, DT_DB_READONLY, &db)))
         return rc;
-    dt_export_opts o = {.workload_key = key, .target_key = a.target, .threads = a.threads};
+    dt_export_opts o = {.workload_key = key, .target_key = a.target, .threads = a.threads,
+                        .name = a.name};
     json_t *info = NULL;
     rc = dt_export_write_info(db, &o, a.out, &info, &e);
     dt_db_close(db);

@@ -82,11 +82,12 @@ int dt_export_write_info(dt_db *db, const dt_export_opts *o, const char *out_c_p
     } else if ((rc = name_of_path(out_c_path, name, sizeof name, e))) {
         return rc;
     }
-    if (!dt_export_name_ok(name))
-        return dt_errf(e, DT_EINVAL, "'%s' is not a usable C identifier for the exported "
-                       "functions (letters, digits and _, not starting with a digit, not a "
-                       "keyword, at most %d characters)", o->name ? o->name : name,
-                       DT_EXPORT_NAME_MAX);
+    char why[240];
+    if (!dt_export_name_check(name, why, sizeof why))
+        return dt_errf(e, DT_EINVAL, "%s %s cannot name the exported functions: %s%s",
+                       o->name ? "name" : "output", o->name ? o->name : out_c_path, why,
+                       o->name ? "" : " (give another file name, or keep it and choose the "
+                                      "functions' name with --name)");
     size_t len = strlen(out_c_path);
     if (len < 2 || strcmp(out_c_path + len - 2, ".c") != 0)
         return dt_errf(e, DT_EINVAL, "output %s: the name must end in .c", out_c_path);

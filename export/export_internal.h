@@ -74,9 +74,11 @@ typedef struct dt_export_plan {
     dt_dispatch_stats stats; /* objective and loss of the table (the ABI comment) */
 } dt_export_plan;
 
-/* 1 when s is a C identifier usable as NAME: [A-Za-z_][A-Za-z0-9_]*, at most
- * DT_EXPORT_NAME_MAX characters, not a keyword. */
-int dt_export_name_ok(const char *s);
+/* 1 when s may be NAME: a C identifier of at most DT_EXPORT_NAME_MAX
+ * characters that is not a keyword and neither is nor makes (NAME_pack, …) a
+ * name of the C library, POSIX, OpenMP or dtune, nor one they reserve
+ * (export_names.c); else 0 with the reason in why[0..n). */
+int dt_export_name_check(const char *s, char *why, size_t n);
 
 int dt_export_plan_load(dt_db *db, const dt_export_opts *o, const char *name,
                         dt_export_plan **out, dt_err *e);

@@ -3,40 +3,12 @@
  * and C names. */
 #include "export/export_internal.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/target.h"
 #include "microkernel/mk_op.h"
-
-static const char *const c_keywords[] = {
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
-    "union", "unsigned", "void", "volatile", "while", "_Alignas", "_Alignof", "_Atomic",
-    "_Bool", "_Complex", "_Generic", "_Imaginary", "_Noreturn", "_Static_assert",
-    "_Thread_local", "bool", "true", "false", "asm", "typeof", NULL};
-
-static int is_keyword(const char *s)
-{
-    for (int i = 0; c_keywords[i]; i++)
-        if (strcmp(s, c_keywords[i]) == 0)
-            return 1;
-    return 0;
-}
-
-int dt_export_name_ok(const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n == 0 || n > DT_EXPORT_NAME_MAX || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
-            return 0;
-    return !is_keyword(s);
-}
 
 void dt_export_plan_free(dt_export_plan *p)
 {
@@ -61,12 +33,14 @@ static int is_param(const char *n)
 }
 
 /* C parameter names of the variables: the variable's own name unless it
- * would clash with a keyword, a tensor parameter or the file's own names. */
+ * would clash with a keyword, a library name (errno, NAN: the checks NAME
+ * meets), a tensor parameter or the file's own names. */
 static void name_vars(dt_export_plan *p)
 {
     for (int v = 0; v < p->w->nvars; v++) {
         const char *n = p->w->vars[v].name;
-        int clash = is_keyword(n) || strncmp(n, "dt_", 3) == 0 ||
+        char why[160];
+        int clash = !dt_export_name_check(n, why, sizeof why) ||
                     strncmp(n, p->name, strlen(p->name)) == 0 || is_param(n);
         snprintf(p->var[v], sizeof p->var[v], clash ? "%s_var" : "%s", n);
     }

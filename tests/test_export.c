@@ -1521,6 +1521,60 @@ static void test_export_errors(void)
     CU_ASSERT_EQUAL(dt_export_write(db, &o, path, &e), DT_EINVAL);
     snprintf(path, sizeof path, "%s/ok.txt", g_dir);
     CU_ASSERT_EQUAL(dt_export_write(db, &o, path, &e), DT_EINVAL);
+    /* issue 42, defect 6: a NAME that is (or makes) a C library, POSIX,
+     * OpenMP or dtune name, or that the C standard reserves, is refused with
+     * the reason and writes nothing (exp.c did not compile: "conflicting
+     * types for 'exp'"; free.c took libc's free at link time) */
+    static const struct {
+        const char *name, *why;
+    } taken[] = {
+        {"exp", "<math.h> function"},   {"expf", "<math.h> function"},
+        {"memcpy", "C library"},        {"free", "C library"},
+        {"abs", "C library"},           {"time", "C library"},
+        {"errno", "C library"},         {"isdigit", "C library"},
+        {"size_t", "ending in _t"},     {"_kernel", "reserved for the C implementation"},
+        {"__x", "reserved for the C implementation"}, {"dtune_open", "dtune's own"},
+        {"dt_kernel", "dtune's own"},   {"omp_kernel", "OpenMP"},
+        {"atomic_add", "C library"},    {"EINVAL", "C library"},
+    };
+    for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s.c", g_dir, taken[i].name);
+        CU_ASSERT_EQUAL(dt_export_write(db, &o, path, &e), DT_EINVAL);
+        if (!strstr(e.msg, taken[i].why) || !strstr(e.msg, "--name"))
+            fprintf(stderr, "\n  %s: %s\n", taken[i].name, e.msg);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, taken[i].why));
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "--name"));
+        CU_ASSERT_FALSE(file_exists(path));
+        o.name = taken[i].name; /* as a name given apart from the file */
+        snprintf(path, sizeof path, "%s/kernel_file.c", g_dir);
+        CU_ASSERT_EQUAL(dt_export_write(db, &o, path, &e), DT_EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, taken[i].why));
+        CU_ASSERT_FALSE(file_exists(path));
+        o.name = NULL;
+    }
+    /* names that merely look alike are fine: stream (str+lowercase), total,
+     * expert, free_list, times */
+    static const char *fine[] = {"stream", "total", "expert", "free_list", "times", "memo"};
+    char why[256];
+    for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
+        int ok = dt_export_name_check(fine[i], why, sizeof why);
+        if (!ok)
+            fprintf(stderr, "\n  %s: %s\n", fine[i], why);
+        CU_ASSERT_TRUE(ok);
+    }
+    /* the file may keep a library's name when the functions take another:
+     * exp.c with --name exp_kernel compiles beside <math.h>'s exp */
+    snprintf(path, sizeof path, "%s/exp.c", g_dir);
+    o.name = "exp_kernel";
+    CU_ASSERT_EQUAL(dt_export_write(db, &o, path, &e), 0);
+    o.name = NULL;
+    void *h = compile_wrapped(g_dir, "exp",
+                              "#include <math.h>\n#include \"exp.h\"\n#include \"exp.c\"\n"
+                              "double exp_test(double x);\n"
+                              "double exp_test(double x) { return exp(x) + (double)exp_kernel_packed_size(); }\n");
+    CU_ASSERT_PTR_NOT_NULL(h);
+    if (h)
+        CU_ASSERT_PTR_NOT_NULL(dlsym(h, "exp_kernel"));
     /* missing schedule: another thread count, another target, another workload */
     snprintf(path, sizeof path, "%s/none.c", g_dir);
     o.threads = g_threads + 1;
@@ -1568,6 +1622,17 @@ static void test_export_errors(void)
                                       g_db, g_dir), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "C identifier"));
     dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "export '%s' --db '%s' -o '%s/free.c'", g_keys[1],
+                                      g_db, g_dir), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "'free' is a name of the C library"));
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "export '%s' --db '%s' -o '%s/free.c' --name free_k",
+                                      g_keys[1], g_db, g_dir), 0);
+    dt_test_proc_free(&p);
+    snprintf(path, sizeof path, "%s/free.h", g_dir);
+    char *hdr = dt_test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL(hdr && strstr(hdr, "free_k_packed_size"));
+    free(hdr);
     CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "export '%s' --db '%s' --threads 64 -o '%s/t64.c'",
                                       g_keys[1], g_db, g_dir), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "no schedule"));
