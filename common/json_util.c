@@ -1,6 +1,8 @@
 #include "common/json_util.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 const char *dt_json_type_name(const json_t *v)
 {
@@ -17,3 +19,13 @@ const char *dt_json_type_name(const json_t *v)
 }
 
 json_t *dt_json_num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+const char *dt_real_text(double v, char buf[32])
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, 32, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            return buf;
+    }
+    return buf; /* NaN: "nan" at any precision */
+}

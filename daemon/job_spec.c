@@ -268,8 +268,9 @@ int dt_job_request_parse(const char *body, size_t len, int cores, int default_th
         }
         min_time_ms = json_number_value(v);
         if (!(min_time_ms > 0) || min_time_ms > 10000) {
-            rc = req_fail(&c, "min_time_ms", 0, "must be above 0 and at most 10000, not %g",
-                          min_time_ms);
+            char num[32];
+            rc = req_fail(&c, "min_time_ms", 0, "must be above 0 and at most 10000, not %s",
+                          dt_real_text(min_time_ms, num));
             goto out;
         }
     }

@@ -1,7 +1,11 @@
 /* dtune_errmsg and dtune_errstr: one message per thread (thread-local), so
- * threads that share a handle never read each other's errors. */
+ * threads that share a handle never read each other's errors.  A message
+ * quotes what the caller passed (a key, a path, a shape); its control
+ * characters are escaped (common/escape.h) as the CLI does, so a caller that
+ * prints or logs dtune_errmsg() cannot be made to write a forged line. */
 #include <stdio.h>
 
+#include "common/escape.h"
 #include "libdtune/lib_internal.h"
 
 static _Thread_local char tls_msg[DT_ERR_MSG_MAX];
@@ -11,13 +15,13 @@ int dt_lib_status(int rc, const dt_err *e)
     if (rc == 0)
         tls_msg[0] = '\0';
     else
-        snprintf(tls_msg, sizeof tls_msg, "%s", e && e->msg[0] ? e->msg : dt_strerror(rc));
+        dt_escape(e && e->msg[0] ? e->msg : dt_strerror(rc), tls_msg, sizeof tls_msg);
     return rc;
 }
 
 int dt_lib_fail(int code, const char *msg)
 {
-    snprintf(tls_msg, sizeof tls_msg, "%s", msg);
+    dt_escape(msg, tls_msg, sizeof tls_msg);
     return code;
 }
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json_util.h"
+
 void dt_domain_free(dt_domain *d)
 {
     if (!d)
@@ -86,8 +88,9 @@ int dt_domain_values(dt_domain *d, const int64_t *values, const double *weights,
         p[i].v = values[i];
         p[i].w = weights ? weights[i] : 1.0;
         if (!(p[i].w >= 0) || p[i].w > 1e300) { /* also rejects NaN */
-            rc = dt_errf(e, DT_EINVAL, "weight %g of value %lld must be a finite number >= 0",
-                         p[i].w, (long long)values[i]);
+            char num[32];
+            rc = dt_errf(e, DT_EINVAL, "weight %s of value %lld must be a finite number >= 0",
+                         dt_real_text(p[i].w, num), (long long)values[i]);
             goto out;
         }
         total += p[i].w;

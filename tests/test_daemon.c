@@ -137,6 +137,9 @@ static void test_request_invalid(void)
     expect_bad("{\"workload\": \"" KEY "\", \"threads\": 5}", "threads: must be from 1 to 4");
     expect_bad("{\"workload\": \"" KEY "\", \"strategy\": \"best\"}", "strategy: must be");
     expect_bad("{\"workload\": \"" KEY "\", \"min_time_ms\": 0}", "min_time_ms: must be above 0");
+    /* issue 42: the value is quoted as given, not rounded by %g to "not 10000" */
+    expect_bad("{\"workload\": \"" KEY "\", \"min_time_ms\": 10000.0001}",
+               "at most 10000, not 10000.0001");
     expect_bad("{\"workload\": \"" KEY "\",\n \"budget\": 5}", "body:2:2: budget: unknown field");
     expect_bad("{\"workload\": \"" KEY "\", \"trials\": 5, \"trials\": 6}", "malformed JSON");
     /* model errors carry the body's line and column and the spec path */

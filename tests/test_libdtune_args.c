@@ -101,6 +101,15 @@ static void test_identity(void)
         junk[i] = (char)(1 + i % 255);
     CU_ASSERT_NOT_EQUAL(dtune_workload_canonical(junk, out, sizeof out, err, sizeof err), 0);
     free(junk);
+    /* issue 42: a message quoting the caller's text escapes its control
+     * characters, as the CLI does (a raw newline could forge a log line) */
+    CU_ASSERT_EQUAL(dtune_workload_canonical("dense(M=1..8,\nN=16,\x1b[31mK=16)", out, sizeof out,
+                                             err, sizeof err),
+                    DTUNE_EINVAL);
+    CU_ASSERT_PTR_NULL(strchr(dtune_errmsg(), '\n'));
+    CU_ASSERT_PTR_NULL(strchr(dtune_errmsg(), '\x1b'));
+    CU_ASSERT_PTR_NOT_NULL(strstr(dtune_errmsg(), "\\n"));
+    CU_ASSERT_PTR_NULL(strchr(err, '\n'));
     CU_ASSERT_EQUAL(dtune_workload_canonical(KEY, out, sizeof out, NULL, 0), DTUNE_OK);
     CU_ASSERT_STRING_EQUAL(out, KEY);
 
