@@ -79,6 +79,49 @@ static void test_sums_fold_in_any_order(void)
     }
 }
 
+/* Any order of one sum's signed terms gives the same canonical text: a
+ * random chain of variables, products and constants, each with a sign,
+ * printed in two random orders (issue 42, defect 7, as a property). */
+static void test_sum_order_does_not_matter(void)
+{
+    srand(42);
+    /* "(a/2)": a leading "-a/2" would be floor(-a/2), another value */
+    static const char *atoms[] = {"a", "b", "c", "2*a", "3*b*c", "(a/2)", "(b+1)", "(c-2)"};
+    for (int iter = 0; iter < 500; iter++) {
+        int n = 2 + rand() % 6, sign[8], term[8], order[8];
+        for (int i = 0; i < n; i++) {
+            sign[i] = rand() % 2;
+            term[i] = rand() % 12; /* 8..11: a constant 1..4 */
+            order[i] = i;
+        }
+        char text[2][256];
+        for (int t = 0; t < 2; t++) {
+            for (int i = n - 1; t && i > 0; i--) { /* shuffle the second */
+                int j = rand() % (i + 1), x = order[i];
+                order[i] = order[j];
+                order[j] = x;
+            }
+            int len = 0;
+            for (int k = 0; k < n; k++) {
+                int i = order[k];
+                char atom[16];
+                if (term[i] < 8)
+                    snprintf(atom, sizeof atom, "%s", atoms[term[i]]);
+                else
+                    snprintf(atom, sizeof atom, "%d", term[i] - 7);
+                len += snprintf(text[t] + len, sizeof text[t] - (size_t)len, "%s%s",
+                                sign[i] ? "-" : (k ? "+" : ""), atom);
+            }
+        }
+        char first[256];
+        snprintf(first, sizeof first, "%s", canon(text[0]));
+        const char *second = canon(text[1]);
+        if (strcmp(first, second) != 0)
+            fprintf(stderr, "\n  %s -> %s but %s -> %s\n", text[0], first, text[1], second);
+        CU_ASSERT_STRING_EQUAL(first, second);
+    }
+}
+
 static void test_round_trip_is_fixed_point(void)
 {
     /* canonical text parses back to the same tree and prints the same */
@@ -349,6 +392,7 @@ int main(void)
     CU_TestInfo tests[] = {
         {"canonical forms", test_canonical_forms},
         {"sums fold their constants in any order (issue 42, 7)", test_sums_fold_in_any_order},
+        {"any order of a sum's terms, one text", test_sum_order_does_not_matter},
         {"canonical text is a fixed point", test_round_trip_is_fixed_point},
         {"random expressions round-trip and keep their value", test_random_round_trip},
         {"parse errors carry the offset", test_parse_errors},
