@@ -426,6 +426,213 @@ static void test_errors(void)
     free(X), free(W), free(b), free(Y), free(Q), free(P);
 }
 
+/* A TVM string or bytes object of text[0..n) (NULs included) as an argument. */
+static TVMFFIAny bytes_arg(const char *text, size_t n, int as_bytes)
+{
+    TVMFFIByteArray b = {text, n};
+    TVMFFIAny r = {.type_index = kTVMFFINone};
+    int rc = as_bytes ? TVMFFIBytesFromByteArray(&b, &r) : TVMFFIStringFromByteArray(&b, &r);
+    CU_ASSERT_EQUAL(rc, 0);
+    return r;
+}
+
+static void drop_arg(TVMFFIAny *a)
+{
+    if (a->type_index >= kTVMFFIStaticObjectBegin && a->v_obj)
+        TVMFFIObjectDecRef(a->v_obj);
+}
+
+/* Issue 42's hostile calls and the client's own pass over its argument
+ * handling: each refused with its reason, never cut short, wrapped around
+ * or run on memory the tensors do not describe. */
+static void test_errors_hostile(void)
+{
+    float *X = random_floats(4 * 24, 1), *W = random_floats(40 * 24, 2), *b = calloc(40, 4);
+    float *Y = calloc(4 * 40 + 1, 4);
+    tensor x, w, bias, y;
+    tensor_init(&x, X, 2, (int64_t[]){4, 24});
+    tensor_init(&w, W, 2, (int64_t[]){40, 24});
+    tensor_init(&bias, b, 1, (int64_t[]){40});
+    tensor_init(&y, Y, 2, (int64_t[]){4, 40});
+    TVMFFIAny ok[5] = {str_arg(UP), tensor_arg(&x), tensor_arg(&w), tensor_arg(&bias),
+                       tensor_arg(&y)};
+    TVMFFIAny a[5];
+    char want[256];
+
+    /* a key with a NUL inside its length, as a TVM string, TVM bytes and a
+     * byte array: refused, not read as the key before the NUL */
+    char nulkey[sizeof UP + 8];
+    memcpy(nulkey, UP "\0junk", sizeof UP + 5);
+    size_t nl = sizeof UP + 4; /* UP, NUL, "junk" */
+    snprintf(want, sizeof want, "argument 0 has a NUL byte at offset %zu of its %zu bytes",
+             sizeof UP - 1, nl);
+    for (int as_bytes = 0; as_bytes < 2; as_bytes++) {
+        memcpy(a, ok, sizeof a);
+        a[0] = bytes_arg(nulkey, nl, as_bytes);
+        expect_error("dtune.dense", a, 5, want);
+        drop_arg(&a[0]);
+    }
+    TVMFFIByteArray kb = {nulkey, nl};
+    memcpy(a, ok, sizeof a);
+    a[0] = (TVMFFIAny){.type_index = kTVMFFIByteArrayPtr, .v_ptr = &kb};
+    expect_error("dtune.dense", a, 5, want);
+    /* the same key without its NUL tail, as TVM bytes: served */
+    a[0] = bytes_arg(UP, sizeof UP - 1, 1);
+    CU_ASSERT_EQUAL(call("dtune.dense", a, 5, NULL, NULL, 0), 0);
+    drop_arg(&a[0]);
+    /* a path with a NUL inside: refused, not opened as the path before it */
+    char nulpath[sizeof g_db + 8];
+    size_t pl = strlen(g_db);
+    memcpy(nulpath, g_db, pl);
+    memcpy(nulpath + pl, "\0junk", 5);
+    TVMFFIAny o[2] = {bytes_arg(nulpath, pl + 5, 0), int_arg(1)};
+    snprintf(want, sizeof want, "dtune.open: argument 0 has a NUL byte at offset %zu", pl);
+    expect_error("dtune.open", o, 2, want);
+    drop_arg(&o[0]);
+    /* NULL strings */
+    memcpy(a, ok, sizeof a);
+    a[0] = (TVMFFIAny){.type_index = kTVMFFIRawStr, .v_c_str = NULL};
+    expect_error("dtune.dense", a, 5, "argument 0 is a NULL string");
+    a[0] = (TVMFFIAny){.type_index = kTVMFFIByteArrayPtr, .v_ptr = NULL};
+    expect_error("dtune.dense", a, 5, "argument 0 is a NULL byte array");
+
+    /* shapes whose products overflow int64: refused, never wrapped (to
+     * M=0 for X of (2^40, 2^40, 24)) */
+    const int64_t T40 = (int64_t)1 << 40;
+    memcpy(a, ok, sizeof a);
+    tensor_init(&x, X, 3, (int64_t[]){T40, T40, 24});
+    expect_error("dtune.dense", a, 5,
+                 "X of shape (1099511627776, 1099511627776, 24) overflows: the product of its "
+                 "dims exceeds 2^63-1");
+    tensor_init(&x, X, 2, (int64_t[]){(int64_t)1 << 58, 24}); /* elements fit, bytes do not */
+    expect_error("dtune.dense", a, 5, "X of shape (288230376151711744, 24) overflows: its "
+                                      "6917529027641081856 elements of 4 bytes");
+    tensor_init(&x, X, 2, (int64_t[]){4, 24});
+    x.t.byte_offset = (uint64_t)1 << 63;
+    expect_error("dtune.dense", a, 5, "after a byte_offset of 9223372036854775808 exceed");
+    x.t.byte_offset = UINT64_MAX - 100;
+    expect_error("dtune.dense", a, 5, "X of shape (4, 24) overflows");
+    x.t.data = (void *)(uintptr_t)-4096; /* the size fits, the address wraps */
+    x.t.byte_offset = 4000;
+    expect_error("dtune.dense", a, 5, "X's byte_offset 4000 and size go past the end of the "
+                                      "address space");
+    x.t.data = X;
+    x.t.byte_offset = 0;
+
+    /* a bias to a key without one: a grammatical message */
+    a[0] = str_arg("dense(M=1..12,N=40,K=24)");
+    expect_error("dtune.dense", a, 5,
+                 "dtune.dense: dense(M=1..12,N=40,K=24) has no bias: pass (key, X, W, Y)");
+    memcpy(a, ok, sizeof a);
+    expect_error("dtune.dense", a, 4,
+                 "dense(M=1..12,N=40,K=24,epilogue=bias+gelu) adds a bias: pass (key, X, W, "
+                 "bias, Y)");
+    expect_error("dtune.dense", a, 1, "dtune.dense(key, X, W, [bias,] Y): 1 argument given");
+    expect_error("dtune.batch_matmul", a, 5, "dtune.batch_matmul(key, A, B, C): 5 arguments");
+
+    /* dims of 0 and negative dims */
+    tensor_init(&x, X, 2, (int64_t[]){0, 24});
+    expect_error("dtune.dense", a, 5, "X of shape (0, 24) has dim 0 of size 0; every dim must");
+    tensor_init(&x, X, 2, (int64_t[]){-4, 24});
+    expect_error("dtune.dense", a, 5, "X of shape (-4, 24) has dim 0 of size -4");
+    int64_t neg_strides[2] = {24, 1};
+    x.t.strides = neg_strides; /* the dims are checked before the strides */
+    expect_error("dtune.dense", a, 5, "has dim 0 of size -4");
+    x.t.strides = NULL;
+    tensor_init(&x, X, 2, (int64_t[]){4, 24});
+    x.t.shape = NULL;
+    expect_error("dtune.dense", a, 5, "X has 2 dims but no shape");
+    tensor_init(&x, X, 2, (int64_t[]){4, 24});
+    x.t.ndim = -1;
+    expect_error("dtune.dense", a, 5, "X has -1 dims, at least 1 expected");
+    tensor_init(&x, X, 2, (int64_t[]){4, 24});
+
+    /* dtypes by their names, lanes included */
+    x.t.dtype.lanes = 4;
+    expect_error("dtune.dense", a, 5, "X must be float32, not float32x4");
+    x.t.dtype = (DLDataType){kDLBfloat, 16, 1};
+    expect_error("dtune.dense", a, 5, "X must be float32, not bfloat16");
+    x.t.dtype = (DLDataType){kDLFloat, 32, 1};
+
+    /* a first element not aligned for a float */
+    y.t.byte_offset = 2;
+    expect_error("dtune.dense", a, 5, "Y's data + byte_offset (2) is not aligned to 4 bytes");
+    y.t.byte_offset = 4; /* aligned: served, into Y[1..] */
+    CU_ASSERT_EQUAL(call("dtune.dense", a, 5, NULL, NULL, 0), 0);
+    y.t.byte_offset = 0;
+
+    /* leading dims that differ but have the same product */
+    tensor_init(&x, X, 3, (int64_t[]){4, 1, 24});
+    tensor_init(&y, Y, 3, (int64_t[]){2, 2, 40});
+    expect_error("dtune.dense", a, 5, "Y must be X's leading dims x N, X being (4, 1, 24)");
+    tensor_init(&x, X, 3, (int64_t[]){1, 4, 24});
+    tensor_init(&y, Y, 2, (int64_t[]){4, 40}); /* leading 1s aside: the same */
+    CU_ASSERT_EQUAL(call("dtune.dense", a, 5, NULL, NULL, 0), 0);
+    tensor_init(&x, X, 2, (int64_t[]){4, 24});
+    tensor_init(&y, Y, 2, (int64_t[]){4, 40});
+    tensor_init(&w, W, 3, (int64_t[]){40, 24, 1});
+    expect_error("dtune.dense", a, 5,
+                 "W must be N x K with K=24 (X's last dim); it is (40, 24, 1)");
+    tensor_init(&w, W, 2, (int64_t[]){40, 24});
+    tensor_init(&bias, b, 2, (int64_t[]){1, 40});
+    expect_error("dtune.dense", a, 5, "bias must be (N,) = (40,) (W's first dim); it is (1, 40)");
+    tensor_init(&bias, b, 1, (int64_t[]){40});
+
+    /* batch_matmul: overflowing shapes, batches that differ in their dims */
+    float *Q = random_floats(3 * 4 * 16, 1), *P = calloc(3 * 4 * 4, 4);
+    tensor q, k, p;
+    tensor_init(&q, Q, 3, (int64_t[]){T40, T40, 16});
+    tensor_init(&k, Q, 3, (int64_t[]){3, 4, 16});
+    tensor_init(&p, P, 3, (int64_t[]){3, 4, 4});
+    TVMFFIAny c[4] = {str_arg(SCORES), tensor_arg(&q), tensor_arg(&k), tensor_arg(&p)};
+    expect_error("dtune.batch_matmul", c, 4,
+                 "A of shape (1099511627776, 1099511627776, 16) overflows");
+    tensor_init(&q, Q, 4, (int64_t[]){(int64_t)1 << 32, (int64_t)1 << 32, 4, 16});
+    expect_error("dtune.batch_matmul", c, 4,
+                 "A of shape (4294967296, 4294967296, 4, 16) overflows");
+    tensor_init(&q, Q, 3, (int64_t[]){3, 4, 16});
+    tensor_init(&k, Q, 4, (int64_t[]){3, 1, 4, 16}); /* 3 x 1 batches against A's 3 */
+    expect_error("dtune.batch_matmul", c, 4, "B must be 3 matrices of N x K with K=16, with A's "
+                                             "leading dims (A is (3, 4, 16)); it is (3, 1, 4, 16)");
+    tensor_init(&k, Q, 4, (int64_t[]){1, 3, 4, 16});
+    tensor_init(&p, P, 4, (int64_t[]){3, 1, 4, 4});
+    expect_error("dtune.batch_matmul", c, 4, "C must be 3 matrices of 4 x 4");
+    tensor_init(&p, P, 4, (int64_t[]){1, 3, 4, 4});
+    CU_ASSERT_EQUAL(call("dtune.batch_matmul", c, 4, NULL, NULL, 0), 0);
+
+    /* keys: other spellings of one workload are served and counted as one
+     * workload; a shared variable two tensors disagree on; a key whose
+     * canonical form is too long for dtune */
+    int64_t workloads = stat_of("workloads");
+    memcpy(a, ok, sizeof a);
+    a[0] = str_arg("dense(M=seq,N=40,K=24,epilogue=bias+gelu;seq=1..12)");
+    CU_ASSERT_EQUAL(call("dtune.dense", a, 5, NULL, NULL, 0), 0);
+    a[0] = str_arg("dense( K = 24, N = 40, M = {1,2,3,4,5,6,7,8,9,10,11,12}, "
+                   "epilogue = bias+gelu )");
+    CU_ASSERT_EQUAL(call("dtune.dense", a, 5, NULL, NULL, 0), 0);
+    CU_ASSERT_EQUAL(stat_of("workloads"), workloads);
+    a[0] = str_arg("dense(M=m,N=m,K=24;m=1..12)");
+    expect_error("dtune.dense", a, 4, "X and W give M=4 and N=40, but dense(M=m,N=m,K=24;m=1..12) "
+                                      "has M and N both the variable m");
+    char *longkey = malloc(4096);
+    size_t ll = (size_t)sprintf(longkey, "dense(M={");
+    for (int i = 1; i < 300; i++) /* 299 values, no progression: printed as they are */
+        ll += (size_t)sprintf(longkey + ll, "%d,", 3 * i + (i & 1));
+    sprintf(longkey + ll - 1, "},N=40,K=24,epilogue=bias+gelu)");
+    a[0] = str_arg(longkey);
+    expect_error("dtune.dense", a, 5, "bytes long in canonical form, more than dtune's limit of "
+                                      "1023");
+    free(longkey);
+
+    /* tensor objects and pointers that are NULL */
+    memcpy(a, ok, sizeof a);
+    a[2] = (TVMFFIAny){.type_index = kTVMFFITensor, .v_obj = NULL};
+    expect_error("dtune.dense", a, 5, "W is a NULL tensor");
+    a[2] = (TVMFFIAny){.type_index = kTVMFFIDLTensorPtr, .v_ptr = NULL};
+    expect_error("dtune.dense", a, 5, "W is a NULL tensor");
+    free(X), free(W), free(b), free(Y), free(Q), free(P);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -434,6 +641,7 @@ int main(void)
         {"the tuner's compiled kernels are loaded, not rebuilt", test_kernels_not_rebuilt},
         {"a weight tensor is packed once", test_packed_once},
         {"bad calls raise TVM errors with their reason", test_errors},
+        {"hostile arguments raise TVM errors with their reason", test_errors_hostile},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"tvm_client", setup, teardown, NULL, NULL, tests},

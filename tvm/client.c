@@ -69,26 +69,55 @@ static TVMFFIByteArray *bytes_of(TVMFFIObject *obj)
     return (TVMFFIByteArray *)((char *)obj + sizeof(TVMFFIObject));
 }
 
-/* A string argument's text and length (not NUL-terminated for small strings). */
+/* A string argument's text and length (not NUL-terminated for small
+ * strings): a TVM string or bytes, a C string or a byte array.  Text with
+ * a NUL byte inside its length is refused: every string the client takes
+ * (a key, a path) is read up to its first NUL by the calls it is passed
+ * to, so the bytes after it would be ignored without a word. */
 static int arg_str(const char *fn, const TVMFFIAny *a, int i, const char **s, size_t *n)
 {
+    const TVMFFIByteArray *b = NULL;
     switch (a->type_index) {
     case kTVMFFIRawStr:
+        if (!a->v_c_str)
+            return ffi_raise("ValueError", "%s: argument %d is a NULL string", fn, i);
         *s = a->v_c_str, *n = strlen(a->v_c_str);
         return 0;
     case kTVMFFISmallStr:
+    case kTVMFFISmallBytes:
+        if (a->small_str_len > sizeof a->v_bytes)
+            return ffi_raise("ValueError", "%s: argument %d is a small string of %u bytes "
+                             "(at most %zu)", fn, i, (unsigned)a->small_str_len,
+                             sizeof a->v_bytes);
         *s = a->v_bytes, *n = a->small_str_len;
-        return 0;
+        break;
     case kTVMFFIStr:
-        *s = bytes_of(a->v_obj)->data, *n = bytes_of(a->v_obj)->size;
-        return 0;
+    case kTVMFFIBytes:
+        if (!a->v_obj)
+            return ffi_raise("ValueError", "%s: argument %d is a NULL string object", fn, i);
+        b = bytes_of(a->v_obj);
+        break;
     case kTVMFFIByteArrayPtr:
-        *s = ((TVMFFIByteArray *)a->v_ptr)->data, *n = ((TVMFFIByteArray *)a->v_ptr)->size;
-        return 0;
+        if (!a->v_ptr)
+            return ffi_raise("ValueError", "%s: argument %d is a NULL byte array", fn, i);
+        b = (const TVMFFIByteArray *)a->v_ptr;
+        break;
     default:
         return ffi_raise("TypeError", "%s: argument %d must be a string (type index %d)", fn, i,
-                     (int)a->type_index);
+                         (int)a->type_index);
     }
+    if (b) {
+        if (!b->data && b->size)
+            return ffi_raise("ValueError", "%s: argument %d is a string of %zu bytes without "
+                             "data", fn, i, b->size);
+        *s = b->data ? b->data : "", *n = b->size;
+    }
+    const char *nul = memchr(*s, '\0', *n);
+    if (nul)
+        return ffi_raise("ValueError", "%s: argument %d has a NUL byte at offset %zu of its %zu "
+                         "bytes: keys and paths are text without NUL bytes", fn, i,
+                         (size_t)(nul - *s), *n);
+    return 0;
 }
 
 static int arg_int(const char *fn, const TVMFFIAny *a, int i, int64_t *v)
@@ -101,31 +130,98 @@ static int arg_int(const char *fn, const TVMFFIAny *a, int i, int64_t *v)
                  (int)a->type_index);
 }
 
-/* A float32 CPU tensor with row-major compact strides, of at least min_ndim dims. */
+/* t's shape as "(2, 3, 4)" into buf (dims past the eighth elided). */
+static const char *shape_text(const DLTensor *t, char *buf, size_t size)
+{
+    size_t j = (size_t)snprintf(buf, size, "(");
+    for (int d = 0; d < t->ndim && j < size; d++) {
+        if (d == 8) {
+            j += (size_t)snprintf(buf + j, size - j, ", ... %d dims", t->ndim);
+            break;
+        }
+        j += (size_t)snprintf(buf + j, size - j, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    }
+    if (j < size)
+        snprintf(buf + j, size - j, t->ndim == 1 ? ",)" : ")");
+    return buf;
+}
+
+/* dtype's name as TVM spells it: float32, float16, bfloat16, int8, float32x4 */
+static const char *dtype_text(DLDataType dt, char *buf, size_t size)
+{
+    const char *code = dt.code == kDLInt      ? "int"
+                       : dt.code == kDLUInt   ? "uint"
+                       : dt.code == kDLFloat  ? "float"
+                       : dt.code == kDLBfloat ? "bfloat"
+                       : dt.code == kDLBool   ? "bool"
+                                              : NULL;
+    int j = code ? snprintf(buf, size, "%s%d", code, dt.bits)
+                 : snprintf(buf, size, "dtype code %d of %d bits", dt.code, dt.bits);
+    if (dt.lanes != 1 && j >= 0 && (size_t)j < size)
+        snprintf(buf + j, size - (size_t)j, "x%d", dt.lanes);
+    return buf;
+}
+
+/* A float32 CPU tensor with row-major compact strides, of at least
+ * min_ndim dims, each at least 1, whose size in bytes (with its
+ * byte_offset) fits in int64 — so no product of its dims overflows — and
+ * whose first element is aligned for a float. */
 static int arg_tensor(const char *fn, const TVMFFIAny *a, const char *name, int min_ndim,
                       DLTensor **out)
 {
     DLTensor *t;
+    char sh[256], dt[64];
     if (a->type_index == kTVMFFIDLTensorPtr)
         t = (DLTensor *)a->v_ptr;
     else if (a->type_index == kTVMFFITensor)
-        t = (DLTensor *)((char *)a->v_obj + sizeof(TVMFFIObject));
+        t = a->v_obj ? (DLTensor *)((char *)a->v_obj + sizeof(TVMFFIObject)) : NULL;
     else
         return ffi_raise("TypeError", "%s: %s must be a tensor (type index %d)", fn, name,
                      (int)a->type_index);
-    if (!t || !t->data)
+    if (!t)
+        return ffi_raise("ValueError", "%s: %s is a NULL tensor", fn, name);
+    if (!t->data)
         return ffi_raise("ValueError", "%s: %s has no data", fn, name);
     if (t->device.device_type != kDLCPU)
         return ffi_raise("ValueError", "%s: %s is on device type %d; dtune's kernels run on the CPU",
                      fn, name, (int)t->device.device_type);
     if (t->dtype.code != kDLFloat || t->dtype.bits != 32 || t->dtype.lanes != 1)
-        return ffi_raise("TypeError", "%s: %s must be float32 (dtype code %d, %d bits, %d lanes)", fn,
-                     name, t->dtype.code, t->dtype.bits, t->dtype.lanes);
+        return ffi_raise("TypeError", "%s: %s must be float32, not %s", fn, name,
+                         dtype_text(t->dtype, dt, sizeof dt));
     if (t->ndim < min_ndim)
-        return ffi_raise("ValueError", "%s: %s has %d dims, at least %d expected", fn, name, t->ndim,
-                     min_ndim);
+        return ffi_raise("ValueError", "%s: %s has %d dim%s, at least %d expected", fn, name,
+                         t->ndim, t->ndim == 1 ? "" : "s", min_ndim);
+    if (!t->shape)
+        return ffi_raise("ValueError", "%s: %s has %d dim%s but no shape", fn, name, t->ndim,
+                         t->ndim == 1 ? "" : "s");
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] < 1)
+            return ffi_raise("ValueError", "%s: %s of shape %s has dim %d of size %lld; every dim "
+                             "must be at least 1", fn, name, shape_text(t, sh, sizeof sh), d,
+                             (long long)t->shape[d]);
+    int64_t elems = 1, bytes;
+    for (int d = 0; d < t->ndim; d++)
+        if (__builtin_mul_overflow(elems, t->shape[d], &elems))
+            return ffi_raise("ValueError", "%s: %s of shape %s overflows: the product of its "
+                             "dims exceeds 2^63-1", fn, name, shape_text(t, sh, sizeof sh));
+    if (__builtin_mul_overflow(elems, (int64_t)sizeof(float), &bytes) ||
+        t->byte_offset > (uint64_t)INT64_MAX ||
+        __builtin_add_overflow(bytes, (int64_t)t->byte_offset, &bytes))
+        return ffi_raise("ValueError", "%s: %s of shape %s overflows: its %lld elements of 4 "
+                         "bytes after a byte_offset of %llu exceed 2^63-1 bytes", fn, name,
+                         shape_text(t, sh, sizeof sh), (long long)elems,
+                         (unsigned long long)t->byte_offset);
+    uintptr_t first;
+    if (__builtin_add_overflow((uintptr_t)t->data, t->byte_offset, &first) ||
+        __builtin_add_overflow(first, (uintptr_t)elems * sizeof(float), &first))
+        return ffi_raise("ValueError", "%s: %s's byte_offset %llu and size go past the end of "
+                         "the address space", fn, name, (unsigned long long)t->byte_offset);
+    if (((uintptr_t)t->data + t->byte_offset) % _Alignof(float))
+        return ffi_raise("ValueError", "%s: %s's data + byte_offset (%llu) is not aligned to "
+                         "%zu bytes, a float32's alignment", fn, name,
+                         (unsigned long long)t->byte_offset, _Alignof(float));
     if (t->strides) {
-        int64_t want = 1;
+        int64_t want = 1; /* no overflow: at most the element count */
         for (int d = t->ndim - 1; d >= 0; d--) {
             if (t->shape[d] != 1 && t->strides[d] != want)
                 return ffi_raise("ValueError",
@@ -134,21 +230,38 @@ static int arg_tensor(const char *fn, const TVMFFIAny *a, const char *name, int 
             want *= t->shape[d];
         }
     }
-    for (int d = 0; d < t->ndim; d++)
-        if (t->shape[d] < 1)
-            return ffi_raise("ValueError", "%s: %s has an empty dim %d", fn, name, d);
     *out = t;
     return 0;
 }
 
 static float *data_of(const DLTensor *t) { return (float *)((char *)t->data + t->byte_offset); }
 
+/* The product of t's dims but the last keep: no overflow, arg_tensor
+ * checked the product of all of them. */
 static int64_t lead(const DLTensor *t, int keep)
 {
     int64_t p = 1;
     for (int d = 0; d < t->ndim - keep; d++)
         p *= t->shape[d];
     return p;
+}
+
+/* Whether a's dims but its last ka and b's but its last kb are the same,
+ * leading 1s aside ((1, 3) and (3) are; (3, 2) and (2, 3), or (6), are not):
+ * the batch of matrices is their product, read in the same order. */
+static int same_lead(const DLTensor *a, int ka, const DLTensor *b, int kb)
+{
+    int i = 0, j = 0, na = a->ndim - ka, nb = b->ndim - kb;
+    while (i < na && a->shape[i] == 1)
+        i++;
+    while (j < nb && b->shape[j] == 1)
+        j++;
+    if (na - i != nb - j)
+        return 0;
+    for (; i < na; i++, j++)
+        if (a->shape[i] != b->shape[j])
+            return 0;
+    return 1;
 }
 
 /* ---- the database and the keys (under g_lock) ----------------------------- */
@@ -198,7 +311,8 @@ static const key_entry *key_locked(const char *fn, const char *s, size_t n)
     return e;
 }
 
-/* Sets the variable of dim d of k to v, or checks its constant. */
+/* Sets the variable of dim d of k to v, or checks its constant; set[vi] is
+ * 1 + the dim that set variable vi. */
 static int bind_dim(const char *fn, const dt_tvm_key *k, int d, int64_t v, int64_t *vals,
                     int *set, const char *what)
 {
@@ -211,22 +325,31 @@ static int bind_dim(const char *fn, const dt_tvm_key *k, int d, int64_t v, int64
     }
     int vi = k->dim_var[d];
     if (set[vi] && vals[vi] != v)
-        return ffi_raise("ValueError", "%s: %s give %s=%lld and %lld", fn, what,
-                     k->var[vi], (long long)v, (long long)vals[vi]);
-    vals[vi] = v, set[vi] = 1;
+        return ffi_raise("ValueError", "%s: %s give %c=%lld and %c=%lld, but %s has %c and %c "
+                         "both the variable %s", fn, what, k->dims[set[vi] - 1],
+                         (long long)vals[vi], dim, (long long)v, k->canonical,
+                         k->dims[set[vi] - 1], dim, k->var[vi]);
+    vals[vi] = v, set[vi] = 1 + d;
     return 0;
 }
 
-/* The kernel for k at dims[] (the op's order): looked up, loaded, its entry
- * points copied out. */
-static int kernel_for(const char *fn, const char *key, const dt_tvm_key *k, const int64_t *dims,
-                      const char *what, dt_tvm_kernel *out)
+/* The variables' values vals[0..k->nvars) of k at dims[] (the op's order),
+ * each constant checked. */
+static int bind_dims(const char *fn, const dt_tvm_key *k, const int64_t *dims, const char *what,
+                     int64_t *vals)
 {
-    int64_t vals[DT_TVM_MAX_VARS] = {0};
     int set[DT_TVM_MAX_VARS] = {0};
     for (int d = 0; d < k->ndims; d++)
         if (bind_dim(fn, k, d, dims[d], vals, set, what))
             return -1;
+    return 0;
+}
+
+/* The kernel for k at the variables' values: looked up, loaded, its entry
+ * points copied out. */
+static int kernel_for(const char *fn, const char *key, const dt_tvm_key *k, const int64_t *vals,
+                      dt_tvm_kernel *out)
+{
     dtune_schedule s;
     if (dtune_lookup_values(g_db, key, vals, k->nvars, NULL, g_threads, &s) != DTUNE_OK)
         return ffi_raise("RuntimeError", "%s: %s", fn, dtune_errmsg());
@@ -247,7 +370,8 @@ static int fn_open(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *resu
     size_t len = 0;
     int64_t threads = 0;
     if (n < 1 || n > 2)
-        return ffi_raise("TypeError", "%s(db_path, threads=0): %d arguments given", fn, (int)n);
+        return ffi_raise("TypeError", "%s(db_path, threads=0): %d argument%s given", fn, (int)n,
+                         n == 1 ? "" : "s");
     if (arg_str(fn, &args[0], 0, &s, &len) || (n == 2 && arg_int(fn, &args[1], 1, &threads)))
         return -1;
     if (threads < 0 || threads > 65536)
@@ -279,7 +403,8 @@ static int fn_dense(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *res
     size_t kl = 0;
     DLTensor *X, *W, *bias = NULL, *Y;
     if (n != 4 && n != 5)
-        return ffi_raise("TypeError", "%s(key, X, W, [bias,] Y): %d arguments given", fn, (int)n);
+        return ffi_raise("TypeError", "%s(key, X, W, [bias,] Y): %d argument%s given", fn, (int)n,
+                         n == 1 ? "" : "s");
     if (arg_str(fn, &args[0], 0, &ks, &kl) || arg_tensor(fn, &args[1], "X", 1, &X) ||
         arg_tensor(fn, &args[2], "W", 2, &W) ||
         (n == 5 && arg_tensor(fn, &args[3], "bias", 1, &bias)) ||
@@ -293,6 +418,7 @@ static int fn_dense(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *res
     const void *packed = NULL;
     const key_entry *e;
     const dt_tvm_key *k;
+    char sh[256];
     if (open_locked(fn) || !(e = key_locked(fn, ks, kl)))
         goto out;
     k = &e->k;
@@ -302,27 +428,33 @@ static int fn_dense(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *res
         goto out;
     }
     if (W->ndim != 2 || W->shape[1] != K) {
-        ffi_raise("ValueError", "%s: W must be N x K = ? x %lld (X's last dim); it is %s%lld x %lld",
-              fn, (long long)K, W->ndim == 2 ? "" : "not 2-D: ", (long long)W->shape[0],
-              (long long)W->shape[W->ndim - 1]);
+        ffi_raise("ValueError", "%s: W must be N x K with K=%lld (X's last dim); it is %s", fn,
+                  (long long)K, shape_text(W, sh, sizeof sh));
         goto out;
     }
+    int64_t dims[3] = {M, N, K}, vals[DT_TVM_MAX_VARS] = {0};
+    if (bind_dims(fn, k, dims, "X and W", vals))
+        goto out;
     if ((bias != NULL) != (k->bias != 0)) {
-        ffi_raise("ValueError", "%s: %s %s a bias: pass %s", fn, k->canonical,
-              k->bias ? "adds" : "has no", k->bias ? "(key, X, W, bias, Y)" : "(key, X, W, Y)");
+        ffi_raise("ValueError", k->bias ? "%s: %s adds a bias: pass (key, X, W, bias, Y)"
+                                        : "%s: %s has no bias: pass (key, X, W, Y)",
+                  fn, k->canonical);
         goto out;
     }
-    int64_t dims[3] = {M, N, K};
-    if (kernel_for(fn, e->key, k, dims, "X and W", &kn))
-        goto out;
     if (bias && (bias->ndim != 1 || bias->shape[0] != N)) {
-        ffi_raise("ValueError", "%s: bias must have N=%lld elements", fn, (long long)N);
+        ffi_raise("ValueError", "%s: bias must be (N,) = (%lld,) (W's first dim); it is %s", fn,
+                  (long long)N, shape_text(bias, sh, sizeof sh));
         goto out;
     }
-    if (Y->ndim != X->ndim || lead(Y, 1) != M || Y->shape[Y->ndim - 1] != N) {
-        ffi_raise("ValueError", "%s: Y must be X's leading dims x N=%lld", fn, (long long)N);
+    if (!same_lead(Y, 1, X, 1) || Y->shape[Y->ndim - 1] != N) {
+        char xs[256];
+        ffi_raise("ValueError", "%s: Y must be X's leading dims x N, X being %s and N=%lld; it "
+                  "is %s", fn, shape_text(X, xs, sizeof xs), (long long)N,
+                  shape_text(Y, sh, sizeof sh));
         goto out;
     }
+    if (kernel_for(fn, e->key, k, vals, &kn))
+        goto out;
     if (!kn.dense) {
         ffi_raise("RuntimeError", "%s: kernel %lld has no dense entry point", fn,
               (long long)kn.kernel_id);
@@ -350,7 +482,8 @@ static int fn_batch_matmul(void *self, const TVMFFIAny *args, int32_t n, TVMFFIA
     size_t kl = 0;
     DLTensor *A, *B, *C;
     if (n != 4)
-        return ffi_raise("TypeError", "%s(key, A, B, C): %d arguments given", fn, (int)n);
+        return ffi_raise("TypeError", "%s(key, A, B, C): %d argument%s given", fn, (int)n,
+                         n == 1 ? "" : "s");
     if (arg_str(fn, &args[0], 0, &ks, &kl) || arg_tensor(fn, &args[1], "A", 2, &A) ||
         arg_tensor(fn, &args[2], "B", 2, &B) || arg_tensor(fn, &args[3], "C", 2, &C))
         return -1;
@@ -371,19 +504,22 @@ static int fn_batch_matmul(void *self, const TVMFFIAny *args, int32_t n, TVMFFIA
     }
     int64_t bk = B->shape[B->ndim - (k->nt ? 1 : 2)];
     N = B->shape[B->ndim - (k->nt ? 2 : 1)];
-    if (lead(B, 2) != batch || bk != K) {
-        ffi_raise("ValueError", "%s: B must be %lld matrices of %s; it is %lld of %lld x %lld", fn,
-              (long long)batch, k->nt ? "N x K" : "K x N", (long long)lead(B, 2),
-              (long long)B->shape[B->ndim - 2], (long long)B->shape[B->ndim - 1]);
+    char as[256], sh[256];
+    if (!same_lead(B, 2, A, 2) || bk != K) {
+        ffi_raise("ValueError", "%s: B must be %lld matrices of %s with K=%lld, with A's leading "
+                  "dims (A is %s); it is %s", fn, (long long)batch,
+                  k->nt ? "N x K" : "K x N", (long long)K, shape_text(A, as, sizeof as),
+                  shape_text(B, sh, sizeof sh));
         goto out;
     }
-    if (lead(C, 2) != batch || C->shape[C->ndim - 2] != M || C->shape[C->ndim - 1] != N) {
-        ffi_raise("ValueError", "%s: C must be %lld matrices of %lld x %lld", fn, (long long)batch,
-              (long long)M, (long long)N);
+    if (!same_lead(C, 2, A, 2) || C->shape[C->ndim - 2] != M || C->shape[C->ndim - 1] != N) {
+        ffi_raise("ValueError", "%s: C must be %lld matrices of %lld x %lld, with A's leading "
+                  "dims (A is %s); it is %s", fn, (long long)batch, (long long)M, (long long)N,
+                  shape_text(A, as, sizeof as), shape_text(C, sh, sizeof sh));
         goto out;
     }
-    int64_t dims[4] = {batch, M, N, K};
-    if (kernel_for(fn, e->key, k, dims, "A and B", &kn))
+    int64_t dims[4] = {batch, M, N, K}, vals[DT_TVM_MAX_VARS] = {0};
+    if (bind_dims(fn, k, dims, "A and B", vals) || kernel_for(fn, e->key, k, vals, &kn))
         goto out;
     if (!kn.bmm) {
         ffi_raise("RuntimeError", "%s: kernel %lld has no batch_matmul entry point", fn,
@@ -420,12 +556,20 @@ static int fn_stats(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *res
             path[j++] = *p;
     }
     path[j] = '\0';
+    /* workloads, not spellings: the keys are cached by the caller's text */
+    int workloads = 0;
+    for (int i = 0; i < g_nkeys; i++) {
+        int seen = 0;
+        for (int q = 0; q < i && !seen; q++)
+            seen = !strcmp(g_keys[q].k.canonical, g_keys[i].k.canonical);
+        workloads += !seen;
+    }
     snprintf(text, sizeof text,
              "{\"db\": \"%s\", \"threads\": %d, \"calls\": %lld, \"errors\": %lld, "
              "\"workloads\": %d, \"kernels_loaded\": %lld, \"kernels_built\": %lld, "
              "\"packs\": %lld, \"packed_bytes\": %zu}",
              path, g_threads, (long long)g_calls,
-             (long long)__atomic_load_n(&g_errors, __ATOMIC_RELAXED), g_nkeys,
+             (long long)__atomic_load_n(&g_errors, __ATOMIC_RELAXED), workloads,
              (long long)st.kernels_loaded, (long long)st.kernels_built, (long long)st.packs,
              st.packed_bytes);
     pthread_mutex_unlock(&g_lock);

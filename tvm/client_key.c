@@ -59,8 +59,26 @@ static int cmp_names(const void *a, const void *b) { return strcmp(a, b); }
 int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
 {
     memset(k, 0, sizeof *k);
-    if (dtune_workload_canonical(key, k->canonical, sizeof k->canonical, NULL, 0) != DTUNE_OK)
+    /* into a buffer the canonical form fits (it is never much longer than
+     * the key), so that one too long for dtune is told as such */
+    size_t cap = strlen(key) + DTUNE_KEY_MAX;
+    char *canon = malloc(cap);
+    if (!canon)
+        return dt_tvm_fail(err, err_size, "out of memory");
+    if (dtune_canonicalize(key, canon, cap) != DTUNE_OK) {
+        free(canon);
         return dt_tvm_fail(err, err_size, "%s", dtune_errmsg());
+    }
+    size_t clen = strlen(canon);
+    if (clen >= sizeof k->canonical) {
+        dt_tvm_fail(err, err_size, "the workload key %.64s... is %zu bytes long in canonical "
+                    "form, more than dtune's limit of %zu", canon, clen,
+                    sizeof k->canonical - 1);
+        free(canon);
+        return -1;
+    }
+    memcpy(k->canonical, canon, clen + 1);
+    free(canon);
     const char *c = k->canonical, *open = strchr(c, '(');
     size_t len = strlen(c);
     if (!open || c[len - 1] != ')')
