@@ -165,6 +165,42 @@ int dt_ox_import_file(const char *path, const char *model_name, const char *cons
     return rc;
 }
 
+/* The reader's warnings, then one per node whose shape rule refused it (at
+ * most MAX_FAILED_WARNINGS, then their count): its outputs are unknown and
+ * nothing tuned reads them, or the import would have failed. */
+#define MAX_FAILED_WARNINGS 8
+static int collect_warnings(const dt_ox_graph *g, const dt_ox_shapes *s, dt_ox_import *r,
+                            dt_err *e)
+{
+    int nfailed = 0;
+    for (int i = 0; i < g->nnodes; i++)
+        nfailed += dt_ox_node_failure(s, i) != NULL;
+    int n = g->nwarnings + (nfailed < MAX_FAILED_WARNINGS ? nfailed : MAX_FAILED_WARNINGS + 1);
+    if (n && !(r->warnings = calloc((size_t)n, sizeof *r->warnings)))
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    for (int i = 0; i < g->nwarnings; i++) {
+        if (!(r->warnings[r->nwarnings] = strdup(g->warnings[i])))
+            return dt_errf(e, DT_ENOMEM, "out of memory");
+        r->nwarnings++;
+    }
+    for (int i = 0, shown = 0; i < g->nnodes && r->nwarnings < n; i++) {
+        const char *why = dt_ox_node_failure(s, i);
+        if (!why)
+            continue;
+        char *w = NULL;
+        int len = shown++ < MAX_FAILED_WARNINGS
+                      ? asprintf(&w, "%s; its outputs are unknown, and no tuned op reads them", why)
+                      : asprintf(&w, "%s: %d more nodes whose shapes could not be propagated feed "
+                                     "no tuned op", g->source, nfailed - MAX_FAILED_WARNINGS);
+        if (len < 0)
+            return dt_errf(e, DT_ENOMEM, "out of memory");
+        r->warnings[r->nwarnings++] = w;
+        if (shown > MAX_FAILED_WARNINGS)
+            break;
+    }
+    return 0;
+}
+
 int dt_ox_import_graph(const dt_ox_graph *g, const char *model_name, const char *const *var_args,
                        int nvar_args, dt_ox_import **out, dt_err *e)
 {
@@ -203,8 +239,15 @@ int dt_ox_import_graph(const dt_ox_graph *g, const char *model_name, const char 
     order_vars(names, nnames, va, nvar_args, vars);
     if ((rc = dt_ox_extract(g, s, &wl, e)) ||
         (rc = dt_ox_spec_write(g, wl, model_name, vars, nnames, &spec, e)) ||
-        (rc = check_spec(g, spec, e)))
+        (rc = check_spec(g, spec, e))) {
+        dt_err first;
+        if (rc == DT_EINVAL && wl && wl->nops == 0 && dt_ox_first_failure(s, NULL, &first)) {
+            char was[DT_ERR_MSG_MAX];
+            snprintf(was, sizeof was, "%s", e->msg);
+            rc = dt_errf(e, DT_EINVAL, "%s; shapes stopped at %s", was, first.msg);
+        }
         goto out;
+    }
     if (!(r = calloc(1, sizeof *r))) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
         goto out;
@@ -220,17 +263,8 @@ int dt_ox_import_graph(const dt_ox_graph *g, const char *model_name, const char 
     wl->nuntuned = 0;
     r->nnodes = g->nnodes;
     r->ntuned = wl->ntuned;
-    if (g->nwarnings && !(r->warnings = calloc((size_t)g->nwarnings, sizeof *r->warnings))) {
-        rc = dt_errf(e, DT_ENOMEM, "out of memory");
+    if ((rc = collect_warnings(g, s, r, e)))
         goto out;
-    }
-    for (int i = 0; i < g->nwarnings; i++) {
-        if (!(r->warnings[i] = strdup(g->warnings[i]))) {
-            rc = dt_errf(e, DT_ENOMEM, "out of memory");
-            goto out;
-        }
-        r->nwarnings++;
-    }
 out:
     if (rc && r) {
         dt_ox_import_free(r);

@@ -87,6 +87,9 @@ void dt_ox_shapes_free(dt_ox_shapes *s)
     free(s->how);
     free(s->unk_in);
     free(s->norule);
+    for (int i = 0; s->failed && i < s->nnodes; i++)
+        free(s->failed[i]);
+    free(s->failed);
     free(s);
 }
 
@@ -113,6 +116,22 @@ dt_ox_shapes_how dt_ox_node_shapes(const dt_ox_shapes *s, int node)
 {
     return s && s->how && node >= 0 && node < s->nnodes ? (dt_ox_shapes_how)s->how[node]
                                                         : DT_OX_SHAPES_RULE;
+}
+
+const char *dt_ox_node_failure(const dt_ox_shapes *s, int node)
+{
+    return node >= 0 && node < s->nnodes ? s->failed[node] : NULL;
+}
+
+int dt_ox_first_failure(const dt_ox_shapes *s, int *node, dt_err *e)
+{
+    for (int i = 0; i < s->nnodes; i++)
+        if (s->failed[i]) {
+            if (node)
+                *node = i;
+            return dt_errf(e, DT_EINVAL, "%s", s->failed[i]);
+        }
+    return 0;
 }
 
 const char *dt_ox_node_shapes_note(const dt_ox_shapes *s, int node)
@@ -522,6 +541,40 @@ static const char *no_rule_why(const char *domain, const char *why)
     return why;
 }
 
+/* Node c's rule refused it (a Range with a float limit, a Reshape or Slice
+ * whose bounds cannot be decided over the domains, dims that disagree): its
+ * outputs are made unknown — value_info's shapes where it has them — and the
+ * reason is kept for the chain a tuned op reading them would report, so a
+ * node that feeds nothing tuned never refuses the model. */
+static int rule_failed(prop *p, ox_node *c)
+{
+    static const char sep[] = "cannot propagate shapes: ";
+    char *owned = strdup(p->e->msg);
+    if (!owned)
+        return dt_errf(p->e, DT_ENOMEM, "out of memory");
+    free(p->s->failed[c->idx]);
+    p->s->failed[c->idx] = owned;
+    const char *why = strstr(owned, sep);
+    why = why ? why + sizeof sep - 1 : owned;
+    dt_err_clear(p->e);
+    if (dt_ox_sym_failed(p->sc)) {
+        dt_err se;
+        if (dt_ox_sym_take_err(p->sc, &se) == DT_ENOMEM)
+            return dt_errf(p->e, DT_ENOMEM, "out of memory");
+    }
+    for (int k = 0; k < c->nout; k++) { /* what the rule set before it failed */
+        ox_tensor *t = c->out[k];
+        if (!t)
+            continue;
+        t->known = 0;
+        t->nv = -1;
+        free(t->vals);
+        t->vals = NULL;
+        c->const_set[k] = 0;
+    }
+    return outputs_declared(p, c, -1, why);
+}
+
 static int run_node(prop *p, int i)
 {
     const dt_ox_graph *g = p->g;
@@ -557,6 +610,8 @@ static int run_node(prop *p, int i)
     if (!rule)
         return outputs_declared(p, &c, -1, no_rule_why(n->domain, why));
     int rc = rule(&c);
+    if (rc == DT_EINVAL && !is_tuned_op(n))
+        return rule_failed(p, &c);
     if (rc)
         return rc;
     if (dt_ox_sym_failed(sc)) { /* left by a value computation: an overflow leaves it unknown */
@@ -668,9 +723,11 @@ int dt_ox_propagate(const dt_ox_graph *g, const dt_ox_vars *vars, dt_ox_shapes *
         s->how = calloc(nn, sizeof *s->how);
         s->unk_in = calloc(nn, sizeof *s->unk_in);
         s->norule = calloc(nn, sizeof *s->norule);
+        s->failed = calloc(nn, sizeof *s->failed);
     }
     prop p = {.g = g, .s = s, .sc = sc, .e = e};
-    if (!s || !sc || !order || !s->t || !s->tab || !s->how || !s->unk_in || !s->norule) {
+    if (!s || !sc || !order || !s->t || !s->tab || !s->how || !s->unk_in || !s->norule ||
+        !s->failed) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
         goto out;
     }

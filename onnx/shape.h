@@ -118,6 +118,14 @@ typedef enum {
 /* How node i's outputs got their shapes (DT_OX_SHAPES_RULE for an index out
  * of range). */
 dt_ox_shapes_how dt_ox_node_shapes(const dt_ox_shapes *s, int node);
+/* The first node (in node order) whose shape rule refused it — its outputs
+ * were then made unknown, or taken from value_info, and only a tuned op
+ * reading them fails —: DT_EINVAL with the rule's error ("source: node X:
+ * cannot propagate shapes: why") and *node (when not NULL) its index; 0 when
+ * every rule that ran succeeded. */
+int dt_ox_first_failure(const dt_ox_shapes *s, int *node, dt_err *e);
+/* That error of node i, or NULL when its rule did not refuse it. */
+const char *dt_ox_node_failure(const dt_ox_shapes *s, int node);
 /* The note the untuned list adds to such a node: "shapes from value_info",
  * "shapes unknown", or NULL for a node run by its rule. */
 const char *dt_ox_node_shapes_note(const dt_ox_shapes *s, int node);

@@ -51,7 +51,11 @@ struct dt_ox_shapes {
     int *unk_in;          /* per node not run by its rule: the tensor (index into t)
                              whose unknown shape kept the rule from running; -1: the
                              node has no rule (then norule says why) */
-    const char **norule;  /* per node: why it has no rule (static text), or NULL */
+    const char **norule;  /* per node: why it has no rule (static text, or its
+                             entry in failed), or NULL */
+    char **failed;        /* per node whose rule refused it: the error (owned, "source:
+                             node X: cannot propagate shapes: why"); its outputs are
+                             unknown or value_info's */
 };
 
 typedef struct ox_node {

@@ -211,6 +211,11 @@ static void test_bad_input(void)
          "overflows int64"},
         {"import " ONNX("bad-unnamed-dim.onnx"), 2, "input_d0"},
         /* issue 27: perm must be a permutation of 0..rank-1; -1 is not an entry */
+        /* issue 43: a refused node no longer refuses the model; with nothing
+         * left to tune, the error says where the shapes stopped */
+        {"import " ONNX("bad-transpose-perm.onnx") " --var batch=1", 2,
+         "nothing to tune: no MatMul, Gemm or Conv dtune's ops express (not tuned: Transpose "
+         "×1); shapes stopped at "},
         {"import " ONNX("bad-transpose-perm.onnx") " --var batch=1", 2,
          "perm entry -1 is outside 0..1"},
         /* issue 27: a dim that is 0 for every shape names the shape, not "at ;" */
@@ -401,6 +406,32 @@ static void test_newer_ir(void)
 /* A file of an IR version newer than dtune knows (15) is read, and the
  * import says so: a warning on stderr from import, workloads and tune's
  * model reading, and in import --json's "onnx" object. */
+/* Issue 43, point 3: a node whose shapes cannot be propagated (a float
+ * Range: a YOLO-style anchor grid) feeds nothing tuned, so the model imports
+ * with a warning naming it; the same Range feeding a MatMul is refused with
+ * the chain and the Range's reason. */
+static void test_unknown_feeds_nothing_tuned(void)
+{
+#define HW " --var batch=1..4 --var h=32..640:32 --var w=32..640:32"
+    char *a = workload_list("workloads " ONNX("range-float-anchors.onnx") HW " --json");
+    CU_ASSERT_STRING_EQUAL(a, "dense(M=batch*h*w,N=32,K=64;batch=1..4,h=32..640:32,w=32..640:32) "
+                              "x1\n");
+    free(a);
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "workloads " ONNX("range-float-anchors.onnx") HW), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "dtune: warning: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "'/anchors/Range' (#9, Range): cannot propagate shapes: "
+                                         "the limit of a float Range is not a known constant; its "
+                                         "outputs are unknown, and no tuned op reads them"));
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "import " ONNX("bad-range-feeds-matmul.onnx") HW), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "node '/proj/MatMul' (#11, MatMul)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "they are unknown from: '/anchors/Range' (#8, Range: "
+                                         "the limit of a float Range is not a known constant"));
+    dt_test_proc_free(&p);
+#undef HW
+}
+
 static void test_future_ir_warned(void)
 {
     char *a = workload_list("workloads " ONNX("ir15-future.onnx") " --var batch=1..8 --json");
@@ -533,6 +564,7 @@ int main(void)
         {"names with ESC, CR, LF, BEL are escaped in messages and tables", test_hostile_names},
         {"IR versions 10 and 11 are read", test_newer_ir},
         {"IR 15 (newer than known) is read with a warning", test_future_ir_warned},
+        {"a node without shapes that feeds nothing tuned: a warning", test_unknown_feeds_nothing_tuned},
         {"tune: distinct summary names, best measured or predicted", test_tune_labels},
         {"w8a32 from Mul(Cast), embedding DQ and Range labels", test_patterns_listed},
         CU_TEST_INFO_NULL,
