@@ -41,6 +41,12 @@ int dt_cli_parse_done(int rc, int help, const char *usage);
  * may be used at once (in one printf); the CLI prints from one thread. */
 const char *dt_cli_safe(const char *s);
 
+/* A model workload's count (sketch/model.h: a mean when an op's count is an
+ * expression): a JSON integer when it is one, else a real; the text "12" or
+ * "64.5" in buf. */
+json_t *dt_cli_count_json(double count);
+const char *dt_cli_count_text(double count, char buf[32]);
+
 /* Prints "dtune CMD: <message>" (escaped) and a pointer to --help on
  * stderr; returns 1. */
 int dt_cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -154,3 +154,18 @@ dt_target dt_cli_dtype_target(const dt_workload *w, const dt_target *t)
                     "correct but slower", dt_dtype_name(w->dtype), how);
     return dt_dtype_target(w->dtype, t);
 }
+
+json_t *dt_cli_count_json(double count)
+{
+    return count == (double)(json_int_t)count ? json_integer((json_int_t)count)
+                                              : json_real(count);
+}
+
+const char *dt_cli_count_text(double count, char buf[32])
+{
+    if (count == (double)(long long)count)
+        snprintf(buf, 32, "%lld", (long long)count);
+    else
+        snprintf(buf, 32, "%.1f", count);
+    return buf;
+}

@@ -77,9 +77,11 @@ static void report_text(const dt_model *m, const dt_ox_import *imp, const char *
         fprintf(stderr, " %s=%s", dt_cli_safe(m->vars[i].name), d);
     }
     fprintf(stderr, "; %d distinct workload%s:\n", m->nworkloads, m->nworkloads == 1 ? "" : "s");
-    for (int i = 0; i < m->nworkloads; i++)
-        fprintf(stderr, "  %-72s x%lld\n", dt_cli_safe(m->workloads[i].key),
-                (long long)m->workloads[i].count);
+    for (int i = 0; i < m->nworkloads; i++) {
+        char cnt[32];
+        fprintf(stderr, "  %-72s x%s\n", dt_cli_safe(m->workloads[i].key),
+                dt_cli_count_text(m->workloads[i].count, cnt));
+    }
     dt_cli_print_untuned(stderr, imp, path);
 }
 
@@ -90,9 +92,9 @@ static int report_json(const dt_model *m, const dt_ox_import *imp, const char *o
         json_t *ops = json_array();
         for (int k = 0; k < m->workloads[i].nops; k++)
             json_array_append_new(ops, json_string(m->workloads[i].ops[k]));
-        json_array_append_new(wl, json_pack("{s:s, s:I, s:o}", "key", m->workloads[i].key,
-                                            "count", (json_int_t)m->workloads[i].count, "ops",
-                                            ops));
+        json_array_append_new(wl, json_pack("{s:s, s:o, s:o}", "key", m->workloads[i].key,
+                                            "count", dt_cli_count_json(m->workloads[i].count),
+                                            "ops", ops));
     }
     json_t *root = json_pack("{s:s, s:s, s:o, s:o}", "model", m->name, "spec", out,
                              "workloads", wl, "onnx", dt_cli_untuned_json(imp));

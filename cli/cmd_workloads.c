@@ -111,7 +111,7 @@ static int print_json(const dt_model *m, int with_shapes, const dt_ox_import *im
             json_object_set_new(wv, mw->w->vars[v].name, domain_json(&mw->w->vars[v].dom));
         json_object_set_new(jw, "key", json_string(mw->key));
         json_object_set_new(jw, "op", json_string(mw->w->op->name));
-        json_object_set_new(jw, "count", json_integer(mw->count));
+        json_object_set_new(jw, "count", dt_cli_count_json(mw->count));
         json_object_set_new(jw, "ops", ops);
         json_object_set_new(jw, "variables", wv);
         json_object_set_new(jw, "shapes", json_integer(dt_workload_nshapes(mw->w)));
@@ -172,7 +172,9 @@ static int print_text(const dt_model *m, int with_shapes, const dt_ox_import *im
         total += fs.expected_gflop * (double)mw->count;
         char range[64];
         snprintf(range, sizeof range, "%.4g..%.4g", fs.min_gflop, fs.max_gflop);
-        printf(" %3d  %-64s %5lld %7lld  %-21s", i + 1, dt_cli_safe(mw->key), (long long)mw->count,
+        char cnt[32];
+        printf(" %3d  %-64s %5s %7lld  %-21s", i + 1, dt_cli_safe(mw->key),
+               dt_cli_count_text(mw->count, cnt),
                (long long)dt_workload_nshapes(mw->w), range);
         for (int k = 0; k < mw->nops; k++)
             printf("%s%s", k ? "," : "", dt_cli_safe(mw->ops[k]));

@@ -28,7 +28,9 @@
 /* One spec op: the first of the ops that share its key, and their number. */
 typedef struct {
     int op;
-    int64_t count;
+    int64_t count;            /* ops merged into it */
+    char per_run[DT_KEY_MAX]; /* each one's count per run as an expression ("seq"), or ""
+                                 for once */
     char key[DT_KEY_MAX];
     char name[NAME_MAX_BYTES + 16];
 } spec_op;
@@ -339,7 +341,16 @@ static json_t *op_json(const dt_ox_op *op, const spec_op *so)
     }
     if (op->dtype != DT_DTYPE_F32)
         json_object_set_new(o, "dtype", json_string(dt_dtype_name(op->dtype)));
-    json_object_set_new(o, "count", json_integer(so->count));
+    if (!so->per_run[0]) {
+        json_object_set_new(o, "count", json_integer(so->count));
+    } else {
+        char text[DT_KEY_MAX + 32];
+        if (so->count == 1)
+            snprintf(text, sizeof text, "%s", so->per_run);
+        else
+            snprintf(text, sizeof text, "%lld*(%s)", (long long)so->count, so->per_run);
+        json_object_set_new(o, "count", json_string(text));
+    }
     return o;
 }
 
@@ -389,15 +400,20 @@ int dt_ox_spec_write(const dt_ox_graph *g, const dt_ox_wl *wl, const char *name,
         return dt_errf(e, DT_ENOMEM, "out of memory");
     int nso = 0, rc = 0;
     for (int i = 0; i < wl->nops && !rc; i++) {
-        char key[DT_KEY_MAX];
+        char key[DT_KEY_MAX], per_run[DT_KEY_MAX] = "";
         spec_ops sofar = {so, nso};
         if ((rc = op_key(g, &wl->ops[i], vars, nvars, key_known, &sofar, key, e)))
             break;
+        if (wl->ops[i].count)
+            dt_expr_print(wl->ops[i].count, per_run, sizeof per_run);
         int k = find_key(&sofar, key);
-        if (k < 0) {
+        while (k >= 0 && k < nso && (strcmp(so[k].key, key) || strcmp(so[k].per_run, per_run)))
+            k++; /* the same key, run another number of times: an op of its own */
+        if (k < 0 || k >= nso) {
             k = nso;
             so[k].op = i;
             memcpy(so[k].key, key, sizeof key);
+            memcpy(so[k].per_run, per_run, sizeof per_run);
             op_name(g, wl->ops[i].node, so, nso, so[k].name);
             nso++;
         }

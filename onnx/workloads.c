@@ -10,9 +10,11 @@ void dt_ox_wl_free(dt_ox_wl *w)
 {
     if (!w)
         return;
-    for (int i = 0; i < w->nops; i++)
+    for (int i = 0; i < w->nops; i++) {
         for (int d = 0; d < DT_MAX_DIMS; d++)
             dt_expr_free(w->ops[i].dims[d]);
+        dt_expr_free(w->ops[i].count);
+    }
     free(w->ops);
     for (int i = 0; i < w->nuntuned; i++) {
         free(w->untuned[i].what);

@@ -34,6 +34,9 @@ typedef struct {
     unsigned attrs_set;      /* else the attribute has its default */
     dt_dtype dtype;
     int nnodes;              /* graph nodes it covers, the GEMM node included */
+    dt_expr *count;          /* times it runs per model run: NULL for once, else a canonical
+                                expression over the model variables (a recurrent cell's
+                                per-step product: seq; a Loop body's trip count) (owned) */
 } dt_ox_op;
 
 typedef struct {

@@ -229,6 +229,7 @@ int dt_ox_add_op(dt_ox_wctx *c, dt_ox_op *op, const dt_ox_fused *f)
     if (!ops) {
         for (int i = 0; i < DT_MAX_DIMS; i++)
             dt_expr_free(op->dims[i]);
+        dt_expr_free(op->count);
         return dt_errf(c->e, DT_ENOMEM, "out of memory");
     }
     wl->ops = ops;

@@ -1,6 +1,7 @@
 /* Model spec parsing (docs/model-spec.md). */
 #include "sketch/model.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -389,9 +390,87 @@ static int parse_op_workload(spec_ctx *c, const dt_model *m, json_t *obj,
     return 0;
 }
 
+/* The most joint shapes of a count expression's variables that are
+ * enumerated to average it. */
+#define COUNT_MAX_SHAPES (1 << 20)
+#define COUNT_MAX 1000000000
+
+/* An op's count that is an expression over the model's variables ("seq" for
+ * a recurrent cell's per-step product, "2*seq"): its mean over the product of
+ * the variables' weights into *mean, and for each variable v it uses the
+ * weights reweighted by it (w'(v=x) ∝ Σ over the shapes with v=x of
+ * weight·count) into weights[v] (malloc'ed; NULL for the others), so that
+ * Σ_s w'(s)·time(s)·mean is the op's time per model run.  The count must be
+ * 1..COUNT_MAX at every shape.  x is bound here. */
+static int expected_count(const dt_model *m, dt_expr *x, double *mean,
+                          double *weights[DT_MAX_VARS], dt_err *e)
+{
+    const char *names[DT_MAX_VARS];
+    int used[DT_MAX_VARS], nused = 0;
+    int64_t nshapes = 1;
+    for (int v = 0; v < m->nvars; v++) {
+        names[v] = m->vars[v].name;
+        weights[v] = NULL;
+        if (dt_expr_uses(x, m->vars[v].name)) {
+            used[nused++] = v;
+            if (__builtin_mul_overflow(nshapes, m->vars[v].dom.n, &nshapes) ||
+                nshapes > COUNT_MAX_SHAPES)
+                return dt_errf(e, DT_EINVAL, "the count is an expression over more than %d "
+                               "shapes of its variables", COUNT_MAX_SHAPES);
+        }
+    }
+    int rc = dt_expr_bind(x, names, m->nvars, e);
+    for (int u = 0; u < nused && !rc; u++)
+        if (!(weights[used[u]] = calloc((size_t)m->vars[used[u]].dom.n, sizeof(double))))
+            rc = dt_errf(e, DT_ENOMEM, "out of memory");
+    int64_t vals[DT_MAX_VARS] = {0};
+    int idx[DT_MAX_VARS] = {0};
+    double total = 0;
+    for (int64_t s = 0; s < nshapes && !rc; s++) {
+        double p = 1;
+        for (int u = nused - 1, r = (int)s; u >= 0; u--) { /* mixed radix, last fastest */
+            const dt_domain *d = &m->vars[used[u]].dom;
+            idx[u] = r % d->n;
+            r /= d->n;
+        }
+        for (int u = 0; u < nused; u++) {
+            const dt_domain *d = &m->vars[used[u]].dom;
+            vals[used[u]] = d->values[idx[u]];
+            p *= d->weights[idx[u]];
+        }
+        int64_t cnt;
+        if ((rc = dt_expr_eval(x, vals, &cnt, e)))
+            break;
+        if (cnt < 1 || cnt > COUNT_MAX) {
+            char shape[256];
+            int len = 0;
+            for (int u = 0; u < nused && len < (int)sizeof shape - 40; u++)
+                len += snprintf(shape + len, sizeof shape - (size_t)len, "%s%s=%lld",
+                                u ? "," : "", m->vars[used[u]].name, (long long)vals[used[u]]);
+            rc = dt_errf(e, DT_EINVAL, "the count is %lld at %s; it must be 1 to %d at every "
+                         "shape", (long long)cnt, nused ? shape : "every shape", COUNT_MAX);
+            break;
+        }
+        total += p * (double)cnt;
+        for (int u = 0; u < nused; u++)
+            weights[used[u]][idx[u]] += p * (double)cnt;
+    }
+    for (int u = 0; u < nused && !rc; u++) /* each variable's mass sums to the mean */
+        for (int k = 0; k < m->vars[used[u]].dom.n; k++)
+            weights[used[u]][k] /= total;
+    if (rc)
+        for (int v = 0; v < m->nvars; v++) {
+            free(weights[v]);
+            weights[v] = NULL;
+        }
+    *mean = total;
+    return rc;
+}
+
 /* Adds an op's workload to the model, merging it with an identical one:
- * counts add up and each variable's weights become the count-weighted mix. */
-static int add_workload(dt_model *m, dt_workload *w, int64_t count, const char *opname,
+ * counts add up and each variable's weights become the count-weighted mix.
+ * count: the op's (mean) count. */
+static int add_workload(dt_model *m, dt_workload *w, double count, const char *opname,
                         dt_err *e)
 {
     char key[DT_KEY_MAX];
@@ -410,8 +489,7 @@ static int add_workload(dt_model *m, dt_workload *w, int64_t count, const char *
                                 ((double)mw->count + (double)count);
         }
         dt_workload_free(w);
-        if (__builtin_add_overflow(mw->count, count, &mw->count))
-            return dt_errf(e, DT_EOVERFLOW, "op counts of %s overflow", key);
+        mw->count += count;
     } else {
         dt_model_workload *ws =
             realloc(m->workloads, (size_t)(m->nworkloads + 1) * sizeof *ws);
@@ -483,23 +561,51 @@ static int parse_op(spec_ctx *c, dt_model *m, json_t *ops, size_t i)
     } else {
         snprintf(name, sizeof name, "%s%zu", op->name, i);
     }
-    int64_t count = 1;
+    double count = 1;
+    dt_expr *count_expr = NULL;
     json_t *jcount = json_object_get(obj, "count");
     if (jcount) {
         push_key(c, "count");
         int rc = 0;
-        if (!json_is_integer(jcount) || json_integer_value(jcount) < 1 ||
-            json_integer_value(jcount) > 1000000000)
-            rc = spec_fail(c, 0, 0, "\"count\" must be an integer from 1 to 1000000000");
+        if (json_is_string(jcount)) {
+            size_t off = 0;
+            if ((rc = dt_expr_parse(json_string_value(jcount), &count_expr, &off, c->e)) ||
+                (rc = dt_expr_canonicalize(&count_expr, c->e)))
+                rc = spec_fail(c, 0, 0, "count '%s': %s", json_string_value(jcount), c->e->msg);
+        } else if (!json_is_integer(jcount) || json_integer_value(jcount) < 1 ||
+                   json_integer_value(jcount) > COUNT_MAX) {
+            rc = spec_fail(c, 0, 0, "\"count\" must be an integer from 1 to %d, or an "
+                           "expression of the variables (\"seq\")", COUNT_MAX);
+        } else {
+            count = (double)json_integer_value(jcount);
+        }
         pop(c);
-        if (rc)
+        if (rc) {
+            dt_expr_free(count_expr);
             return rc;
-        count = json_integer_value(jcount);
+        }
     }
+    /* an expression count: the op's workload sees the variables it uses
+     * reweighted by it (a copy of the model with those weights) */
+    double *weights[DT_MAX_VARS] = {0};
+    dt_model reweighted = *m;
+    int rc = 0;
+    if (count_expr && (rc = expected_count(m, count_expr, &count, weights, c->e))) {
+        push_key(c, "count");
+        rc = spec_fail(c, 0, 0, "count '%s': %s", json_string_value(jcount), c->e->msg);
+        pop(c);
+    }
+    for (int v = 0; v < m->nvars; v++)
+        if (weights[v])
+            reweighted.vars[v].dom.weights = weights[v];
     dt_workload *w = NULL;
-    int rc = parse_op_workload(c, m, obj, op, &w);
+    if (!rc)
+        rc = parse_op_workload(c, &reweighted, obj, op, &w);
     if (!rc && (rc = add_workload(m, w, count, name, c->e)))
         rc = spec_fail(c, 0, 0, "%s", c->e->msg);
+    for (int v = 0; v < m->nvars; v++)
+        free(weights[v]);
+    dt_expr_free(count_expr);
     return rc;
 }
 

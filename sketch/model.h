@@ -19,7 +19,10 @@
 typedef struct dt_model_workload {
     char key[DT_KEY_MAX];  /* canonical workload key */
     dt_workload *w;        /* canonical, validated; weights from the model */
-    int64_t count;         /* occurrences per model run (ops merged here, summed) */
+    double count;          /* occurrences per model run: the merged ops' counts summed,
+                              an expression count ("seq") as its mean over the
+                              variables' weights (the variables it uses reweighted by
+                              it: docs/model-spec.md) */
     int nops;
     char **ops;            /* names of the spec's ops merged into this workload */
 } dt_model_workload;

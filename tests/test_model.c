@@ -109,6 +109,65 @@ static void test_merge_and_weights(void)
     dt_model_free(m);
 }
 
+/* Issue 43: a count may be an expression of the variables (a recurrent
+ * cell's per-step product runs seq times): the workload's count is its mean
+ * over the variables' weights, and a variable of the workload that the count
+ * uses is reweighted by it, so count x objective is the time per model run. */
+static void test_expression_counts(void)
+{
+    dt_err e;
+    dt_model *m = parse(
+        "{\"name\":\"t\",\n"
+        " \"variables\":{\"batch\":{\"values\":[1,2]},\"seq\":{\"values\":[1,2,3,4]}},\n"
+        " \"ops\":[{\"name\":\"rec\",\"op\":\"dense\",\"M\":\"batch\",\"N\":64,\"K\":16,"
+        "\"count\":\"seq\"},\n"
+        "         {\"name\":\"loop\",\"op\":\"dense\",\"M\":\"seq\",\"N\":32,\"K\":16,"
+        "\"count\":\"2*seq\"},\n"
+        "         {\"name\":\"once\",\"op\":\"dense\",\"M\":\"seq\",\"N\":32,\"K\":16}]}",
+        &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL_FATAL(m->nworkloads, 2);
+    /* M=batch, count seq: the mean 2.5, batch's weights untouched */
+    const dt_model_workload *w = &m->workloads[0];
+    CU_ASSERT_STRING_EQUAL(w->key, "dense(M=1..2,N=64,K=16)");
+    CU_ASSERT_DOUBLE_EQUAL(w->count, 2.5, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(w->w->vars[0].dom.weights[0], 0.5, 1e-12);
+    /* M=seq twice: count 2*seq (mean 5, seq weighted k/10) merged with count
+     * 1 (uniform): count 6, weights (5*k/10 + 1/4) / 6 */
+    w = &m->workloads[1];
+    CU_ASSERT_STRING_EQUAL(w->key, "dense(M=1..4,N=32,K=16)");
+    CU_ASSERT_DOUBLE_EQUAL(w->count, 6.0, 1e-12);
+    for (int k = 1; k <= 4; k++)
+        CU_ASSERT_DOUBLE_EQUAL(w->w->vars[0].dom.weights[k - 1], (5.0 * k / 10 + 0.25) / 6, 1e-12);
+    CU_ASSERT_EQUAL(w->nops, 2);
+    dt_model_free(m);
+    /* a count below 1 (or above 10^9) at some shape, an unknown variable, a
+     * malformed expression: errors naming the op's count */
+    static const struct {
+        const char *count, *want;
+    } bad[] = {
+        {"\"seq-2\"", "count 'seq-2': the count is -1 at seq=1; it must be 1 to"},
+        {"\"len\"", "count 'len': unknown variable"},
+        {"\"seq*\"", "count 'seq*': unexpected end"},
+        {"\"1000000000*seq\"", "the count is 2000000000 at seq=2"},
+        {"0", "must be an integer from 1 to 1000000000, or an expression"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"name\":\"t\",\"variables\":{\"seq\":{\"values\":[1,2,3,4]}},\n"
+                 " \"ops\":[{\"op\":\"dense\",\"M\":\"seq\",\"N\":4,\"K\":4,\"count\":%s}]}",
+                 bad[i].count);
+        dt_model *b = parse(text, &e);
+        CU_ASSERT_PTR_NULL(b);
+        if (b || !strstr(e.msg, bad[i].want) || !strstr(e.msg, "ops[0].count"))
+            fprintf(stderr, "\n  count %s: %s\n", bad[i].count, b ? "accepted" : e.msg);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, bad[i].want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "ops[0].count"));
+        dt_model_free(b);
+    }
+}
+
 /* A model-level dtype is every op's default; an op's own dtype wins; ops
  * that differ only in dtype are distinct workloads. */
 static void test_dtypes(void)
@@ -245,6 +304,7 @@ int main(void)
         {"bert-base.json", test_bert_base},
         {"bert-base-batched.json", test_bert_base_batched},
         {"identical ops merge, weights mix", test_merge_and_weights},
+        {"counts that are expressions of the variables", test_expression_counts},
         {"dtypes: model default, per-op override, distinct workloads", test_dtypes},
         {"the bf16, int8 and weight-only int8 model files", test_dtype_models},
         {"spec errors name file:line:col", test_spec_errors},
