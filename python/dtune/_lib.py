@@ -1,4 +1,5 @@
-"""The ctypes binding of libdtune (include/dtune/dtune.h) and the package's error type.
+"""The ctypes binding of libdtune (include/dtune/dtune.h), the package's error type
+and the checks of every argument the package passes on (to C, a URL or a command).
 
 The library is found lazily, on the first call that needs it, so that
 ``import dtune`` works without it (the daemon client and ``dtune.tune`` need
@@ -6,10 +7,15 @@ only HTTP and the CLI).
 """
 import ctypes
 import ctypes.util
+import json
 import math
+import operator
 import os
+import re
 import threading
 from pathlib import Path
+
+import numpy as np
 
 # include/dtune/dtune.h's sizes and codes, copied (tests/test_lib.py checks
 # them and the struct's layout against the header with the C compiler).
@@ -133,17 +139,86 @@ def lib():
             "dynamic loader finds it (LD_LIBRARY_PATH, ldconfig).")
 
 
+# ---- arguments: every value passed from Python to C, a URL or a command line is
+# checked by one of these, so a bad one is a DtuneError naming it, never a
+# UnicodeEncodeError, a ValueError or a reinterpreted value.
+
+def _refuse(msg):
+    raise DtuneError(msg, DTUNE_EINVAL)
+
+
+def _utf8(s, what):
+    """str s as UTF-8 bytes (lone surrogates refused); no NUL check."""
+    try:
+        return s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        _refuse(f"{what} cannot be encoded as UTF-8: {e.reason} "
+                f"({s[e.start:e.end]!r} at index {e.start})")
+
+
 def text(s, what):
-    """s as a C string argument: str, checked for NUL bytes."""
+    """s as a C string argument: a str without NUL characters, as UTF-8 bytes."""
     if not isinstance(s, str):
-        raise DtuneError(f"{what} must be a str, not {type(s).__name__}", DTUNE_EINVAL)
+        _refuse(f"{what} must be a str, not {type(s).__name__}")
     if "\0" in s:
-        raise DtuneError(f"{what} contains a NUL character", DTUNE_EINVAL)
-    return s.encode("utf-8")
+        _refuse(f"{what} contains a NUL character")
+    return _utf8(s, what)
 
 
 def opt_text(s, what):
     return None if s is None else text(s, what)
+
+
+def path_arg(p, what):
+    """A file path (str, bytes or os.PathLike) as the bytes the OS takes
+    (os.fsencode: a str from os.listdir with undecodable bytes round-trips)."""
+    try:
+        p = os.fspath(p)
+    except TypeError:
+        _refuse(f"{what} must be a path (str, bytes or os.PathLike), not {type(p).__name__}")
+    if isinstance(p, str):
+        try:
+            p = os.fsencode(p)
+        except UnicodeEncodeError as e:
+            _refuse(f"{what} cannot be encoded for the OS (os.fsencode): {e.reason} "
+                    f"({p[e.start:e.end]!r} at index {e.start})")
+    if b"\0" in p:
+        _refuse(f"{what} contains a NUL character")
+    if not p:
+        _refuse(f"{what} is empty")
+    return p
+
+
+def json_value(v, what):
+    """v as a plain JSON value (dict with str keys, list, str, int, finite float,
+    bool, None; NumPy scalars become Python ones), every str checked as text()."""
+    if isinstance(v, np.generic) and not isinstance(v, str):
+        v = v.item()  # np.int64(3) -> 3, np.float32 -> float, np.bool_ -> bool
+    if v is None or isinstance(v, (bool, int)):
+        return v
+    if isinstance(v, str):
+        text(v, what)
+        return v
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            _refuse(f"{what} = {v!r} is not a finite number")
+        return v
+    if isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            if not isinstance(k, str):
+                _refuse(f"{what} has a key {k!r} that is not a str")
+            text(k, f"key {k!r} of {what}")
+            out[k] = json_value(x, f"{what}.{k}")
+        return out
+    if isinstance(v, (list, tuple)):
+        return [json_value(x, f"{what}[{i}]") for i, x in enumerate(v)]
+    _refuse(f"{what} cannot be sent as JSON: {type(v).__name__} {v!r:.60}")
+
+
+def json_text(v, what):
+    """json_value(v) as UTF-8 JSON bytes."""
+    return json.dumps(json_value(v, what), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 def check(rc):
@@ -156,17 +231,47 @@ def check(rc):
 
 
 def int_arg(v, what, lo, hi):
-    """v as a Python int in lo..hi (bools and floats refused)."""
-    if isinstance(v, bool) or isinstance(v, float):
-        raise DtuneError(f"{what} must be an integer, not {v!r}", DTUNE_EINVAL)
+    """v as a Python int in lo..hi (bools, NumPy bools, floats and strs refused)."""
+    if isinstance(v, (bool, np.bool_, float, str, bytes)):
+        _refuse(f"{what} must be an integer, not {v!r}")
     try:
-        i = v.__index__()
-    except (AttributeError, TypeError):
-        raise DtuneError(f"{what} must be an integer, not {type(v).__name__}",
-                         DTUNE_EINVAL) from None
+        i = operator.index(v)
+    except TypeError:
+        _refuse(f"{what} must be an integer, not {type(v).__name__}")
     if not lo <= i <= hi:
-        raise DtuneError(f"{what} must be from {lo} to {hi}, not {i}", DTUNE_EINVAL)
+        _refuse(f"{what} must be from {lo} to {hi}, not {i}")
     return i
+
+
+_DECIMAL = re.compile(r"[0-9]+")
+
+
+def id_arg(v, what):
+    """A database id (kernel, job): an int, or a str of plain ASCII decimal
+    digits, from 1 to 2^63-1 -- so it can go into a URL path as it is."""
+    if isinstance(v, str):
+        if not _DECIMAL.fullmatch(v):
+            _refuse(f"{what} must be a decimal integer, not {v!r}")
+        v = int(v)
+    return int_arg(v, what, 1, 2**63 - 1)
+
+
+def float32_arg(v, what):
+    """v (a real number: int, float, a NumPy real scalar; not a bool, str or
+    complex) as a finite float32 value."""
+    if isinstance(v, (bool, np.bool_, str, bytes, complex, np.complexfloating)) or \
+            isinstance(v, np.ndarray) and (v.ndim or v.dtype.kind not in "iuf"):
+        _refuse(f"{what} must be a real number, not {v!r}")
+    try:
+        with np.errstate(over="ignore"):
+            f = np.float32(float(v))
+    except OverflowError:  # an int beyond a double
+        f = np.float32(np.inf)
+    except (TypeError, ValueError):
+        _refuse(f"{what} must be a real number, not {type(v).__name__}")
+    if not np.isfinite(f):
+        _refuse(f"{what} = {v!r} is not a finite float32")
+    return float(f)
 
 
 def nan_none(x):

@@ -7,7 +7,6 @@ entry points' prototypes and the dims from NAME.h.
 """
 import ctypes
 import hashlib
-import math
 import os
 import re
 import shutil
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._lib import DtuneError, DTUNE_EINVAL, int_arg
+from ._lib import DtuneError, DTUNE_EINVAL, int_arg, float32_arg
 
 NAME = "dtpy"  # the exported files' NAME (a C identifier)
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
@@ -38,17 +37,47 @@ except ImportError:
     _BFLOAT16 = None
 
 
+def _as_array(a, what):
+    try:
+        return np.asarray(a)
+    except Exception as e:  # ragged lists, objects NumPy cannot take
+        raise DtuneError(f"{what}: not an array ({e})", DTUNE_EINVAL) from None
+
+
 def to_bf16(a):
-    """float array -> uint16 array of bf16 bits (round to nearest even; NaN kept NaN)."""
-    f = np.ascontiguousarray(a, dtype=np.float32)
+    """Real numbers (float or integer arrays, lists, scalars) -> uint16 array of
+    bf16 bits (round to nearest even; NaN kept NaN). A uint16 array is refused:
+    it already holds bf16 bits (from_bf16 widens them); so are bool, complex,
+    str and object arrays, which are not numbers to round."""
+    x = _as_array(a, "to_bf16's argument")
+    if _BFLOAT16 is not None and x.dtype == _BFLOAT16:
+        return np.ascontiguousarray(x).view(np.uint16)
+    if x.dtype == np.uint16:
+        raise DtuneError("to_bf16 takes real numbers, not a uint16 array: uint16 arrays are "
+                         "bf16 bits already (dtune.from_bf16 widens them to float32)",
+                         DTUNE_EINVAL)
+    if x.dtype.kind not in "fiu":
+        raise DtuneError(f"to_bf16 takes float or integer numbers, not a {x.dtype} array",
+                         DTUNE_EINVAL)
+    with np.errstate(over="ignore", invalid="ignore"):
+        f = np.ascontiguousarray(x, dtype=np.float32)
     u = f.view(np.uint32)
     r = ((u + (0x7FFF + ((u >> 16) & 1))) >> 16).astype(np.uint16)
     return np.where(np.isnan(f), np.uint16(0x7FC0), r)
 
 
 def from_bf16(b):
-    """uint16 array of bf16 bits -> float32 array."""
-    return (np.asarray(b, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    """bf16 bits (a uint16 array, or an ml_dtypes.bfloat16 array) -> float32 array.
+    Any other dtype is refused rather than reinterpreted (to_bf16 makes the bits)."""
+    x = _as_array(b, "from_bf16's argument")
+    if _BFLOAT16 is not None and x.dtype == _BFLOAT16:
+        x = np.ascontiguousarray(x).view(np.uint16)
+    if x.dtype != np.uint16:
+        raise DtuneError(f"from_bf16 takes a uint16 array of bf16 bits, not a {x.dtype} array "
+                         "(dtune.to_bf16 makes one from floats)", DTUNE_EINVAL)
+    u = x.astype(np.uint32)  # an array, also for a 0-d x (a shift of one gives a scalar)
+    u <<= np.uint32(16)
+    return u.view(np.float32)
 
 
 def cache_dir():
@@ -282,7 +311,8 @@ class Kernel:
         if a.dtype == want:
             pass
         elif want == np.float32 and a.dtype.kind == "f" and a.dtype.itemsize <= 8:
-            a = a.astype(np.float32)
+            with np.errstate(over="ignore"):  # beyond float32: inf, which pack refuses
+                a = a.astype(np.float32)
         elif want == np.uint16 and _BFLOAT16 is not None and a.dtype == _BFLOAT16:
             a = np.ascontiguousarray(a).view(np.uint16)
         else:
@@ -364,7 +394,7 @@ class Kernel:
         return self
 
     # -- a call --
-    def __call__(self, *arrays, bias=None, scale_a=None, zp_a=0, out=None, **variables):
+    def __call__(self, *arrays, bias=None, scale_a=None, zp_a=None, out=None, **variables):
         inputs = [p for p in self._run if p["const"] and p["ptr"] and p["name"] in self._shapes
                   and p["name"] != "bias"]
         if self.op == "dense" and len(arrays) == 2 and bias is None:
@@ -379,6 +409,7 @@ class Kernel:
             raise DtuneError(f"{self.workload} needs bias= (its epilogue has one)", DTUNE_EINVAL)
         if self.op == "dense" and self._packed is None:
             raise DtuneError("call k.pack(W) before running a dense kernel", DTUNE_EINVAL)
+        quant = self._quantization(scale_a, zp_a)
         observed, given = {}, {}
         for p, a in zip(inputs, arrays):
             given[p["name"]] = a = self._array(a, p, p["name"])
@@ -403,25 +434,27 @@ class Kernel:
                 args.append(self._packed.ctypes.data)
             elif n == oname:
                 args.append(out.ctypes.data)
-            elif n == "scale_a":
-                if scale_a is None:
-                    raise DtuneError("an int8 kernel needs scale_a= (and zp_a=, default 0)",
-                                     DTUNE_EINVAL)
-                try:
-                    with np.errstate(over="ignore"):
-                        s = float(np.float32(scale_a))
-                except (TypeError, ValueError):
-                    s = math.nan
-                if not math.isfinite(s):
-                    raise DtuneError(f"scale_a = {scale_a!r} is not a finite float32",
-                                     DTUNE_EINVAL)
-                args.append(s)
-            elif n == "zp_a":
-                args.append(int_arg(zp_a, "zp_a", -2**31, 2**31 - 1))
+            elif n in quant:
+                args.append(quant[n])
             else:
                 args.append(given[n].ctypes.data)
-        names = [p["name"] for p in self._run]
-        if (scale_a is not None or zp_a != 0) and "scale_a" not in names:
-            raise DtuneError(f"a {self.dtype} kernel takes no scale_a or zp_a", DTUNE_EINVAL)
         self._fn["run"](*args)
         return out
+
+    def _quantization(self, scale_a, zp_a):
+        """The activations' quantization arguments of the entry point, checked:
+        int8's X is u8, so its zero point is 0..255 (passed as int32_t zp_a,
+        which would take anything and compute garbage), scale_a a finite float32."""
+        names = {p["name"] for p in self._run}
+        if "scale_a" not in names:
+            if scale_a is not None or zp_a is not None and \
+                    int_arg(zp_a, "zp_a", 0, 255) != 0:
+                raise DtuneError(f"a {self.dtype} kernel takes no scale_a or zp_a", DTUNE_EINVAL)
+            return {}
+        if scale_a is None:
+            raise DtuneError("an int8 kernel needs scale_a= (and zp_a=, default 0)", DTUNE_EINVAL)
+        q = {"scale_a": float32_arg(scale_a, "scale_a")}
+        if "zp_a" in names:
+            # the zero point is an activation value: a u8, like X's elements
+            q["zp_a"] = 0 if zp_a is None else int_arg(zp_a, "zp_a (X's u8 zero point)", 0, 255)
+        return q

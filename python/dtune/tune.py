@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ._lib import DtuneError
+from ._lib import DtuneError, path_arg
 
 
 def cli_path():
@@ -29,6 +29,14 @@ def _duration(t):
     return t if isinstance(t, str) else f"{t}s"
 
 
+def _arg(v, what):
+    """One argument of the command line as bytes: a str or path checked like a
+    file name (os.fsencode; no NUL), anything else as str(v)."""
+    if not isinstance(v, (str, bytes, os.PathLike)):
+        v = str(v)
+    return path_arg(v, what)
+
+
 def tune(what, db=None, *, time=None, trials=None, threads=1, strategy=None, seed=None,
          max_kernels=None, math=None, progress=None, args=()):
     """Tunes a workload key or a model file (JSON spec or ONNX) with ``dtune tune --json``.
@@ -42,13 +50,15 @@ def tune(what, db=None, *, time=None, trials=None, threads=1, strategy=None, see
     """
     if not isinstance(what, (str, os.PathLike)):
         raise DtuneError(f"tune takes a workload key or a model file path, not {what!r}", -1)
-    cmd = [cli_path(), "tune", os.fspath(what), "--json"]
+    cmd = [cli_path(), "tune", _arg(what, "the workload key or model path"), "--json"]
     for flag, v in (("--db", db), ("--time", None if time is None else _duration(time)),
                     ("--trials", trials), ("--threads", threads), ("--strategy", strategy),
                     ("--seed", seed), ("--max-kernels", max_kernels), ("--math", math)):
         if v is not None:
-            cmd += [flag, os.fspath(v) if isinstance(v, os.PathLike) else str(v)]
-    cmd += [str(a) for a in args]
+            cmd += [flag, _arg(v, flag[2:].replace("-", "_"))]
+    if isinstance(args, (str, bytes)):
+        raise DtuneError("args must be a list of arguments, not a str", -1)
+    cmd += [_arg(a, f"args[{i}]") for i, a in enumerate(args)]
     lines = []
     with tempfile.TemporaryFile("w+") as out:
         try:

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import time
 
+import numpy as np
 import pytest
 
 import dtune
@@ -44,6 +45,8 @@ def test_daemon_query(daemon, db, tuned):
         (ref.kernel_id, ref.range, ref.extrapolated, ref.shape, ref.workload, ref.target)
     assert s.annotation == ref.annotation
     assert c.kernel_source(s.kernel_id) == db.kernel_source(s.kernel_id)
+    assert c.kernel_source(str(s.kernel_id)) == db.kernel_source(s.kernel_id)  # digits are an id
+    assert c.query(tuned.key, "M=37", threads=0) == s  # 0: the highest, as db.lookup
     assert c.health()["status"] == "ok"
     assert any(w["key"] == ref.workload for w in c.workloads()["workloads"])
 
@@ -58,3 +61,53 @@ def test_daemon_errors(daemon, tuned):
     assert e.value.status == 404
     with pytest.raises(dtune.DtuneError, match="cannot reach"):
         dtune.DaemonClient("http://127.0.0.1:9", timeout=2).health()
+
+
+LONE = "\ud800"
+KEY = "dense(M=1..8,N=16,K=16)"
+
+
+def test_daemon_client_refuses_before_any_request():
+    """Issue 42 (9): ids that are not plain decimal integers, strs that cannot
+    be encoded, query parameters that would spell others, bodies that are not
+    JSON: DtuneError before any request (the address is unreachable, so a
+    request would say "cannot reach")."""
+    c = dtune.DaemonClient("http://127.0.0.1:9", timeout=2)
+
+    def refused(call, *names):
+        with pytest.raises(dtune.DtuneError) as e:
+            call()
+        assert "cannot reach" not in str(e.value) and e.value.code == -1, e.value
+        for n in names:
+            assert n in str(e.value), (n, str(e.value))
+
+    for bad in ("1/..", "..", "1?x", "1#x", "1/../../healthz", " 1", "1 ", "+1", "1_0", "0x1",
+                "\u0661", "", "0", 0, -1, 2 ** 63, 1.0, 1.5, True, None, b"1", LONE):
+        refused(lambda: c.kernel_source(bad), "kernel_id")
+        refused(lambda: c.job(bad), "job_id")
+        refused(lambda: c.cancel(bad), "job_id")
+    refused(lambda: c.query(KEY + LONE, M=3), "key")
+    refused(lambda: c.query(KEY, "M=3" + LONE), "shape")
+    refused(lambda: c.query(KEY, M=3, target=LONE), "target")
+    refused(lambda: c.query(KEY, M=3, threads="2"), "threads")
+    refused(lambda: c.query(KEY, "M=3,M=4"), "twice")
+    refused(lambda: c.query(KEY, "M=3,workload=dense(M=1..2,N=1,K=1)"), "workload")
+    refused(lambda: c.query(KEY, shape={"target": 1}), "target")
+    refused(lambda: c.query(KEY, shape={"M&x": 1}), "variable name")
+    refused(lambda: c.jobs(state="running" + LONE), "state")
+    refused(lambda: c.submit(workload=KEY + LONE), "workload")
+    refused(lambda: c.submit(model={"name": "m", "ops": [{"name": LONE}]}), "model.ops[0].name")
+    refused(lambda: c.submit(workload=KEY, trials=float("nan")), "trials")
+    refused(lambda: c.submit(workload=KEY, seed=object()), "seed")
+    for bad in ({"url": "http://h" + LONE}, {"url": "ftp://127.0.0.1:9"}, {"url": "127.0.0.1:9"},
+                {"url": "http://127.0.0.1:9/x?y=1"}, {"url": "http://127.0.0.1 :9"},
+                {"token": "a\r\nX-Injected: 1"}, {"token": "t" + LONE}, {"token": 5},
+                {"timeout": "2"}, {"timeout": 0}):
+        with pytest.raises(dtune.DtuneError, match=next(iter(bad))):
+            dtune.DaemonClient(**{"url": "http://127.0.0.1:9", **bad})
+    # what is accepted reaches the (absent) daemon
+    for ok in (lambda: c.kernel_source("12"), lambda: c.job(np.int64(3)), lambda: c.cancel(7),
+               lambda: c.submit(workload=KEY, trials=np.int64(5), time=90.0),
+               lambda: c.query(KEY, M=3, threads=0)):
+        with pytest.raises(dtune.DtuneError, match="cannot reach"):
+            ok()

@@ -124,3 +124,58 @@ def test_batch_matmul_nn_bf16(mix):
         A = dtune.to_bf16(rng.standard_normal((b, s, s)))
         B = dtune.to_bf16(rng.standard_normal((b, s, 24)))
         close(k(A, B), dtune.from_bf16(A).astype(np.float64) @ dtune.from_bf16(B))
+
+
+def test_int8_quantization_args_checked(mix):
+    """Issue 42 (2): int8's zero point is X's u8 (0..255) although the C argument
+    is an int32_t, and scale_a a finite float32: anything else is refused, not
+    computed with (zp_a = 2**24 used to give a silently wrong Y)."""
+    db, keys = mix
+    k = db.kernel(keys["q8"])
+    rng = np.random.default_rng(9)
+    W = rng.integers(-128, 128, (40, 24), dtype=np.int8)
+    sb = rng.uniform(0.01, 0.1, 40).astype(np.float32)
+    bias = rng.standard_normal(40).astype(np.float32)
+    k.pack(W, sb)
+    X = rng.integers(0, 256, (2, 24), dtype=np.uint8)
+
+    def ref(zp, sa=0.05):
+        r = sa * sb * ((X.astype(np.int64) - zp) @ W.T.astype(np.int64)) + bias
+        return np.maximum(r, 0)
+
+    for zp in (2 ** 24, 256, -1, -2 ** 31, 2 ** 31 - 1, 2 ** 40):
+        with pytest.raises(dtune.DtuneError, match=r"zp_a.*0 to 255") as e:
+            k(X, bias, scale_a=0.05, zp_a=zp, b=1, s=2)
+        assert e.value.code == -1
+    for zp in (True, np.True_, 7.0, np.float32(7), "7", [7], np.array([7, 8])):
+        with pytest.raises(dtune.DtuneError, match="zp_a"):
+            k(X, bias, scale_a=0.05, zp_a=zp, b=1, s=2)
+    for sa in (True, np.False_, "0.05", b"1", 1 + 2j, np.complex64(1), 1e39, -1e39, 10 ** 400,
+               float("nan"), float("inf"), [0.05], np.array([0.05, 0.1]), object()):
+        with pytest.raises(dtune.DtuneError, match="scale_a"):
+            k(X, bias, scale_a=sa, zp_a=0, b=1, s=2)
+    # the limits themselves, and NumPy scalars, run and are right
+    for zp in (0, 255, np.uint8(255), np.int64(128)):
+        close(k(X, bias, scale_a=0.05, zp_a=zp, b=1, s=2), ref(int(zp)))
+    for sa in (np.float32(0.05), np.float64(0.05), np.array(0.05), 1):
+        close(k(X, bias, scale_a=sa, b=1, s=2), ref(0, float(sa)))
+
+
+def test_quantization_args_refused_where_there_are_none(mix):
+    """A kernel without activation quantization (w8a32, bf16, f32) takes no
+    scale_a or zp_a; w8a32's only quantization parameter, scale_b, goes through
+    the pack's check (a float64 beyond float32 is infinite there)."""
+    db, keys = mix
+    k = db.kernel(keys["w8"])
+    W = np.ones((48, 45), np.int8)
+    with pytest.raises(dtune.DtuneError, match=r"scale_b\[2\]"):
+        k.pack(W, np.where(np.arange(48) == 2, 1e300, 0.5))
+    with pytest.raises(dtune.DtuneError, match="scale_b"):
+        k.pack(W, np.ones(48, bool))
+    k.pack(W, np.full(48, 0.5))
+    X = np.ones((3, 45), np.float32)
+    close(k(X, b=1, s=3), np.full((3, 48), 22.5))
+    close(k(X, zp_a=0, b=1, s=3), np.full((3, 48), 22.5))
+    for kw in ({"scale_a": 1.0}, {"zp_a": 3}, {"zp_a": 2 ** 24}):
+        with pytest.raises(dtune.DtuneError, match="scale_a or zp_a|0 to 255"):
+            k(X, b=1, s=3, **kw)
