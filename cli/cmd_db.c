@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "cli/cmd_db_upkeep.h"
 #include "db/db.h"
+#include "dispatch/dispatch.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -30,6 +31,10 @@ static const char init_usage[] =
     "schema of this dtune.  A database that is already current is left as is.\n"
     "An existing database is also checked for damage (SQLite's quick_check and\n"
     "its tables against the schema); a damaged one is reported and exits 2.\n"
+    "A migrated one gets every check of 'dtune db check' after its migration\n"
+    "(which rewrites no row): rows a query could not serve (schedule ranges\n"
+    "reversed, overlapping or naming other variables, ...) are listed on stderr\n"
+    "and it exits 2; the file stays migrated and every other schedule is served.\n"
     "\n"
     "Options:\n"
     "  --db PATH    database file (default: $DTUNE_DB, else ./dtune.db)\n"
@@ -104,6 +109,39 @@ static int parse_opts(const char *cmd, int argc, char **argv, bool allow_json, d
     return parse_opts_arg(cmd, argc, argv, allow_json, false, o);
 }
 
+/* A problem of a migrated file, on stderr as `dtune db check` prints it. */
+static void print_problem(const char *kind, const char *message, void *ud)
+{
+    (void)ud;
+    fprintf(stderr, "%-12s %s\n", kind, dt_cli_safe(message));
+}
+
+/* Every check of `dtune db check` on a file just migrated: the migration
+ * keeps every row as it was, damage included, and an older dtune never
+ * checked what it wrote as this one reads it.  The problems are listed;
+ * the file stays migrated (a migration is never undone, and refusing it
+ * would leave the sound schedules unserved as well).  Exit 0 or 2 (3 when
+ * the check could not run). */
+static int check_migrated(dt_db *db, const char *path, int from, int to)
+{
+    dt_err e;
+    int64_t n = 0;
+    dt_dispatch_attach_reader(db);
+    if (dt_db_check_all(db, print_problem, NULL, &n, &e) != DT_OK) {
+        dt_err_prefix(&e, "migrated %s from schema %d to %d, then checking it", path, from, to);
+        return dt_cli_fail(&e);
+    }
+    if (n == 0)
+        return DT_EXIT_OK;
+    dt_errf(&e, DT_EINVAL,
+            "database %s is damaged: %lld problem%s (listed above), kept by its migration "
+            "from schema %d to %d, which rewrites no row; the rest of the file is migrated "
+            "and served; re-tune the workloads of the schedules listed (or delete their rows), "
+            "then run 'dtune db check --db %s'",
+            path, (long long)n, n == 1 ? "" : "s", from, to, path);
+    return dt_cli_fail(&e);
+}
+
 static int db_init(int argc, char **argv)
 {
     db_opts o;
@@ -114,21 +152,27 @@ static int db_init(int argc, char **argv)
     dt_db *db;
     if ((rc = dt_cli_open_db(o.db, DT_DB_CREATE, &db)))
         return rc;
+    int from = dt_db_opened_version(db), to = dt_db_schema_version(db);
+    bool migrated = !dt_db_was_created(db) && from < to;
     /* A file that was already there is checked for damage: opening only
-     * reads its header. */
-    if (!dt_db_was_created(db) && dt_db_check(db, &e) != DT_OK) {
+     * reads its header.  A migrated one gets the full check, after saying
+     * it was migrated. */
+    if (!dt_db_was_created(db) && !migrated && dt_db_check(db, &e) != DT_OK) {
         dt_db_close(db);
         return dt_cli_fail(&e);
     }
-    int from = dt_db_opened_version(db), to = dt_db_schema_version(db);
-    if (dt_db_was_created(db))
+    rc = DT_EXIT_OK;
+    if (dt_db_was_created(db)) {
         printf("created %s (schema %d)\n", o.db, to);
-    else if (from < to)
+    } else if (migrated) {
         printf("migrated %s from schema %d to %d\n", o.db, from, to);
-    else
+        fflush(stdout);
+        rc = check_migrated(db, o.db, from, to);
+    } else {
         printf("%s is up to date (schema %d)\n", o.db, to);
+    }
     dt_db_close(db);
-    return DT_EXIT_OK;
+    return rc;
 }
 
 static void print_stats_text(const dt_db_stats_info *s)

@@ -22,12 +22,14 @@ static const char check_usage[] =
     "Look for damage and list every problem found: SQLite's integrity_check,\n"
     "the tables against the schema, references to missing rows, JSON that does\n"
     "not parse, and dtune's own invariants (schedules' ranges ordered and not\n"
-    "overlapping, records and schedules naming kernels of their workload's op,\n"
-    "ok records with positive times, known statuses and job states, ...).\n"
+    "overlapping, every schedule row read against its workload's variables as\n"
+    "a query reads it, records and schedules naming kernels of their workload's\n"
+    "op, ok records with positive times, known statuses and job states, ...).\n"
     "The database is opened read-only.\n"
     "\n"
-    "Exit codes: 0 clean, 2 damage found (or not a dtune database), 3 the\n"
-    "check could not run.\n"
+    "Exit codes: 0 clean, 2 damage found (or not a dtune database, or missing),\n"
+    "3 the check could not run (I/O, busy, or a schema version this dtune does\n"
+    "not check: migrate an older file with 'dtune db init', which checks it too).\n"
     "\n"
     "Options:\n"
     "  --db PATH    database file (default: $DTUNE_DB, else ./dtune.db)\n"
@@ -165,7 +167,7 @@ static void on_problem(const char *kind, const char *message, void *ud)
     if (c->list)
         json_array_append_new(c->list, json_pack("{s:s, s:s}", "kind", kind, "message", message));
     else
-        printf("%-12s %s\n", kind, message);
+        printf("%-12s %s\n", kind, dt_cli_safe(message)); /* it quotes stored text */
 }
 
 int dt_cmd_db_check(int argc, char **argv)
@@ -177,8 +179,17 @@ int dt_cmd_db_check(int argc, char **argv)
         return rc;
     dt_err e;
     dt_db *db;
-    if ((rc = dt_cli_open_db(o.db, DT_DB_READONLY, &db)))
-        return rc;
+    if ((rc = dt_db_open(o.db, DT_DB_READONLY, &db, &e))) {
+        /* an older or newer schema is not damage: it was not checked (a
+         * read-only open never migrates), so exit 3, not 2 */
+        if (rc != DT_EVERSION)
+            return dt_cli_fail(&e);
+        dt_err_prefix(&e, "cannot check %s", o.db);
+        dt_cli_fail(&e);
+        return DT_EXIT_RUNTIME;
+    }
+    /* every schedule read as a query will read it */
+    dt_dispatch_attach_reader(db);
     check_ctx c = {.list = o.json ? json_array() : NULL};
     int64_t n = 0;
     rc = dt_db_check_all(db, on_problem, &c, &n, &e);
@@ -209,7 +220,7 @@ int dt_cmd_db_check(int argc, char **argv)
 static void print_problem(const char *kind, const char *message, void *ud)
 {
     (void)ud;
-    fprintf(stderr, "%-12s %s\n", kind, message);
+    fprintf(stderr, "%-12s %s\n", kind, dt_cli_safe(message));
 }
 
 int dt_cmd_db_prune(int argc, char **argv)
@@ -241,6 +252,7 @@ int dt_cmd_db_prune(int argc, char **argv)
     dt_db_close(db);
     if ((rc = dt_cli_open_db(o.db, 0, &db)))
         return rc;
+    dt_dispatch_attach_reader(db);
     po.on_problem = print_problem;
     dt_db_prune_info info;
     rc = dt_db_prune(db, &po, &info, &e);
@@ -377,6 +389,7 @@ int dt_cmd_db_merge(int argc, char **argv)
     for (int i = 0; i < o.nargs; i++) {
         dt_err e2;
         if ((rc = dt_db_open(o.args[i], DT_DB_READONLY, &db, &e2)) == DT_OK) {
+            dt_dispatch_attach_reader(db);
             char doing[DT_ERR_MSG_MAX / 2];
             snprintf(doing, sizeof doing, "merge %s", o.args[i]);
             rc = dt_db_require_sound(db, doing, print_problem, NULL, &e);
@@ -395,6 +408,7 @@ int dt_cmd_db_merge(int argc, char **argv)
         free(o.args);
         return rc;
     }
+    dt_dispatch_attach_reader(db); /* dt_db_merge checks each source with it */
     json_t *sources = o.json ? json_array() : NULL;
     for (int i = 0; rc == 0 && i < o.nargs; i++) {
         dt_db_merge_info m;

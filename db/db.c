@@ -536,6 +536,12 @@ void dt_db_close(dt_db *db)
     free(db);
 }
 
+void dt_db_set_schedule_reader(dt_db *db, dt_db_schedule_reader_fn fn, void *ud)
+{
+    db->reader = fn;
+    db->reader_ud = fn ? ud : NULL;
+}
+
 const char *dt_db_path(const dt_db *db)
 {
     return db->path;

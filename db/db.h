@@ -106,9 +106,12 @@ typedef struct {
 /* Writes a consistent copy of db to the new file dest with SQLite's online
  * backup (one read transaction: safe beside a running daemon or tune, which
  * it does not block).  The copy is written beside dest and linked into place
- * only when complete, so dest is never partial; an existing dest is
- * DT_EINVAL (never overwritten).  Works on read-only handles.  out may be
- * NULL. */
+ * only when complete, so dest is never partial; an existing dest (a link
+ * too, dangling or not) is DT_EINVAL (never overwritten), and so is a dest
+ * another program would overwrite or apply to the copy: a name ending in
+ * -wal, -shm or -journal (a database's side file), one ending in .lock (the
+ * daemon's lock file of a database), or one whose own -wal, -shm or
+ * -journal exists.  Works on read-only handles.  out may be NULL. */
 int dt_db_backup(dt_db *db, const char *dest, dt_db_backup_info *out, dt_err *e);
 
 /* Looks for damage: SQLite's quick_check (reads the whole file), every
@@ -386,8 +389,41 @@ int dt_db_job_update_fields(dt_db *db, int64_t id, const dt_db_job_update *u, dt
  * borrowed for the call. */
 typedef void (*dt_db_problem_cb)(const char *kind, const char *message, void *ud);
 
+/* ---- how the layer above reads a stored schedule -------------------------
+ * db/ stores a schedule's corners as text and never parses a workload key
+ * or a shape; the dispatch layer does (dispatch/dispatch.h).  A schedule
+ * reader, set on a handle, lets dt_db_check_all ask that layer whether it
+ * can serve each stored schedule, parsing it as a lookup will, so a row
+ * whose corners name variables its workload does not have (or are not
+ * shapes of its set) is found by `dtune db check` rather than by the next
+ * query.
+ *
+ * The reader is called once per schedule (workload, target, threads) whose
+ * workload row exists, with the workload's stored key and the schedule's
+ * rows in stored order (ids, corners, box flags, kernels, threads: as
+ * dt_db_schedule_list gives them).  It calls report(ctx, i, message) for
+ * each problem, i the index in rows of the row it is about.  whole is
+ * false when dt_db_check_all's own rules already reported a problem in
+ * these rows: the reader then reads each row alone and not the table they
+ * make (an overlap would be reported twice).  It returns DT_OK when it
+ * could read the schedule, whatever it found, else a negative DT_E* code
+ * with e filled (out of memory): the check then fails. */
+typedef void (*dt_db_schedule_problem_fn)(void *ctx, size_t row, const char *message);
+typedef int (*dt_db_schedule_reader_fn)(const char *workload_key, const dt_db_schedule *rows,
+                                        size_t n, bool whole, dt_db_schedule_problem_fn report,
+                                        void *ctx, void *ud, dt_err *e);
+
+/* Sets (fn NULL: clears) db's schedule reader; ud is passed to every call.
+ * dt_db_check_all and everything built on it use it: dt_db_require_sound,
+ * so dt_db_prune of db, and dt_db_merge, whose source gets the
+ * destination's reader.  Without one the rows are checked by db/'s own
+ * rules only.  dispatch/dispatch.h, dt_dispatch_attach_reader, sets the
+ * dispatch layer's. */
+void dt_db_set_schedule_reader(dt_db *db, dt_db_schedule_reader_fn fn, void *ud);
+
 /* dt_db_check's checks with SQLite's full integrity_check, every one run to
- * the end, plus dtune's own invariants (docs/database.md lists them).  cb
+ * the end, plus dtune's own invariants (docs/database.md lists them), and
+ * every schedule read by the handle's schedule reader when it has one.  cb
  * (may be NULL) is called once per problem; at most DT_DB_CHECK_MAX_PER_RULE
  * rows are reported per rule, then one "... and N more" message, but
  * *problems counts them all.  DT_OK when the checks ran, whatever they
@@ -487,8 +523,10 @@ typedef struct {
 /* Merges the database at src_path into db (opened for writing) in one
  * transaction, by natural keys (docs/database.md, "Merge"): running it again
  * adds nothing.  The source is opened read-only and must be at this build's
- * schema version (DT_EVERSION otherwise).  score (may be NULL: the mean of
- * the rows' measured_ns, else predicted_ns) decides schedule conflicts. */
+ * schema version (DT_EVERSION otherwise); a source with any problem
+ * dt_db_check_all finds (with db's schedule reader) is refused, DT_EINVAL,
+ * nothing written.  score (may be NULL: the mean of the rows' measured_ns,
+ * else predicted_ns) decides schedule conflicts. */
 int dt_db_merge(dt_db *db, const char *src_path, dt_db_schedule_score_fn score, void *ud,
                 dt_db_merge_info *out, dt_err *e);
 

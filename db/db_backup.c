@@ -30,13 +30,43 @@ int dt_db_backup(dt_db *db, const char *dest, dt_db_backup_info *out, dt_err *e)
                            "choose another name",
                            dest, sides[i], (int)(dl - sl), dest);
     }
+    /* DEST.lock is the lock file of the database DEST (common/lockfile.h): a
+     * daemon on DEST truncates it and writes its pid there */
+    static const char lock[] = ".lock";
+    size_t ll = sizeof lock - 1;
+    if (dl > ll && !strcmp(dest + dl - ll, lock) && dest[dl - ll - 1] != '/')
+        return dt_errf(e, DT_EINVAL,
+                       "%s ends in '.lock', the name of the daemon's lock file of the database "
+                       "%.*s: a daemon on %.*s would truncate the backup; choose another name",
+                       dest, (int)(dl - ll), dest, (int)(dl - ll), dest);
+    /* an existing DEST, or a name of one (a hard or symbolic link, dangling
+     * too: link() below does not follow it), is never replaced */
     struct stat st;
-    if (stat(dest, &st) == 0)
+    if (lstat(dest, &st) == 0)
         return dt_errf(e, DT_EINVAL, "%s already exists; a backup never overwrites a file", dest);
+    /* side files of DEST left by an earlier database of that name: SQLite
+     * would replay a stale DEST-wal or roll back a DEST-journal onto the
+     * copy at its next open */
+    for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
+        char side[4200];
+        if ((size_t)snprintf(side, sizeof side, "%s%s", dest, sides[i]) >= sizeof side)
+            return dt_errf(e, DT_EINVAL, "backup path %s is too long", dest);
+        if (lstat(side, &st) == 0)
+            return dt_errf(e, DT_EINVAL,
+                           "%s exists, a side file of an earlier database named %s: SQLite "
+                           "would apply it to the backup when it opens it; remove it or choose "
+                           "another name",
+                           side, dest);
+    }
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dest, (long)getpid()) >= sizeof tmp)
         return dt_errf(e, DT_EINVAL, "backup path %s is too long", dest);
     unlink(tmp);
+    for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
+        char side[4200];
+        snprintf(side, sizeof side, "%s%s", tmp, sides[i]);
+        unlink(side); /* our own name's, left by a crash: never the copy's */
+    }
     sqlite3 *to = NULL;
     int src = sqlite3_open_v2(tmp, &to, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (src != SQLITE_OK) {

@@ -29,6 +29,9 @@ struct dt_db {
     bool snapshot;       /* immutable=1 (no -wal existed): reopened when the file moves on */
     dt_db_file_id seen;  /* the file the snapshot was read from */
     int64_t generation;  /* reopenings of a snapshot handle (part of data_version) */
+    /* how the layer above reads a schedule (dt_db_set_schedule_reader) */
+    dt_db_schedule_reader_fn reader;
+    void *reader_ud;
 };
 
 /* DT_E* code for an SQLite result code. */

@@ -161,6 +161,120 @@ static bool boxes_overlap(const box_row *a, const box_row *b)
     return true;
 }
 
+/* One schedule (workload, target, threads) as read so far, for the handle's
+ * schedule reader (dt_db_set_schedule_reader): its rows as
+ * dt_db_schedule_list gives them. */
+typedef struct {
+    dt_db_checker *c;
+    dt_db_schedule *rows;
+    bool *reported;     /* per row: db/'s own rules reported it already */
+    size_t n, cap, rcap;
+    int64_t row_problems; /* c->problems before the last row was checked */
+    const char *wkey, *tkey; /* the workload's and the target's keys; NULL when missing */
+    int64_t problems;   /* c->problems before its first row was checked */
+    int64_t seen;       /* the reader's problems, every schedule */
+    int rc;             /* the first failure to report one */
+} sched;
+
+static void sched_clear(sched *g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        free((void *)g->rows[i].shape_lo);
+        free((void *)g->rows[i].shape_hi);
+    }
+    g->n = 0;
+    free((void *)g->wkey);
+    free((void *)g->tkey);
+    g->wkey = g->tkey = NULL;
+}
+
+/* A problem the reader found in row i of the schedule; a row db/'s own
+ * rules reported is reported once (a reversed range, say, is reversed to
+ * both). */
+static void sched_report(void *ctx, size_t i, const char *message)
+{
+    sched *g = ctx;
+    if (i >= g->n)
+        i = 0;
+    if (g->rc != DT_OK || g->n == 0 || g->reported[i])
+        return;
+    const dt_db_schedule *r = &g->rows[i];
+    g->rc = dt_db_problem(g->c, "schedule", &g->seen,
+                          "schedules row %lld (workload %lld %s, target %lld %s, %d thread%s) "
+                          "cannot be served: %s",
+                          (long long)r->id, (long long)r->workload_id, g->wkey,
+                          (long long)r->target_id, g->tkey ? g->tkey : "(missing)", r->threads,
+                          r->threads == 1 ? "" : "s", message ? message : "");
+}
+
+/* Hands the schedule read so far to the reader, then forgets it.  A
+ * schedule whose workload row is missing is not read (foreign_key says so). */
+static int sched_flush(sched *g)
+{
+    dt_db_checker *c = g->c;
+    int rc = DT_OK;
+    if (g->n && c->problems > g->row_problems)
+        g->reported[g->n - 1] = true;
+    if (g->n && g->wkey && c->db->reader) {
+        bool whole = c->problems == g->problems;
+        rc = c->db->reader(g->wkey, g->rows, g->n, whole, sched_report, g, c->db->reader_ud,
+                           c->e);
+        if (rc == DT_OK)
+            rc = g->rc;
+    }
+    sched_clear(g);
+    return rc;
+}
+
+/* Starts the schedule of row st (the query of check_ranges) when it is not
+ * the current one (the one before goes to the reader), and adds the row to
+ * it.  DT_OK, or an error with e filled. */
+static int sched_add(sched *g, sqlite3_stmt *st, bool first)
+{
+    dt_db_checker *c = g->c;
+    if (!c->db->reader)
+        return DT_OK;
+    if (g->n && c->problems > g->row_problems)
+        g->reported[g->n - 1] = true;
+    if (first) {
+        int rc = sched_flush(g);
+        if (rc)
+            return rc;
+        g->problems = c->problems;
+        if (dt_col_dup(st, 10, &g->wkey) || dt_col_dup(st, 11, &g->tkey))
+            goto oom;
+    }
+    dt_db_schedule *grown = dt_grow(g->rows, &g->cap, g->n, sizeof *g->rows);
+    if (!grown)
+        goto oom;
+    g->rows = grown;
+    bool *rep = dt_grow(g->reported, &g->rcap, g->n, sizeof *g->reported);
+    if (!rep)
+        goto oom;
+    g->reported = rep;
+    g->reported[g->n] = false;
+    g->row_problems = c->problems;
+    dt_db_schedule *r = &g->rows[g->n];
+    *r = (dt_db_schedule){
+        .id = sqlite3_column_int64(st, 0),
+        .workload_id = sqlite3_column_int64(st, 1),
+        .target_id = sqlite3_column_int64(st, 2),
+        .threads = sqlite3_column_int(st, 3),
+        .box = sqlite3_column_int(st, 6),
+        .kernel_id = sqlite3_column_int64(st, 7),
+        .predicted_ns = dt_col_real(st, 8),
+        .measured_ns = dt_col_real(st, 9),
+    };
+    if (dt_col_dup(st, 4, &r->shape_lo) || dt_col_dup(st, 5, &r->shape_hi)) {
+        free((void *)r->shape_lo);
+        goto oom;
+    }
+    g->n++;
+    return DT_OK;
+oom:
+    return dt_errf(c->e, DT_ENOMEM, "out of memory checking the schedules of %s", c->db->path);
+}
+
 /* The rows of one schedule (workload, target, threads), in the order they
  * were stored.  A run (box 0, schema 2) goes from lo to hi in shape-set
  * order: lo <= hi < next run's lo, comparing values in the key's variable
@@ -171,14 +285,20 @@ static bool boxes_overlap(const box_row *a, const box_row *b)
  * intervals do in every variable.  With one variable a box is a run and is
  * checked as one.  A run of several variables is not compared with a box:
  * which shapes lie between its ends depends on the domains, which db/ does
- * not read (dispatch/dispatch.c refuses such an overlap when it loads). */
+ * not read (dispatch/dispatch.c refuses such an overlap when it loads).
+ * Then each schedule goes to the handle's schedule reader, which reads its
+ * corners against its workload's variables and domains as a lookup does. */
 static int check_ranges(dt_db_checker *c)
 {
     static const char what[] = "checking the schedules' ranges";
     sqlite3_stmt *st;
     int rc = dt_db_prepare(c->db,
-                           "SELECT id, workload_id, target_id, threads, shape_lo, shape_hi, box"
-                           " FROM schedules ORDER BY workload_id, target_id, threads, id",
+                           "SELECT s.id, s.workload_id, s.target_id, s.threads, s.shape_lo,"
+                           " s.shape_hi, s.box, s.kernel_id, s.predicted_ns, s.measured_ns,"
+                           " w.key, t.key FROM schedules s"
+                           " LEFT JOIN workloads w ON w.id = s.workload_id"
+                           " LEFT JOIN targets t ON t.id = s.target_id"
+                           " ORDER BY s.workload_id, s.target_id, s.threads, s.id",
                            &st, c->e, what);
     if (rc)
         return rc;
@@ -187,6 +307,7 @@ static int check_ranges(dt_db_checker *c)
     long long prev_hi[MAX_VALS];
     box_row *boxes = NULL; /* the boxes of the current schedule so far */
     size_t nbox = 0, cap = 0;
+    sched g = {.c = c};
     while (rc == DT_OK && (rc = dt_db_step_row(c->db, st, SQLITE_OK, c->e, what)) == DT_OK) {
         int64_t id = sqlite3_column_int64(st, 0), w = sqlite3_column_int64(st, 1),
                 t = sqlite3_column_int64(st, 2);
@@ -196,11 +317,14 @@ static int check_ranges(dt_db_checker *c)
         box_row b = {.id = id};
         long long *lo = b.lo, *hi = b.hi;
         int nl = parse_shape(lo_s, lo), nh = parse_shape(hi_s, hi);
-        if (!(w == pw && t == pt && th == pth)) {
+        bool first = !(w == pw && t == pt && th == pth);
+        if (first) {
             pn = -1;
             nbox = 0;
         }
         pw = w, pt = t, pth = th;
+        if ((rc = sched_add(&g, st, first)))
+            break;
         if (nl < 0 || nh < 0 || nl != nh) {
             rc = dt_db_problem(c, "schedule", &seen,
                                "schedules row %lld has the range %s..%s, which is not two shapes "
@@ -258,18 +382,24 @@ static int check_ranges(dt_db_checker *c)
                                "order of first corners",
                                (long long)id, lo_s, hi_s, (long long)last->id, (long long)w,
                                (long long)t, th);
-        box_row *g = dt_grow(boxes, &cap, nbox, sizeof *boxes);
-        if (!g) {
+        box_row *grown = dt_grow(boxes, &cap, nbox, sizeof *boxes);
+        if (!grown) {
             rc = dt_errf(c->e, DT_ENOMEM, "out of memory %s of %s", what, c->db->path);
             break;
         }
-        boxes = g;
+        boxes = grown;
         boxes[nbox++] = b;
     }
     if (rc == DT_ENOTFOUND)
         rc = DT_OK;
-    dt_db_problem_end(c, "schedule", seen);
     sqlite3_finalize(st);
+    if (rc == DT_OK)
+        rc = sched_flush(&g);
+    sched_clear(&g);
+    free(g.rows);
+    free(g.reported);
+    dt_db_problem_end(c, "schedule", seen);
+    dt_db_problem_end(c, "schedule", g.seen);
     free(boxes);
     return rc;
 }

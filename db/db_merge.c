@@ -363,6 +363,8 @@ int dt_db_merge(dt_db *db, const char *src_path, dt_db_schedule_score_fn score, 
     dt_err e2;
     if ((rc = dt_db_open(src_path, DT_DB_READONLY, &src, &e2)))
         return dt_errf(e, rc, "cannot merge %s: %s", src_path, e2.msg);
+    /* the source's schedules are checked as the destination reads them */
+    dt_db_set_schedule_reader(src, db->reader, db->reader_ud);
     merge_ctx c = {.dst = db, .src = src, .e = e, .info = out};
     /* one read transaction on the source: one consistent state of it */
     rc = dt_db_exec(src, "BEGIN", e, "reading the source");

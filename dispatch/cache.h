@@ -27,7 +27,8 @@
  * lookup that starts more than one check interval after the commit (plus
  * the time of one reload).  Lookups never block on a writer: WAL readers
  * see the last committed state.  When a reload fails for a reason other
- * than bad input (the file busy or unreadable), the stale table answers.
+ * than bad input (the file busy or unreadable, or the new schedule's rows
+ * damaged), the stale table answers.
  *
  * Thread safety: every function may be called from any number of threads at
  * once on one cache, except dt_dispatch_cache_close (no lookup may be running
@@ -103,7 +104,9 @@ const char *dt_dispatch_cache_local_target(const dt_dispatch_cache *c);
 /* Looks up q and fills *out.  DT_EINVAL for a malformed workload key or
  * shape (or nvals that does not match), with the reason; DT_ENOTFOUND when
  * the workload, the target or a schedule is missing, with a message naming
- * which; DT_EDB/DT_EBUSY when the database cannot be read. */
+ * which; DT_EDB/DT_EBUSY when the database cannot be read, DT_EDB too when
+ * the stored schedule does not load (damage: dt_dispatch_load's message
+ * names the schedules row and suggests `dtune db check`). */
 int dt_dispatch_cache_lookup(dt_dispatch_cache *c, const dt_dispatch_query *q,
                              dt_dispatch_cache_result *out, dt_err *e);
 

@@ -58,10 +58,15 @@ static int find_overlap(const dt_dispatch *d, int *i, int *j)
     return 0;
 }
 
-/* The boxes of one row: itself, or the boxes of a schema-2 run. */
+/* The boxes of one row: itself, or the boxes of a schema-2 run.  The one
+ * reading of a stored row: lookups (dt_dispatch_load) and the database
+ * check (dt_dispatch_check_schedule) both come here. */
 static int row_boxes(const dt_workload *w, const dt_db_schedule *row, dt_box *out, int *n,
                      dt_err *e)
 {
+    if (!row->shape_lo || !row->shape_hi)
+        return dt_errf(e, DT_EINVAL, "the range has no %s corner",
+                       row->shape_lo ? "last" : "first");
     if (row->box || w->nvars <= 1) {
         *n = 1;
         return dt_box_parse(w, row->shape_lo, row->shape_hi, out, e);
@@ -84,10 +89,14 @@ static int row_boxes(const dt_workload *w, const dt_db_schedule *row, dt_box *ou
     return 0;
 }
 
-int dt_dispatch_from_rows(const dt_workload *w, int threads, const dt_db_schedule *rows,
-                          size_t n, dt_dispatch **out, dt_err *e)
+/* dt_dispatch_from_rows, saying which rows it refused: bad[0] the row that
+ * does not parse, or with bad[1] the two rows that overlap (indices in
+ * rows; SIZE_MAX when none). */
+static int build(const dt_workload *w, int threads, const dt_db_schedule *rows, size_t n,
+                 dt_dispatch **out, size_t bad[2], dt_err *e)
 {
     *out = NULL;
+    bad[0] = bad[1] = SIZE_MAX;
     dt_dispatch *d = calloc(1, sizeof *d);
     size_t cap = n * (w->nvars > 1 ? DT_BOX_RUN_MAX : 1);
     if (!d || !(d->w = dt_workload_clone(w)) ||
@@ -102,6 +111,7 @@ int dt_dispatch_from_rows(const dt_workload *w, int threads, const dt_db_schedul
         int nb = 0;
         int rc = row_boxes(d->w, &rows[i], b, &nb, e);
         if (rc) {
+            bad[0] = i;
             dt_dispatch_free(d);
             return rc;
         }
@@ -118,6 +128,7 @@ int dt_dispatch_from_rows(const dt_workload *w, int threads, const dt_db_schedul
             r->kernel_id = rows[i].kernel_id;
             r->predicted_ns = rows[i].predicted_ns;
             r->measured_ns = rows[i].measured_ns;
+            r->row = i;
         }
     }
     qsort(d->r, (size_t)d->n, sizeof *d->r, cmp_range);
@@ -125,12 +136,30 @@ int dt_dispatch_from_rows(const dt_workload *w, int threads, const dt_db_schedul
     if (find_overlap(d, &i, &j)) {
         int rc = dt_errf(e, DT_EINVAL, "ranges %s..%s and %s..%s overlap", d->r[i].shape_lo,
                          d->r[i].shape_hi, d->r[j].shape_lo, d->r[j].shape_hi);
+        bad[0] = d->r[i].row < d->r[j].row ? d->r[i].row : d->r[j].row;
+        bad[1] = d->r[i].row < d->r[j].row ? d->r[j].row : d->r[i].row;
         dt_dispatch_free(d);
         return rc;
     }
     assert(table_ok(d));
     *out = d;
     return 0;
+}
+
+int dt_dispatch_from_rows(const dt_workload *w, int threads, const dt_db_schedule *rows,
+                          size_t n, dt_dispatch **out, dt_err *e)
+{
+    size_t bad[2];
+    return build(w, threads, rows, n, out, bad, e);
+}
+
+/* "workload KEY, target T, N threads": which stored schedule. */
+static void schedule_name(char *buf, size_t size, const char *key, const char *target,
+                          int threads)
+{
+    int room = (int)size / 2;
+    snprintf(buf, size, "workload %.*s, target %.*s, %d thread%s", room, key, room / 2, target,
+             threads, threads == 1 ? "" : "s");
 }
 
 int dt_dispatch_load(dt_db *db, const char *workload_key, const char *target_key, int threads,
@@ -181,13 +210,87 @@ int dt_dispatch_load(dt_db *db, const char *workload_key, const char *target_key
                          target_key, dt_db_path(db));
         goto out;
     }
-    rc = dt_dispatch_from_rows(w, threads, rows, n, out, e);
+    size_t bad[2];
+    rc = build(w, threads, rows, n, out, bad, e);
+    if (rc && rc != DT_ENOMEM && bad[0] < n) {
+        /* the stored rows do not make a table: the database's text, not the
+         * caller's, so damage (a runtime failure, not bad input) */
+        char what[DT_ERR_MSG_MAX / 2], ids[64];
+        schedule_name(what, sizeof what, key, target_key, threads);
+        if (bad[1] < n)
+            snprintf(ids, sizeof ids, "rows %lld and %lld", (long long)rows[bad[0]].id,
+                     (long long)rows[bad[1]].id);
+        else
+            snprintf(ids, sizeof ids, "row %lld", (long long)rows[bad[0]].id);
+        char msg[DT_ERR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", e ? e->msg : "");
+        rc = dt_errf(e, DT_EDB,
+                     "database %.200s is damaged: schedules %s (%s) cannot be served: %.300s; "
+                     "run 'dtune db check --db %.200s'",
+                     dt_db_path(db), ids, what, msg, dt_db_path(db));
+    }
 out:
     dt_db_schedules_free(rows, n);
     dt_db_workload_free(&wrow);
     dt_db_target_free(&trow);
     dt_workload_free(w);
     return rc;
+}
+
+int dt_dispatch_check_schedule(const char *workload_key, const dt_db_schedule *rows, size_t n,
+                               bool whole, dt_db_schedule_problem_fn report, void *ctx,
+                               void *ud, dt_err *e)
+{
+    (void)ud;
+    dt_workload *w = NULL;
+    dt_err pe;
+    char msg[DT_ERR_MSG_MAX];
+    int rc = dt_workload_parse_key(workload_key, &w, &pe);
+    if (rc == DT_ENOMEM)
+        return dt_errf(e, rc, "%s", pe.msg);
+    if (rc) {
+        snprintf(msg, sizeof msg, "its workload's key does not parse: %.900s", pe.msg);
+        report(ctx, 0, msg);
+        return DT_OK;
+    }
+    bool sound = true;
+    for (size_t i = 0; i < n; i++) {
+        dt_box b[DT_BOX_RUN_MAX];
+        int nb = 0;
+        if ((rc = row_boxes(w, &rows[i], b, &nb, &pe)) == DT_ENOMEM)
+            break;
+        if (rc) {
+            report(ctx, i, pe.msg);
+            sound = false;
+        }
+        rc = DT_OK;
+    }
+    if (rc == DT_OK && sound && whole && n > 0) {
+        /* each row reads; the table they make must too (a schema-2 run and
+         * a box of several variables, which db/ cannot compare, may overlap) */
+        dt_dispatch *d = NULL;
+        size_t bad[2];
+        rc = build(w, rows[0].threads, rows, n, &d, bad, &pe);
+        dt_dispatch_free(d);
+        if (rc && rc != DT_ENOMEM && bad[0] < n) {
+            if (bad[1] < n)
+                snprintf(msg, sizeof msg, "%.900s (it overlaps schedules row %lld)", pe.msg,
+                         (long long)rows[bad[0]].id);
+            else
+                snprintf(msg, sizeof msg, "%s", pe.msg);
+            report(ctx, bad[1] < n ? bad[1] : bad[0], msg);
+            rc = DT_OK;
+        }
+    }
+    dt_workload_free(w);
+    if (rc)
+        return dt_errf(e, rc, "reading a schedule of %s: %s", workload_key, pe.msg);
+    return DT_OK;
+}
+
+void dt_dispatch_attach_reader(dt_db *db)
+{
+    dt_db_set_schedule_reader(db, dt_dispatch_check_schedule, NULL);
 }
 
 int dt_dispatch_find(const dt_dispatch *d, const int64_t *vals, dt_dispatch_hit *hit)

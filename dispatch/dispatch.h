@@ -20,6 +20,8 @@
 #ifndef DT_DISPATCH_DISPATCH_H
 #define DT_DISPATCH_DISPATCH_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -35,6 +37,7 @@ typedef struct dt_dispatch_range {
     int64_t kernel_id;
     double predicted_ns;   /* mean over the range's shapes; NAN when unknown */
     double measured_ns;    /* mean over the range's shapes; NAN when unknown */
+    size_t row;            /* index of the schedule row it was read from */
 } dt_dispatch_range;
 
 typedef struct dt_dispatch {
@@ -54,16 +57,37 @@ typedef struct dt_dispatch_hit {
 /* Builds a table from schedule rows of workload w (cloned) for `threads`.
  * Rows may come in any order, boxes or schema-2 runs; DT_EINVAL when a
  * shape does not parse, is not in w's shape set, a box (run) is reversed,
- * or two overlap.  n may be 0 (a table that finds nothing). */
+ * or two overlap: the caller's rows are bad input.  n may be 0 (a table
+ * that finds nothing). */
 int dt_dispatch_from_rows(const dt_workload *w, int threads, const dt_db_schedule *rows,
                           size_t n, dt_dispatch **out, dt_err *e);
 
 /* Loads the table of (workload key, target key, threads) from db.  threads
- * 0 takes the highest thread count that has a schedule.  DT_ENOTFOUND (with a
- * message saying what is missing) when the workload, the target or a
- * schedule is not there. */
+ * 0 takes the highest thread count that has a schedule.  DT_EINVAL when
+ * workload_key (the caller's) does not parse; DT_ENOTFOUND (with a message
+ * saying what is missing) when the workload, the target or a schedule is
+ * not there.  Stored rows that dt_dispatch_from_rows refuses are the
+ * database's damage, not the caller's mistake: DT_EDB (a runtime failure:
+ * exit 3, HTTP 500, DTUNE_EDB), "database PATH is damaged: schedules row ID
+ * (workload KEY, target T, N threads) cannot be served: <why>; run 'dtune db
+ * check --db PATH'" (rows ID and ID2 for an overlap). */
 int dt_dispatch_load(dt_db *db, const char *workload_key, const char *target_key, int threads,
                      dt_dispatch **out, dt_err *e);
+
+/* db/'s schedule reader (db/db.h, dt_db_schedule_reader_fn): reads each
+ * stored row of the schedule of workload_key with the very code
+ * dt_dispatch_load uses (its corners against the workload's variables and
+ * domains, a box or a schema-2 run) and reports every row it refuses; with
+ * whole, when every row reads, also the table they make (an overlap).  ud
+ * is unused.  DT_OK unless out of memory. */
+int dt_dispatch_check_schedule(const char *workload_key, const dt_db_schedule *rows, size_t n,
+                               bool whole, dt_db_schedule_problem_fn report, void *ctx,
+                               void *ud, dt_err *e);
+
+/* Sets dt_dispatch_check_schedule as db's schedule reader: dt_db_check_all,
+ * dt_db_require_sound, dt_db_prune and dt_db_merge then also refuse a
+ * schedule a lookup could not serve (`dtune db check|prune|merge|init`). */
+void dt_dispatch_attach_reader(dt_db *db);
 
 /* Finds the box for the shape vals[w->nvars].  Returns 0, or DT_ENOTFOUND
  * when the table has no range at all. */

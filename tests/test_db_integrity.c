@@ -538,6 +538,302 @@ static void test_merge_boxes(void)
         fprintf(stderr, "unexpected:\n%s", p.text);
 }
 
+/* ---- issue 42: rows a query cannot read, side and lock files -------------------- */
+
+#define WKEY3 "dense(M=1..8,N=32,K=32)"
+#define WKEY4 "dense(M=1..2,N=8,K=8)"
+
+/* A clean, tuned database of four workloads (schedules rows 1..6: WKEY's
+ * M=1..2 and M=3..4, WKEY2's two boxes, WKEY3's M=1..8, WKEY4's M=1..2). */
+static void make_tuned_db(const char *path)
+{
+    unlink(path);
+    dt_db *db;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_CREATE, &db, &e), 0);
+    int64_t t, w[4], k1, k2;
+    const char *keys[] = {WKEY, WKEY2, WKEY3, WKEY4};
+    CU_ASSERT_EQUAL(dt_db_target_upsert(db, TARGET, "generic", NULL, &t, &e), 0);
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(dt_db_workload_upsert(db, keys[i], "dense", "{}", &w[i], &e), 0);
+    CU_ASSERT_EQUAL(dt_db_kernel_intern(db, "dense", "direct", "{\"MR\":1}", NULL, &k1, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_kernel_intern(db, "dense", "direct", "{\"MR\":2}", NULL, &k2, &e), 0);
+#define ROW(lo, hi, k) \
+    {.shape_lo = lo, .shape_hi = hi, .box = 1, .kernel_id = k, .predicted_ns = 100, \
+     .measured_ns = 100}
+    dt_db_schedule r1[] = {ROW("M=1", "M=2", k1), ROW("M=3", "M=4", k2)};
+    dt_db_schedule r2[] = {ROW("b=1,s=1", "b=3,s=2", k1), ROW("b=1,s=3", "b=3,s=4", k2)};
+    dt_db_schedule r3[] = {ROW("M=1", "M=8", k1)};
+    dt_db_schedule r4[] = {ROW("M=1", "M=2", k2)};
+#undef ROW
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(db, w[0], t, 1, r1, 2, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(db, w[1], t, 1, r2, 2, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(db, w[2], t, 1, r3, 1, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(db, w[3], t, 1, r4, 1, &e), 0);
+    dt_db_close(db);
+}
+
+/* Corners naming variables their workload does not have: b=3..b=4 for M
+ * (whose values pass db/'s own order rules), a third variable z for (b, s),
+ * b=1 for M alone, and '' for M.  Rows 2, 4, 5, 6. */
+static const char foreign_sql[] =
+    "UPDATE schedules SET shape_lo = 'b=3', shape_hi = 'b=4' WHERE id = 2;"
+    "UPDATE schedules SET shape_lo = 'b=1,s=3,z=1', shape_hi = 'b=3,s=4,z=1' WHERE id = 4;"
+    "UPDATE schedules SET shape_lo = 'b=1', shape_hi = 'b=1' WHERE id = 5;"
+    "UPDATE schedules SET shape_lo = '', shape_hi = '' WHERE id = 6;";
+
+/* stderr (or stdout) of a command names each of rows 2, 4, 5, 6 with its
+ * workload and target and why, as the dispatch layer reads it. */
+static void expect_foreign_rows(const char *text)
+{
+    static const char *const want[] = {
+        "schedules row 2 (workload 1 " WKEY ", target 1 " TARGET ", 1 thread) cannot be "
+        "served: shape 'b=3': 'b' is not a variable of this workload (its variables: M)",
+        "schedules row 4 (workload 2 " WKEY2 ", target 1 " TARGET ", 1 thread) cannot be "
+        "served: shape 'b=1,s=3,z=1': 'z' is not a variable of this workload",
+        "schedules row 5 (workload 3 " WKEY3 ", target 1 " TARGET ", 1 thread) cannot be "
+        "served: shape 'b=1': 'b' is not a variable",
+        "schedules row 6 (workload 4 " WKEY4 ", target 1 " TARGET ", 1 thread) cannot be "
+        "served: shape '': variable 'M' has no value",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!strstr(text, want[i]))
+            fprintf(stderr, "missing: %s\nin:\n%s\n", want[i], text);
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, want[i]));
+    }
+}
+
+/* `dtune db check` reads every stored schedule as a query will: rows whose
+ * corners name other variables are reported (exit 2), each once. */
+static void test_check_rows_dispatch_cannot_read(void)
+{
+    const char *path = dt_test_path("foreign.db");
+    make_tuned_db(path);
+    dt_test_proc pr;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db check --db %s", path), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.out, "no problems found"));
+    dt_test_proc_free(&pr);
+    sql_exec(path, foreign_sql);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db check --db %s", path), 2);
+    expect_foreign_rows(pr.out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.out, "4 problems found"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "is damaged: 4 problems"));
+    dt_test_proc_free(&pr);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db check --json --db %s", path), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.out, "\"count\": 4"));
+    dt_test_proc_free(&pr);
+}
+
+/* `dtune db merge` refuses such a source (dt_db_require_sound) and `dtune
+ * db prune` such a file: nothing merged, no destination made, nothing
+ * deleted. */
+static void test_merge_prune_refuse_rows_dispatch_cannot_read(void)
+{
+    const char *src = dt_test_path("foreign-src.db"), *fresh = dt_test_path("foreign-new.db"),
+               *dst = dt_test_path("foreign-dst.db");
+    make_tuned_db(src);
+    sql_exec(src, foreign_sql);
+    unlink(fresh);
+    dt_test_proc pr;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db merge %s --db %s", src, fresh), 2);
+    expect_foreign_rows(pr.err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "damaged"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "nothing was merged"));
+    dt_test_proc_free(&pr);
+    CU_ASSERT(!exists(fresh));
+    /* into an existing destination: it stays as it was */
+    make_db(dst, 1, "fd");
+    size_t n0 = 0, n1 = 0;
+    char *before = file_bytes(dst, &n0);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db merge %s --db %s", src, dst), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "schedules row 5 "));
+    dt_test_proc_free(&pr);
+    CU_ASSERT_EQUAL(rows(dst, "schedules"), 1);
+    CU_ASSERT_EQUAL(rows(dst, "workloads"), 1);
+    char *after = file_bytes(dst, &n1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(before);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(after);
+    CU_ASSERT(n0 == n1 && memcmp(before, after, n0) == 0);
+    free(before);
+    free(after);
+    /* prune: refused, the rows listed, nothing deleted */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db prune --db %s", src), 2);
+    expect_foreign_rows(pr.err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "cannot prune"));
+    dt_test_proc_free(&pr);
+    CU_ASSERT_EQUAL(rows(src, "schedules"), 6);
+}
+
+/* A copy of tests/data/v2/v2.db (rows 1..20: tests/data/v2/README.md). */
+static const char *v2_copy(const char *name)
+{
+    char cmd[9000];
+    const char *p = dt_test_path(name);
+    unlink(p);
+    snprintf(cmd, sizeof cmd, "cp '%s/tests/data/v2/v2.db' '%s'", DTUNE_SOURCE_DIR, p);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    return p;
+}
+
+#define V2_TARGET "x86_64-avx512-2c-48K.2M.480M"
+#define V2_BS "dense(M=b*s,N=32,K=32;b=1..3,s=1..6)"
+#define V2_BMM "batch_matmul(B={1,2,4},M=seq,N=seq,K=16,layout=NT;seq=1..5)"
+#define V2_BIAS "dense(M=1..8,N=32,K=32,epilogue=bias)"
+
+/* `dtune db init` migrating a schema-2 file with rows a query cannot read
+ * (corners naming other variables; a run reversed, runs overlapping) lists
+ * each row, keeps the file migrated and exits 2; the sound schedules are
+ * served, the damaged ones refused as damage.  A sound file migrates
+ * without a word (exit 0). */
+static void test_migrate_reports_damaged_rows(void)
+{
+    dt_test_proc pr;
+    const char *clean = v2_copy("v2-clean.db");
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db init --db %s", clean), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.out, "migrated"));
+    CU_ASSERT_STRING_EQUAL(pr.err, "");
+    dt_test_proc_free(&pr);
+
+    /* corners naming other variables: row 17 (M) and row 1 (b, s) */
+    const char *foreign = v2_copy("v2-foreign.db");
+    sql_exec(foreign, "UPDATE schedules SET shape_lo = 'b=1', shape_hi = 'b=1' WHERE id = 17;"
+                      "UPDATE schedules SET shape_lo = 'b=1,s=1,z=1', shape_hi = 'b=2,s=1,z=1'"
+                      " WHERE id = 1;");
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db init --db %s", foreign), 2);
+    char want[9000];
+    snprintf(want, sizeof want, "migrated %s from schema 2 to 3", foreign);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.out, want));
+    static const char *const foreign_want[] = {
+        "schedules row 17 (workload 3 " V2_BIAS ", target 1 " V2_TARGET ", 1 thread) cannot be "
+        "served: shape 'b=1': 'b' is not a variable of this workload",
+        "schedules row 1 (workload 1 " V2_BS ", target 1 " V2_TARGET ", 1 thread) cannot be "
+        "served: shape 'b=1,s=1,z=1': 'z' is not a variable of this workload",
+        "is damaged: 2 problems (listed above)",
+    };
+    for (size_t i = 0; i < sizeof foreign_want / sizeof foreign_want[0]; i++) {
+        if (!strstr(pr.err, foreign_want[i]))
+            fprintf(stderr, "missing: %s\nin:\n%s\n", foreign_want[i], pr.err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, foreign_want[i]));
+    }
+    dt_test_proc_free(&pr);
+    /* migrated all the same: the sound workload is served, the damaged one
+     * refused as damage (exit 3), and db check says the same */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "query '" V2_BMM "' --shape B=2,seq=3 --db %s "
+                                           "--target " V2_TARGET, foreign),
+                    0);
+    dt_test_proc_free(&pr);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "query '" V2_BIAS "' --shape M=3 --db %s --target "
+                                           V2_TARGET, foreign),
+                    3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "schedules row 17 "));
+    dt_test_proc_free(&pr);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db check --db %s", foreign), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.out, "2 problems found"));
+    dt_test_proc_free(&pr);
+    /* a second init has nothing to migrate (and only quick-checks) */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db init --db %s", foreign), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.out, "up to date"));
+    dt_test_proc_free(&pr);
+
+    /* a reversed run (row 18) and overlapping runs (row 9 over row 8) */
+    const char *order = v2_copy("v2-order.db");
+    sql_exec(order, "UPDATE schedules SET shape_lo = 'M=5', shape_hi = 'M=4' WHERE id = 18;"
+                    "UPDATE schedules SET shape_lo = 'B=1,seq=3' WHERE id = 9;");
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db init --db %s", order), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.out, "migrated"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "schedules row 18 has the range M=5..M=4, which ends "
+                                          "before it starts"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "schedules row 9 (B=1,seq=3..B=1,seq=4) overlaps or "
+                                          "comes before row 8"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "is damaged: 2 problems (listed above)"));
+    dt_test_proc_free(&pr);
+}
+
+/* A backup never lands where another program truncates or replays over it:
+ * DB.lock (a daemon on DB truncates its lock file), a name whose -wal or
+ * -journal is left from an earlier database (SQLite applies it to the
+ * copy), and never over the database itself under another name. */
+static void test_backup_lock_and_link_names(void)
+{
+    char *src = strdup(dt_test_path("lsrc.db")); /* dt_test_path's ring is reused below */
+    make_db(src, 1, "l");
+    dt_db *db;
+    dt_err e;
+    dt_test_proc pr;
+    static const char *const locks[] = {"lsrc.db.lock", "other.db.lock"};
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(src, DT_DB_READONLY, &db, &e), 0);
+    for (size_t i = 0; i < sizeof locks / sizeof locks[0]; i++) {
+        char *dest = strdup(dt_test_path(locks[i]));
+        unlink(dest);
+        dt_db_backup_info info;
+        CU_ASSERT_EQUAL(dt_db_backup(db, dest, &info, &e), DT_EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "lock file"));
+        CU_ASSERT(!exists(dest));
+        CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db backup %s --db %s", dest, src), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "lock file"));
+        dt_test_proc_free(&pr);
+        CU_ASSERT(!exists(dest));
+        free(dest);
+    }
+    dt_db_close(db);
+
+    /* a stale -wal of the name: refused, nothing written */
+    char *stale = strdup(dt_test_path("lstale.db")), *wal = strdup(dt_test_path("lstale.db-wal"));
+    unlink(stale);
+    FILE *f = fopen(wal, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("an earlier database's write-ahead log", f);
+    fclose(f);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db backup %s --db %s", stale, src), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "side file of an earlier database"));
+    dt_test_proc_free(&pr);
+    CU_ASSERT(!exists(stale));
+    unlink(wal);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db backup %s --db %s", stale, src), 0);
+    dt_test_proc_free(&pr);
+    CU_ASSERT(exists(stale));
+    free(stale);
+    free(wal);
+
+    /* the database itself under another name: a hard link, a symbolic link,
+     * a dangling link to its lock file; the source unchanged */
+    size_t n0 = 0, n1 = 0;
+    char *before = file_bytes(src, &n0);
+    char *hard = strdup(dt_test_path("lhard.db")), *soft = strdup(dt_test_path("lsoft.db")),
+         *dangle = strdup(dt_test_path("ldangle.db")), *lock = strdup(dt_test_path("lsrc.db.lock"));
+    unlink(hard);
+    unlink(soft);
+    unlink(dangle);
+    unlink(lock);
+    CU_ASSERT_EQUAL(link(src, hard), 0);
+    CU_ASSERT_EQUAL(symlink(src, soft), 0);
+    CU_ASSERT_EQUAL(symlink(lock, dangle), 0);
+    const char *links[] = {hard, soft, dangle};
+    for (size_t i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db backup %s --db %s", links[i], src), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(pr.err, "already exists"));
+        dt_test_proc_free(&pr);
+    }
+    CU_ASSERT(!exists(lock));
+    char *after = file_bytes(src, &n1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(before);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(after);
+    CU_ASSERT(n0 == n1 && memcmp(before, after, n0) == 0);
+    free(before);
+    free(after);
+    free(hard);
+    free(soft);
+    free(dangle);
+    free(lock);
+    /* '.lock' inside a name is fine */
+    const char *ok = dt_test_path("lsrc.lock.db");
+    unlink(ok);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&pr, "db backup %s --db %s", ok, src), 0);
+    dt_test_proc_free(&pr);
+    CU_ASSERT(exists(ok));
+    free(src);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -550,6 +846,14 @@ int main(void)
         {"db backup of a damaged source says the source is damaged", test_backup_damaged_source},
         {"db check: box rows are checked as boxes, runs as runs", test_check_boxes},
         {"db merge copies and compares the box flag", test_merge_boxes},
+        {"issue 42: db check reports schedule rows naming other variables",
+         test_check_rows_dispatch_cannot_read},
+        {"issue 42: db merge and db prune refuse rows naming other variables",
+         test_merge_prune_refuse_rows_dispatch_cannot_read},
+        {"issue 42: db init migrating schema 2 reports rows a query cannot read",
+         test_migrate_reports_damaged_rows},
+        {"issue 42: db backup refuses DB.lock, stale side files and links",
+         test_backup_lock_and_link_names},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {

@@ -237,6 +237,106 @@ static void test_check_many_capped(void)
     dt_db_close(db);
 }
 
+/* ---- the schedule reader (issue 42) ----------------------------------------- */
+
+#define WKEY2 "dense(M=b*s,N=16,K=16;b=1..2,s=1..4)"
+
+/* A reader that cannot read (out of memory): the check fails with it. */
+static int failing_reader(const char *key, const dt_db_schedule *rows, size_t n, bool whole,
+                          dt_db_schedule_problem_fn report, void *ctx, void *ud, dt_err *e)
+{
+    (void)key, (void)rows, (void)n, (void)whole, (void)report, (void)ctx, (void)ud;
+    return dt_errf(e, DT_ENOMEM, "the reader ran out of memory");
+}
+
+/* dt_db_check_all reads every schedule with the handle's reader (dispatch's,
+ * the code lookups use): corners naming other variables, a row of values
+ * outside the set; a row db/'s own rules already report is reported once;
+ * a schema-2 run overlapping a box (which db/ does not compare) is found by
+ * reading the table.  Without a reader db/'s rules alone run; merge gives
+ * the source the destination's reader. */
+static void test_check_schedule_reader(void)
+{
+    int64_t t, w, k[8];
+    const char *path = dt_test_path("reader.db");
+    dt_db *db = fixture(path, 2, 1, "r", (int[]){1, 2}, &t, &w, k);
+    int64_t w2;
+    dt_err e;
+    CU_ASSERT_EQUAL(dt_db_workload_upsert(db, WKEY2, "dense", "{}", &w2, &e), 0);
+    dt_db_schedule r2[] = {
+        {.shape_lo = "b=1,s=1", .shape_hi = "b=2,s=1", .box = 0, .kernel_id = k[1],
+         .predicted_ns = NAN, .measured_ns = NAN},
+        {.shape_lo = "b=1,s=3", .shape_hi = "b=1,s=4", .box = 1, .kernel_id = k[2],
+         .predicted_ns = NAN, .measured_ns = NAN},
+    };
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(db, w2, t, 1, r2, 2, &e), 0);
+    dt_db_close(db);
+    /* rows 1, 2: WKEY; rows 3, 4: WKEY2, the run b=1,s=1..b=2,s=1 holding
+     * b=1,s=3..4 of the box */
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_READONLY, &db, &e), 0);
+    problems p = {{0}, 0};
+    int64_t n = -1;
+    CU_ASSERT_EQUAL(dt_db_check_all(db, collect, &p, &n, &e), 0);
+    CU_ASSERT_EQUAL(n, 0); /* db/'s rules do not compare a run with a box */
+    dt_dispatch_attach_reader(db);
+    memset(&p, 0, sizeof p);
+    CU_ASSERT_EQUAL(dt_db_check_all(db, collect, &p, &n, &e), 0);
+    CU_ASSERT_EQUAL(n, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.text, "[schedule] schedules row 4 (workload 2 " WKEY2));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.text, "overlap (it overlaps schedules row 3)"));
+    dt_db_close(db);
+
+    /* corners of another variable (row 2), values outside the set (row 1
+     * goes to M=0..M=2): db/'s rules see nothing wrong; a reversed range
+     * (row 3's run): db/'s rule reports it, the reader's line is dropped */
+    sql_exec(path, "UPDATE schedules SET shape_lo = 'x=3', shape_hi = 'x=4' WHERE id = 2;"
+                   "UPDATE schedules SET shape_lo = 'M=0' WHERE id = 1;"
+                   "UPDATE schedules SET shape_lo = 'b=2,s=1', shape_hi = 'b=1,s=1' WHERE id = 3;");
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_READONLY, &db, &e), 0);
+    memset(&p, 0, sizeof p);
+    CU_ASSERT_EQUAL(dt_db_check_all(db, collect, &p, &n, &e), 0);
+    CU_ASSERT_EQUAL(n, 1); /* db/'s rules see the reversed run only */
+    dt_dispatch_attach_reader(db);
+    memset(&p, 0, sizeof p);
+    CU_ASSERT_EQUAL(dt_db_check_all(db, collect, &p, &n, &e), 0);
+    if (n != 3)
+        fprintf(stderr, "\n%s", p.text);
+    CU_ASSERT_EQUAL(n, 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.text, "schedules row 1 (workload 1 " WKEY ", target 1 "
+                                          TARGET ", 1 thread) cannot be served: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.text, "schedules row 2 (workload 1 " WKEY ", target 1 "
+                                          TARGET ", 1 thread) cannot be served: shape 'x=3': "
+                                          "'x' is not a variable"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.text, "schedules row 3 has the range b=2,s=1..b=1,s=1, "
+                                          "which ends before it starts"));
+    CU_ASSERT_PTR_NULL(strstr(p.text, "schedules row 3 (workload"));
+    /* refusals name the rows */
+    CU_ASSERT_EQUAL(dt_db_require_sound(db, "test", NULL, NULL, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "'x' is not a variable"));
+    /* a reader that fails makes the check fail */
+    dt_db_set_schedule_reader(db, failing_reader, NULL);
+    CU_ASSERT_EQUAL(dt_db_check_all(db, collect, &p, &n, &e), DT_ENOMEM);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "the reader ran out of memory"));
+    dt_db_set_schedule_reader(db, NULL, NULL);
+    CU_ASSERT_EQUAL(dt_db_check_all(db, NULL, NULL, &n, &e), 0);
+    CU_ASSERT_EQUAL(n, 1);
+    dt_db_close(db);
+
+    /* merge: the source is read with the destination's reader */
+    const char *dst = dt_test_path("reader-dst.db");
+    unlink(dst);
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(dst, DT_DB_CREATE, &db, &e), 0);
+    dt_db_merge_info m;
+    sql_exec(path, "UPDATE schedules SET shape_lo = 'b=1,s=1', shape_hi = 'b=2,s=1' WHERE id = 3;"
+                   "UPDATE schedules SET shape_lo = 'M=1' WHERE id = 1;");
+    dt_dispatch_attach_reader(db);
+    CU_ASSERT_EQUAL(dt_db_merge(db, path, NULL, NULL, &m, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "schedules row 2 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "'x' is not a variable"));
+    CU_ASSERT_EQUAL(count(db, "schedules"), 0);
+    dt_db_close(db);
+}
+
 /* ---- prune ------------------------------------------------------------------ */
 
 static void test_prune_policy(void)
@@ -499,6 +599,8 @@ int main(void)
         {"every kind of damage is reported at once", test_check_damage},
         {"schema damage: every table reported", test_check_schema_all},
         {"many problems of one kind are capped, all counted", test_check_many_capped},
+        {"issue 42: every schedule read by the handle's schedule reader",
+         test_check_schedule_reader},
         CU_TEST_INFO_NULL,
     };
     CU_TestInfo prune_tests[] = {

@@ -11,16 +11,21 @@
  * objective, unrestricted choice, loss, unmeasured shapes, failed kernels
  * and other thread counts left out). */
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/target.h"
+#include "daemon/api.h"
+#include "daemon/api_routes.h"
 #include "db/db.h"
+#include "dispatch/cache.h"
 #include "dispatch/dispatch.h"
 #include "dispatch/dispatch_stats.h"
 #include "dt_test.h"
+#include "dtune/dtune.h"
 #include "sketch/annotation.h"
 #include "sketch/workload.h"
 
@@ -463,6 +468,206 @@ static void test_schema2_file(void)
     dt_db_close(db);
 }
 
+/* ---- issue 42: a stored row dispatch cannot read is damage ------------------- */
+
+#define DKEY1 "dense(M=1..8,N=16,K=16)"
+#define DKEY2 "dense(M=b*s,N=16,K=16;b=1..3,s=1..4)"
+#define DKEY3 "dense(M=1..4,N=8,K=8)"
+
+static void sql_exec(const char *path, const char *sql)
+{
+    sqlite3 *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(path, &s), SQLITE_OK);
+    char *err = NULL;
+    if (sqlite3_exec(s, sql, NULL, NULL, &err) != SQLITE_OK)
+        fprintf(stderr, "\n  %s: %s\n", sql, err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(s);
+}
+
+/* Three tuned workloads, then one row of each given corners that name other
+ * variables (schedules rows 2, 4, 5), as a hostile or broken writer might:
+ * DKEY1's second box b=1..b=1, DKEY2's second b=1,s=3,z=1..b=3,s=4,z=1,
+ * DKEY3's only row ''..''. */
+static void make_damaged_db(const char *path)
+{
+    unlink(path);
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_CREATE, &db, &e), 0);
+    int64_t tid, w1, w2, w3;
+    CU_ASSERT_EQUAL_FATAL(dt_db_target_upsert(db, TARGET, "generic", NULL, &tid, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_db_workload_upsert(db, DKEY1, "dense", "{}", &w1, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_db_workload_upsert(db, DKEY2, "dense", "{}", &w2, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_db_workload_upsert(db, DKEY3, "dense", "{}", &w3, &e), 0);
+    int64_t k1 = kernel(db, "dense", 1), k2 = kernel(db, "dense", 2);
+    dt_db_schedule r1[] = {
+        {.shape_lo = "M=1", .shape_hi = "M=4", .box = 1, .kernel_id = k1, .predicted_ns = NAN,
+         .measured_ns = NAN},
+        {.shape_lo = "M=5", .shape_hi = "M=8", .box = 1, .kernel_id = k2, .predicted_ns = NAN,
+         .measured_ns = NAN},
+    };
+    dt_db_schedule r2[] = {
+        {.shape_lo = "b=1,s=1", .shape_hi = "b=3,s=2", .box = 1, .kernel_id = k1,
+         .predicted_ns = NAN, .measured_ns = NAN},
+        {.shape_lo = "b=1,s=3", .shape_hi = "b=3,s=4", .box = 1, .kernel_id = k2,
+         .predicted_ns = NAN, .measured_ns = NAN},
+    };
+    dt_db_schedule r3[] = {{.shape_lo = "M=1", .shape_hi = "M=4", .box = 1, .kernel_id = k1,
+                            .predicted_ns = NAN, .measured_ns = NAN}};
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(db, w1, tid, 1, r1, 2, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(db, w2, tid, 1, r2, 2, &e), 0);
+    CU_ASSERT_EQUAL(dt_db_schedule_replace(db, w3, tid, 1, r3, 1, &e), 0);
+    dt_db_close(db);
+    sql_exec(path, "UPDATE schedules SET shape_lo = 'b=1', shape_hi = 'b=1' WHERE id = 2;"
+                   "UPDATE schedules SET shape_lo = 'b=1,s=3,z=1', shape_hi = 'b=3,s=4,z=1'"
+                   " WHERE id = 4;"
+                   "UPDATE schedules SET shape_lo = '', shape_hi = '' WHERE id = 5;");
+}
+
+static void expect_damage_msg(const char *msg, const char *row, const char *key)
+{
+    static const char *const want[] = {"is damaged", "dtune db check", TARGET, "1 thread"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!strstr(msg, want[i]))
+            fprintf(stderr, "\n  '%s' lacks '%s'\n", msg, want[i]);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, want[i]));
+    }
+    if (!strstr(msg, row) || !strstr(msg, key))
+        fprintf(stderr, "\n  '%s' lacks '%s' or '%s'\n", msg, row, key);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, row));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, key));
+}
+
+/* A lookup with a correct shape of a workload whose stored row names other
+ * variables fails as the database's damage (DT_EDB: exit 3, HTTP 500,
+ * DTUNE_EDB) naming the row, the workload and the target and suggesting
+ * `dtune db check`; never as the caller's bad shape (DT_EINVAL, exit 2,
+ * HTTP 400).  The same rows handed in by a caller stay DT_EINVAL. */
+static void test_damaged_row_is_damage(void)
+{
+    const char *path = dt_test_path("damaged-rows.db");
+    make_damaged_db(path);
+    static const struct {
+        const char *key, *shape, *row;
+    } cases[] = {
+        {DKEY1, "M=3", "schedules row 2 "},
+        {DKEY2, "b=2,s=1", "schedules row 4 "},
+        {DKEY3, "M=2", "schedules row 5 "},
+    };
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_READONLY, &db, &e), 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dt_dispatch *d = NULL;
+        dt_err_clear(&e);
+        CU_ASSERT_EQUAL(dt_dispatch_load(db, cases[i].key, TARGET, 1, &d, &e), DT_EDB);
+        CU_ASSERT_PTR_NULL(d);
+        expect_damage_msg(e.msg, cases[i].row, cases[i].key);
+        dt_dispatch_free(d);
+        /* threads 0 (the highest) says the same */
+        CU_ASSERT_EQUAL(dt_dispatch_load(db, cases[i].key, TARGET, 0, &d, &e), DT_EDB);
+        dt_dispatch_free(d);
+        /* the caller's own rows: bad input, as before */
+        dt_workload *w = parse(cases[i].key);
+        dt_db_workload wrow;
+        dt_db_target trow;
+        CU_ASSERT_EQUAL_FATAL(dt_db_workload_get(db, cases[i].key, &wrow, &e), 0);
+        CU_ASSERT_EQUAL_FATAL(dt_db_target_get(db, TARGET, &trow, &e), 0);
+        dt_db_schedule *rows = NULL;
+        size_t n = 0;
+        CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(db, wrow.id, trow.id, 1, &rows, &n, &e), 0);
+        CU_ASSERT_EQUAL(dt_dispatch_from_rows(w, 1, rows, n, &d, &e), DT_EINVAL);
+        dt_db_schedules_free(rows, n);
+        dt_db_workload_free(&wrow);
+        dt_db_target_free(&trow);
+        dt_workload_free(w);
+        /* the real dtune query: exit 3 naming the row, nothing on stdout */
+        dt_test_proc p;
+        CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '%s' --shape %s --db %s --target %s",
+                                          cases[i].key, cases[i].shape, path, TARGET),
+                        3);
+        expect_damage_msg(p.err, cases[i].row, cases[i].key);
+        CU_ASSERT_STRING_EQUAL(p.out, "");
+        dt_test_proc_free(&p);
+        CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '%s' --shape %s --db %s --target %s --json",
+                                          cases[i].key, cases[i].shape, path, TARGET),
+                        3);
+        dt_test_proc_free(&p);
+        /* and dtune export of it */
+        CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "export '%s' -o %s --db %s --target %s",
+                                          cases[i].key, dt_test_path("damaged_export.c"), path,
+                                          TARGET),
+                        3);
+        if (p.exit_code != 3)
+            fprintf(stderr, "\n  export said (%d): %s%s\n", p.exit_code, p.out, p.err);
+        expect_damage_msg(p.err, cases[i].row, cases[i].key);
+        dt_test_proc_free(&p);
+    }
+    dt_db_close(db);
+
+    /* the dispatch cache (libdtune's and the daemon's path) */
+    dt_dispatch_cache *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_dispatch_cache_open(path, &c, &e), 0);
+    dt_dispatch_query q = {.workload_key = DKEY1, .shape = "M=3", .target_key = TARGET};
+    dt_dispatch_cache_result r;
+    for (int again = 0; again < 2; again++) {
+        dt_err_clear(&e);
+        CU_ASSERT_EQUAL(dt_dispatch_cache_lookup(c, &q, &r, &e), DT_EDB);
+        expect_damage_msg(e.msg, "schedules row 2 ", DKEY1);
+    }
+
+    /* GET /v1/schedules with a correct shape: a 500 naming the row, not a 400 */
+    dt_api api = {.cache = c, .target_key = TARGET};
+    dt_http_request req = {.method = "GET", .path = "/v1/schedules",
+                           .query = "workload=dense%28M%3D1..8%2CN%3D16%2CK%3D16%29&M=3",
+                           .body = "", .peer = "127.0.0.1:1"};
+    dt_http_response res = {0};
+    dt_api_schedules(&api, &req, &res);
+    CU_ASSERT_EQUAL(res.status, 500);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(res.body);
+    expect_damage_msg(res.body, "schedules row 2 ", DKEY1);
+    free(res.body);
+    dt_dispatch_cache_close(c);
+
+    /* libdtune: DTUNE_EDB with the same message */
+    dtune *h = NULL;
+    CU_ASSERT_EQUAL_FATAL(dtune_open(path, &h), DTUNE_OK);
+    dtune_schedule s;
+    CU_ASSERT_EQUAL(dtune_lookup(h, DKEY1, "M=3", TARGET, 1, &s), DTUNE_EDB);
+    expect_damage_msg(dtune_errmsg(), "schedules row 2 ", DKEY1);
+    CU_ASSERT_EQUAL(dtune_lookup(h, DKEY2, "b=2,s=1", TARGET, 0, &s), DTUNE_EDB);
+    expect_damage_msg(dtune_errmsg(), "schedules row 4 ", DKEY2);
+    dtune_close(h);
+}
+
+/* Rows that each read but overlap as a table (a schema-2 run of two
+ * variables beside a box, which db/'s own rules do not compare) are named
+ * both. */
+static void test_damaged_overlap_names_rows(void)
+{
+    const char *path = dt_test_path("damaged-overlap.db");
+    unlink(path);
+    dt_db *db = NULL;
+    dt_err e;
+    CU_ASSERT_EQUAL_FATAL(dt_db_open(path, DT_DB_CREATE, &db, &e), 0);
+    int64_t tid, wid;
+    CU_ASSERT_EQUAL_FATAL(dt_db_target_upsert(db, TARGET, "generic", NULL, &tid, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(dt_db_workload_upsert(db, DKEY2, "dense", "{}", &wid, &e), 0);
+    int64_t k1 = kernel(db, "dense", 1);
+    /* the run b=1,s=1..b=2,s=1 holds b=1,s=4, which the box b=1,s=3..b=1,s=4 holds too */
+    dt_db_schedule rows[] = {
+        {.shape_lo = "b=1,s=1", .shape_hi = "b=2,s=1", .box = 0, .kernel_id = k1},
+        {.shape_lo = "b=1,s=3", .shape_hi = "b=1,s=4", .box = 1, .kernel_id = k1},
+    };
+    CU_ASSERT_EQUAL_FATAL(dt_db_schedule_replace(db, wid, tid, 1, rows, 2, &e), 0);
+    dt_dispatch *d = NULL;
+    CU_ASSERT_EQUAL(dt_dispatch_load(db, DKEY2, TARGET, 1, &d, &e), DT_EDB);
+    expect_damage_msg(e.msg, "schedules rows 1 and 2 ", DKEY2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "overlap"));
+    dt_db_close(db);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -472,6 +677,10 @@ int main(void)
         {"stats of a stored table from hand-made records", test_stats},
         {"a kernel of another op refused", test_kernel_annotation},
         {"a schema-2 file: every lookup as the previous dtune gave it", test_schema2_file},
+        {"issue 42: a stored row naming other variables is damage (exit 3, HTTP 500, "
+         "DTUNE_EDB), not bad input", test_damaged_row_is_damage},
+        {"issue 42: stored rows that overlap as a table are named as damage",
+         test_damaged_overlap_names_rows},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {

@@ -257,6 +257,49 @@ static void test_merge(void)
     dt_test_proc_free(&p);
 }
 
+/* Issue 42: `dtune db check`'s exit code says what happened: 2 problems
+ * found (or not a dtune database, or missing), 3 the check could not run.
+ * A file of another schema version is not damaged, it is not checked (a
+ * read-only open never migrates): 3, saying how to check it. */
+static void test_check_exit_codes(void)
+{
+    char cmd[9000];
+    const char *v2 = dt_test_path("v2-check.db");
+    snprintf(cmd, sizeof cmd, "cp '%s/tests/data/v2/v2.db' '%s'", DTUNE_SOURCE_DIR, v2);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    dt_test_proc p;
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db check --db %s", v2), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "cannot check"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "schema version 2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "dtune db init"));
+    CU_ASSERT_STRING_EQUAL(p.out, "");
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db check --json --db %s", v2), 3);
+    dt_test_proc_free(&p);
+    /* still schema 2: db check never migrates */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db stats --db %s", v2), 2);
+    dt_test_proc_free(&p);
+    /* migrated (db init runs the same checks), it checks clean */
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db init --db %s", v2), 0);
+    dt_test_proc_free(&p);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db check --db %s", v2), 0);
+    dt_test_proc_free(&p);
+    /* a newer schema: not checked either */
+    const char *newer = dt_test_path("newer-check.db");
+    make_db(newer, 1, 1, "n", 0, 1);
+    sql_exec(newer, "PRAGMA user_version = 9");
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db check --db %s", newer), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "upgrade dtune"));
+    dt_test_proc_free(&p);
+    /* damage found: 2 */
+    const char *bad = dt_test_path("bad-check.db");
+    make_db(bad, 1, 1, "b", 0, 1);
+    sql_exec(bad, "UPDATE schedules SET shape_lo = 'b=1', shape_hi = 'b=1'");
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "db check --db %s", bad), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "'b' is not a variable of this workload"));
+    dt_test_proc_free(&p);
+}
+
 /* The daemon prunes finished jobs past --keep-jobs when it starts. */
 static void test_daemon_retention(void)
 {
@@ -293,6 +336,8 @@ int main(void)
         {"dtune db check: clean, damaged (every problem), not a database", test_check},
         {"dtune db prune: dry run, policy, the schedule still answers", test_prune},
         {"dtune db merge: twice is once, conflicts, schema refused", test_merge},
+        {"issue 42: dtune db check exits 3 when it could not check (another schema)",
+         test_check_exit_codes},
         {"dtune daemon --keep-jobs prunes the job history", test_daemon_retention},
         CU_TEST_INFO_NULL,
     };
