@@ -1,6 +1,7 @@
 /* Model arguments: JSON specs and ONNX files (cli/cli_model.h). */
 #include "cli/cli_model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "common/file.h"
+#include "common/json_util.h"
 #include "sketch/dtype.h"
 #include "sketch/model.h"
 #include "sketch/op.h"
@@ -236,10 +238,45 @@ void dt_cli_print_import_warnings(const dt_ox_import *imp)
         fprintf(stderr, "dtune: warning: %s\n", dt_cli_safe(imp->warnings[i]));
 }
 
+/* "GEMM-like work in tuned ops: 97.3 % at the largest shape (batch=4,seq=128:
+ * 11.2 of 11.5 GFLOP), 96.0 % at the weighted one (...)", then the untuned
+ * GEMM-like nodes, most work first (at most COVERAGE_SHOWN). */
+#define COVERAGE_SHOWN 10
+static void print_coverage(FILE *out, const dt_ox_coverage *c)
+{
+    if (!c->ngemm) {
+        fprintf(out, "  no GEMM-like node (MatMul, Gemm, Conv, ConvTranspose, LSTM/GRU/RNN, "
+                     "Einsum)\n");
+        return;
+    }
+    static const char *const at[2] = {"the largest shape", "the weighted shape"};
+    fprintf(out, "  GEMM-like work in tuned ops:");
+    for (int k = 0; k < 2; k++)
+        fprintf(out, "%s %.1f %% at %s (%s: %.4g of %.4g GFLOP)", k ? "," : "",
+                c->gflop[k] > 0 ? 100 * c->tuned_gflop[k] / c->gflop[k] : 100.0, at[k],
+                dt_cli_safe(c->shape[k]), c->tuned_gflop[k], c->gflop[k]);
+    fprintf(out, "; %d GEMM-like node%s, %d not tuned", c->ngemm, c->ngemm == 1 ? "" : "s",
+            c->nleft);
+    if (c->nuncounted)
+        fprintf(out, ", %d whose work could not be counted", c->nuncounted);
+    fprintf(out, "\n");
+    for (int i = 0; i < c->nleft && i < COVERAGE_SHOWN; i++) {
+        const dt_ox_gemm_left *l = &c->left[i];
+        char share[32] = "not counted";
+        if (l->gflop[1] >= 0)
+            snprintf(share, sizeof share, "%.1f %%",
+                     c->gflop[1] > 0 ? 100 * l->gflop[1] / c->gflop[1] : 0.0);
+        fprintf(out, "    %-11s %s: %s\n", share, dt_cli_safe(l->node), dt_cli_safe(l->why));
+    }
+    if (c->nleft > COVERAGE_SHOWN)
+        fprintf(out, "    ... %d more (--json lists them all)\n", c->nleft - COVERAGE_SHOWN);
+}
+
 void dt_cli_print_untuned(FILE *out, const dt_ox_import *imp, const char *path)
 {
     if (!imp)
         return;
+    print_coverage(out, &imp->coverage);
     fprintf(out, "%s: %lld nodes, %lld in tuned ops", dt_cli_safe(path), (long long)imp->nnodes,
             (long long)imp->ntuned);
     if (!imp->nuntuned) {
@@ -273,6 +310,28 @@ json_t *dt_cli_untuned_json(const dt_ox_import *imp)
     json_t *warnings = json_array();
     for (int i = 0; i < imp->nwarnings; i++)
         json_array_append_new(warnings, json_string(imp->warnings[i]));
-    return json_pack("{s:I, s:I, s:o, s:o}", "nodes", (json_int_t)imp->nnodes, "tuned_nodes",
-                     (json_int_t)imp->ntuned, "untuned", arr, "warnings", warnings);
+    const dt_ox_coverage *c = &imp->coverage;
+    json_t *left = json_array(), *at = json_array();
+    for (int i = 0; i < c->nleft; i++)
+        json_array_append_new(left, json_pack("{s:s, s:s, s:o, s:o}", "node", c->left[i].node,
+                                              "why", c->left[i].why, "gflop_largest",
+                                              dt_json_num_or_null(c->left[i].gflop[0] < 0
+                                                                      ? NAN
+                                                                      : c->left[i].gflop[0]),
+                                              "gflop_weighted",
+                                              dt_json_num_or_null(c->left[i].gflop[1] < 0
+                                                                      ? NAN
+                                                                      : c->left[i].gflop[1])));
+    for (int k = 0; k < 2; k++)
+        json_array_append_new(
+            at, json_pack("{s:s, s:s?, s:f, s:f, s:o}", "at", k ? "weighted" : "largest",
+                          "shape", c->shape[k], "gflop", c->gflop[k], "tuned_gflop",
+                          c->tuned_gflop[k], "tuned_share",
+                          dt_json_num_or_null(c->gflop[k] > 0 ? c->tuned_gflop[k] / c->gflop[k]
+                                                              : NAN)));
+    json_t *cov = json_pack("{s:i, s:i, s:o, s:o}", "gemm_nodes", c->ngemm, "uncounted",
+                            c->nuncounted, "shapes", at, "untuned_gemm", left);
+    return json_pack("{s:I, s:I, s:o, s:o, s:o}", "nodes", (json_int_t)imp->nnodes,
+                     "tuned_nodes", (json_int_t)imp->ntuned, "untuned", arr, "warnings",
+                     warnings, "coverage", cov);
 }

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "common/strbuf.h"
+#include "onnx/coverage.h"
 #include "onnx/graph.h"
 #include "onnx/import_graph.h"
 #include "onnx/import_spec.h"
@@ -30,6 +31,7 @@ void dt_ox_import_free(dt_ox_import *r)
         free(r->untuned[i].why);
     }
     free(r->untuned);
+    dt_ox_coverage_free(&r->coverage);
     for (int i = 0; i < r->nwarnings; i++)
         free(r->warnings[i]);
     free(r->warnings);
@@ -263,6 +265,8 @@ int dt_ox_import_graph(const dt_ox_graph *g, const char *model_name, const char 
     wl->nuntuned = 0;
     r->nnodes = g->nnodes;
     r->ntuned = wl->ntuned;
+    if ((rc = dt_ox_coverage_count(g, s, wl, vars, nnames, &r->coverage, e)))
+        goto out;
     if ((rc = collect_warnings(g, s, r, e)))
         goto out;
 out:

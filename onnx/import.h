@@ -24,6 +24,29 @@ typedef struct {
                           matches for a pattern of several nodes (a LayerNorm) */
 } dt_ox_untuned;
 
+/* A GEMM-like node (onnx/flops.h) no tuned op covers, with its work. */
+typedef struct {
+    char *node;        /* its label: "'/dec/ConvTranspose' (#12, ConvTranspose)" */
+    char *why;         /* the untuned listing's reason */
+    double gflop[2];   /* at dt_ox_coverage.shape[0] and [1]; -1: not counted */
+} dt_ox_gemm_left;
+
+/* Which share of the model's GEMM-like work (MatMul, Gemm, Conv,
+ * ConvTranspose, recurrent cells, Einsum, quantized forms) lies in nodes the
+ * tuned ops cover, counted from the nodes' definitions at two shapes: every
+ * variable at its largest value, and each at the domain value nearest its
+ * weighted mean. */
+typedef struct {
+    char *shape[2];        /* "batch=4,seq=128" (the largest), the weighted one */
+    double gflop[2];       /* GEMM-like GFLOP of the counted nodes at each shape */
+    double tuned_gflop[2]; /* of them, in nodes a tuned op covers */
+    int ngemm;             /* GEMM-like nodes */
+    int nuncounted;        /* of them, whose work could not be counted (shapes unknown,
+                              a contrib attention op): listed with gflop -1 when untuned */
+    int nleft;
+    dt_ox_gemm_left *left; /* the untuned ones, most work first (weighted shape) */
+} dt_ox_coverage;
+
 typedef struct {
     char *spec_json;   /* the model spec, pretty-printed JSON text (malloc'd) */
     int nvars;
@@ -36,6 +59,7 @@ typedef struct {
     int64_t ntuned;    /* nodes covered by the spec's ops (MatMul/Gemm and
                           what was fused into them: bias Add, GELU, quantization,
                           the constants only they read) */
+    dt_ox_coverage coverage;
     int nwarnings;
     char **warnings;   /* "x.onnx: IR version 15 is newer than dtune knows (14): ...":
                           what the import read despite a doubt (onnx/graph.h's

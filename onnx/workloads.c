@@ -21,6 +21,9 @@ void dt_ox_wl_free(dt_ox_wl *w)
         free(w->untuned[i].why);
     }
     free(w->untuned);
+    for (int i = 0; i < w->ngemm; i++)
+        free(w->gemm[i].why);
+    free(w->gemm);
     free(w);
 }
 

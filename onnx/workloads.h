@@ -39,9 +39,19 @@ typedef struct {
                                 per-step product: seq; a Loop body's trip count) (owned) */
 } dt_ox_op;
 
+/* A node doing GEMM-like work (onnx/flops.h), tuned or not: what the
+ * coverage of `dtune import` is counted over. */
+typedef struct {
+    int node;
+    int covered;             /* an extracted op covers it */
+    char *why;               /* not covered: the untuned listing's reason (owned) */
+} dt_ox_gemm_node;
+
 typedef struct {
     int nops;
     dt_ox_op *ops;           /* in node order */
+    int ngemm;
+    dt_ox_gemm_node *gemm;   /* in node order */
     int nuntuned;
     dt_ox_untuned *untuned;  /* by kind (compute first), then first appearance */
     int64_t ntuned;          /* nodes covered by ops */

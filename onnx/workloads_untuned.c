@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx/flops.h"
 #include "onnx/op_table.h"
 #include "onnx/workloads_match.h"
 
@@ -231,6 +232,25 @@ static kind classify(const dt_ox_wctx *c, int i, char *buf, size_t n, const char
     return k;
 }
 
+/* Records node i in the GEMM-like nodes of the coverage when it is one:
+ * covered, or with the listing's reason.  0, or DT_ENOMEM. */
+static int note_gemm(dt_ox_wctx *c, int i, const char *why)
+{
+    if (!dt_ox_gemm_like(&c->g->nodes[i]))
+        return 0;
+    dt_ox_wl *wl = c->wl;
+    dt_ox_gemm_node *gs = realloc(wl->gemm, (size_t)(wl->ngemm + 1) * sizeof *gs);
+    if (!gs)
+        return DT_ENOMEM;
+    wl->gemm = gs;
+    dt_ox_gemm_node *g = &gs[wl->ngemm];
+    *g = (dt_ox_gemm_node){.node = i, .covered = why == NULL, .why = NULL};
+    if (why && !(g->why = strdup(why)))
+        return DT_ENOMEM;
+    wl->ngemm++;
+    return 0;
+}
+
 /* Orders the groups by kind, keeping first appearance within a kind
  * (insertion sort: stable, and there are few groups). */
 static void sort_groups(dt_ox_wl *wl, kind *kinds)
@@ -267,8 +287,10 @@ int dt_ox_collect_untuned(dt_ox_wctx *c)
     groups gs = {.c = c, .cap = 0, .kinds = NULL};
     int rc = 0;
     for (int i = 0; i < nn && rc >= 0; i++) {
-        if (c->cover[i] >= 0)
+        if (c->cover[i] >= 0) {
+            rc = note_gemm(c, i, NULL) ? -1 : 0;
             continue;
+        }
         char buf[300], why_note[640];
         const char *what = LN_WHAT, *why = kind_why[DT_OX_KIND_NORM];
         kind k = DT_OX_KIND_NORM;
@@ -280,6 +302,10 @@ int dt_ox_collect_untuned(dt_ox_wctx *c)
         if (note) {
             snprintf(why_note, sizeof why_note, "%s (%s)", why, note);
             why = why_note;
+        }
+        if (note_gemm(c, i, why)) {
+            rc = -1;
+            break;
         }
         if ((rc = group(&gs, what, why, k)) >= 0) {
             c->wl->untuned[rc].nodes++;

@@ -32,8 +32,9 @@ static char *workload_list(const char *args)
     json_array_foreach(json_object_get(root, "workloads"), i, w)
     {
         size_t n = strlen(buf);
-        snprintf(buf + n, 8192 - n, "%s x%lld\n", json_string_value(json_object_get(w, "key")),
-                 (long long)json_integer_value(json_object_get(w, "count")));
+        /* a count is a real when it is the mean of an expression count */
+        snprintf(buf + n, 8192 - n, "%s x%g\n", json_string_value(json_object_get(w, "key")),
+                 json_number_value(json_object_get(w, "count")));
     }
     json_decref(root);
     return buf;
@@ -432,6 +433,59 @@ static void test_unknown_feeds_nothing_tuned(void)
 #undef HW
 }
 
+/* Issue 43, point 5: the share of the GEMM-like work in tuned ops, counted
+ * from the nodes' definitions, agrees with the tuned workloads' own FLOPs
+ * (two independent counts) where everything is tuned, and names what is
+ * left where not. */
+static void test_coverage(void)
+{
+    int code = -1;
+    json_t *root = dt_test_run_dtune_json(&code, "workloads " ONNX("bert-base.onnx") " " BERT_VARS
+                                                 " --json");
+    CU_ASSERT_EQUAL_FATAL(code, 0);
+    double sum = 0;
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(root, "workloads"), i, w)
+        sum += json_number_value(json_object_get(json_object_get(w, "gflop"), "max")) *
+               json_number_value(json_object_get(w, "count"));
+    json_t *cov = json_object_get(json_object_get(root, "onnx"), "coverage");
+    json_t *largest = json_array_get(json_object_get(cov, "shapes"), 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(largest, "shape")), "batch=1,seq=128");
+    double g = json_number_value(json_object_get(largest, "gflop"));
+    CU_ASSERT_DOUBLE_EQUAL(g, sum, 1e-9 * sum);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(largest, "tuned_share")), 1.0, 1e-12);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(cov, "gemm_nodes")), 12 * 6); /* QKV, QK^T, PV, out, FFN x2 */
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(cov, "untuned_gemm")), 0);
+    json_decref(root);
+    /* an LM head of 4-bit weights (MatMulNBits, no dtune dtype yet): 4/5 of
+     * the work, named with its reason; the weighted shape is the domain value
+     * nearest each variable's mean */
+    root = dt_test_run_dtune_json(&code, "workloads " ONNX("matmulnbits-4bit.onnx")
+                                         " --var batch=1..4 --var seq=1..16 --json");
+    CU_ASSERT_EQUAL_FATAL(code, 0);
+    cov = json_object_get(json_object_get(root, "onnx"), "coverage");
+    json_t *weighted = json_array_get(json_object_get(cov, "shapes"), 1);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(weighted, "shape")), "batch=2,seq=8");
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(weighted, "tuned_share")), 0.2, 1e-12);
+    json_t *left = json_array_get(json_object_get(cov, "untuned_gemm"), 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(left, "node")),
+                           "'/lm_head/MatMul_Q4' (#2, MatMulNBits)");
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_object_get(left, "why")),
+                                  "4-bit weights: no dtune dtype"));
+    /* 2 x M x N x K with M = batch*seq = 16, N = K = 256, N = the vocabulary 1024 */
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(left, "gflop_weighted")),
+                           2.0 * 16 * 256 * 1024 / 1e9, 1e-15);
+    json_decref(root);
+    dt_test_proc p;
+    dt_test_run_dtune(&p, "import " ONNX("matmulnbits-4bit.onnx") " --var batch=1..4 --var seq=1..16");
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "GEMM-like work in tuned ops: 20.0 % at the largest shape "
+                                         "(batch=4,seq=16: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "80.0 %      '/lm_head/MatMul_Q4' (#2, MatMulNBits): "
+                                         "4-bit weights"));
+    dt_test_proc_free(&p);
+}
+
 static void test_future_ir_warned(void)
 {
     char *a = workload_list("workloads " ONNX("ir15-future.onnx") " --var batch=1..8 --json");
@@ -564,6 +618,7 @@ int main(void)
         {"names with ESC, CR, LF, BEL are escaped in messages and tables", test_hostile_names},
         {"IR versions 10 and 11 are read", test_newer_ir},
         {"IR 15 (newer than known) is read with a warning", test_future_ir_warned},
+        {"GEMM-like coverage: counted from the nodes, agrees with the workloads", test_coverage},
         {"a node without shapes that feeds nothing tuned: a warning", test_unknown_feeds_nothing_tuned},
         {"tune: distinct summary names, best measured or predicted", test_tune_labels},
         {"w8a32 from Mul(Cast), embedding DQ and Range labels", test_patterns_listed},
