@@ -9,7 +9,9 @@
 #include "daemon/api_util.h"
 
 /* The shape text "A=1,B=2" from every parameter other than workload,
- * target and threads, in the order given.  0, or -1 with a message. */
+ * target and threads, in the order given; vars[NAME]=V names a variable
+ * whatever NAME is, so a variable called workload, target or threads can be
+ * given too.  0, or -1 with a message. */
 static int shape_text(const char *query, char *shape, size_t n, char *why, size_t wn)
 {
     size_t o = 0;
@@ -26,12 +28,19 @@ static int shape_text(const char *query, char *shape, size_t n, char *why, size_
                          p);
                 return -1;
             }
-            if (strcmp(name, "workload") && strcmp(name, "target") && strcmp(name, "threads")) {
+            size_t dl = strlen(name);
+            const char *var = name;
+            if (dl > 6 && !strncmp(name, "vars[", 5) && name[dl - 1] == ']') {
+                name[dl - 1] = '\0';
+                var = name + 5;
+            }
+            if (var != name ||
+                (strcmp(name, "workload") && strcmp(name, "target") && strcmp(name, "threads"))) {
                 if (dt_api_decode(eq + 1, len - nl - 1, val, sizeof val)) {
                     snprintf(why, wn, "malformed or over-long value of '%s'", name);
                     return -1;
                 }
-                int w = snprintf(shape + o, n - o, "%s%s=%s", o ? "," : "", name, val);
+                int w = snprintf(shape + o, n - o, "%s%s=%s", o ? "," : "", var, val);
                 if (w < 0 || (size_t)w >= n - o) {
                     snprintf(why, wn, "the shape in the query is too long");
                     return -1;

@@ -319,6 +319,21 @@ static void test_job_query_source(void)
     CU_ASSERT_TRUE(json_is_number(json_object_get(q, "predicted_ns")) ||
                    json_is_number(json_object_get(q, "measured_ns")));
     json_decref(q);
+    /* vars[NAME]= names a variable whatever its name (a variable called
+     * workload, target or threads could not be given otherwise: issue 42) */
+    static const char *const spelled[] = {"/v1/schedules?workload=" KEY_Q "&vars[M]=7",
+                                          "/v1/schedules?vars%5BM%5D=7&workload=" KEY_Q};
+    for (int k = 0; k < 2; k++) {
+        q = http_json(g_d.port, "GET", spelled[k], NULL, &st);
+        CU_ASSERT_EQUAL(st, 200);
+        CU_ASSERT_EQUAL(json_integer_value(json_object_get(q, "kernel_id")), kid);
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(q, "shape")), "M=7");
+        json_decref(q);
+    }
+    q = http_json(g_d.port, "GET", "/v1/schedules?workload=" KEY_Q "&vars[threads]=7", NULL, &st);
+    CU_ASSERT_EQUAL(st, 400); /* a variable of that name: this workload has none */
+    CU_ASSERT_TRUE(is_error_body(q, 400));
+    json_decref(q);
     q = http_json(g_d.port, "GET", "/v1/schedules?workload=" KEY_Q "&M=500&threads=1", NULL, &st);
     CU_ASSERT_EQUAL(st, 200);
     CU_ASSERT_TRUE(json_is_true(json_object_get(q, "extrapolated")));
@@ -344,7 +359,8 @@ static void test_job_query_source(void)
     char *m = NULL;
     CU_ASSERT_EQUAL(http(g_d.port, "GET", "/metrics", NULL, &m), 200);
     CU_ASSERT(m && strstr(m, "dtune_jobs{state=\"done\"} 1"));
-    CU_ASSERT(m && strstr(m, "dtune_schedule_queries_total{result=\"hit\"} 1"));
+    /* M=7 and its two vars[M]=7 spellings */
+    CU_ASSERT(m && strstr(m, "dtune_schedule_queries_total{result=\"hit\"} 3"));
     CU_ASSERT(m && strstr(m, "dtune_http_request_duration_seconds_bucket"));
     CU_ASSERT(m && !strstr(m, "dtune_trials_total 0\n"));
     free(m);
