@@ -14,7 +14,7 @@ enum {
     DT_EINVAL = -1,       /* bad input: malformed key, spec, shape, argument */
     DT_ENOMEM = -2,       /* allocation failed */
     DT_EIO = -3,          /* file or system call failed */
-    DT_EDB = -4,          /* SQLite failed */
+    DT_EDB = -4,          /* SQLite failed, or a stored row is damaged (dispatch/) */
     DT_ENOTFOUND = -5,    /* the named thing does not exist */
     DT_ENOTDTUNE = -6,    /* the file is not a dtune database */
     DT_EVERSION = -7,     /* database schema newer than this binary */

@@ -64,7 +64,7 @@ enum {
     DTUNE_EINVAL = -1,       /* bad input: malformed workload key, shape, argument */
     DTUNE_ENOMEM = -2,       /* out of memory */
     DTUNE_EIO = -3,          /* a file could not be read or written */
-    DTUNE_EDB = -4,          /* SQLite failed */
+    DTUNE_EDB = -4,          /* SQLite failed, or a stored row is damaged */
     DTUNE_ENOTFOUND = -5,    /* no such file, workload, target, schedule or kernel */
     DTUNE_ENOTDTUNE = -6,    /* the file is not a dtune database */
     DTUNE_EVERSION = -7,     /* the database's schema is not this library's */
@@ -178,7 +178,9 @@ typedef struct dtune_schedule {
  * gets a kernel: shapes outside the tuned set are flagged extrapolated.
  * DTUNE_EINVAL for a malformed key or shape; DTUNE_ENOTFOUND when the
  * workload, the target or a schedule for that thread count is missing (the
- * message says which).  After the first lookup of a (workload spelling,
+ * message says which); DTUNE_EDB when a stored schedule row cannot be read
+ * (damage: the message names the row and suggests `dtune db check`).  After
+ * the first lookup of a (workload spelling,
  * target, threads), lookups take well under a microsecond. */
 DTUNE_API int dtune_lookup(dtune *db, const char *workload, const char *shape,
                            const char *target, int threads, dtune_schedule *out);
