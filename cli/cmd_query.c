@@ -125,26 +125,27 @@ static json_t *box_json(const dt_workload *w, const dt_box *b)
 
 /* The kernel a range of the schedule names, checked, and its annotation
  * (*a): a kernel row that is missing, of another op, or whose annotation
- * is not a valid annotation means the database is damaged (DT_EINVAL,
- * exit 2). */
+ * is not a valid annotation means the database is damaged (DT_EDB, exit 3,
+ * as every damaged stored row: not the caller's bad input). */
 static int schedule_kernel(dt_db *db, const dt_dispatch *d, const dt_dispatch_range *r,
                            dt_db_kernel *k, dt_annotation *a, dt_err *e)
 {
     int rc = dt_db_kernel_get(db, r->kernel_id, k, e);
     if (rc == DT_ENOTFOUND)
-        return dt_errf(e, DT_EINVAL,
+        return dt_errf(e, DT_EDB,
                        "database %s is damaged: the schedule of %s (range %s .. %s) names "
-                       "kernel %lld, which is not in its kernels table",
+                       "kernel %lld, which is not in its kernels table; run 'dtune db check "
+                       "--db %s'",
                        dt_db_path(db), d->key, r->shape_lo, r->shape_hi,
-                       (long long)r->kernel_id);
+                       (long long)r->kernel_id, dt_db_path(db));
     if (rc)
         return rc;
     if ((rc = dt_dispatch_kernel_annotation(db, r->kernel_id, d->w, a, e))) {
         dt_db_kernel_free(k);
         if (rc == DT_EINVAL || rc == DT_ENOTFOUND) {
-            dt_err_prefix(e, "database %s is damaged: in the schedule of %s", dt_db_path(db),
-                          d->key);
-            e->code = rc = DT_EINVAL;
+            dt_err_prefix(e, "database %s is damaged (run 'dtune db check --db %s'): in the "
+                          "schedule of %s", dt_db_path(db), dt_db_path(db), d->key);
+            e->code = rc = DT_EDB;
         }
         return rc;
     }

@@ -247,12 +247,15 @@ static void test_query_damaged(void)
     char *db = make_tuned_db(dir, "t.db");
     CU_ASSERT_PTR_NOT_NULL_FATAL(db);
     dt_test_proc p;
+    /* a damaged stored row is exit 3 (runtime), not 2: the caller's input
+     * is fine (issue 42, defect 4's rule) */
     tamper(db, "UPDATE kernels SET annotation = '{\"MR\": 6' WHERE id = 1");
     const char *json[] = {"", " --json"};
     for (int i = 0; i < 2; i++) {
         CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '" QKEY "' --db '%s' --shape M=3%s", db,
-                                          json[i]), 2);
+                                          json[i]), 3);
         CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "is damaged"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "dtune db check"));
         CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "kernel 1"));
         CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "annotation is not JSON"));
         CU_ASSERT_STRING_EQUAL(p.out, "");
@@ -260,7 +263,7 @@ static void test_query_damaged(void)
     }
     /* valid JSON, but not an annotation */
     tamper(db, "UPDATE kernels SET annotation = '{\"MR\": \"six\"}' WHERE id = 1");
-    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '" QKEY "' --db '%s' --shape M=3", db), 2);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '" QKEY "' --db '%s' --shape M=3", db), 3);
     CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "is damaged"));
     CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "kernel 1"));
     dt_test_proc_free(&p);
@@ -269,7 +272,7 @@ static void test_query_damaged(void)
     dt_test_proc_free(&p);
     /* a kernel the schedule names is gone */
     tamper(db, "DELETE FROM kernels WHERE id = 2");
-    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '" QKEY "' --db '%s' --shape M=40", db), 2);
+    CU_ASSERT_EQUAL(dt_test_run_dtune(&p, "query '" QKEY "' --db '%s' --shape M=40", db), 3);
     CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "names kernel 2, which is not in its kernels table"));
     CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "M=17 .. M=64"));
     dt_test_proc_free(&p);
