@@ -478,62 +478,73 @@ static int canon_product(dt_expr **slot, dt_err *e)
 }
 
 /* ---- sums: one signed normal form ----------------------------------------
- * A chain of '+' and '-' (and a product by -1 of one) is read as signed
- * terms: the constants fold into one, whatever their order ("x-1+2",
- * "x+1-1+1" and "x+-1+2" are all x+1), a difference's right operand is
- * distributed ("a-(b-c)" is a+c-b), and a term with a negative leading
- * coefficient ("-4*x") counts as 4*x subtracted.  Written back as
- *   P - N   (P: the positive terms sorted, a positive constant last;
- *            N: the subtracted ones sorted, a negative constant's size last)
+ * A chain of '+' and '-' (and a product by -1 of one) is read as terms, each
+ * a coefficient times a base: the constants fold into one whatever their
+ * order ("x-1+2", "x+1-1+1" and "x+-1+2" are all x+1), a difference's right
+ * operand is distributed ("a-(b-c)" is a+c-b), and like terms combine
+ * ("x+x" is 2*x, "x+1-x" is 1).  Written back as
+ *   P - N   (P: the terms of positive coefficient sorted, a positive
+ *            constant last; N: the others by their size, sorted, a negative
+ *            constant's size last)
  * with "P" alone when nothing is subtracted, "c-N" when only the constant is
  * positive, and "-1*N" (or "-4*x", "-c" for one term) when nothing is.  This
  * is the form the ONNX front end writes its polynomials in
- * (onnx/shape_sym_expr.c), so keys it produced keep their text. */
+ * (onnx/shape_sym_expr.c), so keys it produced keep their text.  Products
+ * are not distributed: 2*(a+b) stays a term of its own. */
 
 typedef struct {
-    const dt_expr **x; /* borrowed from the tree being canonicalised */
-    unsigned char *negate_coef; /* x is a product whose leading constant flips */
+    int64_t coef;
+    dt_expr *base; /* owned */
+} sum_term;
+
+typedef struct {
+    sum_term *t;
     int n, cap;
-} term_refs;
-
-typedef struct {
-    term_refs pos, neg;
-    int64_t c;
-} sum_parts;
-
-static int refs_push(term_refs *r, const dt_expr *x, int negate_coef)
-{
-    if (r->n == r->cap) {
-        int cap = r->cap ? r->cap * 2 : 8;
-        const dt_expr **xs = realloc(r->x, (size_t)cap * sizeof *xs);
-        if (!xs)
-            return DT_ENOMEM;
-        r->x = xs;
-        unsigned char *nc = realloc(r->negate_coef, (size_t)cap);
-        if (!nc)
-            return DT_ENOMEM;
-        r->negate_coef = nc;
-        r->cap = cap;
-    }
-    r->x[r->n] = x;
-    r->negate_coef[r->n] = (unsigned char)negate_coef;
-    r->n++;
-    return 0;
-}
-
-static int negative_coef(const dt_expr *x)
-{
-    return x->kind == DT_EXPR_MUL && x->nargs >= 2 && x->args[0]->kind == DT_EXPR_CONST &&
-           x->args[0]->value < 0 && x->args[0]->value != INT64_MIN;
-}
+    int64_t c; /* the constant */
+} sum_terms;
 
 static int is_sum(const dt_expr *x)
 {
     return x->kind == DT_EXPR_ADD || x->kind == DT_EXPR_SUB;
 }
 
-/* Reads x (children canonical) times sign into s; the tree is not changed. */
-static int collect_terms(const dt_expr *x, int sign, sum_parts *s, dt_err *e)
+/* -1*(a+b) or -1*(a-b): a sum negated, distributed when read */
+static int negated_sum(const dt_expr *x)
+{
+    return x->kind == DT_EXPR_MUL && x->nargs == 2 && x->args[0]->kind == DT_EXPR_CONST &&
+           x->args[0]->value == -1 && is_sum(x->args[1]);
+}
+
+/* Appends coef × (a copy of) base; base is a product without its constant
+ * when drop_first (its args from the second on). */
+static int push_term(sum_terms *s, int64_t coef, const dt_expr *x, int drop_first, dt_err *e)
+{
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 8;
+        sum_term *t = realloc(s->t, (size_t)cap * sizeof *t);
+        if (!t)
+            return dt_errf(e, DT_ENOMEM, "out of memory");
+        s->t = t;
+        s->cap = cap;
+    }
+    dt_expr *b = NULL;
+    if (!drop_first)
+        b = dt_expr_clone(x);
+    else if (x->nargs == 2)
+        b = dt_expr_clone(x->args[1]);
+    else if ((b = dt_expr_clone(x))) { /* k*a*b... -> a*b... */
+        dt_expr_free(b->args[0]);
+        memmove(&b->args[0], &b->args[1], (size_t)(b->nargs - 1) * sizeof *b->args);
+        b->nargs--;
+    }
+    if (!b)
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    s->t[s->n++] = (sum_term){coef, b};
+    return 0;
+}
+
+/* Reads x (children canonical) times sign (1 or -1) into s; x is not changed. */
+static int collect_terms(const dt_expr *x, int64_t sign, sum_terms *s, dt_err *e)
 {
     switch (x->kind) {
     case DT_EXPR_CONST:
@@ -552,43 +563,30 @@ static int collect_terms(const dt_expr *x, int sign, sum_parts *s, dt_err *e)
     default:
         break;
     }
-    int rc;
-    if (negative_coef(x) && x->args[0]->value == -1 && x->nargs == 2 && is_sum(x->args[1]))
-        return collect_terms(x->args[1], -sign, s, e); /* -1*(a+b): distribute */
-    if (negative_coef(x))
-        rc = refs_push(sign > 0 ? &s->neg : &s->pos, x, 1);
-    else
-        rc = refs_push(sign > 0 ? &s->pos : &s->neg, x, 0);
-    return rc ? dt_errf(e, DT_ENOMEM, "out of memory") : 0;
+    if (negated_sum(x))
+        return collect_terms(x->args[1], -sign, s, e);
+    if (x->kind == DT_EXPR_MUL && x->args[0]->kind == DT_EXPR_CONST &&
+        x->args[0]->value != INT64_MIN) /* canonical: a product's constant is first */
+        return push_term(s, sign * x->args[0]->value, x, 1, e);
+    return push_term(s, sign, x, 0, e);
 }
 
-/* A copy of the terms of r, sorted as a canonical sum's operands, then the
- * constant c when c != 0; *n receives their count.  NULL when out of memory. */
-static dt_expr **build_terms(const term_refs *r, int64_t c, int *n, dt_err *e)
+/* coef × base as a term (base taken); NULL when out of memory. */
+static dt_expr *term_expr(int64_t coef, dt_expr *base, dt_err *e)
 {
-    dt_expr **ts = calloc((size_t)r->n + 1, sizeof *ts);
-    int k = 0;
-    for (; ts && k < r->n; k++) {
-        if (!(ts[k] = dt_expr_clone(r->x[k])))
-            break;
-        if (r->negate_coef[k]) {
-            ts[k]->args[0]->value = -ts[k]->args[0]->value;
-            if (canon_product(&ts[k], e)) /* 1*x is x */
-                break;
-        }
-    }
-    if (ts && k == r->n && c != 0 && !(ts[k] = dt_expr_const(c)))
-        k = -1;
-    if (!ts || k != r->n) {
-        for (int i = 0; ts && i <= r->n; i++)
-            dt_expr_free(ts[i]);
-        free(ts);
-        dt_errf(e, DT_ENOMEM, "out of memory");
+    if (coef == 1)
+        return base;
+    dt_expr *k = dt_expr_const(coef), *x = k ? binary(DT_EXPR_MUL, k, base) : NULL;
+    if (!x) {
+        dt_expr_free(k);
+        dt_expr_free(base);
         return NULL;
     }
-    qsort(ts, (size_t)k, sizeof *ts, cmp_add);
-    *n = k + (c != 0);
-    return ts;
+    if (canon_product(&x, e)) { /* 2*(a*b) is 2*a*b */
+        dt_expr_free(x);
+        return NULL;
+    }
+    return x;
 }
 
 /* The sum of ts[0..n) (taken), or NULL when out of memory. */
@@ -597,13 +595,8 @@ static dt_expr *sum_of(dt_expr **ts, int n)
     if (n == 1)
         return ts[0];
     dt_expr *x = node(DT_EXPR_ADD);
-    if (!x) {
-        for (int i = 0; i < n; i++)
-            dt_expr_free(ts[i]);
-        return NULL;
-    }
     for (int i = 0; i < n; i++)
-        if (push_arg(x, ts[i])) {
+        if (!x || push_arg(x, ts[i])) {
             for (int k = i; k < n; k++)
                 dt_expr_free(ts[k]);
             dt_expr_free(x);
@@ -612,7 +605,7 @@ static dt_expr *sum_of(dt_expr **ts, int n)
     return x;
 }
 
-/* -x for a subtracted term: -4 for 4, -4*x for 4*x, -1*x otherwise. */
+/* -x for the subtracted part: -4 for 4, -4*x for 4*x, -1*x otherwise. */
 static dt_expr *negated(dt_expr *x)
 {
     if (x->kind == DT_EXPR_CONST) {
@@ -624,7 +617,12 @@ static dt_expr *negated(dt_expr *x)
         return x;
     }
     dt_expr *m1 = dt_expr_const(-1);
-    dt_expr *y = m1 ? binary(DT_EXPR_MUL, m1, x) : NULL;
+    if (m1 && x->kind == DT_EXPR_MUL && !push_arg(x, m1)) { /* flat: -1*a*b, not -1*(a*b) */
+        memmove(&x->args[1], &x->args[0], (size_t)(x->nargs - 1) * sizeof *x->args);
+        x->args[0] = m1;
+        return x;
+    }
+    dt_expr *y = m1 && x->kind != DT_EXPR_MUL ? binary(DT_EXPR_MUL, m1, x) : NULL;
     if (!y) {
         dt_expr_free(m1);
         dt_expr_free(x);
@@ -632,45 +630,83 @@ static dt_expr *negated(dt_expr *x)
     return y;
 }
 
+/* Combines like terms (equal bases), then writes s as P - N into *out. */
+static int write_sum(sum_terms *s, dt_expr **out, dt_err *e)
+{
+    for (int i = 0; i < s->n; i++)
+        for (int j = i + 1; j < s->n; j++)
+            if (dt_expr_equal(s->t[i].base, s->t[j].base)) {
+                if (__builtin_add_overflow(s->t[i].coef, s->t[j].coef, &s->t[i].coef))
+                    return dt_errf(e, DT_EOVERFLOW, "a coefficient of a sum overflows int64");
+                dt_expr_free(s->t[j].base);
+                s->t[j--] = s->t[--s->n];
+            }
+    /* a side's terms, sorted, then its constant (INT64_MIN, whose size has
+     * no int64, stays on the positive side) */
+    dt_expr **side[2] = {calloc((size_t)s->n + 1, sizeof(dt_expr *)),
+                         calloc((size_t)s->n + 1, sizeof(dt_expr *))};
+    int n[2] = {0, 0}, rc = side[0] && side[1] ? 0 : DT_ENOMEM;
+    for (int i = 0; i < s->n && !rc; i++) {
+        int64_t k = s->t[i].coef;
+        if (k == 0)
+            continue;
+        int neg = k < 0 && k != INT64_MIN;
+        dt_expr *t = term_expr(neg ? -k : k, s->t[i].base, e);
+        s->t[i].base = NULL;
+        if (!t)
+            rc = DT_ENOMEM;
+        else
+            side[neg][n[neg]++] = t;
+    }
+    for (int k = 0; k < 2 && !rc; k++)
+        qsort(side[k], (size_t)n[k], sizeof *side[k], cmp_add);
+    int64_t c = s->c;
+    int cneg = c < 0 && c != INT64_MIN;
+    if (!rc && c != 0 && !(side[cneg][n[cneg]++] = dt_expr_const(cneg ? -c : c)))
+        rc = DT_ENOMEM;
+    dt_expr *p = NULL, *q = NULL;
+    if (!rc) {
+        p = n[0] ? sum_of(side[0], n[0]) : NULL;
+        q = n[1] ? sum_of(side[1], n[1]) : NULL;
+        if ((n[0] && !p) || (n[1] && !q))
+            rc = DT_ENOMEM;
+        n[0] = n[1] = 0; /* taken */
+    }
+    if (!rc) {
+        if (!p && !q)
+            *out = dt_expr_const(0);
+        else if (!q)
+            *out = p;
+        else if (!p)
+            *out = negated(q);
+        else if (!(*out = binary(DT_EXPR_SUB, p, q))) {
+            dt_expr_free(p);
+            dt_expr_free(q);
+        }
+        p = q = NULL;
+        if (!*out)
+            rc = DT_ENOMEM;
+    }
+    dt_expr_free(p);
+    dt_expr_free(q);
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; side[k] && i < n[k]; i++)
+            dt_expr_free(side[k][i]);
+        free(side[k]);
+    }
+    return rc == DT_ENOMEM ? dt_errf(e, DT_ENOMEM, "out of memory") : rc;
+}
+
 static int canon_sum(dt_expr **slot, dt_err *e)
 {
-    sum_parts s = {{0}, {0}, 0};
+    sum_terms s = {NULL, 0, 0, 0};
+    dt_expr *x = NULL;
     int rc = collect_terms(*slot, 1, &s, e);
-    /* the constant's part: its size subtracted when negative (INT64_MIN,
-     * whose size has no int64, stays a positive part's "+-9223372036854775808") */
-    int64_t cpos = s.c > 0 || s.c == INT64_MIN ? s.c : 0, cneg = s.c < 0 && s.c != INT64_MIN ? -s.c : 0;
-    int np = 0, nn = 0;
-    dt_expr **p = NULL, **q = NULL, *x = NULL;
-    if (!rc && !(p = build_terms(&s.pos, cpos, &np, e)))
-        rc = DT_ENOMEM;
-    if (!rc && !(q = build_terms(&s.neg, cneg, &nn, e)))
-        rc = DT_ENOMEM;
-    if (!rc) {
-        dt_expr *pe = np ? sum_of(p, np) : NULL, *ne = nn ? sum_of(q, nn) : NULL;
-        np = nn = 0; /* taken */
-        if (!pe && !ne)
-            x = dt_expr_const(0);
-        else if (!ne)
-            x = pe;
-        else if (!pe)
-            x = negated(ne);
-        else if (!(x = binary(DT_EXPR_SUB, pe, ne))) {
-            dt_expr_free(pe);
-            dt_expr_free(ne);
-        }
-        if (!x)
-            rc = dt_errf(e, DT_ENOMEM, "out of memory");
-    }
-    for (int i = 0; i < np; i++)
-        dt_expr_free(p[i]);
-    for (int i = 0; i < nn; i++)
-        dt_expr_free(q[i]);
-    free(p);
-    free(q);
-    free(s.pos.x);
-    free(s.pos.negate_coef);
-    free(s.neg.x);
-    free(s.neg.negate_coef);
+    if (!rc)
+        rc = write_sum(&s, &x, e);
+    for (int i = 0; i < s.n; i++)
+        dt_expr_free(s.t[i].base);
+    free(s.t);
     if (rc)
         return rc;
     dt_expr_free(*slot);
@@ -695,8 +731,7 @@ int dt_expr_canonicalize(dt_expr **slot, dt_err *e)
         return canon_sum(slot, e);
     case DT_EXPR_MUL: {
         int rc = canon_product(slot, e);
-        x = *slot; /* -1*(a-b) is a sum: b-a */
-        if (!rc && negative_coef(x) && x->args[0]->value == -1 && x->nargs == 2 && is_sum(x->args[1]))
+        if (!rc && negated_sum(*slot)) /* -1*(a-b) is a sum: b-a */
             rc = canon_sum(slot, e);
         return rc;
     }

@@ -77,6 +77,8 @@ static void test_canonical_keys(void)
     expect_canon("dense(M=x-1+2,N=16,K=16;x=1..4)", "dense(M=x+1,N=16,K=16;x=1..4)");
     expect_canon("dense(M=x+1-1+1,N=16,K=16;x=1..4)", "dense(M=x+1,N=16,K=16;x=1..4)");
     expect_canon("dense(M=x+-1+2,N=16,K=16;x=1..4)", "dense(M=x+1,N=16,K=16;x=1..4)");
+    expect_canon("dense(M=x+x,N=16,K=16;x=1..4)", "dense(M=2*x,N=16,K=16;x=1..4)");
+    expect_canon("dense(M=x-x+1,N=16,K=16)", "dense(M=1,N=16,K=16)");
 }
 
 static void test_dtype_keys(void)
