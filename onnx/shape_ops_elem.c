@@ -392,8 +392,14 @@ static int check_quant_axis(ox_node *c, const ox_tensor *x, const ox_tensor *sca
 {
     int64_t axis;
     int a, rc = dt_ox_attr_int(c, "axis", 1, &axis);
+    int64_t one;
     if (rc || !scale || scale->pub.rank == 0)
         return rc;
+    /* a scale of one element is per-tensor whatever the axis (as onnxruntime
+     * reads it: a bias [n] dequantized with scale [1] and the default axis 1
+     * in quantized exports) */
+    if (scale->pub.rank == 1 && dt_ox_sym_is_const(scale->dims[0], &one) && one == 1)
+        return 0;
     if ((rc = dt_ox_axis(c, axis, x->pub.rank, &a)))
         return rc;
     if (scale->pub.rank == 1 && !dt_ox_equal(c, scale->dims[0], x->dims[a])) {

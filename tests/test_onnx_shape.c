@@ -1126,6 +1126,11 @@ static void test_types_and_constants(void)
     gnode(g, "DequantizeLinear", "deq", "wq,ws,wz", "wf");
     gnode(g, "QuantizeLinear", "ql", "x,ws,wz", "x8");
     gnode(g, "QuantizeLinear", "qlu", "x,ws", "xu8");
+    /* a bias [768] dequantized with a one-element scale and the default axis
+     * 1 (a real quantized export): per-tensor, not "axis 1 out of range" */
+    ginit(g, "bq", DT_OX_INT32, 1, I64(768), NULL, NULL);
+    ginit(g, "bs1", F, 1, I64(1), NULL, F64(0.5));
+    gnode(g, "DequantizeLinear", "bdeq", "bq,bs1", "bf");
     gnode(g, "Transpose", "wt", "w", "wT");
     int c = gnode(g, "Cast", "wc", "w", "w16");
     attr_i(g, c, "to", DT_OX_FLOAT16);
@@ -1154,6 +1159,8 @@ static void test_types_and_constants(void)
     CU_ASSERT_EQUAL(type_of(s, "acc"), DT_OX_INT32);
     CHECK_DIMS(s, "acc", "[batch,3072]");
     CU_ASSERT_EQUAL(type_of(s, "wf"), F);
+    CHECK_DIMS(s, "bf", "[768]");
+    CU_ASSERT_EQUAL(dt_ox_node_failure(s, 5), NULL);
     CU_ASSERT_EQUAL(type_of(s, "x8"), DT_OX_INT8);
     CU_ASSERT_EQUAL(type_of(s, "xu8"), DT_OX_UINT8);
     CU_ASSERT_EQUAL(type_of(s, "w16"), DT_OX_FLOAT16);
