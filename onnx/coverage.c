@@ -115,6 +115,7 @@ int dt_ox_coverage_count(const dt_ox_graph *g, const dt_ox_shapes *s, const dt_o
         dt_ox_coverage_free(out);
         return rc;
     }
-    qsort(out->left, (size_t)out->nleft, sizeof *out->left, by_weighted_work);
+    if (out->nleft > 1) /* qsort's base must not be NULL, even for 0 elements */
+        qsort(out->left, (size_t)out->nleft, sizeof *out->left, by_weighted_work);
     return 0;
 }
