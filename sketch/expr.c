@@ -738,7 +738,7 @@ int dt_expr_canonicalize(dt_expr **slot, dt_err *e)
     case DT_EXPR_DIV: {
         dt_expr *a = x->args[0], *b = x->args[1];
         if (a->kind == DT_EXPR_CONST && b->kind == DT_EXPR_CONST) {
-            int64_t r;
+            int64_t r = 0; /* set by apply; initialised for gcc -O3 */
             int rc = apply(x->kind, a->value, b->value, &r, e);
             if (rc)
                 return rc;
