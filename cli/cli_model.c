@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "common/file.h"
 #include "common/json_util.h"
+#include "onnx/import_branch.h"
 #include "sketch/dtype.h"
 #include "sketch/model.h"
 #include "sketch/op.h"
@@ -22,6 +23,14 @@ int dt_cli_vars_add(dt_cli_vars *v, const char *cmd, const char *arg)
     if (v->n >= DT_CLI_MAX_VAR_ARGS)
         return dt_cli_usage_error(cmd, "at most %d --var flags", DT_CLI_MAX_VAR_ARGS);
     v->args[v->n++] = arg;
+    return 0;
+}
+
+int dt_cli_branch_add(dt_cli_vars *v, const char *cmd, const char *arg)
+{
+    if (v->nbranches >= DT_CLI_MAX_VAR_ARGS)
+        return dt_cli_usage_error(cmd, "at most %d --branch flags", DT_CLI_MAX_VAR_ARGS);
+    v->branches[v->nbranches++] = arg;
     return 0;
 }
 
@@ -38,17 +47,18 @@ int dt_cli_model_text(const char *path, const dt_cli_vars *v, char **text, size_
     *len = 0;
     *imp = NULL;
     if (!dt_cli_is_onnx(path)) {
-        if (v->n)
+        if (v->n || v->nbranches)
             return dt_errf(e, DT_EINVAL,
-                           "%s: --var applies to ONNX models (.onnx); a model spec declares "
-                           "its variables itself",
-                           path);
+                           "%s: --%s applies to ONNX models (.onnx); a model spec declares "
+                           "its %s itself",
+                           path, v->n ? "var" : "branch", v->n ? "variables" : "workloads");
         int rc = dt_read_file(path, DT_MODEL_MAX_BYTES, text, len, e);
         if (rc == DT_ENOTFOUND)
             e->code = rc = DT_EINVAL; /* a missing model file is bad input: exit 2 */
         return rc;
     }
-    int rc = dt_ox_import_file(path, NULL, v->args, v->n, imp, e);
+    int rc = dt_ox_import_file_branches(path, NULL, v->args, v->n, v->branches, v->nbranches,
+                                        imp, e);
     if (rc == DT_ENOTFOUND)
         e->code = rc = DT_EINVAL;
     if (rc)

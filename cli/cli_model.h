@@ -12,16 +12,28 @@
 #include "onnx/import.h"
 #include "sketch/workload.h"
 
-/* The --var NAME=DOMAIN flags of a command, in order. */
+/* The --var NAME=DOMAIN flags of a command, in order, and its --branch
+ * IF=then|else|both flags (the If branches an ONNX model takes). */
 #define DT_CLI_MAX_VAR_ARGS (2 * DT_MAX_VARS)
 typedef struct {
     int n;
     const char *args[DT_CLI_MAX_VAR_ARGS];
+    int nbranches;
+    const char *branches[DT_CLI_MAX_VAR_ARGS];
 } dt_cli_vars;
 
 /* Adds one --var value; a usage error (exit 1) when there are too many or it
  * has no '='. */
 int dt_cli_vars_add(dt_cli_vars *v, const char *cmd, const char *arg);
+/* Adds one --branch value (checked when the model is read); a usage error
+ * when there are too many. */
+int dt_cli_branch_add(dt_cli_vars *v, const char *cmd, const char *arg);
+/* The --branch option's help lines, shared by the commands that take it. */
+#define DT_CLI_BRANCH_HELP                                                              \
+    "  --branch IF=then|else|both\n"                                                    \
+    "                     (.onnx) the branch of If node IF (its path: /If,\n"            \
+    "                     /Loop/body/If) the model takes; the other is dropped\n"        \
+    "                     (default: both, each counted once)\n"
 
 /* 1 when path names an ONNX file (ends in .onnx, any case). */
 int dt_cli_is_onnx(const char *path);

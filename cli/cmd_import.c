@@ -10,13 +10,14 @@
 
 #include "cli/cli.h"
 #include "cli/cli_model.h"
+#include "onnx/import_branch.h"
 #include "sketch/model.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "Usage: dtune import MODEL.onnx --var NAME=DOMAIN... [-o SPEC.json] [--name NAME]\n"
-            "                    [--math bf16] [--json]\n"
+            "                    [--math bf16] [--branch IF=then|else|both]... [--json]\n"
             "\n"
             "Reads an ONNX model's graph, shapes and dtypes (never its weights), propagates\n"
             "its dynamic dims symbolically and writes the model spec dtune tunes\n"
@@ -36,6 +37,7 @@ static void usage(FILE *out)
             "                     it: those workloads get dtype f32_bf16 / w8a32_bf16,\n"
             "                     keys show math=bf16 (f32 in and out, bf16 products;\n"
             "                     docs/workload-keys.md)\n"
+            DT_CLI_BRANCH_HELP
             "  --json             report as JSON on standard output (with -o)\n"
             "  -h, --help         show this help\n"
             "\n"
@@ -109,6 +111,7 @@ int dt_cmd_import(int argc, char **argv)
                                          {"name", required_argument, NULL, 'n'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"math", required_argument, NULL, 'M'},
+                                         {"branch", required_argument, NULL, 'B'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     dt_cli_vars vars = {0};
@@ -136,6 +139,10 @@ int dt_cmd_import(int argc, char **argv)
                 return dt_cli_usage_error("import", "--math takes bf16, not '%s'", optarg);
             math = optarg;
             break;
+        case 'B':
+            if (dt_cli_branch_add(&vars, "import", optarg))
+                return DT_EXIT_USAGE;
+            break;
         case 'h': usage(stdout); return DT_EXIT_OK;
         default:
             return dt_cli_usage_error("import", "unknown option or missing value: '%s'",
@@ -154,7 +161,8 @@ int dt_cmd_import(int argc, char **argv)
         return dt_cli_fail(&e);
     }
     dt_ox_import *imp = NULL;
-    int rc = dt_ox_import_file(path, name, vars.args, vars.n, &imp, &e);
+    int rc = dt_ox_import_file_branches(path, name, vars.args, vars.n, vars.branches,
+                                        vars.nbranches, &imp, &e);
     if (rc == DT_ENOTFOUND)
         e.code = DT_EINVAL;
     if (rc)

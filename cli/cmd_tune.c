@@ -28,6 +28,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "Usage: dtune tune MODEL.json|MODEL.onnx|WORKLOAD [--var NAME=DOMAIN...]\n"
+            "                  [--branch IF=then|else|both...]\n"
             "                  [--db PATH] [--trials N] [--time DURATION]\n"
             "                  [--strategy joint|per-shape|random] [--threads T] [--seed S]\n"
             "                  [--topk K] [--max-kernels K|auto|all] [--min-time MS]\n"
@@ -62,6 +63,7 @@ static void usage(FILE *out)
             "Options:\n"
             "  --var NAME=DOMAIN  (.onnx) the values of a dynamic dim, e.g. seq=1..128,\n"
             "                     batch=1 (docs/onnx-import.md)\n"
+            DT_CLI_BRANCH_HELP
             "  --db PATH          database (default $DTUNE_DB, else ./dtune.db)\n"
             "  --trials N         trial budget over the model, records already in the\n"
             "                     database included (default 300 per workload unless\n"
@@ -146,7 +148,7 @@ static int parse_args(int argc, char **argv, tune_args *a, const char **what)
         {"workers", required_argument, NULL, 'w'}, {"token-file", required_argument, NULL, 'F'},
         {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
         {"var", required_argument, NULL, 'v'},     {"max-kernels", required_argument, NULL, 'K'},
-        {"math", required_argument, NULL, 'M'},
+        {"math", required_argument, NULL, 'M'},    {"branch", required_argument, NULL, 'B'},
         {NULL, 0, NULL, 0}};
     *a = (tune_args){.seed = 1, .topk = 2, .min_time_ms = 5, .max_kernels = DT_SELECT_AUTO};
     int c, v;
@@ -165,6 +167,7 @@ static int parse_args(int argc, char **argv, tune_args *a, const char **what)
             a->math = optarg;
             break;
         case 'v': rc = dt_cli_vars_add(&a->vars, "tune", optarg); break;
+        case 'B': rc = dt_cli_branch_add(&a->vars, "tune", optarg); break;
         case 'h': usage(stdout); return -1;
         case 'n':
             rc = dt_cli_int_opt("tune", "--trials", optarg, 1, 100000000, &v);
@@ -595,13 +598,13 @@ int dt_cmd_tune(int argc, char **argv)
         goto fail;
     }
     char mkey[DT_KEY_MAX];
-    if (a.math && !dt_cli_is_onnx(what) && !a.vars.n && access(what, F_OK) != 0 &&
+    if (a.math && !dt_cli_is_onnx(what) && !a.vars.n && !a.vars.nbranches && access(what, F_OK) != 0 &&
         strchr(what, '(')) {
         /* --math on one workload key: the key with its arithmetic */
         if ((rc = dt_cli_key_math(what, a.math, mkey, sizeof mkey, &e)) ||
             (rc = dt_model_tasks_from_arg(mkey, threads, tasks, &n, &e)))
             goto fail;
-    } else if (dt_cli_is_onnx(what) || a.vars.n || a.math) {
+    } else if (dt_cli_is_onnx(what) || a.vars.n || a.vars.nbranches || a.math) {
         /* a model file: ONNX imported here (tuner/ reads specs only); --math
          * marks its f32 GEMMs */
         char *text = NULL;

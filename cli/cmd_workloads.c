@@ -14,7 +14,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "Usage: dtune workloads MODEL.json [--json] [--shapes]\n"
-            "       dtune workloads MODEL.onnx --var NAME=DOMAIN... [--json] [--shapes]\n"
+            "       dtune workloads MODEL.onnx --var NAME=DOMAIN... [--branch IF=then|else]...\n"
+            "                       [--json] [--shapes]\n"
             "\n"
             "Loads a model spec (docs/model-spec.md), or imports an ONNX model\n"
             "(docs/onnx-import.md), and lists its distinct workloads: identical ops\n"
@@ -25,6 +26,7 @@ static void usage(FILE *out)
             "Options:\n"
             "  --var NAME=DOMAIN  (.onnx) the values of a dynamic dim: seq=1..128,\n"
             "                     batch=1, s={1,8,64}; one per dim_param the model has\n"
+            DT_CLI_BRANCH_HELP
             "  --json             print one JSON object instead of a table\n"
             "  --shapes           also list every shape with its dims and weight\n"
             "  -h, --help         show this help\n"
@@ -195,6 +197,7 @@ int dt_cmd_workloads(int argc, char **argv)
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
                                          {"shapes", no_argument, NULL, 's'},
                                          {"var", required_argument, NULL, 'v'},
+                                         {"branch", required_argument, NULL, 'B'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int json = 0, shapes = 0, c;
@@ -207,6 +210,10 @@ int dt_cmd_workloads(int argc, char **argv)
         case 's': shapes = 1; break;
         case 'v':
             if (dt_cli_vars_add(&vars, "workloads", optarg))
+                return DT_EXIT_USAGE;
+            break;
+        case 'B':
+            if (dt_cli_branch_add(&vars, "workloads", optarg))
                 return DT_EXIT_USAGE;
             break;
         case 'h': usage(stdout); return DT_EXIT_OK;

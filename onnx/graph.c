@@ -67,8 +67,21 @@ void dt_ox_graph_free(dt_ox_graph *g)
         free(n->attrs);
     }
     free(g->nodes);
+    for (int i = 0; g->bodies && i < g->nbodies; i++)
+        free(g->bodies[i].path);
+    free(g->bodies);
     free(g);
 }
+
+const dt_ox_body *dt_ox_node_body(const dt_ox_graph *g, int i)
+{
+    int b = i >= 0 && i < g->nnodes ? g->nodes[i].body : 0;
+    return b > 0 && b <= g->nbodies ? &g->bodies[b - 1] : NULL;
+}
+
+int dt_ox_own_inputs(const dt_ox_node *n) { return n->nbodies ? n->nin_own : n->ninputs; }
+
+int dt_ox_own_outputs(const dt_ox_node *n) { return n->nbodies ? n->nout_own : n->noutputs; }
 
 const dt_ox_attr *dt_ox_attr_find(const dt_ox_node *n, const char *name)
 {

@@ -1,6 +1,8 @@
 /* The parts of an ONNX model dtune reads: the main graph's nodes, its
  * inputs' declared shapes and element types, and the initializers' dims —
- * never the weights themselves (docs/onnx-import.md).
+ * never the weights themselves (docs/onnx-import.md) — and the bodies of
+ * its If, Loop and Scan nodes, flattened into the same node list (below,
+ * "Subgraphs").
  *
  * onnx/read.c fills a dt_ox_graph from a ModelProto (protobuf-c, code
  * generated at build time from Debian's /usr/include/onnx/onnx.proto);
@@ -43,6 +45,18 @@ enum {
 #define DT_OX_MAX_RANK 16
 #define DT_OX_MAX_IO 64           /* inputs or outputs of one node */
 #define DT_OX_MAX_ATTR_INTS 1024  /* elements of an INTS/FLOATS attribute kept */
+/* A control node's inputs or outputs once its bodies' outputs and inputs are
+ * appended (below): an If's cond and both branches' outputs, a Loop's or
+ * Scan's own and its body's. */
+#define DT_OX_MAX_NODE_IO (2 * DT_OX_MAX_IO + 2)
+/* Subgraphs nested below the main graph (an If in a Loop's body is 2). */
+#define DT_OX_MAX_DEPTH 8
+/* The bytes the bodies' paths add to the names of their nodes and tensors,
+ * computed before anything is copied. */
+#define DT_OX_MAX_PATH_BYTES (INT64_C(256) << 20)
+/* A control node's name longer than this is not used in its bodies' paths
+ * ("If#3" instead). */
+#define DT_OX_MAX_PATH_NAME 256
 /* A tensor's values (initializer, Constant) are kept only when it has at
  * most this many elements and an integer or float type: shape arithmetic
  * (Reshape targets, Slice bounds, Gather indices, scalar constants of the
@@ -102,13 +116,16 @@ typedef struct {
 } dt_ox_tensor;
 
 typedef enum {
-    DT_OX_ATTR_OTHER = 0, /* graphs, sparse tensors, type protos: kept by name only */
+    DT_OX_ATTR_OTHER = 0, /* sparse tensors, type protos, lists of strings, tensors or
+                             graphs, the graphs of other ops: kept by name only */
     DT_OX_ATTR_INT,
     DT_OX_ATTR_FLOAT,
     DT_OX_ATTR_STRING,
     DT_OX_ATTR_TENSOR,
     DT_OX_ATTR_INTS,
     DT_OX_ATTR_FLOATS,
+    DT_OX_ATTR_GRAPH, /* an If's then_branch / else_branch, a Loop's or Scan's body:
+                         read into the node list; i is its index in g->bodies */
 } dt_ox_attr_type;
 
 typedef struct {
@@ -134,7 +151,47 @@ typedef struct {
     char **outputs;
     int nattrs;
     dt_ox_attr *attrs;
+    /* Subgraphs (below).  Zero for a node of the main graph that holds none. */
+    int body;      /* 0: a node of the main graph; k > 0: of g->bodies[k - 1], the
+                      innermost body holding it (dt_ox_node_body) */
+    int nbodies;   /* an If (2: then_branch, else_branch) or a Loop or Scan (1: body)
+                      whose bodies were read; 0 for every other node */
+    int bodies[2]; /* their indices in g->bodies */
+    int nin_own, nout_own; /* with nbodies > 0: its own inputs and outputs, the first
+                      ones; each body's outputs follow as inputs, each body's inputs
+                      (a Loop's or Scan's) as outputs */
 } dt_ox_node;
+
+/* Subgraphs.  The reader flattens the bodies of If, Loop and Scan (nested
+ * ones too, at most DT_OX_MAX_DEPTH deep) into the main graph's node list:
+ * each body's nodes come just before its control node (then_branch first),
+ * a nested body's inside its parent's.  Names a body defines (its inputs,
+ * initializers and nodes' outputs) get the body's path in front
+ * ("/If/then_branch" + "/" + "/conv/Conv_output_0" ->
+ * "/If/then_branch/conv/Conv_output_0"), so two branches and nested bodies
+ * never collide; names a body reads from an enclosing scope stay as they
+ * are (outer scope visible).  Its nodes are named the same way (unnamed
+ * ones "<path>/<OpType>#<k>").  The body's initializers join g->inits, its
+ * declared inputs, outputs and value_info g->value_infos.
+ *
+ * The control node ties its bodies to the graph: each body's outputs are
+ * appended to its inputs (an If reads both branches' results), each body's
+ * inputs — a Loop's iteration number, condition and carried values, a
+ * Scan's states and slices — to its outputs (the node defines them for its
+ * body).  Shape propagation (onnx/shape.h) runs such a node in two steps:
+ * when its own inputs are known it shapes the bodies' inputs, and when the
+ * bodies' outputs are known its own outputs. */
+typedef struct {
+    char *path;       /* "/If/then_branch", "/Loop/body/If/else_branch": the control
+                         node's path (its name, else "<OpType>#<k>"), '/', the attribute */
+    const char *attr; /* "then_branch", "else_branch" or "body" (static text) */
+    int control;      /* the If, Loop or Scan node (index into nodes) */
+    int first, nnodes; /* its nodes, nested bodies' included: nodes[first, first + nnodes) */
+    int in_at, nin;   /* its inputs: the control node's outputs [in_at, in_at + nin) */
+    int out_at, nout; /* its outputs: the control node's inputs [out_at, out_at + nout) */
+    int taken;        /* 1; 0: a branch --branch left out (dt_ox_take_branches): its
+                         nnodes nodes were dropped, first, in_at and out_at mean nothing */
+} dt_ox_body;
 
 typedef struct {
     char *source;   /* the path or label messages use */
@@ -151,7 +208,10 @@ typedef struct {
     int ninits;
     dt_ox_tensor *inits;
     int nnodes;
-    dt_ox_node *nodes; /* in file order (ONNX requires topological order; shape.c checks) */
+    dt_ox_node *nodes; /* in file order (ONNX requires topological order; shape.c checks),
+                          each control node's bodies just before it */
+    int nbodies;
+    dt_ox_body *bodies; /* in the order they were read (a parent before its nested ones) */
     int nwarnings;
     char **warnings; /* what was read despite a doubt: an IR version or opset newer
                         than dtune knows ("source: IR version 15 is newer than ...") */
@@ -174,6 +234,19 @@ void dt_ox_graph_free(dt_ox_graph *g);
 /* Lookups (NULL when absent). */
 const dt_ox_attr *dt_ox_attr_find(const dt_ox_node *n, const char *name);
 const dt_ox_tensor *dt_ox_init_find(const dt_ox_graph *g, const char *name);
+/* The innermost body holding node i, NULL for a node of the main graph. */
+const dt_ox_body *dt_ox_node_body(const dt_ox_graph *g, int i);
+/* Node n's own inputs / outputs: all of them but what its bodies appended. */
+int dt_ox_own_inputs(const dt_ox_node *n);
+int dt_ox_own_outputs(const dt_ox_node *n);
+/* The --branch choices (issue 43): each arg "NAME=then", "NAME=else" or
+ * "NAME=both", NAME an If's path (its name: "/If", "/Loop/body/If"; an unnamed
+ * one "If#3").  The branch not taken is dropped — its nodes (nested bodies'
+ * too) leave the node list, its outputs the If's inputs, its record stays
+ * with taken = 0 — so the If's outputs are the taken branch's.  DT_EINVAL
+ * for a malformed arg, a NAME no If has, a NAME given twice; g is then
+ * unchanged.  (graph_branch.c) */
+int dt_ox_take_branches(dt_ox_graph *g, const char *const *args, int n, dt_err *e);
 /* "'name' (#i, Op)" or "#i (Op)" for messages; buf of at least 300 bytes. */
 const char *dt_ox_node_label(const dt_ox_graph *g, int i, char *buf, size_t n);
 /* The kind of an element type: 1 integers (the reader keeps their values

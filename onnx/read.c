@@ -3,7 +3,8 @@
  * dt_ox_trim (read_trim.c) first copies the ModelProto without the weights;
  * protobuf-c unpacks that copy; this file checks the model (IR version,
  * opset, limits; a version newer than dtune knows is a warning) and converts
- * the main graph. */
+ * declared values, attributes and nodes; read_graph.c converts the graph
+ * with its subgraphs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,17 +20,13 @@
 #include "onnx/graph.h"
 #include "onnx/read_internal.h"
 
-typedef struct {
-    const char *source;
-    dt_err *e;
-    dt_ox_graph *g;
-} reader;
+typedef dt_ox_reader reader;
 
-static int fail(reader *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int node_fail(reader *r, int i, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define fail dt_ox_read_fail
+#define node_fail dt_ox_read_node_fail
 
 /* "source: what" */
-static int fail(reader *r, int code, const char *fmt, ...)
+int dt_ox_read_fail(reader *r, int code, const char *fmt, ...)
 {
     char msg[DT_ERR_MSG_MAX];
     va_list ap;
@@ -40,7 +37,7 @@ static int fail(reader *r, int code, const char *fmt, ...)
 }
 
 /* "source: node 'name' (#i, Op): what" */
-static int node_fail(reader *r, int i, const char *fmt, ...)
+int dt_ox_read_node_fail(reader *r, int i, const char *fmt, ...)
 {
     char msg[DT_ERR_MSG_MAX], label[300];
     va_list ap;
@@ -51,7 +48,9 @@ static int node_fail(reader *r, int i, const char *fmt, ...)
                    dt_ox_node_label(r->g, i, label, sizeof label), msg);
 }
 
-static int oom(reader *r) { return fail(r, DT_ENOMEM, "out of memory reading the model"); }
+int dt_ox_read_oom(reader *r) { return fail(r, DT_ENOMEM, "out of memory reading the model"); }
+
+#define oom dt_ox_read_oom
 
 static int warn(reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -85,54 +84,16 @@ static int copy_str(reader *r, char **dst, const char *s)
 /* Zero-filled array of n elements (at least one, so NULL means no memory). */
 static void *alloc_array(size_t n, size_t size) { return calloc(n ? n : 1, size); }
 
-/* ---- a set of names (initializers), for the graph-input filter ------------ */
-
-typedef struct {
-    const char **slot;
-    size_t mask;
-} name_set;
-
-static uint64_t name_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211u;
-    return h;
-}
-
-static int set_init(name_set *s, size_t n)
-{
-    size_t cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    s->slot = calloc(cap, sizeof *s->slot);
-    s->mask = cap - 1;
-    return s->slot ? 0 : -1;
-}
-
-/* 1 when name is in the set; with add, it is inserted when absent. */
-static int set_find(name_set *s, const char *name, int add)
-{
-    size_t i = name_hash(name) & s->mask;
-    for (; s->slot[i]; i = (i + 1) & s->mask)
-        if (!strcmp(s->slot[i], name))
-            return 1;
-    if (add)
-        s->slot[i] = name;
-    return 0;
-}
-
 /* ---- values, tensors, nodes ---------------------------------------------- */
 
-/* A graph input or output or value_info entry; what/idx name it in messages. */
-static int read_value(reader *r, const Onnx__ValueInfoProto *vi, const char *what, size_t idx,
-                      dt_ox_value *v)
+int dt_ox_read_value(reader *r, const Onnx__ValueInfoProto *vi, const char *what, size_t idx,
+                     const dt_ox_scope *sc, dt_ox_value *v)
 {
     v->rank = -1;
     if (!vi->name || !vi->name[0])
         return fail(r, DT_EINVAL, "%s #%zu has no name", what, idx);
-    if (copy_str(r, &v->name, vi->name))
-        return DT_ENOMEM;
+    if (!(v->name = dt_ox_scope_name(sc, vi->name)))
+        return oom(r);
     const Onnx__TypeProto *tp = vi->type;
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
         return 0; /* not given, or not a tensor: DT_OX_UNDEFINED, rank -1 */
@@ -167,21 +128,6 @@ static int read_value(reader *r, const Onnx__ValueInfoProto *vi, const char *wha
             if (copy_str(r, &v->dims[d].param, dim->dim_param))
                 return DT_ENOMEM;
         }
-    }
-    return 0;
-}
-
-static int read_values(reader *r, Onnx__ValueInfoProto *const *vis, size_t n, const char *what,
-                       dt_ox_value **out, int *nout)
-{
-    *out = alloc_array(n, sizeof **out);
-    if (!*out)
-        return oom(r);
-    *nout = (int)n;
-    for (size_t i = 0; i < n; i++) {
-        int rc = read_value(r, vis[i], what, i, &(*out)[i]);
-        if (rc)
-            return rc;
     }
     return 0;
 }
@@ -261,29 +207,35 @@ static int read_attr(reader *r, int i, size_t k, const Onnx__AttributeProto *a, 
         return 0;
     }
     default:
-        at->type = DT_OX_ATTR_OTHER; /* graphs, lists of strings or tensors, types */
+        /* graphs (read_graph.c makes a body it read DT_OX_ATTR_GRAPH), lists
+         * of strings or tensors, types */
+        at->type = DT_OX_ATTR_OTHER;
         return 0;
     }
 }
 
-static int read_strings(reader *r, char *const *src, size_t n, char ***dst, int *ndst)
+/* Tensor names, each as scope sc names it ("" stays ""). */
+static int read_strings(reader *r, char *const *src, size_t n, const dt_ox_scope *sc, char ***dst,
+                        int *ndst)
 {
     *dst = alloc_array(n, sizeof **dst);
     if (!*dst)
         return oom(r);
     *ndst = (int)n;
     for (size_t j = 0; j < n; j++)
-        if (copy_str(r, &(*dst)[j], src[j]))
-            return DT_ENOMEM;
+        if (!((*dst)[j] = dt_ox_scope_name(sc, src[j] ? src[j] : "")))
+            return oom(r);
     return 0;
 }
 
-static int read_node(reader *r, int i, const Onnx__NodeProto *p)
+int dt_ox_read_node(reader *r, int i, const Onnx__NodeProto *p, const dt_ox_scope *sc, size_t k)
 {
     dt_ox_node *n = &r->g->nodes[i];
     /* name and op type first: every message below names the node */
-    if (copy_str(r, &n->name, p->name) || copy_str(r, &n->op_type, p->op_type))
+    if (copy_str(r, &n->op_type, p->op_type))
         return DT_ENOMEM;
+    if (!(n->name = dt_ox_scope_node_name(sc, p->name, n->op_type, k)))
+        return oom(r);
     if (!n->op_type[0])
         return node_fail(r, i, "no op_type");
     const char *dom = p->domain ? p->domain : "";
@@ -296,117 +248,22 @@ static int read_node(reader *r, int i, const Onnx__NodeProto *p)
     if (p->n_input > DT_OX_MAX_IO || p->n_output > DT_OX_MAX_IO)
         return node_fail(r, i, "%zu inputs and %zu outputs; at most %d of each are accepted",
                          p->n_input, p->n_output, DT_OX_MAX_IO);
-    int rc = read_strings(r, p->input, p->n_input, &n->inputs, &n->ninputs);
+    int rc = read_strings(r, p->input, p->n_input, sc, &n->inputs, &n->ninputs);
     if (!rc)
-        rc = read_strings(r, p->output, p->n_output, &n->outputs, &n->noutputs);
+        rc = read_strings(r, p->output, p->n_output, sc, &n->outputs, &n->noutputs);
     if (rc)
         return rc;
     n->attrs = alloc_array(p->n_attribute, sizeof *n->attrs);
     if (!n->attrs)
         return oom(r);
     n->nattrs = (int)p->n_attribute;
-    for (size_t k = 0; k < p->n_attribute; k++)
-        if ((rc = read_attr(r, i, k, p->attribute[k], &n->attrs[k])))
+    for (size_t a = 0; a < p->n_attribute; a++)
+        if ((rc = read_attr(r, i, a, p->attribute[a], &n->attrs[a])))
             return rc;
     return 0;
 }
 
-/* ---- the graph ------------------------------------------------------------ */
-
-/* Initializers, then sparse initializers (dims and type only), into g->inits;
- * their names into names. */
-static int read_inits(reader *r, const Onnx__GraphProto *gp, name_set *names)
-{
-    dt_ox_graph *g = r->g;
-    size_t n = gp->n_initializer + gp->n_sparse_initializer;
-    g->inits = alloc_array(n, sizeof *g->inits);
-    if (!g->inits)
-        return oom(r);
-    g->ninits = (int)n;
-    for (size_t i = 0; i < n; i++) {
-        const Onnx__TensorProto *t;
-        const int64_t *dims;
-        size_t ndims;
-        int sparse = i >= gp->n_initializer;
-        if (!sparse) {
-            t = gp->initializer[i];
-            dims = t->dims;
-            ndims = t->n_dims;
-        } else {
-            const Onnx__SparseTensorProto *sp = gp->sparse_initializer[i - gp->n_initializer];
-            t = sp->values;
-            dims = sp->dims;
-            ndims = sp->n_dims;
-        }
-        const char *what = sparse ? "sparse initializer" : "initializer";
-        if (!t || !t->name || !t->name[0])
-            return fail(r, DT_EINVAL, "%s #%zu has no name", what,
-                        sparse ? i - gp->n_initializer : i);
-        char where[300];
-        snprintf(where, sizeof where, "%s '%.200s'", what, t->name);
-        dt_ox_tensor *o = &g->inits[i];
-        int rc;
-        if (!sparse) {
-            rc = dt_ox_tensor_from_proto(t, r->source, where, o, r->e);
-        } else { /* the dense shape; no values (the reader never densifies) */
-            o->elem_type = t->has_data_type ? t->data_type : DT_OX_UNDEFINED;
-            rc = copy_str(r, &o->name, t->name);
-            if (!rc)
-                rc = dt_ox_tensor_dims(dims, ndims, r->source, where, o, r->e);
-        }
-        if (rc)
-            return rc;
-        if (set_find(names, o->name, 1))
-            return fail(r, DT_EINVAL, "%s: a second initializer of that name", where);
-    }
-    return 0;
-}
-
-static int read_graph(reader *r, const Onnx__GraphProto *gp)
-{
-    dt_ox_graph *g = r->g;
-    if (copy_str(r, &g->graph_name, gp->name))
-        return DT_ENOMEM;
-    name_set names = {0};
-    if (set_init(&names, gp->n_initializer + gp->n_sparse_initializer))
-        return oom(r);
-    int rc = read_inits(r, gp, &names);
-    if (rc) {
-        free(names.slot);
-        return rc;
-    }
-    /* Graph inputs that are initializers (IR < 4 lists them all) are
-     * weights, not inputs: they are left out of g->inputs. */
-    size_t nin = 0;
-    Onnx__ValueInfoProto **ins = alloc_array(gp->n_input, sizeof *ins);
-    if (!ins) {
-        free(names.slot);
-        return oom(r);
-    }
-    for (size_t i = 0; i < gp->n_input; i++)
-        if (!gp->input[i]->name || !set_find(&names, gp->input[i]->name, 0))
-            ins[nin++] = gp->input[i];
-    free(names.slot);
-    rc = read_values(r, ins, nin, "graph input", &g->inputs, &g->ninputs);
-    free(ins);
-    if (!rc)
-        rc = read_values(r, gp->output, gp->n_output, "graph output", &g->outputs, &g->noutputs);
-    if (!rc)
-        rc = read_values(r, gp->value_info, gp->n_value_info, "value_info", &g->value_infos,
-                         &g->nvalue_infos);
-    if (rc)
-        return rc;
-    if (gp->n_node > DT_OX_MAX_NODES) /* dt_ox_trim already refused it; kept for clarity */
-        return fail(r, DT_EINVAL, "%zu nodes; at most %d are accepted", gp->n_node, DT_OX_MAX_NODES);
-    g->nodes = alloc_array(gp->n_node, sizeof *g->nodes);
-    if (!g->nodes)
-        return oom(r);
-    g->nnodes = (int)gp->n_node;
-    for (size_t i = 0; i < gp->n_node; i++)
-        if ((rc = read_node(r, (int)i, gp->node[i])))
-            return rc;
-    return 0;
-}
+/* ---- the model ------------------------------------------------------------ */
 
 static int read_model(reader *r, const Onnx__ModelProto *m)
 {
@@ -450,7 +307,7 @@ static int read_model(reader *r, const Onnx__ModelProto *m)
         return oom(r);
     snprintf(g->producer, plen, "%s%s%s", m->producer_name ? m->producer_name : "", pv[0] ? " " : "",
              pv);
-    return read_graph(r, m->graph);
+    return dt_ox_read_graph(r, m->graph);
 }
 
 int dt_ox_read(const void *buf, size_t len, const char *source, dt_ox_graph **out, dt_err *e)

@@ -14,8 +14,12 @@
  * varints), walked into, or dropped (only its wire type is checked, as
  * protobuf-c would).  Unknown fields are skipped, as protobuf allows.  Every
  * kept message is walked, so protobuf-c gets valid input and its unpack can
- * fail only for want of memory.  The kept kinds form no cycle (subgraphs and
- * nested types are dropped), so recursion depth is bounded by the tables. */
+ * fail only for want of memory.  The only cycle of kept kinds is a graph in
+ * an attribute of a node of a graph: the bodies of If, Loop and Scan (an
+ * attribute's "g" is kept for those ops only, found by a quiet pre-scan of
+ * the node), at most DT_OX_MAX_DEPTH below the main graph; nested types are
+ * dropped.  So recursion depth is bounded.  The node limit and the memory
+ * estimate count every graph. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,19 +88,24 @@ static const field_spec graph_fields[] = {
     MSG(12, K_VALUE_INFO, "output"),   MSG(13, K_VALUE_INFO, "value_info"),
     DROP(14, WT_LEN, "quantization_annotation"),
 };
+#define NODE_OP_TYPE 4
+#define NODE_DOMAIN 7
 static const field_spec node_fields[] = {
     KEEP(1, F_STRING, "input"),   KEEP(2, F_STRING, "output"), KEEP(3, F_STRING, "name"),
     KEEP(4, F_STRING, "op_type"), MSG(5, K_ATTR, "attribute"), DROP(6, WT_LEN, "doc_string"),
     KEEP(7, F_STRING, "domain"),
 };
-/* Graphs, sparse tensors, type protos and lists of strings or tensors are
- * kept by name and type only (DT_OX_ATTR_OTHER). */
+/* A graph ("g") is kept for the bodies of If, Loop and Scan (the node's
+ * ATTR_GRAPH, see walk); other graphs, sparse tensors, type protos and lists
+ * of strings, tensors or graphs are kept by name and type only
+ * (DT_OX_ATTR_OTHER). */
+#define ATTR_GRAPH 6
 static const field_spec attr_fields[] = {
     KEEP(1, F_STRING, "name"),      DROP(21, WT_LEN, "ref_attr_name"),
     DROP(13, WT_LEN, "doc_string"), KEEP(20, F_VARINT, "type"),
     KEEP(2, F_FIXED32, "f"),        KEEP(3, F_VARINT, "i"),
     KEEP(4, F_BYTES, "s"),          MSG(5, K_TENSOR, "t"),
-    DROP(6, WT_LEN, "g"),           DROP(22, WT_LEN, "sparse_tensor"),
+    MSG(ATTR_GRAPH, K_GRAPH, "g"),  DROP(22, WT_LEN, "sparse_tensor"),
     DROP(14, WT_LEN, "tp"),         KEEP(7, F_FIXED32S, "floats"),
     KEEP(8, F_VARINTS, "ints"),     DROP(9, WT_LEN, "strings"),
     DROP(10, WT_LEN, "tensors"),    DROP(11, WT_LEN, "graphs"),
@@ -185,7 +194,10 @@ typedef struct {
     size_t n, cap;
     int oom;
     uint64_t est;  /* estimated bytes the kept structure costs once unpacked and read */
-    int64_t nodes; /* main-graph nodes so far (every kept graph is the main one) */
+    int64_t nodes; /* nodes so far, of every graph */
+    int depth;     /* graphs being walked: 1 in the main graph, 2 in a body, ... */
+    int control;   /* 1 while walking a node that is an If, Loop or Scan of the default
+                      domain: its attributes' graphs are kept */
 } trim_ctx;
 
 /* One field as found in the input: its key and the extent of its value. */
@@ -389,6 +401,32 @@ static int small_tensor(trim_ctx *c, size_t p, size_t end)
            dt_ox_type_values(dtype) != 0;
 }
 
+/* 1 when the NodeProto in [p, end) is an If, Loop or Scan of the default
+ * domain (the last op_type and domain given win, as in protobuf): the ops
+ * whose bodies the reader flattens.  A malformed field ends the scan; the
+ * walk that follows reports it. */
+static int control_node(trim_ctx *c, size_t p, size_t end)
+{
+    size_t op = 0, oplen = 0, dom = 0, domlen = 0;
+    c->quiet = 1;
+    while (p < end) {
+        wire_field w;
+        if (next_field(c, &p, end, "", &w))
+            break;
+        if (w.wt != WT_LEN)
+            continue;
+        if (w.num == NODE_OP_TYPE)
+            op = w.start, oplen = w.end - w.start;
+        else if (w.num == NODE_DOMAIN)
+            dom = w.start, domlen = w.end - w.start;
+    }
+    c->quiet = 0;
+    const char *o = (const char *)c->in + op, *d = (const char *)c->in + dom;
+    int dflt = domlen == 0 || (domlen == 7 && !memcmp(d, "ai.onnx", 7));
+    return dflt && ((oplen == 2 && !memcmp(o, "If", 2)) || (oplen == 4 && !memcmp(o, "Loop", 4)) ||
+                    (oplen == 4 && !memcmp(o, "Scan", 4)));
+}
+
 static const field_spec *find_field(const msg_spec *m, uint32_t num)
 {
     for (int i = 0; i < m->nfields; i++)
@@ -508,7 +546,30 @@ static int too_big(trim_ctx *c, uint64_t extra)
                    c->source, (long long)(DT_OX_MAX_META_BYTES >> 20));
 }
 
+static int walk_fields(trim_ctx *c, msg_kind kind, size_t p, size_t end);
+
+/* Walks one message of kind in [p, end): a graph one level deeper, a node
+ * with its own control flag (restored after, for its parent's siblings). */
 static int walk(trim_ctx *c, msg_kind kind, size_t p, size_t end)
+{
+    int control = c->control;
+    if (kind == K_GRAPH && c->depth > DT_OX_MAX_DEPTH)
+        return dt_errf(c->e, DT_EINVAL,
+                       "%s: subgraphs are nested more than %d deep (an If, Loop or Scan body "
+                       "inside another, %d levels below the main graph)",
+                       c->source, DT_OX_MAX_DEPTH, DT_OX_MAX_DEPTH + 1);
+    if (kind == K_GRAPH)
+        c->depth++;
+    else if (kind == K_NODE)
+        c->control = control_node(c, p, end);
+    int rc = walk_fields(c, kind, p, end);
+    if (kind == K_GRAPH)
+        c->depth--;
+    c->control = control;
+    return rc;
+}
+
+static int walk_fields(trim_ctx *c, msg_kind kind, size_t p, size_t end)
 {
     const msg_spec *m = &specs[kind];
     int keep_payload = kind == K_TENSOR && small_tensor(c, p, end);
@@ -527,9 +588,11 @@ static int walk(trim_ctx *c, msg_kind kind, size_t p, size_t end)
                        w.wt, scalar_wt(f));
         if (f->kind == F_DROP || (f->payload && !keep_payload))
             continue;
+        if (kind == K_ATTR && w.num == ATTR_GRAPH && !c->control)
+            continue; /* another op's graph: not read */
         if (kind == K_GRAPH && w.num == GRAPH_NODE && ++c->nodes > DT_OX_MAX_NODES)
-            return dt_errf(c->e, DT_EINVAL, "%s: the graph has more than %d nodes", c->source,
-                           DT_OX_MAX_NODES);
+            return dt_errf(c->e, DT_EINVAL, "%s: the graph has more than %d nodes%s", c->source,
+                           DT_OX_MAX_NODES, c->depth > 1 ? " (its subgraphs' counted)" : "");
         if ((w.wt == WT_LEN && f->kind != F_MSG && (rc = too_big(c, 3 * (uint64_t)w.v))) ||
             (rc = keep_field(c, m, f, &w)) || (rc = too_big(c, 0)))
             return rc;

@@ -1,12 +1,14 @@
 /* Shape propagation driver (onnx/shape.h): the tensor table, the
  * topological order of the nodes, one rule per node (op_table.c,
- * shape_ops_*.c), and the public view of the result. */
+ * shape_ops_*.c; a control node whose bodies were read in two steps,
+ * shape_ops_control.c), and the public view of the result. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/strbuf.h"
 #include "onnx/shape_internal.h"
+#include "onnx/shape_ops.h"
 
 static const char *src(const dt_ox_graph *g)
 {
@@ -52,20 +54,31 @@ static int add_tensor(dt_ox_shapes *s, const char *name, int producer)
     return i;
 }
 
-static int add_consumer(ox_tensor *t, int node)
+/* Records that node reads t (read: OX_READ_ENTRY or OX_READ_NODE): 1 when
+ * that is new, 0 when it was known, DT_ENOMEM. */
+static int add_consumer(ox_tensor *t, int node, unsigned char read)
 {
-    if (t->ncons && t->cons[t->ncons - 1] == node)
-        return 0;
+    if (t->ncons && t->cons[t->ncons - 1] == node) {
+        unsigned char *r = &t->cons_read[t->ncons - 1];
+        int fresh = !(*r & read);
+        *r |= read;
+        return fresh;
+    }
     if (t->ncons == t->capcons) {
         int cap = t->capcons ? 2 * t->capcons : 2;
         int *c = realloc(t->cons, (size_t)cap * sizeof *c);
         if (!c)
             return DT_ENOMEM;
         t->cons = c;
+        unsigned char *r = realloc(t->cons_read, (size_t)cap);
+        if (!r)
+            return DT_ENOMEM;
+        t->cons_read = r;
         t->capcons = cap;
     }
+    t->cons_read[t->ncons] = read;
     t->cons[t->ncons++] = node;
-    return 0;
+    return 1;
 }
 
 void dt_ox_shapes_free(dt_ox_shapes *s)
@@ -81,6 +94,7 @@ void dt_ox_shapes_free(dt_ox_shapes *s)
         free(t->pub.vals);
         free(t->vals);
         free(t->cons);
+        free(t->cons_read);
     }
     free(s->t);
     free(s->tab);
@@ -90,6 +104,12 @@ void dt_ox_shapes_free(dt_ox_shapes *s)
     for (int i = 0; s->failed && i < s->nnodes; i++)
         free(s->failed[i]);
     free(s->failed);
+    for (int i = 0; s->note && i < s->nnodes; i++)
+        free(s->note[i]);
+    free(s->note);
+    for (int i = 0; s->repeat && s->g && i < s->g->nbodies; i++)
+        dt_expr_free(s->repeat[i]);
+    free(s->repeat);
     free(s);
 }
 
@@ -134,9 +154,16 @@ int dt_ox_first_failure(const dt_ox_shapes *s, int *node, dt_err *e)
     return 0;
 }
 
-const char *dt_ox_node_shapes_note(const dt_ox_shapes *s, int node)
+const dt_expr *dt_ox_node_repeat(const dt_ox_shapes *s, int node)
 {
-    switch (dt_ox_node_shapes(s, node)) {
+    int b = s && s->g && node >= 0 && node < s->nnodes ? s->g->nodes[node].body : 0;
+    return s && s->repeat && b > 0 && b <= s->g->nbodies ? s->repeat[b - 1] : NULL;
+}
+
+/* The note of "how" alone. */
+static const char *how_note(dt_ox_shapes_how how)
+{
+    switch (how) {
     case DT_OX_SHAPES_VALUE_INFO:
         return "shapes from value_info";
     case DT_OX_SHAPES_UNKNOWN:
@@ -144,6 +171,13 @@ const char *dt_ox_node_shapes_note(const dt_ox_shapes *s, int node)
     default:
         return NULL;
     }
+}
+
+const char *dt_ox_node_shapes_note(const dt_ox_shapes *s, int node)
+{
+    if (s && s->note && node >= 0 && node < s->nnodes && s->note[node])
+        return s->note[node]; /* a control node: what it holds, and how_note */
+    return how_note(dt_ox_node_shapes(s, node));
 }
 
 /* ---- the public view of a tensor ---------------------------------------------- */
@@ -289,8 +323,10 @@ static int node_err(const dt_ox_graph *g, int i, dt_err *e, const char *what, co
                        : " is already defined (by another node, a graph input or an initializer)");
 }
 
-/* A node on a cycle among the nodes Kahn's algorithm could not order:
- * walk back through unordered producers until a node repeats. */
+/* A node on a cycle among the nodes Kahn's algorithm could not order
+ * (indeg > 0: not run; a control node keeps 1 until its entry ran): walk
+ * back through unordered producers — or, for a node of a body, to the
+ * body's control node — until a node repeats. */
 static int cycle_node(const dt_ox_graph *g, const dt_ox_shapes *s, const int *indeg, int *seen)
 {
     int u = 0;
@@ -303,72 +339,136 @@ static int cycle_node(const dt_ox_graph *g, const dt_ox_shapes *s, const int *in
         for (int k = 0; k < n->ninputs && next < 0; k++) {
             int ti = dt_ox_find(s, n->inputs[k]);
             int p = ti >= 0 ? s->t[ti].pub.producer : -1;
-            if (p >= 0 && indeg[p] > 0)
+            if (p >= 0 && p != u && indeg[p] > 0)
                 next = p;
         }
+        const dt_ox_body *b = dt_ox_node_body(g, u);
+        if (next < 0 && b && indeg[b->control] > 0)
+            next = b->control;
         if (next < 0)
-            break; /* cannot happen: an unordered node waits for an unordered producer */
+            break; /* cannot happen: an unordered node waits for an unordered one */
         u = next;
     }
     return u;
 }
 
-/* Consumers, and the nodes in topological order (ties by file order). */
-static int order_nodes(const dt_ox_graph *g, dt_ox_shapes *s, int *order, dt_err *e)
+/* Kahn's algorithm over keys: 2*i + 1 runs node i (for a control node, its
+ * exit: its own outputs from its bodies' outputs), 2*i is the entry of
+ * control node i (its bodies' inputs from its own inputs).  A control node's
+ * own inputs are read by its entry, the rest by its exit; its exit and the
+ * nodes of its bodies (a nested control node's entry) wait for its entry. */
+typedef struct {
+    const dt_ox_graph *g;
+    const dt_ox_shapes *s;
+    int *indeg, *inent; /* what node i / the entry of control node i waits for */
+    int *heap, nh;
+} kahn;
+
+static void ready(kahn *k, int *count, int key)
 {
-    int rc = 0, nh = 0, no = 0;
-    int *indeg = calloc((size_t)g->nnodes + 1, sizeof *indeg);
-    int *heap = calloc((size_t)g->nnodes + 1, sizeof *heap);
-    if (!indeg || !heap) {
+    if (--*count == 0)
+        heap_push(k->heap, &k->nh, key);
+}
+
+/* Outputs [from, to) of node u are known: their readers wait for one less. */
+static void release(kahn *k, int u, int from, int to)
+{
+    const dt_ox_node *n = &k->g->nodes[u];
+    for (int o = from; o < to; o++) {
+        int ti = dt_ox_find(k->s, n->outputs[o]);
+        if (ti < 0 || k->s->t[ti].pub.producer != u)
+            continue;
+        const ox_tensor *t = &k->s->t[ti];
+        for (int c = 0; c < t->ncons; c++) {
+            if (t->cons_read[c] & OX_READ_ENTRY)
+                ready(k, &k->inent[t->cons[c]], 2 * t->cons[c]);
+            if (t->cons_read[c] & OX_READ_NODE)
+                ready(k, &k->indeg[t->cons[c]], 2 * t->cons[c] + 1);
+        }
+    }
+}
+
+/* The entry of control node u ran: its exit and its bodies' nodes may run. */
+static void entered(kahn *k, int u)
+{
+    const dt_ox_graph *g = k->g;
+    const dt_ox_node *n = &g->nodes[u];
+    release(k, u, n->nout_own, n->noutputs);
+    ready(k, &k->indeg[u], 2 * u + 1);
+    for (int b = 0; b < n->nbodies; b++) {
+        const dt_ox_body *body = &g->bodies[n->bodies[b]];
+        for (int j = body->first; body->taken && j < body->first + body->nnodes; j++)
+            if (g->nodes[j].body == n->bodies[b] + 1) {
+                if (g->nodes[j].nbodies)
+                    ready(k, &k->inent[j], 2 * j);
+                else
+                    ready(k, &k->indeg[j], 2 * j + 1);
+            }
+    }
+}
+
+/* Consumers, and the keys above in topological order (ties by file order;
+ * *norder of them). */
+static int order_nodes(const dt_ox_graph *g, dt_ox_shapes *s, int *order, int *norder, dt_err *e)
+{
+    int rc = 0, no = 0, nkeys = g->nnodes;
+    kahn k = {.g = g, .s = s};
+    k.indeg = calloc((size_t)g->nnodes + 1, sizeof *k.indeg);
+    k.inent = calloc((size_t)g->nnodes + 1, sizeof *k.inent);
+    k.heap = calloc(2 * (size_t)g->nnodes + 1, sizeof *k.heap);
+    if (!k.indeg || !k.inent || !k.heap) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
         goto out;
     }
     for (int i = 0; i < g->nnodes && !rc; i++) {
         const dt_ox_node *n = &g->nodes[i];
-        for (int k = 0; k < n->ninputs && !rc; k++) {
-            if (!n->inputs[k][0])
+        int ctl = n->nbodies > 0, own = dt_ox_own_inputs(n);
+        for (int j = 0; j < n->ninputs && !rc; j++) {
+            if (!n->inputs[j][0])
                 continue;
-            int ti = dt_ox_find(s, n->inputs[k]);
+            int ti = dt_ox_find(s, n->inputs[j]);
             if (ti < 0) {
-                rc = node_err(g, i, e, "input", n->inputs[k]);
+                rc = node_err(g, i, e, "input", n->inputs[j]);
                 break;
             }
             ox_tensor *t = &s->t[ti];
-            int again = t->ncons && t->cons[t->ncons - 1] == i;
-            if (add_consumer(t, i))
+            int entry = ctl && j < own;
+            int fresh = add_consumer(t, i, entry ? OX_READ_ENTRY : OX_READ_NODE);
+            if (fresh < 0)
                 rc = dt_errf(e, DT_ENOMEM, "out of memory");
-            else if (!again && t->pub.producer >= 0)
-                indeg[i]++;
+            else if (fresh && t->pub.producer >= 0)
+                (entry ? k.inent : k.indeg)[i]++;
         }
+        nkeys += ctl;
+        k.indeg[i] += ctl; /* the exit after the entry */
+        if (n->body > 0) /* after its body's entry */
+            (ctl ? k.inent : k.indeg)[i]++;
     }
-    for (int i = 0; i < g->nnodes && !rc; i++)
-        if (indeg[i] == 0)
-            heap_push(heap, &nh, i);
-    while (nh > 0 && !rc) {
-        int u = heap_pop(heap, &nh);
-        order[no++] = u;
-        const dt_ox_node *n = &g->nodes[u];
-        for (int k = 0; k < n->noutputs; k++) {
-            int ti = dt_ox_find(s, n->outputs[k]);
-            if (ti < 0 || s->t[ti].pub.producer != u)
-                continue;
-            const ox_tensor *t = &s->t[ti];
-            for (int c = 0; c < t->ncons; c++)
-                if (--indeg[t->cons[c]] == 0)
-                    heap_push(heap, &nh, t->cons[c]);
-        }
+    for (int i = 0; i < g->nnodes && !rc; i++) {
+        if (g->nodes[i].nbodies ? k.inent[i] == 0 : k.indeg[i] == 0)
+            heap_push(k.heap, &k.nh, 2 * i + !g->nodes[i].nbodies);
     }
-    if (!rc && no < g->nnodes) {
-        memset(heap, 0, (size_t)g->nnodes * sizeof *heap);
-        int u = cycle_node(g, s, indeg, heap);
+    while (k.nh > 0 && !rc) {
+        int key = heap_pop(k.heap, &k.nh), u = key / 2;
+        order[no++] = key;
+        if (!(key & 1))
+            entered(&k, u);
+        else
+            release(&k, u, 0, dt_ox_own_outputs(&g->nodes[u]));
+    }
+    if (!rc && no < nkeys) {
+        memset(k.heap, 0, (size_t)g->nnodes * sizeof *k.heap);
+        int u = cycle_node(g, s, k.indeg, k.heap);
         char label[320];
         dt_ox_node_label(g, u, label, sizeof label);
         rc = dt_errf(e, DT_EINVAL, "%s: node %s: the graph has a cycle through this node", src(g),
                      label);
     }
+    *norder = no;
 out:
-    free(indeg);
-    free(heap);
+    free(k.indeg);
+    free(k.inent);
+    free(k.heap);
     return rc;
 }
 
@@ -385,6 +485,11 @@ typedef struct {
     ox_varname *vn; /* the model variables */
     int nvn;
     const sym **vsym; /* each one's sym (constant when it has one value) */
+    /* per body (g->bodies), set when its control node's entry ran: */
+    const sym **rep;  /* its runs per model run, NULL: once */
+    const sym **trip; /* its runs per run of its control node (Loop, Scan), NULL: unknown */
+    char **once;      /* why it is counted once (owned), or NULL */
+    unsigned char *upper; /* 1: trip is M, an upper bound (the condition may end it sooner) */
 } prop;
 
 /* The ops workload extraction tunes (onnx/workloads.c tries exactly these):
@@ -575,6 +680,128 @@ static int rule_failed(prop *p, ox_node *c)
     return outputs_declared(p, c, -1, why);
 }
 
+/* ---- control nodes ------------------------------------------------------------ */
+
+/* Control node i entered: each taken body's runs per model run (its
+ * control node's times its own trip count), and why one is counted once. */
+static int set_repeats(prop *p, const ox_node *c, const dt_ox_control_out *o)
+{
+    const dt_ox_node *n = c->n;
+    const sym *outer = n->body > 0 ? p->rep[n->body - 1] : NULL;
+    int loop = strcmp(n->op_type, "If") != 0;
+    for (int b = 0; b < n->nbodies; b++) {
+        int bi = n->bodies[b];
+        const sym *r = outer;
+        int64_t lo, hi, v;
+        if (loop && o->trip) {
+            p->trip[bi] = o->trip; /* the scan outputs' length, whatever the product */
+            r = outer ? dt_ox_sym_mul(p->sc, outer, o->trip) : o->trip;
+            if (!r || !dt_ox_sym_bounds(r, &lo, &hi) || hi > 1000000000) {
+                dt_err se;
+                if (dt_ox_sym_failed(p->sc) && dt_ox_sym_take_err(p->sc, &se) == DT_ENOMEM)
+                    return dt_errf(p->e, DT_ENOMEM, "out of memory");
+                r = outer;
+                free(p->once[bi]);
+                if (!(p->once[bi] = strdup("with its enclosing loops it runs more than 10^9 times")))
+                    return dt_errf(p->e, DT_ENOMEM, "out of memory");
+            }
+        } else if (loop) {
+            free(p->once[bi]);
+            if (!(p->once[bi] = strdup(o->once[0] ? o->once : "its trip count is not known")))
+                return dt_errf(p->e, DT_ENOMEM, "out of memory");
+        }
+        p->rep[bi] = r;
+        p->upper[bi] = (unsigned char)o->upper_bound;
+        dt_expr_free(p->s->repeat[bi]);
+        p->s->repeat[bi] = NULL;
+        if (r && !(dt_ox_sym_is_const(r, &v) && v == 1) &&
+            !(p->s->repeat[bi] = dt_ox_sym_to_expr(p->sc, r)))
+            return dt_ox_sym_take_err(p->sc, p->e);
+    }
+    return 0;
+}
+
+static dt_ox_shapes_how worse(dt_ox_shapes_how a, dt_ox_shapes_how b) { return a > b ? a : b; }
+
+/* One step of control node i (onnx/shape_ops.h): its entry (its bodies'
+ * inputs, and their repeats) or its exit (its own outputs, and its note).
+ * What the rule leaves unset takes value_info's shape, else is unknown; a
+ * rule that fails is treated as any rule that fails (rule_failed). */
+static int run_control(prop *p, int i, int entry)
+{
+    const dt_ox_graph *g = p->g;
+    dt_ox_shapes *s = p->s;
+    const dt_ox_node *n = &g->nodes[i];
+    ox_node c = {.g = g, .idx = i, .n = n, .s = s, .sc = p->sc, .e = p->e};
+    c.nin = entry ? n->nin_own : n->ninputs;
+    c.nout = entry ? n->noutputs : n->nout_own;
+    if (c.nin > DT_OX_MAX_NODE_IO || c.nout > DT_OX_MAX_NODE_IO || n->nbodies > 2)
+        return dt_ox_fail(&c, "more than %d inputs or outputs", DT_OX_MAX_NODE_IO);
+    for (int k = 0; k < c.nin; k++) {
+        int ti = dt_ox_find(s, n->inputs[k]);
+        c.in[k] = ti >= 0 ? &s->t[ti] : NULL;
+    }
+    for (int k = entry ? n->nout_own : 0; k < c.nout; k++) {
+        int ti = dt_ox_find(s, n->outputs[k]);
+        c.out[k] = ti >= 0 && s->t[ti].pub.producer == i ? &s->t[ti] : NULL;
+    }
+    dt_ox_control_out o = {.unk_in = -1, .trip = entry ? NULL : p->trip[n->bodies[0]]};
+    dt_ox_shapes_how before = (dt_ox_shapes_how)s->how[i];
+    int rc = entry ? dt_ox_control_enter(&c, &o) : dt_ox_control_exit(&c, &o);
+    if (rc == DT_EINVAL) {
+        if ((rc = rule_failed(p, &c)))
+            return rc;
+        snprintf(o.once, sizeof o.once, "its shapes could not be propagated");
+        o.trip = NULL;
+        s->how[i] = (unsigned char)worse(before, (dt_ox_shapes_how)s->how[i]);
+    } else if (rc) {
+        return rc;
+    } else {
+        dt_ox_shapes_how how = DT_OX_SHAPES_RULE;
+        if (dt_ox_sym_failed(p->sc)) {
+            dt_err se = {0};
+            int code = dt_ox_sym_take_err(p->sc, &se);
+            if (code == DT_ENOMEM)
+                return dt_errf(p->e, DT_ENOMEM, "out of memory");
+            if (code != DT_EOVERFLOW)
+                return dt_ox_fail(&c, "%s", se.msg);
+        }
+        for (int k = 0; k < c.nout; k++) {
+            ox_tensor *t = c.out[k];
+            if (!t)
+                continue;
+            if (!t->known && declared_shape(p, t))
+                how = worse(how, DT_OX_SHAPES_VALUE_INFO);
+            if (!t->known) {
+                t->unknown = 1;
+                how = DT_OX_SHAPES_UNKNOWN;
+                continue;
+            }
+            if (!c.const_set[k])
+                t->pub.is_const = 0;
+            if ((rc = publish(p->sc, t, &c, p->e)))
+                return rc;
+        }
+        if (how > before) { /* the reason a tuned op reading an unknown output gives */
+            s->unk_in[i] = o.unk_in;
+            s->norule[i] = o.unk_in >= 0 ? NULL : o.why ? o.why : "its shape rule left it unset";
+        }
+        s->how[i] = (unsigned char)worse(before, how);
+    }
+    if (entry)
+        return set_repeats(p, &c, &o);
+    const dt_expr *reps[2] = {NULL, NULL};
+    const char *once[2] = {NULL, NULL};
+    for (int b = 0; b < n->nbodies; b++) {
+        reps[b] = s->repeat[n->bodies[b]];
+        once[b] = p->once[n->bodies[b]];
+    }
+    free(s->note[i]);
+    s->note[i] = dt_ox_control_note(&c, reps, once, p->upper[n->bodies[0]], o.varying,
+                                    how_note((dt_ox_shapes_how)s->how[i]));
+    return s->note[i] ? 0 : dt_errf(p->e, DT_ENOMEM, "out of memory");
+}
+
 static int run_node(prop *p, int i)
 {
     const dt_ox_graph *g = p->g;
@@ -582,6 +809,8 @@ static int run_node(prop *p, int i)
     sym_ctx *sc = p->sc;
     dt_err *e = p->e;
     const dt_ox_node *n = &g->nodes[i];
+    if (n->nbodies)
+        return run_control(p, i, 0);
     ox_node c = {.g = g, .idx = i, .n = n, .s = s, .sc = sc, .e = e};
     if (n->ninputs > DT_OX_MAX_IO || n->noutputs > DT_OX_MAX_IO)
         return dt_ox_fail(&c, "more than %d inputs or outputs", DT_OX_MAX_IO);
@@ -711,7 +940,7 @@ int dt_ox_propagate(const dt_ox_graph *g, const dt_ox_vars *vars, dt_ox_shapes *
         return dt_errf(e, DT_EINVAL, "%s: too many tensors", src(g));
     dt_ox_shapes *s = calloc(1, sizeof *s);
     sym_ctx *sc = dt_ox_sym_ctx_new();
-    int *order = malloc(((size_t)g->nnodes + 1) * sizeof *order);
+    int *order = malloc((2 * (size_t)g->nnodes + 1) * sizeof *order), norder = 0;
     size_t cap = 16, nn = (size_t)g->nnodes + 1;
     while (cap < 2 * (size_t)count + 2)
         cap *= 2;
@@ -724,21 +953,27 @@ int dt_ox_propagate(const dt_ox_graph *g, const dt_ox_vars *vars, dt_ox_shapes *
         s->unk_in = calloc(nn, sizeof *s->unk_in);
         s->norule = calloc(nn, sizeof *s->norule);
         s->failed = calloc(nn, sizeof *s->failed);
+        s->note = calloc(nn, sizeof *s->note);
+        s->g = g;
+        s->repeat = calloc((size_t)g->nbodies + 1, sizeof *s->repeat);
     }
-    prop p = {.g = g, .s = s, .sc = sc, .e = e};
+    size_t nb = (size_t)g->nbodies + 1;
+    prop p = {.g = g, .s = s, .sc = sc, .e = e, .rep = calloc(nb, sizeof *p.rep),
+              .trip = calloc(nb, sizeof *p.trip), .once = calloc(nb, sizeof *p.once),
+              .upper = calloc(nb, 1)};
     if (!s || !sc || !order || !s->t || !s->tab || !s->how || !s->unk_in || !s->norule ||
-        !s->failed) {
+        !s->failed || !s->note || !s->repeat || !p.rep || !p.trip || !p.once || !p.upper) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
         goto out;
     }
     memset(s->tab, 0xff, cap * sizeof *s->tab); /* -1: empty */
-    if ((rc = setup(&p, vars)) || (rc = order_nodes(g, s, order, e)))
+    if ((rc = setup(&p, vars)) || (rc = order_nodes(g, s, order, &norder, e)))
         goto out;
     for (int i = 0; i < s->n && !rc; i++)
         if (s->t[i].known && s->t[i].pub.producer < 0)
             rc = publish(sc, &s->t[i], NULL, e);
-    for (int k = 0; k < g->nnodes && !rc; k++)
-        rc = run_node(&p, order[k]);
+    for (int k = 0; k < norder && !rc; k++) /* entries are even keys, nodes odd */
+        rc = order[k] & 1 ? run_node(&p, order[k] / 2) : run_control(&p, order[k] / 2, 1);
 out:
     if (s && s->t)
         for (int i = 0; i < s->n; i++) { /* the syms die with sc */
@@ -748,6 +983,12 @@ out:
         }
     free(p.vsym);
     free(p.vn);
+    free(p.rep);
+    free(p.trip);
+    for (size_t b = 0; p.once && b < nb; b++)
+        free(p.once[b]);
+    free(p.once);
+    free(p.upper);
     dt_ox_sym_ctx_free(sc);
     free(order);
     if (rc) {

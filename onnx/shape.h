@@ -14,7 +14,17 @@
  * counts differ, an axis out of range) stops propagation with DT_EINVAL
  * naming the node, its op type and why.
  *
- * Unknown shapes: a node whose op has no rule (LSTM, Resize, If, a custom
+ * Subgraphs (onnx/graph.h): an If, Loop or Scan whose bodies the reader
+ * flattened runs in two steps around its bodies' nodes, which see the
+ * values of the enclosing scopes: entering, its own inputs give its bodies'
+ * inputs (a Loop's iteration number and condition, its carried values like
+ * their initial ones; a Scan's states and slices) and the bodies' repeat
+ * counts; leaving, the bodies' outputs give its own (an If's when both
+ * branches agree; a Loop's scan outputs with the trip count in front; a
+ * Scan's with its length inserted).  dt_ox_node_repeat tells how often a
+ * body's node runs.
+ *
+ * Unknown shapes: a node whose op has no rule (Resize, a custom
  * domain's op, ...) or that reads a tensor of unknown shape (the output of
  * such a node, or a graph input declared without a shape) is not run by a
  * rule: each of its outputs takes the type and shape declared for it in
@@ -127,7 +137,21 @@ int dt_ox_first_failure(const dt_ox_shapes *s, int *node, dt_err *e);
 /* That error of node i, or NULL when its rule did not refuse it. */
 const char *dt_ox_node_failure(const dt_ox_shapes *s, int node);
 /* The note the untuned list adds to such a node: "shapes from value_info",
- * "shapes unknown", or NULL for a node run by its rule. */
+ * "shapes unknown", or NULL for a node run by its rule.  For an If, Loop or
+ * Scan whose bodies were read, what it holds first: "holds then_branch (12
+ * nodes) and else_branch (9 nodes), each counted once", "holds body (4
+ * nodes), run 10*seq times", "holds body (4 nodes), counted once: its trip
+ * count M ('m') is not known: ...", "holds then_branch (12 nodes), taken
+ * (--branch); else_branch (9 nodes) not taken, dropped". */
 const char *dt_ox_node_shapes_note(const dt_ox_shapes *s, int node);
+
+/* How many times node i runs per model run (issue 43): NULL for once — a
+ * node of the main graph or of an If's branch there, or of a body whose
+ * trip count is not known (its control node's note says so) — else a
+ * canonical expression over the model variables, 1 to 10^9 at every shape:
+ * a Loop's trip count M (a constant, or an expression such as seq from
+ * Gather(Shape(x), 1)), a Scan's scanned length, their product for nested
+ * bodies.  Valid until dt_ox_shapes_free. */
+const dt_expr *dt_ox_node_repeat(const dt_ox_shapes *s, int node);
 
 #endif

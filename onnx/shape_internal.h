@@ -39,7 +39,11 @@ typedef struct {
                           output), or NULL */
     int ncons, capcons;
     int *cons;         /* consuming nodes, ascending, each once */
+    unsigned char *cons_read; /* per consumer: OX_READ_ENTRY (a control node's own
+                          input, read when its bodies start) and/or OX_READ_NODE */
 } ox_tensor;
+
+enum { OX_READ_ENTRY = 1, OX_READ_NODE = 2 };
 
 struct dt_ox_shapes {
     int n;
@@ -56,6 +60,9 @@ struct dt_ox_shapes {
     char **failed;        /* per node whose rule refused it: the error (owned, "source:
                              node X: cannot propagate shapes: why"); its outputs are
                              unknown or value_info's */
+    const dt_ox_graph *g; /* the graph propagated */
+    dt_expr **repeat;     /* per body (g->bodies): its runs per model run, NULL: once */
+    char **note;          /* per node: a control node's summary (owned), else NULL */
 };
 
 typedef struct ox_node {
@@ -66,9 +73,9 @@ typedef struct ox_node {
     sym_ctx *sc;
     dt_err *e;
     int nin, nout;                   /* n->ninputs, n->noutputs */
-    ox_tensor *in[DT_OX_MAX_IO];     /* NULL: omitted */
-    ox_tensor *out[DT_OX_MAX_IO];    /* NULL: omitted */
-    int const_set[DT_OX_MAX_IO];     /* the rule decided is_const of output k */
+    ox_tensor *in[DT_OX_MAX_NODE_IO];  /* NULL: omitted */
+    ox_tensor *out[DT_OX_MAX_NODE_IO]; /* NULL: omitted */
+    int const_set[DT_OX_MAX_NODE_IO];  /* the rule decided is_const of output k */
 } ox_node;
 
 /* ---- the table (shape.c) ---- */

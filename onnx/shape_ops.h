@@ -64,6 +64,33 @@ int dt_ox_rule_resize(ox_node *c);
 /* shape_ops_rnn.c: recurrent ops */
 int dt_ox_rule_rnn(ox_node *c); /* LSTM, GRU, RNN */
 
+/* shape_ops_control.c: If, Loop and Scan whose bodies the reader flattened
+ * (n->nbodies > 0; without bodies such a node has no rule).  The driver
+ * runs _enter with c's own inputs and its bodies' inputs as outputs (the
+ * node's own outputs NULL), then _exit with every input and the node's own
+ * outputs.  An output a rule leaves unset takes value_info's shape, else is
+ * unknown, for the reason in o. */
+typedef struct {
+    const sym *trip;  /* enter, Loop and Scan: the body's runs per run of the node,
+                         1 to 10^9 at every shape; NULL: not known (then once says
+                         why) or an If.  exit: the same, given by the driver */
+    char once[200];   /* enter: why the body is counted once ("" for an If) */
+    int upper_bound;  /* enter: the trip count is M but the condition may end it sooner */
+    int varying;      /* exit: a carried value changes shape across iterations */
+    int unk_in;       /* an output was left unset as this tensor (index into the
+                         table) is unknown; -1 */
+    const char *why;  /* else why an output was left unset (static text), or NULL */
+} dt_ox_control_out;
+int dt_ox_control_enter(ox_node *c, dt_ox_control_out *o);
+int dt_ox_control_exit(ox_node *c, dt_ox_control_out *o);
+/* What control node c holds, for its untuned entry ("holds then_branch (12
+ * nodes) and else_branch (9 nodes), each counted once", "holds body (4
+ * nodes), run 10 times"): repeat[b] the runs of body b per model run (NULL:
+ * once), once[b] why it is counted once (NULL or ""), how the shapes' note
+ * ("shapes from value_info") or NULL.  malloc'ed; NULL: no memory. */
+char *dt_ox_control_note(const ox_node *c, const dt_expr *const *repeat, const char *const *once,
+                         int upper_bound, int varying, const char *how);
+
 /* shape_ops_declared.c: output k of c as the model declares it (value_info,
  * graph outputs), for a rule that cannot derive it; when it is not declared
  * with constants and model variables only, an dt_ox_fail saying why (what the

@@ -124,6 +124,16 @@ int dt_ox_extract(const dt_ox_graph *g, const dt_ox_shapes *s, dt_ox_wl **out, d
             rc = dt_ox_match_matmul_integer(&c, i);
         else if (dt_ox_is(nd, "Conv"))
             rc = dt_ox_match_conv(&c, i);
+        else if (dt_ox_is(nd, "ConvInteger"))
+            rc = dt_ox_match_conv_integer(&c, i);
+        else if (dt_ox_is(nd, "QLinearMatMul") || dt_ox_is(nd, "QLinearConv"))
+            rc = dt_ox_match_qlinear(&c, i);
+        else if (dt_ox_is(nd, "ConvTranspose"))
+            rc = dt_ox_match_conv_transpose(&c, i);
+        else if (dt_ox_is_attention(nd))
+            rc = dt_ox_match_attention(&c, i);
+        else if (dt_ox_is_recurrent(nd))
+            rc = dt_ox_match_rnn(&c, i);
     }
     if (!rc) {
         absorb(&c);

@@ -5,14 +5,20 @@
  * runtime's packing chooses, not a different convolution), so a Conv maps
  * onto it dim for dim when conv2d's attributes can say what the node does:
  * its group as groups (depthwise included), one stride and one dilation
- * for both axes, one pad for all four
- * sides (explicit pads, or auto_pad SAME_* when its padding comes out
- * symmetric, or VALID).  A Conv1d ([N, C, L]) is a conv2d with H = R = 1,
- * possible only unpadded: conv2d's pad would pad the unit height too.  The
+ * for both axes, one pad for all four sides (explicit pads, auto_pad SAME_*
+ * or VALID).  A Conv1d ([N, C, L]) is a conv2d with H = R = 1.  Pads the
+ * one pad cannot say — a Conv1d's (conv2d's pad would pad its unit height
+ * too), asymmetric ones (TF's SAME with an odd total), different per axis
+ * — make it the convolution of the input padded first: pad=0 over H and W
+ * with their pads added (the same arithmetic; a runtime pads the input, as
+ * the Pad node of a causal Conv1d export does).  The
  * bias input is the epilogue's bias; the activation after it (and a bias Add
  * along the channels, when the Conv has none) is fused by dense's epilogue
  * matcher, the bias running along axis 1.  Anything else is listed with the
- * reason. */
+ * reason.  The geometry (dt_ox_conv_geometry) is shared with the quantized
+ * forms (workloads_conv_quant.c: a Conv of DequantizeLinear'd int8 weights,
+ * ConvInteger); ConvTranspose is listed: conv2d is the forward convolution
+ * only. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,66 +81,83 @@ static int one_value(dt_ox_wctx *c, int i, const char *name, const char *what, i
     return 0;
 }
 
-/* The symmetric pad of auto_pad SAME_* on one axis: 0 and *pad, or the
+/* The total padding of auto_pad SAME_* on one axis into *total, or the
  * reason it has none in why. */
-static int same_pad(const dt_expr *in, int64_t k, int64_t s, int64_t d, int64_t *pad,
+static int same_pad(const dt_expr *in, int64_t k, int64_t s, int64_t d, int64_t *total,
                     const char **why)
 {
-    int64_t span = d * (k - 1) + 1, total, n;
+    int64_t span = d * (k - 1) + 1, n;
     if (s == 1)
-        total = span - 1; /* ceil(in/1)·1 - in = 0 for any in */
+        *total = span - 1; /* ceil(in/1)·1 - in = 0 for any in */
     else if (is_const_dim(in, &n))
-        total = ((n + s - 1) / s - 1) * s + span - n;
+        *total = ((n + s - 1) / s - 1) * s + span - n;
     else {
         *why = "its padding depends on the symbolic input size";
         return -1;
     }
-    if (total < 0)
-        total = 0;
-    if (total % 2) {
-        *why = "its padding is asymmetric (an odd total)";
-        return -1;
-    }
-    *pad = total / 2;
+    if (*total < 0)
+        *total = 0;
     return 0;
 }
 
-/* The one pad of all sides into *pad, or the node rejected: *ok = 0. */
-static int one_pad(dt_ox_wctx *c, int i, const dt_ox_shape *x, int sp, const int64_t *k,
-                   int64_t stride, int64_t dil, int64_t *pad, int *ok)
+/* The pads as ONNX orders them, [begin of each spatial axis, end of each]
+ * (explicit, auto_pad SAME_UPPER / SAME_LOWER with the odd one at the end /
+ * the beginning, or VALID), into p; or the node rejected: *ok = 0. */
+static int node_pads(dt_ox_wctx *c, int i, const dt_ox_shape *x, int sp, const int64_t *k,
+                     int64_t stride, int64_t dil, int64_t p[4], int *ok)
 {
     const dt_ox_node *nd = &c->g->nodes[i];
     const dt_ox_attr *ap = dt_ox_attr_find(nd, "auto_pad");
     const char *mode = ap && ap->type == DT_OX_ATTR_STRING && ap->s ? ap->s : "NOTSET";
-    int64_t p[4];
-    char buf[96];
     *ok = 0;
     if (!strcmp(mode, "VALID")) {
         p[0] = p[1] = p[2] = p[3] = 0;
     } else if (!strncmp(mode, "SAME", 4)) {
         for (int a = 0; a < sp; a++) {
             const char *why = NULL;
-            if (same_pad(x->dims[2 + a], k[a], stride, dil, &p[a], &why))
-                return dt_ox_reject(c, i, "Conv with auto_pad=%s: %s (conv2d pads all sides "
-                                          "alike)",
-                                    mode, why);
-            p[sp + a] = p[a];
+            int64_t total;
+            if (same_pad(x->dims[2 + a], k[a], stride, dil, &total, &why))
+                return dt_ox_reject(c, i, "Conv with auto_pad=%s: %s", mode, why);
+            p[a] = !strcmp(mode, "SAME_LOWER") ? (total + 1) / 2 : total / 2;
+            p[sp + a] = total - p[a];
         }
     } else if (attr_ints(nd, "pads", 2 * sp, 0, p)) {
         return dt_ox_reject(c, i, "Conv with a malformed 'pads'");
     }
-    for (int a = 1; a < 2 * sp; a++)
-        if (p[a] != p[0])
-            return dt_ox_reject(c, i, "Conv with pads=%s (asymmetric padding: conv2d has one "
-                                      "pad for all four sides)",
-                                ints_text(p, 2 * sp, buf, sizeof buf));
-    if (sp == 1 && p[0])
-        return dt_ox_reject(c, i, "Conv1d with pads=%s (as a conv2d with H=1 its pad would "
-                                  "also pad the height)",
-                            ints_text(p, 2, buf, sizeof buf));
-    *pad = p[0];
+    const dt_op_desc *conv = dt_op_find("conv2d");
+    const dt_attr_desc *lim = &conv->attrs[dt_op_attr_index(conv, "pad")];
+    for (int a = 0; a < 2 * sp; a++)
+        if (p[a] < 0 || p[a] > lim->max) {
+            char buf[96];
+            return dt_ox_reject(c, i, "Conv with pads=%s (%s)",
+                                ints_text(p, 2 * sp, buf, sizeof buf),
+                                p[a] < 0 ? "a negative pad crops the input"
+                                         : "a pad above conv2d's limit");
+        }
     *ok = 1;
     return 0;
+}
+
+/* 1 when conv2d's one pad says what pads p do: all four sides alike, and
+ * none on a Conv1d (conv2d's pad would pad its unit height too). */
+static int one_pad(const int64_t *p, int sp)
+{
+    for (int a = 1; a < 2 * sp; a++)
+        if (p[a] != p[0])
+            return 0;
+    return sp == 2 || p[0] == 0;
+}
+
+/* dim + the pads at both ends of its axis, canonical, into *out. */
+static int padded(dt_ox_wctx *c, int i, const dt_expr *dim, int64_t before, int64_t after,
+                  dt_expr **out)
+{
+    dt_expr *terms[2] = {(dt_expr *)dim, dt_expr_const(before + after)};
+    if (!terms[1])
+        return dt_errf(c->e, DT_ENOMEM, "out of memory");
+    int rc = dt_ox_sum(c, i, terms, 2, out);
+    dt_expr_free(terms[1]);
+    return rc;
 }
 
 /* 1 when v is a value of conv2d's integer attribute `name`; else rejects. */
@@ -156,36 +179,32 @@ static int set_int_attr(dt_ox_op *op, const char *name, int64_t v)
     return dt_ox_op_attr(op, name, t);
 }
 
-int dt_ox_match_conv(dt_ox_wctx *c, int i)
+void dt_ox_op_clear(dt_ox_op *op)
+{
+    for (int d = 0; d < DT_MAX_DIMS; d++) {
+        dt_expr_free(op->dims[d]);
+        op->dims[d] = NULL;
+    }
+}
+
+int dt_ox_conv_geometry(dt_ox_wctx *c, int i, const char *xname, const char *wname,
+                        dt_ox_op *op, int *ok)
 {
     const dt_ox_node *nd = &c->g->nodes[i];
-    if (nd->ninputs < 2 || nd->noutputs < 1)
-        return dt_ox_reject(c, i, "Conv with fewer than two inputs");
-    const dt_ox_shape *x = dt_ox_wshape(c, nd->inputs[0]), *w = dt_ox_wshape(c, nd->inputs[1]);
-    const dt_ox_shape *y = dt_ox_wshape(c, nd->outputs[0]);
-    if (!x || !w || !y)
-        return dt_ox_reject(c, i, "Conv whose shapes are unknown (shape propagation skipped "
-                                  "it)");
-    if (y->is_const)
-        return 0; /* computed from constants once: listed as constant folding */
+    const dt_ox_shape *x = dt_ox_wshape(c, xname), *w = dt_ox_wshape(c, wname);
+    *ok = 0;
     int sp = x->rank - 2;
     if (sp != 1 && sp != 2)
-        return dt_ox_reject(c, i, "Conv over %d spatial axes (conv2d is 2-D; a 1-D Conv is "
+        return dt_ox_reject(c, i, "%s over %d spatial axes (conv2d is 2-D; a 1-D Conv is "
                                   "one with H=1)",
-                            sp);
-    int64_t group = attr_i(nd, "group", 1);
+                            nd->op_type, sp);
     if (!w->is_const)
-        return dt_ox_reject(c, i, "Conv with a weight that is not a constant (conv2d packs "
-                                  "constant weights)");
+        return dt_ox_reject(c, i, "%s with a weight that is not a constant (conv2d packs "
+                                  "constant weights)",
+                            nd->op_type);
     const dt_op_desc *op_desc = dt_op_find("conv2d");
-    dt_ox_op op = {.node = i, .op = op_desc};
-    if (x->elem_type == DT_OX_FLOAT && w->elem_type == DT_OX_FLOAT)
-        op.dtype = DT_DTYPE_F32;
-    else if (x->elem_type == DT_OX_BFLOAT16 && w->elem_type == DT_OX_BFLOAT16)
-        op.dtype = DT_DTYPE_BF16;
-    else
-        return dt_ox_reject(c, i, "Conv of %s tensors: conv2d takes float (f32) or bfloat16",
-                            dt_ox_type_name(x->elem_type));
+    op->op = op_desc;
+    int64_t group = attr_i(nd, "group", 1);
     /* the weight [K, C, R, S] (or [K, C, L]) is an initializer: constant dims */
     int64_t kdim[2], kc, cc;
     for (int a = 0; a < sp; a++)
@@ -193,12 +212,18 @@ int dt_ox_match_conv(dt_ox_wctx *c, int i)
             return dt_ox_reject(c, i, "Conv with a symbolic kernel size");
     if (!is_const_dim(w->dims[0], &kc) || !is_const_dim(w->dims[1], &cc))
         return dt_ox_reject(c, i, "Conv with symbolic channel counts");
-    int64_t stride, dil, pad;
-    int ok, rc = 0;
-    if ((rc = one_value(c, i, "strides", "stride", sp, &stride, &ok)) || !ok ||
-        (rc = one_value(c, i, "dilations", "dilation", sp, &dil, &ok)) || !ok ||
-        (rc = one_pad(c, i, x, sp, kdim, stride, dil, &pad, &ok)) || !ok)
+    int64_t stride, dil, pad, p[4];
+    int good, rc = 0;
+    if ((rc = one_value(c, i, "strides", "stride", sp, &stride, &good)) || !good ||
+        (rc = one_value(c, i, "dilations", "dilation", sp, &dil, &good)) || !good ||
+        (rc = node_pads(c, i, x, sp, kdim, stride, dil, p, &good)) || !good)
         return rc;
+    /* Pads conv2d's one pad cannot say (a Conv1d's, asymmetric ones, per
+     * axis): the convolution of the input padded first, pad=0 over the
+     * padded H and W (a runtime pads the input, as a causal Conv1d's
+     * export does with a Pad node); the arithmetic is the same. */
+    const int prepad = !one_pad(p, sp);
+    pad = prepad ? 0 : p[0];
     if (kdim[0] == 1 && kdim[sp - 1] == 1)
         dil = 1; /* a 1x1 window: the dilation changes nothing; one key */
     if (!in_range(c, i, op_desc, "stride", stride, &rc) ||
@@ -211,31 +236,27 @@ int dt_ox_match_conv(dt_ox_wctx *c, int i)
         return dt_ox_reject(c, i, "Conv with group=%" PRId64 " and %" PRId64 " output channels "
                                   "(not a multiple)", group, kc);
     cc *= group;
-    int bias = 0;
-    const char *b = nd->ninputs >= 3 ? nd->inputs[2] : "";
-    if (b[0]) {
-        if (!dt_ox_const_vector(c, b, w->dims[0], 1))
-            return dt_ox_reject(c, i, "Conv whose bias B is not a constant vector of K "
-                                      "elements");
-        bias = 1;
-    }
-    dt_ox_fused f = {0};
-    dt_ox_fuse(&f, i);
-    const char *epilogue;
-    if ((rc = dt_ox_match_epilogue(c, nd->outputs[0], w->dims[0], 1, bias, &f, &epilogue)))
-        return rc;
-    if (set_int_attr(&op, "stride", stride) || set_int_attr(&op, "pad", pad) ||
-        set_int_attr(&op, "dilation", dil) || set_int_attr(&op, "groups", group) ||
-        dt_ox_op_attr(&op, "epilogue", epilogue))
+    if (set_int_attr(op, "stride", stride) || set_int_attr(op, "pad", pad) ||
+        set_int_attr(op, "dilation", dil) || set_int_attr(op, "groups", group))
         return dt_ox_wfail(c, i, "conv2d has no such attribute value");
     /* N, H, W from the input: the model's variables where they are symbolic */
+    dt_expr *hdim = NULL, *wdim = NULL;
+    if (prepad && ((sp == 2 && (rc = padded(c, i, x->dims[2], p[0], p[2], &hdim))) ||
+                   (rc = padded(c, i, x->dims[1 + sp], p[sp - 1], p[2 * sp - 1], &wdim)))) {
+        dt_expr_free(hdim);
+        return rc;
+    }
+    if (!hdim)
+        hdim = sp == 2 ? dt_expr_clone(x->dims[2]) : dt_expr_const(1);
+    if (!wdim)
+        wdim = dt_expr_clone(x->dims[1 + sp]);
     struct {
         const char *name;
         dt_expr *x;
     } dims[] = {
         {"N", dt_expr_clone(x->dims[0])},
-        {"H", sp == 2 ? dt_expr_clone(x->dims[2]) : dt_expr_const(1)},
-        {"W", dt_expr_clone(x->dims[1 + sp])},
+        {"H", hdim},
+        {"W", wdim},
         {"C", dt_expr_const(cc)},
         {"K", dt_expr_const(kc)},
         {"R", dt_expr_const(sp == 2 ? kdim[0] : 1)},
@@ -246,14 +267,82 @@ int dt_ox_match_conv(dt_ox_wctx *c, int i)
         int at = dt_op_dim_index(op_desc, dims[d].name);
         oom |= !dims[d].x;
         if (at >= 0)
-            op.dims[at] = dims[d].x;
+            op->dims[at] = dims[d].x;
         else
             dt_expr_free(dims[d].x);
     }
     if (oom) {
-        for (int d = 0; d < DT_MAX_DIMS; d++)
-            dt_expr_free(op.dims[d]);
+        dt_ox_op_clear(op);
         return dt_errf(c->e, DT_ENOMEM, "out of memory");
     }
-    return dt_ox_add_op(c, &op, &f);
+    *ok = 1;
+    return 0;
+}
+
+int dt_ox_finish_conv(dt_ox_wctx *c, dt_ox_op *op, dt_ox_fused *f, const char *y,
+                      const dt_expr *k, int bias)
+{
+    const char *epilogue;
+    int rc = dt_ox_match_epilogue(c, y, k, 1, bias, f, &epilogue);
+    if (!rc && dt_ox_op_attr(op, "epilogue", epilogue))
+        rc = dt_ox_wfail(c, op->node, "conv2d has no such attribute value");
+    if (rc) {
+        dt_ox_op_clear(op);
+        return rc;
+    }
+    return dt_ox_add_op(c, op, f);
+}
+
+int dt_ox_match_conv(dt_ox_wctx *c, int i)
+{
+    const dt_ox_node *nd = &c->g->nodes[i];
+    if (nd->ninputs < 2 || nd->noutputs < 1)
+        return dt_ox_reject(c, i, "Conv with fewer than two inputs");
+    const dt_ox_shape *x = dt_ox_wshape(c, nd->inputs[0]), *w = dt_ox_wshape(c, nd->inputs[1]);
+    const dt_ox_shape *y = dt_ox_wshape(c, nd->outputs[0]);
+    if (!x || !w || !y)
+        return dt_ox_reject(c, i, "Conv whose shapes are unknown (shape propagation skipped "
+                                  "it)");
+    if (y->is_const)
+        return 0; /* computed from constants once: listed as constant folding */
+    const dt_ox_node *wp = w->producer >= 0 ? &c->g->nodes[w->producer] : NULL;
+    if (wp && w->is_const && dt_ox_is(wp, "DequantizeLinear") && x->rank >= 3 &&
+        x->rank <= 4)
+        return dt_ox_match_conv_qdq(c, i, w->producer); /* int8 weights: QDQ */
+    dt_ox_op op = {.node = i};
+    int ok, rc;
+    if (x->rank < 3 || x->rank > 4 || !w->is_const)
+        return dt_ox_conv_geometry(c, i, nd->inputs[0], nd->inputs[1], &op, &ok);
+    if (x->elem_type == DT_OX_FLOAT && w->elem_type == DT_OX_FLOAT)
+        op.dtype = DT_DTYPE_F32;
+    else if (x->elem_type == DT_OX_BFLOAT16 && w->elem_type == DT_OX_BFLOAT16)
+        op.dtype = DT_DTYPE_BF16;
+    else
+        return dt_ox_reject(c, i, "Conv of %s tensors: conv2d takes float (f32) or bfloat16",
+                            dt_ox_type_name(x->elem_type));
+    if ((rc = dt_ox_conv_geometry(c, i, nd->inputs[0], nd->inputs[1], &op, &ok)) || !ok)
+        return rc;
+    int bias = 0;
+    const char *b = nd->ninputs >= 3 ? nd->inputs[2] : "";
+    if (b[0]) {
+        if (!dt_ox_const_vector(c, b, w->dims[0], 1)) {
+            dt_ox_op_clear(&op);
+            return dt_ox_reject(c, i, "Conv whose bias B is not a constant vector of K "
+                                      "elements");
+        }
+        bias = 1;
+    }
+    dt_ox_fused f = {0};
+    dt_ox_fuse(&f, i);
+    return dt_ox_finish_conv(c, &op, &f, nd->outputs[0], w->dims[0], bias);
+}
+
+int dt_ox_match_conv_transpose(dt_ox_wctx *c, int i)
+{
+    const dt_ox_node *nd = &c->g->nodes[i];
+    const dt_ox_shape *y = nd->noutputs ? dt_ox_wshape(c, nd->outputs[0]) : NULL;
+    if (y && y->is_const)
+        return 0; /* constant folding */
+    return dt_ox_reject(c, i, "a transposed convolution: waits for the op conv2d_transpose "
+                              "(conv2d computes the forward convolution only)");
 }

@@ -112,8 +112,8 @@ static int match_erf_gelu(const dt_ox_wctx *c, const char *x, int *nodes)
  * (-1: the last) of a result x of rank `rank`: every other dim 1, with
  * numpy broadcasting's leading ones optional ([n], [1, n] along the last
  * axis; [n, 1, 1], [1, n, 1, 1] along NCHW's channels). */
-static int bias_vector(const dt_ox_wctx *c, const char *tensor, const dt_expr *n, int rank,
-                       int axis)
+int dt_ox_axis_vector(const dt_ox_wctx *c, const char *tensor, const dt_expr *n, int rank,
+                      int axis)
 {
     if (axis < 0 || axis == rank - 1)
         return dt_ox_const_vector(c, tensor, n, rank);
@@ -156,7 +156,7 @@ static int match_act_node(const dt_ox_wctx *c, int i, const char *x, const dt_ex
     }
     if (dt_ox_is_ms(nd, "BiasGelu") && nd->ninputs == 2) {
         const dt_ox_shape *xs = dt_ox_wshape(c, x);
-        if (!xs || !bias_vector(c, nd->inputs[1], n, xs->rank, axis))
+        if (!xs || !dt_ox_axis_vector(c, nd->inputs[1], n, xs->rank, axis))
             return 0;
         *act = "gelu";
         *adds_bias = 1;
@@ -179,7 +179,7 @@ int dt_ox_match_epilogue(dt_ox_wctx *c, const char *y, const dt_expr *n, int axi
         const dt_ox_node *an = add >= 0 ? node_at(c, add) : NULL;
         int o = an ? dt_ox_other_input(an, cur) : -1;
         if (an && dt_ox_is(an, "Add") && o >= 0 &&
-            bias_vector(c, an->inputs[o], n, ys->rank, axis) && keeps_shape(c, add, ys) &&
+            dt_ox_axis_vector(c, an->inputs[o], n, ys->rank, axis) && keeps_shape(c, add, ys) &&
             dt_ox_fuse(f, add) == 0) {
             bias = 1;
             cur = an->outputs[0];

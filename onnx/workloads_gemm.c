@@ -3,7 +3,8 @@
  * A constant 2-D second operand is a weight: dense, M the product of the
  * first operand's leading dims.  Two activations of equal rank and equal
  * batch dims are a batch_matmul; its second operand made by a Transpose that
- * puts K on the source's last (contiguous) axis is layout NT. */
+ * puts K on the source's last (contiguous) axis is layout NT, through
+ * Reshapes and scalings by one element (attention's q·(kᵀ·√s)) too. */
 #include <string.h>
 
 #include "onnx/workloads_match.h"
@@ -111,8 +112,28 @@ static int reshape_like(const dt_ox_node *n)
            dt_ox_is(n, "Unsqueeze") || dt_ox_is(n, "Identity");
 }
 
-/* The most Transpose and Reshape nodes followed back from a batch_matmul's
- * second operand. */
+/* The input of p, an elementwise scaling of t by a scalar — Mul(x, s),
+ * Mul(s, x) or Div(x, s), s one float (or bfloat16) element, a constant or
+ * computed (torch's sqrt(1/sqrt(head_dim)) from Shape(q)) — whose dims are
+ * t's: the scaled operand x, or NULL.  The product through it is s times
+ * the product of x, so the GEMM's layout is x's. */
+static const char *scaled_input(const dt_ox_wctx *c, const dt_ox_node *p, const dt_ox_shape *t)
+{
+    int div = dt_ox_is(p, "Div");
+    if ((!div && !dt_ox_is(p, "Mul")) || p->ninputs != 2)
+        return NULL;
+    for (int k = 0; k < (div ? 1 : 2); k++) {
+        const dt_ox_shape *x = dt_ox_wshape(c, p->inputs[k]);
+        const dt_ox_shape *s = dt_ox_wshape(c, p->inputs[1 - k]);
+        if (x && s && dt_ox_same_dims(x, t) && dt_ox_is_single(s) &&
+            (s->elem_type == DT_OX_FLOAT || s->elem_type == DT_OX_BFLOAT16))
+            return p->inputs[k];
+    }
+    return NULL;
+}
+
+/* The most Transpose, Reshape and scalar Mul/Div nodes followed back from
+ * a batch_matmul's second operand. */
 #define NT_MAX_CHAIN 8
 
 /* 1 when axis a of tensor t (K of a batch_matmul's second operand) has
@@ -123,11 +144,17 @@ static int reshape_like(const dt_ox_node *n)
  *                    input's axis b when both have the same inner stride
  *                    (the product of the dims after them) and dim a
  *                    divides dim b: a run along a is a run along b;
+ *   Mul/Div scalar   (scaled_input) the same axis of the scaled tensor: the
+ *                    scale commutes with the product (q·(kᵀ·s) = s·(q·kᵀ)),
+ *                    and the Mul stays listed as elementwise work on a
+ *                    tensor of the graph;
  *   anything else    the source, laid out row-major: a must be its last
  *                    axis but for trailing 1s, and a Transpose must have
  *                    moved it there.
  * So Kᵀ as Reshape → Transpose([0,2,1]) → Reshape, or [b,s,12,64] →
- * Transpose([0,2,3,1]), are NT; a chain that leaves K strided is NN.
+ * Transpose([0,2,3,1]), are NT, and so is torch's scaled attention
+ * Mul(Transpose(k, [0,1,3,2]), √scale); a chain that leaves K strided is
+ * NN.
  * Returns 0/1, or DT_ENOMEM. */
 static int k_contiguous(dt_ox_wctx *c, int node, const dt_ox_shape *t, int a)
 {
@@ -159,6 +186,11 @@ static int k_contiguous(dt_ox_wctx *c, int node, const dt_ox_shape *t, int a)
                 return 0;
             a = found;
             t = u;
+            continue;
+        }
+        const char *x = step < NT_MAX_CHAIN && p ? scaled_input(c, p, t) : NULL;
+        if (x) {
+            t = dt_ox_wshape(c, x);
             continue;
         }
         for (int d = a + 1; d < t->rank; d++)
@@ -198,7 +230,9 @@ static int match_bmm(dt_ox_wctx *c, int i, const dt_ox_shape *a, const dt_ox_sha
      * last axis of the tensor they start from: the op reads that source as
      * N×K.  The Transposes and Reshapes stay listed (data movement), as the
      * other heads' do: which of them a runtime folds into strides is its
-     * choice, not the GEMM's. */
+     * choice, not the GEMM's.  A scalar Mul/Div on the way stays listed too
+     * (elementwise): batch_matmul has no scale, and the scaling is the same
+     * work on the source k as on kᵀ. */
     if (!trans_b) {
         int nt = k_contiguous(c, i, b, r - 2);
         if (nt < 0)

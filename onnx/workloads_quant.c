@@ -1,5 +1,6 @@
 /* Quantized GEMMs as dense int8 or w8a32 (docs/onnx-import.md, "Patterns";
- * docs/workload-keys.md, "Dtypes").
+ * docs/workload-keys.md, "Dtypes"); the helpers the quantized convolutions
+ * share (workloads_conv_quant.c).
  *
  * dtune's int8 is u8 activations with a per-tensor scale and zero point
  * times s8 weights with per-output-channel scales, dequantized to f32;
@@ -15,8 +16,11 @@
  *            writes for a weight-only quantized Linear)
  * A weight zero point must be 0 (s8 weights are symmetric); one too large
  * for the reader to keep the values of (over DT_OX_MAX_VALUES elements) is
- * taken to be 0, as ONNX Runtime's quantizer writes it.  Anything else
- * quantized is left untuned with the reason. */
+ * taken to be 0, as ONNX Runtime's quantizer writes it.  QLinearMatMul
+ * and QLinearConv requantize their result to u8 (rounded, saturated), which
+ * dtune's int8 (f32 out) does not: listed, with whatever else is not
+ * dtune's about them.  Anything else quantized is left untuned with the
+ * reason. */
 #include <string.h>
 
 #include "onnx/workloads_match.h"
@@ -26,9 +30,8 @@ enum { OX_UINT4 = 21, OX_INT4 = 22 };
 
 static const dt_ox_node *node_at(const dt_ox_wctx *c, int i) { return &c->g->nodes[i]; }
 
-/* Checks an s8 constant 2-D weight w and its zero point zp (""): NULL, or
- * why it is not a weight of dtune's int8 and w8a32. */
-static const char *weight_problem(const dt_ox_wctx *c, const char *w, const char *zp)
+const char *dt_ox_int8_weight_problem(const dt_ox_wctx *c, const char *w, const char *zp,
+                                      int rank)
 {
     const dt_ox_shape *ws = dt_ox_wshape(c, w);
     if (!ws || !ws->is_const)
@@ -39,25 +42,33 @@ static const char *weight_problem(const dt_ox_wctx *c, const char *w, const char
         return "4-bit weights: no dtune dtype (int8 and w8a32 take s8 weights)";
     if (ws->elem_type != DT_OX_INT8)
         return "weights neither int8 nor uint8";
-    if (ws->rank != 2)
-        return "a quantized weight that is not 2-D";
+    if (ws->rank != rank)
+        return rank == 2 ? "a quantized weight that is not 2-D"
+                         : "a quantized weight whose rank is not the input's";
     if (dt_ox_known_zero(c, zp) == 0)
         return "a weight zero point other than 0: dtune's s8 weights are symmetric";
     return NULL;
 }
 
+static const char *weight_problem(const dt_ox_wctx *c, const char *w, const char *zp)
+{
+    return dt_ox_int8_weight_problem(c, w, zp, 2);
+}
+
 /* The scale tensor of a dequantization Mul: a constant (one value, or one
- * per output channel), or a Mul of such a constant and a one-element scale
- * (the activation's, from DynamicQuantizeLinear).  Returns 1, with *sm the
- * scale-product Mul node or -1. */
-static int match_scale(const dt_ox_wctx *c, const char *s, const dt_expr *n, int rank, int *sm)
+ * per output channel along axis of a result of rank `rank`), or a Mul of
+ * such a constant and a one-element scale (the activation's, from
+ * DynamicQuantizeLinear).  Returns 1, with *sm the scale-product Mul node
+ * or -1. */
+static int match_scale(const dt_ox_wctx *c, const char *s, const dt_expr *n, int rank, int axis,
+                       int *sm)
 {
     const dt_ox_shape *ss = dt_ox_wshape(c, s);
     *sm = -1;
     if (!ss || (ss->elem_type != DT_OX_FLOAT))
         return 0;
     if (ss->is_const)
-        return dt_ox_is_single(ss) || dt_ox_const_vector(c, s, n, rank);
+        return dt_ox_is_single(ss) || dt_ox_axis_vector(c, s, n, rank, axis);
     if (ss->producer < 0 || !dt_ox_is(node_at(c, ss->producer), "Mul"))
         return 0;
     const dt_ox_node *m = node_at(c, ss->producer);
@@ -65,13 +76,51 @@ static int match_scale(const dt_ox_wctx *c, const char *s, const dt_expr *n, int
         const dt_ox_shape *p = dt_ox_wshape(c, m->inputs[k]);
         const dt_ox_shape *q = dt_ox_wshape(c, m->inputs[1 - k]);
         int weight_scale = p && p->is_const &&
-                           (dt_ox_is_single(p) || dt_ox_const_vector(c, m->inputs[k], n, rank));
+                           (dt_ox_is_single(p) || dt_ox_axis_vector(c, m->inputs[k], n, rank,
+                                                                    axis));
         if (weight_scale && dt_ox_is_single(q) && q->elem_type == DT_OX_FLOAT) {
             *sm = ss->producer;
             return 1;
         }
     }
     return 0;
+}
+
+int dt_ox_match_dequant(const dt_ox_wctx *c, const char *yi, const dt_expr *n, int axis,
+                        dt_ox_dequant *dq)
+{
+    const dt_ox_shape *y = dt_ox_wshape(c, yi);
+    int cast = dt_ox_sole_consumer(c, yi);
+    const dt_ox_attr *to = cast >= 0 ? dt_ox_attr_find(node_at(c, cast), "to") : NULL;
+    int mul = -1, o = -1;
+    *dq = (dt_ox_dequant){.cast = -1, .mul = -1, .sm = -1, .y = NULL};
+    if (!y || cast < 0 || !dt_ox_is(node_at(c, cast), "Cast") || !to ||
+        to->type != DT_OX_ATTR_INT || to->i != DT_OX_FLOAT)
+        return 0;
+    mul = dt_ox_sole_consumer(c, node_at(c, cast)->outputs[0]);
+    if (mul >= 0 && dt_ox_is(node_at(c, mul), "Mul"))
+        o = dt_ox_other_input(node_at(c, mul), node_at(c, cast)->outputs[0]);
+    if (o < 0 || !match_scale(c, node_at(c, mul)->inputs[o], n, y->rank, axis, &dq->sm) ||
+        !dt_ox_same_dims(dt_ox_wshape(c, node_at(c, mul)->outputs[0]), y))
+        return 0;
+    dq->cast = cast;
+    dq->mul = mul;
+    dq->y = node_at(c, mul)->outputs[0];
+    return 1;
+}
+
+void dt_ox_fuse_dequant(dt_ox_wctx *c, dt_ox_fused *f, const dt_ox_dequant *dq)
+{
+    dt_ox_fuse(f, dq->cast);
+    dt_ox_fuse(f, dq->mul);
+    if (dq->sm >= 0) {
+        /* the scale product: the op's own, or shared by several MatMulIntegers
+         * (then covered once all its consumers are) */
+        if (dt_ox_sole_consumer(c, node_at(c, dq->sm)->outputs[0]) == dq->mul)
+            dt_ox_fuse(f, dq->sm);
+        else
+            c->absorb[dq->sm] = 1;
+    }
 }
 
 int dt_ox_match_matmul_integer(dt_ox_wctx *c, int i)
@@ -101,29 +150,12 @@ int dt_ox_match_matmul_integer(dt_ox_wctx *c, int i)
                      .dtype = DT_DTYPE_INT8};
     dt_ox_fuse(&d.f, i);
     /* int32 → Cast(float) → Mul(scale): the dequantization dtune's int8 does */
-    int cast = dt_ox_sole_consumer(c, nd->outputs[0]);
-    const dt_ox_attr *to = cast >= 0 ? dt_ox_attr_find(node_at(c, cast), "to") : NULL;
-    int mul = -1, sm = -1, o = -1;
-    if (cast >= 0 && dt_ox_is(node_at(c, cast), "Cast") && to && to->type == DT_OX_ATTR_INT &&
-        to->i == DT_OX_FLOAT)
-        mul = dt_ox_sole_consumer(c, node_at(c, cast)->outputs[0]);
-    if (mul >= 0 && dt_ox_is(node_at(c, mul), "Mul"))
-        o = dt_ox_other_input(node_at(c, mul), node_at(c, cast)->outputs[0]);
-    if (o < 0 || !match_scale(c, node_at(c, mul)->inputs[o], d.n, y->rank, &sm) ||
-        !dt_ox_same_dims(dt_ox_wshape(c, node_at(c, mul)->outputs[0]), y))
+    dt_ox_dequant dq;
+    if (!dt_ox_match_dequant(c, nd->outputs[0], d.n, -1, &dq))
         return dt_ox_reject(c, i, "the int32 result is not dequantized by Cast(float) → Mul "
                                   "(scales): dtune's int8 writes f32");
-    dt_ox_fuse(&d.f, cast);
-    dt_ox_fuse(&d.f, mul);
-    if (sm >= 0) {
-        /* the scale product: the op's own, or shared by several MatMulIntegers
-         * (then covered once all its consumers are) */
-        if (dt_ox_sole_consumer(c, node_at(c, sm)->outputs[0]) == mul)
-            dt_ox_fuse(&d.f, sm);
-        else
-            c->absorb[sm] = 1;
-    }
-    d.y = node_at(c, mul)->outputs[0];
+    dt_ox_fuse_dequant(c, &d.f, &dq);
+    d.y = dq.y;
     return dt_ox_finish_dense(c, &d);
 }
 
@@ -146,8 +178,17 @@ int dt_ox_match_qdq(dt_ox_wctx *c, int node, int wdq, int trans_b, dt_ox_dense *
         (axis != (trans_b ? 0 : 1) || !dt_ox_const_vector(c, dq->inputs[1], d->n, 1)))
         return dt_ox_reject(c, node, "weight scales along K: dtune's int8 and w8a32 have one "
                                      "scale per output channel");
-    const dt_ox_shape *a = dt_ox_wshape(c, d->a);
+    int ok, rc = dt_ox_qdq_activation(c, node, d->a, &d->dtype, &ok);
+    if (rc || !ok)
+        return rc;
+    return dt_ox_finish_dense(c, d);
+}
+
+int dt_ox_qdq_activation(dt_ox_wctx *c, int node, const char *a_name, dt_dtype *dtype, int *ok)
+{
+    const dt_ox_shape *a = dt_ox_wshape(c, a_name);
     const dt_ox_node *adq = a->producer >= 0 ? node_at(c, a->producer) : NULL;
+    *ok = 0;
     if (adq && dt_ox_is(adq, "DequantizeLinear") && adq->ninputs >= 2) {
         const dt_ox_shape *aq = dt_ox_wshape(c, adq->inputs[0]);
         const char *azp = adq->ninputs >= 3 ? adq->inputs[2] : "";
@@ -158,14 +199,15 @@ int dt_ox_match_qdq(dt_ox_wctx *c, int node, int wdq, int trans_b, dt_ox_dense *
             (azp[0] && !dt_ox_is_single(dt_ox_wshape(c, azp))))
             return dt_ox_reject(c, node, "activations quantized per channel: dtune's int8 has "
                                          "one scale and zero point per tensor");
-        d->dtype = DT_DTYPE_INT8;
+        *dtype = DT_DTYPE_INT8;
     } else if (a->elem_type == DT_OX_FLOAT) {
-        d->dtype = DT_DTYPE_W8A32;
+        *dtype = DT_DTYPE_W8A32;
     } else {
         return dt_ox_reject(c, node, "%s activations with int8 weights",
                             dt_ox_type_name(a->elem_type));
     }
-    return dt_ox_finish_dense(c, d);
+    *ok = 1;
+    return 0;
 }
 
 /* A float constant of one element, [N] or [1, N] (n_first: [N, 1], the
@@ -264,6 +306,40 @@ int dt_ox_match_cast_weight(dt_ox_wctx *c, int node, int trans_b, dt_ox_dense *d
                             dt_ox_type_name(a->elem_type));
     d->dtype = DT_DTYPE_W8A32;
     return dt_ox_finish_dense(c, d);
+}
+
+int dt_ox_match_qlinear(dt_ox_wctx *c, int i)
+{
+    const dt_ox_node *nd = node_at(c, i);
+    int conv = dt_ox_is(nd, "QLinearConv");
+    if (nd->ninputs < 8 || nd->noutputs < 1)
+        return dt_ox_reject(c, i, "%s with fewer than eight inputs", nd->op_type);
+    const dt_ox_shape *a = dt_ox_wshape(c, nd->inputs[0]), *y = dt_ox_wshape(c, nd->outputs[0]);
+    if (y && y->is_const)
+        return 0; /* constant folding */
+    /* x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point[, B] */
+    char why[448];
+    int len = snprintf(why, sizeof why, "its %s output is requantized by y_scale and "
+                                        "y_zero_point: dtune's int8 writes f32",
+                       y ? dt_ox_type_name(y->elem_type) : "integer");
+    const char *also[3] = {NULL, NULL, NULL};
+    char act[96];
+    if (a && a->elem_type != DT_OX_UINT8) {
+        snprintf(act, sizeof act, "%s activations: dtune's int8 takes u8 activations",
+                 dt_ox_type_name(a->elem_type));
+        also[0] = act;
+    }
+    also[1] = a ? dt_ox_int8_weight_problem(c, nd->inputs[3], nd->inputs[5],
+                                            conv ? a->rank : 2)
+                : NULL;
+    if (!dt_ox_is_single(dt_ox_wshape(c, nd->inputs[1])) ||
+        !dt_ox_is_single(dt_ox_wshape(c, nd->inputs[2])))
+        also[2] = "activations quantized per row or channel: dtune's int8 has one scale and "
+                  "zero point per tensor";
+    for (int k = 0; k < 3 && len > 0 && (size_t)len < sizeof why; k++)
+        if (also[k])
+            len += snprintf(why + len, sizeof why - (size_t)len, "; and %s", also[k]);
+    return dt_ox_reject(c, i, "%s", why);
 }
 
 int dt_ox_is_quant_node(const dt_ox_node *n)

@@ -294,7 +294,12 @@ int dt_ox_collect_untuned(dt_ox_wctx *c)
         char buf[300], why_note[640];
         const char *what = LN_WHAT, *why = kind_why[DT_OX_KIND_NORM];
         kind k = DT_OX_KIND_NORM;
-        if (label[i] == LABEL_NONE)
+        /* a recurrent cell whose products are ops is listed for its gates,
+         * and its GEMM work counts as tuned */
+        int cell = label[i] == LABEL_NONE && dt_ox_rnn_gates(c, i, buf, sizeof buf, &what, &why);
+        if (cell)
+            k = DT_OX_KIND_ELEMENTWISE;
+        else if (label[i] == LABEL_NONE)
             k = classify(c, i, buf, sizeof buf, &what, &why);
         /* an op without a shape rule (or reading a tensor of unknown
          * shape) says where its shapes came from */
@@ -303,7 +308,7 @@ int dt_ox_collect_untuned(dt_ox_wctx *c)
             snprintf(why_note, sizeof why_note, "%s (%s)", why, note);
             why = why_note;
         }
-        if (note_gemm(c, i, why)) {
+        if (note_gemm(c, i, cell ? NULL : why)) {
             rc = -1;
             break;
         }

@@ -155,13 +155,15 @@ int dt_ox_known_zero(const dt_ox_wctx *c, const char *tensor)
     return 1;
 }
 
-int dt_ox_product(dt_ox_wctx *c, int node, dt_expr *const *dims, int n, dt_expr **out)
+/* "(a)*(b)*..." or "(a)+(b)+..." canonicalised into *out ("1" or "0" for
+ * none), through the text form: the parser enforces DT_EXPR_MAX_DEPTH on
+ * the result as it does on every expression from a user. */
+static int join(dt_ox_wctx *c, int node, dt_expr *const *dims, int n, char op, dt_expr **out)
 {
-    /* through the text form: the parser enforces DT_EXPR_MAX_DEPTH on the
-     * product as it does on every expression from a user */
+    const char *what = op == '*' ? "the product of the leading dims" : "the sum";
     dt_strbuf sb;
     dt_sb_init(&sb);
-    dt_sb_append(&sb, n ? "" : "1");
+    dt_sb_append(&sb, n ? "" : op == '*' ? "1" : "0");
     for (int i = 0; i < n; i++) {
         size_t need = dt_expr_print(dims[i], NULL, 0) + 1;
         char *t = malloc(need);
@@ -170,7 +172,7 @@ int dt_ox_product(dt_ox_wctx *c, int node, dt_expr *const *dims, int n, dt_expr 
             return dt_errf(c->e, DT_ENOMEM, "out of memory");
         }
         dt_expr_print(dims[i], t, need);
-        dt_sb_appendf(&sb, "%s(%s)", i ? "*" : "", t);
+        dt_sb_appendf(&sb, "%s(%s)", i ? (op == '*' ? "*" : "+") : "", t);
         free(t);
     }
     char *text = dt_sb_take(&sb);
@@ -185,9 +187,19 @@ int dt_ox_product(dt_ox_wctx *c, int node, dt_expr *const *dims, int n, dt_expr 
     if (rc == DT_ENOMEM)
         rc = dt_errf(c->e, DT_ENOMEM, "out of memory");
     else if (rc)
-        rc = dt_ox_wfail(c, node, "the product of the leading dims %s: %s", text, inner.msg);
+        rc = dt_ox_wfail(c, node, "%s %s: %s", what, text, inner.msg);
     free(text);
     return rc;
+}
+
+int dt_ox_product(dt_ox_wctx *c, int node, dt_expr *const *dims, int n, dt_expr **out)
+{
+    return join(c, node, dims, n, '*', out);
+}
+
+int dt_ox_sum(dt_ox_wctx *c, int node, dt_expr *const *terms, int n, dt_expr **out)
+{
+    return join(c, node, terms, n, '+', out);
 }
 
 int dt_ox_reject(dt_ox_wctx *c, int node, const char *fmt, ...)
@@ -222,15 +234,36 @@ int dt_ox_fuse(dt_ox_fused *f, int node)
     return 0;
 }
 
+/* op->count times the runs of its GEMM node per model run (a node of a
+ * Loop's or Scan's body: dt_ox_node_repeat), the one place an op's count
+ * gets them. */
+static int repeat_count(dt_ox_wctx *c, dt_ox_op *op)
+{
+    const dt_expr *rep = dt_ox_node_repeat(c->s, op->node);
+    if (!rep)
+        return 0;
+    if (!op->count)
+        return (op->count = dt_expr_clone(rep)) ? 0 : dt_errf(c->e, DT_ENOMEM, "out of memory");
+    dt_expr *both[2] = {(dt_expr *)rep, op->count}, *x = NULL;
+    int rc = dt_ox_product(c, op->node, both, 2, &x);
+    if (!rc) {
+        dt_expr_free(op->count);
+        op->count = x;
+    }
+    return rc;
+}
+
 int dt_ox_add_op(dt_ox_wctx *c, dt_ox_op *op, const dt_ox_fused *f)
 {
     dt_ox_wl *wl = c->wl;
-    dt_ox_op *ops = realloc(wl->ops, (size_t)(wl->nops + 1) * sizeof *ops);
+    int rc = repeat_count(c, op);
+    dt_ox_op *ops = rc ? NULL : realloc(wl->ops, (size_t)(wl->nops + 1) * sizeof *ops);
     if (!ops) {
         for (int i = 0; i < DT_MAX_DIMS; i++)
             dt_expr_free(op->dims[i]);
         dt_expr_free(op->count);
-        return dt_errf(c->e, DT_ENOMEM, "out of memory");
+        memset(op, 0, sizeof *op);
+        return rc ? rc : dt_errf(c->e, DT_ENOMEM, "out of memory");
     }
     wl->ops = ops;
     op->nnodes = f->n;

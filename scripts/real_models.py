@@ -29,7 +29,7 @@ chains resolve; onnx's shape inference for the ops it has no rule for)
 gives every tensor its dims, and the FLOPs of every GEMM-like node (MatMul, Gemm, Conv,
 ConvTranspose, LSTM/GRU/RNN with input and recurrent products over all
 steps, Einsum, the integer and QLinear forms, com.microsoft's quantized and
-attention ops), including the nodes inside If (the heavier branch), Loop
+attention ops), including the nodes inside If (each branch once, as dtune counts them), Loop
 and Scan bodies, are summed; dtune's side is the FLOPs of its workloads at
 the same shape (each op's dims from the spec it wrote, times its count).
 coverage = dtune's FLOPs / the graph's. Where dtune's report has its own
@@ -1070,7 +1070,7 @@ def _branch_graphs(node):
 def graph_flops(graph, scope, path, out):
     """Appends (path, node name, op, flops or None) of every GEMM-like node of
     graph (and of its subgraphs) to out; returns the FLOPs of the graph as it
-    runs once (If: the heavier branch; Loop: its trip count when constant;
+    runs once (If: each branch once; Loop: its trip count when constant;
     Scan: its scan length)."""
     total = 0
     for i, n in enumerate(graph.node):
@@ -1083,17 +1083,14 @@ def graph_flops(graph, scope, path, out):
         if not subs:
             continue
         if n.op_type == "If":
-            best, best_recs = 0, []
+            # which branch runs depends on the data: each is counted once,
+            # as dtune's workloads count them (its --branch picks one)
             for an, g in subs:
                 recs = []
-                f = graph_flops(g, scope.subscopes.get(_sub_key(n, an)) or Scope(scope), "%s/%s.%s" % (path, name, an), recs)
-                if f >= best or not best_recs:
-                    best, best_recs = f, recs
-            # only the heavier branch runs (which one depends on the data)
-            for r in best_recs:
-                r["branch"] = True
-            out.extend(best_recs)
-            total += best
+                total += graph_flops(g, scope.subscopes.get(_sub_key(n, an)) or Scope(scope), "%s/%s.%s" % (path, name, an), recs)
+                for r in recs:
+                    r["branch"] = True
+                out.extend(recs)
         else:
             times = 1
             if n.op_type == "Loop" and n.input and n.input[0]:
@@ -1333,7 +1330,8 @@ def evaluate(m, dtune, tmpdir):
                 lo, hi = v["range"]
                 st = v.get("step", 1)
                 venv[k] = lo + (hi - lo) // st * st
-        tuned = sum(spec_op_flops(op, venv) * op.get("count", 1) for op in spec["ops"])
+        # a count may be an expression (a recurrent product runs T times)
+        tuned = sum(spec_op_flops(op, venv) * dim(op.get("count", 1), venv) for op in spec["ops"])
         ops = sorted({"%s:%s" % (op["op"], op.get("dtype", "f32")) for op in spec["ops"]})
         untuned = {}
         gemm_untuned = []
@@ -1372,7 +1370,7 @@ def evaluate(m, dtune, tmpdir):
             per = {}
             for u in dc.get("untuned_gemm", []):
                 op = u.get("node", "").rsplit(", ", 1)[-1].rstrip(")")
-                per[(op, u.get("why", ""))] = per.get((op, u.get("why", "")), 0.0) + u.get("gflop_largest", 0.0)
+                per[(op, u.get("why", ""))] = per.get((op, u.get("why", "")), 0.0) + (u.get("gflop_largest") or 0.0)
             for row in got["untuned_gemm"]:
                 g = per.get((row[0].split(" ")[0].split(".")[-1], row[2]))
                 if g is not None and d_total:

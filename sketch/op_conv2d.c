@@ -148,11 +148,15 @@ const dt_op_desc dt_op_conv2d = {
     .ndims = 7,
     .dims = {"N", "H", "W", "C", "K", "R", "S"},
     .nattrs = 5,
-    .attrs = {{.name = "stride", .integer = 1, .min = 1, .max = 64, .default_index = 1,
+    /* stride and dilation up to 1024, as pad: an STFT front end's hop (128,
+     * 256, 512) or a WaveNet's dilation (512); the kernels' arithmetic is
+     * int64 and their tile copies do not grow with either (template/
+     * op_conv2d.c: a strided copy holds each pixel's window apart) */
+    .attrs = {{.name = "stride", .integer = 1, .min = 1, .max = 1024, .default_index = 1,
                .always_print = 1},
               {.name = "pad", .integer = 1, .min = 0, .max = 1024, .default_index = 0,
                .always_print = 1},
-              {.name = "dilation", .integer = 1, .min = 1, .max = 64, .default_index = 1},
+              {.name = "dilation", .integer = 1, .min = 1, .max = 1024, .default_index = 1},
               {.name = "groups", .integer = 1, .min = 1, .max = 65536, .default_index = 1},
               {.name = "epilogue",
                .nvalues = 6,

@@ -345,7 +345,7 @@ static void test_conv_dynamic(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(u);
     CU_ASSERT_EQUAL(u->nodes, 1);
     CU_ASSERT_STRING_EQUAL(u->why, "Conv with auto_pad=SAME_UPPER: its padding depends on the "
-                                   "symbolic input size (conv2d pads all sides alike)");
+                                   "symbolic input size");
     CU_ASSERT_EQUAL(untuned_nodes(imp, "Relu"), 0);
     CU_ASSERT_EQUAL(untuned_nodes(imp, "Add"), 0);
     CU_ASSERT_EQUAL(imp->ntuned, 6);
@@ -367,17 +367,27 @@ static void test_conv_dynamic(void)
     CU_ASSERT_EQUAL(untuned_nodes(imp, "Conv"), 0);
     dt_model_free(m);
     dt_ox_import_free(imp);
+    /* over 32x32 the strided SAME_UPPER pads 0 before and 1 after each axis:
+     * the convolution of the input padded first (33x33, pad=0) */
     m = import_file(ONNX_DIR "conv-dynamic.onnx", VARS("batch=1", "height=32", "width=32"),
                     &imp);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    CU_ASSERT_PTR_NOT_NULL(untuned_why(imp, "Conv", "Conv with auto_pad=SAME_UPPER: its "
-                                                    "padding is asymmetric"));
+    expect_workloads(m, "conv2d(N=1,H=32,W=32,C=3,K=16,R=3,S=3,stride=1,pad=1,"
+                        "epilogue=bias+relu) x1; "
+                        "conv2d(N=1,H=33,W=33,C=16,K=32,R=3,S=3,stride=2,pad=0) x1; "
+                        "conv2d(N=1,H=16,W=16,C=32,K=32,R=3,S=3,stride=1,pad=1,"
+                        "epilogue=bias+relu) x1; "
+                        "conv2d(N=1,H=16,W=16,C=32,K=8,R=1,S=1,stride=1,pad=0) x1");
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Conv"), 0);
+    CU_ASSERT_EQUAL(imp->coverage.nleft, 0);
+    CU_ASSERT_DOUBLE_EQUAL(imp->coverage.tuned_gflop[0], imp->coverage.gflop[0], 1e-12);
     dt_model_free(m);
     dt_ox_import_free(imp);
 }
 
 /* conv-stem.onnx: the 7x7 stride-2 pad-3 stem, a 1x1 and the depthwise 3x3
- * (group=256: groups=256, C = 256) as conv2d; the asymmetric, unequal-stride
+ * (group=256: groups=256, C = 256) as conv2d, the asymmetrically padded 2x2
+ * as the conv2d of its input padded first (57x57, pad=0); the unequal-stride
  * and 3-D Convs listed, each with its reason, never fatal. */
 static void test_conv_stem(void)
 {
@@ -389,9 +399,10 @@ static void test_conv_stem(void)
                         "conv2d(N=1..8,H=56,W=56,C=64,K=256,R=1,S=1,stride=1,pad=0,"
                         "epilogue=bias) x1; "
                         "conv2d(N=1..8,H=56,W=56,C=256,K=256,R=3,S=3,stride=1,pad=1,groups=256,"
+                        "epilogue=bias) x1; "
+                        "conv2d(N=1..8,H=57,W=57,C=256,K=256,R=2,S=2,stride=2,pad=0,"
                         "epilogue=bias) x1");
     static const char *const why[] = {
-        "Conv with pads=[0,0,1,1] (asymmetric padding: conv2d has one pad for all four sides)",
         "Conv with strides=[1,2] (conv2d has one stride for both axes)",
         "Conv over 3 spatial axes (conv2d is 2-D; a 1-D Conv is one with H=1)",
     };
@@ -404,13 +415,14 @@ static void test_conv_stem(void)
         }
     }
     CU_ASSERT_EQUAL(untuned_nodes(imp, "MaxPool"), 1);
-    CU_ASSERT_EQUAL(imp->ntuned, 4);
+    CU_ASSERT_EQUAL(imp->ntuned, 5);
     dt_model_free(m);
     dt_ox_import_free(imp);
 }
 
 /* conv1d.onnx: Conv1d as conv2d with H = R = 1 (frames the variable of W),
- * the erf GELU fused; a padded Conv1d listed. */
+ * the erf GELU fused; the padded Conv1d (pads=[1,1] over frames-2) the
+ * conv2d of its input padded first: W = frames, pad=0, nothing left. */
 static void test_conv1d(void)
 {
     dt_ox_import *imp;
@@ -420,12 +432,12 @@ static void test_conv1d(void)
     expect_workloads(m, "conv2d(N=1..2,H=1,W=100..200,C=80,K=256,R=1,S=3,stride=1,pad=0,"
                         "epilogue=bias+relu) x1; "
                         "conv2d(N=1..2,H=1,W=frames-2,C=256,K=256,R=1,S=1,stride=1,pad=0,"
-                        "epilogue=bias+gelu;frames=100..200) x1");
-    const dt_ox_untuned *u = untuned(imp, "Conv");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
-    CU_ASSERT_STRING_EQUAL(u->why, "Conv1d with pads=[1,1] (as a conv2d with H=1 its pad "
-                                   "would also pad the height)");
-    CU_ASSERT_EQUAL(imp->ntuned, 11);
+                        "epilogue=bias+gelu;frames=100..200) x1; "
+                        "conv2d(N=1..2,H=1,W=100..200,C=256,K=256,R=1,S=3,stride=1,pad=0,"
+                        "epilogue=bias) x1");
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Conv"), 0);
+    CU_ASSERT_EQUAL(imp->coverage.nleft, 0);
+    CU_ASSERT_DOUBLE_EQUAL(imp->coverage.tuned_gflop[0], imp->coverage.gflop[0], 1e-12);
     dt_model_free(m);
     dt_ox_import_free(imp);
 }
@@ -1377,6 +1389,504 @@ static void test_untuned_labels(void)
     dt_ox_import_free(imp);
 }
 
+/* ---- issue 43's patterns (scripts/onnx_models_patterns2.py) --------------------- */
+
+/* sdpa-torch.onnx: F.scaled_dot_product_attention as torch (opset 14)
+ * decomposes it, √scale Mul'd on q and on Kᵀ between the Transpose and the
+ * MatMul: NT (was NN), the Muls listed as elementwise; sdpa-dynamo.onnx:
+ * the dynamo exporter's Reshape → Transpose → Reshape Kᵀ, then the Mul. */
+static void test_sdpa_files(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "sdpa-torch.onnx", VARS("batch=1..2", "seq=1..64"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "dense(M=batch*seq,N=256,K=256,epilogue=bias;batch=1..2,seq=1..64) x8; "
+                        "batch_matmul(B=4*batch,M=seq,N=seq,K=64,layout=NT;batch=1..2,"
+                        "seq=1..64) x2; "
+                        "batch_matmul(B=4*batch,M=seq,N=64,K=seq,layout=NN;batch=1..2,"
+                        "seq=1..64) x2");
+    /* per layer Mul(q, √s) and Mul(Kᵀ, √s) stay listed: batch_matmul has no scale */
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Mul"), 4);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Sqrt"), 3);
+    CU_ASSERT_EQUAL(imp->ntuned, 2 * (4 * 2 + 2));
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+    m = import_file(ONNX_DIR "sdpa-dynamo.onnx", VARS("batch=1..2", "seq=1..64"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "dense(M=batch*seq,N=256,K=256,epilogue=bias;batch=1..2,seq=1..64) x4; "
+                        "batch_matmul(B=4*batch,M=seq,N=seq,K=64,layout=NT;batch=1..2,"
+                        "seq=1..64) x1; "
+                        "batch_matmul(B=4*batch,M=seq,N=64,K=seq,layout=NN;batch=1..2,"
+                        "seq=1..64) x1");
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Mul"), 2);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* A scalar Mul/Div on either side of Kᵀ's Transpose keeps q·kᵀ NT; a Div
+ * of the scalar by Kᵀ or a Mul by a tensor of more than one element does
+ * not (not a scaling of the product). */
+static void test_nt_scaled(void)
+{
+    static const struct {
+        const char *what;
+        int variant;
+        const char *layout;
+    } cases[] = {
+        {"Mul(Kᵀ, s)", 0, "NT"}, {"Mul(s, Kᵀ)", 1, "NT"},        {"Div(Kᵀ, s)", 2, "NT"},
+        {"Div(s, Kᵀ)", 3, "NN"}, {"Mul(Kᵀ, [1,1,64,1])", 4, "NN"}, {"Div(k, s) → T", 5, "NT"},
+        {"Mul(q, s), T(k)", 6, "NT"}, {"Mul(Mul(Kᵀ, [1]), s)", 7, "NT"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int v = cases[i].variant;
+        dt_ox_graph *g = tg_new();
+        tg_input(g, "q", DT_OX_FLOAT, "b,4,s,64");
+        tg_input(g, "k", DT_OX_FLOAT, "b,4,s,64");
+        tg_scalar(g, "sc", 0.3535534);
+        dt_ox_tensor *one = tg_tensor(g, "sc1", DT_OX_FLOAT, 1, (int64_t)1);
+        one->has_values = 1;
+        one->fvals = zalloc(sizeof *one->fvals);
+        one->fvals[0] = 0.5;
+        tg_weight(g, "vec", DT_OX_FLOAT, 1, 1, 64, 1);
+        const int64_t perm[4] = {0, 1, 3, 2};
+        const char *a = "q", *b = "kts";
+        if (v == 5) {
+            tg_node(g, "Div", "scale", "k,sc", "ks");
+            tg_attr_ints(tg_node(g, "Transpose", "t", "ks", "kts"), "perm", 4, perm);
+        } else {
+            tg_attr_ints(tg_node(g, "Transpose", "t", "k", "kt"), "perm", 4, perm);
+            static const char *const op[] = {"Mul", "Mul", "Div", "Div", "Mul", NULL, "", "Mul"};
+            static const char *const in[] = {"kt,sc", "sc,kt", "kt,sc", "sc,kt", "kt,vec", NULL,
+                                             "",      "kt,sc1"};
+            if (v == 6) {
+                tg_node(g, "Mul", "qscale", "q,sc", "qs");
+                a = "qs";
+                b = "kt";
+            } else {
+                tg_node(g, op[v], "scale", in[v], v == 7 ? "kt1" : "kts");
+            }
+            if (v == 7)
+                tg_node(g, "Mul", "scale2", "kt1,sc", "kts");
+        }
+        char ins[16];
+        snprintf(ins, sizeof ins, "%s,%s", a, b);
+        tg_node(g, "MatMul", "scores", ins, "out");
+        tg_output(g, "out");
+        dt_err e;
+        dt_ox_import *imp;
+        dt_model *m = tg_import(g, VARS("b=1..2", "s=1..32"), &imp, &e);
+        if (!m)
+            fprintf(stderr, "\n%s: %s\n", cases[i].what, e.msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        char want[160];
+        snprintf(want, sizeof want, "batch_matmul(B=4*b,M=s,N=s,K=64,layout=%s;b=1..2,s=1..32) x1",
+                 cases[i].layout);
+        char *got = summary(m);
+        if (strcmp(got, want))
+            fprintf(stderr, "\n%s: %s, want %s\n", cases[i].what, got, want);
+        CU_ASSERT_STRING_EQUAL(got, want);
+        free(got);
+        /* the scalings stay listed as elementwise work */
+        CU_ASSERT_EQUAL(imp->ntuned, 1);
+        dt_model_free(m);
+        dt_ox_import_free(imp);
+    }
+}
+
+/* stft-frontend.onnx: the conv STFT's stride 128 (above conv2d's old
+ * limit of 64) and a strided Conv1d as conv2d, the padded Conv1d over its
+ * input padded first (W = frames + 2);
+ * wavenet-dilated.onnx: dilations 128 and 512 after causal Pads. */
+static void test_stride_dilation_files(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "stft-frontend.onnx",
+                              VARS("batch=1..2", "samples={16000,32000}"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "conv2d(N=1..2,H=1,W=samples+512,C=1,K=514,R=1,S=512,stride=128,pad=0;"
+                        "samples={16000,32000}) x1; "
+                        "conv2d(N=1..2,H=1,W=samples/128+3,C=257,K=256,R=1,S=3,stride=1,pad=0,"
+                        "epilogue=bias+relu;samples={16000,32000}) x1; "
+                        "conv2d(N=1..2,H=1,W=samples/128+1,C=256,K=256,R=1,S=3,stride=2,pad=0,"
+                        "epilogue=bias+relu;samples={16000,32000}) x1");
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Conv"), 0);
+    CU_ASSERT_EQUAL(imp->coverage.nleft, 0);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+    m = import_file(ONNX_DIR "wavenet-dilated.onnx", VARS("batch=1..2", "time=1000..4000:1000"),
+                    &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "conv2d(N=1..2,H=1,W=time+1,C=64,K=128,R=1,S=2,stride=1,pad=0,"
+                        "epilogue=bias;time=1000..4000:1000) x1; "
+                        "conv2d(N=1..2,H=1,W=1000..4000:1000,C=64,K=64,R=1,S=1,stride=1,pad=0,"
+                        "epilogue=bias) x3; "
+                        "conv2d(N=1..2,H=1,W=time+128,C=64,K=128,R=1,S=2,stride=1,pad=0,"
+                        "dilation=128,epilogue=bias;time=1000..4000:1000) x1; "
+                        "conv2d(N=1..2,H=1,W=time+512,C=64,K=128,R=1,S=2,stride=1,pad=0,"
+                        "dilation=512,epilogue=bias;time=1000..4000:1000) x1");
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Conv"), 0);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Pad"), 3);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* A stride conv2d cannot take is listed with its range; 1024 is taken. */
+static void test_conv_stride_range(void)
+{
+    for (int variant = 0; variant < 2; variant++) {
+        int64_t stride = variant ? 2048 : 1024;
+        dt_ox_graph *g = tg_new();
+        tg_input(g, "x", DT_OX_FLOAT, "n,1,8192");
+        tg_weight(g, "w", DT_OX_FLOAT, 8, 1, 1024);
+        tg_weight(g, "w2", DT_OX_FLOAT, 16, 4);
+        tg_input(g, "y", DT_OX_FLOAT, "n,16");
+        dt_ox_node *c = tg_node(g, "Conv", "conv", "x,w", "out");
+        tg_attr_ints(c, "strides", 1, &stride);
+        tg_output(g, "out");
+        tg_node(g, "MatMul", "mm", "y,w2", "out2");
+        tg_output(g, "out2");
+        dt_err e;
+        dt_ox_import *imp;
+        dt_model *m = tg_import(g, VARS("n=1..2"), &imp, &e);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        if (!variant) {
+            expect_workloads(m, "conv2d(N=1..2,H=1,W=8192,C=1,K=8,R=1,S=1024,stride=1024,pad=0) "
+                                "x1; dense(M=1..2,N=4,K=16) x1");
+        } else {
+            const dt_ox_untuned *u = untuned(imp, "Conv");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+            CU_ASSERT_STRING_EQUAL(u->why, "Conv with stride 2048 (conv2d's stride is in "
+                                           "1..1024)");
+        }
+        dt_model_free(m);
+        dt_ox_import_free(imp);
+    }
+}
+
+/* conv-transpose.onnx: both ConvTransposes listed, waiting for
+ * conv2d_transpose, their work counted in the coverage. */
+static void test_conv_transpose_file(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "conv-transpose.onnx",
+                              VARS("batch=1..2", "h=8..16", "w=8..16", "frames=10..100"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "conv2d(N=1..2,H=2*h,W=2*w,C=32,K=3,R=3,S=3,stride=1,pad=1,epilogue=bias;"
+                        "h=8..16,w=8..16) x1");
+    const dt_ox_untuned *u = untuned(imp, "ConvTranspose");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_EQUAL(u->nodes, 2);
+    CU_ASSERT_STRING_EQUAL(u->why, "a transposed convolution: waits for the op "
+                                   "conv2d_transpose (conv2d computes the forward convolution "
+                                   "only)");
+    /* 2 × the input's elements × W's dims after the first, at batch=2,
+     * h=w=16, frames=100: 2·2·64·16·16·32·4·4 and 2·2·128·100·64·16 */
+    CU_ASSERT_EQUAL_FATAL(imp->coverage.nleft, 2);
+    double want[2] = {2.0 * 2 * 128 * 100 * 64 * 16 / 1e9, 2.0 * 2 * 64 * 16 * 16 * 32 * 16 / 1e9};
+    for (int k = 0; k < 2; k++) {
+        CU_ASSERT_PTR_NOT_NULL(strstr(imp->coverage.left[k].why, "conv2d_transpose"));
+        CU_ASSERT_DOUBLE_EQUAL(imp->coverage.left[k].gflop[0], want[k], 1e-9);
+    }
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Relu"), 1); /* after a ConvTranspose: not fused */
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* conv-int8-dynamic.onnx (quantize_dynamic: ConvInteger → Cast → Mul →
+ * Reshape'd bias Add → Relu) as int8 conv2d, u8 weights listed;
+ * conv-int8-qdq.onnx (quantize_static QDQ, per-channel s8 weights) as int8,
+ * s8 activations listed, weight-only as w8a32; qlinear-ops.onnx's
+ * QLinearConv and QLinearMatMul listed with every reason. */
+static void test_conv_int8_files(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "conv-int8-dynamic.onnx",
+                              VARS("batch=1..2", "height=16..32", "width=16..32"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "conv2d(N=1..2,H=16..32,W=16..32,C=3,K=32,R=3,S=3,stride=1,pad=1,"
+                        "epilogue=bias+relu,dtype=int8) x1; "
+                        "conv2d(N=1..2,H=16..32,W=16..32,C=32,K=32,R=3,S=3,stride=1,pad=1,"
+                        "epilogue=bias+relu,dtype=int8) x1");
+    const dt_ox_untuned *u = untuned(imp, "ConvInteger");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_STRING_EQUAL(u->why, "uint8 weights: dtune's int8 and w8a32 take s8 weights");
+    /* per int8 conv: DynamicQuantizeLinear, ConvInteger, Cast, 2 Muls,
+     * the bias Reshape and Add, Relu */
+    CU_ASSERT_EQUAL(imp->ntuned, 2 * 8);
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "DynamicQuantizeLinear"), 1);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+
+    m = import_file(ONNX_DIR "conv-int8-qdq.onnx", VARS("batch=1..2"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "conv2d(N=1..2,H=32,W=32,C=16,K=32,R=3,S=3,stride=1,pad=1,"
+                        "epilogue=bias+relu,dtype=int8) x1; "
+                        "conv2d(N=1..2,H=32,W=32,C=32,K=32,R=1,S=1,stride=2,pad=0,epilogue=bias,"
+                        "dtype=int8) x1; "
+                        "conv2d(N=1..2,H=32,W=32,C=16,K=8,R=3,S=3,stride=1,pad=1,epilogue=bias,"
+                        "dtype=w8a32) x1");
+    u = untuned(imp, "Conv");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_STRING_EQUAL(u->why, "int8 activations: dtune's int8 takes u8 activations");
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "QuantizeLinear"), 1);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+
+    m = import_file(ONNX_DIR "qlinear-ops.onnx", VARS("batch=1..2"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(m, "dense(M=1..2,N=10,K=10,epilogue=bias) x1");
+    static const char req[] = "its uint8 output is requantized by y_scale and y_zero_point: "
+                              "dtune's int8 writes f32";
+    u = untuned(imp, "QLinearMatMul");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_STRING_EQUAL(u->why, req);
+    CU_ASSERT_PTR_NOT_NULL(untuned_why(imp, "QLinearConv", req));
+    char both[256];
+    snprintf(both, sizeof both, "%s; and uint8 weights: dtune's int8 and w8a32 take s8 weights",
+             req);
+    u = untuned_why(imp, "QLinearConv", both);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_STRING_EQUAL(u->why, both);
+    CU_ASSERT_EQUAL(imp->coverage.nleft, 3);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* ConvInteger and QDQ Conv variants: per-channel scales along NCHW's
+ * channels are dtune's; a scale along the last axis, a known non-zero
+ * weight zero point, s8 activations and weight scales along the input
+ * channels are not, each with its reason. */
+static void test_conv_quant_variants(void)
+{
+    static const struct {
+        int variant;
+        const char *want; /* the conv2d, or NULL */
+        const char *why;  /* else the reason */
+    } cases[] = {
+        {0, "conv2d(N=1..2,H=10,W=16,C=8,K=16,R=3,S=3,stride=1,pad=1,dtype=int8) x1", NULL},
+        {1, "conv2d(N=1..2,H=10,W=16,C=8,K=16,R=3,S=3,stride=1,pad=1,dtype=int8) x1", NULL},
+        {2, NULL, "the int32 result is not dequantized by Cast(float) → Mul (scales): dtune's "
+                  "int8 writes f32"},
+        {3, NULL, "a weight zero point other than 0: dtune's s8 weights are symmetric"},
+        {4, NULL, "int8 activations: dtune's int8 takes u8 activations"},
+        {5, "conv2d(N=1..2,H=10,W=16,C=8,K=16,R=3,S=3,stride=1,pad=1,dtype=int8) x1", NULL},
+        {6, NULL, "weight scales along the input channels: dtune's int8 and w8a32 have one "
+                  "scale per output channel"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int v = cases[i].variant;
+        dt_ox_graph *g = tg_new();
+        tg_input(g, "x", DT_OX_FLOAT, "n,8,10,16");
+        tg_input(g, "y", DT_OX_FLOAT, "n,16");
+        tg_weight(g, "w2", DT_OX_FLOAT, 16, 4);
+        tg_weight(g, "wq", DT_OX_INT8, 16, 8, 3, 3);
+        tg_iscalar(g, "wzp", DT_OX_INT8, v == 3 ? 3 : 0);
+        tg_scalar(g, "ws", 0.002);
+        tg_weight(g, "wsk", DT_OX_FLOAT, 1, 16, 1, 1);
+        tg_weight(g, "wsv", DT_OX_FLOAT, 16);
+        tg_weight(g, "wsc", DT_OX_FLOAT, 8);
+        tg_scalar(g, "xs", 0.02);
+        tg_iscalar(g, "xzp", DT_OX_UINT8, 128);
+        tg_iscalar(g, "xzs", DT_OX_INT8, 0);
+        const int64_t pads[4] = {1, 1, 1, 1};
+        dt_ox_node *c;
+        if (v <= 4) { /* DynamicQuantizeLinear → ConvInteger → Cast → Mul */
+            if (v == 4) {
+                tg_node(g, "QuantizeLinear", "xq", "x,xs,xzs", "xq");
+                c = tg_node(g, "ConvInteger", "conv", "xq,wq,xzs,wzp", "yi");
+            } else {
+                tg_node(g, "DynamicQuantizeLinear", "dql", "x", "xq,xsd,xzd");
+                c = tg_node(g, "ConvInteger", "conv", "xq,wq,xzd,wzp", "yi");
+            }
+            tg_attr_ints(c, "pads", 4, pads);
+            tg_attr_i(tg_node(g, "Cast", "cast", "yi", "yf"), "to", DT_OX_FLOAT);
+            /* the scale: x_scale·w_scale, per tensor (0, 3, 4), per channel
+             * [1, K, 1, 1] (1) or [K] along the last axis, W = 16 (2) */
+            tg_node(g, "Mul", "scales", v == 1 ? "xsd,wsk" : v == 2 ? "xsd,wsv" : "xsd,ws", "s");
+            if (v == 4) {
+                free(g->nodes[g->nnodes - 1].inputs[0]);
+                g->nodes[g->nnodes - 1].inputs[0] = dup("xs");
+            }
+            tg_node(g, "Mul", "deq", "yf,s", "out");
+        } else { /* QDQ */
+            tg_node(g, "QuantizeLinear", "xq", "x,xs,xzp", "xq");
+            tg_node(g, "DequantizeLinear", "xdq", "xq,xs,xzp", "xd");
+            dt_ox_node *dq = tg_node(g, "DequantizeLinear", "wdq",
+                                     v == 5 ? "wq,wsv" : "wq,wsc", "w");
+            tg_attr_i(dq, "axis", v == 5 ? 0 : 1);
+            c = tg_node(g, "Conv", "conv", "xd,w", "out");
+            tg_attr_ints(c, "pads", 4, pads);
+        }
+        tg_output(g, "out");
+        tg_node(g, "MatMul", "mm", "y,w2", "out2");
+        tg_output(g, "out2");
+        dt_err e;
+        dt_ox_import *imp;
+        dt_model *m = tg_import(g, VARS("n=1..2"), &imp, &e);
+        if (!m)
+            fprintf(stderr, "\nconv quant %d: %s\n", v, e.msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        if (cases[i].want) {
+            char want[256];
+            snprintf(want, sizeof want, "%s; dense(M=1..2,N=4,K=16) x1", cases[i].want);
+            expect_workloads(m, want);
+            CU_ASSERT_EQUAL(imp->nuntuned, 0);
+            for (int k = 0; k < imp->nuntuned; k++)
+                fprintf(stderr, "\nconv quant %d: %s: %s\n", v, imp->untuned[k].what,
+                        imp->untuned[k].why);
+        } else {
+            const dt_ox_untuned *u = untuned(imp, v <= 4 ? "ConvInteger" : "Conv");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+            if (strcmp(u->why, cases[i].why))
+                fprintf(stderr, "\nconv quant %d: %s\n", v, u->why);
+            CU_ASSERT_STRING_EQUAL(u->why, cases[i].why);
+        }
+        dt_model_free(m);
+        dt_ox_import_free(imp);
+    }
+}
+
+/* ms-attention.onnx: com.microsoft Attention as its QKV dense and the two
+ * products of heads; MultiHeadAttention with a KV cache (L = past + new)
+ * and as cross attention; ms-gqa.onnx: GroupQueryAttention, 8 query heads
+ * on 2 kv heads: B = batch·2, M = 4·seq. */
+static void test_ms_attention_files(void)
+{
+    dt_ox_import *imp;
+    dt_model *m = import_file(ONNX_DIR "ms-attention.onnx",
+                              VARS("batch=1..2", "seq=1..64", "dec_seq=1..8", "past_seq=0..64"),
+                              &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(
+        m, "dense(M=batch*seq,N=768,K=256,epilogue=bias;batch=1..2,seq=1..64) x1; "
+           "batch_matmul(B=4*batch,M=seq,N=seq,K=64,layout=NT;batch=1..2,seq=1..64) x1; "
+           "batch_matmul(B=4*batch,M=seq,N=64,K=seq,layout=NN;batch=1..2,seq=1..64) x1; "
+           "dense(M=batch*seq,N=256,K=256;batch=1..2,seq=1..64) x3; "
+           "dense(M=batch*seq,N=1024,K=256,epilogue=bias+gelu;batch=1..2,seq=1..64) x1; "
+           "dense(M=batch*seq,N=256,K=1024;batch=1..2,seq=1..64) x1; "
+           "dense(M=batch*dec_seq,N=256,K=256;batch=1..2,dec_seq=1..8) x6; "
+           "batch_matmul(B=4*batch,M=dec_seq,N=dec_seq+past_seq,K=64,layout=NT;batch=1..2,"
+           "dec_seq=1..8,past_seq=0..64) x1; "
+           "batch_matmul(B=4*batch,M=dec_seq,N=64,K=dec_seq+past_seq,layout=NN;batch=1..2,"
+           "dec_seq=1..8,past_seq=0..64) x1; "
+           "batch_matmul(B=4*batch,M=1..8,N=1..64,K=64,layout=NT;batch=1..2) x1; "
+           "batch_matmul(B=4*batch,M=1..8,N=64,K=1..64,layout=NN;batch=1..2) x1");
+    CU_ASSERT_PTR_NULL(untuned(imp, "com.microsoft.Attention"));
+    CU_ASSERT_PTR_NULL(untuned(imp, "com.microsoft.MultiHeadAttention"));
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "com.microsoft.SkipLayerNormalization"), 2);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+    m = import_file(ONNX_DIR "ms-gqa.onnx",
+                    VARS("batch_size=1..2", "sequence_length=1..64",
+                         "past_sequence_length=0..256"),
+                    &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    expect_workloads(
+        m, "dense(M=batch_size*sequence_length,N=512,K=512;batch_size=1..2,"
+           "sequence_length=1..64) x2; "
+           "dense(M=batch_size*sequence_length,N=128,K=512;batch_size=1..2,"
+           "sequence_length=1..64) x2; "
+           "batch_matmul(B=2*batch_size,M=4*sequence_length,N=past_sequence_length+"
+           "sequence_length,K=64,layout=NT;batch_size=1..2,past_sequence_length=0..256,"
+           "sequence_length=1..64) x1; "
+           "batch_matmul(B=2*batch_size,M=4*sequence_length,N=64,K=past_sequence_length+"
+           "sequence_length,layout=NN;batch_size=1..2,past_sequence_length=0..256,"
+           "sequence_length=1..64) x1; "
+           "dense(M=batch_size*sequence_length,N=1024,K=512;batch_size=1..2,"
+           "sequence_length=1..64) x2; "
+           "dense(M=batch_size*sequence_length,N=512,K=1024;batch_size=1..2,"
+           "sequence_length=1..64) x1");
+    CU_ASSERT_PTR_NULL(untuned(imp, "com.microsoft.GroupQueryAttention"));
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+}
+
+/* The attention ops' other input forms, and what is listed. */
+static void test_attention_variants(void)
+{
+    static const struct {
+        int variant;
+        const char *want; /* "" and why: listed */
+        const char *why;
+    } cases[] = {
+        /* MultiHeadAttention, packed QKV [b, s, 4, 3, 64] */
+        {0, "batch_matmul(B=4*b,M=s,N=s,K=64,layout=NT;b=1..2,s=1..16) x1; "
+            "batch_matmul(B=4*b,M=s,N=64,K=s,layout=NN;b=1..2,s=1..16) x1", NULL},
+        /* MultiHeadAttention, key and value BNSH [b, 4, 20, 64] */
+        {1, "batch_matmul(B=4*b,M=1..16,N=20,K=64,layout=NT;b=1..2) x1; "
+            "batch_matmul(B=4*b,M=1..16,N=64,K=20,layout=NN;b=1..2) x1", NULL},
+        /* GroupQueryAttention, packed QKV (8 + 2·2)·64, no past */
+        {2, "batch_matmul(B=2*b,M=4*s,N=s,K=64,layout=NT;b=1..2,s=1..16) x1; "
+            "batch_matmul(B=2*b,M=4*s,N=64,K=s,layout=NN;b=1..2,s=1..16) x1", NULL},
+        /* Attention with past [2, b, 4, 10, 64], qkv_hidden_sizes [256, 256, 128] */
+        {3, "dense(M=b*s,N=640,K=256,epilogue=bias;b=1..2,s=1..16) x1; "
+            "batch_matmul(B=4*b,M=s,N=s+10,K=64,layout=NT;b=1..2,s=1..16) x1; "
+            "batch_matmul(B=4*b,M=s,N=32,K=s+10,layout=NN;b=1..2,s=1..16) x1", NULL},
+        {4, NULL, "float16 Attention: dtune's ops take float (f32) or bfloat16"},
+        {5, NULL, "Attention whose weights are not a constant of the input's type (dense packs "
+                  "constant weights)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int v = cases[i].variant;
+        dt_ox_graph *g = tg_new();
+        tg_input(g, "y", DT_OX_FLOAT, "b,16");
+        tg_weight(g, "w2", DT_OX_FLOAT, 16, 4);
+        dt_ox_node *n = NULL;
+        if (v == 0) {
+            tg_input(g, "qkv", DT_OX_FLOAT, "b,s,4,3,64");
+            n = tg_node(g, "MultiHeadAttention", "mha", "qkv", "out");
+        } else if (v == 1) {
+            tg_input(g, "q", DT_OX_FLOAT, "b,s,256");
+            tg_input(g, "k", DT_OX_FLOAT, "b,4,20,64");
+            tg_input(g, "v", DT_OX_FLOAT, "b,4,20,64");
+            n = tg_node(g, "MultiHeadAttention", "mha", "q,k,v", "out");
+        } else if (v == 2) {
+            tg_input(g, "qkv", DT_OX_FLOAT, "b,s,768");
+            n = tg_node(g, "GroupQueryAttention", "gqa", "qkv,,,,,seqlens,total", "out");
+            tg_input(g, "seqlens", DT_OX_INT32, "b");
+            tg_input(g, "total", DT_OX_INT32, "");
+            tg_attr_i(n, "kv_num_heads", 2);
+        } else {
+            tg_input(g, "x", v == 4 ? DT_OX_FLOAT16 : DT_OX_FLOAT, "b,s,256");
+            if (v == 5)
+                tg_input(g, "wqkv", DT_OX_FLOAT, "256,640");
+            else
+                tg_weight(g, "wqkv", v == 4 ? DT_OX_FLOAT16 : DT_OX_FLOAT, 256, 640);
+            tg_weight(g, "bqkv", v == 4 ? DT_OX_FLOAT16 : DT_OX_FLOAT, 640);
+            tg_input(g, "past", v == 4 ? DT_OX_FLOAT16 : DT_OX_FLOAT, "2,b,4,10,64");
+            n = tg_node(g, "Attention", "att", "x,wqkv,bqkv,,past", "out,present");
+            tg_attr_ints(n, "qkv_hidden_sizes", 3, (const int64_t[]){256, 256, 128});
+            tg_output(g, "present");
+        }
+        free(n->domain);
+        n->domain = dup("com.microsoft");
+        tg_attr_i(n, "num_heads", v == 2 ? 8 : 4);
+        tg_output(g, "out");
+        tg_node(g, "MatMul", "mm", "y,w2", "out2");
+        tg_output(g, "out2");
+        dt_err e;
+        dt_ox_import *imp;
+        dt_model *m = tg_import(g, VARS("b=1..2", "s=1..16"), &imp, &e);
+        if (!m)
+            fprintf(stderr, "\nattention %d: %s\n", v, e.msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        if (cases[i].want) {
+            char want[512];
+            snprintf(want, sizeof want, "%s; dense(M=1..2,N=4,K=16) x1", cases[i].want);
+            expect_workloads(m, want);
+            CU_ASSERT_EQUAL(imp->nuntuned, 0);
+        } else {
+            const dt_ox_untuned *u = untuned(imp, "com.microsoft.Attention");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+            if (strncmp(u->why, cases[i].why, strlen(cases[i].why)))
+                fprintf(stderr, "\nattention %d: %s\n", v, u->why);
+            CU_ASSERT_NSTRING_EQUAL(u->why, cases[i].why, strlen(cases[i].why));
+        }
+        dt_model_free(m);
+        dt_ox_import_free(imp);
+    }
+}
+
 int main(void)
 {
     CU_TestInfo files[] = {
@@ -1412,8 +1922,21 @@ int main(void)
         {"untuned labels: embedding DQ, Range, MatMulNBits, QLinearMatMul", test_untuned_labels},
         CU_TEST_INFO_NULL,
     };
+    CU_TestInfo patterns2[] = {
+        {"sdpa-torch.onnx, sdpa-dynamo.onnx: the scaled Kᵀ is NT", test_sdpa_files},
+        {"NT through a scalar Mul/Div on either side of the Transpose", test_nt_scaled},
+        {"stft-frontend/wavenet-dilated.onnx: stride 128, dilation 512", test_stride_dilation_files},
+        {"conv2d's stride range: 1024 taken, 2048 listed", test_conv_stride_range},
+        {"conv-transpose.onnx: listed, waiting for conv2d_transpose", test_conv_transpose_file},
+        {"conv-int8-dynamic/-qdq.onnx, qlinear-ops.onnx", test_conv_int8_files},
+        {"ConvInteger and QDQ Conv: scales, zero points, activations", test_conv_quant_variants},
+        {"ms-attention.onnx, ms-gqa.onnx: the attention ops' GEMMs", test_ms_attention_files},
+        {"Attention, MultiHeadAttention, GroupQueryAttention forms", test_attention_variants},
+        CU_TEST_INFO_NULL,
+    };
     CU_SuiteInfo suites[] = {{"onnx import: test models", NULL, NULL, NULL, NULL, files},
                              {"onnx import: patterns", NULL, NULL, NULL, NULL, patterns},
+                             {"onnx import: patterns 2", NULL, NULL, NULL, NULL, patterns2},
                              CU_SUITE_INFO_NULL};
     return dt_test_main(suites);
 }

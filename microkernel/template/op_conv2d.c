@@ -83,15 +83,42 @@ static void dt_tile_seg(int64_t kc, const dt_ta *a, int64_t lda, int64_t nseg, i
  * pixels it needs instead, padding included (the padding value):
  * R·((rows − 1)·stride + S)·Cg elements against its rows·K·R·S·Cg
  * multiply-adds, so no border tile is cut short or gathered row by row.
- * Tiles end at the output row's end. */
+ * Tiles end at the output row's end.  When the windows do not overlap
+ * (stride > S: a strided 1×1, an STFT front end's hop over its frame) the
+ * copy holds each pixel's S window positions only, rows·S·Cg elements a
+ * window row, so it never grows with the stride. */
 
-/* The pixels tile (n, oh, ow .. ow + rows) reads: R copied rows of len
- * pixels, Cg channels each, into buf; returns len·Cg, the copied row's
- * length. */
+/* Whether tile copies hold each pixel's window apart (dt_copy_window). */
+static int dt_copy_compact(const dt_asrc *as) { return as->stride > as->S; }
+
+/* The pixels tile (n, oh, ow .. ow + rows) reads: R copied rows, Cg
+ * channels a pixel, into buf — len = (rows − 1)·stride + S consecutive
+ * pixels each, or with dt_copy_compact rows windows of S pixels one after
+ * the other; returns the copied row's length in elements (the segments'
+ * stride), the pixels' stride being stride·Cg, or S·Cg when compact. */
 static int64_t dt_copy_window(const dt_asrc *as, int64_t n, int64_t oh, int64_t ow, int64_t rows,
                               dt_ta *buf)
 {
     const int64_t Cg = as->Cg, iw0 = ow * as->stride - as->pad;
+    if (dt_copy_compact(as)) {
+        const int64_t lds = rows * as->S * Cg;
+        for (int64_t r = 0; r < as->R; r++) {
+            const int64_t ih = oh * as->stride - as->pad + r;
+            for (int64_t j = 0; j < rows; j++)
+                for (int64_t s = 0; s < as->S; s++) {
+                    const int64_t iw = iw0 + j * as->stride + s;
+                    dt_ta *dst = buf + r * lds + (j * as->S + s) * Cg;
+                    if (ih < 0 || ih >= as->H || iw < 0 || iw >= as->W) {
+                        for (int64_t e = 0; e < Cg; e++)
+                            dst[e] = as->zero;
+                    } else {
+                        memcpy(dst, as->x + ((n * as->H + ih) * as->W + iw) * as->C + as->c0,
+                               (size_t)Cg * sizeof(dt_ta));
+                    }
+                }
+        }
+        return lds;
+    }
     const int64_t len = (rows - 1) * as->stride + as->S, lds = len * Cg;
     /* pixels [pl, pr) of a copied row are inside the image */
     const int64_t pl = DT_MIN(len, iw0 < 0 ? -iw0 : 0), right = DT_MIN(len, as->W - iw0);
@@ -121,8 +148,9 @@ static void dt_stream_rows(const dt_asrc *as, int64_t m0, int64_t m1, int64_t n0
                            const dt_qctx *q)
 {
     const int64_t kp = DT_KP(K), Cg = as->Cg, sk = as->S * Cg;
-    dt_ta *buf = (dt_ta *)malloc((size_t)(as->R * ((MR - 1) * as->stride + as->S) * Cg) *
-                                     sizeof(dt_ta) + 64);
+    const int compact = dt_copy_compact(as);
+    const int64_t span = compact ? MR * as->S : (MR - 1) * as->stride + as->S;
+    dt_ta *buf = (dt_ta *)malloc((size_t)(as->R * span * Cg) * sizeof(dt_ta) + 64);
     float *bpad = NULL;
     if (!buf || (bias && !(bpad = (float *)calloc((size_t)(DT_STRIPS(n1) * NR), sizeof(float)))))
         abort();
@@ -143,7 +171,7 @@ static void dt_stream_rows(const dt_asrc *as, int64_t m0, int64_t m1, int64_t n0
                 int64_t lds = as->W * as->C, lda = as->stride * as->C;
                 if (!rows_in || iw < 0 || iw + (rows - 1) * as->stride + as->S > as->W) {
                     lds = dt_copy_window(as, n, oh, ow, rows, buf);
-                    lda = as->stride * Cg;
+                    lda = compact ? sk : as->stride * Cg;
                     a = buf;
                 }
                 dt_tile_seg(sk, a, lda, as->R, lds, (int)rows, b, y + j * ldy + jr, ldy, cols,
