@@ -506,6 +506,8 @@ static void peer_conv(const dt_gemm *g, dt_peer_problem *pp)
     pp->conv.k = c.k, pp->conv.r = c.r, pp->conv.s = c.s;
     pp->conv.stride = (int)c.stride, pp->conv.pad = (int)c.pad, pp->conv.dilation = (int)c.dilation;
     pp->conv.groups = c.groups;
+    pp->conv.stride_w = (int)c.stride_w, pp->conv.dilation_w = (int)c.dilation_w;
+    pp->conv.pad_l = (int)c.pad_l, pp->conv.pad_b = (int)c.pad_b, pp->conv.pad_r = (int)c.pad_r;
 }
 
 /* The peers' problem for the GEMM view g in dtype d: the same dtype, but

@@ -10,7 +10,6 @@
 #include "cli/cli.h"
 #include "common/file.h"
 #include "common/json_util.h"
-#include "onnx/import_branch.h"
 #include "sketch/dtype.h"
 #include "sketch/model.h"
 #include "sketch/op.h"

@@ -10,7 +10,6 @@
 
 #include "cli/cli.h"
 #include "cli/cli_model.h"
-#include "onnx/import_branch.h"
 #include "sketch/model.h"
 
 static void usage(FILE *out)

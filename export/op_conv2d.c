@@ -14,7 +14,8 @@
  * groups > 1, output channel k of group g = k / (K/groups) reads channels
  * [g·C/groups, (g+1)·C/groups) only).  Each kernel is called through its
  * dtk_conv2d* entry point (microkernel/op_conv2d.c) with the geometry
- * {N, H, W, C, K, R, S, stride, pad, dilation, groups}: the dims
+ * {N, H, W, C, K, R, S, stride, pad, dilation, groups, stride_w,
+ * dilation_w, pad_l, pad_b, pad_r}: the dims
  * of the shape and the workload's attributes, constants in the text; each
  * packing region is filled by the kernel's dtk_pack* with the GEMM view's N
  * = K and K = R·S·C (constant: export/export_plan.c refuses a workload whose
@@ -31,9 +32,27 @@
 
 extern const dt_op_desc dt_op_conv2d;
 
-/* conv2d's integer attributes (sketch/op_conv2d.c): their values are in the
- * workload's attrs */
-enum { STRIDE, PAD, DILATION, GROUPS };
+/* conv2d's groups attribute (sketch/op_conv2d.c), in the workload's attrs;
+ * the strides, pads and dilations are read resolved, per axis, from the
+ * op's geometry (conv_geom) */
+enum { GROUPS = 3 };
+
+/* The plan's strides, pads and dilations (its dims do not matter). */
+static dt_conv_geom conv_geom(const dt_export_plan *p)
+{
+    const int64_t dims[DT_MAX_DIMS] = {0};
+    dt_conv_geom c;
+    dt_op_conv2d.conv(dims, p->kop.attrs, &c);
+    return c;
+}
+
+/* 1 when the width's stride, pads or dilation, or the bottom pad, differ
+ * from the height's top values the paragraph states. */
+static int per_axis(const dt_conv_geom *c)
+{
+    return c->stride_w != c->stride || c->dilation_w != c->dilation || c->pad_l != c->pad ||
+           c->pad_b != c->pad || c->pad_r != c->pad;
+}
 /* conv2d's dim C (sketch/op_conv2d.c: N, H, W, C, K, R, S) */
 enum { DIM_C = 3 };
 
@@ -160,8 +179,9 @@ static int grouped(const dt_export_plan *p) { return p->G > 1; }
 static void conv_doc(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d)
 {
     char bytes[32], floats[32], npack[16], nk[32], rsc[32], stride[16], pad[16], dil[16];
-    char groups[320] = "";
+    char groups[800] = "", axes[480] = "";
     const int gr = grouped(p);
+    const dt_conv_geom cg = conv_geom(p);
     snprintf(bytes, sizeof bytes, "%lld", (long long)p->packed_bytes);
     snprintf(floats, sizeof floats, "%lld", (long long)(p->packed_bytes / 4));
     snprintf(npack, sizeof npack, "%d", p->npack);
@@ -176,9 +196,25 @@ static void conv_doc(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d
                  " *   them, with W[k,r,s,c - g*C/groups].\n",
                  p->kop.attrs[GROUPS], (long long)p->Ng,
                  (long long)(p->w->dims[DIM_C]->value / p->kop.attrs[GROUPS]));
-    snprintf(stride, sizeof stride, "%d", p->kop.attrs[STRIDE]);
-    snprintf(pad, sizeof pad, "%d", p->kop.attrs[PAD]);
-    snprintf(dil, sizeof dil, "%d", p->kop.attrs[DILATION]);
+    snprintf(stride, sizeof stride, "%lld", (long long)cg.stride);
+    snprintf(pad, sizeof pad, "%lld", (long long)cg.pad);
+    snprintf(dil, sizeof dil, "%lld", (long long)cg.dilation);
+    if (per_axis(&cg)) /* the lines above hold for the height; these override them */
+        snprintf(axes, sizeof axes,
+                 " *   Per axis: along H stride %lld, dilation %lld, pads %lld (top) and %lld\n"
+                 " *   (bottom); along W stride %lld, dilation %lld, pads %lld (left) and\n"
+                 " *   %lld (right): ih = oh*%lld - %lld + r*%lld, iw = ow*%lld - %lld + s*%lld,\n"
+                 " *   OH = (H + %lld - %lld*(R-1) - 1) / %lld + 1, OW = (W + %lld - %lld*(S-1)\n"
+                 " *   - 1) / %lld + 1.\n",
+                 (long long)cg.stride, (long long)cg.dilation, (long long)cg.pad,
+                 (long long)cg.pad_b, (long long)cg.stride_w, (long long)cg.dilation_w,
+                 (long long)cg.pad_l, (long long)cg.pad_r, (long long)cg.stride,
+                 (long long)cg.pad, (long long)cg.dilation, (long long)cg.stride_w,
+                 (long long)cg.pad_l, (long long)cg.dilation_w, (long long)(cg.pad + cg.pad_b),
+                 (long long)cg.dilation, (long long)cg.stride, (long long)(cg.pad_l + cg.pad_r),
+                 (long long)cg.dilation_w, (long long)cg.stride_w);
+    /* the groups' lines, then the per-axis ones, where the paragraph has @GROUPS@ */
+    strncat(groups, axes, sizeof groups - strlen(groups) - 1);
     const dt_export_field fill[] = {
         {"@NAME@", p->name},
         {"@BIAS@", p->g.bias ? " + bias[k]" : ""},
@@ -203,19 +239,22 @@ static void conv_doc(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d
 }
 
 /* The geometry as a compound literal: the shape's dims, then the workload's
- * stride, pad, dilation and groups. */
+ * strides, pads, dilations and groups as the kernel's geometry orders them. */
 static void conv_call(dt_strbuf *sb, const dt_export_plan *p, int k, const conv_dtype *d,
                       int unit)
 {
     char at[64];
+    const dt_conv_geom c = conv_geom(p);
     dt_export_offset_text(at, sizeof at, unit, "const char *",
                           p->pack[p->k[k].pack_group].offset);
-    dt_sb_appendf(sb, "        %s_k%d_%s((const int64_t[11]){dt_N, dt_H, dt_W, dt_C, dt_K, "
-                      "dt_R, dt_S, %d, %d, %d, %d},\n"
+    dt_sb_appendf(sb, "        %s_k%d_%s((const int64_t[16]){dt_N, dt_H, dt_W, dt_C, dt_K, "
+                      "dt_R, dt_S, %lld, %lld, %lld, %d,\n"
+                      "                %lld, %lld, %lld, %lld, %lld},\n"
                       "            X%s, %s, %s, Y, %s_THREADS);\n",
-                  p->name, k, d->conv_entry, p->kop.attrs[STRIDE], p->kop.attrs[PAD],
-                  p->kop.attrs[DILATION], p->kop.attrs[GROUPS], d->call_q, at,
-                  p->g.bias ? "bias" : "NULL", p->name);
+                  p->name, k, d->conv_entry, (long long)c.stride, (long long)c.pad,
+                  (long long)c.dilation, p->kop.attrs[GROUPS], (long long)c.stride_w,
+                  (long long)c.dilation_w, (long long)c.pad_l, (long long)c.pad_b,
+                  (long long)c.pad_r, d->call_q, at, p->g.bias ? "bias" : "NULL", p->name);
 }
 
 /* Fills packing region g: one call of the kernel's pack entry point, or

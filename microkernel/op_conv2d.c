@@ -3,9 +3,11 @@
  * image) and the entry point (template/op_conv2d.c), the f32 ABI
  *   size_t dtk_packed_size(int64_t N, int64_t K);            N = K, K = R·S·C
  *   void   dtk_pack(int64_t N, int64_t K, const float *W, float *packed);
- *   void   dtk_conv2d(const int64_t geom[11], const float *X, const void *packed,
+ *   void   dtk_conv2d(const int64_t geom[16], const float *X, const void *packed,
  *                     const float *bias, float *Y, int nthreads);
- * geom = {N, H, W, C, K, R, S, stride, pad, dilation, groups}; X [N][H][W][C],
+ * geom = {N, H, W, C, K, R, S, stride, pad, dilation, groups, stride_w,
+ * dilation_w, pad_l, pad_b, pad_r} (stride, pad, dilation: the height's; pad
+ * the top's; every value resolved, sketch/op_conv2d.c); X [N][H][W][C],
  * W [K][R][S][C/groups], Y [N][OH][OW][K]; packed: one region per group,
  * dtk_pack(K/groups, R·S·C/groups, the group's rows) each (the pack hook
  * below does it).  The other dtypes take their types
@@ -34,15 +36,16 @@ typedef void (*conv_fn)(const int64_t *geom, const void *X, const void *packed,
 typedef void (*conv_u8_fn)(const int64_t *geom, const void *X, float scale_a, int32_t zp_a,
                            const void *packed, const float *bias, void *Y, int nthreads);
 
-enum { GEOM = 11 };
+enum { GEOM = 16 };
 
 /* The kernel's geometry from the op's dims and attributes. */
 static void geometry(const int64_t *dims, const int *attrs, int64_t *geom)
 {
     dt_conv_geom c;
     dt_op_conv2d.conv(dims, attrs, &c);
-    const int64_t v[GEOM] = {c.n, c.h, c.w, c.c, c.k, c.r, c.s, c.stride, c.pad, c.dilation,
-                             c.groups};
+    const int64_t v[GEOM] = {c.n,      c.h,        c.w,        c.c,     c.k,     c.r,
+                             c.s,      c.stride,   c.pad,      c.dilation, c.groups, c.stride_w,
+                             c.dilation_w, c.pad_l, c.pad_b, c.pad_r};
     for (int i = 0; i < GEOM; i++)
         geom[i] = v[i];
 }

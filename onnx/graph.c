@@ -36,6 +36,23 @@ static void free_strings(char **s, int n)
 
 /* Also frees a graph the reader gave up on half way: its arrays are
  * zero-filled when allocated, so unset entries hold NULLs. */
+void dt_ox_node_clear(dt_ox_node *n)
+{
+    free(n->name);
+    free(n->op_type);
+    free(n->domain);
+    free_strings(n->inputs, n->ninputs);
+    free_strings(n->outputs, n->noutputs);
+    for (int a = 0; n->attrs && a < n->nattrs; a++) {
+        free(n->attrs[a].name);
+        free(n->attrs[a].s);
+        dt_ox_tensor_clear(&n->attrs[a].t);
+        free(n->attrs[a].ints);
+        free(n->attrs[a].floats);
+    }
+    free(n->attrs);
+}
+
 void dt_ox_graph_free(dt_ox_graph *g)
 {
     if (!g)
@@ -50,22 +67,8 @@ void dt_ox_graph_free(dt_ox_graph *g)
     for (int i = 0; g->inits && i < g->ninits; i++)
         dt_ox_tensor_clear(&g->inits[i]);
     free(g->inits);
-    for (int i = 0; g->nodes && i < g->nnodes; i++) {
-        dt_ox_node *n = &g->nodes[i];
-        free(n->name);
-        free(n->op_type);
-        free(n->domain);
-        free_strings(n->inputs, n->ninputs);
-        free_strings(n->outputs, n->noutputs);
-        for (int a = 0; n->attrs && a < n->nattrs; a++) {
-            free(n->attrs[a].name);
-            free(n->attrs[a].s);
-            dt_ox_tensor_clear(&n->attrs[a].t);
-            free(n->attrs[a].ints);
-            free(n->attrs[a].floats);
-        }
-        free(n->attrs);
-    }
+    for (int i = 0; g->nodes && i < g->nnodes; i++)
+        dt_ox_node_clear(&g->nodes[i]);
     free(g->nodes);
     for (int i = 0; g->bodies && i < g->nbodies; i++)
         free(g->bodies[i].path);

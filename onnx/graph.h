@@ -230,6 +230,8 @@ int dt_ox_read(const void *buf, size_t len, const char *source, dt_ox_graph **ou
  * parses it with dt_ox_read. */
 int dt_ox_read_file(const char *path, dt_ox_graph **out, dt_err *e);
 void dt_ox_graph_free(dt_ox_graph *g);
+/* Frees what node n owns (not n itself). */
+void dt_ox_node_clear(dt_ox_node *n);
 
 /* Lookups (NULL when absent). */
 const dt_ox_attr *dt_ox_attr_find(const dt_ox_node *n, const char *name);

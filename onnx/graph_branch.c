@@ -81,27 +81,6 @@ static int parse_arg(const dt_ox_graph *g, const char *arg, int *node, int *take
     return rc;
 }
 
-static void free_node(dt_ox_node *n)
-{
-    free(n->name);
-    free(n->op_type);
-    free(n->domain);
-    for (int k = 0; n->inputs && k < n->ninputs; k++)
-        free(n->inputs[k]);
-    free(n->inputs);
-    for (int k = 0; n->outputs && k < n->noutputs; k++)
-        free(n->outputs[k]);
-    free(n->outputs);
-    for (int a = 0; n->attrs && a < n->nattrs; a++) {
-        free(n->attrs[a].name);
-        free(n->attrs[a].s);
-        dt_ox_tensor_clear(&n->attrs[a].t);
-        free(n->attrs[a].ints);
-        free(n->attrs[a].floats);
-    }
-    free(n->attrs);
-}
-
 /* Drops body b of If node i: its outputs leave the If's inputs; its nodes
  * are marked in gone[]. */
 static void drop_body(dt_ox_graph *g, int i, int b, unsigned char *gone)
@@ -131,7 +110,7 @@ static void compact(dt_ox_graph *g, const unsigned char *gone, int *newidx)
     for (int i = 0; i < g->nnodes; i++) {
         newidx[i] = gone[i] ? -1 : k;
         if (gone[i])
-            free_node(&g->nodes[i]);
+            dt_ox_node_clear(&g->nodes[i]);
         else
             g->nodes[k++] = g->nodes[i];
     }

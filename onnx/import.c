@@ -151,9 +151,19 @@ static int check_spec(const dt_ox_graph *g, const char *text, dt_err *e)
 int dt_ox_import_file(const char *path, const char *model_name, const char *const *var_args,
                       int nvar_args, dt_ox_import **out, dt_err *e)
 {
+    return dt_ox_import_file_branches(path, model_name, var_args, nvar_args, NULL, 0, out, e);
+}
+
+int dt_ox_import_file_branches(const char *path, const char *model_name,
+                               const char *const *var_args, int nvar_args,
+                               const char *const *branch_args, int nbranch_args,
+                               dt_ox_import **out, dt_err *e)
+{
     *out = NULL;
     dt_ox_graph *g = NULL;
     int rc = dt_ox_read_file(path, &g, e);
+    if (!rc && nbranch_args > 0)
+        rc = dt_ox_take_branches(g, branch_args, nbranch_args, e);
     if (!rc) {
         char *name = model_name ? NULL : base_name(path);
         if (!model_name && !name)

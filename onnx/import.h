@@ -77,6 +77,15 @@ typedef struct {
  * dim_param without a --var lists every name to give. */
 int dt_ox_import_file(const char *path, const char *model_name, const char *const *var_args,
                       int nvar_args, dt_ox_import **out, dt_err *e);
+/* The same with the If branches branch_args say are not taken ("/If=then",
+ * "/Loop/body/If=else", "NAME=both") dropped after reading (dtune's
+ * --branch; onnx/graph.h, dt_ox_take_branches): each If's untuned entry
+ * says which branch was taken.  A malformed arg or one naming no If is
+ * DT_EINVAL. */
+int dt_ox_import_file_branches(const char *path, const char *model_name,
+                               const char *const *var_args, int nvar_args,
+                               const char *const *branch_args, int nbranch_args,
+                               dt_ox_import **out, dt_err *e);
 void dt_ox_import_free(dt_ox_import *r);
 
 #endif

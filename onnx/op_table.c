@@ -189,6 +189,7 @@ static const dt_ox_optype default_ops[] = {
 /* com.microsoft: the contrib ops onnxruntime's optimiser writes, sorted. */
 static const dt_ox_optype ms_ops[] = {
     R("BiasGelu", bias_act, ELEMENTWISE),
+    R("DynamicQuantizeLSTM", rnn, OTHER),
     Q("DynamicQuantizeMatMul",
       "a fused dynamic-quantization MatMul: dtune takes its int8 from the "
       "DynamicQuantizeLinear → MatMulInteger pattern"),

@@ -6,8 +6,11 @@
  *   Y_c  as Y_h (LSTM only)
  * with num_directions 2 for direction "bidirectional", else 1, and hidden
  * the hidden_size attribute (or, without it, the last dim of R
- * [num_directions, gates*hidden, hidden]).  An output whose name is empty
- * is omitted and gets nothing. */
+ * [num_directions, gates*hidden, hidden]).  onnxruntime's com.microsoft
+ * DynamicQuantizeLSTM is an LSTM whose int8 weights are stored transposed,
+ * W [num_directions, input, 4*hidden] and R [num_directions, hidden,
+ * 4*hidden]; its outputs are the LSTM's.  An output whose name is empty is
+ * omitted and gets nothing. */
 #include <string.h>
 
 #include "onnx/shape_ops.h"
@@ -28,7 +31,8 @@ int dt_ox_rule_rnn(ox_node *c)
         (rc = dt_ox_attr_int(c, "layout", 0, &layout)) ||
         (rc = dt_ox_attr_str(c, "direction", "forward", &dir)))
         return rc;
-    int gates = is(c, "LSTM") ? 4 : is(c, "GRU") ? 3 : 1;
+    const int wt = is(c, "DynamicQuantizeLSTM"); /* weights [dirs, K, gates*hidden] */
+    int gates = is(c, "LSTM") || wt ? 4 : is(c, "GRU") ? 3 : 1;
     int ndir;
     if (strcmp(dir, "forward") == 0 || strcmp(dir, "reverse") == 0)
         ndir = 1;
@@ -44,18 +48,21 @@ int dt_ox_rule_rnn(ox_node *c)
         return dt_ox_fail(c, "W and R have ranks %d and %d, 3 is needed", w->pub.rank, r->pub.rank);
     char s1[128], s2[128];
     const sym *nd = dt_ox_sym_const(c->sc, ndir), *hs;
-    if (hidden < 0) { /* not given: R's last dim */
-        hs = r->dims[2];
+    if (hidden < 0) { /* not given: R's hidden dim */
+        hs = r->dims[wt ? 1 : 2];
         if (!dt_ox_sym_is_const(hs, &hidden))
-            return dt_ox_fail(c, "without hidden_size, R's last dim (%s) must be a constant",
+            return dt_ox_fail(c, "without hidden_size, R's hidden dim (%s) must be a constant",
                               dt_ox_str(c, hs, s1, sizeof s1));
     }
     if (hidden < 1 || hidden > OX_DIM_MAX)
         return dt_ox_fail(c, "hidden_size %lld is not a valid dim", (long long)hidden);
     hs = dt_ox_sym_const(c->sc, hidden);
-    /* the weights must agree: W [ndir, gates*hidden, input], R [ndir, gates*hidden, hidden] */
+    /* the weights must agree: W [ndir, gates*hidden, input], R [ndir, gates*hidden, hidden]
+     * (transposed: [ndir, input, gates*hidden], [ndir, hidden, gates*hidden]) */
     const sym *gh = dt_ox_sym_const(c->sc, gates * hidden);
-    const sym *want[] = {nd, gh, x->dims[2], nd, gh, hs};
+    const sym *want_n[] = {nd, gh, x->dims[2], nd, gh, hs};
+    const sym *want_t[] = {nd, x->dims[2], gh, nd, hs, gh};
+    const sym *const *want = wt ? want_t : want_n;
     const ox_tensor *wr[] = {w, w, w, r, r, r};
     for (int i = 0; i < 6; i++)
         if (!dt_ox_equal(c, wr[i]->dims[i % 3], want[i]))

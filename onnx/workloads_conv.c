@@ -4,14 +4,11 @@
  * same arithmetic over NHWC with weights [K][R][S][C/groups] (a layout the
  * runtime's packing chooses, not a different convolution), so a Conv maps
  * onto it dim for dim when conv2d's attributes can say what the node does:
- * its group as groups (depthwise included), one stride and one dilation
- * for both axes, one pad for all four sides (explicit pads, auto_pad SAME_*
- * or VALID).  A Conv1d ([N, C, L]) is a conv2d with H = R = 1.  Pads the
- * one pad cannot say — a Conv1d's (conv2d's pad would pad its unit height
- * too), asymmetric ones (TF's SAME with an odd total), different per axis
- * — make it the convolution of the input padded first: pad=0 over H and W
- * with their pads added (the same arithmetic; a runtime pads the input, as
- * the Pad node of a causal Conv1d export does).  The
+ * its group as groups (depthwise included), its strides, dilations and
+ * pads (explicit, auto_pad SAME_* or VALID) per axis and side: stride, pad
+ * and dilation the height's (pad the top's), stride_w, dilation_w, pad_w,
+ * pad_b and pad_r where the others differ (sketch/op_conv2d.c).  A Conv1d
+ * ([N, C, L]) is a conv2d with H = R = 1, its pads on W only.  The
  * bias input is the epilogue's bias; the activation after it (and a bias Add
  * along the channels, when the Conv has none) is fused by dense's epilogue
  * matcher, the bias running along axis 1.  Anything else is listed with the
@@ -62,21 +59,14 @@ static int is_const_dim(const dt_expr *x, int64_t *v)
     return 1;
 }
 
-/* The one value of an attribute over the spatial axes (strides,
- * dilations), or the node rejected: *ok = 0. */
-static int one_value(dt_ox_wctx *c, int i, const char *name, const char *what, int sp,
-                     int64_t *out, int *ok)
+/* An attribute's value per spatial axis (strides, dilations; 1 when
+ * absent) into v, or the node rejected: *ok = 0. */
+static int axis_values(dt_ox_wctx *c, int i, const char *name, int sp, int64_t v[2], int *ok)
 {
-    int64_t v[2] = {1, 1};
+    v[0] = v[1] = 1;
     *ok = 0;
     if (attr_ints(&c->g->nodes[i], name, sp, 1, v))
         return dt_ox_reject(c, i, "Conv with a malformed '%s'", name);
-    if (sp == 2 && v[0] != v[1]) {
-        char buf[64];
-        return dt_ox_reject(c, i, "Conv with %s=%s (conv2d has one %s for both axes)", name,
-                            ints_text(v, 2, buf, sizeof buf), what);
-    }
-    *out = v[0];
     *ok = 1;
     return 0;
 }
@@ -104,7 +94,7 @@ static int same_pad(const dt_expr *in, int64_t k, int64_t s, int64_t d, int64_t 
  * (explicit, auto_pad SAME_UPPER / SAME_LOWER with the odd one at the end /
  * the beginning, or VALID), into p; or the node rejected: *ok = 0. */
 static int node_pads(dt_ox_wctx *c, int i, const dt_ox_shape *x, int sp, const int64_t *k,
-                     int64_t stride, int64_t dil, int64_t p[4], int *ok)
+                     const int64_t *stride, const int64_t *dil, int64_t p[4], int *ok)
 {
     const dt_ox_node *nd = &c->g->nodes[i];
     const dt_ox_attr *ap = dt_ox_attr_find(nd, "auto_pad");
@@ -116,7 +106,7 @@ static int node_pads(dt_ox_wctx *c, int i, const dt_ox_shape *x, int sp, const i
         for (int a = 0; a < sp; a++) {
             const char *why = NULL;
             int64_t total;
-            if (same_pad(x->dims[2 + a], k[a], stride, dil, &total, &why))
+            if (same_pad(x->dims[2 + a], k[a], stride[a], dil[a], &total, &why))
                 return dt_ox_reject(c, i, "Conv with auto_pad=%s: %s", mode, why);
             p[a] = !strcmp(mode, "SAME_LOWER") ? (total + 1) / 2 : total / 2;
             p[sp + a] = total - p[a];
@@ -136,28 +126,6 @@ static int node_pads(dt_ox_wctx *c, int i, const dt_ox_shape *x, int sp, const i
         }
     *ok = 1;
     return 0;
-}
-
-/* 1 when conv2d's one pad says what pads p do: all four sides alike, and
- * none on a Conv1d (conv2d's pad would pad its unit height too). */
-static int one_pad(const int64_t *p, int sp)
-{
-    for (int a = 1; a < 2 * sp; a++)
-        if (p[a] != p[0])
-            return 0;
-    return sp == 2 || p[0] == 0;
-}
-
-/* dim + the pads at both ends of its axis, canonical, into *out. */
-static int padded(dt_ox_wctx *c, int i, const dt_expr *dim, int64_t before, int64_t after,
-                  dt_expr **out)
-{
-    dt_expr *terms[2] = {(dt_expr *)dim, dt_expr_const(before + after)};
-    if (!terms[1])
-        return dt_errf(c->e, DT_ENOMEM, "out of memory");
-    int rc = dt_ox_sum(c, i, terms, 2, out);
-    dt_expr_free(terms[1]);
-    return rc;
 }
 
 /* 1 when v is a value of conv2d's integer attribute `name`; else rejects. */
@@ -212,51 +180,67 @@ int dt_ox_conv_geometry(dt_ox_wctx *c, int i, const char *xname, const char *wna
             return dt_ox_reject(c, i, "Conv with a symbolic kernel size");
     if (!is_const_dim(w->dims[0], &kc) || !is_const_dim(w->dims[1], &cc))
         return dt_ox_reject(c, i, "Conv with symbolic channel counts");
-    int64_t stride, dil, pad, p[4];
+    int64_t st[2], dl[2], p[4];
     int good, rc = 0;
-    if ((rc = one_value(c, i, "strides", "stride", sp, &stride, &good)) || !good ||
-        (rc = one_value(c, i, "dilations", "dilation", sp, &dil, &good)) || !good ||
-        (rc = node_pads(c, i, x, sp, kdim, stride, dil, p, &good)) || !good)
+    if ((rc = axis_values(c, i, "strides", sp, st, &good)) || !good ||
+        (rc = axis_values(c, i, "dilations", sp, dl, &good)) || !good ||
+        (rc = node_pads(c, i, x, sp, kdim, st, dl, p, &good)) || !good)
         return rc;
-    /* Pads conv2d's one pad cannot say (a Conv1d's, asymmetric ones, per
-     * axis): the convolution of the input padded first, pad=0 over the
-     * padded H and W (a runtime pads the input, as a causal Conv1d's
-     * export does with a Pad node); the arithmetic is the same. */
-    const int prepad = !one_pad(p, sp);
-    pad = prepad ? 0 : p[0];
+    /* conv2d's values by axis (0 H, 1 W) and side: a Conv1d's are its
+     * width's, over an unpadded unit height */
+    int64_t sh, sw, dh, dw, pt, pb, pl, pr;
+    if (sp == 1) {
+        sh = sw = st[0];
+        dh = dw = dl[0];
+        pt = pb = 0;
+        pl = p[0];
+        pr = p[1];
+    } else {
+        sh = st[0], sw = st[1], dh = dl[0], dw = dl[1];
+        pt = p[0], pl = p[1], pb = p[2], pr = p[3];
+    }
+    /* values that change nothing take their neighbour's, so one convolution
+     * has one key: a window of one along an axis has no dilation there; an
+     * unpadded axis of one input pixel and a window of one has one output
+     * pixel whatever its stride */
+    int64_t hin = 0;
+    const int h_one = sp == 1 || (is_const_dim(x->dims[2], &hin) && hin == 1);
+    if (sp == 1 || kdim[0] == 1)
+        dh = dw;
+    if (kdim[sp - 1] == 1)
+        dw = dh;
     if (kdim[0] == 1 && kdim[sp - 1] == 1)
-        dil = 1; /* a 1x1 window: the dilation changes nothing; one key */
-    if (!in_range(c, i, op_desc, "stride", stride, &rc) ||
-        !in_range(c, i, op_desc, "dilation", dil, &rc) ||
-        !in_range(c, i, op_desc, "pad", pad, &rc) ||
-        !in_range(c, i, op_desc, "groups", group, &rc))
-        return rc;
+        dh = dw = 1;
+    if (h_one && (sp == 1 || kdim[0] == 1) && !pt && !pb)
+        sh = sw;
+    const struct {
+        const char *name;
+        int64_t v;
+        int set;
+    } attrs[] = {
+        {"stride", sh, 1},        {"pad", pt, 1},          {"dilation", dh, 1},
+        {"groups", group, 1},     {"stride_w", sw, sw != sh}, {"dilation_w", dw, dw != dh},
+        {"pad_w", pl, pl != pt},  {"pad_b", pb, pb != pt}, {"pad_r", pr, pr != pl},
+    };
+    for (size_t a = 0; a < sizeof attrs / sizeof attrs[0]; a++)
+        if (attrs[a].set && !in_range(c, i, op_desc, attrs[a].name, attrs[a].v, &rc))
+            return rc;
     /* ONNX's weight is [K, C/group, R, S]: conv2d's C is the input's */
     if (kc % group)
         return dt_ox_reject(c, i, "Conv with group=%" PRId64 " and %" PRId64 " output channels "
                                   "(not a multiple)", group, kc);
     cc *= group;
-    if (set_int_attr(op, "stride", stride) || set_int_attr(op, "pad", pad) ||
-        set_int_attr(op, "dilation", dil) || set_int_attr(op, "groups", group))
-        return dt_ox_wfail(c, i, "conv2d has no such attribute value");
+    for (size_t a = 0; a < sizeof attrs / sizeof attrs[0]; a++)
+        if (attrs[a].set && set_int_attr(op, attrs[a].name, attrs[a].v))
+            return dt_ox_wfail(c, i, "conv2d has no such attribute value");
     /* N, H, W from the input: the model's variables where they are symbolic */
-    dt_expr *hdim = NULL, *wdim = NULL;
-    if (prepad && ((sp == 2 && (rc = padded(c, i, x->dims[2], p[0], p[2], &hdim))) ||
-                   (rc = padded(c, i, x->dims[1 + sp], p[sp - 1], p[2 * sp - 1], &wdim)))) {
-        dt_expr_free(hdim);
-        return rc;
-    }
-    if (!hdim)
-        hdim = sp == 2 ? dt_expr_clone(x->dims[2]) : dt_expr_const(1);
-    if (!wdim)
-        wdim = dt_expr_clone(x->dims[1 + sp]);
     struct {
         const char *name;
         dt_expr *x;
     } dims[] = {
         {"N", dt_expr_clone(x->dims[0])},
-        {"H", hdim},
-        {"W", wdim},
+        {"H", sp == 2 ? dt_expr_clone(x->dims[2]) : dt_expr_const(1)},
+        {"W", dt_expr_clone(x->dims[1 + sp])},
         {"C", dt_expr_const(cc)},
         {"K", dt_expr_const(kc)},
         {"R", dt_expr_const(sp == 2 ? kdim[0] : 1)},
@@ -293,6 +277,19 @@ int dt_ox_finish_conv(dt_ox_wctx *c, dt_ox_op *op, dt_ox_fused *f, const char *y
     return dt_ox_add_op(c, op, f);
 }
 
+int dt_ox_finish_conv_node(dt_ox_wctx *c, int i, dt_ox_op *op, const dt_expr *k)
+{
+    const dt_ox_node *nd = &c->g->nodes[i];
+    const char *b = nd->ninputs >= 3 ? nd->inputs[2] : "";
+    if (b[0] && !dt_ox_const_vector(c, b, k, 1)) {
+        dt_ox_op_clear(op);
+        return dt_ox_reject(c, i, "Conv whose bias B is not a constant vector of K elements");
+    }
+    dt_ox_fused f = {0};
+    dt_ox_fuse(&f, i);
+    return dt_ox_finish_conv(c, op, &f, nd->outputs[0], k, b[0] != '\0');
+}
+
 int dt_ox_match_conv(dt_ox_wctx *c, int i)
 {
     const dt_ox_node *nd = &c->g->nodes[i];
@@ -322,19 +319,7 @@ int dt_ox_match_conv(dt_ox_wctx *c, int i)
                             dt_ox_type_name(x->elem_type));
     if ((rc = dt_ox_conv_geometry(c, i, nd->inputs[0], nd->inputs[1], &op, &ok)) || !ok)
         return rc;
-    int bias = 0;
-    const char *b = nd->ninputs >= 3 ? nd->inputs[2] : "";
-    if (b[0]) {
-        if (!dt_ox_const_vector(c, b, w->dims[0], 1)) {
-            dt_ox_op_clear(&op);
-            return dt_ox_reject(c, i, "Conv whose bias B is not a constant vector of K "
-                                      "elements");
-        }
-        bias = 1;
-    }
-    dt_ox_fused f = {0};
-    dt_ox_fuse(&f, i);
-    return dt_ox_finish_conv(c, &op, &f, nd->outputs[0], w->dims[0], bias);
+    return dt_ox_finish_conv_node(c, i, &op, w->dims[0]);
 }
 
 int dt_ox_match_conv_transpose(dt_ox_wctx *c, int i)

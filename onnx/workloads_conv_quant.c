@@ -51,19 +51,8 @@ int dt_ox_match_conv_qdq(dt_ox_wctx *c, int i, int wdq)
         return rc;
     if ((rc = dt_ox_conv_geometry(c, i, nd->inputs[0], nd->inputs[1], &op, &ok)) || !ok)
         return rc;
-    int bias = 0;
-    const char *b = nd->ninputs >= 3 ? nd->inputs[2] : "";
-    if (b[0]) { /* the int32 bias DequantizeLinear'd: a float constant */
-        if (!dt_ox_const_vector(c, b, w->dims[0], 1)) {
-            dt_ox_op_clear(&op);
-            return dt_ox_reject(c, i, "Conv whose bias B is not a constant vector of K "
-                                      "elements");
-        }
-        bias = 1;
-    }
-    dt_ox_fused f = {0};
-    dt_ox_fuse(&f, i);
-    return dt_ox_finish_conv(c, &op, &f, nd->outputs[0], w->dims[0], bias);
+    /* an int32 bias DequantizeLinear'd is a float constant */
+    return dt_ox_finish_conv_node(c, i, &op, w->dims[0]);
 }
 
 int dt_ox_match_conv_integer(dt_ox_wctx *c, int i)

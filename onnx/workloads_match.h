@@ -140,6 +140,10 @@ int dt_ox_conv_geometry(dt_ox_wctx *c, int node, const char *x, const char *w, d
  * nodes of f.  Frees op's dims on failure.  workloads_conv.c. */
 int dt_ox_finish_conv(dt_ox_wctx *c, dt_ox_op *op, dt_ox_fused *f, const char *y,
                       const dt_expr *k, int bias);
+/* The same for Conv-like node i (one output, the bias its third input
+ * when present, a constant vector of k elements, else the node rejected),
+ * the node covered.  workloads_conv.c. */
+int dt_ox_finish_conv_node(dt_ox_wctx *c, int i, dt_ox_op *op, const dt_expr *k);
 /* Frees op's dims (NULLs them).  workloads_conv.c. */
 void dt_ox_op_clear(dt_ox_op *op);
 /* ConvTranspose: listed, waiting for conv2d_transpose (its work is counted

@@ -62,13 +62,16 @@ typedef struct dt_peer_problem {
      * weights), but x is the NHWC input X[n,h,w,c] — the view's A (the
      * im2col of X) exists nowhere —, the weights W[k,r,s,c/groups] (OHWI;
      * with one group the view's B N×K, else its diagonal blocks) and y
-     * Y[n,oh,ow,k]; oh = (h + 2·pad − dilation·(r−1) − 1) / stride + 1, ow
-     * likewise.  Only a peer with dt_peer_desc.conv computes it. */
+     * Y[n,oh,ow,k]; oh = (h + pad + pad_b − dilation·(r−1) − 1) / stride + 1,
+     * ow = (w + pad_l + pad_r − dilation_w·(s−1) − 1) / stride_w + 1.  Only
+     * a peer with dt_peer_desc.conv computes it. */
     struct {
         int on;
         int64_t n, h, w, c, k, r, s;
-        int stride, pad, dilation;
-        int64_t groups; /* 0 or 1: one group */
+        int stride, pad, dilation;       /* the height's; pad: the top's */
+        int64_t groups;                  /* 0 or 1: one group */
+        int stride_w, dilation_w;        /* the width's */
+        int pad_l, pad_b, pad_r;         /* the other sides' pads */
     } conv;
 } dt_peer_problem;
 

@@ -525,11 +525,11 @@ const dt_peer_desc dt_peer_onednn_bf16_desc = {
 static int conv_applies(const dt_peer_problem *p) { return p && p->conv.on; }
 
 /* Output extent of one spatial axis (sketch/op_conv2d.c's formula). */
-static int64_t conv_out(int64_t in, int64_t win, const dt_peer_problem *p)
+static int64_t conv_out(int64_t in, int64_t win, int64_t stride, int64_t pads, int64_t dil)
 {
-    int64_t span = (int64_t)p->conv.dilation * (win - 1) + 1;
-    int64_t room = in + 2 * (int64_t)p->conv.pad - span;
-    return room < 0 ? 0 : room / p->conv.stride + 1;
+    int64_t span = dil * (win - 1) + 1;
+    int64_t room = in + pads - span;
+    return room < 0 ? 0 : room / stride + 1;
 }
 
 static int conv_build(od_mm *s, dt_err *e)
@@ -538,7 +538,10 @@ static int conv_build(od_mm *s, dt_err *e)
     const dt_peer_problem *p = &s->p;
     const int64_t n = p->conv.n, h = p->conv.h, w = p->conv.w, c = p->conv.c, k = p->conv.k,
                   r = p->conv.r, sw = p->conv.s;
-    const int64_t oh = conv_out(h, r, p), ow = conv_out(w, sw, p);
+    const int64_t oh = conv_out(h, r, p->conv.stride, p->conv.pad + p->conv.pad_b,
+                                p->conv.dilation);
+    const int64_t ow = conv_out(w, sw, p->conv.stride_w, p->conv.pad_l + p->conv.pad_r,
+                                p->conv.dilation_w);
     const dnnl_data_type_t at = od_a_type(p->dtype), bt = od_b_type(p->dtype);
     dnnl_memory_desc_t src_md, wei_any, bias_md, dst_md, user_md, wei_md;
     const int64_t g = p->conv.groups > 0 ? p->conv.groups : 1; /* 0: one group */
@@ -563,13 +566,13 @@ static int conv_build(od_mm *s, dt_err *e)
         (rc = md_tag(peer, &dst_md, 4, dd, dnnl_f32, dnnl_nhwc, e)) ||
         (rc = md_tag(peer, &user_md, wn, wdims, bt, g > 1 ? dnnl_gohwi : dnnl_ohwi, e)))
         return rc;
-    const dnnl_dims_t strides = {p->conv.stride, p->conv.stride},
-                      dil = {p->conv.dilation - 1, p->conv.dilation - 1}, /* 0: dense */
-                      pad = {p->conv.pad, p->conv.pad};
+    const dnnl_dims_t strides = {p->conv.stride, p->conv.stride_w},
+                      dil = {p->conv.dilation - 1, p->conv.dilation_w - 1}, /* 0: dense */
+                      pad_l = {p->conv.pad, p->conv.pad_l}, pad_r = {p->conv.pad_b, p->conv.pad_r};
     dnnl_convolution_desc_t cd;
     OD_TRY(peer, dnnl_dilated_convolution_forward_desc_init(
                      &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &wei_any,
-                     p->bias ? &bias_md : NULL, &dst_md, strides, dil, pad, pad), e);
+                     p->bias ? &bias_md : NULL, &dst_md, strides, dil, pad_l, pad_r), e);
     dnnl_primitive_attr_t attr;
     if ((rc = mm_attr(s, &attr, e)))
         return rc;
@@ -621,8 +624,9 @@ static int conv_create(const dt_peer_problem *p, void **state, dt_err *e)
     if (!p->conv.on)
         return dt_errf(e, DT_EUNSUPPORTED, "%s: a peer of convolutions only", peer);
     if (p->conv.n < 1 || p->conv.h < 1 || p->conv.w < 1 || p->conv.c < 1 || p->conv.k < 1 ||
-        p->conv.r < 1 || p->conv.s < 1 || p->conv.stride < 1 || p->conv.pad < 0 ||
-        p->conv.dilation < 1 || !p->b_const)
+        p->conv.r < 1 || p->conv.s < 1 || p->conv.stride < 1 || p->conv.stride_w < 1 ||
+        p->conv.pad < 0 || p->conv.pad_l < 0 || p->conv.pad_b < 0 || p->conv.pad_r < 0 ||
+        p->conv.dilation < 1 || p->conv.dilation_w < 1 || !p->b_const)
         return dt_errf(e, DT_EINVAL, "%s: malformed convolution (dims, stride and dilation "
                        ">= 1, pad >= 0, constant weights)", peer);
     if (p->dtype == DT_PEER_INT8)

@@ -16,7 +16,7 @@
 #include "sketch/dtype.h"
 
 #define DT_MAX_DIMS 8
-#define DT_MAX_ATTRS 5
+#define DT_MAX_ATTRS 10
 #define DT_MAX_ATTR_VALUES 8
 
 /* An attribute: enumerated, such as layout=NN|NT or epilogue=bias+gelu (a
@@ -70,8 +70,10 @@ typedef struct dt_gemm {
  * meaning, filled by the op that is a convolution (dt_op_desc.conv). */
 typedef struct dt_conv_geom {
     int64_t n, h, w, c, k, r, s; /* images, height, width, channels in and out, window */
-    int64_t stride, pad, dilation;
+    int64_t stride, pad, dilation; /* along the height; pad: the top's */
     int64_t groups;              /* channels in and out split into independent groups */
+    int64_t stride_w, dilation_w; /* along the width */
+    int64_t pad_l, pad_b, pad_r; /* the left, bottom and right pads */
 } dt_conv_geom;
 
 typedef struct dt_op_desc {

@@ -1,9 +1,17 @@
 /* conv2d: a 2-D convolution over NHWC images,
- *   Y[n,oh,ow,k] = act(Σ_{r,s,c} X[n, oh·stride − pad + r·dilation,
- *                                     ow·stride − pad + s·dilation, c] · W[k,r,s,c] + bias[k])
+ *   Y[n,oh,ow,k] = act(Σ_{r,s,c} X[n, oh·sh − pt + r·dh, ow·sw − pl + s·dw, c]
+ *                                · W[k,r,s,c] + bias[k])
  * (X read as zero outside the image), X [N,H,W,C], W [K,R,S,C] constant
  * (weights, packed once), Y [N,OH,OW,K] with
- *   OH = (H + 2·pad − dilation·(R−1) − 1) / stride + 1, OW likewise over W, S.
+ *   OH = (H + pt + pb − dh·(R−1) − 1) / sh + 1, OW likewise over W, S, pl + pr, dw, sw.
+ * The key's stride, pad and dilation are the height's and, unless
+ * stride_w, pad_w and dilation_w say otherwise, the width's (pad: every
+ * side's); pad_b and pad_r are the bottom and right pads where they differ
+ * from the top and left (asymmetric padding, TF's SAME): sh = stride, sw =
+ * stride_w or stride, pt = pad, pl = pad_w or pad, pb = pad_b or pt, pr =
+ * pad_r or pl, dh = dilation, dw = dilation_w or dilation.  An attribute
+ * that repeats the value it would take anyway is refused (one key per
+ * convolution).
  * Its GEMM view is the implicit GEMM of the convolution: M = N·OH·OW output
  * pixels, N = K output channels, K = R·S·C, A[i][k] the im2col of X (never
  * materialised: a_row names the pixel each element is read from), B = W
@@ -17,28 +25,81 @@
 
 
 enum { N, H, W, C, K, R, S };
-enum { STRIDE, PAD, DILATION, GROUPS, EPILOGUE };
+/* the attributes in key order; the last five are -1 (stride_w, dilation_w:
+ * 0) when they take the value they inherit */
+enum { STRIDE, PAD, DILATION, GROUPS, EPILOGUE, STRIDE_W, DILATION_W, PAD_W, PAD_B, PAD_R };
+
+/* One spatial axis's stride, pads before and after, and dilation. */
+typedef struct {
+    int64_t stride, pad0, pad1, dil;
+} conv_axis;
+
+/* The height's (a = 0) or the width's (a = 1) values, inherited ones
+ * resolved. */
+static conv_axis axis_of(const int *attrs, int a)
+{
+    conv_axis x;
+    if (a == 0) {
+        x.stride = attrs[STRIDE];
+        x.dil = attrs[DILATION];
+        x.pad0 = attrs[PAD];
+        x.pad1 = attrs[PAD_B] >= 0 ? attrs[PAD_B] : x.pad0;
+    } else {
+        x.stride = attrs[STRIDE_W] > 0 ? attrs[STRIDE_W] : attrs[STRIDE];
+        x.dil = attrs[DILATION_W] > 0 ? attrs[DILATION_W] : attrs[DILATION];
+        x.pad0 = attrs[PAD_W] >= 0 ? attrs[PAD_W] : attrs[PAD];
+        x.pad1 = attrs[PAD_R] >= 0 ? attrs[PAD_R] : x.pad0;
+    }
+    return x;
+}
 
 /* output extent of one spatial axis; < 1 when the window does not fit */
-static int64_t out_extent(int64_t in, int64_t win, const int *attrs)
+static int64_t out_extent(int64_t in, int64_t win, const int *attrs, int a)
 {
-    int64_t span = (int64_t)attrs[DILATION] * (win - 1) + 1;
-    int64_t room = in + 2 * (int64_t)attrs[PAD] - span;
-    return room < 0 ? 0 : room / attrs[STRIDE] + 1;
+    const conv_axis x = axis_of(attrs, a);
+    int64_t span = x.dil * (win - 1) + 1;
+    int64_t room = in + x.pad0 + x.pad1 - span;
+    return room < 0 ? 0 : room / x.stride + 1;
 }
 
 /* each output channel sums over its group's C/groups input channels */
 static double conv_flops(const int64_t *d, const int *attrs)
 {
-    return 2.0 * (double)d[N] * (double)out_extent(d[H], d[R], attrs) *
-           (double)out_extent(d[W], d[S], attrs) * (double)d[K] * (double)d[R] * (double)d[S] *
+    return 2.0 * (double)d[N] * (double)out_extent(d[H], d[R], attrs, 0) *
+           (double)out_extent(d[W], d[S], attrs, 1) * (double)d[K] * (double)d[R] * (double)d[S] *
            (double)(d[C] / attrs[GROUPS]);
+}
+
+/* An attribute that says what it would be anyway: refused, so a
+ * convolution has one key. */
+static int repeats(const int *attrs, dt_err *e)
+{
+    const int left = (int)axis_of(attrs, 1).pad0;
+    const struct {
+        int v, base, set;
+        const char *name, *base_name;
+    } pairs[] = {
+        {attrs[STRIDE_W], attrs[STRIDE], attrs[STRIDE_W] > 0, "stride_w", "stride"},
+        {attrs[DILATION_W], attrs[DILATION], attrs[DILATION_W] > 0, "dilation_w", "dilation"},
+        {attrs[PAD_W], attrs[PAD], attrs[PAD_W] >= 0, "pad_w", "pad"},
+        {attrs[PAD_B], attrs[PAD], attrs[PAD_B] >= 0, "pad_b", "the top pad"},
+        {attrs[PAD_R], left, attrs[PAD_R] >= 0, "pad_r", "the left pad"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        if (pairs[i].set && pairs[i].v == pairs[i].base)
+            return dt_errf(e, DT_EINVAL, "conv2d: %s=%d repeats %s (%d): leave it out (one key "
+                           "per convolution)", pairs[i].name, pairs[i].v, pairs[i].base_name,
+                           pairs[i].base);
+    return 0;
 }
 
 static int conv_check(const int64_t *d, const int *attrs, dt_err *e)
 {
     static const char *const axis[2] = {"height", "width"};
     const int in[2] = {H, W}, win[2] = {R, S};
+    int rc = repeats(attrs, e);
+    if (rc)
+        return rc;
     for (int i = 0; i < 2; i++) {
         const int dim = i ? K : C;
         if (d[dim] % attrs[GROUPS])
@@ -51,18 +112,17 @@ static int conv_check(const int64_t *d, const int *attrs, dt_err *e)
         if (d[win[a]] > INT32_MAX || d[in[a]] > INT32_MAX)
             return dt_errf(e, DT_EOVERFLOW, "conv2d: %s or %s above 2^31", a ? "W" : "H",
                            a ? "S" : "R");
-        if (out_extent(d[in[a]], d[win[a]], attrs) < 1)
+        const conv_axis x = axis_of(attrs, a);
+        if (out_extent(d[in[a]], d[win[a]], attrs, a) < 1)
             return dt_errf(e, DT_EINVAL,
-                           "conv2d: the output %s is 0: %s=%lld with pad=%d on each side is "
+                           "conv2d: the output %s is 0: %s=%lld with pads %lld and %lld is "
                            "smaller than the window's span dilation*(%s-1)+1 = %lld",
-                           axis[a], a ? "W" : "H", (long long)d[in[a]], attrs[PAD],
-                           a ? "S" : "R",
-                           (long long)attrs[DILATION] * (d[win[a]] - 1) + 1);
+                           axis[a], a ? "W" : "H", (long long)d[in[a]], (long long)x.pad0,
+                           (long long)x.pad1, a ? "S" : "R", (long long)x.dil * (d[win[a]] - 1) + 1);
     }
-    int64_t oh = out_extent(d[H], d[R], attrs), ow = out_extent(d[W], d[S], attrs), r;
+    int64_t oh = out_extent(d[H], d[R], attrs, 0), ow = out_extent(d[W], d[S], attrs, 1), r;
     int64_t x[] = {d[N], d[H], d[W], d[C]}, w[] = {d[K], d[R], d[S], d[C]}; /* ≥ K·R·S·C/groups */
     int64_t y[] = {d[N], oh, ow, d[K]}, f[] = {2, d[N], oh, ow, d[K], d[R], d[S], d[C]};
-    int rc;
     if ((rc = dt_checked_product(x, 4, "X size N*H*W*C", &r, e)) ||
         (rc = dt_checked_product(w, 4, "W size K*R*S*C", &r, e)) ||
         (rc = dt_checked_product(y, 4, "Y size N*OH*OW*K", &r, e)) ||
@@ -86,7 +146,8 @@ static void conv_gemm(const int *attrs, const int64_t *dims, dt_gemm *g)
     g->batched = 0;
     if (dims) {
         g->batch = 1;
-        g->M = dims[N] * out_extent(dims[H], dims[R], attrs) * out_extent(dims[W], dims[S], attrs);
+        g->M = dims[N] * out_extent(dims[H], dims[R], attrs, 0) *
+               out_extent(dims[W], dims[S], attrs, 1);
         g->N = dims[K];
         g->K = dims[R] * dims[S] * dims[C];
     }
@@ -105,12 +166,13 @@ static int64_t conv_a_elems(const int64_t *d, const int *attrs)
 /* Row i of A: i = (n·OH + oh)·OW + ow, column k = (r·S + s)·C + c. */
 static void conv_a_row(const int64_t *d, const int *attrs, int64_t i, int64_t *index)
 {
-    const int64_t oh_n = out_extent(d[H], d[R], attrs), ow_n = out_extent(d[W], d[S], attrs);
+    const int64_t oh_n = out_extent(d[H], d[R], attrs, 0), ow_n = out_extent(d[W], d[S], attrs, 1);
     const int64_t ow = i % ow_n, oh = i / ow_n % oh_n, n = i / ow_n / oh_n;
+    const conv_axis y = axis_of(attrs, 0), x = axis_of(attrs, 1);
     for (int64_t r = 0; r < d[R]; r++)
         for (int64_t s = 0; s < d[S]; s++) {
-            const int64_t ih = oh * attrs[STRIDE] - attrs[PAD] + r * attrs[DILATION];
-            const int64_t iw = ow * attrs[STRIDE] - attrs[PAD] + s * attrs[DILATION];
+            const int64_t ih = oh * y.stride - y.pad0 + r * y.dil;
+            const int64_t iw = ow * x.stride - x.pad0 + s * x.dil;
             const int inside = ih >= 0 && ih < d[H] && iw >= 0 && iw < d[W];
             const int64_t at = ((n * d[H] + ih) * d[W] + iw) * d[C];
             for (int64_t c = 0; c < d[C]; c++)
@@ -120,9 +182,11 @@ static void conv_a_row(const int64_t *d, const int *attrs, int64_t i, int64_t *i
 
 static void conv_geometry(const int64_t *d, const int *attrs, dt_conv_geom *g)
 {
+    const conv_axis y = axis_of(attrs, 0), x = axis_of(attrs, 1);
     *g = (dt_conv_geom){.n = d[N], .h = d[H], .w = d[W], .c = d[C], .k = d[K], .r = d[R],
-                        .s = d[S], .stride = attrs[STRIDE], .pad = attrs[PAD],
-                        .dilation = attrs[DILATION], .groups = attrs[GROUPS]};
+                        .s = d[S], .stride = y.stride, .pad = y.pad0, .dilation = y.dil,
+                        .groups = attrs[GROUPS], .stride_w = x.stride, .dilation_w = x.dil,
+                        .pad_l = x.pad0, .pad_b = y.pad1, .pad_r = x.pad1};
 }
 
 /* W is [K][R][S][C/groups]; the view's B (K×R·S·C) is block diagonal */
@@ -144,10 +208,11 @@ static void conv_b_row(const int64_t *d, const int *attrs, int64_t n, int64_t *i
 const dt_op_desc dt_op_conv2d = {
     .name = "conv2d",
     .summary = "Y[N,OH,OW,K] = X[N,H,W,C] (*) W[K,R,S,C/groups], NHWC, "
-               "stride/pad/dilation/groups, optional bias/relu/gelu",
+               "stride/pad/dilation (per axis and side: _w, pad_b, pad_r)/groups, optional "
+               "bias/relu/gelu",
     .ndims = 7,
     .dims = {"N", "H", "W", "C", "K", "R", "S"},
-    .nattrs = 5,
+    .nattrs = 10,
     /* stride and dilation up to 1024, as pad: an STFT front end's hop (128,
      * 256, 512) or a WaveNet's dilation (512); the kernels' arithmetic is
      * int64 and their tile copies do not grow with either (template/
@@ -162,7 +227,13 @@ const dt_op_desc dt_op_conv2d = {
                .nvalues = 6,
                .values = {"none", "bias", "relu", "gelu", "bias+relu", "bias+gelu"},
                .default_index = 0,
-               .always_print = 0}},
+               .always_print = 0},
+              /* the width's where they differ from the height's (0 / -1: the same) */
+              {.name = "stride_w", .integer = 1, .min = 0, .max = 1024, .default_index = 0},
+              {.name = "dilation_w", .integer = 1, .min = 0, .max = 1024, .default_index = 0},
+              {.name = "pad_w", .integer = 1, .min = -1, .max = 1024, .default_index = -1},
+              {.name = "pad_b", .integer = 1, .min = -1, .max = 1024, .default_index = -1},
+              {.name = "pad_r", .integer = 1, .min = -1, .max = 1024, .default_index = -1}},
     .flops = conv_flops,
     .check = conv_check,
     .gemm = conv_gemm,

@@ -73,6 +73,17 @@ static void test_keys(void)
         /* depthwise: groups printed when not 1 */
         {"conv2d(N=1..4,H=56,W=56,C=128,K=128,R=3,S=3,stride=1,pad=1,groups=128,epilogue=relu)",
          "conv2d(N=1..4,H=56,W=56,C=128,K=128,R=3,S=3,stride=1,pad=1,groups=128,epilogue=relu)"},
+        /* per axis and side: printed after the epilogue, in the op's order,
+         * only where they differ from what they inherit */
+        {"conv2d(N=1,H=1,W=16..64,C=8,K=8,R=1,S=3,pad_w=1,stride=1,pad=0)",
+         "conv2d(N=1,H=1,W=16..64,C=8,K=8,R=1,S=3,stride=1,pad=0,pad_w=1)"},
+        {"conv2d(N=1,H=32,W=32,C=8,K=8,R=3,S=3,pad_r=1,pad_b=1,stride=2,pad=0,epilogue=bias)",
+         "conv2d(N=1,H=32,W=32,C=8,K=8,R=3,S=3,stride=2,pad=0,epilogue=bias,pad_b=1,pad_r=1)"},
+        {"conv2d(N=1,H=32,W=48,C=8,K=8,R=1,S=3,stride=1,pad=0,stride_w=2,dilation_w=2)",
+         "conv2d(N=1,H=32,W=48,C=8,K=8,R=1,S=3,stride=1,pad=0,stride_w=2,dilation_w=2)"},
+        /* the inherited values written out: the same key */
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=1,stride_w=0,pad_w=-1,pad_b=-1)",
+         "conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=1)"},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         dt_workload *w = NULL;
@@ -101,6 +112,17 @@ static void test_keys(void)
         {"conv2d(N=1,H=8,W=8,C=6,K=8,R=3,S=3,groups=4)", "C=6 is not a multiple of groups=4"},
         {"conv2d(N=1,H=8,W=8,C=8,K=6,R=3,S=3,groups=4)", "K=6 is not a multiple of groups=4"},
         {"conv2d(N=1,H=8,W=8,C=8,K=8,R=3,S=3,groups=0)", "an integer in 1..65536"},
+        /* one key per convolution: a value its own default repeats is refused */
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=2,pad=1,stride_w=2)",
+         "stride_w=2 repeats stride (2): leave it out"},
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=1,pad_w=1)", "pad_w=1 repeats pad"},
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=1,pad_b=1)", "pad_b=1 repeats the top"},
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=0,pad_w=2,pad_r=2)",
+         "pad_r=2 repeats the left pad"},
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=0,dilation_w=1)",
+         "dilation_w=1 repeats dilation"},
+        {"conv2d(N=1,H=8,W=2,C=3,K=8,R=3,S=3,stride=1,pad=1,pad_w=0)", "output width is 0"},
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=1,pad_r=-2)", "pad_r"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         dt_workload *w = NULL;
@@ -119,7 +141,8 @@ static void test_gemm_view(void)
     const dt_op_desc *op = conv();
     /* N H W C K R S; stride 2, pad 1, dilation 1, bias+gelu */
     int64_t d[] = {2, 9, 10, 3, 8, 3, 3};
-    int attrs[] = {2, 1, 1, 1, 5}; /* stride pad dilation groups epilogue */
+    int attrs[DT_MAX_ATTRS] = {2, 1, 1, 1, 5, 0, 0, -1, -1, -1}; /* stride pad dilation groups
+                                                                  epilogue, the rest inherited */
     dt_gemm g;
     dt_err e;
     CU_ASSERT_EQUAL_FATAL(dt_op_gemm(op, attrs, d, &g, &e), 0);
@@ -148,18 +171,36 @@ static void test_implicit_a(void)
     const dt_op_desc *op = conv();
     static const int64_t dims[][7] = {{2, 5, 6, 3, 4, 3, 2}, {1, 1, 7, 2, 3, 1, 3},
                                       {1, 4, 3, 2, 2, 3, 3}, {1, 5, 5, 6, 4, 3, 3},
-                                      {1, 4, 4, 4, 8, 2, 2}};
-    static const int attrs[][5] = {{2, 1, 1, 1, 0}, {1, 1, 2, 1, 0}, {1, 4, 1, 1, 1},
-                                   {1, 1, 1, 2, 0}, {2, 0, 1, 4, 0}};
-    for (int t = 0; t < 5; t++) {
+                                      {1, 4, 4, 4, 8, 2, 2}, {1, 6, 7, 2, 3, 3, 3},
+                                      {2, 1, 9, 3, 2, 1, 3}, {1, 5, 6, 2, 2, 2, 3}};
+    /* stride, pad, dilation, groups, epilogue; stride_w, dilation_w, pad_w,
+     * pad_b, pad_r (0 / -1: the height's, the top's, the left's) */
+    static const int attrs[][DT_MAX_ATTRS] = {
+        {2, 1, 1, 1, 0, 0, 0, -1, -1, -1}, {1, 1, 2, 1, 0, 0, 0, -1, -1, -1},
+        {1, 4, 1, 1, 1, 0, 0, -1, -1, -1}, {1, 1, 1, 2, 0, 0, 0, -1, -1, -1},
+        {2, 0, 1, 4, 0, 0, 0, -1, -1, -1},
+        {2, 0, 1, 1, 0, 1, 2, 1, 1, 2}, /* every axis and side its own */
+        {1, 0, 1, 1, 0, 2, 0, 1, -1, -1}, /* a Conv1d: pads on W only, stride 2 there */
+        {1, 0, 1, 1, 0, 0, 0, -1, 1, 1},  /* TF's SAME: the odd pad at the end */
+    };
+    for (int t = 0; t < (int)(sizeof dims / sizeof dims[0]); t++) {
         const int64_t *d = dims[t];
         const int *at = attrs[t];
         dt_gemm g;
         dt_err e;
         CU_ASSERT_EQUAL_FATAL(op->check(d, at, &e), 0);
         CU_ASSERT_EQUAL_FATAL(dt_op_gemm(op, at, d, &g, &e), 0);
-        const int64_t OH = (d[1] + 2 * at[1] - at[2] * (d[5] - 1) - 1) / at[0] + 1;
-        const int64_t OW = (d[2] + 2 * at[1] - at[2] * (d[6] - 1) - 1) / at[0] + 1;
+        /* the definition, per axis (the defaults resolved by hand) */
+        const int64_t sh = at[0], sw = at[5] > 0 ? at[5] : at[0], dh = at[2];
+        const int64_t dw = at[6] > 0 ? at[6] : at[2], pt = at[1], pl = at[7] >= 0 ? at[7] : at[1];
+        const int64_t pb = at[8] >= 0 ? at[8] : pt, pr = at[9] >= 0 ? at[9] : pl;
+        const int64_t OH = (d[1] + pt + pb - dh * (d[5] - 1) - 1) / sh + 1;
+        const int64_t OW = (d[2] + pl + pr - dw * (d[6] - 1) - 1) / sw + 1;
+        dt_conv_geom geo;
+        op->conv(d, at, &geo);
+        CU_ASSERT(geo.stride == sh && geo.stride_w == sw && geo.dilation == dh &&
+                  geo.dilation_w == dw && geo.pad == pt && geo.pad_l == pl && geo.pad_b == pb &&
+                  geo.pad_r == pr);
         CU_ASSERT_EQUAL(g.M, d[0] * OH * OW);
         CU_ASSERT_EQUAL(op->a_elems(d, at), d[0] * d[1] * d[2] * d[3]);
         dt_operands o;
@@ -177,8 +218,8 @@ static void test_implicit_a(void)
                         for (int64_t s = 0; s < d[6]; s++)
                             for (int64_t c = 0; c < d[3]; c++) {
                                 const int64_t k = (r * d[6] + s) * d[3] + c;
-                                const int64_t ih = oh * at[0] - at[1] + r * at[2];
-                                const int64_t iw = ow * at[0] - at[1] + s * at[2];
+                                const int64_t ih = oh * sh - pt + r * dh;
+                                const int64_t iw = ow * sw - pl + s * dw;
                                 const int in = ih >= 0 && ih < d[1] && iw >= 0 && iw < d[2];
                                 const int64_t want =
                                     in ? ((n * d[1] + ih) * d[2] + iw) * d[3] + c : -1;
@@ -210,37 +251,53 @@ static void test_implicit_a(void)
 
 /* ---- the kernels ------------------------------------------------------------- */
 
-/* N H W C K R S, stride pad dilation groups */
-static const int64_t g_shapes[][11] = {
-    {1, 1, 1, 3, 5, 1, 1, 1, 0, 1, 1},   /* H = W = 1, 1×1: A in place */
-    {2, 8, 8, 16, 33, 1, 1, 1, 0, 1, 1}, /* 1×1 on a batch, N past a strip */
-    {2, 7, 5, 3, 17, 3, 3, 1, 1, 1, 1},  /* 3×3 same padding */
-    {1, 9, 9, 4, 8, 3, 3, 2, 1, 1, 1},   /* stride 2 */
-    {1, 4, 3, 2, 6, 3, 3, 1, 4, 1, 1},   /* padding larger than the window */
-    {1, 10, 11, 5, 9, 3, 3, 1, 2, 2, 1}, /* dilation 2 */
-    {1, 1, 13, 3, 4, 1, 3, 1, 1, 1, 1},  /* H = 1: a 1-D convolution */
-    {1, 12, 1, 7, 5, 3, 1, 2, 1, 1, 1},  /* W = 1, stride 2 */
-    {3, 15, 14, 3, 16, 7, 7, 2, 3, 1, 1}, /* a 7×7 stride-2 stem, batch 3 */
-    {1, 6, 6, 37, 20, 3, 3, 1, 1, 1, 1}, /* K = R·S·C = 333: several K blocks */
+/* N H W C K R S, stride pad dilation groups; stride_w dilation_w pad_w
+ * pad_b pad_r (0 / -1: the height's, the top's, the left's) */
+#define SYM 0, 0, -1, -1, -1
+static const int64_t g_shapes[][16] = {
+    {1, 1, 1, 3, 5, 1, 1, 1, 0, 1, 1, SYM},   /* H = W = 1, 1×1: A in place */
+    {2, 8, 8, 16, 33, 1, 1, 1, 0, 1, 1, SYM}, /* 1×1 on a batch, N past a strip */
+    {2, 7, 5, 3, 17, 3, 3, 1, 1, 1, 1, SYM},  /* 3×3 same padding */
+    {1, 9, 9, 4, 8, 3, 3, 2, 1, 1, 1, SYM},   /* stride 2 */
+    {1, 4, 3, 2, 6, 3, 3, 1, 4, 1, 1, SYM},   /* padding larger than the window */
+    {1, 10, 11, 5, 9, 3, 3, 1, 2, 2, 1, SYM}, /* dilation 2 */
+    {1, 1, 13, 3, 4, 1, 3, 1, 1, 1, 1, SYM},  /* H = 1: a 1-D convolution */
+    {1, 12, 1, 7, 5, 3, 1, 2, 1, 1, 1, SYM},  /* W = 1, stride 2 */
+    {3, 15, 14, 3, 16, 7, 7, 2, 3, 1, 1, SYM}, /* a 7×7 stride-2 stem, batch 3 */
+    {1, 6, 6, 37, 20, 3, 3, 1, 1, 1, 1, SYM}, /* K = R·S·C = 333: several K blocks */
     /* fewer output channels than a vector (f32 stream: the transposed tile,
      * pixels along the vector): several pixel tiles a row, channels not a
      * multiple of the vector (transposed in blocks, then the rest); an RGB
      * output, 5×5, two images through one ring of rows */
-    {1, 6, 70, 37, 9, 3, 3, 1, 1, 1, 1},
-    {2, 5, 40, 32, 3, 5, 5, 1, 2, 1, 1},
+    {1, 6, 70, 37, 9, 3, 3, 1, 1, 1, 1, SYM},
+    {2, 5, 40, 32, 3, 5, 5, 1, 2, 1, 1, SYM},
     /* C a multiple of every K group and tile K (the stream sketch reads
      * interior rows in place, segment by segment, borders gathered) */
-    {1, 9, 21, 64, 20, 3, 3, 1, 1, 1, 1},
-    {2, 11, 30, 32, 16, 3, 3, 2, 1, 1, 1}, /* stride 2 in place */
-    {1, 7, 19, 64, 8, 3, 3, 1, 2, 2, 1},   /* dilation 2 in place */
+    {1, 9, 21, 64, 20, 3, 3, 1, 1, 1, 1, SYM},
+    {2, 11, 30, 32, 16, 3, 3, 2, 1, 1, 1, SYM}, /* stride 2 in place */
+    {1, 7, 19, 64, 8, 3, 3, 1, 2, 2, 1, SYM},   /* dilation 2 in place */
     /* groups: depthwise (G = C = K), with stride 2 and a channel multiplier;
      * grouped, in place (C/G = 32) and gathered; a grouped 1×1 (A in place,
      * the group's channels from X's rows) */
-    {2, 9, 10, 16, 16, 3, 3, 1, 1, 1, 16},
-    {1, 11, 12, 8, 16, 3, 3, 2, 1, 1, 8},
-    {1, 8, 23, 64, 32, 3, 3, 1, 1, 1, 2},
-    {1, 7, 9, 12, 18, 3, 3, 1, 1, 1, 3},
-    {2, 5, 6, 24, 40, 1, 1, 1, 0, 1, 4},
+    {2, 9, 10, 16, 16, 3, 3, 1, 1, 1, 16, SYM},
+    {1, 11, 12, 8, 16, 3, 3, 2, 1, 1, 8, SYM},
+    {1, 8, 23, 64, 32, 3, 3, 1, 1, 1, 2, SYM},
+    {1, 7, 9, 12, 18, 3, 3, 1, 1, 1, 3, SYM},
+    {2, 5, 6, 24, 40, 1, 1, 1, 0, 1, 4, SYM},
+    /* per axis and side: strides [2,1] with dilation [1,2] and pads
+     * top 0 / left 1 / bottom 1 / right 0; a Conv1d padded on W only, in
+     * place (C = 64), stride 2 there; TF's SAME (the odd pad at the end);
+     * W's stride 1 under H's 2, in place; depthwise with stride [1,2] and
+     * pads [1,0,1,2]; fewer output channels than a vector (the transposed
+     * tiles) with pads 0/1/2/0; an STFT-like Conv1d, W's stride above the
+     * window (the compact copy), padded 2 */
+    {1, 7, 10, 6, 9, 3, 3, 2, 0, 1, 1, 1, 2, 1, 1, 0},
+    {2, 1, 12, 64, 16, 1, 3, 1, 0, 1, 1, 2, 0, 1, -1, -1},
+    {1, 8, 8, 16, 33, 3, 3, 2, 0, 1, 1, 0, 0, -1, 1, 1},
+    {1, 9, 21, 64, 20, 3, 3, 2, 1, 1, 1, 1, 0, -1, -1, -1},
+    {2, 9, 10, 16, 16, 3, 3, 1, 1, 1, 16, 2, 0, 0, -1, 2},
+    {1, 6, 70, 37, 9, 3, 3, 1, 0, 1, 1, 0, 0, 1, 2, 0},
+    {1, 1, 40, 8, 12, 1, 4, 1, 0, 1, 1, 8, 0, 2, -1, -1},
 };
 
 static int check_conv(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
@@ -254,6 +311,8 @@ static int check_conv(const dt_kernel *k, const dt_kernel_op *kop, const dt_anno
             op.attrs[1] = (int)g_shapes[i][8];
             op.attrs[2] = (int)g_shapes[i][9];
             op.attrs[3] = (int)g_shapes[i][10];
+            for (int x = 0; x < 5; x++) /* stride_w, dilation_w, pad_w, pad_b, pad_r */
+                op.attrs[5 + x] = (int)g_shapes[i][11 + x];
             int rc = dt_verify_kernel_dims(k, &op, g_shapes[i], t, 4000 + i, e);
             if (rc)
                 return rc;

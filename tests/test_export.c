@@ -1671,12 +1671,24 @@ typedef void (*conv_int8_fn)(int64_t H, int64_t N, const uint8_t *X, float scale
  * [Ko][R][S][C/groups] (output channel k of group g = k / (Ko/groups) reads
  * channels g*C/groups..); mag the sums of the terms' magnitudes.  Returns
  * the number of output pixels. */
-static int64_t conv_ref(int64_t n_img, int64_t H, int64_t Wd, int64_t C, int64_t Ko, int64_t R,
-                        int64_t S, int64_t groups, const float *X, const float *W,
-                        const float *bias, double *ref, double *mag)
+/* A case's strides and pads: {stride H, stride W, pad top, bottom, left,
+ * right}; all 0: stride 2, pad 1 everywhere. */
+typedef struct conv_geo {
+    int64_t sh, sw, pt, pb, pl, pr;
+} conv_geo;
+
+static conv_geo geo_of(const conv_geo *g)
 {
-    const int64_t stride = 2, pad = 1, cg = C / groups, kg = Ko / groups;
-    const int64_t OH = (H + 2 * pad - R) / stride + 1, OW = (Wd + 2 * pad - S) / stride + 1;
+    return g->sh ? *g : (conv_geo){2, 2, 1, 1, 1, 1};
+}
+
+static int64_t conv_ref(int64_t n_img, int64_t H, int64_t Wd, int64_t C, int64_t Ko, int64_t R,
+                        int64_t S, int64_t groups, const conv_geo *geo, const float *X,
+                        const float *W, const float *bias, double *ref, double *mag)
+{
+    const conv_geo g = geo_of(geo);
+    const int64_t cg = C / groups, kg = Ko / groups;
+    const int64_t OH = (H + g.pt + g.pb - R) / g.sh + 1, OW = (Wd + g.pl + g.pr - S) / g.sw + 1;
     for (int64_t n = 0; n < n_img; n++)
         for (int64_t oh = 0; oh < OH; oh++)
             for (int64_t ow = 0; ow < OW; ow++)
@@ -1685,7 +1697,7 @@ static int64_t conv_ref(int64_t n_img, int64_t H, int64_t Wd, int64_t C, int64_t
                     const int64_t c0 = k / kg * cg;
                     for (int64_t r = 0; r < R; r++)
                         for (int64_t s = 0; s < S; s++) {
-                            int64_t ih = oh * stride - pad + r, iw = ow * stride - pad + s;
+                            int64_t ih = oh * g.sh - g.pt + r, iw = ow * g.sw - g.pl + s;
                             if (ih < 0 || ih >= H || iw < 0 || iw >= Wd)
                                 continue;
                             for (int64_t c = 0; c < cg; c++) {
@@ -1708,6 +1720,7 @@ typedef struct conv_case {
     int64_t C, K, groups;   /* as in key */
     const char *want[8];    /* texts the exported file holds (NULL-ended) */
     const char *bad_key;    /* or NULL: a workload refused, "C vary" */
+    conv_geo geo;           /* as in key (all 0: stride=2,pad=1) */
 } conv_case;
 
 /* The case's database: its workload (and bad_key's) with three kernels of
@@ -1829,9 +1842,17 @@ static void conv_case_run(const conv_case *cc)
     char want[256];
     snprintf(want, sizeof want, "static inline int %s_select(int64_t H, int64_t N)", cc->name);
     CU_ASSERT_PTR_NOT_NULL(strstr(c_text, want));
-    snprintf(want, sizeof want, "dt_K, dt_R, dt_S, 2, 1, 1, %lld},", (long long)cc->groups);
+    /* the geometry: stride, pad, dilation, groups, then the width's stride
+     * and dilation and the left, bottom and right pads, resolved */
+    const conv_geo g = geo_of(&cc->geo);
+    snprintf(want, sizeof want, "dt_K, dt_R, dt_S, %lld, %lld, 1, %lld,\n                %lld, 1, "
+             "%lld, %lld, %lld},", (long long)g.sh, (long long)g.pt, (long long)cc->groups,
+             (long long)g.sw, (long long)g.pl, (long long)g.pb, (long long)g.pr);
+    if (!strstr(c_text, want))
+        fprintf(stderr, "\n  %s.c lacks \"%s\"\n", cc->name, want);
     CU_ASSERT_PTR_NOT_NULL(strstr(c_text, want));
-    CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "(stride 2, pad 1,\n *   dilation 1)"));
+    if (!cc->geo.sh)
+        CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "(stride 2, pad 1,\n *   dilation 1)"));
     /* one pack call per region, a loop over the groups when grouped */
     CU_ASSERT_EQUAL(strstr(c_text, "for (int64_t dt_g = 0;") != NULL, cc->groups > 1);
     for (int i = 0; cc->want[i]; i++)
@@ -1900,7 +1921,8 @@ static void conv_case_run(const conv_case *cc)
     int failures = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && failures < 3; i++) {
         int64_t H = shapes[i][0], n_img = shapes[i][1];
-        int64_t M = conv_ref(n_img, H, WD, C, KO, R, S, G, od.X, od.W, od.bias, ref, mag);
+        int64_t M = conv_ref(n_img, H, WD, C, KO, R, S, G, &cc->geo, od.X, od.W, od.bias, ref,
+                             mag);
         poison(Y, M * KO);
         if (cc->dtype == DT_DTYPE_INT8)
             ((conv_int8_fn)f)(H, n_img, od.Xq, od.scale_a, od.zp_a, packed, Y, od.bias);
@@ -1967,6 +1989,23 @@ static void test_export_conv2d_grouped(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         conv_case_run(&cases[i]);
+}
+
+/* Strides and pads per axis and side (an asymmetric, TF-style padding with
+ * a stride along H only): the geometry's sixteen values, the comment's
+ * per-axis lines, the exported kernel run against the definition. */
+static void test_export_conv2d_per_axis(void)
+{
+    const conv_case cc = {
+        .key = "conv2d(N=1..2,H=5..8,W=6,C=3,K=8,R=3,S=3,stride=2,pad=0,epilogue=bias+relu,"
+               "stride_w=1,pad_w=1,pad_b=1,pad_r=2)",
+        .name = "cvax", .dtype = DT_DTYPE_F32, .C = 3, .K = 8, .groups = 1,
+        .want = {" *   Per axis: along H stride 2, dilation 1, pads 0 (top) and 1\n"
+                 " *   (bottom); along W stride 1, dilation 1, pads 1 (left) and\n"
+                 " *   2 (right): ih = oh*2 - 0 + r*1, iw = ow*1 - 1 + s*1,\n"},
+        .geo = {2, 1, 0, 1, 1, 2},
+    };
+    conv_case_run(&cc);
 }
 
 /* A real tune of a small workload, exported by the binary, compiled, run. */
@@ -2170,6 +2209,8 @@ int main(void)
         {"export conv2d f32 over boxes of two variables, compile, run", test_export_conv2d},
         {"export grouped and depthwise conv2d (f32, int8), compile, run",
          test_export_conv2d_grouped},
+        {"export conv2d with strides and pads per axis and side, compile, run",
+         test_export_conv2d_per_axis},
         {"batch_matmul's exported text in f32 and bf16", test_export_bmm_text},
         CU_TEST_INFO_NULL,
     };

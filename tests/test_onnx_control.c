@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "onnx/import.h"
-#include "onnx/import_branch.h"
 #include "sketch/model.h"
 #include "tests/dt_test.h"
 
@@ -89,14 +88,14 @@ static void expect_error(const char *file, const char *const *vars, int nvars,
 #define SR_THEN                                                                                   \
     "conv2d(N=1..4,H=1,W=samples+64,C=1,K=258,R=1,S=256,stride=128,pad=0;"                      \
     "samples=512..4096:512) x1; "                                                                 \
-    "conv2d(N=1..4,H=1,W=(samples-192)/128+3,C=129,K=128,R=1,S=3,stride=1,pad=0,"               \
-    "epilogue=bias+relu;samples=512..4096:512) x1; "                                              \
-    "conv2d(N=1..4,H=1,W=(samples-192)/128+3,C=128,K=64,R=1,S=3,stride=2,pad=0,"                \
-    "epilogue=bias+relu;samples=512..4096:512) x1; "                                              \
-    "conv2d(N=1..4,H=1,W=(samples-192)/256+3,C=64,K=64,R=1,S=3,stride=2,pad=0,"                 \
-    "epilogue=bias+relu;samples=512..4096:512) x1; "                                              \
-    "conv2d(N=1..4,H=1,W=(samples-192)/512+3,C=64,K=128,R=1,S=3,stride=1,pad=0,"                \
-    "epilogue=bias+relu;samples=512..4096:512) x1; "                                              \
+    "conv2d(N=1..4,H=1,W=(samples-192)/128+1,C=129,K=128,R=1,S=3,stride=1,pad=0,"               \
+    "epilogue=bias+relu,pad_w=1;samples=512..4096:512) x1; "                                              \
+    "conv2d(N=1..4,H=1,W=(samples-192)/128+1,C=128,K=64,R=1,S=3,stride=2,pad=0,"                \
+    "epilogue=bias+relu,pad_w=1;samples=512..4096:512) x1; "                                              \
+    "conv2d(N=1..4,H=1,W=(samples-192)/256+1,C=64,K=64,R=1,S=3,stride=2,pad=0,"                 \
+    "epilogue=bias+relu,pad_w=1;samples=512..4096:512) x1; "                                              \
+    "conv2d(N=1..4,H=1,W=(samples-192)/512+1,C=64,K=128,R=1,S=3,stride=1,pad=0,"                \
+    "epilogue=bias+relu,pad_w=1;samples=512..4096:512) x1; "                                              \
     "dense(M=((samples-192)/512+1)*batch,N=512,K=128,epilogue=bias;batch=1..4,"                 \
     "samples=512..4096:512) x1; "
 #define SR_THEN_TAIL                                                                              \
@@ -105,14 +104,14 @@ static void expect_error(const char *file, const char *const *vars, int nvars,
 #define SR_ELSE                                                                                   \
     "conv2d(N=1..4,H=1,W=samples+32,C=1,K=130,R=1,S=128,stride=64,pad=0;"                       \
     "samples=512..4096:512) x1; "                                                                 \
-    "conv2d(N=1..4,H=1,W=(samples-96)/64+3,C=65,K=128,R=1,S=3,stride=1,pad=0,"                  \
-    "epilogue=bias+relu;samples=512..4096:512) x1; "                                              \
-    "conv2d(N=1..4,H=1,W=(samples-96)/64+3,C=128,K=64,R=1,S=3,stride=2,pad=0,"                  \
-    "epilogue=bias+relu;samples=512..4096:512) x1; "                                              \
-    "conv2d(N=1..4,H=1,W=(samples-96)/128+3,C=64,K=64,R=1,S=3,stride=2,pad=0,"                  \
-    "epilogue=bias+relu;samples=512..4096:512) x1; "                                              \
-    "conv2d(N=1..4,H=1,W=(samples-96)/256+3,C=64,K=128,R=1,S=3,stride=1,pad=0,"                 \
-    "epilogue=bias+relu;samples=512..4096:512) x1; "                                              \
+    "conv2d(N=1..4,H=1,W=(samples-96)/64+1,C=65,K=128,R=1,S=3,stride=1,pad=0,"                  \
+    "epilogue=bias+relu,pad_w=1;samples=512..4096:512) x1; "                                              \
+    "conv2d(N=1..4,H=1,W=(samples-96)/64+1,C=128,K=64,R=1,S=3,stride=2,pad=0,"                  \
+    "epilogue=bias+relu,pad_w=1;samples=512..4096:512) x1; "                                              \
+    "conv2d(N=1..4,H=1,W=(samples-96)/128+1,C=64,K=64,R=1,S=3,stride=2,pad=0,"                  \
+    "epilogue=bias+relu,pad_w=1;samples=512..4096:512) x1; "                                              \
+    "conv2d(N=1..4,H=1,W=(samples-96)/256+1,C=64,K=128,R=1,S=3,stride=1,pad=0,"                 \
+    "epilogue=bias+relu,pad_w=1;samples=512..4096:512) x1; "                                              \
     "dense(M=((samples-96)/256+1)*batch,N=512,K=128,epilogue=bias;batch=1..4,"                  \
     "samples=512..4096:512) x1; "
 #define SR_ELSE_TAIL                                                                              \

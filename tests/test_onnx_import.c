@@ -368,13 +368,13 @@ static void test_conv_dynamic(void)
     dt_model_free(m);
     dt_ox_import_free(imp);
     /* over 32x32 the strided SAME_UPPER pads 0 before and 1 after each axis:
-     * the convolution of the input padded first (33x33, pad=0) */
+     * pad_b and pad_r */
     m = import_file(ONNX_DIR "conv-dynamic.onnx", VARS("batch=1", "height=32", "width=32"),
                     &imp);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
     expect_workloads(m, "conv2d(N=1,H=32,W=32,C=3,K=16,R=3,S=3,stride=1,pad=1,"
                         "epilogue=bias+relu) x1; "
-                        "conv2d(N=1,H=33,W=33,C=16,K=32,R=3,S=3,stride=2,pad=0) x1; "
+                        "conv2d(N=1,H=32,W=32,C=16,K=32,R=3,S=3,stride=2,pad=0,pad_b=1,pad_r=1) x1; "
                         "conv2d(N=1,H=16,W=16,C=32,K=32,R=3,S=3,stride=1,pad=1,"
                         "epilogue=bias+relu) x1; "
                         "conv2d(N=1,H=16,W=16,C=32,K=8,R=1,S=1,stride=1,pad=0) x1");
@@ -387,8 +387,8 @@ static void test_conv_dynamic(void)
 
 /* conv-stem.onnx: the 7x7 stride-2 pad-3 stem, a 1x1 and the depthwise 3x3
  * (group=256: groups=256, C = 256) as conv2d, the asymmetrically padded 2x2
- * as the conv2d of its input padded first (57x57, pad=0); the unequal-stride
- * and 3-D Convs listed, each with its reason, never fatal. */
+ * with pad_b and pad_r, the 1x1 of strides [1,2] with stride_w; the 3-D
+ * Conv listed with its reason, never fatal. */
 static void test_conv_stem(void)
 {
     dt_ox_import *imp;
@@ -400,10 +400,11 @@ static void test_conv_stem(void)
                         "epilogue=bias) x1; "
                         "conv2d(N=1..8,H=56,W=56,C=256,K=256,R=3,S=3,stride=1,pad=1,groups=256,"
                         "epilogue=bias) x1; "
-                        "conv2d(N=1..8,H=57,W=57,C=256,K=256,R=2,S=2,stride=2,pad=0,"
-                        "epilogue=bias) x1");
+                        "conv2d(N=1..8,H=56,W=56,C=256,K=256,R=2,S=2,stride=2,pad=0,"
+                        "epilogue=bias,pad_b=1,pad_r=1) x1; "
+                        "conv2d(N=1..8,H=28,W=28,C=256,K=256,R=1,S=1,stride=1,pad=0,"
+                        "epilogue=bias,stride_w=2) x1");
     static const char *const why[] = {
-        "Conv with strides=[1,2] (conv2d has one stride for both axes)",
         "Conv over 3 spatial axes (conv2d is 2-D; a 1-D Conv is one with H=1)",
     };
     for (size_t k = 0; k < sizeof why / sizeof why[0]; k++) {
@@ -415,14 +416,14 @@ static void test_conv_stem(void)
         }
     }
     CU_ASSERT_EQUAL(untuned_nodes(imp, "MaxPool"), 1);
-    CU_ASSERT_EQUAL(imp->ntuned, 5);
+    CU_ASSERT_EQUAL(imp->ntuned, 6);
     dt_model_free(m);
     dt_ox_import_free(imp);
 }
 
 /* conv1d.onnx: Conv1d as conv2d with H = R = 1 (frames the variable of W),
- * the erf GELU fused; the padded Conv1d (pads=[1,1] over frames-2) the
- * conv2d of its input padded first: W = frames, pad=0, nothing left. */
+ * the erf GELU fused; the padded Conv1d (pads=[1,1] over frames-2) with
+ * pad_w=1 (its height unpadded), nothing left. */
 static void test_conv1d(void)
 {
     dt_ox_import *imp;
@@ -433,8 +434,8 @@ static void test_conv1d(void)
                         "epilogue=bias+relu) x1; "
                         "conv2d(N=1..2,H=1,W=frames-2,C=256,K=256,R=1,S=1,stride=1,pad=0,"
                         "epilogue=bias+gelu;frames=100..200) x1; "
-                        "conv2d(N=1..2,H=1,W=100..200,C=256,K=256,R=1,S=3,stride=1,pad=0,"
-                        "epilogue=bias) x1");
+                        "conv2d(N=1..2,H=1,W=frames-2,C=256,K=256,R=1,S=3,stride=1,pad=0,"
+                        "epilogue=bias,pad_w=1;frames=100..200) x1");
     CU_ASSERT_EQUAL(untuned_nodes(imp, "Conv"), 0);
     CU_ASSERT_EQUAL(imp->coverage.nleft, 0);
     CU_ASSERT_DOUBLE_EQUAL(imp->coverage.tuned_gflop[0], imp->coverage.gflop[0], 1e-12);
@@ -1494,8 +1495,8 @@ static void test_nt_scaled(void)
 }
 
 /* stft-frontend.onnx: the conv STFT's stride 128 (above conv2d's old
- * limit of 64) and a strided Conv1d as conv2d, the padded Conv1d over its
- * input padded first (W = frames + 2);
+ * limit of 64) and a strided Conv1d as conv2d, the padded Conv1d with
+ * pad_w=1;
  * wavenet-dilated.onnx: dilations 128 and 512 after causal Pads. */
 static void test_stride_dilation_files(void)
 {
@@ -1505,8 +1506,8 @@ static void test_stride_dilation_files(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
     expect_workloads(m, "conv2d(N=1..2,H=1,W=samples+512,C=1,K=514,R=1,S=512,stride=128,pad=0;"
                         "samples={16000,32000}) x1; "
-                        "conv2d(N=1..2,H=1,W=samples/128+3,C=257,K=256,R=1,S=3,stride=1,pad=0,"
-                        "epilogue=bias+relu;samples={16000,32000}) x1; "
+                        "conv2d(N=1..2,H=1,W=samples/128+1,C=257,K=256,R=1,S=3,stride=1,pad=0,"
+                        "epilogue=bias+relu,pad_w=1;samples={16000,32000}) x1; "
                         "conv2d(N=1..2,H=1,W=samples/128+1,C=256,K=256,R=1,S=3,stride=2,pad=0,"
                         "epilogue=bias+relu;samples={16000,32000}) x1");
     CU_ASSERT_EQUAL(untuned_nodes(imp, "Conv"), 0);

@@ -1644,7 +1644,7 @@ static void test_rnn(void)
         {"GRU", "1,384,32", "1,384,128", "forward", 128, "dim 2 of W is 32, 64 expected"},
         {"RNN", "1,8,64", "1,8,8", "bidirectional", 8, "dim 0 of W is 1, 2 expected"},
         {"RNN", "1,8,64", "1,8,8", "sideways", 8, "direction 'sideways' is not forward"},
-        {"RNN", "1,8,64", "1,8,h", "forward", -1, "without hidden_size, R's last dim (h)"},
+        {"RNN", "1,8,64", "1,8,h", "forward", -1, "without hidden_size, R's hidden dim (h)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         g = gnew("rnn.onnx", 14);

@@ -49,11 +49,11 @@ static double *reference(const dt_peer_problem *p, const float *x, const float *
     double *y = malloc((size_t)(B * M * N) * sizeof(double));
     CU_ASSERT_PTR_NOT_NULL_FATAL(y);
     if (p->conv.on) { /* Y[n,oh,ow,k] of X[n,h,w,c] and W[k,r,s,c] */
-        const int64_t d = p->conv.dilation;
-        const int64_t OH = (p->conv.h + 2 * p->conv.pad - d * (p->conv.r - 1) - 1) /
+        const int64_t d = p->conv.dilation, dw = p->conv.dilation_w;
+        const int64_t OH = (p->conv.h + p->conv.pad + p->conv.pad_b - d * (p->conv.r - 1) - 1) /
                            p->conv.stride + 1;
-        const int64_t OW = (p->conv.w + 2 * p->conv.pad - d * (p->conv.s - 1) - 1) /
-                           p->conv.stride + 1;
+        const int64_t OW = (p->conv.w + p->conv.pad_l + p->conv.pad_r - dw * (p->conv.s - 1) -
+                            1) / p->conv.stride_w + 1;
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
                 const int64_t ow = i % OW, ohh = i / OW % OH, n = i / OW / OH;
@@ -61,7 +61,7 @@ static double *reference(const dt_peer_problem *p, const float *x, const float *
                 for (int64_t r = 0; r < p->conv.r; r++)
                     for (int64_t q = 0; q < p->conv.s; q++) {
                         int64_t ih = ohh * p->conv.stride - p->conv.pad + r * d;
-                        int64_t iw = ow * p->conv.stride - p->conv.pad + q * d;
+                        int64_t iw = ow * p->conv.stride_w - p->conv.pad_l + q * dw;
                         if (ih < 0 || ih >= p->conv.h || iw < 0 || iw >= p->conv.w)
                             continue;
                         for (int64_t c = 0; c < p->conv.c; c++)
@@ -282,15 +282,21 @@ static void test_dense(void)
     }
 }
 
-/* onednn_conv against a direct convolution: strides, padding, dilation,
- * odd channel counts, every epilogue, 1 and 2 threads; the GEMM peers are
- * not peers of it (bench lists them as skipped). */
+/* onednn_conv against a direct convolution: strides, padding, dilation
+ * (per axis and side too), odd channel counts, every epilogue, 1 and 2
+ * threads; the GEMM peers are not peers of it (bench lists them as
+ * skipped). */
 static void test_conv(void)
 {
-    static const int64_t cases[][10] = {
-        /* n, h, w, c, k, r, s, stride, pad, dilation */
-        {1, 8, 8, 16, 32, 3, 3, 1, 1, 1}, {2, 9, 7, 5, 7, 3, 2, 2, 1, 1},
-        {1, 6, 11, 3, 17, 3, 3, 1, 2, 2}, {3, 5, 5, 8, 8, 1, 1, 1, 0, 1},
+    static const int64_t cases[][15] = {
+        /* n, h, w, c, k, r, s, stride, pad, dilation; stride_w, dilation_w, pad_l, pad_b,
+         * pad_r */
+        {1, 8, 8, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+        {2, 9, 7, 5, 7, 3, 2, 2, 1, 1, 2, 1, 1, 1, 1},
+        {1, 6, 11, 3, 17, 3, 3, 1, 2, 2, 1, 2, 2, 2, 2},
+        {3, 5, 5, 8, 8, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0},
+        {1, 7, 10, 6, 9, 3, 3, 2, 0, 1, 1, 2, 1, 1, 0}, /* strides [2,1], pads [0,1,1,0] */
+        {2, 1, 12, 4, 5, 1, 3, 1, 0, 1, 2, 1, 1, 0, 1}, /* a Conv1d: pads on W only */
     };
     const dt_peer_desc *d = dt_peer_find("onednn_conv");
     if (!d) {
@@ -303,8 +309,8 @@ static void test_conv(void)
         for (int epi = 0; epi < 4; epi++)
             for (int th = 1; th <= 2; th++) {
                 const int64_t *c = cases[i];
-                int64_t oh = (c[1] + 2 * c[8] - c[9] * (c[5] - 1) - 1) / c[7] + 1;
-                int64_t ow = (c[2] + 2 * c[8] - c[9] * (c[6] - 1) - 1) / c[7] + 1;
+                int64_t oh = (c[1] + c[8] + c[13] - c[9] * (c[5] - 1) - 1) / c[7] + 1;
+                int64_t ow = (c[2] + c[12] + c[14] - c[11] * (c[6] - 1) - 1) / c[10] + 1;
                 dt_peer_problem p = {.b_const = 1, .b_trans = 1, .batch = 1,
                                      .M = c[0] * oh * ow, .N = c[4], .K = c[5] * c[6] * c[3],
                                      .bias = epi & 1, .act = (dt_peer_act)(epi >> 1 ? epi - 1 : 0),
@@ -313,6 +319,8 @@ static void test_conv(void)
                 p.conv.n = c[0], p.conv.h = c[1], p.conv.w = c[2], p.conv.c = c[3];
                 p.conv.k = c[4], p.conv.r = c[5], p.conv.s = c[6];
                 p.conv.stride = (int)c[7], p.conv.pad = (int)c[8], p.conv.dilation = (int)c[9];
+                p.conv.stride_w = (int)c[10], p.conv.dilation_w = (int)c[11];
+                p.conv.pad_l = (int)c[12], p.conv.pad_b = (int)c[13], p.conv.pad_r = (int)c[14];
                 check_problem(d, &p, &t);
                 CU_ASSERT_FALSE(d->applies && !d->applies(&p));
             }

@@ -9,12 +9,15 @@
  * rows (the host's hook does it, microkernel/op_conv2d.c; with one group
  * exactly dense's packing of the K×R·S·C matrix).  A 1×1, stride-1,
  * unpadded convolution is a dense layer on X's rows: A in place.
- * geom: N, H, W, C, K, R, S, stride, pad, dilation, groups (lower-case
+ * geom: N, H, W, C, K, R, S, stride, pad, dilation, groups, stride_w,
+ * dilation_w, pad_l, pad_b, pad_r (the first stride, pad and dilation the
+ * height's, pad the top's; microkernel/op_conv2d.c) (lower-case
  * names: `dtune export` renames a kernel's dt_ identifiers, so two kernels
  * of one file keep theirs apart; an upper-case DT_ name is taken for a
  * macro). */
 enum { dt_cv_n, dt_cv_h, dt_cv_w, dt_cv_c, dt_cv_k, dt_cv_r, dt_cv_s, dt_cv_stride, dt_cv_pad,
-       dt_cv_dil, dt_cv_groups };
+       dt_cv_dil, dt_cv_groups, dt_cv_stride_w, dt_cv_dil_w, dt_cv_pad_l, dt_cv_pad_b,
+       dt_cv_pad_r };
 
 #ifndef DT_A_ZERO
 #define DT_A_ZERO 0
@@ -29,7 +32,7 @@ enum { dt_cv_n, dt_cv_h, dt_cv_w, dt_cv_c, dt_cv_k, dt_cv_r, dt_cv_s, dt_cv_stri
  * MR-row tile is summed segment by segment, C's partial sums stored and
  * reloaded between segments, read from X itself where its rows are
  * consecutive pixels of one output row whose segment falls inside the image
- * (at a stride of stride·C), else gathered (MR × the segment: the borders).
+ * (at a stride of sw·C), else gathered (MR × the segment: the borders).
  * A segment is a whole window row (S·C elements contiguous in X: one group,
  * dilation 1) where it starts on a whole group of the packed B (a multiple
  * of DT_KPAD: the K group, a tile's K), else one window position (Cg
@@ -45,12 +48,12 @@ static int dt_a_segment(const dt_asrc *as, int64_t i0, int64_t rows, int64_t p0,
     const int64_t ow = i0 % as->OW, t = i0 / as->OW, oh = t % as->OH, n = t / as->OH;
     if (ow + rows > as->OW)
         return 0;
-    const int64_t ih = oh * as->stride - as->pad + p0 / as->S * as->dil;
-    const int64_t iw = ow * as->stride - as->pad + p0 % as->S * as->dil;
-    if (ih < 0 || ih >= as->H || iw < 0 || iw + span - 1 + (rows - 1) * as->stride >= as->W)
+    const int64_t ih = oh * as->sh - as->pt + p0 / as->S * as->dh;
+    const int64_t iw = ow * as->sw - as->pl + p0 % as->S * as->dw;
+    if (ih < 0 || ih >= as->H || iw < 0 || iw + span - 1 + (rows - 1) * as->sw >= as->W)
         return 0;
     *a = as->x + ((n * as->H + ih) * as->W + iw) * as->C + as->c0;
-    *lda = as->stride * as->C;
+    *lda = as->sw * as->C;
     return 1;
 }
 
@@ -81,32 +84,32 @@ static void dt_tile_seg(int64_t kc, const dt_ta *a, int64_t lda, int64_t nseg, i
  * tile of the rows at the top and bottom), and every tile of a grouped
  * convolution (a group's channels are not contiguous), reads a copy of the
  * pixels it needs instead, padding included (the padding value):
- * R·((rows − 1)·stride + S)·Cg elements against its rows·K·R·S·Cg
+ * R·((rows − 1)·sw + S)·Cg elements against its rows·K·R·S·Cg
  * multiply-adds, so no border tile is cut short or gathered row by row.
  * Tiles end at the output row's end.  When the windows do not overlap
- * (stride > S: a strided 1×1, an STFT front end's hop over its frame) the
+ * (sw > S: a strided 1×1, an STFT front end's hop over its frame) the
  * copy holds each pixel's S window positions only, rows·S·Cg elements a
  * window row, so it never grows with the stride. */
 
 /* Whether tile copies hold each pixel's window apart (dt_copy_window). */
-static int dt_copy_compact(const dt_asrc *as) { return as->stride > as->S; }
+static int dt_copy_compact(const dt_asrc *as) { return as->sw > as->S; }
 
 /* The pixels tile (n, oh, ow .. ow + rows) reads: R copied rows, Cg
- * channels a pixel, into buf — len = (rows − 1)·stride + S consecutive
+ * channels a pixel, into buf — len = (rows − 1)·sw + S consecutive
  * pixels each, or with dt_copy_compact rows windows of S pixels one after
  * the other; returns the copied row's length in elements (the segments'
- * stride), the pixels' stride being stride·Cg, or S·Cg when compact. */
+ * stride), the pixels' stride being sw·Cg, or S·Cg when compact. */
 static int64_t dt_copy_window(const dt_asrc *as, int64_t n, int64_t oh, int64_t ow, int64_t rows,
                               dt_ta *buf)
 {
-    const int64_t Cg = as->Cg, iw0 = ow * as->stride - as->pad;
+    const int64_t Cg = as->Cg, iw0 = ow * as->sw - as->pl;
     if (dt_copy_compact(as)) {
         const int64_t lds = rows * as->S * Cg;
         for (int64_t r = 0; r < as->R; r++) {
-            const int64_t ih = oh * as->stride - as->pad + r;
+            const int64_t ih = oh * as->sh - as->pt + r;
             for (int64_t j = 0; j < rows; j++)
                 for (int64_t s = 0; s < as->S; s++) {
-                    const int64_t iw = iw0 + j * as->stride + s;
+                    const int64_t iw = iw0 + j * as->sw + s;
                     dt_ta *dst = buf + r * lds + (j * as->S + s) * Cg;
                     if (ih < 0 || ih >= as->H || iw < 0 || iw >= as->W) {
                         for (int64_t e = 0; e < Cg; e++)
@@ -119,12 +122,12 @@ static int64_t dt_copy_window(const dt_asrc *as, int64_t n, int64_t oh, int64_t 
         }
         return lds;
     }
-    const int64_t len = (rows - 1) * as->stride + as->S, lds = len * Cg;
+    const int64_t len = (rows - 1) * as->sw + as->S, lds = len * Cg;
     /* pixels [pl, pr) of a copied row are inside the image */
     const int64_t pl = DT_MIN(len, iw0 < 0 ? -iw0 : 0), right = DT_MIN(len, as->W - iw0);
     const int64_t pr = right < pl ? pl : right;
     for (int64_t r = 0; r < as->R; r++) {
-        const int64_t ih = oh * as->stride - as->pad + r;
+        const int64_t ih = oh * as->sh - as->pt + r;
         dt_ta *dst = buf + r * lds;
         const int out = ih < 0 || ih >= as->H;
         for (int64_t e = 0; e < (out ? len : pl) * Cg; e++)
@@ -149,7 +152,7 @@ static void dt_stream_rows(const dt_asrc *as, int64_t m0, int64_t m1, int64_t n0
 {
     const int64_t kp = DT_KP(K), Cg = as->Cg, sk = as->S * Cg;
     const int compact = dt_copy_compact(as);
-    const int64_t span = compact ? MR * as->S : (MR - 1) * as->stride + as->S;
+    const int64_t span = compact ? MR * as->S : (MR - 1) * as->sw + as->S;
     dt_ta *buf = (dt_ta *)malloc((size_t)(as->R * span * Cg) * sizeof(dt_ta) + 64);
     float *bpad = NULL;
     if (!buf || (bias && !(bpad = (float *)calloc((size_t)(DT_STRIPS(n1) * NR), sizeof(float)))))
@@ -161,17 +164,17 @@ static void dt_stream_rows(const dt_asrc *as, int64_t m0, int64_t m1, int64_t n0
         const int cols = (int)DT_MIN(NR, n1 - jr);
         for (int64_t i = m0; i < m1;) {
             const int64_t ow0 = i % as->OW, t = i / as->OW, oh = t % as->OH, n = t / as->OH;
-            const int64_t end = DT_MIN(m1, i - ow0 + as->OW), ih = oh * as->stride - as->pad;
+            const int64_t end = DT_MIN(m1, i - ow0 + as->OW), ih = oh * as->sh - as->pt;
             /* in place: one group (a window row's S·C elements contiguous) */
             const int rows_in = ih >= 0 && ih + as->R <= as->H && Cg == as->C;
             for (int64_t j = i; j < end; j += MR) {
                 const int64_t ow = ow0 + (j - i), rows = DT_MIN(MR, end - j);
-                const int64_t iw = ow * as->stride - as->pad;
+                const int64_t iw = ow * as->sw - as->pl;
                 const dt_ta *a = as->x + ((n * as->H + ih) * as->W + iw) * as->C + as->c0;
-                int64_t lds = as->W * as->C, lda = as->stride * as->C;
-                if (!rows_in || iw < 0 || iw + (rows - 1) * as->stride + as->S > as->W) {
+                int64_t lds = as->W * as->C, lda = as->sw * as->C;
+                if (!rows_in || iw < 0 || iw + (rows - 1) * as->sw + as->S > as->W) {
                     lds = dt_copy_window(as, n, oh, ow, rows, buf);
-                    lda = compact ? sk : as->stride * Cg;
+                    lda = compact ? sk : as->sw * Cg;
                     a = buf;
                 }
                 dt_tile_seg(sk, a, lda, as->R, lds, (int)rows, b, y + j * ldy + jr, ldy, cols,
@@ -192,14 +195,14 @@ static void dt_stream_rows(const dt_asrc *as, int64_t m0, int64_t m1, int64_t n0
  * channels would leave most lanes idle, so a tile of output channels ×
  * output pixels instead, the pixels along the vector (dt_ukr_t).  Its B is
  * the image's rows transposed, channel by channel: each input row once
- * into a ring of R rows per thread (C × (pad + W + pad + NR) floats each,
+ * into a ring of R rows per thread (C × (pl + W + pr + NR) floats each,
  * the padding zero); segment (r, s) of group g is window row r's Cg
  * transposed rows from channel g·Cg, shifted by s.  Its A is the groups'
  * weights, unpacked once per thread.  The output pixels are shared among
  * the threads (every group of a pixel in one thread, so each input row is
  * transposed once per thread, not once per group). */
 typedef struct dt_tring {
-    int64_t wp;   /* a transposed row's length: pad + W + pad + NR */
+    int64_t wp;   /* a transposed row's length: pl + W + pr + NR */
     float *rows;  /* R + 1 slots of C × wp; slot R stays zero */
     int64_t *tag; /* the row (n·H + ih) each slot holds, −1 none */
     float *wt;    /* the weights, G·Kg × K row-major (K = R·S·Cg) */
@@ -217,7 +220,7 @@ static void dt_tring_free(dt_tring *tr)
 static void dt_tring_init(dt_tring *tr, const dt_asrc *as, int64_t G, int64_t Kg, int64_t K,
                           const char *packed, size_t region)
 {
-    tr->wp = as->W + 2 * as->pad + NR;
+    tr->wp = as->W + as->pl + as->pr + NR;
     tr->rows = (float *)calloc((size_t)((as->R + 1) * as->C * tr->wp), sizeof(float));
     tr->tag = (int64_t *)malloc((size_t)as->R * sizeof(int64_t));
     tr->wt = (float *)malloc((size_t)(G * Kg * K) * sizeof(float));
@@ -241,7 +244,7 @@ static int64_t dt_tring_row(dt_tring *tr, const dt_asrc *as, int64_t n, int64_t 
     if (ih < 0 || ih >= as->H)
         return as->R * C * wp;
     const int64_t slot = ih % as->R;
-    float *dst = tr->rows + slot * C * wp + as->pad;
+    float *dst = tr->rows + slot * C * wp + as->pl;
     if (tr->tag[slot] != n * as->H + ih) {
         const float *src = as->x + (n * as->H + ih) * as->W * C;
         int64_t c0 = 0;
@@ -273,9 +276,9 @@ static void dt_stream_t(dt_tring *tr, const dt_asrc *as, int64_t m0, int64_t m1,
         const int64_t ow0 = i % as->OW, t = i / as->OW, oh = t % as->OH, n = t / as->OH;
         const int64_t end = DT_MIN(m1, i - ow0 + as->OW);
         /* segment (r, s): window row r's transposed input row, shifted by s
-         * (output pixel ow reads input pixel ow − pad + s: index ow + s) */
+         * (output pixel ow reads input pixel ow − pl + s: index ow + s) */
         for (int64_t r = 0; r < as->R; r++)
-            row[r] = dt_tring_row(tr, as, n, oh - as->pad + r);
+            row[r] = dt_tring_row(tr, as, n, oh - as->pt + r);
         for (int64_t g = 0; g < G; g++) {
             for (int64_t r = 0; r < as->R; r++)
                 for (int64_t s = 0; s < as->S; s++)
@@ -333,13 +336,13 @@ static void dt_stream_implicit(const dt_asrc *as, int64_t m0, int64_t m1, int64_
 {
     const int64_t kp = DT_KP(K);
 #if DT_UKR_SEG
-    if (as->dil == 1 && as->S * as->Cg % DT_KPAD == 0) {
+    if (as->dh == 1 && as->dw == 1 && as->S * as->Cg % DT_KPAD == 0) {
         dt_stream_rows(as, m0, m1, n0, n1, K, bp, bias, y, ldy, q);
         return;
     }
 #endif
     int64_t span = 0; /* window positions a segment */
-    if (as->dil == 1 && as->Cg == as->C && as->S * as->C % DT_KPAD == 0)
+    if (as->dw == 1 && as->Cg == as->C && as->S * as->C % DT_KPAD == 0)
         span = as->S;
     else if (as->Cg % DT_KPAD == 0)
         span = 1;
@@ -420,25 +423,29 @@ static void dt_conv_worker(int tid, int nt, int64_t items, int64_t per, int64_t 
 DT_EXPORT void DT_FN_CONV2D(const int64_t *geom, const dt_ta *X DT_RUN_QPARAMS,
                             const void *packed, const float *bias, dt_tc *Y, int nthreads)
 {
-    const int64_t R = geom[dt_cv_r], S = geom[dt_cv_s], dil = geom[dt_cv_dil];
-    const int64_t stride = geom[dt_cv_stride], pad = geom[dt_cv_pad], G = geom[dt_cv_groups];
+    const int64_t R = geom[dt_cv_r], S = geom[dt_cv_s], G = geom[dt_cv_groups];
+    const int64_t sh = geom[dt_cv_stride], sw = geom[dt_cv_stride_w];
+    const int64_t dh = geom[dt_cv_dil], dw = geom[dt_cv_dil_w];
+    const int64_t pt = geom[dt_cv_pad], pb = geom[dt_cv_pad_b];
+    const int64_t pl = geom[dt_cv_pad_l], pr = geom[dt_cv_pad_r];
     const int64_t C = geom[dt_cv_c], Kout = geom[dt_cv_k];
-    if (stride < 1 || pad < 0 || dil < 1 || G < 1 || C % G || Kout % G ||
-        geom[dt_cv_h] + 2 * pad < dil * (R - 1) + 1 || geom[dt_cv_w] + 2 * pad < dil * (S - 1) + 1)
+    if (sh < 1 || sw < 1 || pt < 0 || pb < 0 || pl < 0 || pr < 0 || dh < 1 || dw < 1 || G < 1 ||
+        C % G || Kout % G || geom[dt_cv_h] + pt + pb < dh * (R - 1) + 1 ||
+        geom[dt_cv_w] + pl + pr < dw * (S - 1) + 1)
         return;
-    const int64_t OH = (geom[dt_cv_h] + 2 * pad - dil * (R - 1) - 1) / stride + 1;
-    const int64_t OW = (geom[dt_cv_w] + 2 * pad - dil * (S - 1) - 1) / stride + 1;
+    const int64_t OH = (geom[dt_cv_h] + pt + pb - dh * (R - 1) - 1) / sh + 1;
+    const int64_t OW = (geom[dt_cv_w] + pl + pr - dw * (S - 1) - 1) / sw + 1;
     const int64_t M = geom[dt_cv_n] * OH * OW, Kg = Kout / G, Kred = R * S * (C / G);
     if (M <= 0 || Kg <= 0 || Kred <= 0)
         return;
-    const dt_asrc src = {X, geom[dt_cv_h], geom[dt_cv_w], C, C / G, 0, R, S, OH, OW,
-                         stride, pad, dil, (dt_ta)(DT_A_ZERO)};
+    const dt_asrc src = {X,  geom[dt_cv_h], geom[dt_cv_w], C,  C / G, 0,  R, S,
+                         OH, OW, sh, sw, pt, pl, dh, dw, pr, (dt_ta)(DT_A_ZERO)};
     /* 1×1, stride 1, no padding: A's rows are X's */
-    const int direct = R == 1 && S == 1 && stride == 1 && pad == 0;
+    const int direct = R == 1 && S == 1 && sh == 1 && sw == 1 && !pt && !pb && !pl && !pr;
     const size_t region = DT_FN_PACKED_SIZE(Kg, Kred);
     int nt = dt_threads(nthreads);
 #if DT_UKR_T
-    if (Kg < VL && stride == 1 && dil == 1) {
+    if (Kg < VL && sh == 1 && sw == 1 && dh == 1 && dw == 1) {
         dt_conv_t(&src, M, G, Kg, Kred, (const char *)packed, region, bias, Y, Kout, nt);
         return;
     }

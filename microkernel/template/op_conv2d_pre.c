@@ -1,13 +1,15 @@
 #if DT_OP_CONV2D
 /* ---- conv2d: the implicit A (microkernel/template/op_conv2d_pre.c) ---------
  * One group's A[i][k], i = (n·OH + oh)·OW + ow, k = (r·S + s)·Cg + c, is
- * X[n][oh·stride − pad + r·dil][ow·stride − pad + s·dil][c0 + c] of the
+ * X[n][oh·sh − pt + r·dh][ow·sw − pl + s·dw][c0 + c] of the
  * NHWC image (C channels a pixel, the group's Cg from c0), or the padding
  * value outside it (0; int8: its zero point, the real 0).  Along k a row is
  * runs of Cg contiguous channels, one per (r, s). */
 typedef struct dt_asrc {
     const dt_ta *x;
-    int64_t H, W, C, Cg, c0, R, S, OH, OW, stride, pad, dil;
+    int64_t H, W, C, Cg, c0, R, S, OH, OW;
+    int64_t sh, sw, pt, pl, dh, dw; /* strides, top and left pads, dilations */
+    int64_t pr;                     /* the right pad (the transposed tiles' ring) */
     dt_ta zero;
 } dt_asrc;
 
@@ -20,8 +22,8 @@ static void dt_gather_row(const dt_asrc *as, int64_t i, int64_t k0, int64_t kc, 
     for (int64_t k = k0; k < end; seg++, c = 0) {
         const int64_t r = seg / as->S, s = seg % as->S;
         const int64_t len = DT_MIN(as->Cg - c, end - k);
-        const int64_t ih = oh * as->stride - as->pad + r * as->dil;
-        const int64_t iw = ow * as->stride - as->pad + s * as->dil;
+        const int64_t ih = oh * as->sh - as->pt + r * as->dh;
+        const int64_t iw = ow * as->sw - as->pl + s * as->dw;
         if (ih >= 0 && ih < as->H && iw >= 0 && iw < as->W) {
             memcpy(dst, as->x + ((n * as->H + ih) * as->W + iw) * as->C + as->c0 + c,
                    (size_t)len * sizeof(dt_ta));
