@@ -179,14 +179,16 @@ int dt_ox_import_file_branches(const char *path, const char *model_name,
 
 /* The reader's warnings, then one per node whose shape rule refused it (at
  * most MAX_FAILED_WARNINGS, then their count): its outputs are unknown and
- * nothing tuned reads them, or the import would have failed. */
+ * nothing tuned reads them, or the import would have failed.  A node of an
+ * If branch that never runs (its condition decided by the shapes) warns of
+ * nothing: its shapes would be wrong where it is never computed. */
 #define MAX_FAILED_WARNINGS 8
 static int collect_warnings(const dt_ox_graph *g, const dt_ox_shapes *s, dt_ox_import *r,
                             dt_err *e)
 {
     int nfailed = 0;
     for (int i = 0; i < g->nnodes; i++)
-        nfailed += dt_ox_node_failure(s, i) != NULL;
+        nfailed += dt_ox_node_failure(s, i) != NULL && !dt_ox_node_dead(s, i);
     int n = g->nwarnings + (nfailed < MAX_FAILED_WARNINGS ? nfailed : MAX_FAILED_WARNINGS + 1);
     if (n && !(r->warnings = calloc((size_t)n, sizeof *r->warnings)))
         return dt_errf(e, DT_ENOMEM, "out of memory");
@@ -197,7 +199,7 @@ static int collect_warnings(const dt_ox_graph *g, const dt_ox_shapes *s, dt_ox_i
     }
     for (int i = 0, shown = 0; i < g->nnodes && r->nwarnings < n; i++) {
         const char *why = dt_ox_node_failure(s, i);
-        if (!why)
+        if (!why || dt_ox_node_dead(s, i))
             continue;
         char *w = NULL;
         int len = shown++ < MAX_FAILED_WARNINGS

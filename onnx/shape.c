@@ -110,6 +110,7 @@ void dt_ox_shapes_free(dt_ox_shapes *s)
     for (int i = 0; s->repeat && s->g && i < s->g->nbodies; i++)
         dt_expr_free(s->repeat[i]);
     free(s->repeat);
+    free(s->dead);
     free(s);
 }
 
@@ -151,6 +152,19 @@ int dt_ox_first_failure(const dt_ox_shapes *s, int *node, dt_err *e)
                 *node = i;
             return dt_errf(e, DT_EINVAL, "%s", s->failed[i]);
         }
+    return 0;
+}
+
+int dt_ox_node_dead(const dt_ox_shapes *s, int node)
+{
+    if (!s || !s->g || !s->dead || node < 0 || node >= s->nnodes)
+        return 0;
+    /* the bodies holding the node, innermost first: each one's control node
+     * lies in the next */
+    for (int b = s->g->nodes[node].body; b > 0 && b <= s->g->nbodies;
+         b = s->g->nodes[s->g->bodies[b - 1].control].body)
+        if (s->dead[b - 1])
+            return 1;
     return 0;
 }
 
@@ -790,6 +804,12 @@ static int run_control(prop *p, int i, int entry)
     }
     if (entry)
         return set_repeats(p, &c, &o);
+    /* an If whose condition the shapes decide: the other branch never runs */
+    int64_t v;
+    if (n->nbodies == 2 && !strcmp(n->op_type, "If") && c.in[0] && c.in[0]->known &&
+        c.in[0]->nv == 1 && dt_ox_sym_is_const(c.in[0]->vals[0], &v) &&
+        g->bodies[n->bodies[0]].taken && g->bodies[n->bodies[1]].taken)
+        s->dead[n->bodies[v ? 1 : 0]] = 1;
     const dt_expr *reps[2] = {NULL, NULL};
     const char *once[2] = {NULL, NULL};
     for (int b = 0; b < n->nbodies; b++) {
@@ -956,13 +976,14 @@ int dt_ox_propagate(const dt_ox_graph *g, const dt_ox_vars *vars, dt_ox_shapes *
         s->note = calloc(nn, sizeof *s->note);
         s->g = g;
         s->repeat = calloc((size_t)g->nbodies + 1, sizeof *s->repeat);
+        s->dead = calloc((size_t)g->nbodies + 1, 1);
     }
     size_t nb = (size_t)g->nbodies + 1;
     prop p = {.g = g, .s = s, .sc = sc, .e = e, .rep = calloc(nb, sizeof *p.rep),
               .trip = calloc(nb, sizeof *p.trip), .once = calloc(nb, sizeof *p.once),
               .upper = calloc(nb, 1)};
     if (!s || !sc || !order || !s->t || !s->tab || !s->how || !s->unk_in || !s->norule ||
-        !s->failed || !s->note || !s->repeat || !p.rep || !p.trip || !p.once || !p.upper) {
+        !s->failed || !s->note || !s->repeat || !s->dead || !p.rep || !p.trip || !p.once || !p.upper) {
         rc = dt_errf(e, DT_ENOMEM, "out of memory");
         goto out;
     }

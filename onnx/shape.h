@@ -154,4 +154,10 @@ const char *dt_ox_node_shapes_note(const dt_ox_shapes *s, int node);
  * bodies.  Valid until dt_ox_shapes_free. */
 const dt_expr *dt_ox_node_repeat(const dt_ox_shapes *s, int node);
 
+/* 1 when node i lies in an If branch that never runs: its If's condition
+ * is known from the shapes and takes the other branch (or in a body inside
+ * such a branch).  Its rule's failures are no warning (import.c).  Valid
+ * until dt_ox_shapes_free. */
+int dt_ox_node_dead(const dt_ox_shapes *s, int node);
+
 #endif

@@ -62,6 +62,8 @@ struct dt_ox_shapes {
                              unknown or value_info's */
     const dt_ox_graph *g; /* the graph propagated */
     dt_expr **repeat;     /* per body (g->bodies): its runs per model run, NULL: once */
+    unsigned char *dead;  /* per body: 1 for an If's branch its condition, known from the
+                             shapes, never takes */
     char **note;          /* per node: a control node's summary (owned), else NULL */
 };
 

@@ -330,7 +330,10 @@ def make_lstm_if_rank():
     whose then_branch Unsqueezes and whose else_branch is Identity — their
     outputs disagree in rank, but the condition is known from x's shape,
     so only the else_branch runs — then the LSTM(64, 64) over [seq, batch,
-    64] and a head Linear over the last step."""
+    64], a head Linear over the last step, and torch's `if not is_batched:
+    output = output.squeeze(1)` on the output: an If whose then_branch
+    Squeezes the batch axis, which would fail (batch is not 1) if it ran —
+    it never does, so it is no warning."""
     g = base.Graph("main_graph")
     g.inputs = [info("x", F32, ["seq", "batch", 64])]
     rank = g.op("", "Size", [g.op("", "Shape", ["x"])])
@@ -350,7 +353,16 @@ def make_lstm_if_rank():
     out = g.op("/head", "Gemm", [h, g.weight("head.weight", [8, 64]), g.weight("head.bias", [8])],
                alpha=1.0, beta=1.0, transB=1)
     g.name_output(out, "y")
-    g.outputs = [info("y", F32, ["batch", 8])]
+    seq_out = g.op("", "Squeeze", [y, g.const("", [1], np.int64)])  # [seq, batch, 64]
+    t2 = builder(g, "torch_jit3")
+    ys = t2.op("", "Squeeze", [seq_out, t2.const("", [1], np.int64)])
+    e2 = builder(g, "torch_jit4")
+    yi = e2.op("", "Identity", [seq_out])
+    seq_y = g.op("", "If", [unbatched],
+                 then_branch=body(t2, "torch_jit3", [], [info(ys, F32, ["seq", 64])]),
+                 else_branch=body(e2, "torch_jit4", [], [info(yi, F32, ["seq", "batch", 64])]))
+    g.name_output(seq_y, "output")
+    g.outputs = [info("y", F32, ["batch", 8]), info("output", F32, ["seq", "batch", 64])]
     return g.model(14, "A scripted LSTM whose If on the input's rank is decided by its shape.")
 
 

@@ -1295,11 +1295,18 @@ def run_dtune(dtune, path, var_list, tmpdir):
 # ---------------------------------------------------------------- check one model
 
 
-def untuned_gemm_kind(what, flops_ops):
+def untuned_gemm_kind(what, flops_ops, why=""):
     """Is an untuned entry of dtune's list a GEMM-like kind (or a control-flow
-    node whose subgraphs hold GEMM-like nodes)?"""
+    node whose subgraphs hold GEMM-like nodes dtune did not read)?  A
+    recurrent cell's "gates (elementwise)" entry is not: its products are
+    tuned; nor a control node whose bodies dtune read ("holds ..."): their
+    nodes have entries of their own."""
+    if what.endswith("gates (elementwise)"):
+        return False
     base = what.split(" ")[0].split(".")[-1]
-    return base in GEMM_OPS or (base in CONTROL_OPS and base in flops_ops)
+    if base in CONTROL_OPS:
+        return base in flops_ops and "(holds " not in why
+    return base in GEMM_OPS
 
 
 def evaluate(m, dtune, tmpdir):
@@ -1349,7 +1356,7 @@ def evaluate(m, dtune, tmpdir):
         kinds_with_flops = {r["op"] for r in fl["nodes"]} | ctrl_ops
         for u in rep["onnx"]["untuned"]:
             untuned[u["what"]] = untuned.get(u["what"], 0) + u["nodes"]
-            if untuned_gemm_kind(u["what"], kinds_with_flops):
+            if untuned_gemm_kind(u["what"], kinds_with_flops, u.get("why", "")):
                 gemm_untuned.append([u["what"], u["nodes"], u["why"]])
         got["dtune_coverage_raw"] = rep["onnx"].get("coverage")
         got.update({"workloads": len(rep["workloads"]), "ops": ops,
