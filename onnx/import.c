@@ -169,8 +169,8 @@ int dt_ox_import_file_branches(const char *path, const char *model_name,
         if (!model_name && !name)
             rc = dt_errf(e, DT_ENOMEM, "out of memory");
         else
-            rc = dt_ox_import_graph(g, model_name ? model_name : name, var_args, nvar_args, out,
-                                    e);
+            rc = dt_ox_import_narrowed(g, model_name ? model_name : name, var_args, nvar_args,
+                                       out, e);
         free(name);
     }
     dt_ox_graph_free(g);

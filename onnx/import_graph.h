@@ -12,4 +12,12 @@
 int dt_ox_import_graph(const dt_ox_graph *g, const char *model_name, const char *const *var_args,
                        int nvar_args, dt_ox_import **out, dt_err *e);
 
+/* The same; when it fails with DT_EINVAL, the widest part of one
+ * variable's domain (cut at either end) over which g imports, imported
+ * with a warning first in (*out)->warnings naming the part and quoting the
+ * first error; else that first error (import_narrow.c). */
+int dt_ox_import_narrowed(const dt_ox_graph *g, const char *model_name,
+                          const char *const *var_args, int nvar_args, dt_ox_import **out,
+                          dt_err *e);
+
 #endif

@@ -439,8 +439,29 @@ static void test_conv1d(void)
     CU_ASSERT_EQUAL(untuned_nodes(imp, "Conv"), 0);
     CU_ASSERT_EQUAL(imp->coverage.nleft, 0);
     CU_ASSERT_DOUBLE_EQUAL(imp->coverage.tuned_gflop[0], imp->coverage.gflop[0], 1e-12);
+    CU_ASSERT_EQUAL(imp->nwarnings, 0);
     dt_model_free(m);
     dt_ox_import_free(imp);
+    /* frames 1 and 2 leave no output of the 3-tap window: the import keeps
+     * frames=3..200 and says why (the error over the whole domain quoted) */
+    m = import_file(ONNX_DIR "conv1d.onnx", VARS("batch=1..2", "frames=1..200"), &imp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_FATAL(imp->nwarnings >= 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(imp->warnings[0], "the model's dims hold only for frames=3..200 "
+                                                    "of the given frames=1..200"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(imp->warnings[0], "the output width is 0"));
+    CU_ASSERT_EQUAL(m->nworkloads, 3);
+    dt_model_free(m);
+    dt_ox_import_free(imp);
+    /* a failure no cut of one variable removes stays the error: a 3-tap
+     * window over frames=1..2 */
+    dt_err e;
+    imp = NULL;
+    CU_ASSERT_EQUAL(dt_ox_import_file(ONNX_DIR "conv1d.onnx", NULL,
+                                      VARS("batch=1..2", "frames=1..2"), &imp, &e),
+                    DT_EINVAL);
+    CU_ASSERT_PTR_NULL(imp);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "the output width is 0"));
 }
 
 /* ---- errors ----------------------------------------------------------------- */
@@ -462,9 +483,21 @@ static void test_var_errors(void)
                  PARTS("--var '9seq=1..8'", "not a variable name"));
     expect_error(bert, VARS("batch=1", "seq"), DT_EINVAL, PARTS("--var 'seq'", "NAME=DOMAIN"));
     /* a dim below 1 names the node that makes it */
-    expect_error(ONNX_DIR "cnn-small.onnx", VARS("batch=0..4", "height=224", "width=224"),
+    expect_error(ONNX_DIR "cnn-small.onnx", VARS("batch=0", "height=224", "width=224"),
                  DT_EINVAL, PARTS("cnn-small.onnx: node '/conv1/Conv'",
-                                "dim N = batch is 0 at batch=0; every dim must be >= 1"));
+                                "dim N = 0 is 0 at batch=0,height=224,width=224; every dim "
+                                "must be >= 1"));
+    /* ... and over batch=0..4, the part it holds for is imported, saying so */
+    dt_ox_import *part = NULL;
+    dt_model *pm = import_file(ONNX_DIR "cnn-small.onnx",
+                               VARS("batch=0..4", "height=224", "width=224"), &part);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pm);
+    CU_ASSERT_FATAL(part->nwarnings >= 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(part->warnings[0], "hold only for batch=1..4 of the given "
+                                                     "batch=0..4"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(part->warnings[0], "dim N = batch is 0 at batch=0"));
+    dt_model_free(pm);
+    dt_ox_import_free(part);
     /* a file that does not exist */
     dt_err e;
     dt_ox_import *imp = NULL;
