@@ -77,7 +77,28 @@ static void check_graph(const dt_ox_graph *g)
         check(n->name && n->op_type && n->op_type[0] && n->domain);
         /* any domain is read; the default one is stored as "" */
         check(strcmp(n->domain, "ai.onnx") != 0);
-        check(n->ninputs <= DT_OX_MAX_IO && n->noutputs <= DT_OX_MAX_IO);
+        /* a control node's bodies' outputs and inputs are appended to its own */
+        check(n->ninputs <= DT_OX_MAX_NODE_IO && n->noutputs <= DT_OX_MAX_NODE_IO);
+        check(n->nbodies == 0 ? n->ninputs <= DT_OX_MAX_IO && n->noutputs <= DT_OX_MAX_IO
+                              : n->nin_own <= DT_OX_MAX_IO && n->nout_own <= DT_OX_MAX_IO &&
+                                    n->nin_own <= n->ninputs && n->nout_own <= n->noutputs);
+        check(n->nbodies >= 0 && n->nbodies <= 2 && n->body >= 0 && n->body <= g->nbodies);
+        for (int b = 0; b < n->nbodies; b++) {
+            check(n->bodies[b] >= 0 && n->bodies[b] < g->nbodies);
+            const dt_ox_body *bd = &g->bodies[n->bodies[b]];
+            /* its nodes come just before it, inside its own body */
+            check(bd->control == i && bd->path && bd->attr);
+            check(!bd->taken || (bd->first >= 0 && bd->nnodes >= 0 &&
+                                 bd->first + bd->nnodes <= i));
+            check(!bd->taken || (bd->in_at >= n->nout_own && bd->in_at + bd->nin <= n->noutputs &&
+                                 bd->out_at >= n->nin_own &&
+                                 bd->out_at + bd->nout <= n->ninputs));
+            for (int k = bd->taken ? bd->first : 0; bd->taken && k < bd->first + bd->nnodes; k++)
+                check(g->nodes[k].body != n->body); /* deeper than the control node */
+        }
+        if (n->body) /* the innermost body holding it holds it in its range */
+            check(g->bodies[n->body - 1].first <= i &&
+                  i < g->bodies[n->body - 1].first + g->bodies[n->body - 1].nnodes);
         for (int k = 0; k < n->ninputs; k++)
             check(n->inputs[k] != NULL);
         for (int k = 0; k < n->noutputs; k++)

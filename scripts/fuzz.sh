@@ -63,8 +63,9 @@ for t in $TARGETS; do
         gen_onnx
         LIBS="-lprotobuf-c"
         # the reader, then shape propagation over what it read
-        build onnx -I"$OUT/generated" fuzz/fuzz_onnx.c onnx/read.c onnx/read_trim.c \
-            onnx/read_tensor.c onnx/graph.c "$OUT/generated/onnx/onnx.pb-c.c" onnx/shape*.c \
+        build onnx -I"$OUT/generated" fuzz/fuzz_onnx.c onnx/read.c onnx/read_graph.c \
+            onnx/read_trim.c onnx/read_tensor.c onnx/graph.c "$OUT/generated/onnx/onnx.pb-c.c" \
+            onnx/shape*.c \
             onnx/op_table.c sketch/expr.c sketch/domain.c common/error.c common/strbuf.c \
             common/file.c ;;
     wire)
