@@ -61,13 +61,13 @@ for t in $TARGETS; do
         build model_spec fuzz/fuzz_model_spec.c sketch/*.c common/*.c ;;
     onnx)
         gen_onnx
-        LIBS="-lprotobuf-c"
+        LIBS="-lprotobuf-c -ljansson -lm"
         # the reader, then shape propagation over what it read
         build onnx -I"$OUT/generated" fuzz/fuzz_onnx.c onnx/read.c onnx/read_graph.c \
             onnx/read_trim.c onnx/read_tensor.c onnx/graph.c "$OUT/generated/onnx/onnx.pb-c.c" \
             onnx/shape*.c \
             onnx/op_table.c sketch/expr.c sketch/domain.c common/error.c common/strbuf.c \
-            common/file.c ;;
+            common/file.c common/json_util.c ;;
     wire)
         # the worker wire: frames, then the pool's HELLO check and the trial /
         # batch / result JSON (pool.c for dt_pool_hello_check: libuv linked,
