@@ -603,7 +603,9 @@ static void tg_output(dt_ox_graph *g, const char *name)
     v->rank = -1;
 }
 
-static dt_ox_tensor *tg_tensor(dt_ox_graph *g, const char *name, int elem, int rank, ...)
+/* An initializer of rank dims (dims[0..rank)), no values. */
+static dt_ox_tensor *tg_tensor_dims(dt_ox_graph *g, const char *name, int elem, int rank,
+                                    const int64_t *dims)
 {
     dt_ox_tensor *t = &g->inits[g->ninits++];
     t->name = dup(name);
@@ -611,20 +613,30 @@ static dt_ox_tensor *tg_tensor(dt_ox_graph *g, const char *name, int elem, int r
     t->rank = rank;
     t->dims = zalloc((size_t)(rank ? rank : 1) * sizeof *t->dims);
     t->numel = 1;
-    va_list ap;
-    va_start(ap, rank);
     for (int i = 0; i < rank; i++) {
-        t->dims[i] = va_arg(ap, int64_t);
+        t->dims[i] = dims[i];
         t->numel *= t->dims[i];
     }
-    va_end(ap);
     return t;
 }
 
-/* A weight: dims, no values. */
-#define tg_weight(g, name, elem, ...) \
-    tg_tensor(g, name, elem, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
-              __VA_ARGS__)
+/* The same with the dims as arguments: each must be an int64_t. */
+static dt_ox_tensor *tg_tensor(dt_ox_graph *g, const char *name, int elem, int rank, ...)
+{
+    int64_t dims[DT_OX_MAX_RANK];
+    va_list ap;
+    va_start(ap, rank);
+    for (int i = 0; i < rank && i < DT_OX_MAX_RANK; i++)
+        dims[i] = va_arg(ap, int64_t);
+    va_end(ap);
+    return tg_tensor_dims(g, name, elem, rank, dims);
+}
+
+/* A weight: dims (any integer expressions: converted through an int64_t
+ * array, never read as variadic int64_t), no values. */
+#define tg_weight(g, name, elem, ...)                                                            \
+    tg_tensor_dims(g, name, elem, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
+                   (const int64_t[]){__VA_ARGS__})
 
 /* A float scalar with its value. */
 static void tg_scalar(dt_ox_graph *g, const char *name, double v)
