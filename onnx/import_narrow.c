@@ -6,12 +6,15 @@
  * front end's 256-sample window needs at least 192 samples.  Such an import
  * fails naming the node and the shape.  When it does, each variable's
  * domain is cut from below, then from above: if the import succeeds with
- * that variable at its one extreme value, a binary search over its values
+ * that variable at its two extreme values, a binary search over its values
  * (the failing shapes taken to lie at one end: the dims of a model grow
  * with its variables) finds the widest part that imports; the widest such
  * part over all variables and both ends is imported and tuned, and the
  * import says so in a warning that quotes the original error.  A failure
- * that no single variable's cut removes is returned as it was. */
+ * that no single variable's cut removes is returned as it was; so is one
+ * that only a single value removes (a float Range's limit is a constant at
+ * any one value, symbolic over two: that is no part of a domain where the
+ * dims hold, only a shape where nothing is symbolic). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,18 +85,19 @@ static int imports_with(const dt_ox_graph *g, const char *name, const char **arg
 }
 
 /* The widest part of variable j's values that imports, cut at one end
- * (top: keep [k, n-1], else [0, k]): its first and last index, or -1. */
+ * (top: keep [k, n-1], else [0, k]), at least two values: its first and
+ * last index, or -1. */
 static int widest_part(const dt_ox_graph *g, const char *name, const char **args, int n, int j,
                        const var_dom *v, int top, int *a, int *b)
 {
     const int last = v->d.n - 1;
-    /* the extreme value alone must import */
-    if (!(top ? imports_with(g, name, args, n, j, v, last, last)
-              : imports_with(g, name, args, n, j, v, 0, 0)))
+    /* the two extreme values must import */
+    if (!(top ? imports_with(g, name, args, n, j, v, last - 1, last)
+              : imports_with(g, name, args, n, j, v, 0, 1)))
         return -1;
-    /* top: the smallest k whose [k, last] imports (k = last does, 0 does
-     * not: the full domain failed); bottom: the largest k of [0, k] */
-    int bad = top ? 0 : last, good = top ? last : 0;
+    /* top: the smallest k whose [k, last] imports (k = last - 1 does, 0
+     * does not: the full domain failed); bottom: the largest k of [0, k] */
+    int bad = top ? 0 : last, good = top ? last - 1 : 1;
     while (abs(good - bad) > 1) {
         int mid = (good + bad) / 2;
         if (top ? imports_with(g, name, args, n, j, v, mid, last)
