@@ -81,22 +81,30 @@ static void test_one_file_many_names(void)
     CU_ASSERT_EQUAL_FATAL(dt_lockfile_acquire(sym_lock, &l2, NULL, &e), 0);
     dt_lockfile_release(l2);
 
-    /* a holder killed with SIGKILL leaves no lock on any name */
+    /* a holder killed with SIGKILL leaves no lock on any name; the child
+     * says it holds the lock through a pipe (polling for it instead raced:
+     * the parent's probe could hold the lock just when the child tried) */
+    int ready[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(ready), 0);
     pid_t child = fork();
     if (child == 0) {
+        close(ready[0]);
         dt_lockfile *c = NULL;
-        if (dt_lockfile_acquire(far_lock, &c, NULL, NULL) == 0)
+        if (dt_lockfile_acquire(far_lock, &c, NULL, NULL) == 0) {
+            if (write(ready[1], "1", 1) != 1)
+                _exit(1);
             pause();
+        }
         _exit(1);
     }
-    int held = 0;
-    for (int i = 0; i < 300 && !held; i++) {
-        held = dt_lockfile_acquire(lock, &l2, &h, &e) == DT_EBUSY && h.pid == (long)child;
-        if (!held) {
-            dt_lockfile_release(l2);
-            l2 = NULL;
-            usleep(10000);
-        }
+    close(ready[1]);
+    char byte = 0;
+    CU_ASSERT_EQUAL(read(ready[0], &byte, 1), 1);
+    close(ready[0]);
+    int held = dt_lockfile_acquire(lock, &l2, &h, &e) == DT_EBUSY && h.pid == (long)child;
+    if (!held) {
+        dt_lockfile_release(l2);
+        l2 = NULL;
     }
     CU_ASSERT_TRUE(held);
     kill(child, SIGKILL);
