@@ -94,6 +94,12 @@ const dt_ox_attr *dt_ox_attr_find(const dt_ox_node *n, const char *name)
     return NULL;
 }
 
+int64_t dt_ox_attr_int_or(const dt_ox_node *n, const char *name, int64_t dflt)
+{
+    const dt_ox_attr *a = dt_ox_attr_find(n, name);
+    return a && a->type == DT_OX_ATTR_INT ? a->i : dflt;
+}
+
 /* A linear search: callers that look up many names build their own index. */
 const dt_ox_tensor *dt_ox_init_find(const dt_ox_graph *g, const char *name)
 {

@@ -235,6 +235,8 @@ void dt_ox_node_clear(dt_ox_node *n);
 
 /* Lookups (NULL when absent). */
 const dt_ox_attr *dt_ox_attr_find(const dt_ox_node *n, const char *name);
+/* Node n's INT attribute name, or dflt when it has none of that type. */
+int64_t dt_ox_attr_int_or(const dt_ox_node *n, const char *name, int64_t dflt);
 const dt_ox_tensor *dt_ox_init_find(const dt_ox_graph *g, const char *name);
 /* The innermost body holding node i, NULL for a node of the main graph. */
 const dt_ox_body *dt_ox_node_body(const dt_ox_graph *g, int i);

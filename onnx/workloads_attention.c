@@ -38,24 +38,10 @@
 
 static const dt_ox_node *node_at(const dt_ox_wctx *c, int i) { return &c->g->nodes[i]; }
 
-static int64_t attr_i(const dt_ox_node *n, const char *name, int64_t dflt)
-{
-    const dt_ox_attr *a = dt_ox_attr_find(n, name);
-    return a && a->type == DT_OX_ATTR_INT ? a->i : dflt;
-}
-
 /* Input k of node n's shape, NULL when omitted or unknown. */
 static const dt_ox_shape *input(const dt_ox_wctx *c, const dt_ox_node *n, int k)
 {
     return k < n->ninputs ? dt_ox_wshape(c, n->inputs[k]) : NULL;
-}
-
-static int is_const_dim(const dt_expr *x, int64_t *v)
-{
-    if (x->kind != DT_EXPR_CONST)
-        return 0;
-    *v = x->value;
-    return 1;
 }
 
 /* a·b or a+b canonicalised into *out (a or b NULL: the other alone). */
@@ -152,7 +138,7 @@ static const char *dtype_of(const dt_ox_shape *q, dt_dtype *d)
 static int64_t per_head(const dt_expr *hidden, int64_t heads)
 {
     int64_t h;
-    return heads > 0 && is_const_dim(hidden, &h) && h > 0 && h % heads == 0 ? h / heads : 0;
+    return heads > 0 && dt_ox_const_value(hidden, &h) && h > 0 && h % heads == 0 ? h / heads : 0;
 }
 
 static int attention(dt_ox_wctx *c, int i)
@@ -160,7 +146,7 @@ static int attention(dt_ox_wctx *c, int i)
     const dt_ox_node *nd = node_at(c, i);
     const dt_ox_shape *x = input(c, nd, 0), *w = input(c, nd, 1), *bias = input(c, nd, 2);
     const dt_ox_shape *past = input(c, nd, 4);
-    int64_t heads = attr_i(nd, "num_heads", 0), sizes[3];
+    int64_t heads = dt_ox_attr_int_or(nd, "num_heads", 0), sizes[3];
     dt_dtype dtype = DT_DTYPE_F32;
     const char *why;
     if (!x || !w || x->rank != 3 || w->rank != 2)
@@ -173,7 +159,7 @@ static int attention(dt_ox_wctx *c, int i)
                                   "type (dense packs constant weights)");
     const dt_ox_attr *qkv = dt_ox_attr_find(nd, "qkv_hidden_sizes");
     int64_t total;
-    if (!is_const_dim(w->dims[1], &total) || heads < 1)
+    if (!dt_ox_const_value(w->dims[1], &total) || heads < 1)
         return dt_ox_reject(c, i, "Attention without num_heads or with a symbolic hidden size");
     for (int k = 0; k < 3; k++)
         sizes[k] = qkv && qkv->type == DT_OX_ATTR_INTS && qkv->n == 3 ? qkv->ints[k] : total / 3;
@@ -193,7 +179,7 @@ static int attention(dt_ox_wctx *c, int i)
         return dt_ox_reject(c, i, "the input's and the weights' hidden sizes differ");
     const dt_expr *seq = x->dims[1], *past_len = NULL;
     if (past) {
-        if (attr_i(nd, "past_present_share_buffer", 0))
+        if (dt_ox_attr_int_or(nd, "past_present_share_buffer", 0))
             return dt_ox_reject(c, i, "Attention with past_present_share_buffer: the key length "
                                       "is past_sequence_length's value at run time");
         if (past->rank != 5)
@@ -225,7 +211,7 @@ static int multi_head(dt_ox_wctx *c, int i)
     const dt_ox_node *nd = node_at(c, i);
     const dt_ox_shape *q = input(c, nd, 0), *k = input(c, nd, 1), *v = input(c, nd, 2);
     const dt_ox_shape *past = input(c, nd, 6);
-    int64_t heads = attr_i(nd, "num_heads", 0), head = 0, v_head = 0;
+    int64_t heads = dt_ox_attr_int_or(nd, "num_heads", 0), head = 0, v_head = 0;
     dt_dtype dtype = DT_DTYPE_F32;
     const char *why;
     if (!q || (q->rank != 3 && q->rank != 5) || heads < 1)
@@ -238,18 +224,18 @@ static int multi_head(dt_ox_wctx *c, int i)
                             why);
     const dt_expr *kv_len = NULL;
     if (q->rank == 5) { /* packed QKV: [batch, seq, heads, 3, head] */
-        if (!is_const_dim(q->dims[4], &head))
+        if (!dt_ox_const_value(q->dims[4], &head))
             return dt_ox_reject(c, i, "MultiHeadAttention with a symbolic head size");
         v_head = head;
         kv_len = q->dims[1];
     } else if (k && k->rank == 5) { /* packed KV: [batch, kv_seq, heads, 2, head] */
-        if (!is_const_dim(k->dims[4], &head) || !(v_head = per_head(q->dims[2], heads)) ||
+        if (!dt_ox_const_value(k->dims[4], &head) || !(v_head = per_head(q->dims[2], heads)) ||
             v_head != head)
             return dt_ox_reject(c, i, "MultiHeadAttention whose packed key/value heads are not "
                                       "the query's");
         kv_len = k->dims[1];
     } else if (k && v && k->rank == 4 && v->rank == 4) { /* BNSH, e.g. a cross-attention cache */
-        if (!is_const_dim(k->dims[3], &head) || !is_const_dim(v->dims[3], &v_head))
+        if (!dt_ox_const_value(k->dims[3], &head) || !dt_ox_const_value(v->dims[3], &v_head))
             return dt_ox_reject(c, i, "MultiHeadAttention with a symbolic head size");
         kv_len = k->dims[2];
     } else if (k && v && k->rank == 3 && v->rank == 3) {
@@ -287,7 +273,7 @@ static int group_query(dt_ox_wctx *c, int i)
     const dt_ox_node *nd = node_at(c, i);
     const dt_ox_shape *q = input(c, nd, 0), *k = input(c, nd, 1), *past = input(c, nd, 3);
     const dt_ox_shape *total = input(c, nd, 6);
-    int64_t heads = attr_i(nd, "num_heads", 0), kv_heads = attr_i(nd, "kv_num_heads", 0), head;
+    int64_t heads = dt_ox_attr_int_or(nd, "num_heads", 0), kv_heads = dt_ox_attr_int_or(nd, "kv_num_heads", 0), head;
     dt_dtype dtype = DT_DTYPE_F32;
     const char *why;
     if (!q || q->rank != 3 || heads < 1 || kv_heads < 1 || heads % kv_heads)

@@ -22,12 +22,6 @@
 
 #include "onnx/workloads_match.h"
 
-static int64_t attr_i(const dt_ox_node *n, const char *name, int64_t dflt)
-{
-    const dt_ox_attr *a = dt_ox_attr_find(n, name);
-    return a && a->type == DT_OX_ATTR_INT ? a->i : dflt;
-}
-
 /* The INTS attribute `name` of count values into v (dflt each when absent):
  * 0, or -1 when it has another count (the shape rule refuses that). */
 static int attr_ints(const dt_ox_node *n, const char *name, int count, int64_t dflt, int64_t *v)
@@ -51,14 +45,6 @@ static const char *ints_text(const int64_t *v, int n, char *buf, size_t size)
     return buf;
 }
 
-static int is_const_dim(const dt_expr *x, int64_t *v)
-{
-    if (x->kind != DT_EXPR_CONST)
-        return 0;
-    *v = x->value;
-    return 1;
-}
-
 /* An attribute's value per spatial axis (strides, dilations; 1 when
  * absent) into v, or the node rejected: *ok = 0. */
 static int axis_values(dt_ox_wctx *c, int i, const char *name, int sp, int64_t v[2], int *ok)
@@ -79,7 +65,7 @@ static int same_pad(const dt_expr *in, int64_t k, int64_t s, int64_t d, int64_t 
     int64_t span = d * (k - 1) + 1, n;
     if (s == 1)
         *total = span - 1; /* ceil(in/1)·1 - in = 0 for any in */
-    else if (is_const_dim(in, &n))
+    else if (dt_ox_const_value(in, &n))
         *total = ((n + s - 1) / s - 1) * s + span - n;
     else {
         *why = "its padding depends on the symbolic input size";
@@ -172,13 +158,13 @@ int dt_ox_conv_geometry(dt_ox_wctx *c, int i, const char *xname, const char *wna
                             nd->op_type);
     const dt_op_desc *op_desc = dt_op_find("conv2d");
     op->op = op_desc;
-    int64_t group = attr_i(nd, "group", 1);
+    int64_t group = dt_ox_attr_int_or(nd, "group", 1);
     /* the weight [K, C, R, S] (or [K, C, L]) is an initializer: constant dims */
     int64_t kdim[2], kc, cc;
     for (int a = 0; a < sp; a++)
-        if (!is_const_dim(w->dims[2 + a], &kdim[a]))
+        if (!dt_ox_const_value(w->dims[2 + a], &kdim[a]))
             return dt_ox_reject(c, i, "Conv with a symbolic kernel size");
-    if (!is_const_dim(w->dims[0], &kc) || !is_const_dim(w->dims[1], &cc))
+    if (!dt_ox_const_value(w->dims[0], &kc) || !dt_ox_const_value(w->dims[1], &cc))
         return dt_ox_reject(c, i, "Conv with symbolic channel counts");
     int64_t st[2], dl[2], p[4];
     int good, rc = 0;
@@ -204,7 +190,7 @@ int dt_ox_conv_geometry(dt_ox_wctx *c, int i, const char *xname, const char *wna
      * unpadded axis of one input pixel and a window of one has one output
      * pixel whatever its stride */
     int64_t hin = 0;
-    const int h_one = sp == 1 || (is_const_dim(x->dims[2], &hin) && hin == 1);
+    const int h_one = sp == 1 || (dt_ox_const_value(x->dims[2], &hin) && hin == 1);
     if (sp == 1 || kdim[0] == 1)
         dh = dw;
     if (kdim[sp - 1] == 1)

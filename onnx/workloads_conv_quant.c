@@ -35,8 +35,7 @@ int dt_ox_match_conv_qdq(dt_ox_wctx *c, int i, int wdq)
     /* one scale, or one per output channel: K is axis 0 of [K, C/g, R, S]
      * (DequantizeLinear's axis defaults to 1: given as 0 for per-channel) */
     const dt_ox_shape *sc = dq->ninputs >= 2 ? dt_ox_wshape(c, dq->inputs[1]) : NULL;
-    const dt_ox_attr *ax = dt_ox_attr_find(dq, "axis");
-    int64_t axis = ax && ax->type == DT_OX_ATTR_INT ? ax->i : 1;
+    int64_t axis = dt_ox_attr_int_or(dq, "axis", 1);
     if (axis < 0)
         axis += x->rank;
     if (!sc || !sc->is_const || sc->elem_type != DT_OX_FLOAT)

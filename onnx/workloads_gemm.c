@@ -260,12 +260,6 @@ static double attr_f(const dt_ox_node *n, const char *name, double dflt)
     return a && a->type == DT_OX_ATTR_FLOAT ? a->f : dflt;
 }
 
-static int64_t attr_i(const dt_ox_node *n, const char *name, int64_t dflt)
-{
-    const dt_ox_attr *a = dt_ox_attr_find(n, name);
-    return a && a->type == DT_OX_ATTR_INT ? a->i : dflt;
-}
-
 int dt_ox_match_matmul(dt_ox_wctx *c, int i)
 {
     const dt_ox_node *nd = &c->g->nodes[i];
@@ -282,7 +276,7 @@ int dt_ox_match_matmul(dt_ox_wctx *c, int i)
     int trans_b = 0;
     const char *cin = gemm && nd->ninputs >= 3 ? nd->inputs[2] : "";
     if (gemm) {
-        if (attr_i(nd, "transA", 0))
+        if (dt_ox_attr_int_or(nd, "transA", 0))
             return dt_ox_reject(c, i, "Gemm with transA=1: dtune's ops read A as M×K");
         if (attr_f(nd, "alpha", 1.0) != 1.0)
             return dt_ox_reject(c, i, "Gemm with alpha=%g: dtune's ops have no scale",
@@ -290,7 +284,7 @@ int dt_ox_match_matmul(dt_ox_wctx *c, int i)
         if (cin[0] && attr_f(nd, "beta", 1.0) != 1.0)
             return dt_ox_reject(c, i, "Gemm with beta=%g: dtune's bias is added unscaled",
                                 attr_f(nd, "beta", 1.0));
-        trans_b = attr_i(nd, "transB", 0) != 0;
+        trans_b = dt_ox_attr_int_or(nd, "transB", 0) != 0;
     }
     if (b->rank != 2 && b->is_const)
         return dt_ox_reject(c, i, "a constant second operand of rank %d: dense needs a 2-D "

@@ -70,6 +70,8 @@ int dt_ox_axis_vector(const dt_ox_wctx *c, const char *tensor, const dt_expr *n,
                       int axis);
 /* 1 when the tensor has exactly one element (any rank, every dim 1). */
 int dt_ox_is_single(const dt_ox_shape *t);
+/* 1 and *v when x is a constant (a dim the graph fixes), else 0. */
+int dt_ox_const_value(const dt_expr *x, int64_t *v);
 /* 1 when every element of an integer tensor is known to be 0 (absent:
  * tensor ""), 0 when one is known not to be, -1 when the values are not
  * known (a tensor over DT_OX_MAX_VALUES elements). */

@@ -168,8 +168,7 @@ int dt_ox_match_qdq(dt_ox_wctx *c, int node, int wdq, int trans_b, dt_ox_dense *
         return dt_ox_reject(c, node, "%s", why);
     /* one scale, or one per output channel: N is axis 1 of [K, N], 0 of [N, K] */
     const dt_ox_shape *sc = dq->ninputs >= 2 ? dt_ox_wshape(c, dq->inputs[1]) : NULL;
-    const dt_ox_attr *ax = dt_ox_attr_find(dq, "axis");
-    int64_t axis = ax && ax->type == DT_OX_ATTR_INT ? ax->i : 1;
+    int64_t axis = dt_ox_attr_int_or(dq, "axis", 1);
     if (axis < 0)
         axis += 2;
     if (!sc || !sc->is_const || sc->elem_type != DT_OX_FLOAT)

@@ -79,12 +79,6 @@ int dt_ox_rnn_products(int gates, int split_h, dt_ox_rnn_product out[DT_OX_RNN_M
 
 /* ---- attributes and dims ---- */
 
-static int64_t attr_i(const dt_ox_node *n, const char *name, int64_t dflt)
-{
-    const dt_ox_attr *a = dt_ox_attr_find(n, name);
-    return a && a->type == DT_OX_ATTR_INT ? a->i : dflt;
-}
-
 static const char *attr_s(const dt_ox_node *n, const char *name, const char *dflt)
 {
     const dt_ox_attr *a = dt_ox_attr_find(n, name);
@@ -142,7 +136,7 @@ static int read_cell(const dt_ox_wctx *c, int i, cell *cl, char *why, size_t nwh
     const dt_ox_node *nd = &c->g->nodes[i];
     const dt_ox_shape *x = dt_ox_wshape(c, nd->inputs[0]), *r = dt_ox_wshape(c, nd->inputs[2]);
     const char *dir = attr_s(nd, "direction", "forward");
-    int64_t layout = attr_i(nd, "layout", 0);
+    int64_t layout = dt_ox_attr_int_or(nd, "layout", 0);
     cl->ndir = !strcmp(dir, "bidirectional") ? 2
                : !strcmp(dir, "forward") || !strcmp(dir, "reverse") ? 1 : 0;
     if (!x) {
@@ -164,7 +158,7 @@ static int read_cell(const dt_ox_wctx *c, int i, cell *cl, char *why, size_t nwh
     cl->steps = x->dims[layout ? 1 : 0];
     cl->batch = x->dims[layout ? 0 : 1];
     cl->input = x->dims[2];
-    cl->hidden = attr_i(nd, "hidden_size", -1);
+    cl->hidden = dt_ox_attr_int_or(nd, "hidden_size", -1);
     if (cl->hidden < 0 && r && r->rank == 3) { /* not given: R's H axis */
         const dt_expr *h = r->dims[cl->k->wt ? 1 : 2];
         cl->hidden = h->kind == DT_EXPR_CONST ? h->value : -1;
@@ -360,7 +354,7 @@ int dt_ox_match_rnn(dt_ox_wctx *c, int i)
     if (read_cell(c, i, &cl, why, sizeof why) || check_weights(c, i, &cl, why, sizeof why) ||
         (cl.k->quant && check_quant(c, i, &cl, why, sizeof why)))
         return dt_ox_reject(c, i, "%s", why);
-    cl.split_h = cl.k->gates == 3 && attr_i(nd, "linear_before_reset", 0) == 0;
+    cl.split_h = cl.k->gates == 3 && dt_ox_attr_int_or(nd, "linear_before_reset", 0) == 0;
     dt_ox_rnn_product p[DT_OX_RNN_MAX_PRODUCTS];
     int np = dt_ox_rnn_products(cl.k->gates, cl.split_h, p);
     int rc = 0;
@@ -390,7 +384,7 @@ static int steps_bounded(const dt_ox_wctx *c, const dt_ox_node *nd)
         return 0;
     if (!x || x->rank != 3 || sl->nvals < 1 || !sl->vals)
         return 1;
-    const dt_expr *t = x->dims[attr_i(nd, "layout", 0) ? 1 : 0];
+    const dt_expr *t = x->dims[dt_ox_attr_int_or(nd, "layout", 0) ? 1 : 0];
     for (int k = 0; k < sl->nvals; k++)
         if (!dt_expr_equal(sl->vals[k], t))
             return 1;

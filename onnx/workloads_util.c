@@ -135,6 +135,14 @@ int dt_ox_is_single(const dt_ox_shape *t)
     return 1;
 }
 
+int dt_ox_const_value(const dt_expr *x, int64_t *v)
+{
+    if (x->kind != DT_EXPR_CONST)
+        return 0;
+    *v = x->value;
+    return 1;
+}
+
 int dt_ox_known_zero(const dt_ox_wctx *c, const char *tensor)
 {
     if (!tensor[0])
