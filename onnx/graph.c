@@ -1,5 +1,6 @@
 /* dt_ox_graph: freeing it, the lookups and the names messages use
  * (onnx/graph.h). */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,19 @@ const dt_ox_attr *dt_ox_attr_find(const dt_ox_node *n, const char *name)
         if (!strcmp(n->attrs[i].name, name))
             return &n->attrs[i];
     return NULL;
+}
+
+size_t dt_ox_if_path(const dt_ox_graph *g, int i, const char **path)
+{
+    const dt_ox_node *n = &g->nodes[i];
+    if (n->nbodies != 2 || strcmp(n->op_type, "If") != 0)
+        return 0;
+    /* the then_branch's path is the If's and "/then_branch" (read_graph.c) */
+    const char *p = g->bodies[n->bodies[0]].path;
+    const size_t len = strlen(p), tail = strlen("/then_branch");
+    assert(len > tail && !strcmp(p + len - tail, "/then_branch"));
+    *path = p;
+    return len - tail;
 }
 
 int64_t dt_ox_attr_int_or(const dt_ox_node *n, const char *name, int64_t dflt)

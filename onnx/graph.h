@@ -235,6 +235,10 @@ void dt_ox_node_clear(dt_ox_node *n);
 
 /* Lookups (NULL when absent). */
 const dt_ox_attr *dt_ox_attr_find(const dt_ox_node *n, const char *name);
+/* The path --branch names If node i by ("/If", "/Loop/body/If"): its
+ * first *len bytes of *path (its then_branch's path); 0 when node i is no
+ * If whose bodies were read. */
+size_t dt_ox_if_path(const dt_ox_graph *g, int i, const char **path);
 /* Node n's INT attribute name, or dflt when it has none of that type. */
 int64_t dt_ox_attr_int_or(const dt_ox_node *n, const char *name, int64_t dflt);
 const dt_ox_tensor *dt_ox_init_find(const dt_ox_graph *g, const char *name);

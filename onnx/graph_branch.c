@@ -14,12 +14,9 @@ enum { TAKE_BOTH = 0, TAKE_THEN = 1, TAKE_ELSE = 2 };
  * (its then_branch's path without "/then_branch"). */
 static int if_named(const dt_ox_graph *g, int i, const char *name)
 {
-    const dt_ox_node *n = &g->nodes[i];
-    if (n->nbodies != 2 || strcmp(n->op_type, "If") != 0)
-        return 0;
-    const char *path = g->bodies[n->bodies[0]].path;
-    size_t len = strlen(path), tail = strlen("/then_branch");
-    return len >= tail && strlen(name) == len - tail && !strncmp(path, name, len - tail);
+    const char *path;
+    size_t len = dt_ox_if_path(g, i, &path);
+    return len && strlen(name) == len && !strncmp(path, name, len);
 }
 
 /* "the If nodes: /If, /Loop/body/If" (the first eight), into sb. */
@@ -27,15 +24,13 @@ static void list_ifs(const dt_ox_graph *g, dt_strbuf *sb)
 {
     int shown = 0, all = 0;
     for (int i = 0; i < g->nnodes; i++) {
-        const dt_ox_node *n = &g->nodes[i];
-        if (n->nbodies != 2 || strcmp(n->op_type, "If") != 0)
+        const char *path;
+        const size_t len = dt_ox_if_path(g, i, &path);
+        if (!len)
             continue;
         all++;
-        if (shown < 8) {
-            const char *path = g->bodies[n->bodies[0]].path;
-            int len = (int)(strlen(path) - strlen("/then_branch"));
-            dt_sb_appendf(sb, "%s%.*s", shown++ ? ", " : "", len < 200 ? len : 200, path);
-        }
+        if (shown < 8)
+            dt_sb_appendf(sb, "%s%.*s", shown++ ? ", " : "", len < 200 ? (int)len : 200, path);
     }
     if (!all)
         dt_sb_append(sb, "none: the model has no If whose branches were read");

@@ -805,11 +805,9 @@ static int run_control(prop *p, int i, int entry)
     if (entry)
         return set_repeats(p, &c, &o);
     /* an If whose condition the shapes decide: the other branch never runs */
-    int64_t v;
-    if (n->nbodies == 2 && !strcmp(n->op_type, "If") && c.in[0] && c.in[0]->known &&
-        c.in[0]->nv == 1 && dt_ox_sym_is_const(c.in[0]->vals[0], &v) &&
-        g->bodies[n->bodies[0]].taken && g->bodies[n->bodies[1]].taken)
-        s->dead[n->bodies[v ? 1 : 0]] = 1;
+    const int runs = dt_ox_if_decided(&c);
+    if (runs >= 0)
+        s->dead[n->bodies[1 - runs]] = 1;
     const dt_expr *reps[2] = {NULL, NULL};
     const char *once[2] = {NULL, NULL};
     for (int b = 0; b < n->nbodies; b++) {

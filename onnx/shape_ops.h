@@ -82,6 +82,10 @@ typedef struct {
     const char *why;  /* else why an output was left unset (static text), or NULL */
 } dt_ox_control_out;
 int dt_ox_control_enter(ox_node *c, dt_ox_control_out *o);
+/* The branch If node c runs at every shape — 0 then_branch, 1 else_branch —
+ * when its condition is a known constant and both branches were kept; else
+ * -1 (both may run, or --branch already chose). */
+int dt_ox_if_decided(const ox_node *c);
 int dt_ox_control_exit(ox_node *c, dt_ox_control_out *o);
 /* What control node c holds, for its untuned entry ("holds then_branch (12
  * nodes) and else_branch (9 nodes), each counted once", "holds body (4

@@ -24,7 +24,6 @@
  * changes from one iteration to the next, an unknown trip count) takes its
  * shape from value_info, else is unknown: the driver does that, with o->why
  * or o->unk_in as the reason a tuned op reading it would report. */
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +194,16 @@ static int same_shape(ox_node *c, const ox_tensor *a, const ox_tensor *b)
     return 1;
 }
 
+int dt_ox_if_decided(const ox_node *c)
+{
+    const ox_tensor *cond = c->in[0];
+    int64_t v;
+    if (!is(c, "If") || c->n->nbodies != 2 || !body_of(c, 0)->taken || !body_of(c, 1)->taken ||
+        !cond || !cond->known || cond->nv != 1 || !dt_ox_sym_is_const(cond->vals[0], &v))
+        return -1;
+    return v ? 0 : 1;
+}
+
 static int leave_if(ox_node *c, dt_ox_control_out *o)
 {
     const dt_ox_body *taken[2];
@@ -204,12 +213,12 @@ static int leave_if(ox_node *c, dt_ox_control_out *o)
             taken[nt++] = body_of(c, b);
     ox_tensor *cond = c->in[0];
     int cond_const = cond && cond->known && cond->pub.is_const;
-    int64_t v;
     /* A condition known at every shape (torch's "if x.dim() == 2" around an
      * LSTM, folded from Shape/Size) runs one branch only: its outputs are
      * the If's, whatever the other branch would give. */
-    if (nt == 2 && cond && cond->known && cond->nv == 1 && dt_ox_sym_is_const(cond->vals[0], &v)) {
-        taken[0] = body_of(c, v ? 0 : 1);
+    const int runs = dt_ox_if_decided(c);
+    if (runs >= 0) {
+        taken[0] = body_of(c, runs);
         nt = 1;
     }
     for (int k = 0; k < c->nout; k++) {
@@ -358,17 +367,13 @@ char *dt_ox_control_note(const ox_node *c, const dt_expr *const *repeat, const c
             body_text(&sb, out);
             dt_sb_append(&sb, " not taken, dropped");
         }
-        ox_tensor *cond = c->in[0];
-        int64_t v;
-        if (t->taken && e->taken && cond && cond->nv == 1 &&
-            dt_ox_sym_is_const(cond->vals[0], &v))
-        {
-            /* the If's path, as --branch names it: its bodies' without the attribute */
-            size_t len = strlen(t->path) - strlen("/then_branch");
-            assert(len < strlen(t->path) && !strcmp(t->path + len, "/then_branch"));
+        const int runs = dt_ox_if_decided(c);
+        if (runs >= 0) {
+            const char *path; /* the If's, as --branch names it */
+            const size_t len = dt_ox_if_path(c->g, c->idx, &path);
             dt_sb_appendf(&sb, "; its condition is always %s: only %s runs (--branch %.*s=%s)",
-                          v ? "true" : "false", v ? t->attr : e->attr, (int)len, t->path,
-                          v ? "then" : "else");
+                          runs ? "false" : "true", runs ? e->attr : t->attr, (int)len, path,
+                          runs ? "else" : "then");
         }
     } else {
         const dt_ox_body *b = body_of(c, 0);
