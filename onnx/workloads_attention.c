@@ -64,21 +64,14 @@ static int add_gemm(dt_ox_wctx *c, int node, const char *name, dt_dtype dtype,
                     dt_expr *k, const dt_ox_fused *f)
 {
     dt_ox_op op = {.node = node, .op = dt_op_find(name), .dtype = dtype};
-    dt_expr *by_role[DT_ROLE_COUNT] = {b, m, n, k};
-    int bad = !m || !n || !k || (!strcmp(name, "batch_matmul") && !b);
-    dt_gemm g;
-    int attrs[DT_MAX_ATTRS] = {0};
-    dt_op_gemm(op.op, attrs, NULL, &g, NULL);
-    for (int r = 0; r < DT_ROLE_COUNT; r++) {
-        if (g.dim[r] >= 0 && !bad)
-            op.dims[g.dim[r]] = by_role[r];
-        else
-            dt_expr_free(by_role[r]);
-    }
-    if (bad) {
-        dt_ox_op_clear(&op);
+    if (!m || !n || !k || (!strcmp(name, "batch_matmul") && !b)) {
+        dt_expr_free(b);
+        dt_expr_free(m);
+        dt_expr_free(n);
+        dt_expr_free(k);
         return dt_errf(c->e, DT_ENOMEM, "out of memory");
     }
+    dt_ox_set_gemm_dims(&op, b, m, n, k);
     if (attr && dt_ox_op_attr(&op, attr, value)) {
         dt_ox_op_clear(&op);
         return dt_ox_wfail(c, node, "%s has no %s=%s", name, attr, value);

@@ -22,7 +22,7 @@ static int dtype_of(int a, int b, dt_dtype *d)
 
 /* Sets the op's dims by their roles in its GEMM view (sketch/op.h), so no
  * dim is named here.  Takes ownership of the expressions. */
-static void set_dims(dt_ox_op *op, dt_expr *batch, dt_expr *m, dt_expr *n, dt_expr *k)
+void dt_ox_set_gemm_dims(dt_ox_op *op, dt_expr *batch, dt_expr *m, dt_expr *n, dt_expr *k)
 {
     dt_gemm g;
     int attrs[DT_MAX_ATTRS] = {0};
@@ -61,7 +61,7 @@ int dt_ox_finish_dense(dt_ox_wctx *c, dt_ox_dense *d)
         dt_expr_free(n);
         return oom(c);
     }
-    set_dims(&op, NULL, m, n, k);
+    dt_ox_set_gemm_dims(&op, NULL, m, n, k);
     return dt_ox_add_op(c, &op, &d->f);
 }
 
@@ -250,7 +250,7 @@ static int match_bmm(dt_ox_wctx *c, int i, const dt_ox_shape *a, const dt_ox_sha
         dt_expr_free(nx);
         return oom(c);
     }
-    set_dims(&op, bx, mx, nx, kx);
+    dt_ox_set_gemm_dims(&op, bx, mx, nx, kx);
     return dt_ox_add_op(c, &op, &f);
 }
 

@@ -289,22 +289,6 @@ static int check_quant(const dt_ox_wctx *c, int i, cell *cl, char *why, size_t n
 
 /* ---- ops ---- */
 
-/* Sets the op's dims by their roles in its GEMM view (sketch/op.h); takes
- * the expressions. */
-static void set_dims(dt_ox_op *op, dt_expr *m, dt_expr *n, dt_expr *k)
-{
-    dt_gemm g;
-    int attrs[DT_MAX_ATTRS] = {0};
-    dt_op_gemm(op->op, attrs, NULL, &g, NULL);
-    dt_expr *by_role[DT_ROLE_COUNT] = {NULL, m, n, k};
-    for (int r = 0; r < DT_ROLE_COUNT; r++) {
-        if (g.dim[r] >= 0)
-            op->dims[g.dim[r]] = by_role[r];
-        else
-            dt_expr_free(by_role[r]);
-    }
-}
-
 /* One product p of one direction as a dense op. */
 static int add_product(dt_ox_wctx *c, int i, const cell *cl, const dt_ox_rnn_product *p)
 {
@@ -333,7 +317,7 @@ static int add_product(dt_ox_wctx *c, int i, const cell *cl, const dt_ox_rnn_pro
     }
     if (cl->bias)
         dt_ox_op_attr(&op, "epilogue", "bias");
-    set_dims(&op, m, n, k);
+    dt_ox_set_gemm_dims(&op, NULL, m, n, k);
     dt_ox_fused none = {0}; /* the node is listed for its gates (dt_ox_rnn_gates) */
     return dt_ox_add_op(c, &op, &none);
 }
