@@ -8,6 +8,7 @@
 
 #include "common/strbuf.h"
 #include "onnx/shape_internal.h"
+#include "sketch/model.h"
 #include "onnx/shape_ops.h"
 
 static const char *src(const dt_ox_graph *g)
@@ -710,7 +711,7 @@ static int set_repeats(prop *p, const ox_node *c, const dt_ox_control_out *o)
         if (loop && o->trip) {
             p->trip[bi] = o->trip; /* the scan outputs' length, whatever the product */
             r = outer ? dt_ox_sym_mul(p->sc, outer, o->trip) : o->trip;
-            if (!r || !dt_ox_sym_bounds(r, &lo, &hi) || hi > 1000000000) {
+            if (!r || !dt_ox_sym_bounds(r, &lo, &hi) || hi > DT_MODEL_COUNT_MAX) {
                 dt_err se;
                 if (dt_ox_sym_failed(p->sc) && dt_ox_sym_take_err(p->sc, &se) == DT_ENOMEM)
                     return dt_errf(p->e, DT_ENOMEM, "out of memory");

@@ -30,10 +30,11 @@
 
 #include "common/strbuf.h"
 #include "onnx/shape_ops.h"
+#include "sketch/model.h"
 
-/* Runs per run of a body the count of a spec op takes (sketch/model.c's
- * COUNT_MAX): a trip count outside 1..this is counted once. */
-#define MAX_TRIP 1000000000
+/* Runs per run of a body the count of a spec op takes: a trip count
+ * outside 1..this is counted once. */
+#define MAX_TRIP DT_MODEL_COUNT_MAX
 
 static int is(const ox_node *c, const char *op) { return strcmp(c->n->op_type, op) == 0; }
 

@@ -54,7 +54,8 @@ static int combine(dt_ox_wctx *c, int node, const dt_expr *a, const char *op, co
         return *out ? 0 : dt_errf(c->e, DT_ENOMEM, "out of memory");
     }
     assert(!strcmp(op, "*") || !strcmp(op, "+"));
-    return !strcmp(op, "*") ? dt_ox_product(c, node, pair, 2, out) : dt_ox_sum(c, node, pair, 2, out);
+    return !strcmp(op, "*") ? dt_ox_product(c, node, pair, 2, out)
+                            : dt_ox_sum(c, node, pair, 2, out);
 }
 
 /* Adds op `name` with its dims by role (batch, M, N, K: owned, freed on

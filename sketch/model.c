@@ -393,7 +393,6 @@ static int parse_op_workload(spec_ctx *c, const dt_model *m, json_t *obj,
 /* The most joint shapes of a count expression's variables that are
  * enumerated to average it. */
 #define COUNT_MAX_SHAPES (1 << 20)
-#define COUNT_MAX 1000000000
 
 /* An op's count that is an expression over the model's variables ("seq" for
  * a recurrent cell's per-step product, "2*seq"): its mean over the product of
@@ -401,7 +400,7 @@ static int parse_op_workload(spec_ctx *c, const dt_model *m, json_t *obj,
  * weights reweighted by it (w'(v=x) ∝ Σ over the shapes with v=x of
  * weight·count) into weights[v] (malloc'ed; NULL for the others), so that
  * Σ_s w'(s)·time(s)·mean is the op's time per model run.  The count must be
- * 1..COUNT_MAX at every shape.  x is bound here. */
+ * 1..DT_MODEL_COUNT_MAX at every shape.  x is bound here. */
 static int expected_count(const dt_model *m, dt_expr *x, double *mean,
                           double *weights[DT_MAX_VARS], dt_err *e)
 {
@@ -441,14 +440,15 @@ static int expected_count(const dt_model *m, dt_expr *x, double *mean,
         int64_t cnt;
         if ((rc = dt_expr_eval(x, vals, &cnt, e)))
             break;
-        if (cnt < 1 || cnt > COUNT_MAX) {
+        if (cnt < 1 || cnt > DT_MODEL_COUNT_MAX) {
             char shape[256];
             int len = 0;
             for (int u = 0; u < nused && len < (int)sizeof shape - 40; u++)
                 len += snprintf(shape + len, sizeof shape - (size_t)len, "%s%s=%lld",
                                 u ? "," : "", m->vars[used[u]].name, (long long)vals[used[u]]);
             rc = dt_errf(e, DT_EINVAL, "the count is %lld at %s; it must be 1 to %d at every "
-                         "shape", (long long)cnt, nused ? shape : "every shape", COUNT_MAX);
+                         "shape", (long long)cnt, nused ? shape : "every shape",
+                         DT_MODEL_COUNT_MAX);
             break;
         }
         total += p * (double)cnt;
@@ -573,9 +573,9 @@ static int parse_op(spec_ctx *c, dt_model *m, json_t *ops, size_t i)
                 (rc = dt_expr_canonicalize(&count_expr, c->e)))
                 rc = spec_fail(c, 0, 0, "count '%s': %s", json_string_value(jcount), c->e->msg);
         } else if (!json_is_integer(jcount) || json_integer_value(jcount) < 1 ||
-                   json_integer_value(jcount) > COUNT_MAX) {
+                   json_integer_value(jcount) > DT_MODEL_COUNT_MAX) {
             rc = spec_fail(c, 0, 0, "\"count\" must be an integer from 1 to %d, or an "
-                           "expression of the variables (\"seq\")", COUNT_MAX);
+                           "expression of the variables (\"seq\")", DT_MODEL_COUNT_MAX);
         } else {
             count = (double)json_integer_value(jcount);
         }

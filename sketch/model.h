@@ -15,6 +15,9 @@
 
 #define DT_MODEL_MAX_OPS 4096
 #define DT_MODEL_MAX_BYTES (16u << 20)
+/* The largest count an op may have at any shape (a recurrent product's
+ * steps, a Loop body's trip count). */
+#define DT_MODEL_COUNT_MAX 1000000000
 
 typedef struct dt_model_workload {
     char key[DT_KEY_MAX];  /* canonical workload key */
