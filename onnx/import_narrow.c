@@ -26,10 +26,11 @@
 typedef struct {
     char name[DT_NAME_MAX];
     dt_domain d;
-    int uniform; /* weights all equal: a cut keeps what the user meant */
 } var_dom;
 
-/* Parses "name=DOMAIN"; 0 when it is not a domain this can cut. */
+/* Parses "name=DOMAIN"; 0 when it is not a domain this can cut: one value,
+ * or weights that are not all equal (a cut would not keep what the user
+ * meant). */
 static int parse_arg(const char *arg, var_dom *v)
 {
     const char *eq = strchr(arg, '=');
@@ -39,10 +40,10 @@ static int parse_arg(const char *arg, var_dom *v)
     v->name[eq - arg] = '\0';
     if (dt_domain_parse(eq + 1, &v->d, NULL))
         return 0;
-    v->uniform = 1;
+    int uniform = 1;
     for (int i = 1; i < v->d.n; i++)
-        v->uniform &= v->d.weights[i] == v->d.weights[0];
-    if (v->d.n < 2 || !v->uniform) {
+        uniform &= v->d.weights[i] == v->d.weights[0];
+    if (v->d.n < 2 || !uniform) {
         dt_domain_free(&v->d);
         return 0;
     }
@@ -124,28 +125,20 @@ int dt_ox_import_narrowed(const dt_ox_graph *g, const char *model_name,
         return rc;
     memcpy(args, var_args, (size_t)nvar_args * sizeof *args);
     int best_j = -1, best_a = 0, best_b = 0;
-    var_dom best = {0};
     for (int j = 0; j < nvar_args; j++) {
         var_dom v;
         if (!parse_arg(var_args[j], &v))
             continue;
-        int keep = 0;
         for (int top = 1; top >= 0; top--) {
             int a, b;
             if (widest_part(g, model_name, args, nvar_args, j, &v, top, &a, &b) == 0 &&
-                (best_j < 0 || b - a > best_b - best_a)) {
-                if (best_j >= 0 && best_j != j)
-                    dt_domain_free(&best.d);
+                (best_j < 0 || b - a > best_b - best_a))
                 best_j = j, best_a = a, best_b = b;
-                keep = 1;
-            }
         }
-        if (keep)
-            best = v; /* owns v's domain now */
-        else
-            dt_domain_free(&v.d);
+        dt_domain_free(&v.d);
     }
-    if (best_j < 0) {
+    var_dom best;
+    if (best_j < 0 || !parse_arg(var_args[best_j], &best)) {
         free(args);
         return rc; /* no single variable's cut helps: the first error */
     }
