@@ -267,20 +267,29 @@ static int read_inits(reader *r, const Onnx__GraphProto *gp, const dt_ox_scope *
     return 0;
 }
 
-/* Declared values vis[0..n) appended to g->value_infos, named as sc names
- * them. */
-static int append_values(reader *r, Onnx__ValueInfoProto *const *vis, size_t n, const char *what,
-                         const dt_ox_scope *sc)
+/* Declared values vis[0..n) into dst[0..n), named as sc names them (NULL:
+ * as they are). */
+static int read_into(reader *r, Onnx__ValueInfoProto *const *vis, size_t n, const char *what,
+                     const dt_ox_scope *sc, dt_ox_value *dst)
 {
     for (size_t i = 0; i < n; i++) {
-        dt_ox_value *v = &r->g->value_infos[r->g->nvalue_infos++];
-        int rc = dt_ox_read_value(r, vis[i], what, i, sc, v);
+        int rc = dt_ox_read_value(r, vis[i], what, i, sc, &dst[i]);
         if (rc)
             return rc;
     }
     return 0;
 }
 
+/* ... appended to g->value_infos (allocated for every graph's at once). */
+static int append_values(reader *r, Onnx__ValueInfoProto *const *vis, size_t n, const char *what,
+                         const dt_ox_scope *sc)
+{
+    dt_ox_value *dst = &r->g->value_infos[r->g->nvalue_infos];
+    r->g->nvalue_infos += (int)n; /* counted as read, so a failure frees what is there */
+    return read_into(r, vis, n, what, sc, dst);
+}
+
+/* ... into a new array *out of *nout. */
 static int read_values(reader *r, Onnx__ValueInfoProto *const *vis, size_t n, const char *what,
                        dt_ox_value **out, int *nout)
 {
@@ -288,12 +297,7 @@ static int read_values(reader *r, Onnx__ValueInfoProto *const *vis, size_t n, co
     if (!*out)
         return dt_ox_read_oom(r);
     *nout = (int)n;
-    for (size_t i = 0; i < n; i++) {
-        int rc = dt_ox_read_value(r, vis[i], what, i, NULL, &(*out)[i]);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return read_into(r, vis, n, what, NULL, *out);
 }
 
 /* A body read, waiting for its control node: the names of its outputs and
