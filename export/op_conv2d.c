@@ -245,16 +245,19 @@ static void conv_call(dt_strbuf *sb, const dt_export_plan *p, int k, const conv_
 {
     char at[64];
     const dt_conv_geom c = conv_geom(p);
+    int64_t v[DT_CONV_GEOM_LEN]; /* the dims (0..6) are the shape's variables in the text */
+    dt_conv_geom_values(&c, v);
+    _Static_assert(DT_CONV_GEOM_LEN == 16, "the literal below writes 16 values");
     dt_export_offset_text(at, sizeof at, unit, "const char *",
                           p->pack[p->k[k].pack_group].offset);
     dt_sb_appendf(sb, "        %s_k%d_%s((const int64_t[16]){dt_N, dt_H, dt_W, dt_C, dt_K, "
-                      "dt_R, dt_S, %lld, %lld, %lld, %d,\n"
+                      "dt_R, dt_S, %lld, %lld, %lld, %lld,\n"
                       "                %lld, %lld, %lld, %lld, %lld},\n"
                       "            X%s, %s, %s, Y, %s_THREADS);\n",
-                  p->name, k, d->conv_entry, (long long)c.stride, (long long)c.pad,
-                  (long long)c.dilation, p->kop.attrs[GROUPS], (long long)c.stride_w,
-                  (long long)c.dilation_w, (long long)c.pad_l, (long long)c.pad_b,
-                  (long long)c.pad_r, d->call_q, at, p->g.bias ? "bias" : "NULL", p->name);
+                  p->name, k, d->conv_entry, (long long)v[7], (long long)v[8], (long long)v[9],
+                  (long long)v[10], (long long)v[11], (long long)v[12], (long long)v[13],
+                  (long long)v[14], (long long)v[15], d->call_q, at,
+                  p->g.bias ? "bias" : "NULL", p->name);
 }
 
 /* Fills packing region g: one call of the kernel's pack entry point, or

@@ -36,18 +36,14 @@ typedef void (*conv_fn)(const int64_t *geom, const void *X, const void *packed,
 typedef void (*conv_u8_fn)(const int64_t *geom, const void *X, float scale_a, int32_t zp_a,
                            const void *packed, const float *bias, void *Y, int nthreads);
 
-enum { GEOM = 16 };
+enum { GEOM = DT_CONV_GEOM_LEN };
 
 /* The kernel's geometry from the op's dims and attributes. */
 static void geometry(const int64_t *dims, const int *attrs, int64_t *geom)
 {
     dt_conv_geom c;
     dt_op_conv2d.conv(dims, attrs, &c);
-    const int64_t v[GEOM] = {c.n,      c.h,        c.w,        c.c,     c.k,     c.r,
-                             c.s,      c.stride,   c.pad,      c.dilation, c.groups, c.stride_w,
-                             c.dilation_w, c.pad_l, c.pad_b, c.pad_r};
-    for (int i = 0; i < GEOM; i++)
-        geom[i] = v[i];
+    dt_conv_geom_values(&c, geom);
 }
 
 static void conv_run(const dt_kernel *k, const dt_gemm_args *a)

@@ -76,6 +76,13 @@ typedef struct dt_conv_geom {
     int64_t pad_l, pad_b, pad_r; /* the left, bottom and right pads */
 } dt_conv_geom;
 
+/* The geometry as the conv2d kernels take it (their entry point's geom
+ * array, microkernel/template/op_conv2d.c): n, h, w, c, k, r, s, stride,
+ * pad, dilation, groups, stride_w, dilation_w, pad_l, pad_b, pad_r.  The
+ * one place the host side states that order (sketch/op_conv2d.c). */
+#define DT_CONV_GEOM_LEN 16
+void dt_conv_geom_values(const dt_conv_geom *c, int64_t v[DT_CONV_GEOM_LEN]);
+
 typedef struct dt_op_desc {
     const char *name;
     const char *summary; /* one line for --help and docs */

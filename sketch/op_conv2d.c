@@ -189,6 +189,16 @@ static void conv_geometry(const int64_t *d, const int *attrs, dt_conv_geom *g)
                         .pad_l = x.pad0, .pad_b = y.pad1, .pad_r = x.pad1};
 }
 
+void dt_conv_geom_values(const dt_conv_geom *c, int64_t v[DT_CONV_GEOM_LEN])
+{
+    const int64_t in_order[DT_CONV_GEOM_LEN] = {
+        c->n,      c->h,   c->w,        c->c,          c->k,     c->r,     c->s,    c->stride,
+        c->pad,    c->dilation, c->groups, c->stride_w, c->dilation_w, c->pad_l, c->pad_b,
+        c->pad_r};
+    for (int i = 0; i < DT_CONV_GEOM_LEN; i++)
+        v[i] = in_order[i];
+}
+
 /* W is [K][R][S][C/groups]; the view's B (K×R·S·C) is block diagonal */
 static int64_t conv_b_elems(const int64_t *d, const int *attrs)
 {
