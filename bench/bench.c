@@ -15,7 +15,7 @@
 #include "measure/omp_pin.h"
 #include "microkernel/reference.h"
 #include "peers/peer.h"
-#include "sketch/backend.h"
+#include "backends/backend.h"
 
 static float *alloc_floats(int64_t n) { return dt_alloc64((size_t)n * sizeof(float)); }
 
@@ -49,7 +49,7 @@ typedef struct {
     void *state;              /* peer state for the current shape, or NULL */
 } cand_rt;
 
-/* The problem of one shape — the op's GEMM view (sketch/op.h) with the
+/* The problem of one shape — the op's GEMM view (ops/op.h) with the
  * shape's sizes — with buffers large enough for every shape. */
 typedef struct {
     dt_gemm g;               /* sizes of the current shape */

@@ -13,7 +13,7 @@
  * apart from the call (once per packed layout of the kernels — panel width
  * and K group —, once per peer and shape).
  *
- * An op whose GEMM view's A is implicit (sketch/op.h, a_row: conv2d): A is
+ * An op whose GEMM view's A is implicit (ops/op.h, a_row: conv2d): A is
  * the op's input (a_elems elements, e.g. NHWC X); kernels are verified on
  * the op's own dims (the first shape's, and two small odd ones); the
  * per-shape reference reads A gathered from the input through a_row.  The
@@ -28,12 +28,13 @@
 
 #include <stdint.h>
 
+#include "backends/backend.h"
 #include "common/error.h"
 #include "common/target.h"
 #include "microkernel/build.h"
-#include "sketch/annotation.h"
+#include "space/annotation.h"
 #include "peers/peer.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 
 /* A candidate that is not one dtune micro-kernel but is timed and verified
  * like one, e.g. the exported C of a whole dispatch table
@@ -88,7 +89,7 @@ typedef struct dt_bench_cand {
     char *message;            /* why it is not "ok" (malloc'ed) or NULL */
     double pack_s;            /* kernels, extern: packing time of constant weights, else 0 */
     /* kernels: the back-end its annotation names for the workload's dtype
-     * (sketch/backend.h, dt_backend_full_name: "bf16/amx") and the peak
+     * (backends/backend.h, dt_backend_full_name: "bf16/amx") and the peak
      * kind of that row, the ceiling of its %peak (dt_bench_backend); ""
      * and the dtype's peak kind for peers and the extern candidate */
     char backend[32];

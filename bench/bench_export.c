@@ -9,7 +9,7 @@
 
 #include "common/file.h"
 #include "common/mem.h"
-#include "sketch/op.h"
+#include "ops/op.h"
 
 /* The value of a "dtune-export-KEY: value" line of the file's comment. */
 static int header_field(const char *src, const char *field, char *out, size_t n)

@@ -17,7 +17,7 @@
 #include "bench/bench.h"
 #include "common/error.h"
 #include "microkernel/build.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 
 typedef struct dt_bench_export {
     dt_bench_extern ext;   /* name "export" */

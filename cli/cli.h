@@ -9,10 +9,11 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "backends/backend.h"
 #include "common/error.h"
 #include "common/target.h"
-#include "sketch/annotation.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "shape/workload.h"
 
 struct dt_db;
 
@@ -41,7 +42,7 @@ int dt_cli_parse_done(int rc, int help, const char *usage);
  * may be used at once (in one printf); the CLI prints from one thread. */
 const char *dt_cli_safe(const char *s);
 
-/* A model workload's count (sketch/model.h: a mean when an op's count is an
+/* A model workload's count (shape/model.h: a mean when an op's count is an
  * expression): a JSON integer when it is one, else a real; the text "12" or
  * "64.5" in buf. */
 json_t *dt_cli_count_json(double count);
@@ -95,7 +96,7 @@ int dt_cli_shapes(const dt_workload *w, const char *text, int max, int64_t **out
 /* Warns once per dtype when w's dtype does not run natively on target t
  * ("dtype bf16 is not native on this CPU (portable (no avx512_bf16)): its
  * portable back-end is used"); returns the target as w's kernels see it
- * (sketch/dtype.h, dt_dtype_target). */
+ * (dtypes/dtype.h, dt_dtype_target). */
 dt_target dt_cli_dtype_target(const dt_workload *w, const dt_target *t);
 
 int dt_cmd_info(int argc, char **argv);

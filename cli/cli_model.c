@@ -10,9 +10,9 @@
 #include "cli/cli.h"
 #include "common/file.h"
 #include "common/json_util.h"
-#include "sketch/dtype.h"
-#include "sketch/model.h"
-#include "sketch/op.h"
+#include "dtypes/dtype.h"
+#include "shape/model.h"
+#include "ops/op.h"
 
 int dt_cli_vars_add(dt_cli_vars *v, const char *cmd, const char *arg)
 {

@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 #include "onnx/import.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 
 /* The --var NAME=DOMAIN flags of a command, in order, and its --branch
  * IF=then|else|both flags (the If branches an ONNX model takes). */

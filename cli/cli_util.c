@@ -1,3 +1,4 @@
+#include "backends/backend.h"
 #include "cli/cli.h"
 #include "common/escape.h"
 #include "common/log.h"

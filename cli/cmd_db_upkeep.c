@@ -13,8 +13,8 @@
 #include "cli/cli.h"
 #include "db/db.h"
 #include "dispatch/dispatch.h"
-#include "sketch/box.h"
-#include "sketch/workload.h"
+#include "shape/box.h"
+#include "shape/workload.h"
 
 static const char check_usage[] =
     "Usage: dtune db check [--db PATH] [--json]\n"

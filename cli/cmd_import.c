@@ -10,7 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_model.h"
-#include "sketch/model.h"
+#include "shape/model.h"
 
 static void usage(FILE *out)
 {

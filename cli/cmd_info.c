@@ -10,7 +10,8 @@
 #include "common/amx.h"
 #include "common/target.h"
 #include "peers/peer.h"
-#include "sketch/dtype.h"
+#include "backends/backend.h"
+#include "dtypes/dtype.h"
 
 /* Seconds each probe runs (best of its repeats); --peaks takes about
  * (5 kinds + bandwidth) × thread counts × this, plus the buffer's first touch. */
@@ -100,7 +101,7 @@ static void dt_print_dtypes(const dt_target *t)
 
 /* AMX is named even when absent: where it is usable, the tuner, `dtune
  * bench --sample` and `dtune measure` also search the tile back-ends
- * bf16/amx and int8/amx (sketch/backend.h), and a reader comparing with a
+ * bf16/amx and int8/amx (backends/backend.h), and a reader comparing with a
  * library that uses AMX should see at once whether dtune could.  "usable"
  * means this process was granted tile data (common/amx.h). */
 static void dt_print_amx(const dt_target *t)

@@ -19,8 +19,8 @@
 #include "db/db.h"
 #include "measure/pool.h"
 #include "measure/trial.h"
-#include "sketch/annotation.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "shape/workload.h"
 #include "tuner/measurer.h"
 
 /* A --workers run gives up when no worker has been usable for this long. */

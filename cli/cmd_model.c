@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backends/backend.h"
 #include "cli/cli.h"
 #include "common/json_util.h"
 #include "common/target.h"
@@ -17,9 +18,9 @@
 #include "costmodel/point.h"
 #include "costmodel/xgb.h"
 #include "db/db.h"
-#include "sketch/annotation.h"
-#include "sketch/op.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "ops/op.h"
+#include "shape/workload.h"
 #include "tuner/predictor.h"
 
 /* Fewest ok records `model train` accepts. */

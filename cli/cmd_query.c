@@ -12,7 +12,7 @@
 #include "db/db.h"
 #include "dispatch/dispatch.h"
 #include "dispatch/dispatch_stats.h"
-#include "sketch/backend.h"
+#include "backends/backend.h"
 
 #define MAX_SHAPES 256
 

@@ -16,7 +16,7 @@
 #include "common/target.h"
 #include "db/db.h"
 #include "dispatch/dispatch.h"
-#include "sketch/backend.h"
+#include "backends/backend.h"
 #include "tuner/model_tasks.h"
 #include "cli/cli_model.h"
 #include "tuner/curve.h"

@@ -8,7 +8,7 @@
 #include "cli/cli.h"
 #include "cli/cli_model.h"
 #include "common/file.h"
-#include "sketch/model.h"
+#include "shape/model.h"
 
 static void usage(FILE *out)
 {

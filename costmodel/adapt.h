@@ -15,8 +15,8 @@
 
 #include "common/error.h"
 #include "common/target.h"
-#include "sketch/annotation.h"
-#include "sketch/op.h"
+#include "space/annotation.h"
+#include "ops/op.h"
 
 /* Time of copying one float while packing, in flops of the micro-kernel. */
 #define DT_ADAPT_COPY_FLOPS 4.0
@@ -33,7 +33,7 @@ typedef struct dt_adapt {
     double flops;       /* 2·batch·M·N·K */
 } dt_adapt;
 
-/* f_adapt of annotation a on a GEMM view with sizes (sketch/op.h, dt_gemm:
+/* f_adapt of annotation a on a GEMM view with sizes (ops/op.h, dt_gemm:
  * the sizes by role, whether B is constant — prepacked, no copies — and
  * whether there is a batch dim, whose matrices the driver shares out).  t
  * supplies the thread count when a->threads <= 0 (its cores).  DT_EINVAL for

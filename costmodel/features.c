@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sketch/op.h"
+#include "ops/op.h"
 
 static const char *const names[DT_CMF_OP_FIRST] = {
     "mr",          "nr",          "nr_vec",         "acc",           "reg_pressure",

@@ -6,7 +6,7 @@
 #define DT_COSTMODEL_FEATURES_H
 
 #include "common/target.h"
-#include "sketch/annotation.h"
+#include "space/annotation.h"
 
 enum {
     DT_CMF_MR = 0,        /* register tile rows */
@@ -39,7 +39,7 @@ enum {
     DT_NFEATURES = DT_CMF_OP_FIRST + 3
 };
 /* Ops with a one-hot column: the first DT_CM_OPS of the op registry
- * (sketch/op.h), named "op_<name>".  Another op needs its column; stored
+ * (ops/op.h), named "op_<name>".  Another op needs its column; stored
  * models keep serving, bound to the columns by name (costmodel/xgb.h,
  * dt_xgb_bind; the new column is one they never saw). */
 #define DT_CM_OPS (DT_NFEATURES - DT_CMF_OP_FIRST)

@@ -10,7 +10,7 @@
 
 #include "common/json_locate.h"
 #include "common/json_util.h"
-#include "sketch/model.h"
+#include "shape/model.h"
 #include "tuner/kset.h"
 #include "tuner/model_tasks.h"
 #include "tuner/tune.h"

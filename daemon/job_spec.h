@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 #include "tuner/search.h"
 #include "tuner/select.h"
 #include "tuner/task.h"

@@ -17,7 +17,7 @@
  * - JSON columns hold JSON text; writers check that it parses (DT_EINVAL if
  *   not).  Kernel annotations are stored canonical (compact, keys sorted) so
  *   that equal annotations give the same kernel.
- * - Shapes are canonical text written by sketch/ ("M=37", "batch=2,seq=37");
+ * - Shapes are canonical text written by shape/ ("M=37", "batch=2,seq=37");
  *   the database compares them as strings only.
  * - Ownership: strings passed in are only read during the call.  Structs
  *   filled by a get/list/load function own their strings (and blobs) until
@@ -271,7 +271,7 @@ typedef struct {
     int64_t target_id;
     const char *shape_lo;  /* first corner of the box (canonical shape text) */
     const char *shape_hi;  /* last corner */
-    int box;               /* 1: shape_lo..shape_hi are a box's corners (sketch/box.h,
+    int box;               /* 1: shape_lo..shape_hi are a box's corners (shape/box.h,
                             * what dtune writes); 0: a run of consecutive shapes in
                             * shape-set order (schema 2 rows; the same with one variable) */
     int64_t kernel_id;

@@ -107,7 +107,7 @@ static int run_rule(dt_db_checker *c, const rule *r)
 }
 
 /* A shape "a=1,b=2" as its values, in the order written (the workload's
- * variable order, the first the most significant: sketch/workload.c).
+ * variable order, the first the most significant: shape/workload.c).
  * Returns the number of values, or -1 when it does not parse. */
 #define MAX_VALS 16
 static int parse_shape(const char *s, long long *vals)

@@ -110,7 +110,7 @@ static const char schema_v1[] =
  * it was generated with are recovered from the workloads that measured it or
  * schedule it: a v1 tuner generates a kernel with its workload's op and
  * attributes.  v1 knew two ops, whose attributes its workload keys name
- * (sketch/op_*.c of v1): dense's epilogue (printed when not "none") and
+ * (ops/op_*.c of v1): dense's epilogue (printed when not "none") and
  * batch_matmul's layout (always printed).  mig_wattrs is each workload's
  * attribute object, as the writers of v2 store it (canonical JSON, every
  * attribute of the op).
@@ -189,7 +189,7 @@ static const char schema_v2[] =
 /* Version 2 -> 3: a schedule row is a box (docs/database.md, "Schema
  * version 3").  shape_lo and shape_hi were the first and last shape of a
  * run of consecutive shapes in shape-set order; the tuner now writes the
- * two corners of a box, one interval per variable (sketch/box.h).  With
+ * two corners of a box, one interval per variable (shape/box.h).  With
  * one variable the two readings coincide; with several they do not (a run
  * may cross a row of the grid), so the row says which it is.  Every row
  * already stored was written as a run and keeps that reading (box 0); the

@@ -14,7 +14,7 @@
 
 #include "db/db.h"
 #include "dispatch/dispatch.h"
-#include "sketch/backend.h"
+#include "backends/backend.h"
 
 #define NSLOTS (2 * DT_DISPATCH_CACHE_MAX_ENTRIES) /* a power of two; load <= 1/2 */
 

@@ -45,7 +45,7 @@
 
 #include "common/error.h"
 #include "common/target.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 
 #define DT_DISPATCH_CACHE_CHECK_MS 100
 #define DT_DISPATCH_CACHE_MAX_ENTRIES 1024

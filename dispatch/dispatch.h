@@ -3,7 +3,7 @@
  * boxes"), as stored in the schedules table by the tuner (tuner/select.h),
  * and the lookup of any shape in it.
  *
- * A range is a box (sketch/box.h): one interval of domain values per
+ * A range is a box (shape/box.h): one interval of domain values per
  * variable, stored as its two corners; with one variable, the values lo..hi.
  * Rows of schema 2 (dt_db_schedule.box == 0) were runs of consecutive shapes
  * in shape-set order; each is read as the boxes of its run, all with its
@@ -26,9 +26,9 @@
 
 #include "common/error.h"
 #include "db/db.h"
-#include "sketch/annotation.h"
-#include "sketch/box.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "shape/box.h"
+#include "shape/workload.h"
 
 typedef struct dt_dispatch_range {
     dt_box box;            /* the shapes it serves */

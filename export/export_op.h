@@ -16,8 +16,8 @@
 #define DT_EXPORT_EXPORT_OP_H
 
 #include "common/strbuf.h"
-#include "sketch/dtype.h"
-#include "sketch/op.h"
+#include "dtypes/dtype.h"
+#include "ops/op.h"
 
 struct dt_export_plan;
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "microkernel/codegen.h"
-#include "sketch/annotation.h"
+#include "space/annotation.h"
 
 int dt_export_kernel_source(dt_db *db, int64_t kernel_id, char **src, dt_err *e)
 {

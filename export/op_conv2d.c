@@ -32,7 +32,7 @@
 
 extern const dt_op_desc dt_op_conv2d;
 
-/* conv2d's groups attribute (sketch/op_conv2d.c), in the workload's attrs;
+/* conv2d's groups attribute (ops/op_conv2d.c), in the workload's attrs;
  * the strides, pads and dilations are read resolved, per axis, from the
  * op's geometry (conv_geom) */
 enum { GROUPS = 3 };
@@ -53,7 +53,7 @@ static int per_axis(const dt_conv_geom *c)
     return c->stride_w != c->stride || c->dilation_w != c->dilation || c->pad_l != c->pad ||
            c->pad_b != c->pad || c->pad_r != c->pad;
 }
-/* conv2d's dim C (sketch/op_conv2d.c: N, H, W, C, K, R, S) */
+/* conv2d's dim C (ops/op_conv2d.c: N, H, W, C, K, R, S) */
 enum { DIM_C = 3 };
 
 /* What differs between the dtypes' exported text. */

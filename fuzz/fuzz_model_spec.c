@@ -1,5 +1,5 @@
-/* libFuzzer target: model-spec parsing (sketch/model.h) and workload-key
- * parsing (sketch/workload.h).  The input is parsed as a spec; each
+/* libFuzzer target: model-spec parsing (shape/model.h) and workload-key
+ * parsing (shape/workload.h).  The input is parsed as a spec; each
  * workload key of a parsed model must parse back to the same key.  The
  * input (up to its first NUL) is also parsed as a workload key, and a key
  * that parses must be canonical: parsing its canonical form gives it back. */
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sketch/model.h"
-#include "sketch/workload.h"
+#include "shape/model.h"
+#include "shape/workload.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,7 +12,7 @@
 
 #include "onnx/graph.h"
 #include "onnx/shape.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

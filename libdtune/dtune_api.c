@@ -6,8 +6,8 @@
 
 #include "common/target.h"
 #include "libdtune/lib_internal.h"
-#include "sketch/backend.h"
-#include "sketch/workload.h"
+#include "backends/backend.h"
+#include "shape/workload.h"
 
 DTUNE_API const char *dtune_version(void) { return DTUNE_VERSION; }
 

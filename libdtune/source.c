@@ -10,7 +10,7 @@
 #include "export/export.h"
 #include "libdtune/lib_internal.h"
 #include "microkernel/codegen.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 
 /* DT_EINVAL unless workload key is the op and attributes of kernel id. */
 static int check_workload(dt_db *db, int64_t id, const char *key, dt_err *e)

@@ -37,7 +37,7 @@
 #define ERROR_MAX 4096
 
 /* ---- inputs, the call, verification ---------------------------------------
- * The trial's op is reached through its GEMM view (sketch/op.h): A, B, C
+ * The trial's op is reached through its GEMM view (ops/op.h): A, B, C
  * of batch matrices, B packed once first when it is constant. */
 
 typedef struct {

@@ -17,8 +17,8 @@
 
 #include "common/error.h"
 #include "common/trial_status.h"
-#include "sketch/op.h"
-#include "sketch/workload.h"
+#include "ops/op.h"
+#include "shape/workload.h"
 
 /* A trial's outcome is a dt_trial_status (common/trial_status.h): the same
  * enum the database stores in measurements.status. */

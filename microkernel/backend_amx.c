@@ -1,5 +1,5 @@
 /* The AMX tile back-end's register kernel (rows bf16/amx and int8/amx of
- * sketch/backend.h; issue 29, point 3).
+ * backends/backend.h; issue 29, point 3).
  *
  * An annotation with unit amx asks for an MR×NR block of 16×16 C tiles
  * (mt = MR/16 rows of tiles, nt = NR/16 columns).  Per K step of one tile

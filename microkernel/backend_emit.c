@@ -1,7 +1,7 @@
-/* The code of the back-end rows (sketch/backend.h): per row, the macro its
+/* The code of the back-end rows (backends/backend.h): per row, the macro its
  * templates are compiled under, whether it uses intrinsics, and its
  * register-kernel emitter (microkernel/dtype_*.c).  A new back-end is a row
- * of sketch/backend.c, a row here and its emitter's file. */
+ * of backends/backend.c, a row here and its emitter's file. */
 #include "microkernel/emit.h"
 #include "microkernel/mk_op.h"
 

@@ -18,10 +18,10 @@
 #include <stddef.h>
 
 #include "common/error.h"
-#include "sketch/annotation.h"
-#include "sketch/dtype.h"
-#include "sketch/op.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "dtypes/dtype.h"
+#include "ops/op.h"
+#include "shape/workload.h"
 
 #define DT_KERNEL_ABI 1
 
@@ -46,7 +46,7 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
 
 /* The GEMM view of kop (dim roles and flags, no sizes): dt_op_gemm. */
 int dt_kernel_op_gemm(const dt_kernel_op *kop, dt_gemm *g, dt_err *e);
-/* The epilogue of kop: bias (0/1) and activation (DT_ACT_*, sketch/op.h);
+/* The epilogue of kop: bias (0/1) and activation (DT_ACT_*, ops/op.h);
  * none for an op without a GEMM view. */
 void dt_kernel_op_epilogue(const dt_kernel_op *kop, int *bias, int *act);
 

@@ -3,7 +3,7 @@
  * dt_ukr is an MR×NR tile of f32 accumulators c<i>_<v>, like f32's, so the
  * accumulate / bias / activation / store end is dt_emit_store_f32.
  *
- *   native (row bf16/avx512_bf16, sketch/backend.h; dt_mk_ukr_bf16_dp):
+ *   native (row bf16/avx512_bf16, backends/backend.h; dt_mk_ukr_bf16_dp):
  *     K groups of KG = 2.  A step is one group: NV full-vector loads of the
  *     packed B panel ([kc/2][NR][2]: 16 columns × 2 k per zmm), per row one
  *     32-bit broadcast of A's pair and NV vdpbf16ps.  In the stream sketch

@@ -2,7 +2,7 @@
  * issue 29 point 7; microkernel/mk_op.h, dt_mk_dtype): f32 in and out, bf16
  * arithmetic.  Its kernels are bf16's — the same register-kernel emitters
  * (rows f32_bf16/portable-generic, portable-avx2, avx512_bf16 and amx of
- * sketch/backend.h map to dt_mk_ukr_bf16_portable, dt_mk_ukr_bf16_dp and
+ * backends/backend.h map to dt_mk_ukr_bf16_portable, dt_mk_ukr_bf16_dp and
  * dt_mk_ukr_amx in microkernel/backend_emit.c), the same driver — under
  * bf16's types block followed by its own (template/types_f32bf16.h), whose f32 entry points
  * round the weights to bf16 when packing them and the activations once per

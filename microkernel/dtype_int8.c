@@ -2,7 +2,7 @@
  * u8 activations × s8 weights with s32 accumulation, dequantized to f32 on
  * the last K block (template/types_int8.h says what a kernel computes and
  * defines the macros used below).  The register kernel dt_ukr:
- *   native (row int8/avx512_vnni, sketch/backend.h; dt_mk_ukr_int8_dp): an MR×NR tile of __m512i s32 accumulators; per K
+ *   native (row int8/avx512_vnni, backends/backend.h; dt_mk_ukr_int8_dp): an MR×NR tile of __m512i s32 accumulators; per K
  *     group of 4, NV full-vector loads of the packed B panel [K/4][NR][4]
  *     and, per row, one 32-bit broadcast of A's quad and NV vpdpbusd;
  *   portable (rows portable-generic, portable-avx2): uint32 GCC vectors, KG = 1: per k, NV loads

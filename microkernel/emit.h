@@ -4,8 +4,8 @@
 #define DT_MICROKERNEL_EMIT_H
 
 #include "common/strbuf.h"
-#include "sketch/annotation.h"
-#include "sketch/backend.h"
+#include "space/annotation.h"
+#include "backends/backend.h"
 
 /* The register-kernel emitters of the back-end rows
  * (microkernel/backend_emit.c): f32's and w8a32's for each of their rows;

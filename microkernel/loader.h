@@ -1,6 +1,6 @@
 /* Loading a built micro-kernel (dlopen) and calling it through its op's
  * hooks (microkernel/mk_op.h), so that no caller branches on the op: every
- * kernel computes the batched GEMM of its op's view (sketch/op.h, dt_gemm).
+ * kernel computes the batched GEMM of its op's view (ops/op.h, dt_gemm).
  *
  * Ownership: dt_kernel_load fills a dt_kernel that owns the dlopen handle;
  * dt_kernel_unload closes it (function pointers are invalid afterwards).
@@ -27,7 +27,7 @@ typedef struct dt_kernel {
 
 /* One call: C[b] = act(A[b]·B[b] + bias) for b < batch (the op's GEMM view).
  * ld* are row strides, s* batch strides, in elements of each tensor's type
- * (sketch/dtype.h: f32 float; bf16 uint16_t A and B; int8 uint8_t A and
+ * (dtypes/dtype.h: f32 float; bf16 uint16_t A and B; int8 uint8_t A and
  * int8_t B; w8a32 float A and int8_t B; C float for all).  For an op whose B
  * is constant (dt_gemm.b_const), b is the packed B (dt_kernel_pack) and
  * ldb/sb are unused. */

@@ -30,10 +30,10 @@
 
 #include "common/strbuf.h"
 #include "microkernel/loader.h"
-#include "sketch/annotation.h"
-#include "sketch/backend.h"
-#include "sketch/dtype.h"
-#include "sketch/op.h"
+#include "space/annotation.h"
+#include "backends/backend.h"
+#include "dtypes/dtype.h"
+#include "ops/op.h"
 
 #define DT_MK_MAX_MACROS 4
 
@@ -53,7 +53,7 @@ typedef struct dt_mk_dtype {
     /* The bytes per padded column after the packed panels, as its types
      * block defines them (DT_QTAIL_BYTES: int8 8, w8a32 4), for sizes known
      * without a built kernel (export).  The panels' K group is the back-end
-     * row's (sketch/backend.h, dt_backend.kg). */
+     * row's (backends/backend.h, dt_backend.kg). */
     int qtail_col_bytes;
     /* Bytes of one packed B element when the panels hold another type than
      * the caller's B (f32_bf16: 2, f32 weights packed as bf16); 0: the
@@ -61,7 +61,7 @@ typedef struct dt_mk_dtype {
     int packed_b_bytes;
 } dt_mk_dtype;
 
-/* The code of one back-end row (sketch/backend.h), in
+/* The code of one back-end row (backends/backend.h), in
  * microkernel/backend_emit.c: a row of the table is a row of hooks here. */
 typedef struct dt_mk_backend {
     /* The macro its templates are compiled under (`#define <macro> 1`):

@@ -7,7 +7,7 @@
  *                     const float *bias, float *Y, int nthreads);
  * geom = {N, H, W, C, K, R, S, stride, pad, dilation, groups, stride_w,
  * dilation_w, pad_l, pad_b, pad_r} (stride, pad, dilation: the height's; pad
- * the top's; every value resolved, sketch/op_conv2d.c); X [N][H][W][C],
+ * the top's; every value resolved, ops/op_conv2d.c); X [N][H][W][C],
  * W [K][R][S][C/groups], Y [N][OH][OW][K]; packed: one region per group,
  * dtk_pack(K/groups, R·S·C/groups, the group's rows) each (the pack hook
  * below does it).  The other dtypes take their types

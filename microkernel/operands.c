@@ -178,7 +178,7 @@ static float *gather(const dt_gemm *g, int64_t rows, int64_t K, const float *src
     return m;
 }
 
-/* An op whose A is implicit (sketch/op.h, a_row): A is its input, drawn
+/* An op whose A is implicit (ops/op.h, a_row): A is its input, drawn
  * like one row of a_elems elements; Aref the view's M×K matrix gathered
  * from that row's real values (0 where the op reads padding).  B as the op
  * stores it (b_elems, K/groups values per output channel for a grouped

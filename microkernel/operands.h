@@ -1,4 +1,4 @@
-/* Operands of one GEMM problem in a dtype (sketch/dtype.h): what a kernel of
+/* Operands of one GEMM problem in a dtype (dtypes/dtype.h): what a kernel of
  * that dtype reads, in its element types, and the exact real values the
  * double reference (microkernel/reference.h) computes with.
  *
@@ -22,15 +22,15 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "sketch/dtype.h"
-#include "sketch/op.h"
+#include "dtypes/dtype.h"
+#include "ops/op.h"
 
 typedef struct dt_operands {
     dt_dtype dtype;
     dt_gemm g;        /* the problem, sizes included */
     int64_t lda;      /* A's row stride in elements (>= K); 0 for an implicit A */
     void *A;          /* [batch·M][lda] of the dtype's A type; past K: poison.  An op
-                       * whose A is implicit (sketch/op.h, a_row): its input */
+                       * whose A is implicit (ops/op.h, a_row): its input */
     void *B;          /* the whole batch as g stores it, the dtype's B type (an op with
                        * b_row: as the op stores it, b_elems elements) */
     float *bias;      /* [N] */
@@ -39,7 +39,7 @@ typedef struct dt_operands {
     int32_t zp_a;
     float *Aref;      /* [batch][M][K] the real values of A that enter the sums
                        * (an implicit A: gathered from the input, 0 for padding) */
-    float *Bref;      /* like B (an op storing B otherwise, sketch/op.h b_row: the view's
+    float *Bref;      /* like B (an op storing B otherwise, ops/op.h b_row: the view's
                        * N×K gathered from it, 0 off its blocks) */
     double *colscale; /* [N] the columns' dequantization factor, or NULL */
 } dt_operands;

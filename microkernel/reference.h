@@ -1,5 +1,5 @@
 /* The reference: the one double-accumulation computation of an op's result
- * (its GEMM view, sketch/op.h), against which every kernel, peer and
+ * (its GEMM view, ops/op.h), against which every kernel, peer and
  * exported file is checked — a wrong answer is a failed trial, never a
  * record — and the check itself.  Users: dt_verify_kernel (below), the
  * runner's trials (measure/runner_child.c), `dtune bench` on every shape

@@ -16,7 +16,7 @@
 #include "onnx/import_spec.h"
 #include "onnx/shape.h"
 #include "onnx/workloads.h"
-#include "sketch/model.h"
+#include "shape/model.h"
 
 void dt_ox_import_free(dt_ox_import *r)
 {

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "onnx/import_graph.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 
 /* What --var gave for one variable: its name and its values. */
 typedef struct {

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/strbuf.h"
-#include "sketch/model.h"
+#include "shape/model.h"
 
 /* Op names of the spec fit whole, with a "~N" that makes them unique, into
  * the 63 bytes of a tuning task's name (tuner/task.h), which `dtune tune`

@@ -6,7 +6,7 @@
 #include "common/error.h"
 #include "onnx/graph.h"
 #include "onnx/workloads.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 
 /* Writes the spec text (*out, malloc'ed): "name", a "description" saying
  * where it came from and what was not tuned, the variables vars[0..nvars)

@@ -8,7 +8,7 @@
 
 #include "common/strbuf.h"
 #include "onnx/shape_internal.h"
-#include "sketch/model.h"
+#include "shape/model.h"
 #include "onnx/shape_ops.h"
 
 static const char *src(const dt_ox_graph *g)

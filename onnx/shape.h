@@ -2,7 +2,7 @@
  *
  * The graph inputs' dims that are dim_params (or unnamed dynamic dims, which
  * get a generated name) are the model's variables; every other tensor's dims
- * become canonical sketch/ expressions of them (sketch/expr.h).  Small
+ * become canonical sketch/ expressions of them (shape/expr.h).  Small
  * integer tensors whose element values are known (the Shape → Gather →
  * Unsqueeze → Concat → Reshape chains of PyTorch exports, Slice bounds,
  * Range limits) carry those values as expressions too, so a Reshape whose
@@ -54,8 +54,8 @@
 
 #include "common/error.h"
 #include "onnx/graph.h"
-#include "sketch/expr.h"
-#include "sketch/workload.h"
+#include "shape/expr.h"
+#include "shape/workload.h"
 
 typedef struct {
     const char *name;   /* the tensor's name (points into the graph) */

@@ -30,7 +30,7 @@
 
 #include "common/strbuf.h"
 #include "onnx/shape_ops.h"
-#include "sketch/model.h"
+#include "shape/model.h"
 
 /* Runs per run of a body the count of a spec op takes: a trip count
  * outside 1..this is counted once. */

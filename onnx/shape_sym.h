@@ -1,7 +1,7 @@
 /* Symbolic integers for shape propagation (internal to onnx/shape*.c and
  * its test).
  *
- * sketch/expr.c's canonical form only flattens and sorts: it never cancels
+ * shape/expr.c's canonical form only flattens and sorts: it never cancels
  * "h+2-3" or distributes a product, so Conv's (h+2-3)/1+1 would stay as it
  * is, and Reshape's -1 (numel / product of the other dims) could not be
  * decided.  Here an integer is a polynomial with int64 coefficients over
@@ -24,8 +24,8 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "sketch/expr.h"
-#include "sketch/workload.h"
+#include "shape/expr.h"
+#include "shape/workload.h"
 
 /* Limits of one polynomial: past them an operation fails ("too large").
  * Terms and degree keep every expression far below DT_EXPR_MAX_DEPTH levels

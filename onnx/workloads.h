@@ -20,8 +20,8 @@
 #include "onnx/graph.h"
 #include "onnx/import.h"
 #include "onnx/shape.h"
-#include "sketch/dtype.h"
-#include "sketch/op.h"
+#include "dtypes/dtype.h"
+#include "ops/op.h"
 
 /* One extracted op: an op of the registry with its dims, its attribute
  * values and its dtype. */

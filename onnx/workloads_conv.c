@@ -7,7 +7,7 @@
  * its group as groups (depthwise included), its strides, dilations and
  * pads (explicit, auto_pad SAME_* or VALID) per axis and side: stride, pad
  * and dilation the height's (pad the top's), stride_w, dilation_w, pad_w,
- * pad_b and pad_r where the others differ (sketch/op_conv2d.c).  A Conv1d
+ * pad_b and pad_r where the others differ (ops/op_conv2d.c).  A Conv1d
  * ([N, C, L]) is a conv2d with H = R = 1, its pads on W only.  The
  * bias input is the epilogue's bias; the activation after it (and a bias Add
  * along the channels, when the Conv has none) is fused by dense's epilogue

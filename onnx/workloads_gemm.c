@@ -20,7 +20,7 @@ static int dtype_of(int a, int b, dt_dtype *d)
     return 0;
 }
 
-/* Sets the op's dims by their roles in its GEMM view (sketch/op.h), so no
+/* Sets the op's dims by their roles in its GEMM view (ops/op.h), so no
  * dim is named here.  Takes ownership of the expressions. */
 void dt_ox_set_gemm_dims(dt_ox_op *op, dt_expr *batch, dt_expr *m, dt_expr *n, dt_expr *k)
 {

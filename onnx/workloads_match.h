@@ -115,7 +115,7 @@ typedef struct {
 /* Finishes a dense: M from d->a, the epilogue from d->y on (bias Add,
  * activation), the op added.  workloads_gemm.c. */
 int dt_ox_finish_dense(dt_ox_wctx *c, dt_ox_dense *d);
-/* Sets op's dims (op->op set) by their roles in its GEMM view (sketch/op.h):
+/* Sets op's dims (op->op set) by their roles in its GEMM view (ops/op.h):
  * batch, M, N, K; takes the expressions, freeing those of roles the op has
  * no dim for (dense's batch).  workloads_gemm.c. */
 void dt_ox_set_gemm_dims(dt_ox_op *op, dt_expr *batch, dt_expr *m, dt_expr *n, dt_expr *k);

@@ -18,8 +18,8 @@
 
 typedef enum { DT_PEER_ACT_NONE = 0, DT_PEER_ACT_RELU, DT_PEER_ACT_GELU } dt_peer_act;
 
-/* The element types of a problem (the peers' copy of sketch/dtype.h's
- * recipes; peers/ may not include sketch/).  0 is f32, so a problem built
+/* The element types of a problem (the peers' copy of dtypes/dtype.h's
+ * recipes; peers/ may not include dtypes/).  0 is f32, so a problem built
  * before dtypes existed keeps its meaning.
  *   DT_PEER_F32   A, B float; C float.
  *   DT_PEER_BF16  A, B bf16 (uint16_t, the upper half of a float); f32
@@ -29,7 +29,7 @@ typedef enum { DT_PEER_ACT_NONE = 0, DT_PEER_ACT_RELU, DT_PEER_ACT_GELU } dt_pee
  *                 + bias[n], then the activation; C, bias float. */
 typedef enum { DT_PEER_F32 = 0, DT_PEER_BF16, DT_PEER_INT8 } dt_peer_dtype;
 
-/* One concrete problem: a batched GEMM (an op's GEMM view, sketch/op.h,
+/* One concrete problem: a batched GEMM (an op's GEMM view, ops/op.h,
  * which `dtune bench` turns into this), all row-major and contiguous:
  *   C[b] = A[b]·B[b] for b < batch, A[batch,M,K], C[batch,M,N],
  *   B[batch,K,N], or B[batch,N,K] when b_trans;
@@ -57,7 +57,7 @@ typedef struct dt_peer_problem {
      * them to bf16 without changing the problem (onednn_bf16 does, and
      * runs only then; the f32 peers ignore it). */
     int math_bf16;
-    /* A 2-D convolution (conv.on; conv2d, sketch/op_conv2d.c): the GEMM
+    /* A 2-D convolution (conv.on; conv2d, ops/op_conv2d.c): the GEMM
      * above is its implicit GEMM (M = n·oh·ow, N = k, K = r·s·c, constant
      * weights), but x is the NHWC input X[n,h,w,c] — the view's A (the
      * im2col of X) exists nowhere —, the weights W[k,r,s,c/groups] (OHWI;

@@ -524,7 +524,7 @@ const dt_peer_desc dt_peer_onednn_bf16_desc = {
  * the same SRC / WEIGHTS / BIAS / DST arguments. */
 static int conv_applies(const dt_peer_problem *p) { return p && p->conv.on; }
 
-/* Output extent of one spatial axis (sketch/op_conv2d.c's formula). */
+/* Output extent of one spatial axis (ops/op_conv2d.c's formula). */
 static int64_t conv_out(int64_t in, int64_t win, int64_t stride, int64_t pads, int64_t dil)
 {
     int64_t span = dil * (win - 1) + 1;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Fails (exit 1) when code outside a back-end's own files names a back-end
 # or a dtype's instruction feature, or compares ISAs along a ladder: the
-# back-end table's promise (sketch/backend.h) that adding a back-end (AMX
+# back-end table's promise (backends/backend.h) that adding a back-end (AMX
 # next) is a row, its hooks and its emitter's file, not branches elsewhere.
 #
 # Matched, in every C file (comments stripped by the preprocessor; tests,
@@ -16,7 +16,7 @@
 # peak kinds (peers/peer.h) that `dtune info --help` lists.
 #
 # Allowed — the back-ends' own files and the registries:
-#   sketch/backend.[ch]          the table: rows, features, geometry, K groups
+#   backends/backend.[ch]          the table: rows, features, geometry, K groups
 #   microkernel/backend_emit.c   the rows' code hooks (macro, emitter)
 #   microkernel/dtype_*.c        each dtype's register-kernel emitters
 #   microkernel/template/*       the kernels' templates (per-back-end macros)
@@ -33,7 +33,7 @@ P="$P|\\b$ISA[[:space:]]*([<>]|[=!]=)|([<>]=?|[=!]=)[[:space:]]*$ISA\\b"
 P="$P|\\bisa[[:space:]]*[<>]=?[[:space:]]*(\\([a-z_ ]+\\))?[A-Za-z_]+(->|\\.)isa(_max)?\\b"
 hits=$(git ls-files --cached --others --exclude-standard '*.c' '*.h' \
   | grep -vE '^(tests|fuzz|examples|onnx)/' \
-  | grep -vE '^sketch/backend\.[ch]$|^microkernel/backend_emit\.c$|^microkernel/dtype_[a-z0-9_]+\.c$|^microkernel/template/|^common/target[a-z_]*\.[ch]$|^common/amx\.[ch]$|^peers/peak\.c$' \
+  | grep -vE '^backends/backend\.[ch]$|^microkernel/backend_emit\.c$|^microkernel/dtype_[a-z0-9_]+\.c$|^microkernel/template/|^common/target[a-z_]*\.[ch]$|^common/amx\.[ch]$|^peers/peak\.c$' \
   | while read -r f; do
       [ -f "$f" ] || continue
       gcc -fpreprocessed -dD -E -P -x c "$f" 2>/dev/null | grep -nE "$P" | sed "s|^|$f:|"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Fails (exit 1) when code outside an op's own files names an op: the op
-# registry's promise (sketch/op.h) that adding an op touches no other op.
-# Looks at every C file outside {sketch,microkernel,export}/op_<name>.c,
+# registry's promise (ops/op.h) that adding an op touches no other op.
+# Looks at every C file outside {ops,microkernel,export}/op_<name>.c,
 # microkernel/template/op_<name>.c, the dtypes' types blocks
 # (microkernel/template/types_<dtype>.h, which name each op's entry point in
 # that dtype: dtk_dense_bf16, ...) and the registries, comments stripped by
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.." || exit 2
 P='\b(is_dense|is_bmm|DT_OP_[A-Z_]+|DT_PEER_(DENSE|BMM)|DT_CMF_OP_(DENSE|BATCH_MATMUL)|dtk_dense|dtk_bmm|dt_ref_dense|dt_ref_bmm|layout_nt)\b|(->|\.)(dense|bmm)\b|"(dense|batch_matmul|bmm)"|"[BMNK]"|"(layout|epilogue|NN|NT)"|dim_index\([^)]*"'
 hits=$(git ls-files '*.c' '*.h' \
   | grep -vE '^(tests|fuzz|examples|onnx|tvm|scripts)/' \
-  | grep -vE '^(sketch|microkernel|export)/op_[a-z0-9_]+\.c$|^microkernel/template/(op_[a-z0-9_]+\.c|types_[a-z0-9]+\.h)$|/op_registry\.c$' \
+  | grep -vE '^(ops|microkernel|export)/op_[a-z0-9_]+\.c$|^microkernel/template/(op_[a-z0-9_]+\.c|types_[a-z0-9]+\.h)$|/op_registry\.c$' \
   | while read -r f; do
       gcc -fpreprocessed -dD -E -P -x c "$f" 2>/dev/null | grep -nE "$P" | sed "s|^|$f:|"
     done)

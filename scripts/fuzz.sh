@@ -49,6 +49,9 @@ gen_onnx() {
     protoc-c --proto_path=/usr/include/onnx --c_out="$OUT/generated/onnx" "$proto"
 }
 
+# every file of the pure layers below the micro-kernels (docs/architecture.md)
+PURE="dtypes/*.c ops/*.c shape/*.c space/*.c $(find backends -name '*.c' | sort | tr '\n' ' ')"
+
 for t in $TARGETS; do
     LIBS=""
     case $t in
@@ -56,9 +59,8 @@ for t in $TARGETS; do
         build http fuzz/fuzz_http.c daemon/http_conn.c daemon/http_msg.c daemon/http_auth.c \
             common/strbuf.c common/error.c ;;
     model_spec)
-        # all of sketch/ (pure) and common/: the back-end table sketch/ holds
-        # reads annotations and asks common/amx.c about the tiles
-        build model_spec fuzz/fuzz_model_spec.c sketch/*.c common/*.c ;;
+        # the pure layers (dtypes, ops, shape, space, backends) and common/
+        build model_spec fuzz/fuzz_model_spec.c $PURE common/*.c ;;
     onnx)
         gen_onnx
         LIBS="-lprotobuf-c -ljansson -lm"
@@ -66,7 +68,7 @@ for t in $TARGETS; do
         build onnx -I"$OUT/generated" fuzz/fuzz_onnx.c onnx/read.c onnx/read_graph.c \
             onnx/read_trim.c onnx/read_tensor.c onnx/graph.c "$OUT/generated/onnx/onnx.pb-c.c" \
             onnx/shape*.c \
-            onnx/op_table.c sketch/expr.c sketch/domain.c common/error.c common/strbuf.c \
+            onnx/op_table.c shape/expr.c shape/domain.c common/error.c common/strbuf.c \
             common/file.c common/json_util.c ;;
     wire)
         # the worker wire: frames, then the pool's HELLO check and the trial /
@@ -74,12 +76,15 @@ for t in $TARGETS; do
         # no socket opened)
         LIBS="-lsodium -luv -lpthread"
         build wire fuzz/fuzz_wire.c measure/wire.c measure/auth.c measure/trial.c \
-            measure/pool.c net/conn.c net/addr.c sketch/*.c common/*.c ;;
+            measure/pool.c net/conn.c net/addr.c $PURE common/*.c ;;
     *) echo "fuzz.sh: unknown target '$t' (http, model_spec, onnx, wire)" >&2; exit 2 ;;
     esac
 done
 
 status=0
+# every file of the pure layers below the micro-kernels (docs/architecture.md)
+PURE="dtypes/*.c ops/*.c shape/*.c space/*.c $(find backends -name '*.c' | sort | tr '\n' ' ')"
+
 for t in $TARGETS; do
     mkdir -p "$OUT/corpus/$t"
     dict=""

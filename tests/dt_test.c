@@ -6,11 +6,11 @@
 #include "microkernel/codegen.h"
 #include "microkernel/mk_op.h"
 #include "microkernel/reference.h"
-#include "sketch/annotation.h"
-#include "sketch/backend.h"
-#include "sketch/dtype.h"
-#include "sketch/model.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "backends/backend.h"
+#include "dtypes/dtype.h"
+#include "shape/model.h"
+#include "shape/workload.h"
 
 #include <dirent.h>
 #include <errno.h>

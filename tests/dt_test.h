@@ -15,7 +15,7 @@
 #include "db/db.h"
 #include "microkernel/build.h"
 #include "microkernel/loader.h"
-#include "sketch/annotation.h"
+#include "space/annotation.h"
 
 /* Registers the NULL-terminated suites, runs them verbosely and returns the
  * process exit code (0 only when every test passed and at least one ran). */

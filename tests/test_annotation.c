@@ -1,4 +1,4 @@
-/* Tests of sketch/annotation: names, the PRNG, validation (a table of
+/* Tests of space/annotation: names, the PRNG, validation (a table of
  * invalid annotations with the reason each must give), sampling (validity,
  * coverage, bias, determinism), mutation, crossover, and JSON.  Targets are
  * built by hand, never detected, so every result is deterministic. */
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/target.h"
-#include "sketch/annotation.h"
+#include "space/annotation.h"
 #include "tests/dt_test.h"
 
 /* ---- targets --------------------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* The back-end table (sketch/backend.h, microkernel/backend_emit.c): one row
+/* The back-end table (backends/backend.h, microkernel/backend_emit.c): one row
  * per (dtype, isa), a portable row per dtype that any CPU runs, the rows'
  * features, geometry, K groups, peaks and hooks; and the golden check that
  * the table changed nothing: the sources of a fixed sample of
@@ -25,10 +25,10 @@
 #include "microkernel/codegen.h"
 #include "microkernel/mk_op.h"
 #include "peers/peer.h"
-#include "sketch/annotation.h"
-#include "sketch/backend.h"
-#include "sketch/dtype.h"
-#include "sketch/op.h"
+#include "space/annotation.h"
+#include "backends/backend.h"
+#include "dtypes/dtype.h"
+#include "ops/op.h"
 #include "tests/dt_test.h"
 
 /* ---- the golden sample ------------------------------------------------------ */

@@ -15,7 +15,7 @@
 #include "bench/bench_stats.h"
 #include "microkernel/codegen.h"
 #include "microkernel/reference.h"
-#include "sketch/backend.h"
+#include "backends/backend.h"
 #include "tests/dt_test.h"
 
 /* Largest |a - b| relative to max(1, |b|) over n values. */

@@ -1,9 +1,9 @@
-/* sketch/box: corners, membership and distance, the boxes of a run, and
+/* shape/box: corners, membership and distance, the boxes of a run, and
  * the partition of a labelled shape set (checked shape by shape). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "sketch/box.h"
+#include "shape/box.h"
 #include "tests/dt_test.h"
 
 static dt_workload *parse(const char *key)

@@ -1,4 +1,4 @@
-/* conv2d (issue 31, points 3-4; sketch/op_conv2d.c, microkernel/op_conv2d.c,
+/* conv2d (issue 31, points 3-4; ops/op_conv2d.c, microkernel/op_conv2d.c,
  * template/op_conv2d*.c and the driver's implicit A):
  *   - the op: keys parsed and printed back, integer attributes and their
  *     errors, impossible shapes refused with the axis named, the GEMM view's
@@ -25,8 +25,8 @@
 #include "microkernel/mk_op.h"
 #include "microkernel/operands.h"
 #include "microkernel/reference.h"
-#include "sketch/backend.h"
-#include "sketch/workload.h"
+#include "backends/backend.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 static char *g_dir;

@@ -19,7 +19,7 @@
 #include "daemon/metrics.h"
 #include "db/db.h"
 #include "dispatch/cache.h"
-#include "sketch/annotation.h"
+#include "space/annotation.h"
 #include "tests/dt_test.h"
 
 #define KEY "dense(M=1..64,N=64,K=32)"

@@ -26,8 +26,8 @@
 #include "dispatch/dispatch_stats.h"
 #include "dt_test.h"
 #include "dtune/dtune.h"
-#include "sketch/annotation.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "shape/workload.h"
 
 #define TARGET "x86_64-test-1c"
 #define WKEY "dense(M=1..4,N=16,K=16)"

@@ -8,9 +8,9 @@
 
 #include "common/amx.h"
 #include "common/target.h"
-#include "sketch/annotation.h"
-#include "sketch/backend.h"
-#include "sketch/dtype.h"
+#include "space/annotation.h"
+#include "backends/backend.h"
+#include "dtypes/dtype.h"
 #include "tests/dt_test.h"
 
 static char *g_dir;

@@ -15,10 +15,10 @@
 #include "common/amx.h"
 #include "common/target.h"
 #include "db/db.h"
-#include "sketch/annotation.h"
-#include "sketch/backend.h"
-#include "sketch/dtype.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "backends/backend.h"
+#include "dtypes/dtype.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 static char *g_dir;

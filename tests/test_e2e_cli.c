@@ -18,9 +18,9 @@
 #include "common/target.h"
 #include "db/db.h"
 #include "microkernel/build.h"
-#include "sketch/annotation.h"
-#include "sketch/backend.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "backends/backend.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 #define MODEL(name) DTUNE_SOURCE_DIR "/models/" name

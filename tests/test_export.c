@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backends/backend.h"
 #include "common/file.h"
 #include "common/mem.h"
 #include "common/target.h"
@@ -48,8 +49,8 @@
 #include "microkernel/mk_op.h"
 #include "microkernel/operands.h"
 #include "microkernel/reference.h"
-#include "sketch/annotation.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 static char *g_dir, *g_db;

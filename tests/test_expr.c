@@ -1,8 +1,8 @@
-/* sketch/expr: parsing, canonical printing, evaluation with overflow checks. */
+/* shape/expr: parsing, canonical printing, evaluation with overflow checks. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "sketch/expr.h"
+#include "shape/expr.h"
 #include "tests/dt_test.h"
 
 static char *canon(const char *text)

@@ -27,10 +27,10 @@
 #include "microkernel/build.h"
 #include "microkernel/codegen.h"
 #include "microkernel/mk_op.h"
-#include "sketch/annotation.h"
-#include "sketch/backend.h"
-#include "sketch/dtype.h"
-#include "sketch/op.h"
+#include "space/annotation.h"
+#include "backends/backend.h"
+#include "dtypes/dtype.h"
+#include "ops/op.h"
 #include "tests/dt_test.h"
 
 typedef struct golden {

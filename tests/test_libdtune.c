@@ -23,9 +23,9 @@
 #include "export/export.h"
 #include "microkernel/build.h"
 #include "microkernel/codegen.h"
-#include "sketch/annotation.h"
-#include "sketch/expr.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "shape/expr.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 #define KEY "dense(M=1..64,N=64,K=32)"

@@ -6,13 +6,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backends/backend.h"
 #include "common/target.h"
 #include "microkernel/build.h"
 #include "microkernel/codegen.h"
 #include "microkernel/loader.h"
 #include "microkernel/mk_op.h"
 #include "microkernel/reference.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 static char *g_dir;

@@ -1,5 +1,5 @@
-/* microkernel/backend_amx.c, the AMX tile rows of sketch/backend.c and the
- * tile annotations of sketch/annotation*.c (issue 29, points 2-5).
+/* microkernel/backend_amx.c, the AMX tile rows of backends/backend.c and the
+ * tile annotations of space/annotation*.c (issue 29, points 2-5).
  *
  * Every tile kernel is built twice from the same source: natively where this
  * CPU and OS run AMX, and always on the SDM-exact tile emulation
@@ -22,8 +22,8 @@
 #include "microkernel/mk_op.h"
 #include "microkernel/operands.h"
 #include "microkernel/reference.h"
-#include "sketch/backend.h"
-#include "sketch/workload.h"
+#include "backends/backend.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 static char *g_dir;

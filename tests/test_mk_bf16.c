@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backends/backend.h"
 #include "common/mem.h"
 #include "common/target.h"
 #include "microkernel/build.h"
@@ -21,7 +22,7 @@
 #include "microkernel/operands.h"
 #include "microkernel/reference.h"
 #include "peers/peer.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 static char *g_dir;

@@ -1,6 +1,6 @@
 /* microkernel/, dtype f32_bf16 — `math=bf16` on an f32 dense workload (issue
  * 29, point 7; dtype_f32bf16.c, op_dense.c, template/types_f32bf16.h,
- * the f32_bf16 rows of sketch/backend.c): f32 in and out, weights rounded to
+ * the f32_bf16 rows of backends/backend.c): f32 in and out, weights rounded to
  * bf16 when packed, activations when a kernel is called, bf16's kernels.
  *   - every back-end row: portable (generic, avx2 vectors), avx512_bf16 where
  *     the CPU has it, the AMX tiles on the emulation wherever AVX-512 runs and
@@ -27,8 +27,8 @@
 #include "microkernel/mk_op.h"
 #include "microkernel/operands.h"
 #include "microkernel/reference.h"
-#include "sketch/backend.h"
-#include "sketch/workload.h"
+#include "backends/backend.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 static char *g_dir;

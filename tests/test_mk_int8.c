@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h"
 #include "common/mem.h"
 #include "common/target.h"
 #include "microkernel/build.h"
@@ -17,7 +18,7 @@
 #include "microkernel/loader.h"
 #include "microkernel/mk_op.h"
 #include "microkernel/reference.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 static char *g_dir;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h"
 #include "common/mem.h"
 #include "common/target.h"
 #include "microkernel/build.h"
@@ -23,7 +24,7 @@
 #include "microkernel/mk_op.h"
 #include "microkernel/operands.h"
 #include "microkernel/reference.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 #define DT_MIN(a, b) ((a) < (b) ? (a) : (b))

@@ -1,7 +1,7 @@
 /* microkernel/, dtype w8a32_bf16 — `math=bf16` on a w8a32 (weight-only
  * int8) dense workload (issue 29, point 7; dtype_w8a32bf16.c,
  * op_dense_w8a32.c, template/types_w8a32bf16.h, the w8a32_bf16 rows of
- * sketch/backend.c): X and Y f32, W s8 with per-output-channel scales as
+ * backends/backend.c): X and Y f32, W s8 with per-output-channel scales as
  * w8a32 takes them, each weight dequantized and rounded to bf16 when
  * packed (bf16(scale_b[n]·w)), X when a kernel is called, f32_bf16's
  * (that is bf16's) kernels.
@@ -29,8 +29,8 @@
 #include "microkernel/loader.h"
 #include "microkernel/mk_op.h"
 #include "microkernel/operands.h"
-#include "sketch/backend.h"
-#include "sketch/workload.h"
+#include "backends/backend.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 static char *g_dir;

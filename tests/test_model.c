@@ -1,10 +1,10 @@
-/* sketch/model: loading model specs, merging ops into workloads, shape-set
+/* shape/model: loading model specs, merging ops into workloads, shape-set
  * weights, and every spec error with its file:line:col. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/file.h"
-#include "sketch/model.h"
+#include "shape/model.h"
 #include "tests/dt_test.h"
 
 static void test_bert_base(void)

@@ -16,7 +16,7 @@
 #include "onnx/import.h"
 #include "onnx/shape.h"
 #include "onnx/workloads_match.h"
-#include "sketch/model.h"
+#include "shape/model.h"
 #include "tests/dt_test.h"
 
 #define ONNX_DIR DTUNE_SOURCE_DIR "/tests/data/onnx/"

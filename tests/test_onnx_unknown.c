@@ -10,7 +10,7 @@
 #include "onnx/graph.h"
 #include "onnx/import.h"
 #include "onnx/shape.h"
-#include "sketch/model.h"
+#include "shape/model.h"
 #include "tests/dt_test.h"
 
 #define ONNX_DIR DTUNE_SOURCE_DIR "/tests/data/onnx/"

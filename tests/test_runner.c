@@ -19,8 +19,8 @@
 #include "measure/trial.h"
 #include "microkernel/build.h"
 #include "microkernel/codegen.h"
-#include "sketch/annotation.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 static char *g_dir;

@@ -28,7 +28,7 @@
 #include "microkernel/loader.h"
 #include "microkernel/reference.h"
 #include "dispatch/dispatch.h"
-#include "sketch/box.h"
+#include "shape/box.h"
 #include "measure/trial.h"
 #include "tuner/tune.h"
 

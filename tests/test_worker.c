@@ -30,8 +30,8 @@
 #include "measure/trial.h"
 #include "measure/wire.h"
 #include "microkernel/codegen.h"
-#include "sketch/annotation.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 #define WORKLOAD "dense(M=1..8,N=16,K=16)"

@@ -1,11 +1,12 @@
-/* sketch/workload: domains, canonical keys (round trip, random keys), shape
+/* shape/workload: domains, canonical keys (round trip, random keys), shape
  * sets and their weights, validation of impossible shapes. */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sketch/workload.h"
+#include "backends/backend.h"
+#include "shape/workload.h"
 #include "tests/dt_test.h"
 
 /* canonical form of a key, or "ERROR: message" */

@@ -40,8 +40,8 @@
 #include "common/target.h"
 #include "db/db.h"
 #include "measure/trial.h"
-#include "sketch/annotation.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "shape/workload.h"
 #include "tuner/task.h"
 
 typedef struct dt_measurer_opts {

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "common/file.h"
-#include "sketch/model.h"
+#include "shape/model.h"
 #include "tuner/tune.h"
 
 static void free_made(dt_task *t, int *n)

@@ -12,6 +12,7 @@
 #ifndef DT_TUNER_PREDICTOR_H
 #define DT_TUNER_PREDICTOR_H
 
+#include "backends/backend.h"
 #include "common/target.h"
 #include "costmodel/point.h"
 #include "costmodel/xgb.h"
@@ -50,7 +51,7 @@ typedef struct dt_predictor {
 } dt_predictor;
 
 /* A predictor for op's kernels in dtype on target tg (the target as the
- * dtype's kernels see it: sketch/dtype.h, dt_dtype_target). */
+ * dtype's kernels see it: dtypes/dtype.h, dt_dtype_target). */
 void dt_predictor_init(dt_predictor *p, const char *op, dt_dtype dtype, const dt_target *tg,
                        int64_t target_id);
 /* The cost model name of (op, dtype): "op", or "op:dtype" beyond f32. */

@@ -17,7 +17,7 @@
 #ifndef DT_TUNER_SEARCH_H
 #define DT_TUNER_SEARCH_H
 
-#include "sketch/annotation.h"
+#include "space/annotation.h"
 #include "tuner/measurer.h"
 #include "tuner/predictor.h"
 #include "tuner/task.h"

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sketch/box.h"
+#include "shape/box.h"
 #include "tuner/select_budget.h"
 
 int64_t dt_select_reserve(const dt_task *t, int topk, int max_kernels)
@@ -221,7 +221,7 @@ static int fill_gaps(const dt_task *t, int *win, double *wns, dt_err *e)
     return 0;
 }
 
-/* Step 5: the boxes of equal winners (sketch/box.h, dt_box_partition: with
+/* Step 5: the boxes of equal winners (shape/box.h, dt_box_partition: with
  * one variable, the runs) into rows[] (their corners' text in text[]), the
  * objective and estimate into info; returns how many, or an error. */
 static int make_ranges(const dt_task *t, const int *win, const double *wns,

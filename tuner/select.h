@@ -1,6 +1,6 @@
 /* The end of a task (DESIGN.md, "Search"): for every shape of the set, the
  * top predicted kernels are measured on it and the fastest measured one
- * wins; shapes with the same winner merge into boxes (sketch/box.h,
+ * wins; shapes with the same winner merge into boxes (shape/box.h,
  * dt_box_partition: runs along the last variable, grown over the others;
  * with one variable, runs of consecutive shapes), stored in the schedules
  * table (dispatch/dispatch.h reads them back).

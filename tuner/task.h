@@ -16,8 +16,8 @@
 #include "common/error.h"
 #include "common/target.h"
 #include "db/db.h"
-#include "sketch/annotation.h"
-#include "sketch/workload.h"
+#include "space/annotation.h"
+#include "shape/workload.h"
 
 typedef struct dt_tmeas {
     int32_t shape;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backends/backend.h"
 #include "common/clock.h"
 #include "common/json_util.h"
 

@@ -1,13 +1,13 @@
-/* Private to sketch/annotation*.c: the fixed limits of the annotation space
+/* Private to space/annotation*.c: the fixed limits of the annotation space
  * and the validation routine that also says which fields broke a rule (used
  * by sampling, mutation and crossover repair).  docs/search-space.md
  * documents every limit and rule. */
-#ifndef DT_SKETCH_ANNOTATION_INTERNAL_H
-#define DT_SKETCH_ANNOTATION_INTERNAL_H
+#ifndef DT_SPACE_ANNOTATION_INTERNAL_H
+#define DT_SPACE_ANNOTATION_INTERNAL_H
 
 #include <stdint.h>
 
-#include "sketch/annotation.h"
+#include "space/annotation.h"
 
 /* Target-independent limits (validate and from_json share them). */
 #define DT_ANN_MR_MAX 32

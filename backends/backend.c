@@ -1,5 +1,5 @@
-/* The back-end table (sketch/backend.h). */
-#include "sketch/backend.h"
+/* The back-end table (backends/backend.h). */
+#include "backends/backend.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -228,4 +228,42 @@ int dt_backend_usable(const dt_backend *b, const dt_target *t, const char **why)
     if (!*why)
         *why = isa_ok ? "the CPU lacks a feature it needs" : "the isa in use is below its isa";
     return 0;
+}
+
+/* ---- what a dtype runs on (backends/backend.h) ---- */
+
+int dt_dtype_native(dt_dtype d, const dt_target *t, const char **how)
+{
+    const char *dummy;
+    if (!how)
+        how = &dummy;
+    const dt_backend *b = dt_backend_of(d, t->isa);
+    if (!b) {
+        *how = "?";
+        return 0;
+    }
+    if (!b->portable && dt_backend_usable(b, t, NULL)) {
+        *how = b->name;
+        return 1;
+    }
+    /* why not: the reason of d's own vector back-end (its last vector row
+     * that is not a portable stand-in) */
+    *how = "portable";
+    for (int i = dt_backend_count() - 1; i >= 0; i--) {
+        const dt_backend *o = dt_backend_at(i);
+        if (o->dtype == d && !o->portable && o->unit == DT_UNIT_VEC) {
+            dt_backend_usable(o, t, how);
+            break;
+        }
+    }
+    return 0;
+}
+
+dt_target dt_dtype_target(dt_dtype d, const dt_target *t)
+{
+    dt_target out = *t;
+    const dt_backend *p = dt_backend_portable(d);
+    if (!dt_dtype_native(d, t, NULL) && p)
+        dt_target_set_isa(&out, p->isa);
+    return out;
 }

@@ -1,6 +1,6 @@
 /* Boxes of a shape set: corners, membership, distance, runs and the
- * partition of a labelled shape set (sketch/box.h). */
-#include "sketch/box.h"
+ * partition of a labelled shape set (shape/box.h). */
+#include "shape/box.h"
 
 #include <stdio.h>
 #include <stdlib.h>

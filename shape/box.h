@@ -6,7 +6,7 @@
  * goes through this one type.
  *
  * Indices, not values: lo[v]..hi[v] are positions in variable v's domain
- * (sketch/workload.h, dt_domain), so a box of a sparse domain such as
+ * (shape/workload.h, dt_domain), so a box of a sparse domain such as
  * M in {1,8,32,128} or H=64..512:32 spans its sampled values only, and the
  * distance from a shape to a box counts domain steps.
  *
@@ -14,13 +14,13 @@
  * are 0 in every box these functions make, so boxes of one workload compare
  * and sort on all DT_MAX_VARS entries.  Functions that take a workload read
  * only its variables' domains. */
-#ifndef DT_SKETCH_BOX_H
-#define DT_SKETCH_BOX_H
+#ifndef DT_SHAPE_BOX_H
+#define DT_SHAPE_BOX_H
 
 #include <stdint.h>
 
 #include "common/error.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 
 typedef struct dt_box {
     int64_t lo[DT_MAX_VARS]; /* first domain index of each variable */

@@ -1,19 +1,19 @@
 /* The op registry: each computation family is one dt_op_desc in its own
- * file (sketch/op_<name>.c), listed once in op_registry.c.  Nothing outside
+ * file (ops/op_<name>.c), listed once in op_registry.c.  Nothing outside
  * an op's files knows its name, dims or attributes: the layers above reach
  * an op through this description — above all its GEMM view (dims by role,
  * B's layout, the epilogue) — and through their own per-op hook tables
  * (microkernel/mk_op.h, export/export_op.h), so adding an op adds files and
  * registry lines and touches no other op.  docs/architecture.md, "Ops and
  * their hooks". */
-#ifndef DT_SKETCH_OP_H
-#define DT_SKETCH_OP_H
+#ifndef DT_OPS_OP_H
+#define DT_OPS_OP_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/error.h"
-#include "sketch/dtype.h"
+#include "dtypes/dtype.h"
 
 #define DT_MAX_DIMS 8
 #define DT_MAX_ATTRS 10
@@ -79,7 +79,7 @@ typedef struct dt_conv_geom {
 /* The geometry as the conv2d kernels take it (their entry point's geom
  * array, microkernel/template/op_conv2d.c): n, h, w, c, k, r, s, stride,
  * pad, dilation, groups, stride_w, dilation_w, pad_l, pad_b, pad_r.  The
- * one place the host side states that order (sketch/op_conv2d.c). */
+ * one place the host side states that order (ops/op_conv2d.c). */
 #define DT_CONV_GEOM_LEN 16
 void dt_conv_geom_values(const dt_conv_geom *c, int64_t v[DT_CONV_GEOM_LEN]);
 

@@ -1,7 +1,7 @@
 /* The JSON summary of a workload's shape set (workloads.shape_set). */
 #include <jansson.h>
 
-#include "sketch/workload.h"
+#include "shape/workload.h"
 
 char *dt_workload_shape_set_json(const dt_workload *w)
 {

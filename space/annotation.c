@@ -2,13 +2,13 @@
  * Sampling, mutation and crossover are in annotation_space.c, JSON in
  * annotation_json.c.  Every rule here is documented with its reason in
  * docs/search-space.md; keep the two in step. */
-#include "sketch/annotation.h"
+#include "space/annotation.h"
 
 #include <inttypes.h>
 #include <string.h>
 
-#include "sketch/annotation_internal.h"
-#include "sketch/backend.h"
+#include "space/annotation_internal.h"
+#include "backends/backend.h"
 
 /* ---- names ----------------------------------------------------------------- */
 
@@ -135,7 +135,7 @@ int dt_annotation_check(const dt_annotation *a, const dt_target *t, unsigned *ba
     return check_rest(a, t, bad, e);
 }
 
-/* The AMX tile block (sketch/annotation.h, dt_unit): mr = 16·mt rows and nr =
+/* The AMX tile block (space/annotation.h, dt_unit): mr = 16·mt rows and nr =
  * 16·nt columns of C tiles; the kernel holds the smaller of its A (mt) and B
  * (nt) tiles and streams the other through at least one more register, so
  * mt·nt + min(mt, nt) + 1 tile registers of 8.  The stream sketch reads A in

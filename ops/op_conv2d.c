@@ -21,7 +21,7 @@
  * group k / (K/G) reads input channels of that group only, and W is
  * [K][R][S][C/G] (depthwise: G = C = K); the view's B is then block
  * diagonal, which b_elems / b_row describe. */
-#include "sketch/op.h"
+#include "ops/op.h"
 
 
 enum { N, H, W, C, K, R, S };

@@ -14,16 +14,16 @@
  *
  * Ownership: a dt_workload owns its exprs and domains; free it with
  * dt_workload_free.  Functions that return strings write caller buffers. */
-#ifndef DT_SKETCH_WORKLOAD_H
-#define DT_SKETCH_WORKLOAD_H
+#ifndef DT_SHAPE_WORKLOAD_H
+#define DT_SHAPE_WORKLOAD_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/error.h"
-#include "sketch/dtype.h"
-#include "sketch/expr.h"
-#include "sketch/op.h"
+#include "dtypes/dtype.h"
+#include "shape/expr.h"
+#include "ops/op.h"
 
 #define DT_MAX_VARS 8
 #define DT_NAME_MAX 33
@@ -46,7 +46,7 @@ typedef struct dt_workload {
     const dt_op_desc *op;
     dt_expr *dims[DT_MAX_DIMS]; /* op->ndims exprs, in the op's dim order */
     int attrs[DT_MAX_ATTRS];    /* value index of each op attribute */
-    dt_dtype dtype;             /* element types (sketch/dtype.h); f32 by default */
+    dt_dtype dtype;             /* element types (dtypes/dtype.h); f32 by default */
     int nvars;
     dt_var vars[DT_MAX_VARS];   /* sorted by name once canonical */
 } dt_workload;

@@ -20,8 +20,8 @@
  * VL is the back-end's vector width in floats.
  *
  * Ownership: plain values, no pointers; copy freely. */
-#ifndef DT_SKETCH_ANNOTATION_H
-#define DT_SKETCH_ANNOTATION_H
+#ifndef DT_SPACE_ANNOTATION_H
+#define DT_SPACE_ANNOTATION_H
 
 #include <jansson.h>
 #include <stdint.h>
@@ -39,7 +39,7 @@ typedef enum { DT_ORDER_M_INNER = 0, DT_ORDER_N_INNER, DT_ORDER_COUNT } dt_loop_
 /* The execution unit of the kernel: the isa's vector registers (every
  * back-end before AMX), or AMX tiles (issue 29: the back-end is searched).
  * Together with the workload's dtype and the isa it names the back-end row
- * (sketch/backend.h, dt_backend_of_unit). */
+ * (backends/backend.h, dt_backend_of_unit). */
 typedef enum { DT_UNIT_VEC = 0, DT_UNIT_AMX, DT_UNIT_COUNT } dt_unit;
 
 typedef struct dt_annotation {
@@ -97,7 +97,7 @@ int dt_annotation_sample(dt_rng *r, const dt_target *t, int sketch, int threads,
 int dt_annotation_sample_unit(dt_rng *r, const dt_target *t, dt_unit unit, int sketch,
                               int threads, dt_annotation *out, dt_err *e);
 /* A sample for a workload of dtype d: the back-end row drawn uniformly
- * among those the tuner searches on t (sketch/backend.h,
+ * among those the tuner searches on t (backends/backend.h,
  * dt_backend_searched: the row at the isa in use; for bf16 and int8 on
  * their own instruction also their widened portable row and, where AMX is
  * usable, their tile row), then an annotation of that row's isa and unit.

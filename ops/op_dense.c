@@ -1,6 +1,6 @@
 /* dense: Y[M,N] = X[M,K] · W[N,K]ᵀ (+ bias[N]) (then relu or gelu).
  * W is constant (weights), so micro-kernels may prepack it once. */
-#include "sketch/op.h"
+#include "ops/op.h"
 
 enum { M, N, K };
 

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sketch/annotation.h"
-#include "sketch/annotation_internal.h"
-#include "sketch/backend.h"
+#include "space/annotation.h"
+#include "space/annotation_internal.h"
+#include "backends/backend.h"
 
 #define SAMPLE_TRIES 10000
 #define MUTATE_TRIES 1000

@@ -1,5 +1,5 @@
 /* Variable domains: the values a model variable takes, with weights. */
-#include "sketch/workload.h"
+#include "shape/workload.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -4,14 +4,14 @@
  * Parsing is pure (text in, model out); reading the file is the caller's
  * (common/file.h).  Ownership: dt_model_parse returns a dt_model that owns
  * everything in it; free it with dt_model_free. */
-#ifndef DT_SKETCH_MODEL_H
-#define DT_SKETCH_MODEL_H
+#ifndef DT_SHAPE_MODEL_H
+#define DT_SHAPE_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/error.h"
-#include "sketch/workload.h"
+#include "shape/workload.h"
 
 #define DT_MODEL_MAX_OPS 4096
 #define DT_MODEL_MAX_BYTES (16u << 20)

@@ -1,5 +1,5 @@
 /* Canonical workload keys: printing and parsing (docs/workload-keys.md). */
-#include "sketch/workload.h"
+#include "shape/workload.h"
 
 #include <ctype.h>
 #include <stdio.h>

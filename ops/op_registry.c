@@ -1,4 +1,4 @@
-#include "sketch/op.h"
+#include "ops/op.h"
 
 #include <ctype.h>
 #include <errno.h>

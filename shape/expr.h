@@ -12,8 +12,8 @@
  * and their operands sorted (variables by name; a product's constant first,
  * a sum's constant last), constants folded, no spaces, minimal parentheses.
  * So "seq*batch", "batch * seq" and "(batch)*seq" all print "batch*seq". */
-#ifndef DT_SKETCH_EXPR_H
-#define DT_SKETCH_EXPR_H
+#ifndef DT_SHAPE_EXPR_H
+#define DT_SHAPE_EXPR_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* Workloads: construction, canonical form, validation, shapes. */
-#include "sketch/workload.h"
+#include "shape/workload.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -47,17 +47,17 @@
  * lower it) admits the row's isa and it has the row's further features.
  *
  * Static, immutable data; the pointers returned point into it. */
-#ifndef DT_SKETCH_BACKEND_H
-#define DT_SKETCH_BACKEND_H
+#ifndef DT_BACKENDS_BACKEND_H
+#define DT_BACKENDS_BACKEND_H
 
 #include <stdint.h>
 
 #include "common/target.h"
-#include "sketch/annotation.h"
-#include "sketch/dtype.h"
+#include "space/annotation.h"
+#include "dtypes/dtype.h"
 
 /* Row ids: the index of a row, and the key of the micro-kernel layer's
- * hooks.  Named only here, in sketch/backend.c and in
+ * hooks.  Named only here, in backends/backend.c and in
  * microkernel/backend_emit.c (scripts/check_backend_names.sh). */
 typedef enum dt_backend_id {
     DT_BACKEND_F32_GENERIC = 0,
@@ -174,5 +174,18 @@ int dt_backend_isa_admits(const dt_target *t, dt_isa isa);
 /* Whether t runs b: its isa admits b's and it has b's features.  *why (may
  * be NULL) gets NULL, or the row's text for why not. */
 int dt_backend_usable(const dt_backend *b, const dt_target *t, const char **why);
+
+/* How the target runs d (backends/backend.h): 1 when the target's row of d
+ * (dt_backend_of(d, t->isa)) is d's own back-end and t runs it (f32, w8a32:
+ * always; bf16, int8: where the CPU has their dot-product instruction), 0
+ * when d's kernels fall back to a portable row.  *how (may be NULL) gets a
+ * short text: the row's name ("avx512_bf16", "avx2"), or why not, from d's
+ * own row ("portable (no avx512_bf16)"). */
+int dt_dtype_native(dt_dtype d, const dt_target *t, const char **how);
+
+/* The target as d's kernels see it: t itself when d runs natively, else t
+ * with its ISA lowered to that of d's portable row (generic), so that
+ * annotations sampled and validated for d select d's portable back-end. */
+dt_target dt_dtype_target(dt_dtype d, const dt_target *t);
 
 #endif

@@ -1,4 +1,4 @@
-#include "sketch/expr.h"
+#include "shape/expr.h"
 
 #include <assert.h>
 #include <ctype.h>

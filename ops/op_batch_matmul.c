@@ -1,7 +1,7 @@
 /* batch_matmul: for b < B, C[b] = A[b] · op(B[b]) with both operands dynamic.
  * layout NN: A[B,M,K], B[B,K,N];  layout NT: A[B,M,K], B[B,N,K] (B transposed,
  * as in attention's Q·Kᵀ).  C is [B,M,N]. */
-#include "sketch/op.h"
+#include "ops/op.h"
 
 enum { BATCH, M, N, K };
 

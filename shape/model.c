@@ -1,5 +1,5 @@
 /* Model spec parsing (docs/model-spec.md). */
-#include "sketch/model.h"
+#include "shape/model.h"
 
 #include <assert.h>
 #include <jansson.h>

@@ -1,5 +1,5 @@
 /* Element types.  A dtype is the second axis of every per-op hook table
- * (sketch/op.h; microkernel/mk_op.h, export/export_op.h): each (op, dtype)
+ * (ops/op.h; microkernel/mk_op.h, export/export_op.h): each (op, dtype)
  * is one registry line of a layer, so a new dtype adds lines and files, not
  * branches.  A workload without a dtype is f32 (docs/workload-keys.md).
  *
@@ -12,10 +12,10 @@
  *   w8a32  weight-only int8: A f32, B s8 with per-N scales, dequantized in
  *          registers; f32 accumulation; C f32.
  * The back-ends of each dtype, and which CPU features they need, are rows of
- * sketch/backend.h; without its own back-end's features a dtype's kernels
+ * backends/backend.h; without its own back-end's features a dtype's kernels
  * use its portable row (correct on any x86-64/aarch64, only slower). */
-#ifndef DT_SKETCH_DTYPE_H
-#define DT_SKETCH_DTYPE_H
+#ifndef DT_DTYPES_DTYPE_H
+#define DT_DTYPES_DTYPE_H
 
 #include "common/target.h"
 
@@ -60,18 +60,5 @@ int dt_dtype_c_size(dt_dtype d);
  * arguments of its kernels (int8). */
 int dt_dtype_quantized(dt_dtype d);
 int dt_dtype_a_quantized(dt_dtype d);
-
-/* How the target runs d (sketch/backend.h): 1 when the target's row of d
- * (dt_backend_of(d, t->isa)) is d's own back-end and t runs it (f32, w8a32:
- * always; bf16, int8: where the CPU has their dot-product instruction), 0
- * when d's kernels fall back to a portable row.  *how (may be NULL) gets a
- * short text: the row's name ("avx512_bf16", "avx2"), or why not, from d's
- * own row ("portable (no avx512_bf16)"). */
-int dt_dtype_native(dt_dtype d, const dt_target *t, const char **how);
-
-/* The target as d's kernels see it: t itself when d runs natively, else t
- * with its ISA lowered to that of d's portable row (generic), so that
- * annotations sampled and validated for d select d's portable back-end. */
-dt_target dt_dtype_target(dt_dtype d, const dt_target *t);
 
 #endif

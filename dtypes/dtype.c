@@ -1,12 +1,11 @@
-/* Element types (sketch/dtype.h). */
-#include "sketch/dtype.h"
+/* Element types (dtypes/dtype.h). */
+#include "dtypes/dtype.h"
 
 #include <string.h>
 
 #include "common/error.h"
-#include "sketch/backend.h"
 
-/* what each dtype computes: sketch/dtype.h's head comment */
+/* what each dtype computes: dtypes/dtype.h's head comment */
 static const struct {
     const char *name;
     int a, b, c; /* bytes per element of A, B, C */
@@ -67,39 +66,3 @@ int dt_dtype_b_size(dt_dtype d) { return valid(d) ? dtypes[d].b : 0; }
 int dt_dtype_c_size(dt_dtype d) { return valid(d) ? dtypes[d].c : 0; }
 int dt_dtype_quantized(dt_dtype d) { return valid(d) ? dtypes[d].quantized : 0; }
 int dt_dtype_a_quantized(dt_dtype d) { return d == DT_DTYPE_INT8; }
-
-int dt_dtype_native(dt_dtype d, const dt_target *t, const char **how)
-{
-    const char *dummy;
-    if (!how)
-        how = &dummy;
-    const dt_backend *b = dt_backend_of(d, t->isa);
-    if (!b) {
-        *how = "?";
-        return 0;
-    }
-    if (!b->portable && dt_backend_usable(b, t, NULL)) {
-        *how = b->name;
-        return 1;
-    }
-    /* why not: the reason of d's own vector back-end (its last vector row
-     * that is not a portable stand-in) */
-    *how = "portable";
-    for (int i = dt_backend_count() - 1; i >= 0; i--) {
-        const dt_backend *o = dt_backend_at(i);
-        if (o->dtype == d && !o->portable && o->unit == DT_UNIT_VEC) {
-            dt_backend_usable(o, t, how);
-            break;
-        }
-    }
-    return 0;
-}
-
-dt_target dt_dtype_target(dt_dtype d, const dt_target *t)
-{
-    dt_target out = *t;
-    const dt_backend *p = dt_backend_portable(d);
-    if (!dt_dtype_native(d, t, NULL) && p)
-        dt_target_set_isa(&out, p->isa);
-    return out;
-}
