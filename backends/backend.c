@@ -1,125 +1,130 @@
-/* The back-end table (backends/backend.h). */
+/* The back-end rows (backends/backend.h): the registry's rows flattened
+ * into one table once, its consistency asserted then; the lookups. */
 #include "backends/backend.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "common/amx.h"
+#include "backends/unit.h"
+#include "common/check.h"
 
-#define F(x) DT_FEAT_BIT(DT_FEAT_##x)
+#define ROWS_MAX 64
 
-/* The vector geometry of each isa, shared by every dtype's row of it. */
-#define GEOM_GENERIC .vec_floats = 4, .vec_regs = 16, .vec_regs_aarch64 = 32
-#define GEOM_AVX2 .vec_floats = 8, .vec_regs = 16
-#define GEOM_AVX512 .vec_floats = 16, .vec_regs = 32
+static dt_backend rows[ROWS_MAX];
+static int nrows;
+static pthread_once_t rows_once = PTHREAD_ONCE_INIT;
 
-#define PANEL_KG1 .kg = 1, .packed_b = "[strip][K][NR]"
+/* The vector units' hooks: the search space's own rules (NULL hooks). */
+static const dt_unit_hooks unit_vec = {.unit = DT_UNIT_VEC, .elem_bytes = 4, .isa = DT_ISA_GENERIC};
+static const dt_unit_hooks *units[DT_UNIT_COUNT];
 
-/* A row that needs nothing beyond its isa (dt_dtype_native never asks why). */
-#define PLAIN .key = -1, .hint = -1
+/* What every row must be for the layers that read it: stated once, checked
+ * when the registry is read (at start-up, by the first lookup). */
+static void check_row(const dt_backend *b)
+{
+    DT_ASSERT(b->name && *b->name, "a back-end row has a name");
+    DT_ASSERT((unsigned)b->dtype < DT_DTYPE_COUNT, "a row's dtype is a dtype");
+    DT_ASSERT((unsigned)b->isa < DT_ISA_COUNT, "a row's isa is an isa");
+    DT_ASSERT((unsigned)b->unit < DT_UNIT_COUNT, "a row's unit is a unit");
+    DT_ASSERT(b->vec_floats == dt_isa_vec_floats(b->isa),
+              "a row's vector width is its isa's (the annotation space's geometry)");
+    DT_ASSERT(b->vec_regs > 0, "a row has vector registers");
+    DT_ASSERT(b->kg == 1 || b->kg == 2 || b->kg == 4, "a K group is 1, 2 or 4 elements");
+    DT_ASSERT(b->kpad == 0 || (b->kpad > 0 && b->kpad % b->kg == 0),
+              "a row's K padding is whole K groups");
+    DT_ASSERT(b->packed_b && b->peak && b->cflags, "a row states its layout, peak and flags");
+    DT_ASSERT(b->code.macro && b->code.emit_ukr, "a row has code: its macro and its emitter");
+    DT_ASSERT(b->key >= -1 && b->key < DT_FEAT_COUNT && b->hint >= -1 && b->hint < DT_FEAT_COUNT,
+              "a row's key and hint are features or -1");
+    DT_ASSERT(b->key < 0 || b->why_missing, "a row with a key feature says why it is missing");
+    DT_ASSERT(!b->portable || b->needs == 0, "a portable stand-in needs nothing beyond its isa");
+}
 
-static const dt_backend rows[DT_BACKEND_COUNT] = {
-    /* f32: the f32 FMA on every isa */
-    [DT_BACKEND_F32_GENERIC] = {DT_BACKEND_F32_GENERIC, DT_DTYPE_F32, "generic", DT_ISA_GENERIC,
-                                0, 0, PLAIN, GEOM_GENERIC, PANEL_KG1, .peak = "f32",
-                                .cflags = ""},
-    [DT_BACKEND_F32_AVX2] = {DT_BACKEND_F32_AVX2, DT_DTYPE_F32, "avx2", DT_ISA_AVX2, 0, 0, PLAIN,
-                             GEOM_AVX2, PANEL_KG1, .peak = "f32", .cflags = ""},
-    [DT_BACKEND_F32_AVX512] = {DT_BACKEND_F32_AVX512, DT_DTYPE_F32, "avx512", DT_ISA_AVX512, 0,
-                               0, PLAIN, GEOM_AVX512, PANEL_KG1, .peak = "f32", .cflags = ""},
-    /* bf16: widened to f32 (portable), or vdpbf16ps on pairs of k */
-    [DT_BACKEND_BF16_GENERIC] = {DT_BACKEND_BF16_GENERIC, DT_DTYPE_BF16, "portable-generic",
-                                 DT_ISA_GENERIC, 1, 0, PLAIN, GEOM_GENERIC, PANEL_KG1,
-                                 .peak = "f32", .cflags = ""},
-    [DT_BACKEND_BF16_AVX2] = {DT_BACKEND_BF16_AVX2, DT_DTYPE_BF16, "portable-avx2", DT_ISA_AVX2,
-                              1, 0, PLAIN, GEOM_AVX2, PANEL_KG1, .peak = "f32", .cflags = ""},
-    [DT_BACKEND_BF16_AVX512BF16] = {DT_BACKEND_BF16_AVX512BF16, DT_DTYPE_BF16, "avx512_bf16",
-                                    DT_ISA_AVX512, 0,
-                                    F(AVX512_BF16) | F(AVX512BW) | F(AVX512VL),
-                                    .key = DT_FEAT_AVX512_BF16, .hint = -1,
-                                    .why_isa = "portable (the isa in use is below avx512)",
-                                    .why_missing = "portable (no avx512_bf16)", GEOM_AVX512,
-                                    .kg = 2, .packed_b = "[strip][K/2][NR][2]", .peak = "bf16",
-                                    .cflags = ""},
-    /* int8: widened to 32-bit lanes (portable), or vpdpbusd on quads of k */
-    [DT_BACKEND_INT8_GENERIC] = {DT_BACKEND_INT8_GENERIC, DT_DTYPE_INT8, "portable-generic",
-                                 DT_ISA_GENERIC, 1, 0, PLAIN, GEOM_GENERIC, PANEL_KG1,
-                                 .peak = "f32", .cflags = ""},
-    [DT_BACKEND_INT8_AVX2] = {DT_BACKEND_INT8_AVX2, DT_DTYPE_INT8, "portable-avx2", DT_ISA_AVX2,
-                              1, 0, PLAIN, GEOM_AVX2, PANEL_KG1, .peak = "f32", .cflags = ""},
-    [DT_BACKEND_INT8_AVX512VNNI] = {DT_BACKEND_INT8_AVX512VNNI, DT_DTYPE_INT8, "avx512_vnni",
-                                    DT_ISA_AVX512, 0, F(AVX512_VNNI) | F(AVX512BW),
-                                    .key = DT_FEAT_AVX512_VNNI, .hint = DT_FEAT_AVX_VNNI,
-                                    .why_isa = "portable (the isa in use is below avx512)",
-                                    .why_hint = "portable (avx_vnni back-end not written)",
-                                    .why_missing = "portable (no avx512_vnni)", GEOM_AVX512,
-                                    .kg = 4, .packed_b = "[strip][K/4][NR][4]", .peak = "int8",
-                                    .cflags = ""},
-    /* w8a32: s8 weights converted to f32, the f32 FMA on every isa */
-    [DT_BACKEND_W8A32_GENERIC] = {DT_BACKEND_W8A32_GENERIC, DT_DTYPE_W8A32, "generic",
-                                  DT_ISA_GENERIC, 0, 0, PLAIN, GEOM_GENERIC, PANEL_KG1,
-                                  .peak = "f32", .cflags = ""},
-    [DT_BACKEND_W8A32_AVX2] = {DT_BACKEND_W8A32_AVX2, DT_DTYPE_W8A32, "avx2", DT_ISA_AVX2, 0, 0,
-                               PLAIN, GEOM_AVX2, PANEL_KG1, .peak = "f32", .cflags = ""},
-    [DT_BACKEND_W8A32_AVX512] = {DT_BACKEND_W8A32_AVX512, DT_DTYPE_W8A32, "avx512",
-                                 DT_ISA_AVX512, 0, 0, PLAIN, GEOM_AVX512, PANEL_KG1,
-                                 .peak = "f32", .cflags = ""},
-    /* AMX tiles: tdpbf16ps, tdpbusd on 16×16 C tiles; the packed B is the
-     * vector rows' [K/g][NR][g] panel with K padded to a tile's 16 groups;
-     * -march=native enables them on a CPU with AMX, elsewhere the kernels
-     * build on the tile emulation (template/amx_tile.h) */
-    [DT_BACKEND_BF16_AMX] = {DT_BACKEND_BF16_AMX, DT_DTYPE_BF16, "amx", DT_ISA_AVX512, 0,
-                             F(AMX_TILE) | F(AMX_BF16), .key = DT_FEAT_AMX_BF16, .hint = -1,
-                             .why_isa = "the isa in use is below avx512",
-                             .why_missing = "no amx_bf16", GEOM_AVX512, .tiles = 8, .kg = 2,
-                             .packed_b = "[strip][K/2][NR][2], K padded to 32", .peak = "amx_bf16",
-                             .cflags = "", .unit = DT_UNIT_AMX, .kpad = 32},
-    [DT_BACKEND_INT8_AMX] = {DT_BACKEND_INT8_AMX, DT_DTYPE_INT8, "amx", DT_ISA_AVX512, 0,
-                             F(AMX_TILE) | F(AMX_INT8), .key = DT_FEAT_AMX_INT8, .hint = -1,
-                             .why_isa = "the isa in use is below avx512",
-                             .why_missing = "no amx_int8", GEOM_AVX512, .tiles = 8, .kg = 4,
-                             .packed_b = "[strip][K/4][NR][4], K padded to 64", .peak = "amx_int8",
-                             .cflags = "", .unit = DT_UNIT_AMX, .kpad = 64},
-    /* math=bf16: bf16's rows for a dtype stored otherwise — f32_bf16 (f32
-     * operands rounded to bf16 when the weights are packed and when a
-     * kernel is called) and w8a32_bf16 (the s8 weights dequantized and
-     * rounded when packed) */
-#define MATH_BF16_ROWS(ID, DTYPE)                                                              \
-    [DT_BACKEND_##ID##_GENERIC] = {DT_BACKEND_##ID##_GENERIC, DTYPE, "portable-generic",       \
-                                   DT_ISA_GENERIC, 1, 0, PLAIN, GEOM_GENERIC, PANEL_KG1,       \
-                                   .peak = "f32", .cflags = ""},                              \
-    [DT_BACKEND_##ID##_AVX2] = {DT_BACKEND_##ID##_AVX2, DTYPE, "portable-avx2", DT_ISA_AVX2, 1, \
-                                0, PLAIN, GEOM_AVX2, PANEL_KG1, .peak = "f32", .cflags = ""},  \
-    [DT_BACKEND_##ID##_AVX512BF16] = {DT_BACKEND_##ID##_AVX512BF16, DTYPE, "avx512_bf16",      \
-                                      DT_ISA_AVX512, 0,                                        \
-                                      F(AVX512_BF16) | F(AVX512BW) | F(AVX512VL),              \
-                                      .key = DT_FEAT_AVX512_BF16, .hint = -1,                  \
-                                      .why_isa = "portable (the isa in use is below avx512)",  \
-                                      .why_missing = "portable (no avx512_bf16)", GEOM_AVX512, \
-                                      .kg = 2, .packed_b = "[strip][K/2][NR][2]",              \
-                                      .peak = "bf16", .cflags = ""},                           \
-    [DT_BACKEND_##ID##_AMX] = {DT_BACKEND_##ID##_AMX, DTYPE, "amx", DT_ISA_AVX512, 0,          \
-                               F(AMX_TILE) | F(AMX_BF16), .key = DT_FEAT_AMX_BF16, .hint = -1, \
-                               .why_isa = "the isa in use is below avx512",                    \
-                               .why_missing = "no amx_bf16", GEOM_AVX512, .tiles = 8, .kg = 2, \
-                               .packed_b = "[strip][K/2][NR][2], K padded to 32",              \
-                               .peak = "amx_bf16", .cflags = "", .unit = DT_UNIT_AMX,          \
-                               .kpad = 32}
-    MATH_BF16_ROWS(F32BF16, DT_DTYPE_F32_BF16),
-    MATH_BF16_ROWS(W8A32BF16, DT_DTYPE_W8A32_BF16),
-#undef MATH_BF16_ROWS
-};
+static void add_unit(const dt_unit_hooks *h)
+{
+    DT_ASSERT((unsigned)h->unit < DT_UNIT_COUNT, "a registered unit is a unit");
+    DT_ASSERT(!units[h->unit] || units[h->unit] == h, "one set of hooks per unit");
+    DT_ASSERT(h->elem_bytes > 0, "a unit's cache rules have an element size");
+    DT_ASSERT(!h->tile || h->reg_pressure, "a tile unit says its register pressure");
+    DT_ASSERT(!h->sample_once == !h->check && !h->mutate_once == !h->check &&
+                  !h->cross_once == !h->check,
+              "a unit has all of its own rules or none");
+    units[h->unit] = h;
+}
 
-int dt_backend_count(void) { return DT_BACKEND_COUNT; }
+static void build_rows(void)
+{
+    add_unit(&unit_vec);
+    for (int r = 0; r < dt_backend_reg_count(); r++) {
+        const dt_backend_reg *g = dt_backend_reg_at(r);
+        DT_ASSERT(g && g->name && g->rows && g->nrows > 0, "a back-end registers its rows");
+        if (g->unit)
+            add_unit(g->unit);
+        for (int i = 0; i < g->nrows; i++) {
+            DT_ASSERT(nrows < ROWS_MAX, "the rows fit the registry's table");
+            rows[nrows] = g->rows[i];
+            rows[nrows].id = nrows;
+            check_row(&rows[nrows]);
+            nrows++;
+        }
+    }
+    /* a unit without hooks of its own follows the vector rules */
+    for (int u = 0; u < DT_UNIT_COUNT; u++)
+        if (!units[u]) {
+            static dt_unit_hooks plain[DT_UNIT_COUNT];
+            plain[u] = unit_vec;
+            plain[u].unit = (dt_unit)u;
+            units[u] = &plain[u];
+        }
+    for (int i = 0; i < nrows; i++) {
+        const dt_backend *b = &rows[i];
+        for (int j = 0; j < i; j++) {
+            DT_ASSERT(!(rows[j].dtype == b->dtype && rows[j].isa == b->isa &&
+                        rows[j].unit == b->unit),
+                      "one row per (dtype, isa, unit): an annotation names one row");
+            DT_ASSERT(!(rows[j].dtype == b->dtype && strcmp(rows[j].name, b->name) == 0),
+                      "a dtype's rows have distinct names");
+        }
+        DT_ASSERT(!units[b->unit]->tile || b->tiles > 0, "a tile unit's row has tiles");
+    }
+    for (int d = 0; d < DT_DTYPE_COUNT; d++) {
+        int generic = 0;
+        for (int i = 0; i < nrows; i++)
+            generic += (int)rows[i].dtype == d && rows[i].isa == DT_ISA_GENERIC &&
+                       rows[i].unit == DT_UNIT_VEC && rows[i].needs == 0;
+        DT_ASSERT(generic == 1, "every dtype has one generic row that any CPU runs");
+    }
+}
+
+static void ensure_rows(void)
+{
+    pthread_once(&rows_once, build_rows);
+}
+
+const dt_unit_hooks *dt_unit_hooks_of(dt_unit u)
+{
+    ensure_rows();
+    DT_ASSERT((unsigned)u < DT_UNIT_COUNT, "a unit asked for is a unit (callers validate)");
+    return units[u];
+}
+
+int dt_backend_count(void)
+{
+    ensure_rows();
+    return nrows;
+}
 
 const dt_backend *dt_backend_at(int i)
 {
-    return i >= 0 && i < DT_BACKEND_COUNT ? &rows[i] : NULL;
+    ensure_rows();
+    return i >= 0 && i < nrows ? &rows[i] : NULL;
 }
 
 const dt_backend *dt_backend_of_unit(dt_dtype d, dt_isa isa, dt_unit unit)
 {
-    for (int i = 0; i < DT_BACKEND_COUNT; i++)
+    ensure_rows();
+    for (int i = 0; i < nrows; i++)
         if (rows[i].dtype == d && rows[i].isa == isa && rows[i].unit == unit)
             return &rows[i];
     return NULL;
@@ -186,7 +191,7 @@ int dt_backend_searched(dt_dtype d, const dt_target *t, const dt_backend **out, 
     if (own->portable || !dt_backend_usable(own, t, NULL))
         return n;
     const dt_backend *wide = NULL; /* the widest portable row t runs */
-    for (int i = 0; i < DT_BACKEND_COUNT; i++) {
+    for (int i = 0; i < dt_backend_count(); i++) {
         const dt_backend *b = &rows[i];
         if (b->dtype != d || !dt_backend_usable(b, t, NULL))
             continue;
@@ -212,13 +217,10 @@ int dt_backend_usable(const dt_backend *b, const dt_target *t, const char **why)
         why = &dummy;
     *why = NULL;
     int isa_ok = dt_backend_isa_admits(t, b->isa);
-    if (isa_ok && (t->features & b->needs) == b->needs) {
-        /* a tile row also needs the kernel's permission to use the tiles
-         * (Linux grants AMX state per process: common/amx.h) */
-        if (b->unit == DT_UNIT_AMX && !dt_amx_usable(t, why))
-            return 0;
+    /* pure: the target's features say it (an AMX kernel asks the OS for
+     * its tile permission itself where it runs: backends/amx/template/amx_tile.h) */
+    if (isa_ok && (t->features & b->needs) == b->needs)
         return 1;
-    }
     if (!isa_ok && b->key >= 0 && dt_target_has(t, (dt_feature)b->key))
         *why = b->why_isa;
     else if (b->hint >= 0 && dt_target_has(t, (dt_feature)b->hint))

@@ -1,92 +1,80 @@
-/* The back-end table: one row per (dtype, back-end) — DESIGN.md, "A back-end
- * is a row, not a rung"; issue 29, point 1.
+/* The back-ends (DESIGN.md, "A back-end is a row, not a rung"; issue 44: a
+ * back-end is a folder and a row).
  *
- * A row says everything about a back-end that is not code: its name, the
- * CPU features it needs, its vector width and register budget (a tile
- * budget for a tile back-end), the K group and layout of its packed B, the
- * peak probe that is its ceiling and its extra compile flags.  Its code —
- * the register-kernel emitter and the templates' selector macro — is the
- * micro-kernel layer's, keyed by the row's id (microkernel/mk_op.h,
- * dt_mk_backend_of).  Adding a back-end (AMX next) is a row here, a row of
- * hooks there and the emitter's file; nothing else compares ISAs or names
- * a dtype's instruction.
+ * Each back-end is a folder of backends/ (generic, avx2, avx512,
+ * avx512_bf16, avx512_vnni, amx, avx512_fma) whose one registration
+ * (dt_backend_reg) gives its rows — one per dtype it runs — and, for a unit
+ * with rules of its own, that unit's hooks (backends/unit.h).  A row says
+ * everything about running a dtype there: its name, the CPU features it
+ * needs, its vector width and register budget (a tile budget for a tile
+ * back-end), the K group and layout of its packed B, the peak probe that
+ * is its ceiling, its extra compile flags, and its code: the macro its
+ * templates are compiled under, the register-kernel emitter, and a types
+ * block of its own where the dtype's does not fit it.  backends/registry.c
+ * lists the back-ends, one line each; the search space, the cost model,
+ * codegen and `dtune info` iterate the rows.
  *
  * An annotation names its row with its isa and its unit (vec: the rows
  * every annotation had before AMX, whose JSON and stored source hashes stay
- * as they were; amx: the tile rows), and dt_backend_of_ann(dtype, a) is the
- * one way from the two to the row.  The tuner searches the units whose row
- * the target runs (tuner/search.c).
+ * as they were; amx: the tile rows; fma: bf16 widened to f32 on AVX-512),
+ * and dt_backend_of_ann is the one way from the two to
+ * the row.  The tuner searches the units whose row the target runs
+ * (dt_backend_searched).
  *
- *   dtype  isa      row                name               needs beyond the isa   VL regs KG
- *   f32    generic  F32_GENERIC        generic            -                      4  16*  1
- *   f32    avx2     F32_AVX2           avx2               -                      8  16   1
- *   f32    avx512   F32_AVX512         avx512             -                      16 32   1
- *   bf16   generic  BF16_GENERIC       portable-generic   -                      4  16*  1
- *   bf16   avx2     BF16_AVX2          portable-avx2      -                      8  16   1
- *   bf16   avx512   BF16_AVX512BF16    avx512_bf16        avx512_bf16 bw vl      16 32   2
- *   int8   generic  INT8_GENERIC       portable-generic   -                      4  16*  1
- *   int8   avx2     INT8_AVX2          portable-avx2      -                      8  16   1
- *   int8   avx512   INT8_AVX512VNNI    avx512_vnni        avx512_vnni bw         16 32   4
- *   w8a32  generic  W8A32_GENERIC      generic            -                      4  16*  1
- *   w8a32  avx2     W8A32_AVX2         avx2               -                      8  16   1
- *   w8a32  avx512   W8A32_AVX512       avx512             -                      16 32   1
- *   bf16   avx512   BF16_AMX (amx)     amx                amx_tile amx_bf16      tiles 8 2 (K pad 32)
- *   int8   avx512   INT8_AMX (amx)     amx                amx_tile amx_int8      tiles 8 4 (K pad 64)
- *   f32_bf16 (math=bf16: f32 operands rounded to bf16, bf16's kernels):
- *          generic  F32BF16_GENERIC    portable-generic   -                      4  16*  1
- *          avx2     F32BF16_AVX2       portable-avx2      -                      8  16   1
- *          avx512   F32BF16_AVX512BF16 avx512_bf16        avx512_bf16 bw vl      16 32   2
- *          avx512   F32BF16_AMX (amx)  amx                amx_tile amx_bf16      tiles 8 2 (K pad 32)
- *   w8a32_bf16 (math=bf16 on w8a32: the weights dequantized and rounded to
- *          bf16 when packed, then f32_bf16's kernels): rows W8A32BF16_* as
- *          f32_bf16's above
- *   (* 32 on aarch64: GCC vectors are NEON registers there)
+ *   folder        rows (dtype: name)                                   needs beyond the isa
+ *   generic       f32, w8a32: generic; bf16, int8, f32_bf16,            -
+ *                 w8a32_bf16: portable-generic (widened to f32 lanes)
+ *   avx2          the same on avx2 (portable-avx2)                      -
+ *   avx512        f32, w8a32: avx512                                    -
+ *   avx512_bf16   bf16, f32_bf16, w8a32_bf16: vdpbf16ps on pairs (KG 2) avx512_bf16 bw vl
+ *   avx512_vnni   int8: vpdpbusd on quads (KG 4)                        avx512_vnni bw
+ *   amx           bf16, f32_bf16, w8a32_bf16 (KG 2, K pad 32), int8     amx_tile amx_bf16|int8
+ *                 (KG 4, K pad 64): 8 tiles, unit amx
+ *   avx512_fma    bf16, f32_bf16, w8a32_bf16 widened to f32, the        -
+ *                 AVX-512 FMA (KG 1), unit fma
+ *   (generic: VL 4, 16 registers, 32 on aarch64; avx2: 8, 16; avx512: 16, 32)
  *
  * An isa's own features are dt_isa_best's (avx2: avx2 + fma; avx512: also
  * avx512f); a target runs a row when its isa in use (DTUNE_TARGET_ISA may
  * lower it) admits the row's isa and it has the row's further features.
  *
- * Static, immutable data; the pointers returned point into it. */
+ * Static, immutable data once registered; the pointers returned point into
+ * it. */
 #ifndef DT_BACKENDS_BACKEND_H
 #define DT_BACKENDS_BACKEND_H
 
 #include <stdint.h>
 
 #include "common/target.h"
-#include "space/annotation.h"
+#include "annotation/annotation.h"
 #include "dtypes/dtype.h"
 
-/* Row ids: the index of a row, and the key of the micro-kernel layer's
- * hooks.  Named only here, in backends/backend.c and in
- * microkernel/backend_emit.c (scripts/check_backend_names.sh). */
-typedef enum dt_backend_id {
-    DT_BACKEND_F32_GENERIC = 0,
-    DT_BACKEND_F32_AVX2,
-    DT_BACKEND_F32_AVX512,
-    DT_BACKEND_BF16_GENERIC,
-    DT_BACKEND_BF16_AVX2,
-    DT_BACKEND_BF16_AVX512BF16,
-    DT_BACKEND_INT8_GENERIC,
-    DT_BACKEND_INT8_AVX2,
-    DT_BACKEND_INT8_AVX512VNNI,
-    DT_BACKEND_W8A32_GENERIC,
-    DT_BACKEND_W8A32_AVX2,
-    DT_BACKEND_W8A32_AVX512,
-    DT_BACKEND_BF16_AMX,
-    DT_BACKEND_INT8_AMX,
-    DT_BACKEND_F32BF16_GENERIC,
-    DT_BACKEND_F32BF16_AVX2,
-    DT_BACKEND_F32BF16_AVX512BF16,
-    DT_BACKEND_F32BF16_AMX,
-    DT_BACKEND_W8A32BF16_GENERIC,
-    DT_BACKEND_W8A32BF16_AVX2,
-    DT_BACKEND_W8A32BF16_AVX512BF16,
-    DT_BACKEND_W8A32BF16_AMX,
-    DT_BACKEND_COUNT
-} dt_backend_id;
+#include "common/strbuf.h"
+
+struct dt_backend;
+/* A register-kernel emitter: dt_ukr of annotation a for row b; seg: the
+ * segmented kernel an implicit A's stream sketch asks for (emit.h). */
+typedef void (*dt_emit_ukr_fn)(dt_strbuf *sb, const struct dt_backend *b, const dt_annotation *a,
+                               int seg);
+
+/* The code of a row: what codegen needs of it (microkernel/mk_op.h calls
+ * it dt_mk_backend). */
+typedef struct dt_backend_code {
+    /* The macro its templates are compiled under (`#define <macro> 1`):
+     * the vector macros of template/prelude.h, the types blocks' choice of
+     * K group and register kernel helpers. */
+    const char *macro;
+    int intrinsics; /* its code includes <immintrin.h> */
+    dt_emit_ukr_fn emit_ukr;
+    /* A types block in place of the dtype's element types (its types_base
+     * when it has one, else its types: bf16's for bf16, f32_bf16 and
+     * w8a32_bf16), or NULL: the dtype's own. */
+    const char *types;
+} dt_backend_code;
 
 typedef struct dt_backend {
-    dt_backend_id id;
+    /* its index in the registry's rows (dt_backend_at), set when registered */
+    int id;
     dt_dtype dtype;
     /* "avx512_bf16", "portable-avx2", "avx512": what `dtune info` and the
      * tests call it (dt_backend_full_name adds the dtype) */
@@ -127,7 +115,21 @@ typedef struct dt_backend {
      * 32 bf16, 64 s8; 0: kg — vector rows pad K to whole groups only). */
     dt_unit unit;
     int kpad;
+    dt_backend_code code;
 } dt_backend;
+
+/* One back-end: its folder's registration (backends/registry.c lists them). */
+typedef struct dt_backend_reg {
+    const char *name; /* the folder */
+    const dt_backend *rows;
+    int nrows;
+    /* the unit it brings with rules of its own, or NULL */
+    const struct dt_unit_hooks *unit;
+} dt_backend_reg;
+
+/* The registered back-ends, in registry order. */
+int dt_backend_reg_count(void);
+const dt_backend_reg *dt_backend_reg_at(int i);
 
 int dt_backend_count(void);
 /* Row i (0..count-1, i == id), or NULL. */
@@ -137,6 +139,7 @@ const dt_backend *dt_backend_of(dt_dtype d, dt_isa isa);
 /* The row of (dtype, isa, unit): what an annotation names for a workload's
  * dtype (dt_backend_of_ann), or NULL. */
 const dt_backend *dt_backend_of_unit(dt_dtype d, dt_isa isa, dt_unit unit);
+/* The row an annotation names for a workload's dtype: (d, a->isa, a->unit). */
 const dt_backend *dt_backend_of_ann(dt_dtype d, const dt_annotation *a);
 /* K padding of b's packed B: a multiple of its K group (kpad, or kg). */
 int dt_backend_kpad(const dt_backend *b);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/unit.h"
 #include "ops/op.h"
 
 static const char *const names[DT_CMF_OP_FIRST] = {
@@ -46,7 +47,8 @@ static float ratio(double bytes, uint64_t size)
 int dt_features(const dt_annotation *a, const dt_target *t, const char *op_name, float *out,
                 int n)
 {
-    if (!a || !t || !op_name || !out || n < DT_NFEATURES || a->mr <= 0 || a->nr <= 0)
+    if (!a || !t || !op_name || !out || n < DT_NFEATURES || a->mr <= 0 || a->nr <= 0 ||
+        (unsigned)a->unit >= DT_UNIT_COUNT)
         return DT_EINVAL;
     const dt_op_desc *op = dt_op_find(op_name);
     int column = op ? dt_op_index(op) : -1;
@@ -65,9 +67,9 @@ int dt_features(const dt_annotation *a, const dt_target *t, const char *op_name,
     out[DT_CMF_NR] = (float)nr;
     out[DT_CMF_NR_VEC] = (float)nrv;
     out[DT_CMF_ACC] = (float)acc;
-    if (a->unit == DT_UNIT_AMX) { /* tile registers of 8: C tiles, the held set, one more */
-        double mt = mr / 16, nt = nr / 16;
-        out[DT_CMF_REG_PRESSURE] = (float)((mt * nt + (mt < nt ? mt : nt) + 1) / 8);
+    const dt_unit_hooks *unit = dt_unit_hooks_of(a->unit);
+    if (unit->tile) { /* the unit's own registers (AMX: tiles of 8) */
+        out[DT_CMF_REG_PRESSURE] = (float)unit->reg_pressure(a);
     } else {
         out[DT_CMF_REG_PRESSURE] = (float)((acc + nrv + 1) / regs);
     }
@@ -91,7 +93,7 @@ int dt_features(const dt_annotation *a, const dt_target *t, const char *op_name,
     out[DT_CMF_STORE] = (float)a->store;
     out[DT_CMF_THREADS] = (float)a->threads;
     out[DT_CMF_THREADS_FRAC] = t->cores > 0 ? (float)a->threads / (float)t->cores : 0.0f;
-    out[DT_CMF_UNIT_AMX] = a->unit == DT_UNIT_AMX;
+    out[DT_CMF_UNIT_AMX] = unit->tile;
     out[DT_CMF_OP_FIRST + column] = 1.0f;
     return DT_NFEATURES;
 }

@@ -147,9 +147,10 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
     const dt_backend *be = dt_backend_of_ann(kop->dtype, a);
     const dt_mk_backend *mb = dt_mk_backend_of(be);
     if (!mb)
-        return dt_errf(e, DT_EUNSUPPORTED, "no %s back-end for isa %s%s",
+        return dt_errf(e, DT_EUNSUPPORTED, "no %s back-end for isa %s%s%s",
                        dt_dtype_name(kop->dtype), dt_isa_name(a->isa),
-                       a->unit == DT_UNIT_VEC ? "" : " on amx tiles");
+                       a->unit == DT_UNIT_VEC ? "" : " on unit ",
+                       a->unit == DT_UNIT_VEC ? "" : dt_unit_name(a->unit));
     if (a->nr % be->vec_floats != 0)
         return dt_errf(e, DT_EINVAL, "nr %d is not a multiple of the vector width %d", a->nr,
                        be->vec_floats);
@@ -161,9 +162,11 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
     dt_sb_init(&sb);
     emit_defines(&sb, kop, mo, be, &g, a);
     emit_prelude(&sb, mo);
+    /* the dtype's element types, or the row's own block in their place */
+    const char *elem = mo->backend->types_base ? mo->backend->types_base : mo->backend->types;
+    dt_sb_append(&sb, mb->types ? mb->types : elem);
     if (mo->backend->types_base)
-        dt_sb_append(&sb, mo->backend->types_base);
-    dt_sb_append(&sb, mo->backend->types);
+        dt_sb_append(&sb, mo->backend->types);
     if (mo->backend->types_extra)
         dt_sb_append(&sb, mo->backend->types_extra);
     dt_sb_append(&sb, mo->backend->epilogue);

@@ -61,17 +61,9 @@ typedef struct dt_mk_dtype {
     int packed_b_bytes;
 } dt_mk_dtype;
 
-/* The code of one back-end row (backends/backend.h), in
- * microkernel/backend_emit.c: a row of the table is a row of hooks here. */
-typedef struct dt_mk_backend {
-    /* The macro its templates are compiled under (`#define <macro> 1`):
-     * the vector macros of template/prelude.h, the types blocks' choice of
-     * K group and register kernel helpers. */
-    const char *macro;
-    int intrinsics; /* its code includes <immintrin.h> */
-    /* The register kernel dt_ukr for annotation a. */
-    void (*emit_ukr)(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a, int seg);
-} dt_mk_backend;
+/* The code of one back-end row: its macro, intrinsics, emitter and types
+ * block (backends/backend.h, dt_backend_code). */
+typedef dt_backend_code dt_mk_backend;
 
 /* The hooks of row b, or NULL (b NULL, or a row without code). */
 const dt_mk_backend *dt_mk_backend_of(const dt_backend *b);

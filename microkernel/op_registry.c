@@ -71,3 +71,8 @@ size_t dt_mk_packed_bytes(const dt_mk_op *m, const dt_annotation *a, int64_t N, 
     return cols * kp * (size_t)bs +
            cols * (size_t)m->backend->qtail_col_bytes;
 }
+
+const dt_mk_backend *dt_mk_backend_of(const dt_backend *b)
+{
+    return b && b->code.emit_ukr ? &b->code : NULL;
+}

@@ -9,17 +9,20 @@
 # check_op_names.sh; files not yet committed included):
 #   - the features that make a back-end (AVX512_BF16, AVX512_VNNI, AVX_VNNI,
 #     AMX_BF16, AMX_INT8; lower case avx512_bf16, avx512_vnni, avx_vnni),
-#     the old per-dtype K group kg_avx512, the table's row ids DT_BACKEND_*;
+#     the old per-dtype K group kg_avx512, the old row ids DT_BACKEND_*;
+#   - any CPU feature constant DT_FEAT_* (DT_FEAT_BIT and DT_FEAT_COUNT
+#     aside) and any unit but vec (DT_UNIT_AMX, DT_UNIT_FMA, ...): a
+#     feature or a unit is its back-end's business (issue 44);
 #   - ISA ladder comparisons and branches: `isa >= t->isa`, `< DT_ISA_AVX512`,
 #     `== DT_ISA_AVX512`, ...  (range checks against DT_ISA_COUNT are fine).
 # Lower-case amx_bf16 / amx_int8 are not matched: they are also the names of
 # peak kinds (peers/peer.h) that `dtune info --help` lists.
 #
 # Allowed — the back-ends' own files and the registries:
-#   backends/backend.[ch]          the table: rows, features, geometry, K groups
-#   microkernel/backend_emit.c   the rows' code hooks (macro, emitter)
-#   microkernel/dtype_*.c        each dtype's register-kernel emitters
+#   backends/**                  the back-ends' folders, their registry and rows
+#   annotation/annotation.[ch]   the units' names (the annotation's vocabulary)
 #   microkernel/template/*       the kernels' templates (per-back-end macros)
+#   peers/stream.c               the read-bandwidth probe's vector width
 #   common/target*.[ch]          the CPU features and ISAs themselves (detection,
 #                                XCR0 masks, an ISA's vector geometry)
 #   common/amx.[ch]              AMX's OS side (which features, the permission)
@@ -30,13 +33,17 @@ cd "$(dirname "$0")/.." || exit 2
 ISA='DT_ISA_(GENERIC|AVX2|AVX512)'
 P="\\b(AVX512_BF16|AVX512_VNNI|AVX_VNNI|AMX_BF16|AMX_INT8|avx512_bf16|avx512_vnni|avx_vnni|kg_avx512|DT_BACKEND_[A-Z0-9_]+)\\b"
 P="$P|\\b$ISA[[:space:]]*([<>]|[=!]=)|([<>]=?|[=!]=)[[:space:]]*$ISA\\b"
+P="$P|\\bDT_FEAT_[A-Z0-9_]+\\b|\\bDT_UNIT_[A-Z0-9_]+\\b"
 P="$P|\\bisa[[:space:]]*[<>]=?[[:space:]]*(\\([a-z_ ]+\\))?[A-Za-z_]+(->|\\.)isa(_max)?\\b"
 hits=$(git ls-files --cached --others --exclude-standard '*.c' '*.h' \
   | grep -vE '^(tests|fuzz|examples|onnx)/' \
-  | grep -vE '^backends/backend\.[ch]$|^microkernel/backend_emit\.c$|^microkernel/dtype_[a-z0-9_]+\.c$|^microkernel/template/|^common/target[a-z_]*\.[ch]$|^common/amx\.[ch]$|^peers/peak\.c$' \
+  | grep -vE '^backends/|^annotation/annotation\.[ch]$|^microkernel/template/|^common/target[a-z_]*\.[ch]$|^common/amx\.[ch]$|^peers/(peak|stream)\.c$' \
   | while read -r f; do
       [ -f "$f" ] || continue
-      gcc -fpreprocessed -dD -E -P -x c "$f" 2>/dev/null | grep -nE "$P" | sed "s|^|$f:|"
+      # DT_FEAT_BIT / DT_FEAT_COUNT and DT_UNIT_VEC / DT_UNIT_COUNT are fine
+      gcc -fpreprocessed -dD -E -P -x c "$f" 2>/dev/null \
+        | sed -E 's/DT_FEAT_(BIT|COUNT)\b/DT_FEATx/g; s/DT_UNIT_(VEC|COUNT)\b/DT_UNITx/g' \
+        | grep -nE "$P" | sed "s|^|$f:|"
     done)
 if [ -n "$hits" ]; then
   echo "$hits"

@@ -12,6 +12,8 @@
 #include "space/annotation.h"
 #include "space/annotation_internal.h"
 #include "backends/backend.h"
+#include "backends/unit.h"
+#include "common/check.h"
 
 #define SAMPLE_TRIES 10000
 #define MUTATE_TRIES 1000
@@ -22,36 +24,27 @@
 static const int unroll_values[] = {1, 2, 4, 8};
 static const int prefetch_list[] = {0, 2, 4, 8, 16};
 static const int kc_list[] = {64, 96, 128, 192, 256, 320, 384, 512, 768, 1024};
-/* mc = mr*k and nc = nr*k with k the nearest whole multiple of these */
-static const int mc_targets[] = {16, 32, 48, 64, 96, 128, 192, 256, 384, 512};
-static const int nc_targets[] = {64, 128, 256, 512, 768, 1024, 1536, 2048, 3072, 4096};
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
-#define ESIZE(a) ((uint64_t)dt_ann_elem_bytes(a)) /* the cache rules' element size */
 
-/* What the rules need to know of the target, for one back-end. */
-typedef struct space {
-    const dt_target *t;
-    int vl, regs, cores;
-    uint64_t l1d, l2, amax; /* amax: packed A block limit, min(1 MiB, L2) */
-} space;
+typedef dt_ann_kit space;
 
-static uint64_t u64min(uint64_t a, uint64_t b)
+/* The kit of unit u's annotations of isa isa on t: the isa's geometry (a
+ * tile unit's is its isa's, which its rules do not read). */
+static void space_init(space *s, const dt_target *t, dt_isa isa, dt_unit u)
 {
-    return a < b ? a : b;
-}
-
-static void space_init(space *s, const dt_target *t, dt_isa isa)
-{
-    s->t = t;
     const dt_backend *geom = dt_backend_geometry(isa);
-    s->vl = geom->vec_floats;
-    s->regs = dt_backend_vec_regs(geom, t->arch);
-    s->cores = t->cores < 1 ? 1 : t->cores;
-    s->l1d = t->l1d.size ? t->l1d.size : DT_ANN_L1D_DEFAULT;
-    s->l2 = t->l2.size ? t->l2.size : DT_ANN_L2_DEFAULT;
-    s->amax = u64min(DT_ANN_A_STACK_MAX, s->l2);
+    dt_ann_kit_init(s, t, geom->vec_floats, dt_backend_vec_regs(geom, t->arch),
+                    dt_unit_hooks_of(u)->elem_bytes);
 }
+
+#define kc_cap dt_ann_kc_cap
+#define mc_cap dt_ann_mc_cap
+#define nc_cap dt_ann_nc_cap
+#define draw_mult dt_ann_draw_mult
+#define refit_mult dt_ann_refit_mult
+#define mc_targets dt_ann_mc_targets
+#define nc_targets dt_ann_nc_targets
 
 /* ---- per-field candidates ---------------------------------------------------- */
 
@@ -97,44 +90,6 @@ static int draw_mr(dt_rng *r, const space *s, int nv)
     return 1 + dt_rng_below(r, hi);
 }
 
-/* Largest kc (multiple of 4) the cache rules allow with a's mr, nr, order and
- * its mc and nc (the smallest legal ones, mr and nr, when unset). */
-static int kc_cap(const space *s, const dt_annotation *a)
-{
-    uint64_t mr = a->mr > 0 ? (uint64_t)a->mr : 1, nr = a->nr > 0 ? (uint64_t)a->nr : 1;
-    uint64_t mc = a->mc >= a->mr && a->mc > 0 ? (uint64_t)a->mc : mr;
-    uint64_t nc = a->nc >= a->nr && a->nc > 0 ? (uint64_t)a->nc : nr;
-    uint64_t cap = DT_ANN_KC_MAX, es = ESIZE(a);
-    cap = u64min(cap, s->amax / (es * mc));
-    if (a->order == DT_ORDER_M_INNER) {
-        cap = u64min(cap, s->l1d / (es * nr));
-    } else {
-        cap = u64min(cap, s->l1d / (es * mr));
-        cap = u64min(cap, s->l2 / (es * nc));
-    }
-    return (int)(cap - cap % DT_ANN_KC_ALIGN);
-}
-
-/* Largest mc (multiple of mr) the rules allow with a's kc. */
-static int mc_cap(const space *s, const dt_annotation *a)
-{
-    uint64_t cap = DT_ANN_MC_MAX;
-    if (a->kc > 0)
-        cap = u64min(cap, s->amax / (ESIZE(a) * (uint64_t)a->kc));
-    int mr = a->mr > 0 ? a->mr : 1;
-    return (int)cap - (int)cap % mr;
-}
-
-/* Largest nc (multiple of nr) the rules allow with a's kc and order. */
-static int nc_cap(const space *s, const dt_annotation *a)
-{
-    uint64_t cap = DT_ANN_NC_MAX;
-    if (a->sketch == DT_SKETCH_BLOCKED && a->order == DT_ORDER_N_INNER && a->kc > 0)
-        cap = u64min(cap, s->l2 / (ESIZE(a) * (uint64_t)a->kc));
-    int nr = a->nr > 0 ? a->nr : 1;
-    return (int)cap - (int)cap % nr;
-}
-
 /* kc in [8, cap]: 7 times in 8 from kc_list (when some entry fits), else any
  * multiple of 4. */
 static int draw_kc(dt_rng *r, int cap)
@@ -148,29 +103,6 @@ static int draw_kc(dt_rng *r, int cap)
     }
     return DT_ANN_KC_ALIGN * (DT_ANN_KC_MIN / DT_ANN_KC_ALIGN +
                               dt_rng_below(r, cap / DT_ANN_KC_ALIGN - 1));
-}
-
-/* unit*k <= cap (cap >= unit): 7 times in 8 k is the nearest whole multiple
- * of one of the targets, else any k. */
-static int draw_mult(dt_rng *r, int unit, int cap, const int *targets, int ntargets)
-{
-    int kmax = cap / unit;
-    if (kmax <= 1)
-        return unit;
-    if (dt_rng_below(r, 8)) {
-        int ks[16], n = 0;
-        for (int i = 0; i < ntargets && n < COUNT(ks); i++) {
-            int k = (targets[i] + unit / 2) / unit;
-            if (k < 1)
-                k = 1;
-            if (k > kmax || (n && ks[n - 1] == k))
-                continue;
-            ks[n++] = k;
-        }
-        if (n)
-            return unit * ks[dt_rng_below(r, n)];
-    }
-    return unit * (1 + dt_rng_below(r, kmax));
 }
 
 static int draw_prefetch(dt_rng *r)
@@ -219,7 +151,7 @@ int dt_annotation_sample(dt_rng *r, const dt_target *t, int sketch, int threads,
     if ((unsigned)t->isa >= DT_ISA_COUNT)
         return dt_errf(e, DT_EINVAL, "sample: target isa %d out of range", (int)t->isa);
     space s;
-    space_init(&s, t, t->isa);
+    space_init(&s, t, t->isa, DT_UNIT_VEC);
     if (threads > s.cores)
         return dt_errf(e, DT_EINVAL, "sample: threads %d > target cores %d", threads, s.cores);
     dt_annotation a;
@@ -240,69 +172,27 @@ int dt_annotation_sample(dt_rng *r, const dt_target *t, int sketch, int threads,
                    SAMPLE_TRIES, last.msg);
 }
 
-/* ---- AMX tile annotations ------------------------------------------------------
- * The tile block (mt × nt C tiles) from the shapes that fit the 8 tile
- * registers (dt_annotation_check), kc from multiples of the tile's K, mc and
- * nc as for vectors; unroll, prefetch and store are fixed. */
-
-static int refit_mult(int old, int unit, int cap);
-
-static const int amx_kc_list[] = {64, 128, 192, 256, 384, 512, 768, 1024};
-
-/* A tile block for the sketch: (mt, nt) drawn among those that fit. */
-static void draw_amx_block(dt_rng *r, dt_sketch_kind sketch, dt_annotation *a)
-{
-    static const int blocks[][2] = {{1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {2, 1}, {2, 2}};
-    int n = sketch == DT_SKETCH_STREAM ? 6 : COUNT(blocks);
-    int i = dt_rng_below(r, n);
-    a->mr = DT_AMX_TILE_ROWS * blocks[i][0];
-    a->nr = DT_AMX_TILE_COLS * blocks[i][1];
-}
-
-static int draw_amx_kc(dt_rng *r, const space *s, const dt_annotation *a)
-{
-    int cap = kc_cap(s, a), n = 0;
-    while (n < COUNT(amx_kc_list) && amx_kc_list[n] <= cap)
-        n++;
-    return n ? amx_kc_list[dt_rng_below(r, n)] : 0;
-}
-
-static int sample_once_amx(dt_rng *r, const space *s, int sketch, int threads, dt_annotation *a)
-{
-    memset(a, 0, sizeof *a);
-    a->unit = DT_UNIT_AMX;
-    a->sketch = (dt_sketch_kind)(sketch >= 0 ? sketch : dt_rng_below(r, DT_SKETCH_COUNT));
-    a->isa = DT_ISA_AVX512;
-    a->threads = threads > 0 ? threads : 1 + dt_rng_below(r, s->cores);
-    a->unroll = 1;
-    a->store = DT_STORE_MASK;
-    a->par = (dt_par_axis)dt_rng_below(r, DT_PAR_COUNT);
-    a->order = a->sketch == DT_SKETCH_BLOCKED ? (dt_loop_order)dt_rng_below(r, DT_ORDER_COUNT)
-                                              : DT_ORDER_M_INNER;
-    draw_amx_block(r, a->sketch, a);
-    if (a->sketch == DT_SKETCH_BLOCKED) {
-        a->kc = draw_amx_kc(r, s, a);
-        if (!a->kc)
-            return -1;
-        a->mc = draw_mult(r, a->mr, mc_cap(s, a), mc_targets, COUNT(mc_targets));
-    }
-    a->nc = draw_mult(r, a->nr, nc_cap(s, a), nc_targets, COUNT(nc_targets));
-    return 0;
-}
+/* ---- units with rules of their own (backends/unit.h) ---------------------- */
 
 int dt_annotation_sample_unit(dt_rng *r, const dt_target *t, dt_unit unit, int sketch,
                               int threads, dt_annotation *out, dt_err *e)
 {
-    if (unit == DT_UNIT_VEC)
-        return dt_annotation_sample(r, t, sketch, threads, out, e);
-    if (unit != DT_UNIT_AMX)
-        return dt_errf(e, DT_EINVAL, "sample: unit %d out of range (vec, amx)", (int)unit);
+    if ((unsigned)unit >= DT_UNIT_COUNT)
+        return dt_errf(e, DT_EINVAL, "sample: unit %d out of range (vec, amx, fma)", (int)unit);
+    const dt_unit_hooks *h = dt_unit_hooks_of(unit);
+    if (!h->sample_once) { /* the vector rules: exactly dt_annotation_sample's draws */
+        int rc = dt_annotation_sample(r, t, sketch, threads, out, e);
+        if (!rc)
+            out->unit = unit;
+        return rc;
+    }
     if (sketch >= DT_SKETCH_COUNT)
         return dt_errf(e, DT_EINVAL, "sample: sketch %d out of range (blocked, stream)", sketch);
-    if (!dt_target_has(t, DT_FEAT_AMX_TILE) || !dt_backend_isa_admits(t, DT_ISA_AVX512))
-        return dt_errf(e, DT_EUNSUPPORTED, "sample: the target has no AMX tiles");
+    const char *why = "the target cannot run the unit";
+    if (h->target_ok && !h->target_ok(t, &why))
+        return dt_errf(e, DT_EUNSUPPORTED, "sample: %s", why);
     space s;
-    space_init(&s, t, DT_ISA_AVX512);
+    space_init(&s, t, h->isa, unit);
     if (threads > s.cores)
         return dt_errf(e, DT_EINVAL, "sample: threads %d > target cores %d", threads, s.cores);
     dt_annotation a;
@@ -310,15 +200,51 @@ int dt_annotation_sample_unit(dt_rng *r, const dt_target *t, dt_unit unit, int s
     dt_err_clear(&last);
     snprintf(last.msg, sizeof last.msg, "no tile block fits the caches");
     for (int i = 0; i < SAMPLE_TRIES; i++) {
-        if (sample_once_amx(r, &s, sketch, threads, &a))
+        if (h->sample_once(r, &s, sketch, threads, &a))
             continue;
+        DT_ASSERT(a.unit == unit, "a unit's sampler draws annotations of its unit");
         if (!dt_annotation_check(&a, t, NULL, &last)) {
             *out = a;
             return 0;
         }
     }
-    return dt_errf(e, DT_EUNSUPPORTED, "sample: no valid amx annotation after %d tries (last: %s)",
-                   SAMPLE_TRIES, last.msg);
+    return dt_errf(e, DT_EUNSUPPORTED, "sample: no valid %s annotation after %d tries (last: %s)",
+                   dt_unit_name(unit), SAMPLE_TRIES, last.msg);
+}
+
+/* A unit's neighbour: its mutation draws until a valid different one. */
+static int mutate_unit(dt_rng *r, const dt_target *t, const dt_unit_hooks *h,
+                       const dt_annotation *in, dt_annotation *out, dt_err *e)
+{
+    space s;
+    space_init(&s, t, h->isa, h->unit);
+    for (int i = 0; i < MUTATE_TRIES; i++) {
+        dt_annotation a = *in;
+        h->mutate_once(r, &s, &a);
+        if (!dt_annotation_equal(&a, in) && !dt_annotation_check(&a, t, NULL, NULL)) {
+            *out = a;
+            return 0;
+        }
+    }
+    return dt_errf(e, DT_EUNSUPPORTED, "mutate: no valid %s neighbour found in %d tries",
+                   dt_unit_name(h->unit), MUTATE_TRIES);
+}
+
+/* A unit's child: its crossover draws until a valid one; a parent when no
+ * mix is valid in a few tries. */
+static int crossover_unit(dt_rng *r, const dt_target *t, const dt_unit_hooks *h,
+                          const dt_annotation *a, const dt_annotation *b, dt_annotation *out)
+{
+    for (int tries = 0; tries < REPAIR_STEPS; tries++) {
+        dt_annotation c;
+        h->cross_once(r, a, b, &c);
+        if (!dt_annotation_check(&c, t, NULL, NULL)) {
+            *out = c;
+            return 0;
+        }
+    }
+    *out = dt_rng_below(r, 2) ? *b : *a;
+    return 0;
 }
 
 int dt_annotation_sample_dtype(dt_rng *r, const dt_target *t, int dtype, int sketch, int threads,
@@ -335,83 +261,6 @@ int dt_annotation_sample_dtype(dt_rng *r, const dt_target *t, int dtype, int ske
 }
 
 /* One or two fields of a tile annotation changed (unchecked). */
-static void mutate_once_amx(dt_rng *r, const space *s, dt_annotation *a)
-{
-    switch (dt_rng_below(r, 6)) {
-    case 0: draw_amx_block(r, a->sketch, a); break;
-    case 1:
-        if (a->sketch == DT_SKETCH_BLOCKED)
-            a->kc = draw_amx_kc(r, s, a);
-        break;
-    case 2:
-        if (a->sketch == DT_SKETCH_BLOCKED)
-            a->mc = draw_mult(r, a->mr, mc_cap(s, a), mc_targets, COUNT(mc_targets));
-        break;
-    case 3: a->nc = draw_mult(r, a->nr, nc_cap(s, a), nc_targets, COUNT(nc_targets)); break;
-    case 4:
-        if (a->sketch == DT_SKETCH_BLOCKED && dt_rng_below(r, 2))
-            a->order = (dt_loop_order)((a->order + 1) % DT_ORDER_COUNT);
-        else
-            a->par = (dt_par_axis)((a->par + 1 + dt_rng_below(r, DT_PAR_COUNT - 1)) % DT_PAR_COUNT);
-        break;
-    default: a->threads = 1 + dt_rng_below(r, s->cores); break;
-    }
-    /* a new block may leave mc and nc off its multiples: refit them */
-    if (a->sketch == DT_SKETCH_BLOCKED && a->mc % a->mr)
-        a->mc = refit_mult(a->mc, a->mr, mc_cap(s, a));
-    if (a->nc % a->nr)
-        a->nc = refit_mult(a->nc, a->nr, nc_cap(s, a));
-}
-
-static int mutate_amx(dt_rng *r, const dt_target *t, const dt_annotation *in, dt_annotation *out,
-                      dt_err *e)
-{
-    space s;
-    space_init(&s, t, DT_ISA_AVX512);
-    for (int i = 0; i < MUTATE_TRIES; i++) {
-        dt_annotation a = *in;
-        mutate_once_amx(r, &s, &a);
-        if (!dt_annotation_equal(&a, in) && !dt_annotation_check(&a, t, NULL, NULL)) {
-            *out = a;
-            return 0;
-        }
-    }
-    return dt_errf(e, DT_EUNSUPPORTED, "mutate: no valid amx neighbour found in %d tries",
-                   MUTATE_TRIES);
-}
-
-/* Each of the tile block, kc, mc, nc, par, order and threads from one parent
- * or the other; a parent when no mix is valid in a few tries. */
-static int crossover_amx(dt_rng *r, const dt_target *t, const dt_annotation *a,
-                         const dt_annotation *b, dt_annotation *out)
-{
-    for (int tries = 0; tries < REPAIR_STEPS; tries++) {
-        dt_annotation c = *a;
-        if (dt_rng_below(r, 2)) {
-            c.mr = b->mr;
-            c.nr = b->nr;
-        }
-        if (dt_rng_below(r, 2))
-            c.kc = b->kc;
-        if (dt_rng_below(r, 2))
-            c.mc = b->mc;
-        if (dt_rng_below(r, 2))
-            c.nc = b->nc;
-        if (dt_rng_below(r, 2))
-            c.par = b->par;
-        if (dt_rng_below(r, 2))
-            c.order = b->order;
-        if (dt_rng_below(r, 2))
-            c.threads = b->threads;
-        if (!dt_annotation_check(&c, t, NULL, NULL)) {
-            *out = c;
-            return 0;
-        }
-    }
-    *out = dt_rng_below(r, 2) ? *b : *a;
-    return 0;
-}
-
 /* ---- mutation ---------------------------------------------------------------- */
 
 /* v moved by -2, -1, +1 or +2 (may leave the range: the caller checks). */
@@ -419,18 +268,6 @@ static int step_int(dt_rng *r, int v)
 {
     static const int d[] = {-2, -1, 1, 2};
     return v + d[dt_rng_below(r, COUNT(d))];
-}
-
-/* k*unit near old (same multiple, rounded) that fits cap; 0 if none. */
-static int refit_mult(int old, int unit, int cap)
-{
-    int k = (old + unit / 2) / unit;
-    int kmax = cap / unit;
-    if (k < 1)
-        k = 1;
-    if (k > kmax)
-        k = kmax;
-    return k >= 1 ? k * unit : 0;
 }
 
 /* New k for value = unit*k (k in 1..kmax): a neighbour (k±1, 2k, k/2) or a
@@ -578,10 +415,11 @@ int dt_annotation_mutate(dt_rng *r, const dt_target *t, const dt_annotation *in,
 {
     if (dt_annotation_validate(in, t, e))
         return e ? dt_err_prefix(e, "mutate: input annotation") : DT_EINVAL;
-    if (in->unit == DT_UNIT_AMX)
-        return mutate_amx(r, t, in, out, e);
+    const dt_unit_hooks *h = dt_unit_hooks_of(in->unit);
+    if (h->mutate_once)
+        return mutate_unit(r, t, h, in, out, e);
     space s;
-    space_init(&s, t, in->isa);
+    space_init(&s, t, in->isa, in->unit);
     /* A kind is drawn with its probability and tried a few times before
      * another kind is drawn, so the realised proportions stay close to the
      * documented ones even though some kinds fail validation more often. */
@@ -681,11 +519,12 @@ int dt_annotation_crossover(dt_rng *r, const dt_target *t, const dt_annotation *
     if (a->unit != b->unit)
         return dt_errf(e, DT_EINVAL, "crossover: parents have different units (%s, %s)",
                        dt_unit_name(a->unit), dt_unit_name(b->unit));
-    if (a->unit == DT_UNIT_AMX)
-        return crossover_amx(r, t, a, b, out);
+    const dt_unit_hooks *h = dt_unit_hooks_of(a->unit);
+    if (h->cross_once)
+        return crossover_unit(r, t, h, a, b, out);
 
     space s;
-    space_init(&s, t, a->isa);
+    space_init(&s, t, a->isa, a->unit);
     dt_annotation c = *a;
     for (int f = 0; f < DT_F_COUNT; f++)
         if (dt_rng_below(r, 2))

@@ -1,4 +1,4 @@
-/* AMX groundwork: microkernel/template/amx_tile.h and common/amx.h.
+/* AMX groundwork: backends/amx/template/amx_tile.h and common/amx.h.
  *
  * On every machine: the tile emulation (compiled into this test with
  * DT_AMX_EMULATE) against a scalar reference written here independently
@@ -29,7 +29,7 @@
 #ifndef DT_AMX_EMULATE
 #define DT_AMX_EMULATE 1
 #endif
-#include "microkernel/template/amx_tile.h"
+#include "backends/amx/template/amx_tile.h"
 
 /* ---- the kernel: compiled here (emulated) and kept as text for the builder -- */
 
@@ -527,7 +527,7 @@ static int build_kernel(const dt_builder *b, built *out, const char *what)
 {
     memset(out, 0, sizeof *out);
     char path[4096];
-    snprintf(path, sizeof path, "%s/microkernel/template/amx_tile.h", DTUNE_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/backends/amx/template/amx_tile.h", DTUNE_SOURCE_DIR);
     char *hdr = dt_test_slurp(path);
     size_t n = strlen(hdr) + sizeof g_kernel_src + 64;
     char *src = malloc(n);

@@ -321,7 +321,7 @@ static void test_golden_sources(void)
 
 /* ---- the table's invariants ------------------------------------------------- */
 
-/* One row per (dtype, isa), found by dt_backend_of, its id its index. */
+/* One row per (dtype, isa, unit), found by dt_backend_of_unit, its id its index. */
 static void test_rows(void)
 {
     static const char *const want[] = {
@@ -343,7 +343,12 @@ static void test_rows(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(b);
         CU_ASSERT_EQUAL((int)b->id, i);
         char name[64];
-        CU_ASSERT_STRING_EQUAL(dt_backend_full_name(b, name, sizeof name), want[i]);
+        /* the rows are the registry's, in its order (back-end by back-end):
+         * each wanted name once */
+        int found = 0;
+        for (int w = 0; w < (int)(sizeof want / sizeof want[0]); w++)
+            found += strcmp(dt_backend_full_name(b, name, sizeof name), want[w]) == 0;
+        CU_ASSERT_EQUAL(found, 1);
         CU_ASSERT_PTR_EQUAL(dt_backend_of_unit(b->dtype, b->isa, b->unit), b);
         if (b->unit == DT_UNIT_VEC)
             CU_ASSERT_PTR_EQUAL(dt_backend_of(b->dtype, b->isa), b);
@@ -510,7 +515,9 @@ static void test_searched_rows(void)
                                   FB(AVX512VL) | FB(AVX512_BF16) | FB(AVX512_VNNI) |
                                   FB(AMX_TILE) | FB(AMX_BF16) | FB(AMX_INT8);
     dt_target_set_isa(&t, DT_ISA_AVX512);
-    const int amx = dt_amx_usable(&t, NULL); /* the OS's permission, on this machine */
+    /* pure (issue 44): the target's features decide; the OS's tile
+     * permission is asked where an AMX kernel runs */
+    const int amx = 1;
     const dt_backend *r[16];
     char name[64];
     for (int d = 0; d < DT_DTYPE_COUNT; d++) {

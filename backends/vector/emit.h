@@ -1,14 +1,15 @@
-/* Pieces of register-kernel generation that several dtypes share
- * (microkernel/dtype_*.c).  Internal to microkernel/. */
-#ifndef DT_MICROKERNEL_EMIT_H
-#define DT_MICROKERNEL_EMIT_H
+/* The register-kernel emitters of the back-end rows and the pieces of
+ * register-kernel generation that they share (backends/vector/emit*.c,
+ * backends/amx/emit_amx.c).  Internal to backends/. */
+#ifndef DT_BACKENDS_VECTOR_EMIT_H
+#define DT_BACKENDS_VECTOR_EMIT_H
 
 #include "common/strbuf.h"
-#include "space/annotation.h"
+#include "annotation/annotation.h"
 #include "backends/backend.h"
 
 /* The register-kernel emitters of the back-end rows
- * (microkernel/backend_emit.c): f32's and w8a32's for each of their rows;
+ * (the rows of each back-end folder): f32's and w8a32's for each of their rows;
  * bf16's and int8's portable one (widening to 32-bit lanes) and their dot
  * product one (vdpbf16ps pairs, vpdpbusd quads). */
 /* seg (the stream sketch of an op whose A is implicit, mk_op.h's
@@ -20,7 +21,7 @@ void dt_mk_ukr_bf16_portable(dt_strbuf *sb, const dt_backend *b, const dt_annota
 void dt_mk_ukr_bf16_dp(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a, int seg);
 void dt_mk_ukr_int8_portable(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a, int seg);
 void dt_mk_ukr_int8_dp(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a, int seg);
-/* The tile rows' kernel (microkernel/backend_amx.c): tdpbf16ps, tdpbusd. */
+/* The tile rows' kernel (backends/amx/emit_amx.c): tdpbf16ps, tdpbusd. */
 void dt_mk_ukr_amx(dt_strbuf *sb, const dt_backend *b, const dt_annotation *a, int seg);
 
 /* A register kernel's signature and opening brace, the same for every
@@ -70,7 +71,7 @@ void dt_emit_store_f32(dt_strbuf *sb, const dt_annotation *a, int nv,
 /* The end of int8's register kernels, whose accumulators c<i>_<v> are s32
  * vectors (dt_acc): adds C's partial s32 sums when accumulate; when last,
  * compensates the zero point, dequantizes, bias and activation; stores the
- * bits (microkernel/dtype_int8.c). */
+ * bits (backends/vector/emit_int8.c). */
 void dt_emit_store_s32(dt_strbuf *sb, const dt_annotation *a, int nv, int vl);
 
 #endif

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "common/json_util.h"
-#include "space/annotation.h"
-#include "space/annotation_internal.h"
+#include "annotation/annotation.h"
+#include "annotation/fields.h"
 
 /* Keys in output order, one per dt_ann_field. */
 static const char *const keys[DT_F_COUNT] = {

@@ -23,13 +23,13 @@
  * accumulate, bias, activation, int8's zero point and scales, masked columns.
  *
  * Tile state is per thread and kept in no thread-local variable: DT_THREAD_BEGIN
- * (driver) asks the process's permission once (template/amx_tile.h,
+ * (driver) asks the process's permission once (backends/amx/template/amx_tile.h,
  * dt_amx_permit) and, in the blocked sketch, configures the tiles (16 rows);
  * a stream call configures them for its M tile's rows; DT_THREAD_END
  * releases them.  Without a compiler targeting AMX, or with DT_AMX_EMULATE,
- * the same source runs on the SDM-exact emulation (template/amx_tile.h). */
-#include "microkernel/emit.h"
-#include "microkernel/mk_op.h"
+ * the same source runs on the SDM-exact emulation (backends/amx/template/amx_tile.h). */
+#include "backends/amx/amx.h"
+#include "backends/vector/emit.h"
 
 #include "dt_tpl_amx_tile_h.h"
 
