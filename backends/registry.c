@@ -8,10 +8,12 @@ extern const dt_backend_reg dt_backend_avx512;
 extern const dt_backend_reg dt_backend_avx512_bf16;
 extern const dt_backend_reg dt_backend_avx512_vnni;
 extern const dt_backend_reg dt_backend_amx;
+extern const dt_backend_reg dt_backend_avx512_fma;
 
 static const dt_backend_reg *const registry[] = {
     &dt_backend_generic,     &dt_backend_avx2,        &dt_backend_avx512,
     &dt_backend_avx512_bf16, &dt_backend_avx512_vnni, &dt_backend_amx,
+    &dt_backend_avx512_fma,
 };
 
 int dt_backend_reg_count(void) { return (int)(sizeof registry / sizeof registry[0]); }

@@ -334,6 +334,8 @@ static void test_rows(void)
         "f32_bf16/amx",
         "w8a32_bf16/portable-generic", "w8a32_bf16/portable-avx2", "w8a32_bf16/avx512_bf16",
         "w8a32_bf16/amx",
+        /* issue 44: bf16 widened to f32 on AVX-512 FMA, unit fma */
+        "bf16/avx512_fma", "f32_bf16/avx512_fma", "w8a32_bf16/avx512_fma",
     };
     CU_ASSERT_EQUAL(dt_backend_count(), (int)(sizeof want / sizeof want[0]));
     CU_ASSERT_PTR_NULL(dt_backend_at(-1));
@@ -413,6 +415,24 @@ static void test_row_contents(void)
             const dt_mk_backend *mb = dt_mk_backend_of(b);
             CU_ASSERT_PTR_NOT_NULL_FATAL(mb);
             CU_ASSERT_STRING_EQUAL(mb->macro, "DT_ISA_AVX512");
+            continue;
+        }
+        if (b->unit == DT_UNIT_FMA) { /* bf16 widened on AVX-512 (issue 44) */
+            int bf = b->dtype == DT_DTYPE_BF16 || dt_dtype_math(b->dtype);
+            CU_ASSERT_TRUE(bf);
+            CU_ASSERT_EQUAL(b->isa, DT_ISA_AVX512);
+            CU_ASSERT_EQUAL(b->needs, 0u);
+            CU_ASSERT_TRUE(b->portable);
+            CU_ASSERT_EQUAL(b->kg, 1);
+            CU_ASSERT_EQUAL(dt_backend_kpad(b), 1);
+            CU_ASSERT_EQUAL(b->tiles, 0);
+            CU_ASSERT_EQUAL(b->vec_floats, 16);
+            CU_ASSERT_STRING_EQUAL(b->peak, "f32");
+            CU_ASSERT_STRING_EQUAL(b->packed_b, "[strip][K][NR]");
+            const dt_mk_backend *mb = dt_mk_backend_of(b);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(mb);
+            CU_ASSERT_STRING_EQUAL(mb->macro, "DT_ISA_AVX512");
+            CU_ASSERT_PTR_NOT_NULL(mb->types);
             continue;
         }
         CU_ASSERT_EQUAL(dt_backend_kpad(b), b->kg);
@@ -527,7 +547,11 @@ static void test_searched_rows(void)
         CU_ASSERT_PTR_EQUAL(r[0], dt_backend_of((dt_dtype)d, DT_ISA_AVX512));
         for (int i = 1; i < n; i++) {
             dt_backend_full_name(r[i], name, sizeof name);
-            CU_ASSERT(r[i]->portable ? r[i]->isa == DT_ISA_AVX2 : r[i]->unit == DT_UNIT_AMX);
+            /* the widest widened row: bf16's on AVX-512 FMA (issue 44), int8's on AVX2 */
+            int widest = r[i]->unit == DT_UNIT_FMA ? r[i]->isa == DT_ISA_AVX512
+                                                   : r[i]->isa == DT_ISA_AVX2;
+            CU_ASSERT(r[i]->portable ? widest : r[i]->unit == DT_UNIT_AMX);
+            CU_ASSERT_EQUAL(r[i]->unit == DT_UNIT_FMA, d != DT_DTYPE_INT8 && r[i]->portable);
             CU_ASSERT_TRUE(dt_backend_usable(r[i], &t, NULL));
         }
     }
