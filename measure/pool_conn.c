@@ -64,6 +64,7 @@ void dt_pool_worker_fail(pworker *w, int permanent, const char *fmt, ...)
         }
         dt_pool_conn_close(c);
     }
+    DT_ASSERT(!w->c, "a failed worker has no connection left");
     w->inflight = 0;
     w->fails++;
 
@@ -71,6 +72,8 @@ void dt_pool_worker_fail(pworker *w, int permanent, const char *fmt, ...)
     snprintf(w->reason, sizeof w->reason, "%s%s", permanent ? "refused: " : "", why);
     if (was_live)
         p->live_now--;
+    DT_ASSERT(p->live_now >= 0 && p->live_now < p->nworkers + 1,
+              "the live count is a count of the pool's workers");
     if (permanent)
         p->refused++;
     pthread_cond_broadcast(&p->cv);
@@ -224,6 +227,7 @@ static void on_hello(pconn *c, const json_t *pl)
     dt_pool *p = c->p;
     dt_pool_hello h;
     dt_err e;
+    DT_ASSERT(w->st == W_HELLO && w->c == c, "a HELLO is taken only while waiting for it");
     if (dt_pool_hello_check(pl, w->addr, p->target_key, &h, &e) != 0) {
         dt_pool_worker_fail(w, 1, "%s", e.msg);
         return;
@@ -242,6 +246,7 @@ static void on_auth_ok(pconn *c, const json_t *pl)
 {
     pworker *w = c->w;
     dt_pool *p = c->p;
+    DT_ASSERT(w->st == W_AUTH && w->c == c, "an AUTH_OK is taken only while waiting for it");
     const char *mac = jstr(pl, "mac");
     char want[65];
     dt_auth_mac(p->token, p->token_len, "dtune-auth-w", c->c_nonce, c->w_nonce, want);
@@ -411,6 +416,7 @@ static void gai_cb(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         dt_pool_worker_fail(w, 0, "cannot resolve %s: %s", w->host, uv_strerror(status));
         return;
     }
+    DT_ASSERT(w->st == W_RESOLVING && !w->c, "a worker has at most one connection");
     pconn *c = (pconn *)dt_net_conn_new(&p->conns);
     if (!c) {
         uv_freeaddrinfo(res);

@@ -75,6 +75,7 @@ static void deliver_lost(dt_pool *p, pbatch *pb, const char *why)
 /* pb's attempt on its connection failed: requeue it once, else worker_lost. */
 void dt_pool_batch_lost(dt_pool *p, pbatch *pb, pworker *w, const char *why)
 {
+    DT_ASSERT(pb->st == PB_FLIGHT && pb->losses <= 1, "a batch is lost only in flight, at most twice");
     uv_timer_stop(&pb->deadline);
     pool_list_remove(&p->flight, pb);
     pb->conn = NULL;
@@ -101,6 +102,7 @@ void dt_pool_queue_incoming(dt_pool *p, pblist *in)
     while (in->head) {
         pbatch *pb = in->head;
         pool_list_remove(in, pb);
+        DT_ASSERT(pb->st == PB_NEW && !pb->timer_init, "a submitted batch is new, without a timer");
         uv_timer_init(&p->loop, &pb->deadline);
         pb->deadline.data = pb;
         pb->timer_init = 1;
@@ -114,6 +116,7 @@ void dt_pool_queue_incoming(dt_pool *p, pblist *in)
 /* Splits pb so that it has at most n trials; the rest follows it in the queue. */
 static int batch_split(dt_pool *p, pbatch *pb, int n)
 {
+    DT_ASSERT(n >= 1 && n < pb->b.ntrials, "a batch is split into two non-empty parts");
     pbatch *tail = calloc(1, sizeof *tail);
     if (!tail)
         return DT_ENOMEM;
@@ -156,6 +159,8 @@ static void send_batch(dt_pool *p, pworker *w, pbatch *pb)
         dt_log_error("pool: out of memory splitting a batch");
         return;
     }
+    DT_ASSERT(pb->st == PB_QUEUED && w->st == W_LIVE && w->c,
+              "a queued batch goes only to a live worker's connection");
     pool_list_remove(&p->queue, pb);
     pb->st = PB_FLIGHT;
     pb->conn = w->c;
@@ -163,6 +168,7 @@ static void send_batch(dt_pool *p, pworker *w, pbatch *pb)
     pb->wire_id = ++p->next_wire_id;
     pool_list_push_back(&p->flight, pb);
     w->inflight++;
+    DT_ASSERT(w->inflight <= p->inflight, "a worker has at most `inflight` batches out");
     pb->deadline_s = p->deadline_s > 0 ? p->deadline_s : dt_batch_deadline_s(&pb->b);
     uv_timer_start(&pb->deadline, deadline_fired, (uint64_t)(pb->deadline_s * 1000.0), 0);
 
@@ -327,6 +333,8 @@ void dt_pool_on_result(pconn *c, const json_t *pl)
                     w->addr, nfaults, id, (long long)w->faults);
     }
     w->silences = 0;
+    DT_ASSERT(pb->st == PB_FLIGHT && pb->w == w && w->inflight >= 1,
+              "an accepted RESULT answers a batch in flight on its worker");
     uv_timer_stop(&pb->deadline);
     pool_list_remove(&p->flight, pb);
     w->inflight--;
