@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/log.h"
 #include "daemon/http_auth.h"
 #include "daemon/http_conn.h"
@@ -108,6 +109,9 @@ static void on_timer(uv_timer_t *t);
 
 static void timer_set(dt_hconn *c, int kind, double seconds)
 {
+    DT_ASSERT(kind == DT_TIMER_IDLE || kind == DT_TIMER_REQUEST,
+              "timer_set sets the idle or the request timer (conn_finish the linger one)");
+    DT_ASSERT(!c->nc.closing && !c->nc.shutting, "only an open connection waits for requests");
     c->timer_kind = kind;
     if (kind == DT_TIMER_IDLE)
         dt_net_conn_mark(&c->nc);
@@ -123,6 +127,7 @@ static void conn_finish(dt_hconn *c)
     dt_http_conn_stop(&c->parser);
     c->timer_kind = DT_TIMER_LINGER;
     dt_net_conn_finish(&c->nc, 1, DT_HTTP_LINGER_S, on_timer);
+    DT_ASSERT(c->nc.shutting || c->nc.closing, "a finished connection is shutting down or closed");
 }
 
 /* ---- writing ---------------------------------------------------------------- */
@@ -263,7 +268,11 @@ static void on_timer(uv_timer_t *t)
         dt_log_debug("http: %s idle for %g s; closing", c->nc.peer, c->s->lim.idle_timeout_s);
         conn_close(c);
         break;
-    default: conn_close(c); break;
+    default:
+        DT_ASSERT(c->timer_kind == DT_TIMER_LINGER,
+                  "the timer fires only once set: idle, request or linger");
+        conn_close(c);
+        break;
     }
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/check.h"
 #include "common/clock.h"
 #include "common/json_util.h"
 #include "common/log.h"
@@ -146,6 +147,7 @@ static void on_event(const dt_tune_event *ev, void *ud)
 
 static void set_final(dt_jobs *j, dt_db *db, int64_t id, dt_job_state s, const char *error)
 {
+    DT_ASSERT(dt_job_state_name(s), "a job's final state is one of the job states");
     dt_db_job_update u = {.set_state = true, .state = s, .error = error};
     dt_err e;
     if (dt_db_job_update_fields(db, id, &u, &e))
@@ -178,6 +180,7 @@ static void run_job(dt_jobs *j, dt_db *db, const dt_db_job *job)
     }
     if ((rc = dt_job_params_tasks(&p, tasks, &n, &e)))
         goto out;
+    DT_ASSERT(n >= 1 && n <= DT_TUNE_MAX_TASKS, "a job's tasks fill 1..DT_TUNE_MAX_TASKS slots");
     json_error_t jerr;
     json_t *cp = job->checkpoint ? json_loads(job->checkpoint, 0, &jerr) : NULL;
     *c = (run_ctx){.j = j, .db = db, .id = job->id, .tasks = tasks, .n = n,
@@ -239,6 +242,9 @@ static void run_job(dt_jobs *j, dt_db *db, const dt_db_job *job)
             len += snprintf(err + len, sizeof err - (size_t)len, "%s %s: %s", i ? ";" : "",
                             tasks[i].name, r->reason[i]);
     }
+    DT_ASSERT(s == DT_JOB_DONE || s == DT_JOB_CANCELLED || s == DT_JOB_QUEUED || s == DT_JOB_FAILED,
+              "a run ends done, cancelled, failed, or queued again when the daemon stops");
+    DT_ASSERT(s != DT_JOB_FAILED || err[0], "a failed job says why");
     dt_db_job_update u = {.set_state = true, .state = s, .error = err[0] ? err : NULL};
     write_progress(c, &u);
     if (s != DT_JOB_QUEUED)
@@ -276,6 +282,8 @@ static int take_next(dt_db *db, dt_db_job *out)
         return -1;
     }
     int got = 0;
+    DT_ASSERT(n == 0 || list[0].state == DT_JOB_QUEUED || list[0].state == DT_JOB_RUNNING,
+              "the job taken next is an unfinished one");
     if (n > 0) {
         dt_db_job_update u = {.set_state = true, .state = DT_JOB_RUNNING, .error = ""};
         if (dt_db_job_update_fields(db, list[0].id, &u, &e)) {

@@ -5,6 +5,8 @@
 
 #include "db/db.h"
 
+#include "common/check.h"
+
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <time.h>

@@ -23,6 +23,8 @@ int dt_job_state_parse(const char *name, dt_job_state *out)
 {
     for (int i = 0; name && i < DT_JOB_N_STATES; i++)
         if (strcmp(name, state_names[i]) == 0) {
+            DT_ASSERT(dt_job_state_name((dt_job_state)i) == state_names[i],
+                      "a job state's name is the one its value prints as");
             *out = (dt_job_state)i;
             return DT_OK;
         }
@@ -115,6 +117,7 @@ static int prepare_job_list(dt_db *db, unsigned mask, sqlite3_stmt **st, dt_err 
     for (int s = 0; s < DT_JOB_N_STATES; s++)
         if (mask & DT_JOB_MASK(s))
             len += (size_t)snprintf(in + len, sizeof in - len, "%s?%d", len ? ", " : "", s + 1);
+    DT_ASSERT(len > 0 && len < sizeof in, "a job list asks for at least one state, in full");
     snprintf(sql, sizeof sql, "SELECT " JOB_COLS " FROM jobs WHERE state IN (%s) ORDER BY id",
              in);
     int rc = dt_db_prepare(db, sql, st, e, what);
@@ -151,6 +154,11 @@ int dt_db_job_list(dt_db *db, unsigned state_mask, dt_db_job **out, size_t *n, d
         dt_db_jobs_free(jobs, len);
         return rc;
     }
+    const dt_db_job *jl = jobs;
+    for (size_t i = 0; i < len; i++) {
+        DT_ASSERT(state_mask & DT_JOB_MASK(jl[i].state), "a listed job is in a state asked for");
+        DT_ASSERT(i == 0 || jl[i - 1].id < jl[i].id, "a job list is sorted by id, ids distinct");
+    }
     *out = jobs;
     *n = len;
     return DT_OK;
@@ -170,7 +178,9 @@ int dt_db_job_counts(dt_db *db, int64_t counts[DT_JOB_N_STATES], dt_err *e)
                          dt_col_text(st, 0) ? dt_col_text(st, 0) : "(null)");
             break;
         }
+        DT_ASSERT(counts[s] == 0, "GROUP BY state gives each state one count");
         counts[s] = sqlite3_column_int64(st, 1);
+        DT_ASSERT(counts[s] >= 1, "a state's group holds at least one job");
     }
     if (st)
         sqlite3_finalize(st);

@@ -163,6 +163,7 @@ int dt_db_measurement_list(dt_db *db, const dt_db_measurement_filter *f,
                               &st, e, what);
     if (rc)
         return rc;
+    int64_t prev_id = INT64_MIN;
     while ((rc = dt_db_step_row(db, st, SQLITE_OK, e, what)) == DT_OK) {
         dt_db_measurement m;
         if (read_measurement(st, &m) != DT_OK) {
@@ -170,6 +171,9 @@ int dt_db_measurement_list(dt_db *db, const dt_db_measurement_filter *f,
                          db->path, (long long)sqlite3_column_int64(st, 0));
             break;
         }
+        DT_ASSERT(m.id > prev_id, "measurements are listed by increasing id, ids distinct");
+        DT_ASSERT(dt_trial_status_name(m.status), "a listed measurement's status is a known one");
+        prev_id = m.id;
         int c = cb(&m, ud);
         if (c < 0) {
             rc = dt_errf(e, c, "%s in %s: stopped by the callback (%s)", what, db->path,
@@ -239,6 +243,8 @@ static int insert_schedule_row(dt_db *db, sqlite3_stmt *st, int64_t workload_id,
                                int64_t target_id, int threads, const dt_db_schedule *r,
                                int64_t now, dt_err *e)
 {
+    DT_ASSERT(r->kernel_id > 0 && (r->box == 0 || r->box == 1) && r->shape_lo && r->shape_hi,
+              "a schedule row saved passed check_schedule");
     sqlite3_reset(st);
     int b = sqlite3_bind_int64(st, 1, workload_id);
     DT_BIND(b, sqlite3_bind_int64(st, 2, target_id));
@@ -335,6 +341,15 @@ int dt_db_schedule_list(dt_db *db, int64_t workload_id, int64_t target_id, int t
     if (rc) {
         dt_db_schedules_free(rows, len);
         return rc;
+    }
+    const dt_db_schedule *sr = rows;
+    for (size_t i = 0; i < len; i++) {
+        bool asked = sr[i].workload_id == workload_id && sr[i].target_id == target_id &&
+                     (threads == 0 || sr[i].threads == threads);
+        DT_ASSERT(asked, "a listed schedule row is of the workload, target and threads asked for");
+        bool ordered = i == 0 || sr[i - 1].threads < sr[i].threads ||
+                       (sr[i - 1].threads == sr[i].threads && sr[i - 1].id < sr[i].id);
+        DT_ASSERT(ordered, "schedule rows are ordered by threads, then id");
     }
     *out = rows;
     *n = len;

@@ -45,6 +45,7 @@ int dt_db_fail(dt_db *db, int sqlite_rc, dt_err *e, const char *fmt, ...)
     int code = dt_db_code(sqlite_rc);
     if (code == DT_OK)
         code = DT_EDB;  /* e.g. a query that returned no row */
+    DT_ASSERT(code < 0, "a failure maps to a negative DT_E* code");
     char what[512];
     va_list ap;
     va_start(ap, fmt);
@@ -148,6 +149,8 @@ int dt_tx_begin(dt_db *db, dt_tx *tx, dt_err *e, const char *what)
      * reads first could fail to upgrade without waiting for the timeout. */
     rc = dt_db_exec(db, tx->owned ? "BEGIN IMMEDIATE" : "SAVEPOINT dt_op", e, what);
     tx->active = rc == DT_OK;
+    DT_ASSERT(!tx->active || sqlite3_get_autocommit(db->sql) == 0,
+              "inside a write scope SQLite is in a transaction");
     return rc;
 }
 
@@ -253,6 +256,7 @@ void *dt_grow(void *arr, size_t *cap, size_t len, size_t elem)
     void *grown = realloc(arr, ncap * elem);
     if (grown)
         *cap = ncap;
+    DT_ASSERT(!grown || *cap > len, "a grown array has room past len");
     return grown;
 }
 
@@ -300,6 +304,7 @@ int dt_db_list_rows(dt_db *db, sqlite3_stmt *st, int bind_rc, dt_db_row_fn read,
             break;
         }
         *rows = grown;
+        DT_ASSERT(*n < cap, "a listed row is written inside the array");
         char *row = grown + *n * elem;
         memset(row, 0, elem);
         ++*n;

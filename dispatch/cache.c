@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/check.h"
 #include "db/db.h"
 #include "dispatch/dispatch.h"
 #include "backends/backend.h"
@@ -95,6 +96,8 @@ static void entry_free(entry *en)
 static entry *find(dt_dispatch_cache *c, uint64_t h, const char *wkey, const char *tkey,
                    int threads)
 {
+    DT_ASSERT(c->nentries <= DT_DISPATCH_CACHE_MAX_ENTRIES && c->nentries < NSLOTS,
+              "the cache map is at most half full, so a probe meets an empty slot");
     for (size_t i = h & (NSLOTS - 1);; i = (i + 1) & (NSLOTS - 1)) {
         entry *en = c->slots[i];
         if (!en)
@@ -129,8 +132,11 @@ static void insert(dt_dispatch_cache *c, entry *ne, entry **old)
         c->nentries = 0;
         i = ne->hash & (NSLOTS - 1);
     }
+    DT_ASSERT(!c->slots[i], "a new cache entry goes into an empty slot");
     c->slots[i] = ne;
     c->nentries++;
+    DT_ASSERT(c->nentries <= DT_DISPATCH_CACHE_MAX_ENTRIES,
+              "the cache holds at most DT_DISPATCH_CACHE_MAX_ENTRIES tables");
 }
 
 /* ---- freshness ------------------------------------------------------------- */
@@ -175,6 +181,7 @@ static int load_kernels(dt_dispatch_cache *c, entry *en, dt_err *e)
         if (rc)
             return dt_err_prefix(e, "kernel %lld of the schedule of %s",
                                  (long long)d->r[i].kernel_id, d->key);
+        DT_ASSERT(row.id == d->r[i].kernel_id, "a kernel read by its id is that kernel");
         kinfo *k = &en->k[i];
         k->ann_len = strlen(row.annotation);
         if (k->ann_len >= DT_DISPATCH_ANNOTATION_MAX || strlen(row.op) >= sizeof k->op ||
@@ -232,6 +239,7 @@ static int load(dt_dispatch_cache *c, const char *wkey, const char *tkey, int th
     memcpy(ne->tkey, tkey, ne->tkey_len + 1);
     atomic_fetch_add(&c->loads, 1);
     rc = dt_dispatch_load(c->db, wkey, tkey, threads, &ne->d, e);
+    DT_ASSERT(rc != 0 || ne->d, "a successful load yields a table");
     if (rc == DT_ENOTFOUND) {
         ne->rc = rc;
         rc = (ne->msg = strdup(e->msg)) ? 0 : dt_errf(e, DT_ENOMEM, "out of memory");
@@ -262,6 +270,7 @@ static int answer(const entry *en, const dt_dispatch_query *q, dt_dispatch_cache
     if (en->rc)
         return dt_errf(e, en->rc, "%s", en->msg);
     const dt_dispatch *d = en->d;
+    DT_ASSERT(d && en->k, "a cache entry that is not a miss has its table and kernels");
     char buf[DT_DISPATCH_SHAPE_MAX];
     const char *shape = q->shape;
     if (!shape) {
@@ -283,6 +292,7 @@ static int answer(const entry *en, const dt_dispatch_query *q, dt_dispatch_cache
         return dt_errf(e, DT_ENOTFOUND, "the schedule of %s for target %s is empty", d->key,
                        en->tkey);
     const dt_dispatch_range *r = hit.range;
+    DT_ASSERT(r - d->r >= 0 && r - d->r < d->n, "a lookup's box is one of the cached table's");
     const kinfo *k = &en->k[r - d->r];
     out->kernel_id = r->kernel_id;
     memcpy(out->op, k->op, sizeof out->op);

@@ -1,6 +1,6 @@
 /* Dispatch tables: loading the schedule of a workload and finding a shape's box.
  *
- * Invariants (asserted in Debug and sanitizer builds):
+ * Invariants (DT_ASSERT, checked in every build type):
  *   - a built table's boxes lie in the shape set, are disjoint and sorted
  *     by first shape; rows that break this are refused (DT_EINVAL) before
  *     the table exists, so the asserts check the refusal, not the input;
@@ -12,11 +12,12 @@
  * extrapolated and goes to the nearest box. */
 #include "dispatch/dispatch.h"
 
-#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/check.h"
 
 /* By first shape: lo compared variable by variable (the entries past the
  * workload's variables are 0 in every box, so all of them can be). */
@@ -29,21 +30,22 @@ static int cmp_range(const void *a, const void *b)
     return 0;
 }
 
-#ifndef NDEBUG
-/* The table invariant above. */
-static int table_ok(const dt_dispatch *d)
+/* The table invariant above (on the boxes just sorted: O(boxes x vars)). */
+static void table_check(const dt_dispatch *d, size_t nrows)
 {
     for (int i = 0; i < d->n; i++) {
         const dt_box *b = &d->r[i].box;
         for (int v = 0; v < d->w->nvars; v++)
-            if (b->lo[v] < 0 || b->lo[v] > b->hi[v] || b->hi[v] >= d->w->vars[v].dom.n)
-                return 0;
-        if (i > 0 && !dt_box_before(d->w, &d->r[i - 1].box, b))
-            return 0;
+            DT_ASSERT(0 <= b->lo[v] && b->lo[v] <= b->hi[v] && b->hi[v] < d->w->vars[v].dom.n,
+                      "a dispatch box's intervals are lo <= hi inside the domains");
+        for (int v = d->w->nvars; v < DT_MAX_VARS; v++)
+            DT_ASSERT(b->lo[v] == 0 && b->hi[v] == 0,
+                      "a dispatch box's entries past the workload's variables are 0");
+        DT_ASSERT(i == 0 || dt_box_before(d->w, &d->r[i - 1].box, b),
+                  "a dispatch table's boxes are sorted by first shape, no two starting together");
+        DT_ASSERT(d->r[i].row < nrows, "a dispatch box names the row it came from");
     }
-    return 1;
 }
-#endif
 
 /* Disjointness: sorted neighbours with one variable, every pair otherwise. */
 static int find_overlap(const dt_dispatch *d, int *i, int *j)
@@ -115,6 +117,9 @@ static int build(const dt_workload *w, int threads, const dt_db_schedule *rows, 
             dt_dispatch_free(d);
             return rc;
         }
+        int room = nb >= 1 && nb <= (w->nvars > 1 ? DT_BOX_RUN_MAX : 1) &&
+                   (size_t)d->n + (size_t)nb <= cap;
+        DT_ASSERT(room, "a stored row reads as 1..DT_BOX_RUN_MAX boxes, within the table's room");
         for (int k = 0; k < nb; k++) {
             dt_dispatch_range *r = &d->r[d->n++];
             r->box = b[k];
@@ -141,7 +146,7 @@ static int build(const dt_workload *w, int threads, const dt_db_schedule *rows, 
         dt_dispatch_free(d);
         return rc;
     }
-    assert(table_ok(d));
+    table_check(d, n);
     *out = d;
     return 0;
 }
@@ -200,6 +205,8 @@ int dt_dispatch_load(dt_db *db, const char *workload_key, const char *target_key
         }
         memmove(rows, rows + first, (n - first) * sizeof *rows);
         n -= first;
+        DT_ASSERT(n >= 1 && rows[0].threads == threads,
+                  "the rows kept are those of the highest thread count");
     }
     if (n == 0) {
         if (threads)
@@ -337,8 +344,10 @@ int dt_dispatch_find(const dt_dispatch *d, const int64_t *vals, dt_dispatch_hit 
         }
         exact &= best == 0;
     }
-    assert(r >= d->r && r < d->r + d->n);
-    assert(!exact || dt_box_contains(w, &r->box, iv));
+    DT_ASSERT(r >= d->r && r < d->r + d->n, "a lookup answers with a box of the table");
+    DT_ASSERT(!exact || dt_box_contains(w, &r->box, iv),
+              "a lookup not flagged extrapolated is a shape of the set inside its box");
+    DT_ASSERT(exact || w->nvars > 0, "with no variable the one shape is always exact");
     hit->range = r;
     hit->extrapolated = !exact;
     hit->shape_idx = dt_box_join(w, iv);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/target.h"
 #include "microkernel/mk_op.h"
 
@@ -100,6 +101,8 @@ static int weights_groups(dt_export_plan *p, dt_err *e)
     p->G = G;
     p->Ng = p->N / G;
     p->Kg = p->K / G;
+    DT_ASSERT(p->G * p->Ng == p->N && p->G * p->Kg == p->K && p->G * p->Ng * p->Kg == be,
+              "the weights are G diagonal blocks of Ng x Kg holding every stored element");
     return 0;
 }
 
@@ -186,6 +189,17 @@ static int plan_packing(dt_export_plan *p, dt_err *e)
         }
         p->k[k].pack_group = g;
     }
+    DT_ASSERT(p->npack >= 1 && p->npack <= p->nk, "there are 1..(kernels) packing layouts");
+    for (int g = 0; g < p->npack; g++) {
+        const dt_export_pack *pk = &p->pack[g];
+        DT_ASSERT(pk->offset % 64 == 0, "a packing region starts 64-byte aligned");
+        DT_ASSERT(g == 0 || pk->offset >= p->pack[g - 1].offset + p->pack[g - 1].bytes,
+                  "packing regions follow each other without overlap");
+        DT_ASSERT(pk->bytes == p->G * pk->group_bytes && pk->bytes <= p->packed_bytes,
+                  "a packing region holds its G groups inside the packed weights");
+        DT_ASSERT(pk->kernel >= 0 && pk->kernel < p->nk && p->k[pk->kernel].pack_group == g,
+                  "a packing region names a kernel that uses it");
+    }
     return 0;
 }
 
@@ -238,6 +252,15 @@ int dt_export_plan_load(dt_db *db, const dt_export_opts *o, const char *name,
         }
         p->range_kernel[r] = k;
     }
+    DT_ASSERT(n == 0 || (p->nk >= 1 && p->nk <= n), "a plan has 1..(boxes) distinct kernels");
+    for (int r = 0; r < n; r++) {
+        int rk = p->range_kernel[r];
+        DT_ASSERT(rk >= 0 && rk < p->nk, "each table entry's kernel index is in range");
+        DT_ASSERT(p->k[rk].id == p->d->r[r].kernel_id, "each table entry names its box's kernel");
+    }
+    for (int k = 1; k < p->nk; k++)
+        for (int j = 0; j < k; j++)
+            DT_ASSERT(p->k[j].id != p->k[k].id, "a plan's kernels are distinct");
     if (p->g.b_const && (rc = plan_packing(p, e)))
         goto fail;
     if ((rc = dt_dispatch_stats_load(db, p->d, p->target_key, &p->stats, e)))

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/check.h"
 #include "net/addr.h"
 
 typedef struct {
@@ -26,7 +27,12 @@ void dt_net_set_init(dt_net_set *s, uv_loop_t *loop, const dt_net_ops *ops, void
 
 int dt_net_set_count(const dt_net_set *s) { return s->count; }
 
-int dt_net_set_active(const dt_net_set *s) { return s->count - s->nclosing; }
+int dt_net_set_active(const dt_net_set *s)
+{
+    DT_ASSERT(0 <= s->nclosing && s->nclosing <= s->count,
+              "the closing connections are some of the set's connections");
+    return s->count - s->nclosing;
+}
 
 dt_net_conn *dt_net_set_victim(dt_net_set *s, double min_wait_s)
 {
@@ -35,6 +41,7 @@ dt_net_conn *dt_net_set_victim(dt_net_set *s, double min_wait_s)
     uint64_t now = uv_now(s->loop), grace = ms_of(min_wait_s);
     dt_net_conn *victim = NULL;
     for (dt_net_conn *c = s->head; c; c = c->next) {
+        DT_ASSERT(c->set == s, "a connection on a set's list belongs to that set");
         if (c->closing || c->shutting || now - c->since_ms < grace || !s->ops.evictable(c))
             continue;
         if (!victim || c->since_ms < victim->since_ms)
@@ -63,6 +70,7 @@ dt_net_conn *dt_net_conn_new(dt_net_set *s)
         s->head->prev = c;
     s->head = c;
     s->count++;
+    DT_ASSERT(s->count >= 1 && !c->prev, "a new connection heads a non-empty list");
     return c;
 }
 
@@ -79,9 +87,15 @@ int dt_net_conn_accept(dt_net_conn *c, uv_stream_t *server)
 static void on_handle_closed(uv_handle_t *h)
 {
     dt_net_conn *c = h->data;
+    DT_ASSERT(c->closing && c->open_handles >= 1,
+              "a handle closes only on a closing connection with handles still open");
     if (--c->open_handles > 0)
         return;
     dt_net_set *s = c->set;
+    DT_ASSERT(s->count >= 1 && s->nclosing >= 1,
+              "a connection that finishes closing is counted, and counted as closing");
+    DT_ASSERT(c->prev ? c->prev->next == c : s->head == c,
+              "a connection is linked from its predecessor, or is the head");
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -121,6 +135,7 @@ void dt_net_conn_finish(dt_net_conn *c, int drain, double linger_s, uv_timer_cb 
 {
     if (c->closing || c->shutting)
         return;
+    DT_ASSERT(!c->closing, "a connection finishes gracefully only before it closes");
     c->shutting = 1;
     c->drain = drain;
     if (!drain)

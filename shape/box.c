@@ -6,19 +6,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
+
 void dt_box_split(const dt_workload *w, int64_t s, int64_t *idx)
 {
+    DT_ASSERT(s >= 0, "a flat shape number is not negative");
     for (int v = w->nvars - 1; v >= 0; v--) {
         idx[v] = s % w->vars[v].dom.n;
         s /= w->vars[v].dom.n;
     }
+    DT_ASSERT(s == 0, "a flat shape number is below the number of shapes of the set");
 }
 
 int64_t dt_box_join(const dt_workload *w, const int64_t *idx)
 {
     int64_t s = 0;
-    for (int v = 0; v < w->nvars; v++)
+    for (int v = 0; v < w->nvars; v++) {
+        DT_ASSERT(idx[v] >= 0 && idx[v] < w->vars[v].dom.n,
+                  "a shape's domain index lies inside its variable's domain");
         s = s * w->vars[v].dom.n + idx[v];
+    }
     return s;
 }
 
@@ -32,8 +39,11 @@ static int corner(const dt_workload *w, const char *text, int64_t *idx, dt_err *
         return rc;
     if (!in_domain)
         return dt_errf(e, DT_EINVAL, "shape %s is not in the workload's shape set", text);
-    for (int v = 0; v < w->nvars; v++)
+    for (int v = 0; v < w->nvars; v++) {
         idx[v] = dt_domain_nearest(&w->vars[v].dom, vals[v]);
+        DT_ASSERT(w->vars[v].dom.values[idx[v]] == vals[v],
+                  "a corner in the shape set is a value of each variable's domain");
+    }
     return 0;
 }
 
@@ -58,6 +68,8 @@ void dt_box_format(const dt_workload *w, const dt_box *b, char *lo, size_t nlo, 
 {
     int64_t a[DT_MAX_VARS], z[DT_MAX_VARS];
     for (int v = 0; v < w->nvars; v++) {
+        DT_ASSERT(0 <= b->lo[v] && b->lo[v] <= b->hi[v] && b->hi[v] < w->vars[v].dom.n,
+                  "a box's interval is lo <= hi inside its variable's domain");
         a[v] = w->vars[v].dom.values[b->lo[v]];
         z[v] = w->vars[v].dom.values[b->hi[v]];
     }
@@ -68,19 +80,23 @@ void dt_box_format(const dt_workload *w, const dt_box *b, char *lo, size_t nlo, 
 int64_t dt_box_nshapes(const dt_workload *w, const dt_box *b)
 {
     int64_t n = 1;
-    for (int v = 0; v < w->nvars; v++)
+    for (int v = 0; v < w->nvars; v++) {
+        DT_ASSERT(b->lo[v] <= b->hi[v], "a box's interval has lo <= hi");
         n *= b->hi[v] - b->lo[v] + 1;
+    }
     return n;
 }
 
 int64_t dt_box_shape(const dt_workload *w, const dt_box *b, int64_t j)
 {
     int64_t idx[DT_MAX_VARS];
+    DT_ASSERT(j >= 0, "a position in a box is not negative");
     for (int v = w->nvars - 1; v >= 0; v--) {
         int64_t len = b->hi[v] - b->lo[v] + 1;
         idx[v] = b->lo[v] + j % len;
         j /= len;
     }
+    DT_ASSERT(j == 0, "a position in a box is below the box's number of shapes");
     return dt_box_join(w, idx);
 }
 
@@ -153,6 +169,7 @@ static int run_boxes(const dt_workload *w, int v, const int64_t *ia, const int64
         tail_full &= ib[u] == w->vars[u].dom.n - 1;
     }
     int64_t first = ia[v], last = ib[v];
+    DT_ASSERT(ia[v] < ib[v], "a run's last shape follows its first");
     if (!head_full) {
         int64_t end[DT_MAX_VARS];
         memcpy(end, ia, sizeof end);
@@ -189,9 +206,17 @@ int dt_box_from_run(const dt_workload *w, int64_t a, int64_t b, dt_box *out)
         memset(out, 0, sizeof *out);
         return 1;
     }
+    DT_ASSERT(a <= b, "a run's first shape is not after its last");
     dt_box_split(w, a, ia);
     dt_box_split(w, b, ib);
-    return run_boxes(w, 0, ia, ib, out);
+    int n = run_boxes(w, 0, ia, ib, out);
+    DT_ASSERT(n >= 1 && n <= DT_BOX_RUN_MAX, "a run decomposes into 1..DT_BOX_RUN_MAX boxes");
+    int64_t covered = 0;
+    for (int i = 0; i < n; i++)
+        covered += dt_box_nshapes(w, &out[i]);
+    DT_ASSERT(covered == b - a + 1, "a run's boxes cover exactly its shapes");
+    DT_ASSERT(dt_box_shape(w, &out[0], 0) == a, "a run's first box starts at the run's first shape");
+    return n;
 }
 
 /* ---- partition ---------------------------------------------------------------- */
@@ -258,6 +283,7 @@ static int partition(const dt_workload *w, const int *label, int v, int64_t *idx
             int64_t j = i;
             while (j + 1 < n && label[base + j + 1] == label[base + i])
                 j++;
+            DT_ASSERT(i <= j && j < n, "a run of one label lies inside the last variable's domain");
             dt_box b = {{0}, {0}};
             for (int u = 0; u < v; u++)
                 b.lo[u] = b.hi[u] = idx[u];
@@ -323,7 +349,16 @@ int dt_box_partition(const dt_workload *w, const int *label, dt_box **boxes, int
     }
     /* boxes are created in the order of their first shapes at every level
      * (a box made at slice i starts at i; earlier ones start before), so
-     * out is already sorted */
+     * out is already sorted; the boxes just made cover the set once */
+    int64_t covered = 0;
+    for (int i = 0; i < out.n; i++) {
+        covered += dt_box_nshapes(w, &out.b[i]);
+        DT_ASSERT(label[dt_box_shape(w, &out.b[i], 0)] == out.lab[i],
+                  "a partition's box has the label of its shapes");
+        DT_ASSERT(i == 0 || dt_box_before(w, &out.b[i - 1], &out.b[i]),
+                  "a partition's boxes are sorted by first shape");
+    }
+    DT_ASSERT(covered == dt_workload_nshapes(w), "a partition's boxes cover the shape set exactly");
     *boxes = out.b;
     *labels = out.lab;
     *n = out.n;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/json_util.h"
 
 void dt_domain_free(dt_domain *d)
@@ -58,6 +59,8 @@ int dt_domain_range(dt_domain *d, int64_t lo, int64_t hi, int64_t step, dt_err *
         d->values[i] = lo + (int64_t)i * step;
         d->weights[i] = 1.0 / d->n;
     }
+    DT_ASSERT(d->values[d->n - 1] <= hi && hi - d->values[d->n - 1] < step,
+              "a range's last value is its end rounded down to the step");
     return 0;
 }
 
@@ -100,6 +103,7 @@ int dt_domain_values(dt_domain *d, const int64_t *values, const double *weights,
         goto out;
     }
     qsort(p, (size_t)n, sizeof *p, cmp_pair);
+    double sum = 0;
     for (int i = 0; i < n; i++) {
         if (i > 0 && p[i].v == p[i - 1].v) {
             rc = dt_errf(e, DT_EINVAL, "value %lld appears twice", (long long)p[i].v);
@@ -107,7 +111,9 @@ int dt_domain_values(dt_domain *d, const int64_t *values, const double *weights,
         }
         d->values[i] = p[i].v;
         d->weights[i] = p[i].w / total;
+        sum += d->weights[i];
     }
+    DT_ASSERT(sum > 1 - 1e-9 && sum < 1 + 1e-9, "a domain's weights sum to 1");
 out:
     free(p);
     if (rc)
@@ -126,12 +132,15 @@ int dt_domain_copy(dt_domain *dst, const dt_domain *src)
 
 int dt_domain_nearest(const dt_domain *d, int64_t v)
 {
+    DT_ASSERT(d->n >= 1, "a domain has at least one value");
     int lo = 0, hi = d->n - 1;
     if (v <= d->values[0])
         return 0;
     if (v >= d->values[hi])
         return hi;
     while (hi - lo > 1) { /* values[lo] < v < values[hi] */
+        DT_ASSERT(d->values[lo] < v && v < d->values[hi],
+                  "a domain's values are sorted, so the search keeps v between its ends");
         int mid = lo + (hi - lo) / 2;
         if (d->values[mid] == v)
             return mid;
@@ -161,6 +170,7 @@ int dt_domain_contains(const dt_domain *d, int64_t v)
 
 size_t dt_domain_print(const dt_domain *d, char *buf, size_t n)
 {
+    DT_ASSERT(d->n >= 1, "a domain has at least one value");
     int64_t step = d->n >= 2 ? d->values[1] - d->values[0] : 0;
     int progression = d->n >= 2;
     for (int i = 2; i < d->n && progression; i++)

@@ -1,11 +1,12 @@
 #include "shape/expr.h"
 
-#include <assert.h>
 #include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/check.h"
 
 /* ---- construction ------------------------------------------------------- */
 
@@ -334,6 +335,7 @@ int dt_expr_parse(const char *text, dt_expr **out, size_t *err_offset, dt_err *e
             *err_offset = p.err_pos;
         return rc;
     }
+    DT_ASSERT(x != NULL, "a successful parse yields an expression");
     *out = x;
     return 0;
 }
@@ -398,6 +400,7 @@ static int cmp_add(const void *x, const void *y)
 /* Replaces *slot by its child i, freeing the rest. */
 static void hoist(dt_expr **slot, int i)
 {
+    DT_ASSERT(i >= 0 && i < (*slot)->nargs, "a hoisted operand is one of the node's operands");
     dt_expr *x = *slot, *child = x->args[i];
     x->args[i] = NULL;
     dt_expr_free(x);
@@ -421,7 +424,7 @@ static void to_const(dt_expr *x, int64_t v)
 static int canon_product(dt_expr **slot, dt_err *e)
 {
     dt_expr *x = *slot;
-    assert(x->kind == DT_EXPR_MUL);
+    DT_ASSERT(x->kind == DT_EXPR_MUL, "canon_product is given a product");
     /* flatten children of the same kind */
     for (int i = 0; i < x->nargs; i++) {
         dt_expr *c = x->args[i];
@@ -714,7 +717,17 @@ static int canon_sum(dt_expr **slot, dt_err *e)
     return 0;
 }
 
+static int canonicalize(dt_expr **slot, dt_err *e);
+
 int dt_expr_canonicalize(dt_expr **slot, dt_err *e)
+{
+    int rc = canonicalize(slot, e);
+    int leaf = rc || (*slot)->kind == DT_EXPR_CONST || (*slot)->kind == DT_EXPR_VAR;
+    DT_ASSERT(leaf || (*slot)->nargs >= 2, "a canonical operator has two operands or more");
+    return rc;
+}
+
+static int canonicalize(dt_expr **slot, dt_err *e)
 {
     dt_expr *x = *slot;
     for (int i = 0; i < x->nargs; i++) {
@@ -736,6 +749,7 @@ int dt_expr_canonicalize(dt_expr **slot, dt_err *e)
         return rc;
     }
     case DT_EXPR_DIV: {
+        DT_ASSERT(x->nargs == 2, "a division has two operands");
         dt_expr *a = x->args[0], *b = x->args[1];
         if (a->kind == DT_EXPR_CONST && b->kind == DT_EXPR_CONST) {
             int64_t r = 0; /* set by apply; initialised for gcc -O3 */
@@ -845,6 +859,7 @@ int dt_expr_eval(const dt_expr *x, const int64_t *vals, int64_t *out, dt_err *e)
         return 0;
     default: {
         int64_t acc = 0;
+        DT_ASSERT(x->nargs >= 1, "an operator has operands");
         for (int i = 0; i < x->nargs; i++) {
             int64_t v = 0;
             int rc = dt_expr_eval(x->args[i], vals, &v, e);
@@ -907,6 +922,8 @@ static void print_rec(const dt_expr *x, out_buf *o)
     }
     static const char ops[] = {[DT_EXPR_ADD] = '+', [DT_EXPR_MUL] = '*', [DT_EXPR_SUB] = '-',
                                [DT_EXPR_DIV] = '/'};
+    DT_ASSERT(x->kind >= DT_EXPR_ADD && x->kind <= DT_EXPR_DIV && ops[x->kind],
+              "a node that is neither constant nor variable is one of the four operators");
     int p = prec(x);
     int left_assoc_only = x->kind == DT_EXPR_SUB || x->kind == DT_EXPR_DIV;
     for (int i = 0; i < x->nargs; i++) {

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
+
 dt_workload *dt_workload_new(const dt_op_desc *op)
 {
     dt_workload *w = calloc(1, sizeof *w);
@@ -44,6 +46,7 @@ dt_workload *dt_workload_clone(const dt_workload *w)
             goto fail;
         c->nvars++;
     }
+    DT_ASSERT(c->nvars == w->nvars && c->op == w->op, "a clone has the op and variables of its original");
     return c;
 fail:
     dt_workload_free(c);
@@ -71,6 +74,8 @@ int dt_workload_add_var(dt_workload *w, const char *name, dt_domain *dom, dt_err
         dt_domain_free(dom);
         return rc;
     }
+    DT_ASSERT(dom->n >= 1 && dom->values && dom->weights,
+              "a variable's domain (made by dt_domain_*) has at least one value");
     dt_var *v = &w->vars[w->nvars++];
     snprintf(v->name, sizeof v->name, "%s", name);
     v->dom = *dom;
@@ -142,8 +147,12 @@ int dt_workload_canonicalize(dt_workload *w, dt_err *e)
     }
     qsort(w->vars, (size_t)w->nvars, sizeof w->vars[0], cmp_var);
     const char *names[DT_MAX_VARS];
-    for (int i = 0; i < w->nvars; i++)
+    for (int i = 0; i < w->nvars; i++) {
         names[i] = w->vars[i].name;
+        DT_ASSERT(w->vars[i].dom.n >= 2, "a canonical workload's variable takes two values or more");
+        DT_ASSERT(i == 0 || strcmp(names[i - 1], names[i]) < 0,
+                  "a canonical workload's variables are distinct and sorted by name");
+    }
     for (int d = 0; d < op->ndims; d++) {
         int rc = dt_expr_bind(w->dims[d], names, w->nvars, e);
         if (rc)
@@ -164,6 +173,7 @@ int64_t dt_workload_nshapes(const dt_workload *w)
 void dt_workload_shape_at(const dt_workload *w, int64_t idx, int64_t *vals, double *weight)
 {
     double wt = 1.0;
+    DT_ASSERT(idx >= 0, "a flat shape number is not negative");
     for (int i = w->nvars - 1; i >= 0; i--) {
         const dt_domain *d = &w->vars[i].dom;
         int k = (int)(idx % d->n);
@@ -171,6 +181,8 @@ void dt_workload_shape_at(const dt_workload *w, int64_t idx, int64_t *vals, doub
         vals[i] = d->values[k];
         wt *= d->weights[k];
     }
+    DT_ASSERT(idx == 0, "a flat shape number is below the number of shapes of the set");
+    DT_ASSERT(wt >= 0 && wt <= 1 + 1e-9, "a shape's weight is a product of domain weights in 0..1");
     if (weight)
         *weight = wt;
 }
@@ -183,6 +195,7 @@ int dt_workload_shape_index(const dt_workload *w, const int64_t *vals, int64_t *
     for (int v = 0; v < w->nvars; v++) {
         const dt_domain *d = &w->vars[v].dom;
         int k = dt_domain_nearest(d, vals[v]);
+        DT_ASSERT(k >= 0 && k < d->n, "the nearest domain index lies inside the domain");
         if (d->values[k] != vals[v])
             exact = 0;
         if (nearest)
@@ -252,6 +265,7 @@ int dt_workload_validate(const dt_workload *w, dt_err *e)
     if (rc)
         return rc;
     int64_t n = dt_workload_nshapes(w);
+    DT_ASSERT(n >= 1, "a shape set has at least one shape");
     if (n > DT_MAX_SHAPES)
         return dt_errf(e, DT_EINVAL,
                        "the shape set has %s%lld shapes; at most %d are supported (sample a "

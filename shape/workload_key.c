@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
+
 typedef struct {
     char *buf;
     size_t n, len;
@@ -51,6 +53,7 @@ size_t dt_workload_key(const dt_workload *w, char *buf, size_t n)
         put(&b, "=");
         int vi = inlined_var(w, d);
         if (vi >= 0) {
+            DT_ASSERT(vi < w->nvars, "an inlined dim is one of the workload's variables");
             inlined[vi] = 1;
             dt_domain_print(&w->vars[vi].dom, tmp, sizeof tmp);
         } else {
@@ -354,6 +357,8 @@ static int parse_key(const char *key, dt_workload **out, dt_err *e)
         dt_workload_free(k.w);
         return rc;
     }
+    for (int d = 0; d < op->ndims; d++)
+        DT_ASSERT(k.w->dims[d], "a parsed key has an expression for every dim of its op");
     *out = k.w;
     return 0;
 }
@@ -370,6 +375,8 @@ int dt_workload_parse_key(const char *key, dt_workload **out, dt_err *e)
         /* quote a hostile (long) key by its start only, so the reason fits */
         return dt_err_prefix(e, "workload key '%.120s%s'", key, strlen(key) > 120 ? "..." : "");
     }
+    DT_ASSERT(w->op && w->nvars >= 0 && w->nvars <= DT_MAX_VARS,
+              "a parsed workload has its op and at most DT_MAX_VARS variables");
     *out = w;
     return 0;
 }

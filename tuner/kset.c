@@ -1,16 +1,17 @@
 /* Kernel-set selection under a budget (see kset.h).
  *
- * Invariant (asserted in Debug and sanitizer builds): a set returned for a
+ * Invariant (DT_ASSERT, checked in every build type): a set returned for a
  * budget K holds n kernels, 1 <= n <= min(K, nk), as strictly ascending
  * candidate indices in [0, nk) (so no kernel twice); dt_kset_auto's is such
  * a set for some K <= nk.  The choice only ever adds a candidate, swaps one
  * for another or drops one (prune), so the size never passes K. */
 #include "tuner/kset.h"
 
-#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/check.h"
 
 int dt_kset_init(dt_kset *p, int64_t ns, int nk, const double *w, const double *t, dt_err *e)
 {
@@ -33,8 +34,11 @@ int dt_kset_init(dt_kset *p, int64_t ns, int nk, const double *w, const double *
             if (isfinite(row[k]) && row[k] > worst)
                 worst = row[k];
         p->w[s] = worst >= 0 && isfinite(w[s]) && w[s] > 0 ? w[s] : 0;
-        for (int k = 0; k < nk; k++)
+        for (int k = 0; k < nk; k++) {
             p->t[s * nk + k] = isfinite(row[k]) ? row[k] : (worst >= 0 ? 2 * worst : 0);
+            DT_ASSERT(isfinite(p->t[s * nk + k]), "a kernel set's times are all finite");
+        }
+        DT_ASSERT(p->w[s] >= 0 && isfinite(p->w[s]), "a kernel set's weights are finite and >= 0");
     }
     return 0;
 }
@@ -50,6 +54,8 @@ double dt_kset_objective(const dt_kset *p, const int *set, int n)
 {
     if (n < 1)
         return INFINITY;
+    for (int i = 0; i < n; i++)
+        DT_ASSERT(set[i] >= 0 && set[i] < p->nk, "a set's members are candidate indices");
     double o = 0;
     for (int64_t s = 0; s < p->ns; s++) {
         if (p->w[s] == 0)
@@ -63,18 +69,16 @@ double dt_kset_objective(const dt_kset *p, const int *set, int n)
     return o;
 }
 
-#ifndef NDEBUG
 /* The invariant above: set[0..n) a valid set for budget K. */
-static int set_ok(const dt_kset *p, int K, const int *set, int n)
+static void set_check(const dt_kset *p, int K, const int *set, int n)
 {
-    if (n < 1 || n > K || n > p->nk)
-        return 0;
-    for (int i = 0; i < n; i++)
-        if (set[i] < 0 || set[i] >= p->nk || (i > 0 && set[i] <= set[i - 1]))
-            return 0;
-    return 1;
+    DT_ASSERT(n >= 1 && n <= K && n <= p->nk, "a chosen set holds 1..min(K, nk) kernels");
+    for (int i = 0; i < n; i++) {
+        DT_ASSERT(set[i] >= 0 && set[i] < p->nk, "a chosen set's members are candidate indices");
+        DT_ASSERT(i == 0 || set[i] > set[i - 1],
+                  "a chosen set is strictly ascending, so no kernel is in it twice");
+    }
 }
-#endif
 
 /* A change counts only when it lowers the objective by more than rounding. */
 static int lower(double a, double b)
@@ -92,6 +96,7 @@ static int cmp_int(const void *a, const void *b)
  * first), so a set holds no passenger; returns the new size. */
 static int prune(const dt_kset *p, int *set, int n, double *obj)
 {
+    DT_ASSERT(n >= 1, "prune is given a set of at least one kernel");
     double cur = dt_kset_objective(p, set, n);
     for (int i = n - 1; i >= 0 && n > 1; i--) {
         int k = set[i];
@@ -156,6 +161,8 @@ static int best_add(const dt_kset *p, int n, const scratch *x, double cur, doubl
             best = c;
         }
     }
+    DT_ASSERT(n > 0 || best >= 0,
+              "a first kernel is always found: finite times and weights give a finite sum");
     *out = bo;
     return best;
 }
@@ -186,6 +193,7 @@ static double refine(const dt_kset *p, int *set, int n, scratch *x, double cur)
             }
         if (bi < 0)
             break;
+        DT_ASSERT(x->in[set[bi]] && !x->in[bc], "a swap replaces a member by a non-member");
         x->in[set[bi]] = 0;
         x->in[bc] = 1;
         set[bi] = bc;
@@ -237,10 +245,11 @@ int dt_kset_greedy(const dt_kset *p, int K, int *set, double *obj, dt_err *e)
         x.in[c] = 1;
         cur = o;
     }
+    DT_ASSERT(n >= 1 && n <= K, "the greedy choice adds 1..K kernels");
     cur = refine(p, set, n, &x, cur);
     scratch_free(&x);
     n = prune(p, set, n, &cur);
-    assert(set_ok(p, K, set, n));
+    set_check(p, K, set, n);
     if (obj)
         *obj = cur;
     return n;
@@ -286,9 +295,10 @@ int dt_kset_exact(const dt_kset *p, int K, int *set, double *obj, dt_err *e)
         idx[i]++;
         for (int j = i + 1; j < K; j++)
             idx[j] = idx[j - 1] + 1;
+        DT_ASSERT(idx[K - 1] < p->nk, "the next K-subset's indices stay below nk");
     }
     int n = prune(p, set, K, &best);
-    assert(set_ok(p, K, set, n));
+    set_check(p, K, set, n);
     if (obj)
         *obj = best;
     return n;
@@ -316,7 +326,7 @@ int dt_kset_auto(const dt_kset *p, double tol, int *set, double *obj, dt_err *e)
         if (o <= target * (1 + 1e-12) || n < K) /* n < K: more would not help */
             break;
     }
-    assert(set_ok(p, p->nk, set, n));
+    set_check(p, p->nk, set, n);
     if (obj)
         *obj = o;
     return n;

@@ -1,7 +1,8 @@
 /* Per-shape measured choice and dispatch boxes (see select.h).
  *
- * Invariants (asserted in Debug and sanitizer builds), before a schedule is
- * written:
+ * Invariants, before a schedule is written (the first two DT_ASSERTs,
+ * checked in every build type; the partition, which reads every row's
+ * text back, an assert of Debug and sanitizer builds):
  *   - every shape of the set is covered: each shape s has a winner win[s],
  *     a valid kernel index 0 <= win[s] < nk (fill_gaps gives a shape no
  *     kernel ran on its nearest neighbour's);
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "shape/box.h"
 #include "tuner/select_budget.h"
 
@@ -234,8 +236,10 @@ static int make_ranges(const dt_task *t, const int *win, const double *wns,
     if (rc)
         return rc;
     double obj = 0, est = 0;
+    DT_ASSERT(nr >= 1 && nr <= t->nshapes, "a shape set's partition has 1..nshapes boxes");
     for (int i = 0; i < nr; i++) {
         int k = label[i];
+        DT_ASSERT(k >= 0 && k < t->nk, "a box's label is a kernel index of the task");
         double ps = 0, ms = 0, ws = 0;
         int mknown = 1;
         for (int64_t j = 0, nb = dt_box_nshapes(t->w, &boxes[i]); j < nb; j++) {
@@ -272,26 +276,31 @@ static int make_ranges(const dt_task *t, const int *win, const double *wns,
             info->kernel_ids[info->nids++] = rows[i].kernel_id;
         info->kernels += !dup;
     }
+    DT_ASSERT(info->kernels >= 1 && info->kernels <= nr,
+              "a schedule dispatches 1..(its boxes) distinct kernels");
     return nr;
 }
 
-#ifndef NDEBUG
 /* The winners' invariants above: every shape covered by a valid kernel
  * index, at most max_kernels distinct ones when it is a budget K > 0. */
-static int winners_ok(const dt_task *t, const int *win, int max_kernels)
+static void winners_check(const dt_task *t, const int *win, int max_kernels)
 {
     char *seen = calloc((size_t)(t->nk > 0 ? t->nk : 1), 1);
-    int distinct = 0, ok = 1;
-    for (int64_t s = 0; s < t->nshapes && ok; s++) {
-        ok = win[s] >= 0 && win[s] < t->nk;
-        if (ok && seen && !seen[win[s]]) {
+    int distinct = 0, counted = seen != NULL;
+    for (int64_t s = 0; s < t->nshapes; s++) {
+        DT_ASSERT(win[s] >= 0 && win[s] < t->nk,
+                  "every shape of the set is covered by a valid kernel index");
+        if (seen && !seen[win[s]]) {
             seen[win[s]] = 1;
             distinct++;
         }
     }
     free(seen);
-    return ok && (max_kernels <= 0 || distinct <= max_kernels);
+    DT_ASSERT(!counted || max_kernels <= 0 || distinct <= max_kernels,
+              "under a budget K at most K distinct kernels are dispatched");
 }
+
+#ifndef NDEBUG
 
 /* The boxes partition the shape set, each shape in the box of its winner;
  * with one variable, neighbouring boxes have different kernels (runs). */
@@ -375,7 +384,7 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
         rc = dt_errf(e, DT_ENOTFOUND, "%s: no kernel can run; nothing to dispatch", t->key);
         goto out;
     }
-    assert(winners_ok(t, win, o->max_kernels));
+    winners_check(t, win, o->max_kernels);
     for (int64_t s = 0; s < t->nshapes; s++)
         info->unmeasured += isnan(wns[s]);
     select_stats(t, win, wns, info);

@@ -1,6 +1,6 @@
 /* The final selection under a kernel budget (see select_budget.h).
  *
- * Invariants (asserted in Debug and sanitizer builds):
+ * Invariants (DT_ASSERT, checked in every build type):
  *   - the candidates are at most DT_KSET_MAX kernels of the task, each with
  *     a measurement and no failure;
  *   - a budgeted set (max_kernels K > 0) holds at most K candidates, each
@@ -11,11 +11,11 @@
  *     dispatched. */
 #include "tuner/select_budget.h"
 
-#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "tuner/kset.h"
 
 typedef struct {
@@ -122,8 +122,12 @@ static int candidates(const dt_task *t, int *cand, double *tm, double *tmm, doub
                 best[s] = v;
         }
     }
-    for (int j = 0; j < nc; j++)
-        assert(cand[j] >= 0 && cand[j] < t->nk && !t->k[cand[j]].failed && t->k[cand[j]].nm > 0);
+    DT_ASSERT(nc >= 1 && nc <= DT_KSET_MAX, "the candidates are 1..DT_KSET_MAX kernels");
+    for (int j = 0; j < nc; j++) {
+        DT_ASSERT(cand[j] >= 0 && cand[j] < t->nk, "a candidate is a kernel index of the task");
+        DT_ASSERT(!t->k[cand[j]].failed && t->k[cand[j]].nm > 0,
+                  "a candidate has a measurement and no failure");
+    }
     /* measured only: an unmeasured pair is taken as its estimate, but at
      * least DT_SELECT_TIE slower than the fastest measured on its shape (a
      * measured kernel wins a tie); a shape nobody measured counts for
@@ -141,36 +145,29 @@ static int candidates(const dt_task *t, int *cand, double *tm, double *tmm, doub
     return nc;
 }
 
-#ifndef NDEBUG
 /* The set invariant: n members, distinct positions in [0, nc). */
-static int set_ok(const int *set, int n, int nc, int max)
+static void set_check(const int *set, int n, int nc, int max)
 {
-    if (n < 1 || n > nc || n > max)
-        return 0;
+    DT_ASSERT(n >= 1 && n <= nc && n <= max, "a budgeted set holds 1..min(K, candidates) kernels");
     for (int i = 0; i < n; i++) {
-        if (set[i] < 0 || set[i] >= nc)
-            return 0;
+        DT_ASSERT(set[i] >= 0 && set[i] < nc, "a set's member is a candidate position");
         for (int j = 0; j < i; j++)
-            if (set[j] == set[i])
-                return 0;
+            DT_ASSERT(set[j] != set[i], "a set holds each candidate once");
     }
-    return 1;
 }
 
-/* The winners' invariant: each one a member's kernel, or -1. */
-static int winners_in_set(const dt_task *t, const int *cand, const int *set, int n,
+/* The winners' invariant: each one a member's kernel, or -1 (on the
+ * winners just computed: shapes x members). */
+static void winners_check(const dt_task *t, const int *cand, const int *set, int n,
                           const int *win)
 {
     for (int64_t s = 0; s < t->nshapes; s++) {
         int in = win[s] == -1;
         for (int i = 0; i < n && !in; i++)
             in = win[s] == cand[set[i]];
-        if (!in)
-            return 0;
+        DT_ASSERT(in, "each shape's winner is a member of the set, or -1 when none runs it");
     }
-    return 1;
 }
-#endif
 
 /* Every shape to the set's fastest: on measured times (measured_only), the
  * fastest member measured on it, else the best by mx, else by estimate.
@@ -203,7 +200,8 @@ static int dispatch(const dt_task *t, const int *cand, int nc, const int *set, i
         if (bj >= 0 && isnan(wns[s]))
             order[nq++] = (shape_val){s, t->weight[s] * tm[s * nc + bj]};
     }
-    assert(winners_in_set(t, cand, set, n, win));
+    winners_check(t, cand, set, n, win);
+    DT_ASSERT(nq >= 0 && nq <= t->nshapes, "at most every shape is queued for verification");
     return nq;
 }
 
@@ -246,8 +244,9 @@ static int auto_within_tol(const dt_task *t, const int *cand, int nc, const doub
             dup |= set[i] == wj;
         if (dup) /* cannot happen: the member fastest on ws would win it */
             return n;
+        DT_ASSERT(wj >= 0 && wj < nc, "the candidate added is a candidate position");
         set[n++] = wj;
-        assert(set_ok(set, n, nc, DT_KSET_MAX));
+        set_check(set, n, nc, DT_KSET_MAX);
         dispatch(t, cand, nc, set, n, tmm, tm, 1, win, wns, order);
     }
 }
@@ -293,7 +292,7 @@ int dt_select_budget_winners(dt_task *t, dt_measurer *m, const dt_select_opts *o
             rc = n;
             break;
         }
-        assert(set_ok(set, n, nc, o->max_kernels > 0 ? o->max_kernels : DT_KSET_MAX));
+        set_check(set, n, nc, o->max_kernels > 0 ? o->max_kernels : DT_KSET_MAX);
         int nq = dispatch(t, cand, nc, set, n, mx, tm, measured_only, win, wns, order);
         if (measured_only && o->max_kernels == DT_SELECT_AUTO)
             auto_within_tol(t, cand, nc, tmm, tol, set, n, tm, win, wns, order);
