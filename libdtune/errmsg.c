@@ -47,6 +47,19 @@ int dt_lib_check(const char *fn, const dtune *db, const char *workload, const ch
     return dt_lib_fail(DTUNE_EINVAL, msg);
 }
 
+int dt_lib_check_kernel_id(const char *fn, const dtune *db, int64_t kernel_id)
+{
+    char msg[160];
+    if (!db)
+        snprintf(msg, sizeof msg, "%s: db is NULL (open one with dtune_open)", fn);
+    else if (kernel_id < 1)
+        snprintf(msg, sizeof msg, "%s: kernel id %lld is not one (ids are >= 1, from "
+                 "dtune_lookup)", fn, (long long)kernel_id);
+    else
+        return 0;
+    return dt_lib_fail(DTUNE_EINVAL, msg);
+}
+
 DTUNE_API const char *dtune_errmsg(void) { return tls_msg; }
 
 DTUNE_API const char *dtune_errstr(int code) { return dt_strerror(code); }

@@ -48,6 +48,7 @@ DTUNE_API void dtune_close(dtune *db)
         return;
     dt_dispatch_cache_close(db->cache);
     dt_db_close(db->db);
+    free(db->builder);
     pthread_mutex_destroy(&db->mu);
     free(db);
 }

@@ -15,6 +15,8 @@ struct dtune {
     dt_dispatch_cache *cache; /* lookups (its own read-only connection) */
     pthread_mutex_t mu;       /* guards db */
     dt_db *db;                /* read-only: kernel sources and exports */
+    struct dt_builder *builder; /* guarded by mu: the kernel builder, made on the first
+                                 * dtune_kernel_load (it runs `cc --version`) */
 };
 
 /* The highest thread count a lookup or export accepts: a schedule is tuned
@@ -27,6 +29,10 @@ struct dtune {
  * must be 0..DT_LIB_MAX_THREADS.  Returns 0 or dt_lib_fail(DTUNE_EINVAL). */
 int dt_lib_check(const char *fn, const dtune *db, const char *workload, const char *target,
                  int threads, const void *out, const char *out_name);
+
+/* Checks a kernel call's handle and id: db not NULL, kernel_id >= 1.
+ * Returns 0 or dt_lib_fail(DTUNE_EINVAL) naming fn. */
+int dt_lib_check_kernel_id(const char *fn, const dtune *db, int64_t kernel_id);
 
 /* Records the outcome of a public call for dtune_errmsg: e->msg when rc is
  * an error, "" when rc is 0.  Returns rc. */

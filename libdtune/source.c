@@ -50,21 +50,15 @@ DTUNE_API int dtune_kernel_source(dtune *db, int64_t kernel_id, const char *work
     if (!src)
         return dt_lib_fail(DTUNE_EINVAL, "dtune_kernel_source: src is NULL");
     *src = NULL;
-    if (!db)
-        return dt_lib_fail(DTUNE_EINVAL, "dtune_kernel_source: db is NULL (open one with "
-                                         "dtune_open)");
-    if (kernel_id < 1) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "dtune_kernel_source: kernel id %lld is not one (ids are "
-                 ">= 1, from dtune_lookup)", (long long)kernel_id);
-        return dt_lib_fail(DTUNE_EINVAL, msg);
-    }
+    int rc = dt_lib_check_kernel_id("dtune_kernel_source", db, kernel_id);
+    if (rc)
+        return rc;
     if (workload && !*workload)
         return dt_lib_fail(DTUNE_EINVAL, "dtune_kernel_source: workload is empty (NULL, or "
                                          "the workload key the kernel was looked up for)");
     dt_err e;
     pthread_mutex_lock(&db->mu);
-    int rc = workload ? check_workload(db->db, kernel_id, workload, &e) : 0;
+    rc = workload ? check_workload(db->db, kernel_id, workload, &e) : 0;
     if (rc == 0)
         rc = dt_export_kernel_source(db->db, kernel_id, src, &e);
     pthread_mutex_unlock(&db->mu);

@@ -246,6 +246,29 @@ static void test_source_export(void)
     CU_ASSERT_NOT_EQUAL(stat(out, &st), 0); /* nothing written */
 }
 
+/* The kernel calls with NULL handles, ids out of range and NULL out-pointers
+ * (their checks on a loaded kernel: tests/test_libdtune_kernel.c). */
+static void test_kernel_calls(void)
+{
+    dtune_kernel *k = (dtune_kernel *)0x1;
+    CHECK_FAIL(dtune_kernel_load(NULL, 1, &k), DTUNE_EINVAL, "db");
+    CU_ASSERT_PTR_NULL(k);
+    CHECK_FAIL(dtune_kernel_load(g_h, 1, NULL), DTUNE_EINVAL, "out");
+    CHECK_FAIL(dtune_kernel_load(g_h, 0, &k), DTUNE_EINVAL, "kernel id");
+    CHECK_FAIL(dtune_kernel_load(g_h, INT64_MIN, &k), DTUNE_EINVAL, "kernel id");
+    CHECK_FAIL(dtune_kernel_load(g_h, INT64_MAX, &k), DTUNE_ENOTFOUND, "no kernel");
+    CU_ASSERT_PTR_NULL(k);
+    dtune_kernel_info in;
+    size_t bytes;
+    int64_t dims[3] = {1, 1, 1};
+    dtune_kernel_args a = {.dims = dims};
+    CHECK_FAIL(dtune_kernel_info_get(NULL, &in), DTUNE_EINVAL, "k is NULL");
+    CHECK_FAIL(dtune_kernel_packed_size(NULL, dims, 3, &bytes), DTUNE_EINVAL, "k is NULL");
+    CHECK_FAIL(dtune_kernel_pack(NULL, dims, 3, dims, NULL, dims, 8), DTUNE_EINVAL, "k is NULL");
+    CHECK_FAIL(dtune_kernel_run(NULL, &a), DTUNE_EINVAL, "k is NULL");
+    dtune_kernel_close(NULL);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -253,6 +276,7 @@ int main(void)
         {"dtune_open / close / set_refresh_ms: NULL, empty, FIFO, device", test_open_close},
         {"dtune_lookup / lookup_values: NULL, counts, threads", test_lookup},
         {"dtune_kernel_source / export: NULL, ids, paths, threads", test_source_export},
+        {"dtune_kernel_*: NULL, ids", test_kernel_calls},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"libdtune arguments", setup, teardown, NULL, NULL, tests},

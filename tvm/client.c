@@ -27,6 +27,7 @@
 
 #include <dtune/dtune.h>
 
+#include "client_err.h"
 #include "client_kernels.h"
 #include "client_key.h"
 
@@ -277,7 +278,7 @@ static int open_locked(const char *fn)
     if (dtune_open(g_db_path, &g_db) != DTUNE_OK)
         return ffi_raise("RuntimeError", "%s: %s (call dtune.open(path, threads) first, or set "
                      "DTUNE_DB)", fn, dtune_errmsg());
-    if (!g_cache && !(g_cache = dt_tvm_cache_new(NULL)))
+    if (!g_cache && !(g_cache = dt_tvm_cache_new()))
         return ffi_raise("RuntimeError", "%s: out of memory", fn);
     return 0;
 }
@@ -301,10 +302,9 @@ static const key_entry *key_locked(const char *fn, const char *s, size_t n)
         return ffi_raise("RuntimeError", "%s: out of memory", fn), NULL;
     }
     e = &g_keys[g_nkeys];
-    char err[1024];
-    if (dt_tvm_key_read(key, &e->k, err, sizeof err)) {
+    if (dt_tvm_key_read(key, &e->k)) {
         free(key);
-        return ffi_raise("ValueError", "%s: %s", fn, err), NULL;
+        return ffi_raise("ValueError", "%s: %s", fn, dt_tvm_errmsg()), NULL;
     }
     e->key = key, e->len = n;
     g_nkeys++;
@@ -353,11 +353,20 @@ static int kernel_for(const char *fn, const char *key, const dt_tvm_key *k, cons
     dtune_schedule s;
     if (dtune_lookup_values(g_db, key, vals, k->nvars, NULL, g_threads, &s) != DTUNE_OK)
         return ffi_raise("RuntimeError", "%s: %s", fn, dtune_errmsg());
-    char err[2600];
-    const dt_tvm_kernel *kn = dt_tvm_kernel_get(g_cache, g_db, &s, err, sizeof err);
+    int rc;
+    const dt_tvm_kernel *kn = dt_tvm_kernel_get(g_cache, g_db, &s, &rc);
     if (!kn)
-        return ffi_raise("RuntimeError", "%s: %s", fn, err);
+        return ffi_raise("RuntimeError", "%s: %s", fn, dt_tvm_errmsg());
     *out = *kn;
+    return 0;
+}
+
+/* Runs a kernel outside the lock (dtune_kernel_run is thread-safe); its
+ * checks of the call are the last line of defence, raised as TVM errors. */
+static int run(const char *fn, const dtune_kernel *k, const dtune_kernel_args *a)
+{
+    if (dtune_kernel_run(k, a) != DTUNE_OK)
+        return ffi_raise("RuntimeError", "%s: %s", fn, dtune_errmsg());
     return 0;
 }
 
@@ -390,7 +399,7 @@ static int fn_open(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *resu
     snprintf(g_db_path, sizeof g_db_path, "%s", path);
     g_threads = (int)threads;
     if (!g_cache)
-        g_cache = dt_tvm_cache_new(NULL);
+        g_cache = dt_tvm_cache_new();
     int ok = g_cache != NULL;
     pthread_mutex_unlock(&g_lock);
     return ok ? 0 : ffi_raise("RuntimeError", "%s: out of memory", fn);
@@ -455,23 +464,27 @@ static int fn_dense(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *res
     }
     if (kernel_for(fn, e->key, k, vals, &kn))
         goto out;
-    if (!kn.dense) {
-        ffi_raise("RuntimeError", "%s: kernel %lld has no dense entry point", fn,
-              (long long)kn.kernel_id);
+    if (strcmp(kn.info.op, "dense")) {
+        ffi_raise("RuntimeError", "%s: kernel %lld is a %s kernel, not a dense one", fn,
+                  (long long)kn.kernel_id, kn.info.op);
         goto out;
     }
-    char err[512];
-    if (!(packed = dt_tvm_packed(g_cache, &kn, data_of(W), N, K, err, sizeof err))) {
-        ffi_raise("RuntimeError", "%s: %s", fn, err);
+    int prc;
+    if (!(packed = dt_tvm_packed(g_cache, &kn, data_of(W), N, K, &prc))) {
+        ffi_raise("RuntimeError", "%s: %s", fn, dt_tvm_errmsg());
         goto out;
     }
     rc = 0;
 out:;
     int threads = g_threads;
     pthread_mutex_unlock(&g_lock);
-    if (rc == 0)
-        kn.dense(M, N, K, data_of(X), K, packed, bias ? data_of(bias) : NULL, data_of(Y), N,
-                 threads);
+    if (rc == 0) {
+        const int64_t mnk[3] = {M, N, K};
+        dtune_kernel_args a = {.dims = mnk, .a = data_of(X), .b = packed,
+                               .bias = bias ? data_of(bias) : NULL, .c = data_of(Y),
+                               .threads = threads};
+        rc = run(fn, kn.k, &a);
+    }
     return rc;
 }
 
@@ -493,7 +506,7 @@ static int fn_batch_matmul(void *self, const TVMFFIAny *args, int32_t n, TVMFFIA
     dt_tvm_kernel kn;
     const key_entry *e;
     const dt_tvm_key *k = NULL;
-    int64_t ldb = 0, batch = lead(A, 2), M = A->shape[A->ndim - 2], K = A->shape[A->ndim - 1], N = 0;
+    int64_t batch = lead(A, 2), M = A->shape[A->ndim - 2], K = A->shape[A->ndim - 1], N = 0;
     if (open_locked(fn) || !(e = key_locked(fn, ks, kl)))
         goto out;
     k = &e->k;
@@ -521,19 +534,22 @@ static int fn_batch_matmul(void *self, const TVMFFIAny *args, int32_t n, TVMFFIA
     int64_t dims[4] = {batch, M, N, K}, vals[DT_TVM_MAX_VARS] = {0};
     if (bind_dims(fn, k, dims, "A and B", vals) || kernel_for(fn, e->key, k, vals, &kn))
         goto out;
-    if (!kn.bmm) {
-        ffi_raise("RuntimeError", "%s: kernel %lld has no batch_matmul entry point", fn,
-              (long long)kn.kernel_id);
+    if (strcmp(kn.info.op, "batch_matmul")) {
+        ffi_raise("RuntimeError", "%s: kernel %lld is a %s kernel, not a batch_matmul one", fn,
+                  (long long)kn.kernel_id, kn.info.op);
         goto out;
     }
-    ldb = k->nt ? K : N;
     rc = 0;
 out:;
     int threads = g_threads;
     pthread_mutex_unlock(&g_lock);
-    if (rc == 0)
-        kn.bmm(batch, M, N, K, data_of(A), K, M * K, data_of(B), ldb, K * N, data_of(C), N,
-               M * N, threads);
+    if (rc == 0) {
+        /* contiguous tensors: B is N×K (NT) or K×N (NN), as the kernel's op says */
+        const int64_t bmnk[4] = {batch, M, N, K};
+        dtune_kernel_args a = {.dims = bmnk, .a = data_of(A), .b = data_of(B),
+                               .c = data_of(C), .threads = threads};
+        rc = run(fn, kn.k, &a);
+    }
     return rc;
 }
 

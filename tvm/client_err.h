@@ -1,21 +1,14 @@
-/* The TVM client's error text: a message formatted into the caller's
- * buffer, and -1 (the client's files fail this way; client.c then raises
- * it as a TVM error). */
+/* The TVM client's errors, in libdtune's style (include/dtune/dtune.h,
+ * "Conventions"): a call returns a DTUNE_E* code and leaves its message
+ * in a thread-local buffer, dt_tvm_errmsg(); client.c then raises it as a
+ * TVM error.  A failed libdtune call's message is carried over as it is. */
 #ifndef DTUNE_TVM_CLIENT_ERR_H
 #define DTUNE_TVM_CLIENT_ERR_H
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
+/* Sets the calling thread's message; returns code (a DTUNE_E*). */
+int dt_tvm_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-__attribute__((format(printf, 3, 4))) static inline int dt_tvm_fail(char *err, size_t n,
-                                                                    const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+/* The calling thread's message of its last failed client call; never NULL. */
+const char *dt_tvm_errmsg(void);
 
 #endif

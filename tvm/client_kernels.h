@@ -1,6 +1,8 @@
-/* The TVM client's kernels: a kernel id's C source (dtune_kernel_source)
- * compiled once into a shared object and loaded, and weights packed once
- * per (tensor, packed layout).  Not thread-safe: the caller serialises. */
+/* The TVM client's kernels: a kernel id built and loaded once through
+ * libdtune (dtune_kernel_load: dtune's own builder, cache and names), and
+ * weights packed once per (tensor, packed layout) with dtune_kernel_pack.
+ * Not thread-safe: the caller serialises (a loaded kernel may then run on
+ * any thread: dtune_kernel_run is thread-safe). */
 #ifndef DTUNE_TVM_CLIENT_KERNELS_H
 #define DTUNE_TVM_CLIENT_KERNELS_H
 
@@ -9,46 +11,31 @@
 
 #include <dtune/dtune.h>
 
-typedef size_t (*dt_tvm_packed_size_fn)(int64_t N, int64_t K);
-typedef void (*dt_tvm_pack_fn)(int64_t N, int64_t K, const float *W, void *packed);
-typedef void (*dt_tvm_dense_fn)(int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx,
-                                const void *packed, const float *bias, float *Y, int64_t ldy,
-                                int nthreads);
-typedef void (*dt_tvm_bmm_fn)(int64_t batch, int64_t M, int64_t N, int64_t K, const float *A,
-                              int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb,
-                              float *C, int64_t ldc, int64_t sc, int nthreads);
-
 typedef struct {
     int64_t kernel_id;
-    void *so;
-    dt_tvm_packed_size_fn packed_size;
-    dt_tvm_pack_fn pack;
-    dt_tvm_dense_fn dense;
-    dt_tvm_bmm_fn bmm;
-    char layout[DTUNE_NAME_MAX + 16]; /* packed weights' identity: back-end and NR */
+    dtune_kernel *k;         /* loaded for the life of the process */
+    dtune_kernel_info info;  /* op, dtype, packed_layout, ... */
 } dt_tvm_kernel;
 
 typedef struct dt_tvm_cache dt_tvm_cache;
 
-/* A cache whose kernels are compiled by $CC (else cc) with dtune's kernel
- * flags into cache_dir (NULL: $DTUNE_CACHE_DIR, else
- * $XDG_CACHE_HOME/dtune/kernels, else ~/.cache/dtune/kernels): the same
- * files under the same names as dtune's own builds, so a kernel the tuner
- * compiled on this machine is loaded, not compiled again. NULL on ENOMEM. */
-dt_tvm_cache *dt_tvm_cache_new(const char *cache_dir);
+/* An empty cache; NULL on ENOMEM. */
+dt_tvm_cache *dt_tvm_cache_new(void);
 void dt_tvm_cache_free(dt_tvm_cache *c);
 
-/* The kernel of schedule s (its kernel id, workload and annotation), compiled
- * and loaded on first use.  NULL with the reason in err. */
+/* The kernel of schedule s, built (when not in dtune's kernel cache) and
+ * loaded on first use.  NULL with a DTUNE_E* code in *rc and the reason in
+ * dt_tvm_errmsg(). */
 const dt_tvm_kernel *dt_tvm_kernel_get(dt_tvm_cache *c, dtune *db, const dtune_schedule *s,
-                                       char *err, size_t err_size);
+                                       int *rc);
 
-/* W (N×K f32) packed for kernel kn, packed on first use for this W's
- * address and kn's layout (the weights of a compiled model are constants:
- * a tensor whose contents change at the same address must be dropped with
- * dt_tvm_cache_drop_packed).  NULL with the reason in err. */
+/* W (N×K f32) packed for dense kernel kn, packed on first use for this W's
+ * address and kn's packed layout (the weights of a compiled model are
+ * constants: a tensor whose contents change at the same address must be
+ * dropped with dt_tvm_cache_drop_packed).  NULL with a DTUNE_E* code in *rc
+ * and the reason in dt_tvm_errmsg(). */
 const void *dt_tvm_packed(dt_tvm_cache *c, const dt_tvm_kernel *kn, const float *W, int64_t N,
-                          int64_t K, char *err, size_t err_size);
+                          int64_t K, int *rc);
 void dt_tvm_cache_drop_packed(dt_tvm_cache *c);
 
 typedef struct {

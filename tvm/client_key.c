@@ -56,7 +56,7 @@ static int var_index(dt_tvm_key *k, const char *name, size_t n)
 
 static int cmp_names(const void *a, const void *b) { return strcmp(a, b); }
 
-int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
+int dt_tvm_key_read(const char *key, dt_tvm_key *k)
 {
     memset(k, 0, sizeof *k);
     /* into a buffer the canonical form fits (it is never much longer than
@@ -64,25 +64,26 @@ int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
     size_t cap = strlen(key) + DTUNE_KEY_MAX;
     char *canon = malloc(cap);
     if (!canon)
-        return dt_tvm_fail(err, err_size, "out of memory");
-    if (dtune_canonicalize(key, canon, cap) != DTUNE_OK) {
+        return dt_tvm_fail(DTUNE_ENOMEM, "out of memory");
+    int rc = dtune_canonicalize(key, canon, cap);
+    if (rc != DTUNE_OK) {
         free(canon);
-        return dt_tvm_fail(err, err_size, "%s", dtune_errmsg());
+        return dt_tvm_fail(rc, "%s", dtune_errmsg());
     }
     size_t clen = strlen(canon);
     if (clen >= sizeof k->canonical) {
-        dt_tvm_fail(err, err_size, "the workload key %.64s... is %zu bytes long in canonical "
+        dt_tvm_fail(DTUNE_EINVAL, "the workload key %.64s... is %zu bytes long in canonical "
                     "form, more than dtune's limit of %zu", canon, clen,
                     sizeof k->canonical - 1);
         free(canon);
-        return -1;
+        return DTUNE_EINVAL;
     }
     memcpy(k->canonical, canon, clen + 1);
     free(canon);
     const char *c = k->canonical, *open = strchr(c, '(');
     size_t len = strlen(c);
     if (!open || c[len - 1] != ')')
-        return dt_tvm_fail(err, err_size, "unexpected canonical key %s", c);
+        return dt_tvm_fail(DTUNE_EINVAL, "unexpected canonical key %s", c);
     if ((size_t)(open - c) == 5 && !memcmp(c, "dense", 5)) {
         k->op = DT_TVM_DENSE;
         memcpy(k->dims, "MNK", 4);
@@ -90,7 +91,7 @@ int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
         k->op = DT_TVM_BMM;
         memcpy(k->dims, "BMNK", 5);
     } else {
-        return dt_tvm_fail(err, err_size, "%s: the TVM client runs dense and batch_matmul (not %.*s)", c,
+        return dt_tvm_fail(DTUNE_EINVAL, "%s: the TVM client runs dense and batch_matmul (not %.*s)", c,
                     (int)(open - c), c);
     }
     k->ndims = (int)strlen(k->dims);
@@ -107,7 +108,7 @@ int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
         }
         const char *eq = memchr(p, '=', (size_t)(q - p));
         if (!eq)
-            return dt_tvm_fail(err, err_size, "%s: unexpected item '%.*s'", c, (int)(q - p), p);
+            return dt_tvm_fail(DTUNE_EINVAL, "%s: unexpected item '%.*s'", c, (int)(q - p), p);
         size_t nl = (size_t)(eq - p), vl = (size_t)(q - eq - 1);
         const char *v = eq + 1;
         int d = -1;
@@ -124,10 +125,10 @@ int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
                 /* DIM=domain names a variable after the dim */
                 int vi = is_name(v, vl) ? var_index(k, v, vl) : var_index(k, p, nl);
                 if (vi < 0)
-                    return dt_tvm_fail(err, err_size, "%s: more than %d variables", c, DT_TVM_MAX_VARS);
+                    return dt_tvm_fail(DTUNE_EINVAL, "%s: more than %d variables", c, DT_TVM_MAX_VARS);
                 k->dim_var[d] = vi;
             } else {
-                return dt_tvm_fail(err, err_size,
+                return dt_tvm_fail(DTUNE_EINVAL,
                             "%s: dim %c=%.*s is an expression; the TVM client reads each "
                             "variable from a tensor's shape, so every dim must be a constant "
                             "or one variable (tune the workload with %c=lo..hi)",
@@ -140,21 +141,21 @@ int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size)
         } else if (nl == 4 && !memcmp(p, "math", 4)) {
             k->math_bf16 = vl == 4 && !memcmp(v, "bf16", 4);
             if (!k->math_bf16)
-                return dt_tvm_fail(err, err_size, "%s: math=%.*s is not served", c, (int)vl, v);
+                return dt_tvm_fail(DTUNE_EINVAL, "%s: math=%.*s is not served", c, (int)vl, v);
         } else if (nl == 5 && !memcmp(p, "dtype", 5)) {
-            return dt_tvm_fail(err, err_size,
+            return dt_tvm_fail(DTUNE_EINVAL,
                         "%s: dtype=%.*s is not served through TVM yet (f32 and math=bf16 "
                         "are; the Python package and dtune export run every dtype)",
                         c, (int)vl, v);
         } else {
-            return dt_tvm_fail(err, err_size, "%s: attribute %.*s is not known to the TVM client", c,
+            return dt_tvm_fail(DTUNE_EINVAL, "%s: attribute %.*s is not known to the TVM client", c,
                         (int)nl, p);
         }
         p = q + (q < items_end);
     }
     for (int i = 0; i < k->ndims; i++)
         if (!dim_seen[i])
-            return dt_tvm_fail(err, err_size, "%s: dim %c missing", c, k->dims[i]);
+            return dt_tvm_fail(DTUNE_EINVAL, "%s: dim %c missing", c, k->dims[i]);
     /* dtune_lookup_values takes the variables sorted by name: renumber */
     char sorted[DT_TVM_MAX_VARS][33];
     memcpy(sorted, k->var, sizeof sorted);

@@ -29,10 +29,11 @@ typedef struct {
     int math_bf16;            /* f32 operands, bf16 products (the _f32bf16 ABI) */
 } dt_tvm_key;
 
-/* Reads key (any spelling) into *k.  0, or -1 with the reason in err
+/* Reads key (any spelling) into *k.  0, or a DTUNE_E* code (DTUNE_EINVAL
+ * for a bad key) with the reason in dt_tvm_errmsg() (client_err.h):
  * (malformed key, an op other than dense and batch_matmul, a dtype other
  * than f32 or math=bf16, a dim given by an expression of several
  * variables). */
-int dt_tvm_key_read(const char *key, dt_tvm_key *k, char *err, size_t err_size);
+int dt_tvm_key_read(const char *key, dt_tvm_key *k);
 
 #endif

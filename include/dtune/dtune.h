@@ -17,9 +17,11 @@
  * - Every symbol is prefixed dtune_ (macros DTUNE_).  Functions that can
  *   fail return DTUNE_OK (0) or a negative DTUNE_E* code.
  * - Errors: dtune_errmsg() is the message of the calling thread's most
- *   recent call to dtune_workload_canonical, dtune_target_key, dtune_open,
- *   dtune_lookup, dtune_lookup_values, dtune_kernel_source or dtune_export
- *   ("" when that call succeeded).  It is thread-local, so threads sharing
+ *   recent call that can fail (dtune_canonicalize, dtune_machine_key,
+ *   dtune_backend, dtune_open, the lookups, dtune_kernel_source,
+ *   dtune_export, the dtune_kernel_* calls, and the first versions'
+ *   dtune_workload_canonical and dtune_target_key); "" when that call
+ *   succeeded.  It is thread-local, so threads sharing
  *   a handle never see each other's messages.
  * - Arguments: no call crashes on NULL or out-of-range arguments (NULL
  *   handles, strings or out-pointers, empty keys or paths, zero buffer
@@ -220,6 +222,96 @@ DTUNE_API void dtune_free(void *p);
  * written (nothing partial is left). */
 DTUNE_API int dtune_export(dtune *db, const char *workload, const char *target, int threads,
                            const char *out_c_path);
+
+/* ---- kernels: build, load, pack weights, run -------------------------------- */
+
+/* A stored kernel built and loaded into this process (opaque).  It does not
+ * refer to the database it came from: it stays usable after dtune_close. */
+typedef struct dtune_kernel dtune_kernel;
+
+#define DTUNE_PATH_MAX 4096 /* the kernel's shared object */
+
+/* What a loaded kernel computes and needs.  A plain value. */
+typedef struct dtune_kernel_info {
+    int64_t kernel_id;
+    char op[DTUNE_NAME_MAX];      /* "dense", "batch_matmul", "conv2d" */
+    char dtype[DTUNE_NAME_MAX];   /* "f32", "bf16", "int8", "w8a32", "f32_bf16", ... */
+    char backend[DTUNE_NAME_MAX]; /* the back-end row, as dtune_backend: "f32/avx512" */
+    /* The packed weights' identity: kernels with the same packed_layout take
+     * the same packed buffer ("" for an op without packed weights). */
+    char packed_layout[DTUNE_NAME_MAX];
+    int ndims;                    /* the op's dims, in key order ... */
+    char dims[DTUNE_NAME_MAX];    /* ... named, comma-separated: "M,N,K" */
+    int packs_weights;  /* 1: B is constant (weights): pass dtune_kernel_pack's buffer as b */
+    int bias;           /* 1: the epilogue adds bias[N]: dtune_kernel_args.bias is required */
+    int scale_a;        /* 1: A is quantized (int8): scale_a and zp_a are read */
+    int scale_b;        /* 1: dtune_kernel_pack requires per-output-channel weight scales */
+    /* Bytes per element: A 4 float, 2 bf16 bits (uint16_t), 1 uint8_t; B 4
+     * float, 2 bf16 bits (uint16_t), 1 int8_t; C 4 float. */
+    int a_bytes, b_bytes, c_bytes;
+    int cache_hit;      /* 1: the shared object was in the kernel cache; 0: built now */
+    char path[DTUNE_PATH_MAX]; /* the shared object in the kernel cache */
+} dtune_kernel_info;
+
+/* Builds kernel kernel_id of db (its source as dtune_kernel_source gives
+ * it) into the kernel cache, unless it is there, and loads it: the same
+ * build as dtune's own (tuner, workers, bench): $CC (else cc) with dtune's
+ * kernel flags, the cache directory $DTUNE_CACHE_DIR, else
+ * $XDG_CACHE_HOME/dtune/kernels, else ~/.cache/dtune/kernels, the shared
+ * object named by the hash of the compiler's identity, the flags and the
+ * source.  So a kernel the tuner compiled on this machine is loaded, not
+ * compiled again.  On success the caller owns *out (dtune_kernel_close).
+ * DTUNE_ENOTFOUND: no such kernel; DTUNE_EDB: its stored row is damaged
+ * (the message names the row and suggests `dtune db check`);
+ * DTUNE_EUNSUPPORTED: an op or dtype this library does not know, a
+ * back-end this machine does not run, or the compiler refused the source
+ * (the message has the start of its log); DTUNE_EIO: the compiler or the
+ * cache could not be used.  *out is NULL after any error. */
+DTUNE_API int dtune_kernel_load(dtune *db, int64_t kernel_id, dtune_kernel **out);
+
+/* Unloads k (NULL is allowed).  No call on k may be running. */
+DTUNE_API void dtune_kernel_close(dtune_kernel *k);
+
+/* Fills *out with what k computes and needs. */
+DTUNE_API int dtune_kernel_info_get(const dtune_kernel *k, dtune_kernel_info *out);
+
+/* The size in bytes of k's packed weights for the op's dims dims[0..ndims)
+ * (info.dims order; dims the weights do not depend on, such as dense's M,
+ * may be any value >= 1): *bytes is 0 for an op without packed weights. */
+DTUNE_API int dtune_kernel_packed_size(const dtune_kernel *k, const int64_t *dims, int ndims,
+                                       size_t *bytes);
+
+/* Packs the weights W (as the op stores them: dense N×K, conv2d
+ * K×R×S×C/groups, in the dtype's B type) once for k into packed
+ * (packed_size bytes, at least dtune_kernel_packed_size's; 64-byte aligned
+ * is fastest).  scale_b[N]: the weight scales of a quantized dtype
+ * (info.scale_b), each finite and non-zero; NULL otherwise.  DTUNE_EINVAL
+ * for an op without packed weights, a small buffer or a bad scale (nothing
+ * is packed then). */
+DTUNE_API int dtune_kernel_pack(const dtune_kernel *k, const int64_t *dims, int ndims,
+                                const void *W, const float *scale_b, void *packed,
+                                size_t packed_size);
+
+/* One call's tensors, all contiguous, borrowed for the call. */
+typedef struct dtune_kernel_args {
+    const int64_t *dims; /* the op's dims (info.dims order), info.ndims values, each >= 1 */
+    const void *a;       /* A: dense X[M][K], batch_matmul A[B][M][K], conv2d X (NHWC) */
+    const void *b;       /* the packed weights when info.packs_weights, else
+                            batch_matmul's B[B][K][N] (NN) or B[B][N][K] (NT) */
+    const float *bias;   /* bias[N] when info.bias, else NULL */
+    void *c;             /* the float output: C[B][M][N], dense Y[M][N], conv2d Y (NHWC) */
+    int threads;         /* <= 0: the thread count the kernel was tuned with */
+    float scale_a;       /* int8 (info.scale_a): A's real value is scale_a·(a − zp_a), */
+    int32_t zp_a;        /* scale_a finite, zp_a 0..255; ignored otherwise */
+} dtune_kernel_args;
+
+/* Runs k once.  Thread-safe: any number of threads may run one kernel at
+ * once.  DTUNE_EINVAL for a NULL tensor, a missing or unexpected bias,
+ * dims that are not the op's (wrong count, below 1, a convolution's window
+ * larger than its padded image), or int8 quantization out of range;
+ * DTUNE_EOVERFLOW for tensors whose size does not fit int64.  Nothing runs
+ * then. */
+DTUNE_API int dtune_kernel_run(const dtune_kernel *k, const dtune_kernel_args *args);
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,7 @@ DTUNE_TARGET_MAX = 128
 DTUNE_SHAPE_MAX = 128
 DTUNE_NAME_MAX = 64
 DTUNE_ANNOTATION_MAX = 1024
+DTUNE_PATH_MAX = 4096
 
 DTUNE_OK = 0
 DTUNE_EINVAL = -1
@@ -68,6 +69,42 @@ class dtune_schedule(ctypes.Structure):
     ]
 
 
+class dtune_kernel_info(ctypes.Structure):
+    """``dtune_kernel_info`` of dtune.h, field for field."""
+    _fields_ = [
+        ("kernel_id", ctypes.c_int64),
+        ("op", ctypes.c_char * DTUNE_NAME_MAX),
+        ("dtype", ctypes.c_char * DTUNE_NAME_MAX),
+        ("backend", ctypes.c_char * DTUNE_NAME_MAX),
+        ("packed_layout", ctypes.c_char * DTUNE_NAME_MAX),
+        ("ndims", ctypes.c_int),
+        ("dims", ctypes.c_char * DTUNE_NAME_MAX),
+        ("packs_weights", ctypes.c_int),
+        ("bias", ctypes.c_int),
+        ("scale_a", ctypes.c_int),
+        ("scale_b", ctypes.c_int),
+        ("a_bytes", ctypes.c_int),
+        ("b_bytes", ctypes.c_int),
+        ("c_bytes", ctypes.c_int),
+        ("cache_hit", ctypes.c_int),
+        ("path", ctypes.c_char * DTUNE_PATH_MAX),
+    ]
+
+
+class dtune_kernel_args(ctypes.Structure):
+    """``dtune_kernel_args`` of dtune.h, field for field."""
+    _fields_ = [
+        ("dims", ctypes.POINTER(ctypes.c_int64)),
+        ("a", ctypes.c_void_p),
+        ("b", ctypes.c_void_p),
+        ("bias", ctypes.c_void_p),
+        ("c", ctypes.c_void_p),
+        ("threads", ctypes.c_int),
+        ("scale_a", ctypes.c_float),
+        ("zp_a", ctypes.c_int32),
+    ]
+
+
 _c = ctypes
 _PROTOTYPES = {
     # name: (restype, argtypes)
@@ -88,6 +125,14 @@ _PROTOTYPES = {
                                        _c.POINTER(_c.c_void_p)]),
     "dtune_free": (None, [_c.c_void_p]),
     "dtune_export": (_c.c_int, [_c.c_void_p, _c.c_char_p, _c.c_char_p, _c.c_int, _c.c_char_p]),
+    "dtune_kernel_load": (_c.c_int, [_c.c_void_p, _c.c_int64, _c.POINTER(_c.c_void_p)]),
+    "dtune_kernel_close": (None, [_c.c_void_p]),
+    "dtune_kernel_info_get": (_c.c_int, [_c.c_void_p, _c.POINTER(dtune_kernel_info)]),
+    "dtune_kernel_packed_size": (_c.c_int, [_c.c_void_p, _c.POINTER(_c.c_int64), _c.c_int,
+                                            _c.POINTER(_c.c_size_t)]),
+    "dtune_kernel_pack": (_c.c_int, [_c.c_void_p, _c.POINTER(_c.c_int64), _c.c_int, _c.c_void_p,
+                                     _c.c_void_p, _c.c_void_p, _c.c_size_t]),
+    "dtune_kernel_run": (_c.c_int, [_c.c_void_p, _c.POINTER(dtune_kernel_args)]),
 }
 
 _lock = threading.Lock()

@@ -260,8 +260,9 @@ class Database:
             self._leave()
 
     def kernel(self, key, *, target=None, threads=0):
-        """A callable Kernel running the dispatched kernels of ``key`` on NumPy arrays
-        (it uses the database only to export them: it outlives close())."""
+        """A callable Kernel running the dispatched kernels of ``key`` on NumPy arrays,
+        built and loaded through libdtune (it opens its own handle on this database
+        file: it outlives close())."""
         from .kernel import Kernel
         return Kernel._build(self, key, target, threads)
 

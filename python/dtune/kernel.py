@@ -1,31 +1,26 @@
 """Running a workload's dispatched kernels on NumPy arrays.
 
-``db.kernel(key)`` exports the schedule with dtune_export (docs/export.md),
-compiles NAME.c into a shared object in a cache directory keyed by a hash of
-the exported text and the compiler, loads it with ctypes, and reads the
-entry points' prototypes and the dims from NAME.h.
+``db.kernel(key)`` is a Kernel that, on every call, looks the shape up
+(dtune_lookup_values), builds and loads the kernel libdtune dispatches
+(dtune_kernel_load: dtune's own builder, kernel cache and names, so the
+kernels the tuner compiled on this machine are loaded as they are), packs
+the weights once per packed layout (dtune_kernel_pack) and runs it
+(dtune_kernel_run).  The package invokes no compiler itself.
 """
 import ctypes
-import hashlib
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from ._lib import DtuneError, DTUNE_EINVAL, int_arg, float32_arg
+from . import _lib
+from ._lib import DtuneError, DTUNE_EINVAL, check, int_arg, float32_arg, lib, text
 
-NAME = "dtpy"  # the exported files' NAME (a C identifier)
-CFLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
-
-# C types of the exported prototypes
-_SCALARS = {"int64_t": ctypes.c_int64, "int32_t": ctypes.c_int32, "float": ctypes.c_float,
-            "size_t": ctypes.c_size_t, "void": None}
-_ELEMENTS = {"float": np.float32, "uint16_t": np.uint16, "uint8_t": np.uint8, "int8_t": np.int8}
-# each tensor's dims, by parameter name (docs/export.md, "ABI")
+# element types by bytes per element (dtune_kernel_info: A's and B's)
+_A_TYPES = {4: np.float32, 2: np.uint16, 1: np.uint8}
+_B_TYPES = {4: np.float32, 2: np.uint16, 1: np.int8}
+# each tensor's dims, by name
 _DENSE = {"X": ("M", "K"), "W": ("N", "K"), "Y": ("M", "N"), "bias": ("N",), "scale_b": ("N",)}
 _BMM = {"A": ("B", "M", "K"), "C": ("B", "M", "N")}
 _BMM_B = {"NN": ("B", "K", "N"), "NT": ("B", "N", "K")}
@@ -81,93 +76,61 @@ def from_bf16(b):
 
 
 def cache_dir():
-    """DTUNE_CACHE_DIR/python, else $XDG_CACHE_HOME/dtune/python, else ~/.cache/dtune/python."""
+    """The kernel cache libdtune builds into (dtune's own): $DTUNE_CACHE_DIR, else
+    $XDG_CACHE_HOME/dtune/kernels, else ~/.cache/dtune/kernels."""
     d = os.environ.get("DTUNE_CACHE_DIR")
     if d:
-        return Path(d) / "python"
+        return Path(d)
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "dtune" / "python"
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "dtune" / "kernels"
 
 
-_cc_ids = {}
+# ---- the canonical key -----------------------------------------------------------
+
+def _split_top(s):
+    """s split at the commas outside {...} (a domain's values)."""
+    out, depth, cur = [], 0, ""
+    for ch in s:
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur] if cur else out
 
 
-def _compiler():
-    """The compiler command ($CC, else cc) and its --version text (part of the cache key)."""
-    cc = os.environ.get("CC") or "cc"
-    if cc not in _cc_ids:
-        try:
-            r = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.SubprocessError) as e:
-            raise DtuneError(f"cannot run the C compiler {cc!r}: {e} (set CC)") from None
-        _cc_ids[cc] = r.stdout
-    return cc, _cc_ids[cc]
+def _domain_low(d):
+    """The lowest value of a domain: lo..hi[:step] or {a,b,...}."""
+    if d.startswith("{"):
+        return min(int(x) for x in d.strip("{}").split(","))
+    return int(d.split("..", 1)[0])
 
 
-def _build(c_text, h_text):
-    """The path of the shared object built from the exported text (cached)."""
-    cc, cc_id = _compiler()
-    h = hashlib.sha256("\0".join([cc, cc_id, " ".join(CFLAGS), c_text, h_text]).encode())
-    d = cache_dir() / h.hexdigest()[:32]
-    so = d / f"{NAME}.so"
-    if so.exists():
-        return so
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        for ext, t in (("c", c_text), ("h", h_text)):
-            tmp = d / f".{NAME}.{ext}.{os.getpid()}"
-            tmp.write_text(t)
-            os.replace(tmp, d / f"{NAME}.{ext}")
-    except OSError as e:
-        raise DtuneError(f"cannot write the kernel cache {d}: {e} (set DTUNE_CACHE_DIR)") from None
-    tmp = d / f".{NAME}.so.{os.getpid()}"
-    cmd = [cc, *CFLAGS, str(d / f"{NAME}.c"), "-o", str(tmp)]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    except (OSError, subprocess.SubprocessError) as e:
-        raise DtuneError(f"cannot run {' '.join(cmd)}: {e}") from None
-    if r.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise DtuneError(f"compiling the exported kernels failed ({' '.join(cmd)}):\n"
-                         + r.stderr[-4000:])
-    os.replace(tmp, so)
-    return so
+def _is_domain(v):
+    return v.startswith("{") or ".." in v
 
 
-# ---- the header ------------------------------------------------------------------
-
-def _param(p):
-    m = re.fullmatch(r"(const )?(\w+) (\*?)(\w+)", p.strip())
+def _parse_key(key):
+    """A canonical key's items (name -> value text, a domain DIM=lo..hi as the
+    variable DIM) and its variables' lowest values, sorted by name (the order
+    dtune_lookup_values takes)."""
+    m = re.fullmatch(r"(\w+)\((.*)\)", key)
     if not m:
-        raise DtuneError(f"unexpected parameter {p!r} in the exported header")
-    q = {"const": bool(m.group(1)), "type": m.group(2), "ptr": bool(m.group(3)),
-         "name": m.group(4)}
-    if q["type"] not in (_ELEMENTS if q["ptr"] else _SCALARS) and q["type"] != "void":
-        raise DtuneError(f"unexpected type in {p!r} in the exported header")
-    return q
-
-
-def _parse_header(h):
-    info = {"protos": {}, "dims": {}, "vars": []}
-    m = re.search(r"^ \* workload: (.+)$", h, re.M)
-    info["workload"] = m.group(1) if m else ""
-    m = re.search(r"^ \* target:   (\S+), (\d+) thread", h, re.M)
-    info["target"], info["threads"] = (m.group(1), int(m.group(2))) if m else ("", 0)
-    dims = h.split(" * Dims:\n", 1)[1] if " * Dims:\n" in h else ""
-    for line in dims.splitlines():
-        m = re.fullmatch(r" \*   (\w+) = (.+)", line)
-        if not m:
-            break
-        info["dims"][m.group(1)] = m.group(2)
-    for m in re.finditer(r"^ \* (\w+) \(argument (\w+)\) was tuned over", h, re.M):
-        info["vars"].append(m.group(1))
-    for m in re.finditer(r"^(void|size_t|int64_t) (\w+)\((.*)\);$", h, re.M):
-        params = [] if m.group(3) == "void" else [_param(p) for p in m.group(3).split(",")]
-        info["protos"][m.group(2)] = (m.group(1), params)
-    if NAME not in info["protos"] or not info["dims"]:
-        raise DtuneError("the exported header has no entry point or dims: is this dtune's "
-                         "export format?")
-    return info
+        raise DtuneError(f"unexpected canonical key {key!r}")
+    items, _, vars_ = m.group(2).partition(";")
+    values, lows = {}, {}
+    for it in _split_top(items):
+        name, _, v = it.partition("=")
+        if _is_domain(v):
+            values[name], lows[name] = name, _domain_low(v)
+        else:
+            values[name] = v
+    for it in _split_top(vars_):
+        name, _, v = it.partition("=")
+        lows[name] = _domain_low(v)
+    return m.group(1), values, dict(sorted(lows.items()))
 
 
 def _eval(expr, env):
@@ -227,82 +190,142 @@ def _env_text(env):
 
 # ---- the kernel ------------------------------------------------------------------
 
+class _Loaded:
+    """One kernel loaded through libdtune (dtune_kernel_load), closed with it."""
+
+    def __init__(self, db, kernel_id):
+        self.h = ctypes.c_void_p()
+        h = db._enter()
+        try:
+            check(lib().dtune_kernel_load(h, kernel_id, ctypes.byref(self.h)))
+        finally:
+            db._leave()
+        self.info = _lib.dtune_kernel_info()
+        check(lib().dtune_kernel_info_get(self.h, ctypes.byref(self.info)))
+        dec = lambda b: b.decode("utf-8", "replace")
+        self.op, self.dtype = dec(self.info.op), dec(self.info.dtype)
+        self.layout, self.path = dec(self.info.packed_layout), dec(self.info.path)
+        self.dims = tuple(dec(self.info.dims).split(","))
+
+    def close(self):
+        if self.h:
+            lib().dtune_kernel_close(self.h)
+            self.h = None
+
+    __del__ = close
+
+
+def _dims_arg(values):
+    return (ctypes.c_int64 * len(values))(*values)
+
+
 class Kernel:
     """The dispatched kernels of one workload, callable on NumPy arrays.
 
     dense: ``k.pack(W[, scale_b])`` once, then ``Y = k(X[, bias][, scale_a=, zp_a=])``;
     batch_matmul: ``C = k(A, B)``. Variables that are not plain dims of an
-    input (``M=batch*seq``) are keywords: ``k(X, batch=2, seq=37)``.
+    input (``M=batch*seq``) are keywords: ``k(X, batch=2, seq=37)``. Each call
+    runs the kernel libdtune dispatches for its shape; kernels are built and
+    loaded once, weights packed once per packed layout. The Kernel keeps its
+    own read-only handle on the database: it outlives the Database's close().
     """
 
     @classmethod
     def _build(cls, db, key, target, threads):
-        from .db import canonicalize
+        from .db import Database, canonicalize
         key = canonicalize(key)
-        root = cache_dir()
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-            tmp = tempfile.mkdtemp(prefix=".export-", dir=root)
-        except OSError as e:
-            raise DtuneError(f"cannot create the kernel cache {root}: {e} "
-                             "(set DTUNE_CACHE_DIR)") from None
-        try:
-            db.export(key, os.path.join(tmp, f"{NAME}.c"), target=target, threads=threads)
-            c_text = Path(tmp, f"{NAME}.c").read_text()
-            h_text = Path(tmp, f"{NAME}.h").read_text()
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return cls(key, c_text, h_text)
-
-    def __init__(self, key, c_text, h_text):
-        self.key = key
-        self.header = h_text
-        info = _parse_header(h_text)
-        self.workload, self.target, self.threads = info["workload"], info["target"], info["threads"]
-        self.dims = info["dims"]               # dim -> expression text, e.g. {"M": "batch*seq"}
-        self.variables = tuple(info["vars"])   # the key's variables, in argument order
-        m = re.search(r"[(,]dtype=(\w+)", key)
-        self.dtype = m.group(1) if m else "f32"
-        self.library_path = _build(c_text, h_text)
-        try:
-            self._so = ctypes.CDLL(str(self.library_path))
-        except OSError as e:
-            raise DtuneError(f"cannot load {self.library_path}: {e}") from None
-        self._fn = {}
-        self._params = {}
-        for name, (ret, params) in info["protos"].items():
-            fn = getattr(self._so, name)
-            fn.restype = _SCALARS[ret]
-            fn.argtypes = [ctypes.c_void_p if p["ptr"] else _SCALARS[p["type"]] for p in params]
-            self._fn[name[len(NAME) + 1:] or "run"] = fn
-            self._params[name[len(NAME) + 1:] or "run"] = params
-        self._run = self._params["run"][len(self.variables):]
-        names = [p["name"] for p in self._run]
-        if key.lstrip().startswith("conv2d("):
+        if key.startswith("conv2d("):
             # its X is an NHWC image, not an M x K matrix: the shape checks
             # below are dense's
             raise DtuneError("conv2d kernels are not run from Python yet; call the exported C "
                              "(dtune export) or look the schedule up with db.lookup",
                              DTUNE_EINVAL)
-        if "X" in names:
-            self.op, self._shapes = "dense", dict(_DENSE)
-        elif "A" in names:
-            m = re.search(r"layout=(NN|NT)", key)
-            self.op = "batch_matmul"
-            self._shapes = dict(_BMM, B=_BMM_B[m.group(1) if m else "NN"])
+        db._enter()  # "is closed" when it is
+        db._leave()
+        return cls(Database(db.path), key, target, threads)
+
+    def __init__(self, db, key, target, threads):
+        self._db, self.key, self.workload = db, key, key
+        self._target = None if target is None else text(target, "target")
+        self._threads = int_arg(threads, "threads", 0, 65536)
+        self._kernels, self._packs, self._weights = {}, {}, None
+        op, self._items, lows = _parse_key(key)
+        self.variables = tuple(lows)
+        s = self._lookup(list(lows.values()))   # the lowest shape: ENOTFOUND if untuned
+        self.target, self.threads = s.target.decode(), s.threads
+        first = self._kernel(s.kernel_id)
+        self.op, self.dtype, self._info = first.op, first.dtype, first.info
+        self.dims = {d: self._items[d] for d in first.dims}  # e.g. {"M": "batch*seq"}
+        self.library_path = Path(first.path)
+        if self.op == "dense":
+            self._shapes = dict(_DENSE)
         else:
-            raise DtuneError(f"unknown entry point {names} in the exported header")
-        self.has_bias = "bias" in names
-        self._packed = None
+            self._shapes = dict(_BMM, B=_BMM_B[self._items.get("layout", "NN")])
+        self.has_bias = bool(first.info.bias)
+        self._first = s.kernel_id
 
     def __repr__(self):
         return (f"<dtune.Kernel {self.workload} target={self.target} threads={self.threads} "
-                f"{self.library_path}>")
+                f"{len(self._kernels)} kernel(s) loaded>")
+
+    def close(self):
+        """Unloads the kernels and closes the Kernel's database handle."""
+        for k in self._kernels.values():
+            k.close()
+        self._kernels.clear()
+        self._db.close()
+
+    @property
+    def kernels_built(self):
+        """How many of the loaded kernels libdtune compiled (the rest were in the cache)."""
+        return sum(not k.info.cache_hit for k in self._kernels.values())
+
+    @property
+    def library_paths(self):
+        """kernel id -> its shared object in dtune's kernel cache, for the loaded kernels."""
+        return {i: Path(k.path) for i, k in self._kernels.items()}
+
+    # -- libdtune --
+    def _lookup(self, vals):
+        s = _lib.dtune_schedule()
+        v = (ctypes.c_int64 * max(1, len(vals)))(*vals)
+        h = self._db._enter()
+        try:
+            check(lib().dtune_lookup_values(h, text(self.key, "key"), v, len(vals),
+                                            self._target, self._threads, ctypes.byref(s)))
+        finally:
+            self._db._leave()
+        return s
+
+    def _kernel(self, kernel_id):
+        if kernel_id not in self._kernels:
+            self._kernels[kernel_id] = _Loaded(self._db, kernel_id)
+        return self._kernels[kernel_id]
+
+    def _packed(self, k, dims):
+        """The weights packed for k's layout (packed on first use)."""
+        if k.layout not in self._packs:
+            W, sb = self._weights
+            d = _dims_arg(dims)
+            size = ctypes.c_size_t()
+            check(lib().dtune_kernel_packed_size(k.h, d, len(dims), ctypes.byref(size)))
+            buf = np.zeros(size.value + 64, dtype=np.uint8)
+            packed = buf[(-buf.ctypes.data) % 64:][:size.value]  # 64-byte aligned
+            check(lib().dtune_kernel_pack(k.h, d, len(dims), W.ctypes.data,
+                                          None if sb is None else sb.ctypes.data,
+                                          packed.ctypes.data, size.value))
+            self._packs[k.layout] = packed
+        return self._packs[k.layout]
 
     # -- arrays --
-    def _array(self, a, p, what):
-        """a as a C-contiguous array of parameter p's element type."""
-        want = np.dtype(_ELEMENTS[p["type"]])
+    def _array(self, a, name, what):
+        """a as a C-contiguous array of tensor name's element type."""
+        if name in ("bias", "scale_b", "Y", "C"):
+            want = np.dtype(np.float32)
+        elif name in ("X", "A"):
+            want = np.dtype(_A_TYPES[self._info.a_bytes])
+        else:
+            want = np.dtype(_B_TYPES[self._info.b_bytes])
         if not isinstance(a, np.ndarray):
             try:
                 a = np.asarray(a)
@@ -362,61 +385,54 @@ class Kernel:
 
     # -- dense weights --
     def pack(self, W, scale_b=None):
-        """Packs dense weights once (int8/w8a32: s8 W and per-channel scale_b[N])."""
-        if "pack" not in self._fn:
+        """Packs dense weights (int8/w8a32: s8 W and per-channel scale_b[N]): at once
+        for the first kernel's layout, for another layout when a call first needs it."""
+        if not self._info.packs_weights:
             raise DtuneError(f"{self.op} has no constant weights to pack", DTUNE_EINVAL)
-        params = self._params["pack"]
-        names = [p["name"] for p in params]
-        if scale_b is not None and "scale_b" not in names:
+        if scale_b is not None and not self._info.scale_b:
             raise DtuneError(f"a {self.dtype} kernel takes no scale_b", DTUNE_EINVAL)
+        if scale_b is None and self._info.scale_b:
+            raise DtuneError(f"scale_b is required to pack a {self.dtype} kernel", DTUNE_EINVAL)
         consts = {d: _eval(e, {}) for d, e in self.dims.items() if d in ("N", "K")}
-        given = {"W": W, "scale_b": scale_b}
         arrays = {}
-        for p in params:
-            n = p["name"]
-            if n == "packed":
+        for n, a in (("W", W), ("scale_b", scale_b)):
+            if a is None:
                 continue
-            if given.get(n) is None:
-                raise DtuneError(f"{n} is required to pack a {self.dtype} kernel", DTUNE_EINVAL)
-            a = arrays[n] = self._array(given[n], p, n)
+            a = arrays[n] = self._array(a, n, n)
             want = tuple(consts[d] for d in self._shapes[n])
             if a.shape != want:
                 raise DtuneError(f"{n} must have shape {want}, not {a.shape}", DTUNE_EINVAL)
-        size = self._fn["packed_size"]()
-        buf = np.zeros(size + 64, dtype=np.uint8)
-        packed = buf[(-buf.ctypes.data) % 64:][:size]  # 64-byte aligned
-        rc = self._fn["pack"](*[packed.ctypes.data if n == "packed" else arrays[n].ctypes.data
-                                for n in names])
-        if rc:  # int8 / w8a32: n + 1 for the first bad scale_b[n] (-1: NULL, not passed here)
-            raise DtuneError(f"scale_b[{rc - 1}] = {arrays['scale_b'][rc - 1]} is not a finite "
-                             "non-zero number", DTUNE_EINVAL)
-        self._packed = packed
+        old = self._weights, self._packs
+        self._weights, self._packs = (arrays["W"], arrays.get("scale_b")), {}
+        try:  # libdtune checks the scales (finite, non-zero) as it packs
+            self._packed(self._kernels[self._first], (1, consts["N"], consts["K"]))
+        except DtuneError:
+            self._weights, self._packs = old
+            raise
         return self
 
     # -- a call --
     def __call__(self, *arrays, bias=None, scale_a=None, zp_a=None, out=None, **variables):
-        inputs = [p for p in self._run if p["const"] and p["ptr"] and p["name"] in self._shapes
-                  and p["name"] != "bias"]
+        inputs = ["X"] if self.op == "dense" else ["A", "B"]
         if self.op == "dense" and len(arrays) == 2 and bias is None:
             arrays, bias = arrays[:1], arrays[1]
         if len(arrays) != len(inputs):
-            want = ", ".join(p["name"] for p in inputs) + (", bias" if self.has_bias else "")
+            want = ", ".join(inputs) + (", bias" if self.has_bias else "")
             raise DtuneError(f"{self.workload} takes {want}; got {len(arrays)} arrays",
                              DTUNE_EINVAL)
         if bias is not None and not self.has_bias:
             raise DtuneError(f"{self.workload} has no bias (its epilogue has none)", DTUNE_EINVAL)
         if bias is None and self.has_bias:
             raise DtuneError(f"{self.workload} needs bias= (its epilogue has one)", DTUNE_EINVAL)
-        if self.op == "dense" and self._packed is None:
+        if self.op == "dense" and self._weights is None:
             raise DtuneError("call k.pack(W) before running a dense kernel", DTUNE_EINVAL)
         quant = self._quantization(scale_a, zp_a)
         observed, given = {}, {}
-        for p, a in zip(inputs, arrays):
-            given[p["name"]] = a = self._array(a, p, p["name"])
-            self._shaped(a, p["name"], observed)
+        for n, a in zip(inputs, arrays):
+            given[n] = a = self._array(a, n, n)
+            self._shaped(a, n, observed)
         if bias is not None:
-            bp = next(p for p in self._run if p["name"] == "bias")
-            given["bias"] = a = self._array(bias, bp, "bias")
+            given["bias"] = a = self._array(bias, "bias", "bias")
             self._shaped(a, "bias", observed)
         env, dims = self._values(observed, variables)
         oname = "Y" if self.op == "dense" else "C"
@@ -427,34 +443,26 @@ class Kernel:
                   and out.flags.c_contiguous and out.flags.writeable):
             raise DtuneError(f"out must be a writable C-contiguous float32 array of shape "
                              f"{oshape}", DTUNE_EINVAL)
-        args = [env[v] for v in self.variables]
-        for p in self._run:
-            n = p["name"]
-            if n == "packed":
-                args.append(self._packed.ctypes.data)
-            elif n == oname:
-                args.append(out.ctypes.data)
-            elif n in quant:
-                args.append(quant[n])
-            else:
-                args.append(given[n].ctypes.data)
-        self._fn["run"](*args)
+        k = self._kernel(self._lookup([env[v] for v in self.variables]).kernel_id)
+        op_dims = [dims[d] for d in k.dims]
+        b = self._packed(k, op_dims) if self.op == "dense" else given["B"]
+        args = _lib.dtune_kernel_args(
+            dims=_dims_arg(op_dims), a=given[inputs[0]].ctypes.data, b=b.ctypes.data,
+            bias=given["bias"].ctypes.data if bias is not None else None, c=out.ctypes.data,
+            threads=0, scale_a=quant.get("scale_a", 0.0), zp_a=quant.get("zp_a", 0))
+        check(lib().dtune_kernel_run(k.h, ctypes.byref(args)))
         return out
 
     def _quantization(self, scale_a, zp_a):
-        """The activations' quantization arguments of the entry point, checked:
-        int8's X is u8, so its zero point is 0..255 (passed as int32_t zp_a,
-        which would take anything and compute garbage), scale_a a finite float32."""
-        names = {p["name"] for p in self._run}
-        if "scale_a" not in names:
+        """The activations' quantization arguments, checked: int8's X is u8, so its
+        zero point is 0..255, scale_a a finite float32."""
+        if not self._info.scale_a:
             if scale_a is not None or zp_a is not None and \
                     int_arg(zp_a, "zp_a", 0, 255) != 0:
                 raise DtuneError(f"a {self.dtype} kernel takes no scale_a or zp_a", DTUNE_EINVAL)
             return {}
         if scale_a is None:
             raise DtuneError("an int8 kernel needs scale_a= (and zp_a=, default 0)", DTUNE_EINVAL)
-        q = {"scale_a": float32_arg(scale_a, "scale_a")}
-        if "zp_a" in names:
-            # the zero point is an activation value: a u8, like X's elements
-            q["zp_a"] = 0 if zp_a is None else int_arg(zp_a, "zp_a (X's u8 zero point)", 0, 255)
-        return q
+        # the zero point is an activation value: a u8, like X's elements
+        return {"scale_a": float32_arg(scale_a, "scale_a"),
+                "zp_a": 0 if zp_a is None else int_arg(zp_a, "zp_a (X's u8 zero point)", 0, 255)}

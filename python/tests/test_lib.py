@@ -49,26 +49,28 @@ def test_not_a_database(lib, tmp_path):
     assert e.value.code < 0 and str(e.value)
 
 
-def test_schedule_struct_matches_header(lib, tmp_path):
-    """sizeof and every offsetof of dtune_schedule, from the C compiler and dtune.h."""
+@pytest.mark.parametrize("name", ["dtune_schedule", "dtune_kernel_info", "dtune_kernel_args"])
+def test_struct_matches_header(lib, tmp_path, name):
+    """sizeof and every offsetof of each struct the package mirrors, from the C
+    compiler and dtune.h."""
     cc = shutil.which("cc")
     header = REPO / "include" / "dtune" / "dtune.h"
     if not cc or not header.exists():
         pytest.skip("no cc or no include/dtune/dtune.h to compare the struct with")
-    fields = [f for f, _ in _lib.dtune_schedule._fields_]
+    struct = getattr(_lib, name)
+    fields = [f for f, _ in struct._fields_]
     src = tmp_path / "layout.c"
     src.write_text('#include <stdio.h>\n#include <stddef.h>\n#include "dtune/dtune.h"\n'
                    "int main(void) {\n"
-                   '  printf("%zu\\n", sizeof(dtune_schedule));\n'
-                   + "".join(f'  printf("%zu\\n", offsetof(dtune_schedule, {f}));\n'
+                   f'  printf("%zu\\n", sizeof({name}));\n'
+                   + "".join(f'  printf("%zu\\n", offsetof({name}, {f}));\n'
                              for f in fields)
                    + "  return 0;\n}\n")
     exe = tmp_path / "layout"
     subprocess.run([cc, "-I", str(REPO / "include"), str(src), "-o", str(exe)], check=True)
     got = [int(x) for x in subprocess.run([str(exe)], capture_output=True, text=True,
                                           check=True).stdout.split()]
-    want = [ctypes.sizeof(_lib.dtune_schedule)] + [getattr(_lib.dtune_schedule, f).offset
-                                                   for f in fields]
+    want = [ctypes.sizeof(struct)] + [getattr(struct, f).offset for f in fields]
     assert got == want
 
 
