@@ -3,6 +3,10 @@
  * file plus one line here. */
 #include "export/export_op.h"
 
+#include <pthread.h>
+
+#include "common/check.h"
+
 extern const dt_export_op dt_export_op_dense_f32;
 extern const dt_export_op dt_export_op_batch_matmul_f32;
 extern const dt_export_op dt_export_op_dense_bf16;
@@ -31,7 +35,34 @@ static const dt_export_op *const registry[] = {
     &dt_export_op_conv2d_w8a32,
 };
 
-int dt_export_op_count(void) { return (int)(sizeof registry / sizeof registry[0]); }
+#define NREG ((int)(sizeof registry / sizeof registry[0]))
+
+/* The (op, dtype) pairs are the ops' (ops/op.h): every pair an op declares
+ * has exactly one export row, and every row is a declared pair.  Checked
+ * once, at the first lookup. */
+static void check_pairs(void)
+{
+    for (int i = 0; i < NREG; i++)
+        DT_ASSERT(registry[i]->op && (registry[i]->op->dtypes & DT_DTYPE_BIT(registry[i]->dtype)),
+                  "an export row is an (op, dtype) pair its op declares");
+    for (int o = 0; o < dt_op_count(); o++)
+        for (int d = 0; d < DT_DTYPE_COUNT; d++) {
+            if (!(dt_op_at(o)->dtypes & DT_DTYPE_BIT((dt_dtype)d)))
+                continue;
+            int n = 0;
+            for (int i = 0; i < NREG; i++)
+                n += registry[i]->op == dt_op_at(o) && (int)registry[i]->dtype == d;
+            DT_ASSERT(n == 1, "every (op, dtype) an op declares has one export row");
+        }
+}
+
+static pthread_once_t pairs_once = PTHREAD_ONCE_INIT;
+
+int dt_export_op_count(void)
+{
+    pthread_once(&pairs_once, check_pairs);
+    return NREG;
+}
 
 const dt_export_op *dt_export_op_at(int i)
 {
@@ -40,6 +71,7 @@ const dt_export_op *dt_export_op_at(int i)
 
 const dt_export_op *dt_export_op_find(const dt_op_desc *op, dt_dtype dtype)
 {
+    pthread_once(&pairs_once, check_pairs);
     for (int i = 0; i < dt_export_op_count(); i++)
         if (registry[i]->op == op && registry[i]->dtype == dtype)
             return registry[i];

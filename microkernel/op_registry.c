@@ -5,6 +5,10 @@
  * the loader tries them in (first match). */
 #include "microkernel/mk_op.h"
 
+#include <pthread.h>
+
+#include "common/check.h"
+
 extern const dt_mk_op dt_mk_op_dense_f32;
 extern const dt_mk_op dt_mk_op_batch_matmul_f32;
 extern const dt_mk_op dt_mk_op_dense_bf16;
@@ -37,12 +41,51 @@ static const dt_mk_op *const registry[] = {
     &dt_mk_op_conv2d_w8a32,
 };
 
-int dt_mk_op_count(void) { return (int)(sizeof registry / sizeof registry[0]); }
+#define NREG ((int)(sizeof registry / sizeof registry[0]))
+
+/* The (op, dtype) pairs are the ops' (ops/op.h: each op's dtypes): every
+ * pair an op declares has exactly one row here, every row is a declared
+ * pair, and its dtype runs on some back-end row with code.  Checked once,
+ * at the first lookup. */
+static void check_pairs(void)
+{
+    for (int i = 0; i < NREG; i++) {
+        const dt_mk_op *m = registry[i];
+        DT_ASSERT(m->op && m->backend && m->selector && m->driver && m->run,
+                  "an (op, dtype) row has its op, dtype, selector, driver and run");
+        DT_ASSERT(m->op->dtypes & DT_DTYPE_BIT(m->backend->dtype),
+                  "a micro-kernel row is an (op, dtype) pair its op declares");
+        DT_ASSERT(m->nsyms >= 1 && m->nsyms <= DT_KERNEL_MAX_SYMS, "a row binds 1..max entry points");
+        int runs = 0;
+        for (int b = 0; b < dt_backend_count(); b++)
+            runs += dt_backend_at(b)->dtype == m->backend->dtype &&
+                    dt_backend_at(b)->code.emit_ukr != NULL;
+        DT_ASSERT(runs > 0, "a row's dtype has a back-end row with an emitter");
+    }
+    for (int o = 0; o < dt_op_count(); o++)
+        for (int d = 0; d < DT_DTYPE_COUNT; d++) {
+            if (!(dt_op_at(o)->dtypes & DT_DTYPE_BIT((dt_dtype)d)))
+                continue;
+            int n = 0;
+            for (int i = 0; i < NREG; i++)
+                n += registry[i]->op == dt_op_at(o) && (int)registry[i]->backend->dtype == d;
+            DT_ASSERT(n == 1, "every (op, dtype) an op declares has one micro-kernel row");
+        }
+}
+
+static pthread_once_t pairs_once = PTHREAD_ONCE_INIT;
+
+int dt_mk_op_count(void)
+{
+    pthread_once(&pairs_once, check_pairs);
+    return NREG;
+}
 
 const dt_mk_op *dt_mk_op_at(int i) { return i >= 0 && i < dt_mk_op_count() ? registry[i] : NULL; }
 
 const dt_mk_op *dt_mk_op_find(const dt_op_desc *op, dt_dtype dtype)
 {
+    pthread_once(&pairs_once, check_pairs);
     for (int i = 0; i < dt_mk_op_count(); i++)
         if (registry[i]->op == op && registry[i]->backend->dtype == dtype)
             return registry[i];

@@ -18,6 +18,9 @@ static const dt_op_desc *const registry[] = {
     &dt_op_conv2d,
 };
 
+_Static_assert(sizeof registry / sizeof registry[0] == DT_OP_COUNT,
+               "DT_OP_COUNT (ops/op.h) is the registry's length");
+
 int dt_op_count(void) { return (int)(sizeof registry / sizeof registry[0]); }
 
 const dt_op_desc *dt_op_at(int i) { return (i >= 0 && i < dt_op_count()) ? registry[i] : NULL; }

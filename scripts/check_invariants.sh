@@ -15,8 +15,9 @@ missing=""
 while IFS= read -r l; do
     [ -z "$l" ] && continue
     f=${l%%:*}; rest=${l#*:}; n=${rest%%:*}
-    next=$(sed -n "$((n + 1))p" "$f")
-    if ! printf '%s' "$next" | grep -q '^ *"'; then missing+="$l"$'\n'; fi
+    # the message may follow on one of the next three lines
+    next=$(sed -n "$((n + 1)),$((n + 3))p" "$f")
+    if ! printf '%s' "$next" | grep -qE '^ *"|, *"'; then missing+="$l"$'\n'; fi
 done <<< "$bad"
 if [ -n "$missing" ]; then
     echo "check_invariants: a DT_ASSERT without its invariant in words:" >&2
