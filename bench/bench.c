@@ -1,4 +1,5 @@
 #include "bench/bench.h"
+#include "common/check.h"
 #include "common/clock.h"
 #include "common/mem.h"
 
@@ -407,21 +408,26 @@ static void time_shape(dt_bench_result *r, cand_rt *rts, int nkernels, const pro
     free(calls);
 }
 
-/* The peak kind named name (a back-end row's `peak`); f32 when none is. */
+/* The peak kind named name (a dtype's or a back-end row's `peak`). */
 static dt_peak_kind peak_kind_named(const char *name)
 {
     for (int k = 0; name && k < DT_PEAK_COUNT; k++)
         if (strcmp(dt_peak_kind_name((dt_peak_kind)k), name) == 0)
             return (dt_peak_kind)k;
-    return DT_PEAK_F32_FMA;
+    DT_ASSERT(0, "every dtype and back-end row names a peak kind of peers/peer.h");
 }
 
+/* Native: the dtype's own arithmetic's ceiling (its row's peak, the peak of
+ * each of its vector rows: tests/test_bench.c); else what its portable
+ * rows run at (their widened f32). */
 dt_peak_kind dt_bench_dtype_peak(dt_dtype d, const dt_target *t)
 {
     const dt_backend *row = dt_backend_of(d, t->isa);
-    if (!row || !dt_dtype_native(d, t, NULL))
+    if (!row)
         return DT_PEAK_F32_FMA;
-    return peak_kind_named(row->peak);
+    if (!dt_dtype_native(d, t, NULL))
+        return peak_kind_named(dt_backend_portable(d)->peak);
+    return peak_kind_named(dt_dtype_info(d)->peak);
 }
 
 dt_peak_kind dt_bench_backend(dt_dtype d, const dt_annotation *a, char *buf, int n)
@@ -510,20 +516,30 @@ static void peer_conv(const dt_gemm *g, dt_peer_problem *pp)
     pp->conv.pad_l = (int)c.pad_l, pp->conv.pad_b = (int)c.pad_b, pp->conv.pad_r = (int)c.pad_r;
 }
 
-/* The peers' problem for the GEMM view g in dtype d: the same dtype, but
- * w8a32's peers are f32 (dequantized weights; oneDNN has no weight-only
- * int8 matmul), and so are math=bf16's (f32_bf16: what an f32 model runs
- * without bf16 math; oneDNN 2.6 ignores its fpmath_mode=bf16 for matmul). */
+/* The peers' dtype (peers/peer.h) named name: a dtype row's `peer`. */
+static dt_peer_dtype peer_dtype_named(const char *name)
+{
+    static const struct {
+        const char *name;
+        dt_peer_dtype d;
+    } peer_dtypes[] = {{"f32", DT_PEER_F32}, {"bf16", DT_PEER_BF16}, {"int8", DT_PEER_INT8}};
+    for (size_t i = 0; i < sizeof peer_dtypes / sizeof peer_dtypes[0]; i++)
+        if (strcmp(peer_dtypes[i].name, name) == 0)
+            return peer_dtypes[i].d;
+    DT_ASSERT(0, "every dtype row's peer is a dtype the peers compute (peers/peer.h)");
+}
+
+/* The peers' problem for the GEMM view g in dtype d: the dtype its row
+ * names as its peers' (dtypes/dtype.c says why w8a32's and math=bf16's are
+ * f32); the int8 peers take the quantisation parameters too. */
 static dt_peer_problem peer_problem(const dt_gemm *g, const problem *p, int threads)
 {
     dt_peer_problem pp = {.batch = g->batch, .M = g->M, .N = g->N, .K = g->K,
                           .b_trans = g->b_trans, .b_const = g->b_const, .bias = g->bias,
                           .act = (dt_peer_act)g->act, .threads = threads,
                           .math_bf16 = dt_dtype_math(p->dtype) != NULL};
-    if (p->dtype == DT_DTYPE_BF16)
-        pp.dtype = DT_PEER_BF16;
-    if (p->dtype == DT_DTYPE_INT8) {
-        pp.dtype = DT_PEER_INT8;
+    pp.dtype = peer_dtype_named(dt_dtype_info(p->dtype)->peer);
+    if (pp.dtype == DT_PEER_INT8) {
         pp.scale_a = p->o.scale_a;
         pp.zp_a = p->o.zp_a;
         pp.scale_b = p->o.scale_b;
@@ -612,13 +628,19 @@ static int alloc_problem(problem *p, dt_dtype dtype, const max_sizes *mx, const 
     const dt_gemm *g0 = &p->g;
     const int64_t wk = g0->op && g0->op->b_row ? g0->op->b_elems(g0->dims, g0->attrs) / g0->N
                                                 : g0->K;
-    if (dtype == DT_DTYPE_W8A32 && (p->W32 = alloc_floats(mx->w)))
+    /* the peers' weights when they are not the kernels': the dequantised
+     * f32 weights of a dtype whose peers run f32 on scaled s8 ones (w8a32),
+     * or math=bf16's rounded operands below */
+    const int math = dt_dtype_math(dtype) != NULL;
+    const dt_dtype_row *row = dt_dtype_info(dtype);
+    const int dequant = !math && peer_dtype_named(row->peer) == DT_PEER_F32 &&
+                        (row->quant & DT_QUANT_B_SCALE_N);
+    if (dequant && (p->W32 = alloc_floats(mx->w)))
         for (int64_t i = 0; i < mx->w; i++) /* W[n][k] of the constant weights */
             p->W32[i] = (float)p->o.colscale[i / wk] * p->o.Bref[i];
     /* math=bf16: the f32 peers get the rounded operands (flat operands:
      * Aref and Bref are laid out as A and B) — the same speed, and the
      * answer the reference of the rounded operands checks */
-    const int math = dt_dtype_math(dtype) != NULL;
     if (math && (p->W32 = alloc_floats(mx->w))) {
         memcpy(p->W32, p->o.Bref, (size_t)mx->w * sizeof(float));
         p->A32 = p->o.Aref;
@@ -639,7 +661,7 @@ static int alloc_problem(problem *p, dt_dtype dtype, const max_sizes *mx, const 
                     p->Bview[n * g0->K + k] = p->Aidx[k] < 0 ? 0.0f : p->o.Bref[p->Aidx[k]];
             }
     }
-    if (!p->Y || ((dtype == DT_DTYPE_W8A32 || math) && !p->W32) ||
+    if (!p->Y || ((dequant || math) && !p->W32) ||
         (o->verify_shapes && (!p->ref || !p->mag || !p->Bt)) ||
         (o->verify_shapes && mx->mk && (!p->Aim || !p->Aidx)) ||
         (o->verify_shapes && g0->op && g0->op->b_row && !p->Bview))

@@ -73,11 +73,8 @@ int dt_cli_model_text(const char *path, const dt_cli_vars *v, char **text, size_
     return 0;
 }
 
-int dt_cli_math_known(const char *math)
-{
-    dt_dtype d;
-    return dt_dtype_with_math(DT_DTYPE_F32, math, &d) == 0;
-}
+/* some dtype's arithmetic (dtypes/dtype.h), not a list of its own */
+int dt_cli_math_known(const char *math) { return dt_dtype_math_known(math); }
 
 /* The dtype an op of op desc storing dtype `stored` gets with math (f32 ->
  * f32_bf16, w8a32 -> w8a32_bf16), or -1 when it keeps its own (no such
@@ -183,7 +180,7 @@ int dt_cli_spec_math(char **text, size_t *len, const char *math, int *marked, dt
     if (marked)
         *marked = 0;
     if (!dt_cli_math_known(math))
-        return dt_errf(e, DT_EINVAL, "--math takes bf16, not '%s'", math);
+        return dt_errf(e, DT_EINVAL, "--math takes %s, not '%s'", dt_dtype_math_names(), math);
     json_error_t je;
     json_t *root = json_loadb(*text, *len, 0, &je);
     if (!json_is_object(root)) {
@@ -227,7 +224,7 @@ int dt_cli_spec_math(char **text, size_t *len, const char *math, int *marked, dt
 int dt_cli_key_math(const char *key, const char *math, char *out, size_t n, dt_err *e)
 {
     if (!dt_cli_math_known(math))
-        return dt_errf(e, DT_EINVAL, "--math takes bf16, not '%s'", math);
+        return dt_errf(e, DT_EINVAL, "--math takes %s, not '%s'", dt_dtype_math_names(), math);
     dt_workload *w = NULL;
     int rc = dt_workload_parse_key(key, &w, e);
     if (rc)

@@ -505,28 +505,16 @@ int dt_trial_result_from_json(const json_t *j, dt_trial_result *out, dt_err *e)
 
 /* ---- what is physically possible ------------------------------------------- */
 
-/* Per core per cycle, the widest unit of any CPU for the dtype's arithmetic,
- * counting a multiply-add as 2 operations (how op->flops counts):
- *   f32, w8a32 (f32 FMA after dequantising): 64 = two 512-bit FMA ports ×
- *     16 lanes × 2 (AVX-512 / AVX10, the widest f32 SIMD of any x86 CPU;
- *     Arm SVE/SME cores of today do less per core and cycle);
- *   bf16: 1024 = Intel AMX-BF16 (TDPBF16PS: 16×16×32 multiply-adds in 16
- *     cycles per core);
- *   int8: 2048 = Intel AMX-INT8 (TDPBUSD: twice bf16's rate).
- * No back-end of this project reaches them (its widest are AVX-512 FMA,
- * vdpbf16ps and vpdpbusd), so a future AMX back-end is covered too; and
- * DT_PEAK_SAFETY (8×) on top leaves room for a matrix unit doing f32 at up
- * to 512 per cycle (AMX-TF32 style, Arm SME) before anything honest could
- * come near the bound. */
+/* Per core per cycle, the widest unit of any CPU for the dtype's arithmetic
+ * (a multiply-add counted 2, as op->flops counts): the dtype's row
+ * (dtypes/dtype.c says why each value); an unknown dtype gets the largest.
+ * No back-end of this project reaches them, and DT_PEAK_SAFETY (8×) on top
+ * leaves room for a matrix unit doing f32 at up to 512 per cycle (AMX-TF32
+ * style, Arm SME) before anything honest could come near the bound. */
 double dt_peak_ops_per_cycle(dt_dtype d)
 {
-    switch (d) {
-    case DT_DTYPE_F32:
-    case DT_DTYPE_W8A32: return 64.0;
-    case DT_DTYPE_BF16: return 1024.0;
-    case DT_DTYPE_INT8: return 2048.0;
-    default: return 2048.0;
-    }
+    const dt_dtype_row *r = dt_dtype_info(d);
+    return r ? r->ops_per_cycle : dt_dtype_ops_per_cycle_max();
 }
 
 /* The lower bound on a trial's time.  Why it never rejects an honest time:
@@ -572,7 +560,8 @@ int dt_trial_result_possible(const dt_workload *w, const dt_trial *t, const dt_t
     }
     double flops = w && w->op && w->op->flops ? w->op->flops(t->dims, w->attrs) : 0;
     int c = t->threads > cores ? t->threads : cores;
-    double bound = dt_trial_min_possible_ns(flops, w ? w->dtype : DT_DTYPE_INT8, c);
+    /* no workload: no dtype, so the most generous ceiling of any */
+    double bound = dt_trial_min_possible_ns(flops, w ? w->dtype : DT_DTYPE_COUNT, c);
     if (r->min_ns < bound) {
         snprintf(why, n,
                  "ok with min_ns %g for %.4g operations of %s on %d core%s: at least %.3g ns on "

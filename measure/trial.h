@@ -102,8 +102,9 @@ int dt_trial_result_from_json(const json_t *j, dt_trial_result *out, dt_err *e);
 #define DT_PEAK_SAFETY 8.0        /* on top of every other ceiling */
 
 /* The most operations (2 per multiply-add) per cycle per core that any unit
- * of any CPU can do on the arithmetic of dtype d (f32 / w8a32: 64, bf16:
- * 1024, int8: 2048; an out-of-range value gets the largest). */
+ * of any CPU can do on the arithmetic of dtype d: its row's ops_per_cycle
+ * (dtypes/dtype.h; f32 / w8a32: 64, bf16: 1024, int8: 2048); an
+ * out-of-range value gets the largest of any row. */
 double dt_peak_ops_per_cycle(dt_dtype d);
 
 /* The shortest time (ns) in which any CPU could do `flops` operations of

@@ -52,25 +52,122 @@ void dt_operands_free(dt_operands *o)
 }
 
 
-/* rows×K of A (row stride lda), nb elements of B, N of the per-column data;
- * wk: the K of constant weights W[N][wk] (B's element i is column i / wk),
- * which w8a32_bf16's rounded weights need (0: no such weights) */
-static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda, int64_t nb,
-                int64_t N, int64_t wk, uint64_t seed, dt_err *e)
+/* x as an operand of element type e holds it: bf16 rounds to nearest even,
+ * f32 keeps it (the real elements; the integer ones are drawn as such) */
+static float round_to(dt_elem e, float x)
 {
-    if (d < 0 || d >= DT_DTYPE_COUNT)
-        return dt_errf(e, DT_EINVAL, "no operands for dtype %d", (int)d);
-    /* math=bf16 (f32_bf16, w8a32_bf16): the sums the kernels form are of the
-     * bf16-rounded operands, so the reference's are too */
-    const int bf16_math = dt_dtype_math(d) != NULL, quant = dt_dtype_quantized(d);
-    if (bf16_math && quant && (wk < 1 || nb != N * wk))
-        return dt_errf(e, DT_EINVAL, "operands: %s needs constant weights N x K "
-                       "(N=%lld, K=%lld, %lld elements)", dt_dtype_name(d), (long long)N,
-                       (long long)wk, (long long)nb);
-    o->dtype = d;
-    o->lda = lda;
-    o->scale_a = 1.0f;
-    const int as = dt_dtype_a_size(d), bs = dt_dtype_b_size(d);
+    return e == DT_ELEM_BF16 ? dt_bf16_to_f32(dt_bf16_from_f32(x)) : x;
+}
+
+/* A dtype of another arithmetic (math=bf16: f32_bf16, w8a32_bf16): the
+ * sums its kernels form are of operands rounded to the math dtype's
+ * elements, so the reference's are too.  That dtype's row, or NULL when
+ * r runs its own arithmetic. */
+static const dt_dtype_row *math_of(const dt_dtype_row *r)
+{
+    return r->math == r->id ? NULL : dt_dtype_info(r->math);
+}
+
+/* Whether this maker knows how to draw r's operands: A and B real (f32,
+ * bf16) or quantised as their layout says (A u8 with a scale and zero
+ * point, B s8 with per-column scales). */
+static int drawable(const dt_dtype_row *r)
+{
+    int a_real = r->a == DT_ELEM_F32 || r->a == DT_ELEM_BF16;
+    int b_real = r->b == DT_ELEM_F32 || r->b == DT_ELEM_BF16;
+    int a_affine = (r->quant & DT_QUANT_A_AFFINE) != 0;
+    int b_scaled = (r->quant & DT_QUANT_B_SCALE_N) != 0;
+    return (a_affine ? r->a == DT_ELEM_U8 : a_real) && (b_scaled ? r->b == DT_ELEM_S8 : b_real) &&
+           r->c == DT_ELEM_F32;
+}
+
+/* A u8 with its scale and zero point: Aref = a − zp_a, small integers */
+static void draw_a_affine(dt_operands *o, int64_t rows, int64_t K, int64_t lda, uint64_t *s)
+{
+    o->zp_a = 96 + below(s, 65);
+    o->scale_a = 0.02f;
+    uint8_t *A = o->A;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t k = 0; k < K; k++) {
+            int v = below(s, 256);
+            A[i * lda + k] = (uint8_t)v;
+            o->Aref[i * K + k] = (float)(v - o->zp_a);
+        }
+}
+
+/* A real: Aref drawn, A its stored form in element e (past K: a NaN a
+ * kernel must not read), Aref then what is stored */
+static void draw_a_real(dt_operands *o, dt_elem e, int64_t rows, int64_t K, int64_t lda,
+                        uint64_t seed)
+{
+    dt_fill_random(o->Aref, rows * K, seed);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t k = 0; k < lda; k++) {
+            if (e == DT_ELEM_BF16) {
+                uint16_t *A = o->A;
+                A[i * lda + k] = k < K ? dt_bf16_from_f32(o->Aref[i * K + k]) : 0x7fc1;
+                if (k < K)
+                    o->Aref[i * K + k] = dt_bf16_to_f32(A[i * lda + k]);
+            } else {
+                float *A = o->A;
+                A[i * lda + k] = k < K ? o->Aref[i * K + k] : NAN;
+            }
+        }
+}
+
+/* B s8 with per-column scales; colscale the column's dequantisation (times
+ * A's scale when A is affine).  Rounded math: the weights the kernels
+ * multiply are round(scale_b[n]·w) (dequantised in f32, rounded when
+ * packed; W is N×wk), colscale 1. */
+static void draw_b_scaled(dt_operands *o, const dt_dtype_row *r, int64_t nb, int64_t N,
+                          int64_t wk, uint64_t *s)
+{
+    int8_t *B = o->B;
+    for (int64_t i = 0; i < nb; i++) {
+        B[i] = (int8_t)(below(s, 255) - 127);
+        o->Bref[i] = (float)B[i];
+    }
+    for (int64_t n = 0; n < N; n++) {
+        o->scale_b[n] = 0.0005f + 0.0045f * (float)below(s, 1000) / 1000.0f;
+        o->colscale[n] = r->quant & DT_QUANT_A_AFFINE ? (double)o->scale_a * (double)o->scale_b[n]
+                                                      : (double)o->scale_b[n];
+    }
+    const dt_dtype_row *m = math_of(r);
+    if (m) {
+        for (int64_t i = 0; i < nb; i++)
+            o->Bref[i] = round_to(m->b, o->scale_b[i / wk] * o->Bref[i]);
+        for (int64_t n = 0; n < N; n++)
+            o->colscale[n] = 1.0;
+    }
+}
+
+/* B real: Bref drawn, B its stored form in element e, Bref then what the
+ * kernels multiply (rounded to the math's elements) */
+static void draw_b_real(dt_operands *o, const dt_dtype_row *r, int64_t nb, uint64_t seed)
+{
+    dt_fill_random(o->Bref, nb, seed);
+    if (r->b == DT_ELEM_BF16) {
+        uint16_t *B = o->B;
+        for (int64_t i = 0; i < nb; i++) {
+            B[i] = dt_bf16_from_f32(o->Bref[i]);
+            o->Bref[i] = dt_bf16_to_f32(B[i]);
+        }
+        return;
+    }
+    memcpy(o->B, o->Bref, (size_t)nb * sizeof(float));
+    const dt_dtype_row *m = math_of(r);
+    if (m)
+        for (int64_t i = 0; i < nb; i++)
+            o->Bref[i] = round_to(m->b, o->Bref[i]);
+}
+
+/* The arrays of rows×K of A (row stride lda), nb elements of B, N of the
+ * per-column data, in r's element types; 0 or DT_ENOMEM (o freed). */
+static int alloc_operands(dt_operands *o, const dt_dtype_row *r, int64_t rows, int64_t K,
+                          int64_t lda, int64_t nb, int64_t N, dt_err *e)
+{
+    const int quant = (r->quant & DT_QUANT_B_SCALE_N) != 0;
+    const int as = dt_elem_size(r->a), bs = dt_elem_size(r->b);
     o->A = dt_alloc64((size_t)(rows * lda) * (size_t)as + 64);
     o->B = dt_alloc64((size_t)nb * (size_t)bs + 64);
     o->bias = malloc((size_t)N * sizeof *o->bias);
@@ -87,73 +184,46 @@ static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda
                        "out of memory for the operands (%lld x %lld, %lld, %lld elements)",
                        (long long)rows, (long long)K, (long long)nb, (long long)N);
     }
+    memset(o->A, 0xA5, (size_t)(rows * lda) * (size_t)as); /* poison past K */
+    return 0;
+}
+
+/* rows×K of A (row stride lda), nb elements of B, N of the per-column data;
+ * wk: the K of constant weights W[N][wk] (B's element i is column i / wk),
+ * which w8a32_bf16's rounded weights need (0: no such weights).  Every
+ * choice is the dtype row's (dtypes/dtype.h): its elements, its
+ * quantisation layout, its math. */
+static int make(dt_operands *o, dt_dtype d, int64_t rows, int64_t K, int64_t lda, int64_t nb,
+                int64_t N, int64_t wk, uint64_t seed, dt_err *e)
+{
+    const dt_dtype_row *r = dt_dtype_info(d);
+    if (!r || !drawable(r))
+        return dt_errf(e, DT_EINVAL, "no operands for dtype %d", (int)d);
+    const dt_dtype_row *m = math_of(r);
+    const int quant = (r->quant & DT_QUANT_B_SCALE_N) != 0;
+    if (m && quant && (wk < 1 || nb != N * wk))
+        return dt_errf(e, DT_EINVAL, "operands: %s needs constant weights N x K "
+                       "(N=%lld, K=%lld, %lld elements)", r->name, (long long)N,
+                       (long long)wk, (long long)nb);
+    o->dtype = d;
+    o->lda = lda;
+    o->scale_a = 1.0f;
+    int rc = alloc_operands(o, r, rows, K, lda, nb, N, e);
+    if (rc)
+        return rc;
     dt_fill_random(o->bias, N, seed + 2);
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
-    /* A: the real values first (Aref), then the stored form */
-    memset(o->A, 0xA5, (size_t)(rows * lda) * (size_t)as); /* poison past K */
-    if (d == DT_DTYPE_INT8) {
-        o->zp_a = 96 + below(&s, 65);
-        o->scale_a = 0.02f;
-        uint8_t *A = o->A;
-        for (int64_t i = 0; i < rows; i++)
-            for (int64_t k = 0; k < K; k++) {
-                int v = below(&s, 256);
-                A[i * lda + k] = (uint8_t)v;
-                o->Aref[i * K + k] = (float)(v - o->zp_a);
-            }
-    } else {
-        dt_fill_random(o->Aref, rows * K, seed);
-        for (int64_t i = 0; i < rows; i++)
-            for (int64_t k = 0; k < lda; k++) {
-                if (d == DT_DTYPE_BF16) {
-                    uint16_t *A = o->A;
-                    A[i * lda + k] = k < K ? dt_bf16_from_f32(o->Aref[i * K + k]) : 0x7fc1;
-                    if (k < K)
-                        o->Aref[i * K + k] = dt_bf16_to_f32(A[i * lda + k]);
-                } else { /* f32, w8a32, f32_bf16 */
-                    float *A = o->A;
-                    A[i * lda + k] = k < K ? o->Aref[i * K + k] : NAN;
-                }
-            }
-    }
-    if (bf16_math) /* stored f32 */
+    if (r->quant & DT_QUANT_A_AFFINE)
+        draw_a_affine(o, rows, K, lda, &s);
+    else
+        draw_a_real(o, r->a, rows, K, lda, seed);
+    if (m) /* stored unrounded: the kernels round A when called */
         for (int64_t i = 0; i < rows * K; i++)
-            o->Aref[i] = dt_bf16_to_f32(dt_bf16_from_f32(o->Aref[i]));
-    /* B */
-    if (quant) { /* s8 weights with per-column scales: int8, w8a32, w8a32_bf16 */
-        int8_t *B = o->B;
-        for (int64_t i = 0; i < nb; i++) {
-            B[i] = (int8_t)(below(&s, 255) - 127);
-            o->Bref[i] = (float)B[i];
-        }
-        for (int64_t n = 0; n < N; n++) {
-            o->scale_b[n] = 0.0005f + 0.0045f * (float)below(&s, 1000) / 1000.0f;
-            o->colscale[n] = d == DT_DTYPE_INT8 ? (double)o->scale_a * (double)o->scale_b[n]
-                                                : (double)o->scale_b[n];
-        }
-        if (bf16_math) {
-            /* the weights the kernels multiply are bf16(scale_b[n]·w)
-             * (dequantized in f32, rounded when packed; W is N×wk) */
-            for (int64_t i = 0; i < nb; i++)
-                o->Bref[i] = dt_bf16_to_f32(dt_bf16_from_f32(o->scale_b[i / wk] * o->Bref[i]));
-            for (int64_t n = 0; n < N; n++)
-                o->colscale[n] = 1.0;
-        }
-    } else {
-        dt_fill_random(o->Bref, nb, seed + 1);
-        if (d == DT_DTYPE_BF16) {
-            uint16_t *B = o->B;
-            for (int64_t i = 0; i < nb; i++) {
-                B[i] = dt_bf16_from_f32(o->Bref[i]);
-                o->Bref[i] = dt_bf16_to_f32(B[i]);
-            }
-        } else {
-            memcpy(o->B, o->Bref, (size_t)nb * sizeof(float));
-            if (bf16_math) /* f32_bf16 */
-                for (int64_t i = 0; i < nb; i++)
-                    o->Bref[i] = dt_bf16_to_f32(dt_bf16_from_f32(o->Bref[i]));
-        }
-    }
+            o->Aref[i] = round_to(m->a, o->Aref[i]);
+    if (quant)
+        draw_b_scaled(o, r, nb, N, wk, &s);
+    else
+        draw_b_real(o, r, nb, seed + 1);
     return 0;
 }
 

@@ -11,6 +11,9 @@
  *          sums are the exact s32 sums); colscale = scale_a·scale_b[n];
  *   w8a32  A f32, B s8; Aref = A, Bref = b; colscale = scale_b[n].
  * So one reference serves every dtype, and int8's is exact in the integers.
+ * What is drawn follows the dtype's row (dtypes/dtype.h: its elements, its
+ * quantisation layout, its math), so a new dtype of these elements needs
+ * no code here.
  * The users: kernel verification, the runner's trials, `dtune bench`, the
  * tests.
  *

@@ -175,16 +175,14 @@ int dt_ref_gemm(const dt_gemm *g, const float *A, const float *B, const float *b
     return 0;
 }
 
+/* the dtype row's tol_per_k·K + tol_base (dtypes/dtype.c says why each);
+ * an unknown dtype: f32's */
 double dt_ref_tol_k(dt_dtype d, int64_t K)
 {
-    switch (d) {
-    case DT_DTYPE_INT8:
-        return 8; /* the s32 sum is exact: only the dequantization rounds */
-    case DT_DTYPE_BF16:
-        return 2.0 * ((double)K + 8); /* vdpbf16ps rounds after each of a pair's products */
-    default: /* math=bf16 (f32_bf16, w8a32_bf16): bf16's kernels on the rounded operands */
-        return dt_dtype_math(d) ? dt_ref_tol_k(DT_DTYPE_BF16, K) : (double)K + 8;
-    }
+    const dt_dtype_row *r = dt_dtype_info(d);
+    if (!r)
+        r = dt_dtype_info(DT_DTYPE_F32);
+    return r->tol_per_k * (double)K + r->tol_base;
 }
 
 int dt_check_close_tol(const float *got, int64_t ldg, const double *ref, const double *mag,

@@ -14,8 +14,9 @@
  * bound on float summation error in any order, plus the activation's
  * approximation.  Other dtypes (microkernel/operands.h: the reference sums
  * their exact real values, times a per-column dequantization factor) scale
- * the first term by dt_ref_tol_k: bf16 2(K + 8), int8 8 (its s32 sum is
- * exact), w8a32 K + 8.
+ * the first term by dt_ref_tol_k, the dtype row's tol_per_k·K + tol_base
+ * (dtypes/dtype.h): bf16 2(K + 8), int8 8 (its s32 sum is exact), w8a32
+ * K + 8, math=bf16 bf16's.
  *
  * Ownership: every pointer is borrowed for the call; outputs are
  * caller-allocated. */
@@ -58,7 +59,8 @@ int dt_check_close(const float *got, int64_t ldg, const double *ref, const doubl
                    int64_t rows, int64_t cols, int64_t K, dt_err *e);
 int dt_check_close_tol(const float *got, int64_t ldg, const double *ref, const double *mag,
                        int64_t rows, int64_t cols, double tol_k, dt_err *e);
-/* The tolerance factor of dtype d's results for K (see above). */
+/* The tolerance factor of dtype d's results for K (see above; an
+ * out-of-range dtype gets f32's). */
 double dt_ref_tol_k(dt_dtype d, int64_t K);
 
 /* Runs kernel k (built for kop, any dtype) on seeded random operands of

@@ -28,6 +28,7 @@ scripts/setup.sh
 echo "== op names only in the ops' own files"
 scripts/check_op_names.sh
 scripts/check_backend_names.sh
+scripts/check_dtype_names.sh
 scripts/check_invariants.sh
 # The three configurations below share one kernel cache, emptied here: a
 # kernel is compiled once per run of this script (the cache is keyed by the

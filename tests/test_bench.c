@@ -311,6 +311,35 @@ static void test_backend_peaks(void)
     CU_ASSERT_STRING_EQUAL(dt_bench_peaks_text(&r, text, sizeof text), "bf16 n/a");
 }
 
+/* The dtype rows' peak kinds and peers (dtypes/dtype.h), which
+ * dt_bench_dtype_peak and the peers' problem read: a dtype's peak is the
+ * peak of each of its own vector rows (so a native dtype's ceiling is what
+ * it was when bench read the back-end row), its portable rows run the f32
+ * FMA (the non-native ceiling), and its peers run a dtype the peers
+ * compute. */
+static void test_dtype_rows(void)
+{
+    for (int i = 0; i < dt_backend_count(); i++) {
+        const dt_backend *b = dt_backend_at(i);
+        const dt_dtype_row *r = dt_dtype_info(b->dtype);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        if (b->portable)
+            CU_ASSERT_STRING_EQUAL(b->peak, dt_peak_kind_name(DT_PEAK_F32_FMA));
+        if (!b->portable && b->unit == DT_UNIT_VEC)
+            CU_ASSERT_STRING_EQUAL(b->peak, r->peak);
+    }
+    for (int d = 0; d < DT_DTYPE_COUNT; d++) {
+        const char *peer = dt_dtype_info((dt_dtype)d)->peer;
+        CU_ASSERT_TRUE(strcmp(peer, "f32") == 0 || strcmp(peer, "bf16") == 0 ||
+                       strcmp(peer, "int8") == 0);
+        int named = 0;
+        const char *peak = dt_dtype_info((dt_dtype)d)->peak;
+        for (int k = 0; k < DT_PEAK_COUNT; k++)
+            named += strcmp(dt_peak_kind_name((dt_peak_kind)k), peak) == 0;
+        CU_ASSERT_EQUAL(named, 1);
+    }
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -321,6 +350,7 @@ int main(void)
         {"ratio statistics", test_ratio_stats},
         {"strongest oneDNN peer per shape", test_onednn_best},
         {"each kernel's back-end and the peak kind of its %peak", test_backend_peaks},
+        {"the dtype rows' peak kinds and peers", test_dtype_rows},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"bench", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

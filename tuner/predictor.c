@@ -10,12 +10,13 @@
 #include "common/log.h"
 #include "measure/trial.h"
 
+/* (op, dtype) -> "op" + ":" + the dtype row's key text, none for the
+ * dtype keys omit (f32): the names stored in cost_models stay as they were */
 void dt_costmodel_name(const char *op, dt_dtype dtype, char *buf, size_t n)
 {
-    if (dtype == DT_DTYPE_F32)
-        snprintf(buf, n, "%s", op);
-    else
-        snprintf(buf, n, "%s:%s", op, dt_dtype_name(dtype));
+    const dt_dtype_row *r = dt_dtype_info(dtype);
+    const char *key = r ? r->key : dt_dtype_name(dtype);
+    snprintf(buf, n, "%s%s%s", op, key[0] ? ":" : "", key);
 }
 
 void dt_predictor_init(dt_predictor *p, const char *op, dt_dtype dtype, const dt_target *tg,

@@ -54,7 +54,8 @@ typedef struct dt_predictor {
  * dtype's kernels see it: dtypes/dtype.h, dt_dtype_target). */
 void dt_predictor_init(dt_predictor *p, const char *op, dt_dtype dtype, const dt_target *tg,
                        int64_t target_id);
-/* The cost model name of (op, dtype): "op", or "op:dtype" beyond f32. */
+/* The cost model name of (op, dtype): "op", or "op:" and the dtype row's
+ * key text (dtypes/dtype.h) when it has one (every dtype but f32). */
 void dt_costmodel_name(const char *op, dt_dtype dtype, char *buf, size_t n);
 void dt_predictor_free(dt_predictor *p);
 
