@@ -99,6 +99,40 @@ static void dt_print_dtypes(const dt_target *t)
     printf("\n");
 }
 
+/* Whether this target runs some row of back-end g, and the reason of its
+ * first row when it runs none. */
+static int dt_reg_runs(const dt_backend_reg *g, const dt_target *t, const char **why)
+{
+    *why = NULL;
+    for (int i = 0; i < g->nrows; i++) {
+        const dt_backend *b = dt_backend_of_unit(g->rows[i].dtype, g->rows[i].isa,
+                                                 g->rows[i].unit);
+        const char *w = NULL;
+        if (b && dt_backend_usable(b, t, &w))
+            return 1;
+        if (!*why)
+            *why = w;
+    }
+    return 0;
+}
+
+/* "generic, avx2, avx512, avx512_bf16, ..., amx (no amx_bf16)": the
+ * registered back-ends (backends/registry.c), each with why this target
+ * runs none of its rows. */
+static void dt_print_backends(const dt_target *t)
+{
+    printf("%-12s", "back-ends:");
+    for (int r = 0; r < dt_backend_reg_count(); r++) {
+        const dt_backend_reg *g = dt_backend_reg_at(r);
+        const char *why;
+        int runs = dt_reg_runs(g, t, &why);
+        printf("%s %s", r ? "," : "", g->name);
+        if (!runs)
+            printf(" (%s)", why ? why : "not here");
+    }
+    printf("\n");
+}
+
 /* AMX is named even when absent: where it is usable, the tuner, `dtune
  * bench --sample` and `dtune measure` also search the tile back-ends
  * bf16/amx and int8/amx (backends/backend.h), and a reader comparing with a
@@ -133,6 +167,7 @@ static void dt_print_target(const dt_target *t, const char *key)
         dt_print_features("os-disabled:", t->cpu_features & ~t->features);
     dt_print_amx(t);
     dt_print_dtypes(t);
+    dt_print_backends(t);
     printf("%-12s %d physical, %d logical%s", "cores:", t->physical_cores, t->logical_cpus,
            dt_src_note(t->cores_src, note, sizeof note));
     if (t->overrides & DT_TARGET_OVR_CORES)
@@ -246,6 +281,23 @@ static json_t *dt_json_dtypes(const dt_target *t)
     return o;
 }
 
+/* {"generic": {"runs": true, "dtypes": ["f32", ...], "reason": null}, ...} */
+static json_t *dt_json_backends(const dt_target *t)
+{
+    json_t *o = json_object();
+    for (int r = 0; o && r < dt_backend_reg_count(); r++) {
+        const dt_backend_reg *g = dt_backend_reg_at(r);
+        const char *why;
+        int runs = dt_reg_runs(g, t, &why);
+        json_t *dtypes = json_array();
+        for (int i = 0; dtypes && i < g->nrows; i++)
+            json_array_append_new(dtypes, json_string(dt_dtype_name(g->rows[i].dtype)));
+        json_object_set_new(o, g->name, json_pack("{s:b, s:o, s:s?}", "runs", runs, "dtypes",
+                                                  dtypes, "reason", runs ? NULL : why));
+    }
+    return o;
+}
+
 /* "amx": {"present": true, "usable": false, "reason": "..."}: reason null when
  * usable. */
 static json_t *dt_json_amx(const dt_target *t)
@@ -285,6 +337,7 @@ static int dt_print_json(const dt_target *t, const dt_info_peaks *m)
 {
     json_t *root = dt_target_to_json(t);
     int ok = root && !json_object_set_new(root, "dtypes", dt_json_dtypes(t)) &&
+             !json_object_set_new(root, "backends", dt_json_backends(t)) &&
              !json_object_set_new(root, "amx", dt_json_amx(t));
     if (ok && m)
         ok = !json_object_set_new(root, "peaks", dt_json_peaks(m)) &&

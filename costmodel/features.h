@@ -37,7 +37,7 @@ enum {
     DT_CMF_THREADS_FRAC,  /* threads / target cores */
     DT_CMF_UNIT_AMX,      /* 1: AMX tiles (reg_pressure is then tile registers / 8) */
     DT_CMF_OP_FIRST,      /* one-hot of the op: column DT_CMF_OP_FIRST + its registry index */
-    DT_NFEATURES = DT_CMF_OP_FIRST + DT_OP_COUNT
+    DT_NFEATURES = DT_CMF_OP_FIRST + DT_N_OPS
 };
 /* Ops with a one-hot column: the first DT_CM_OPS of the op registry
  * (ops/op.h), named "op_<name>".  Another op needs its column; stored

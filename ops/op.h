@@ -127,7 +127,7 @@ typedef struct dt_op_desc {
 const dt_op_desc *dt_op_find(const char *name);
 /* The registry's length (ops/op_registry.c checks it at compile time): a
  * constant for what is sized by the ops, the cost model's one-hot columns. */
-#define DT_OP_COUNT 3
+#define DT_N_OPS 3
 int dt_op_count(void);
 const dt_op_desc *dt_op_at(int i);
 

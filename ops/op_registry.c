@@ -18,8 +18,8 @@ static const dt_op_desc *const registry[] = {
     &dt_op_conv2d,
 };
 
-_Static_assert(sizeof registry / sizeof registry[0] == DT_OP_COUNT,
-               "DT_OP_COUNT (ops/op.h) is the registry's length");
+_Static_assert(sizeof registry / sizeof registry[0] == DT_N_OPS,
+               "DT_N_OPS (ops/op.h) is the registry's length");
 
 int dt_op_count(void) { return (int)(sizeof registry / sizeof registry[0]); }
 
