@@ -66,9 +66,10 @@ typedef struct dt_backend_code {
     const char *macro;
     int intrinsics; /* its code includes <immintrin.h> */
     dt_emit_ukr_fn emit_ukr;
-    /* A types block in place of the dtype's element types (its types_base
-     * when it has one, else its types: bf16's for bf16, f32_bf16 and
-     * w8a32_bf16), or NULL: the dtype's own. */
+    /* A types block emitted right after the dtype's element types (its
+     * types_base when it has one, else its types: bf16's for bf16,
+     * f32_bf16 and w8a32_bf16) to adapt them to the row (its K group, its
+     * load helpers), or NULL. */
     const char *types;
 } dt_backend_code;
 

@@ -162,9 +162,13 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
     dt_sb_init(&sb);
     emit_defines(&sb, kop, mo, be, &g, a);
     emit_prelude(&sb, mo);
-    /* the dtype's element types, or the row's own block in their place */
-    const char *elem = mo->backend->types_base ? mo->backend->types_base : mo->backend->types;
-    dt_sb_append(&sb, mb->types ? mb->types : elem);
+    /* the dtype's element types, then the row's own block where it has one */
+    if (mo->backend->types_base)
+        dt_sb_append(&sb, mo->backend->types_base);
+    else
+        dt_sb_append(&sb, mo->backend->types);
+    if (mb->types)
+        dt_sb_append(&sb, mb->types);
     if (mo->backend->types_base)
         dt_sb_append(&sb, mo->backend->types);
     if (mo->backend->types_extra)

@@ -38,14 +38,6 @@ static void space_init(space *s, const dt_target *t, dt_isa isa, dt_unit u)
                     dt_unit_hooks_of(u)->elem_bytes);
 }
 
-#define kc_cap dt_ann_kc_cap
-#define mc_cap dt_ann_mc_cap
-#define nc_cap dt_ann_nc_cap
-#define draw_mult dt_ann_draw_mult
-#define refit_mult dt_ann_refit_mult
-#define mc_targets dt_ann_mc_targets
-#define nc_targets dt_ann_nc_targets
-
 /* ---- per-field candidates ---------------------------------------------------- */
 
 /* Largest mr whose tile fits the register file with nr = nv vectors (may be
@@ -133,13 +125,13 @@ static int sample_once(dt_rng *r, const space *s, int sketch, int threads, dt_an
     a->nr = nv * s->vl;
     a->mr = draw_mr(r, s, nv);
     if (a->sketch == DT_SKETCH_BLOCKED) {
-        int cap = kc_cap(s, a);
+        int cap = dt_ann_kc_cap(s, a);
         if (cap < DT_ANN_KC_MIN)
             return -1;
         a->kc = draw_kc(r, cap);
-        a->mc = draw_mult(r, a->mr, mc_cap(s, a), mc_targets, COUNT(mc_targets));
+        a->mc = dt_ann_draw_mult(r, a->mr, dt_ann_mc_cap(s, a), dt_ann_mc_targets, DT_ANN_TARGETS);
     }
-    a->nc = draw_mult(r, a->nr, nc_cap(s, a), nc_targets, COUNT(nc_targets));
+    a->nc = dt_ann_draw_mult(r, a->nr, dt_ann_nc_cap(s, a), dt_ann_nc_targets, DT_ANN_TARGETS);
     return 0;
 }
 
@@ -282,7 +274,7 @@ static int mutate_mult(dt_rng *r, int value, int unit, int cap, const int *targe
         int nk = opts[dt_rng_below(r, 4)];
         return nk >= 1 && nk <= kmax ? nk * unit : value;
     }
-    return draw_mult(r, unit, cap, targets, ntargets);
+    return dt_ann_draw_mult(r, unit, cap, targets, ntargets);
 }
 
 static int mutate_tile(dt_rng *r, const space *s, dt_annotation *a)
@@ -295,7 +287,7 @@ static int mutate_tile(dt_rng *r, const space *s, dt_annotation *a)
             return -1;
         a->mr = mr;
         if (a->sketch == DT_SKETCH_BLOCKED && a->mc % mr) {
-            a->mc = refit_mult(a->mc, mr, mc_cap(s, a));
+            a->mc = dt_ann_refit_mult(a->mc, mr, dt_ann_mc_cap(s, a));
             if (!a->mc)
                 return -1;
         }
@@ -311,7 +303,7 @@ static int mutate_tile(dt_rng *r, const space *s, dt_annotation *a)
         return -1;
     a->nr = nnv * s->vl;
     if (a->nc % a->nr) {
-        a->nc = refit_mult(a->nc, a->nr, nc_cap(s, a));
+        a->nc = dt_ann_refit_mult(a->nc, a->nr, dt_ann_nc_cap(s, a));
         if (!a->nc)
             return -1;
     }
@@ -320,7 +312,7 @@ static int mutate_tile(dt_rng *r, const space *s, dt_annotation *a)
 
 static int mutate_kc(dt_rng *r, const space *s, dt_annotation *a)
 {
-    int cap = kc_cap(s, a);
+    int cap = dt_ann_kc_cap(s, a);
     if (cap < DT_ANN_KC_MIN)
         return -1;
     int kc;
@@ -347,13 +339,13 @@ static int mutate_cache(dt_rng *r, const space *s, dt_annotation *a)
     if (which == 0)
         return mutate_kc(r, s, a);
     if (which == 1) {
-        int mc = mutate_mult(r, a->mc, a->mr, mc_cap(s, a), mc_targets, COUNT(mc_targets));
+        int mc = mutate_mult(r, a->mc, a->mr, dt_ann_mc_cap(s, a), dt_ann_mc_targets, DT_ANN_TARGETS);
         if (mc == a->mc)
             return -1;
         a->mc = mc;
         return 0;
     }
-    int nc = mutate_mult(r, a->nc, a->nr, nc_cap(s, a), nc_targets, COUNT(nc_targets));
+    int nc = mutate_mult(r, a->nc, a->nr, dt_ann_nc_cap(s, a), dt_ann_nc_targets, DT_ANN_TARGETS);
     if (nc == a->nc)
         return -1;
     a->nc = nc;
@@ -466,11 +458,11 @@ static void resample_field(dt_rng *r, const space *s, dt_annotation *c, int f)
             c->kc = 0;
             break;
         }
-        int cap = kc_cap(s, c);
+        int cap = dt_ann_kc_cap(s, c);
         if (cap < DT_ANN_KC_MIN) { /* mc or nc is what is too big: allow any kc */
             dt_annotation bare = *c;
             bare.mc = bare.nc = 0;
-            cap = kc_cap(s, &bare);
+            cap = dt_ann_kc_cap(s, &bare);
         }
         c->kc = cap < DT_ANN_KC_MIN ? DT_ANN_KC_MIN : draw_kc(r, cap);
         break;
@@ -480,13 +472,13 @@ static void resample_field(dt_rng *r, const space *s, dt_annotation *c, int f)
             c->mc = 0;
             break;
         }
-        int cap = mc_cap(s, c);
-        c->mc = cap < c->mr ? c->mr : draw_mult(r, c->mr, cap, mc_targets, COUNT(mc_targets));
+        int cap = dt_ann_mc_cap(s, c);
+        c->mc = cap < c->mr ? c->mr : dt_ann_draw_mult(r, c->mr, cap, dt_ann_mc_targets, DT_ANN_TARGETS);
         break;
     }
     case DT_F_NC: {
-        int cap = nc_cap(s, c);
-        c->nc = cap < c->nr ? c->nr : draw_mult(r, c->nr, cap, nc_targets, COUNT(nc_targets));
+        int cap = dt_ann_nc_cap(s, c);
+        c->nc = cap < c->nr ? c->nr : dt_ann_draw_mult(r, c->nr, cap, dt_ann_nc_targets, DT_ANN_TARGETS);
         break;
     }
     case DT_F_UNROLL: c->unroll = unroll_values[dt_rng_below(r, COUNT(unroll_values))]; break;

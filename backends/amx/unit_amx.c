@@ -14,13 +14,6 @@
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 typedef dt_ann_kit space;
-#define kc_cap dt_ann_kc_cap
-#define mc_cap dt_ann_mc_cap
-#define nc_cap dt_ann_nc_cap
-#define draw_mult dt_ann_draw_mult
-#define refit_mult dt_ann_refit_mult
-#define mc_targets dt_ann_mc_targets
-#define nc_targets dt_ann_nc_targets
 
 /* The AMX tile block (annotation/annotation.h, dt_unit): mr = 16·mt rows and nr =
  * 16·nt columns of C tiles; the kernel holds the smaller of its A (mt) and B
@@ -81,7 +74,7 @@ static void draw_amx_block(dt_rng *r, dt_sketch_kind sketch, dt_annotation *a)
 
 static int draw_amx_kc(dt_rng *r, const space *s, const dt_annotation *a)
 {
-    int cap = kc_cap(s, a), n = 0;
+    int cap = dt_ann_kc_cap(s, a), n = 0;
     while (n < COUNT(amx_kc_list) && amx_kc_list[n] <= cap)
         n++;
     return n ? amx_kc_list[dt_rng_below(r, n)] : 0;
@@ -104,9 +97,9 @@ static int sample_once_amx(dt_rng *r, const space *s, int sketch, int threads, d
         a->kc = draw_amx_kc(r, s, a);
         if (!a->kc)
             return -1;
-        a->mc = draw_mult(r, a->mr, mc_cap(s, a), mc_targets, COUNT(mc_targets));
+        a->mc = dt_ann_draw_mult(r, a->mr, dt_ann_mc_cap(s, a), dt_ann_mc_targets, DT_ANN_TARGETS);
     }
-    a->nc = draw_mult(r, a->nr, nc_cap(s, a), nc_targets, COUNT(nc_targets));
+    a->nc = dt_ann_draw_mult(r, a->nr, dt_ann_nc_cap(s, a), dt_ann_nc_targets, DT_ANN_TARGETS);
     return 0;
 }
 
@@ -120,9 +113,9 @@ static void mutate_once_amx(dt_rng *r, const space *s, dt_annotation *a)
         break;
     case 2:
         if (a->sketch == DT_SKETCH_BLOCKED)
-            a->mc = draw_mult(r, a->mr, mc_cap(s, a), mc_targets, COUNT(mc_targets));
+            a->mc = dt_ann_draw_mult(r, a->mr, dt_ann_mc_cap(s, a), dt_ann_mc_targets, DT_ANN_TARGETS);
         break;
-    case 3: a->nc = draw_mult(r, a->nr, nc_cap(s, a), nc_targets, COUNT(nc_targets)); break;
+    case 3: a->nc = dt_ann_draw_mult(r, a->nr, dt_ann_nc_cap(s, a), dt_ann_nc_targets, DT_ANN_TARGETS); break;
     case 4:
         if (a->sketch == DT_SKETCH_BLOCKED && dt_rng_below(r, 2))
             a->order = (dt_loop_order)((a->order + 1) % DT_ORDER_COUNT);
@@ -133,9 +126,9 @@ static void mutate_once_amx(dt_rng *r, const space *s, dt_annotation *a)
     }
     /* a new block may leave mc and nc off its multiples: refit them */
     if (a->sketch == DT_SKETCH_BLOCKED && a->mc % a->mr)
-        a->mc = refit_mult(a->mc, a->mr, mc_cap(s, a));
+        a->mc = dt_ann_refit_mult(a->mc, a->mr, dt_ann_mc_cap(s, a));
     if (a->nc % a->nr)
-        a->nc = refit_mult(a->nc, a->nr, nc_cap(s, a));
+        a->nc = dt_ann_refit_mult(a->nc, a->nr, dt_ann_nc_cap(s, a));
 }
 
 /* Each of the tile block, kc, mc, nc, par, order and threads from one parent

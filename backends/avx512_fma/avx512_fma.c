@@ -5,7 +5,7 @@
  * GFLOP/s) the tuner had only avx512_bf16's pairs and the 8-lane AVX2
  * widening to choose from; this row widens on 16 lanes and 32 registers.
  * Its annotations name it with the unit fma (the vector rules); its packed
- * B is a single-k panel, its types block its own (template/
+ * B is a single-k panel, its types block (template/
  * types_bf16_fma.h), its emitter the vector widening one.  The tuner
  * searches it beside avx512_bf16 and picks by measurement. */
 #include "backends/rows.h"

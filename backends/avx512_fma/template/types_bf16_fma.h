@@ -1,27 +1,13 @@
-/* ---- bf16 element types, widened on AVX-512 (backends/avx512_fma/template/
- * types_bf16_fma.h): the rows of the avx512_fma back-end, in place of
- * bf16's block (template/types_bf16.h) for bf16 and the math=bf16 dtypes.
- * A and B are bf16 (the upper 16 bits of an IEEE float, stored as uint16_t),
- * C is f32: C = Σ a·b in f32 (+bias, activation).  KG = 1: a bf16 becomes
- * an f32 by a 16-bit left shift, then the AVX-512 FMA of the prelude — for
- * a CPU whose vdpbf16ps is slower than its f32 FMA (issue 44).  */
-typedef uint16_t dt_ta;
-typedef uint16_t dt_tb;
-typedef float dt_tc;
+/* ---- bf16 widened on AVX-512 (backends/avx512_fma/template/types_bf16_fma.h)
+ * The avx512_fma rows' block, emitted right after bf16's element types
+ * (template/types_bf16.h) for bf16 and the math=bf16 dtypes: K groups of
+ * one (the packed B a single-k panel, [strip][K][NR]) and the widening
+ * helpers of the vector rows on 16 lanes — a bf16 becomes an f32 by a
+ * 16-bit left shift, then the AVX-512 FMA of the prelude — for a CPU whose
+ * vdpbf16ps is slower than its f32 FMA (issue 44).  bf16's block defines
+ * its AVX-512 pair helpers too; the widened kernel does not use them. */
+#undef KG
 #define KG 1
-#define DT_TB_F32 0
-#define DT_QUANT 0
-#define DT_QTAIL_BYTES(n) 0
-#define DT_RUN_QPARAMS
-#define DT_RUN_QARGS
-#define DT_PACK_QPARAMS
-#define DT_PACK_QARGS
-#define DT_FN_DENSE dtk_dense_bf16
-#define DT_FN_PACK dtk_pack_bf16
-#define DT_FN_PACKED_SIZE dtk_packed_size_bf16
-#define DT_FN_BMM dtk_bmm_bf16
-#define DT_FN_CONV2D dtk_conv2d_bf16
-
 /* VL bf16 and their f32 values: 16 u16 zero-extended to 32-bit lanes
  * (vpmovzxwd zmm, m256) and shifted up */
 DT_INLINE vf dt_bf16_vload(const uint16_t *p)
