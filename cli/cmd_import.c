@@ -135,7 +135,8 @@ int dt_cmd_import(int argc, char **argv)
         case 'j': json = 1; break;
         case 'M':
             if (!dt_cli_math_known(optarg))
-                return dt_cli_usage_error("import", "--math takes bf16, not '%s'", optarg);
+                return dt_cli_usage_error("import", "--math takes %s, not '%s'",
+                                          dt_dtype_math_names(), optarg);
             math = optarg;
             break;
         case 'B':

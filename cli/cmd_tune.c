@@ -163,7 +163,8 @@ static int parse_args(int argc, char **argv, tune_args *a, const char **what)
         case 'j': a->json = 1; break;
         case 'M':
             if (!dt_cli_math_known(optarg))
-                return dt_cli_usage_error("tune", "--math takes bf16, not '%s'", optarg);
+                return dt_cli_usage_error("tune", "--math takes %s, not '%s'",
+                                          dt_dtype_math_names(), optarg);
             a->math = optarg;
             break;
         case 'v': rc = dt_cli_vars_add(&a->vars, "tune", optarg); break;
