@@ -49,8 +49,21 @@ gen_onnx() {
     protoc-c --proto_path=/usr/include/onnx --c_out="$OUT/generated/onnx" "$proto"
 }
 
+# The back-ends' own templates (backends/*/template/*), embedded as CMake
+# does (cmake/embed.cmake) into $OUT/generated/dt_tpl_<name>.h: their rows
+# and emitters include them.
+gen_templates() {
+    mkdir -p "$OUT/generated"
+    for f in backends/*/template/*; do
+        id=$(basename "$f" | sed 's/[^a-z0-9]/_/g')
+        cmake -DIN="$f" -DOUT="$OUT/generated/dt_tpl_$id.h" -DNAME="dt_tpl_$id" \
+            -P cmake/embed.cmake
+    done
+}
+gen_templates
+
 # every file of the pure layers below the micro-kernels (docs/architecture.md)
-PURE="dtypes/*.c ops/*.c shape/*.c space/*.c $(find backends -name '*.c' | sort | tr '\n' ' ')"
+PURE="-I$OUT/generated dtypes/*.c ops/*.c shape/*.c annotation/*.c space/*.c $(find backends -name '*.c' | sort | tr '\n' ' ')"
 
 for t in $TARGETS; do
     LIBS=""
@@ -59,7 +72,7 @@ for t in $TARGETS; do
         build http fuzz/fuzz_http.c daemon/http_conn.c daemon/http_msg.c daemon/http_auth.c \
             common/strbuf.c common/error.c ;;
     model_spec)
-        # the pure layers (dtypes, ops, shape, space, backends) and common/
+        # the pure layers (dtypes, ops, shape, annotation, backends, space) and common/
         build model_spec fuzz/fuzz_model_spec.c $PURE common/*.c ;;
     onnx)
         gen_onnx
@@ -76,14 +89,13 @@ for t in $TARGETS; do
         # no socket opened)
         LIBS="-lsodium -luv -lpthread"
         build wire fuzz/fuzz_wire.c measure/wire.c measure/auth.c measure/trial.c \
-            measure/pool.c net/conn.c net/addr.c $PURE common/*.c ;;
+            measure/pool.c measure/pool_conn.c measure/pool_sched.c net/conn.c net/addr.c $PURE \
+            common/*.c ;;
     *) echo "fuzz.sh: unknown target '$t' (http, model_spec, onnx, wire)" >&2; exit 2 ;;
     esac
 done
 
 status=0
-# every file of the pure layers below the micro-kernels (docs/architecture.md)
-PURE="dtypes/*.c ops/*.c shape/*.c space/*.c $(find backends -name '*.c' | sort | tr '\n' ' ')"
 
 for t in $TARGETS; do
     mkdir -p "$OUT/corpus/$t"
