@@ -69,9 +69,12 @@ find build-asan -name '*.gcda' -delete
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suites build-asan
-echo "== line coverage per folder (build-asan/; floors for tuner, microkernel, dispatch, onnx)"
+echo "== line coverage per folder (build-asan/; floors for tuner, microkernel, backends, dispatch, onnx)"
+# microkernel's floor was 92 % while it held the register-kernel emitters; they
+# moved to backends/ (issue 44: 960 lines, 95.8 % hit), leaving microkernel at
+# 91.0 % and the two together at 93.4 %: each now has a floor of its own
 COVERAGE_DIR=build-asan COVERAGE_REPORT_ONLY=1 scripts/coverage.sh \
-    --min tuner=90 --min microkernel=92 --min dispatch=86 --min onnx=83
+    --min tuner=90 --min microkernel=90 --min backends=94 --min dispatch=86 --min onnx=83
 
 echo "== tests built with clang, Release (build-clang/)"
 CC=clang BUILD_DIR=build-clang BUILD_TYPE=Release scripts/setup.sh
