@@ -50,6 +50,8 @@ const char *dt_unit_name(dt_unit u)
     return (unsigned)u < DT_UNIT_COUNT ? unit_names[u] : "?";
 }
 
+const char *dt_unit_names(void) { return "vec, amx, fma"; }
+
 int dt_unit_from_name(const char *name, dt_unit *out)
 {
     for (int i = 0; name && i < DT_UNIT_COUNT; i++) {

@@ -77,6 +77,8 @@ const char *dt_store_name(dt_store_kind s);
 const char *dt_order_name(dt_loop_order o);
 const char *dt_unit_name(dt_unit u);
 int dt_unit_from_name(const char *name, dt_unit *out);
+/* "vec, amx, fma": every unit's name, for error messages. */
+const char *dt_unit_names(void);
 
 /* Deterministic PRNG state for sampling (splitmix64/xorshift; seedable). */
 typedef struct dt_rng {

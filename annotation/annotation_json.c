@@ -182,7 +182,8 @@ int dt_annotation_from_json(const json_t *j, dt_annotation *out, dt_err *e)
     }
     v = json_object_get(j, "unit"); /* optional: vec when absent */
     if (v && (!json_is_string(v) || dt_unit_from_name(json_string_value(v), &a.unit)))
-        return dt_errf(e, DT_EINVAL, "annotation JSON: key \"unit\": expected \"vec\" or \"amx\"");
+        return dt_errf(e, DT_EINVAL, "annotation JSON: key \"unit\": expected one of %s",
+                       dt_unit_names());
     *out = a;
     return 0;
 }

@@ -69,14 +69,8 @@ static void build_rows(void)
             nrows++;
         }
     }
-    /* a unit without hooks of its own follows the vector rules */
     for (int u = 0; u < DT_UNIT_COUNT; u++)
-        if (!units[u]) {
-            static dt_unit_hooks plain[DT_UNIT_COUNT];
-            plain[u] = unit_vec;
-            plain[u].unit = (dt_unit)u;
-            units[u] = &plain[u];
-        }
+        DT_ASSERT(units[u], "every unit is registered, by the back-end that brings it");
     for (int i = 0; i < nrows; i++) {
         const dt_backend *b = &rows[i];
         for (int j = 0; j < i; j++) {

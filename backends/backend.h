@@ -124,7 +124,7 @@ typedef struct dt_backend_reg {
     const char *name; /* the folder */
     const dt_backend *rows;
     int nrows;
-    /* the unit it brings with rules of its own, or NULL */
+    /* the unit it brings (its hooks; NULL rules: the vector ones), or NULL */
     const struct dt_unit_hooks *unit;
 } dt_backend_reg;
 

@@ -3,7 +3,8 @@
  * common rules.  The vector units (vec, and fma: the f32 FMA on widened
  * values) follow the search space's own register-tile rules; a unit with
  * rules of its own — AMX's tiles — registers them with its back-end
- * (backends/amx/), and the search space (space/annotation*.c), the cost
+ * (backends/amx/); every unit but vec is registered by the back-end that
+ * brings it (fma's by backends/avx512_fma/, NULL rules), and the search space (space/annotation*.c), the cost
  * model's features and codegen ask for them here rather than naming the
  * unit.
  *

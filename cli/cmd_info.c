@@ -105,10 +105,8 @@ static int dt_reg_runs(const dt_backend_reg *g, const dt_target *t, const char *
 {
     *why = NULL;
     for (int i = 0; i < g->nrows; i++) {
-        const dt_backend *b = dt_backend_of_unit(g->rows[i].dtype, g->rows[i].isa,
-                                                 g->rows[i].unit);
         const char *w = NULL;
-        if (b && dt_backend_usable(b, t, &w))
+        if (dt_backend_usable(&g->rows[i], t, &w))
             return 1;
         if (!*why)
             *why = w;

@@ -43,11 +43,12 @@ static const dt_export_op *const registry[] = {
 static void check_pairs(void)
 {
     for (int i = 0; i < NREG; i++)
-        DT_ASSERT(registry[i]->op && (registry[i]->op->dtypes & DT_DTYPE_BIT(registry[i]->dtype)),
+        DT_ASSERT(registry[i]->op &&
+                      dt_op_check_dtype(registry[i]->op, registry[i]->dtype, NULL) == 0,
                   "an export row is an (op, dtype) pair its op declares");
     for (int o = 0; o < dt_op_count(); o++)
         for (int d = 0; d < DT_DTYPE_COUNT; d++) {
-            if (!(dt_op_at(o)->dtypes & DT_DTYPE_BIT((dt_dtype)d)))
+            if (dt_op_check_dtype(dt_op_at(o), (dt_dtype)d, NULL))
                 continue;
             int n = 0;
             for (int i = 0; i < NREG; i++)

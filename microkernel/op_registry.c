@@ -53,7 +53,7 @@ static void check_pairs(void)
         const dt_mk_op *m = registry[i];
         DT_ASSERT(m->op && m->backend && m->selector && m->driver && m->run,
                   "an (op, dtype) row has its op, dtype, selector, driver and run");
-        DT_ASSERT(m->op->dtypes & DT_DTYPE_BIT(m->backend->dtype),
+        DT_ASSERT(dt_op_check_dtype(m->op, m->backend->dtype, NULL) == 0,
                   "a micro-kernel row is an (op, dtype) pair its op declares");
         DT_ASSERT(m->nsyms >= 1 && m->nsyms <= DT_KERNEL_MAX_SYMS, "a row binds 1..max entry points");
         int runs = 0;
@@ -64,7 +64,7 @@ static void check_pairs(void)
     }
     for (int o = 0; o < dt_op_count(); o++)
         for (int d = 0; d < DT_DTYPE_COUNT; d++) {
-            if (!(dt_op_at(o)->dtypes & DT_DTYPE_BIT((dt_dtype)d)))
+            if (dt_op_check_dtype(dt_op_at(o), (dt_dtype)d, NULL))
                 continue;
             int n = 0;
             for (int i = 0; i < NREG; i++)

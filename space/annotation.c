@@ -31,7 +31,7 @@ int dt_annotation_check(const dt_annotation *a, const dt_target *t, unsigned *ba
         FAIL(DT_F_BIT(DT_F_ISA), "isa %s is above the target's isa %s", dt_isa_name(a->isa),
              dt_isa_name(t->isa));
     if ((unsigned)a->unit >= DT_UNIT_COUNT)
-        FAIL(DT_F_BIT(DT_F_ISA), "unit %d out of range (vec, amx, fma)", (int)a->unit);
+        FAIL(DT_F_BIT(DT_F_ISA), "unit %d out of range (%s)", (int)a->unit, dt_unit_names());
     const dt_unit_hooks *h = dt_unit_hooks_of(a->unit);
     if (h->check) {
         int rc = h->check(a, t, bad, e);

@@ -170,7 +170,8 @@ int dt_annotation_sample_unit(dt_rng *r, const dt_target *t, dt_unit unit, int s
                               int threads, dt_annotation *out, dt_err *e)
 {
     if ((unsigned)unit >= DT_UNIT_COUNT)
-        return dt_errf(e, DT_EINVAL, "sample: unit %d out of range (vec, amx, fma)", (int)unit);
+        return dt_errf(e, DT_EINVAL, "sample: unit %d out of range (%s)", (int)unit,
+                       dt_unit_names());
     const dt_unit_hooks *h = dt_unit_hooks_of(unit);
     if (!h->sample_once) { /* the vector rules: exactly dt_annotation_sample's draws */
         int rc = dt_annotation_sample(r, t, sketch, threads, out, e);

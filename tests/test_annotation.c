@@ -946,10 +946,25 @@ static void test_equal(void)
     CU_ASSERT(!dt_annotation_equal(&a, &b));
 }
 
+/* dt_unit_names lists every unit's name, in order (its error messages'). */
+static void test_unit_names(void)
+{
+    char all[128] = "";
+    for (int u = 0; u < DT_UNIT_COUNT; u++) {
+        strcat(all, u ? ", " : "");
+        strcat(all, dt_unit_name((dt_unit)u));
+        dt_unit back;
+        CU_ASSERT_EQUAL(dt_unit_from_name(dt_unit_name((dt_unit)u), &back), 0);
+        CU_ASSERT_EQUAL(back, (dt_unit)u);
+    }
+    CU_ASSERT_STRING_EQUAL(dt_unit_names(), all);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
         {"names", test_names},
+        {"unit names", test_unit_names},
         {"rng", test_rng},
         {"validate: valid and edge annotations", test_validate_valid},
         {"validate: invalid annotations and reasons", test_validate_invalid},

@@ -9,6 +9,7 @@
  * types_bf16_fma.h), its emitter the vector widening one.  The tuner
  * searches it beside avx512_bf16 and picks by measurement. */
 #include "backends/rows.h"
+#include "backends/unit.h"
 
 #include "dt_tpl_types_bf16_fma_h.h"
 
@@ -24,4 +25,8 @@ static const dt_backend rows[] = {
     ROW(DT_DTYPE_W8A32_BF16),
 };
 
-const dt_backend_reg dt_backend_avx512_fma = {"avx512_fma", rows, DT_ROWS_COUNT(rows), NULL};
+/* Its unit: the vector rules (no hooks of its own), f32's element size in
+ * the cache rules (the kernels pack bf16, the rules count the widest). */
+static const dt_unit_hooks unit_fma = {.unit = DT_UNIT_FMA, .elem_bytes = 4, .isa = DT_ISA_AVX512};
+
+const dt_backend_reg dt_backend_avx512_fma = {"avx512_fma", rows, DT_ROWS_COUNT(rows), &unit_fma};
