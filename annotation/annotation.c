@@ -8,7 +8,7 @@
 
 /* ---- names ----------------------------------------------------------------- */
 
-static const char *const sketch_names[DT_SKETCH_COUNT] = {"blocked", "stream"};
+static const char *const sketch_names[DT_SKETCH_ALL] = {"blocked", "stream", "channel"};
 static const char *const par_names[DT_PAR_COUNT] = {"n", "m", "mn"};
 static const char *const store_names[DT_STORE_COUNT] = {"mask", "scratch"};
 static const char *const order_names[DT_ORDER_COUNT] = {"m_inner", "n_inner"};
@@ -16,12 +16,12 @@ static const char *const unit_names[DT_UNIT_COUNT] = {"vec", "amx", "fma"};
 
 const char *dt_sketch_name(dt_sketch_kind s)
 {
-    return (unsigned)s < DT_SKETCH_COUNT ? sketch_names[s] : "?";
+    return (unsigned)s < DT_SKETCH_ALL ? sketch_names[s] : "?";
 }
 
 int dt_sketch_from_name(const char *name, dt_sketch_kind *out)
 {
-    for (int i = 0; name && i < DT_SKETCH_COUNT; i++) {
+    for (int i = 0; name && i < DT_SKETCH_ALL; i++) {
         if (!strcmp(name, sketch_names[i])) {
             *out = (dt_sketch_kind)i;
             return 0;

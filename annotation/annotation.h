@@ -31,7 +31,23 @@
 #include "common/error.h"
 #include "common/target.h"
 
-typedef enum { DT_SKETCH_BLOCKED = 0, DT_SKETCH_STREAM, DT_SKETCH_COUNT } dt_sketch_kind;
+/* DT_SKETCH_COUNT counts the sketches of every op's GEMM view (blocked,
+ * stream): what a sample draws from when no sketch is pinned.  After them,
+ * up to DT_SKETCH_ALL, the sketches an op offers of its own, drawn only
+ * where its kernels offer them (microkernel/mk_op.h, dt_mk_op_offers):
+ *   channel  conv2d with groups > 1 (depthwise and narrow groups): the
+ *            vectors along the output channels (nr of them a block, nc a
+ *            pass), mr output pixels a tile, the window's taps summed in
+ *            registers (unroll: taps unrolled), threads over the output
+ *            rows (m), the channel blocks (n) or both (mn); no K blocking
+ *            (kc = mc = 0), no prefetch, vector unit only. */
+typedef enum {
+    DT_SKETCH_BLOCKED = 0,
+    DT_SKETCH_STREAM,
+    DT_SKETCH_COUNT,
+    DT_SKETCH_CHANNEL = DT_SKETCH_COUNT,
+    DT_SKETCH_ALL
+} dt_sketch_kind;
 typedef enum { DT_PAR_N = 0, DT_PAR_M, DT_PAR_MN, DT_PAR_COUNT } dt_par_axis;
 /* How the partial tile at the N boundary is stored: vector masks, or via a
  * scratch tile copied out element by element. */

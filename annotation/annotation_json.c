@@ -88,7 +88,7 @@ static int parse_name(int f, const char *s, dt_annotation *a, dt_err *e)
         if (dt_sketch_from_name(s, &a->sketch))
             return dt_errf(e, DT_EINVAL,
                            "annotation JSON: key \"sketch\": unknown sketch \"%s\" (expected "
-                           "blocked or stream)",
+                           "blocked, stream or channel)",
                            s);
         return 0;
     case DT_F_ISA:

@@ -213,15 +213,16 @@ static int build_kernels(const dt_kernel_op *kop, const dt_annotation *kernels, 
 }
 
 
-/* Kernels share packed constant weights by layout: pack once per panel
- * width NR, K group and K padding. */
+/* Kernels share packed constant weights by layout: pack once per row of
+ * hooks (the GEMM view's or an op's own sketch's), panel width NR, K group
+ * and K padding. */
 static int pack_weights(dt_bench_cand *cands, cand_rt *rts, int n, const problem *p, dt_err *e)
 {
     for (int i = 0; i < n; i++) {
         if (strcmp(cands[i].status, "ok") != 0)
             continue;
         for (int j = 0; j < i; j++)
-            if (rts[j].packed && cands[j].ann.nr == cands[i].ann.nr &&
+            if (rts[j].packed && rts[j].k.op == rts[i].k.op && cands[j].ann.nr == cands[i].ann.nr &&
                 dt_mk_packed_kg(rts[j].k.op, &cands[j].ann) ==
                     dt_mk_packed_kg(rts[i].k.op, &cands[i].ann) &&
                 dt_mk_packed_kpad(rts[j].k.op, &cands[j].ann) ==

@@ -79,11 +79,12 @@ int dt_cli_wants_help(int argc, char **argv);
 
 /* The kernels of a run: the annotations of a JSON file (one object or an
  * array; each validated for t) when path is set, else `sample` (default 16)
- * random valid ones from seed for a workload of dtype (every back-end t runs
- * for it: dt_annotation_sample_dtype), all with `threads` threads.  *out is
- * malloc'ed. */
+ * random valid ones from seed for workload w (every back-end t runs for its
+ * dtype: dt_annotation_sample_dtype; every third one of the op's own
+ * sketch where it offers one, as the tuner draws them), all with `threads`
+ * threads.  *out is malloc'ed. */
 int dt_cli_kernels(const char *path, int sample, uint64_t seed, int threads, const dt_target *t,
-                   int dtype, dt_annotation **out, int *n, dt_err *e);
+                   const dt_workload *w, dt_annotation **out, int *n, dt_err *e);
 
 /* The shapes of a run as variable values (*n × w->nvars, malloc'ed): the
  * --shapes domain of a one-variable workload, the grid of "NAME=DOMAIN;…"

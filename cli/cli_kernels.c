@@ -7,9 +7,10 @@
 
 #include "cli/cli.h"
 #include "common/file.h"
+#include "microkernel/mk_op.h"
 
 int dt_cli_kernels(const char *path, int sample, uint64_t seed, int threads, const dt_target *t,
-                   int dtype, dt_annotation **out, int *n, dt_err *e)
+                   const dt_workload *w, dt_annotation **out, int *n, dt_err *e)
 {
     *out = NULL;
     *n = 0;
@@ -24,8 +25,14 @@ int dt_cli_kernels(const char *path, int sample, uint64_t seed, int threads, con
         dt_target tt = *t;
         if (tt.cores < threads)
             tt.cores = threads;
+        int own = -1;
+        for (int s = DT_SKETCH_COUNT; s < DT_SKETCH_ALL; s++)
+            if (dt_mk_op_offers(w->op, w->dtype, w->attrs, (dt_sketch_kind)s))
+                own = s;
         for (int i = 0; i < count; i++) {
-            int rc = dt_annotation_sample_dtype(&rng, &tt, dtype, -1, threads, &(*out)[i], e);
+            int rc = dt_annotation_sample_dtype(&rng, &tt, (int)w->dtype,
+                                                own >= 0 && i % 3 == 2 ? own : -1, threads,
+                                                &(*out)[i], e);
             if (rc) {
                 free(*out);
                 *out = NULL;

@@ -413,7 +413,7 @@ int dt_cmd_bench(int argc, char **argv)
         goto fail;
     }
     t = dt_cli_dtype_target(w, &t);
-    if ((rc = dt_cli_kernels(a.kernel_file, a.sample, a.seed, a.threads, &t, (int)w->dtype, &kernels,
+    if ((rc = dt_cli_kernels(a.kernel_file, a.sample, a.seed, a.threads, &t, w, &kernels,
                               &nk, &e)))
         goto fail;
     if ((rc = dt_builder_init(&b, NULL, NULL, NULL, &e)))

@@ -343,8 +343,7 @@ int dt_cmd_measure(int argc, char **argv)
         goto fail;
     }
     dt_target kt = dt_cli_dtype_target(w, &t);
-    if ((rc = dt_cli_kernels(a.kernel_file, a.sample, a.seed, a.threads > 0 ? a.threads : 1, &kt,
-                             (int)w->dtype, &ann, &r.nk, &e)) ||
+    if ((rc = dt_cli_kernels(a.kernel_file, a.sample, a.seed, a.threads > 0 ? a.threads : 1, &kt, w, &ann, &r.nk, &e)) ||
         (rc = make_trials(&r, ann, vals, &e)))
         goto fail;
     if ((rc = dt_db_open(a.db ? a.db : dt_cli_default_db(), DT_DB_CREATE, &r.db, &e)))

@@ -14,7 +14,7 @@ static const char *const names[DT_CMF_OP_FIRST] = {
     "b_panel_l1",  "a_block_l2",  "b_block_l2",     "b_block_l3",    "ai_reg",
     "vec_floats",  "sketch_blocked", "sketch_stream", "par_n",       "par_m",
     "par_mn",      "order",       "store",          "threads",       "threads_frac",
-    "unit_amx",
+    "unit_amx",    "sketch_channel",
 };
 
 /* "op_<name>" of the registry's ops, made once */
@@ -94,6 +94,7 @@ int dt_features(const dt_annotation *a, const dt_target *t, const char *op_name,
     out[DT_CMF_THREADS] = (float)a->threads;
     out[DT_CMF_THREADS_FRAC] = t->cores > 0 ? (float)a->threads / (float)t->cores : 0.0f;
     out[DT_CMF_UNIT_AMX] = unit->tile;
+    out[DT_CMF_SKETCH_CHANNEL] = a->sketch == DT_SKETCH_CHANNEL;
     out[DT_CMF_OP_FIRST + column] = 1.0f;
     return DT_NFEATURES;
 }

@@ -36,6 +36,9 @@ enum {
     DT_CMF_THREADS,
     DT_CMF_THREADS_FRAC,  /* threads / target cores */
     DT_CMF_UNIT_AMX,      /* 1: AMX tiles (reg_pressure is then tile registers / 8) */
+    /* 1: the channel sketch (an op's own, after the op-independent columns
+     * above: models stored before it bind by name and never saw it) */
+    DT_CMF_SKETCH_CHANNEL,
     DT_CMF_OP_FIRST,      /* one-hot of the op: column DT_CMF_OP_FIRST + its registry index */
     DT_NFEATURES = DT_CMF_OP_FIRST + DT_N_OPS
 };

@@ -160,6 +160,13 @@ static int plan_packing(dt_export_plan *p, dt_err *e)
     if (!m || !m->packed_size)
         return dt_errf(e, DT_EUNSUPPORTED, "%s: no packing for op %s, dtype %s", p->d->key,
                        w->op->name, dt_dtype_name(p->kop.dtype));
+    for (int k = 0; k < p->nk; k++)
+        if (p->k[k].ann.sketch >= DT_SKETCH_COUNT)
+            return dt_errf(e, DT_EUNSUPPORTED, "%s: kernel %d is of %s's own %s sketch, which "
+                           "`dtune export` does not write yet (its weights are packed whole, "
+                           "not group by group); libdtune and the TVM client run it", p->d->key,
+                           k, w->op->name, dt_sketch_name(p->k[k].ann.sketch));
+    DT_ASSERT(p->nk >= 1, "a plan has kernels");
     p->pack = calloc((size_t)p->nk, sizeof *p->pack);
     if (!p->pack)
         return dt_errf(e, DT_ENOMEM, "out of memory");

@@ -139,11 +139,17 @@ static void emit_info(dt_strbuf *sb, const dt_kernel_op *kop, const dt_annotatio
 int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, dt_err *e)
 {
     *source = NULL;
-    const dt_mk_op *mo = dt_mk_op_find(kop->op, kop->dtype);
+    const dt_mk_op *mo = dt_mk_op_for(kop->op, kop->dtype, a);
     if (!mo)
-        return dt_errf(e, DT_EUNSUPPORTED, "no micro-kernel generator for op %s%s%s",
+        return dt_errf(e, DT_EUNSUPPORTED, "no micro-kernel generator for op %s%s%s%s%s",
                        kop->op->name, kop->dtype ? " of dtype " : "",
-                       kop->dtype ? dt_dtype_name(kop->dtype) : "");
+                       kop->dtype ? dt_dtype_name(kop->dtype) : "",
+                       a->sketch < DT_SKETCH_COUNT ? "" : " with the sketch ",
+                       a->sketch < DT_SKETCH_COUNT ? "" : dt_sketch_name(a->sketch));
+    if (mo->offers && !mo->offers(kop->attrs))
+        return dt_errf(e, DT_EUNSUPPORTED, "the %s sketch is not %s's with these attributes "
+                       "(conv2d's channel sketch: groups > 1)", dt_sketch_name(a->sketch),
+                       kop->op->name);
     const dt_backend *be = dt_backend_of_ann(kop->dtype, a);
     const dt_mk_backend *mb = dt_mk_backend_of(be);
     if (!mb)
@@ -175,6 +181,10 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
         dt_sb_append(&sb, mo->backend->types_extra);
     dt_sb_append(&sb, mo->backend->epilogue);
     emit_info(&sb, kop, a);
+    if (mo->sketch != DT_SKETCH_BLOCKED) { /* an own sketch: its section is the kernel */
+        dt_sb_append(&sb, mo->driver);
+        goto done;
+    }
     mb->emit_ukr(&sb, be, a, mo->segmented_a && a->sketch == DT_SKETCH_STREAM);
     for (int i = 0; i < dt_mk_op_count(); i++)
         if (in_source(dt_mk_op_at(i), mo) && dt_mk_op_at(i)->driver_pre)
@@ -183,6 +193,7 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
     for (int i = 0; i < dt_mk_op_count(); i++)
         if (in_source(dt_mk_op_at(i), mo))
             dt_sb_append(&sb, dt_mk_op_at(i)->driver);
+done:;
     char *src = dt_sb_take(&sb);
     if (!src)
         return dt_errf(e, DT_ENOMEM, "out of memory generating a kernel");

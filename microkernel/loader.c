@@ -68,7 +68,8 @@ void dt_kernel_unload(dt_kernel *k)
 
 int dt_kernel_computes(const dt_kernel *k, const dt_kernel_op *kop)
 {
-    return k->op && k->op == dt_mk_op_find(kop->op, kop->dtype);
+    /* a row of (op, dtype): the GEMM view's or one of the op's own sketches */
+    return k->op && k->op->op == kop->op && k->op->backend->dtype == kop->dtype;
 }
 
 void dt_kernel_run(const dt_kernel *k, const dt_gemm_args *a) { k->op->run(k, a); }

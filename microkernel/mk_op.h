@@ -72,6 +72,17 @@ typedef struct dt_mk_op {
     const dt_op_desc *op;
     const dt_mk_dtype *backend; /* its dtype's back-end */
     int group;                  /* source group (see above), 0 for none */
+    /* The sketches its kernels are built from: DT_SKETCH_BLOCKED (0) for
+     * the GEMM view's (blocked and stream: one row per (op, dtype), built
+     * as above), or an op's own sketch (DT_SKETCH_CHANNEL: at most one row
+     * per (op, dtype, sketch)), whose kernel is, after the dtype's types and
+     * epilogue and dtk_info, its driver section alone: no register kernel,
+     * no dtype driver, no pre-driver section.  Its entry points are its own
+     * (the loader tells the rows apart by them) and so is its packing. */
+    dt_sketch_kind sketch;
+    /* An own sketch's rows: 1 when a key's attribute values admit it (NULL:
+     * every key); the tuner draws the sketch only where this says so. */
+    int (*offers)(const int *attrs);
     /* ---- code generation ---- */
     const char *selector;       /* macro compiling its driver section: "DT_OP_<NAME>" */
     int nmacros;                /* further 0/1 macros of the op block, from the attributes */
@@ -110,8 +121,16 @@ int dt_mk_packed_kpad(const dt_mk_op *m, const dt_annotation *a);
  * what its packed_size entry point returns, computed without building it. */
 size_t dt_mk_packed_bytes(const dt_mk_op *m, const dt_annotation *a, int64_t N, int64_t K);
 
-/* The hooks of (op, dtype), or NULL. */
+/* The hooks of (op, dtype) for the GEMM view's sketches, or NULL. */
 const dt_mk_op *dt_mk_op_find(const dt_op_desc *op, dt_dtype dtype);
+/* The hooks that build kernels of (op, dtype) with annotation a: the GEMM
+ * view's row for blocked and stream, the op's own row for its own sketch;
+ * NULL when there is none. */
+const dt_mk_op *dt_mk_op_for(const dt_op_desc *op, dt_dtype dtype, const dt_annotation *a);
+/* 1 when kernels of (op, dtype) with attribute values attrs can be built
+ * with sketch s (blocked and stream: whenever the op has a row; an own
+ * sketch: where its row offers it). */
+int dt_mk_op_offers(const dt_op_desc *op, dt_dtype dtype, const int *attrs, dt_sketch_kind s);
 int dt_mk_op_count(void);
 const dt_mk_op *dt_mk_op_at(int i);
 

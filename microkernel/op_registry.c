@@ -6,6 +6,7 @@
 #include "microkernel/mk_op.h"
 
 #include <pthread.h>
+#include <string.h>
 
 #include "common/check.h"
 
@@ -21,6 +22,10 @@ extern const dt_mk_op dt_mk_op_conv2d_f32;
 extern const dt_mk_op dt_mk_op_conv2d_bf16;
 extern const dt_mk_op dt_mk_op_conv2d_int8;
 extern const dt_mk_op dt_mk_op_conv2d_w8a32;
+extern const dt_mk_op dt_mk_op_conv2d_channel_f32;
+extern const dt_mk_op dt_mk_op_conv2d_channel_bf16;
+extern const dt_mk_op dt_mk_op_conv2d_channel_int8;
+extern const dt_mk_op dt_mk_op_conv2d_channel_w8a32;
 
 static const dt_mk_op *const registry[] = {
     &dt_mk_op_dense_f32,
@@ -39,6 +44,11 @@ static const dt_mk_op *const registry[] = {
     &dt_mk_op_conv2d_bf16,
     &dt_mk_op_conv2d_int8,
     &dt_mk_op_conv2d_w8a32,
+    /* conv2d's own sketch (channel vectors): entry points of their own */
+    &dt_mk_op_conv2d_channel_f32,
+    &dt_mk_op_conv2d_channel_bf16,
+    &dt_mk_op_conv2d_channel_int8,
+    &dt_mk_op_conv2d_channel_w8a32,
 };
 
 #define NREG ((int)(sizeof registry / sizeof registry[0]))
@@ -61,6 +71,20 @@ static void check_pairs(void)
             runs += dt_backend_at(b)->dtype == m->backend->dtype &&
                     dt_backend_at(b)->code.emit_ukr != NULL;
         DT_ASSERT(runs > 0, "a row's dtype has a back-end row with an emitter");
+        DT_ASSERT(m->sketch == DT_SKETCH_BLOCKED ||
+                      (m->sketch >= DT_SKETCH_COUNT && m->sketch < DT_SKETCH_ALL),
+                  "a row builds the GEMM view's sketches or one own sketch");
+        DT_ASSERT(m->sketch != DT_SKETCH_BLOCKED || !m->offers,
+                  "the GEMM view's sketches are offered to every key");
+        for (int j = 0; j < i; j++) {
+            DT_ASSERT(registry[j]->op != m->op || registry[j]->backend != m->backend ||
+                          registry[j]->sketch != m->sketch,
+                      "one row per (op, dtype, sketch)");
+            for (int s = 0; s < m->nsyms; s++)
+                DT_ASSERT(strcmp(registry[j]->syms[0], m->syms[s]) != 0 ||
+                              registry[j]->backend != m->backend || m->sketch == registry[j]->sketch,
+                          "an own sketch's row has entry points of its own");
+        }
     }
     for (int o = 0; o < dt_op_count(); o++)
         for (int d = 0; d < DT_DTYPE_COUNT; d++) {
@@ -68,7 +92,8 @@ static void check_pairs(void)
                 continue;
             int n = 0;
             for (int i = 0; i < NREG; i++)
-                n += registry[i]->op == dt_op_at(o) && (int)registry[i]->backend->dtype == d;
+                n += registry[i]->op == dt_op_at(o) && (int)registry[i]->backend->dtype == d &&
+                     registry[i]->sketch == DT_SKETCH_BLOCKED;
             DT_ASSERT(n == 1, "every (op, dtype) an op declares has one micro-kernel row");
         }
 }
@@ -87,9 +112,27 @@ const dt_mk_op *dt_mk_op_find(const dt_op_desc *op, dt_dtype dtype)
 {
     pthread_once(&pairs_once, check_pairs);
     for (int i = 0; i < dt_mk_op_count(); i++)
-        if (registry[i]->op == op && registry[i]->backend->dtype == dtype)
+        if (registry[i]->op == op && registry[i]->backend->dtype == dtype &&
+            registry[i]->sketch == DT_SKETCH_BLOCKED)
             return registry[i];
     return NULL;
+}
+
+const dt_mk_op *dt_mk_op_for(const dt_op_desc *op, dt_dtype dtype, const dt_annotation *a)
+{
+    const dt_sketch_kind family = a->sketch < DT_SKETCH_COUNT ? DT_SKETCH_BLOCKED : a->sketch;
+    for (int i = 0; i < dt_mk_op_count(); i++)
+        if (registry[i]->op == op && registry[i]->backend->dtype == dtype &&
+            registry[i]->sketch == family)
+            return registry[i];
+    return NULL;
+}
+
+int dt_mk_op_offers(const dt_op_desc *op, dt_dtype dtype, const int *attrs, dt_sketch_kind s)
+{
+    const dt_annotation a = {.sketch = s};
+    const dt_mk_op *m = (unsigned)s < DT_SKETCH_ALL ? dt_mk_op_for(op, dtype, &a) : NULL;
+    return m && (!m->offers || m->offers(attrs));
 }
 
 int dt_mk_packed_kg(const dt_mk_op *m, const dt_annotation *a)

@@ -91,15 +91,34 @@ static int check_rest(const dt_annotation *a, const dt_target *t, unsigned *bad,
         FAIL(DT_F_BIT(DT_F_ORDER), "order %d out of range (m_inner, n_inner)", (int)a->order);
     if ((unsigned)a->par >= DT_PAR_COUNT)
         FAIL(DT_F_BIT(DT_F_PAR), "par %d out of range (n, m, mn)", (int)a->par);
-    if ((unsigned)a->sketch >= DT_SKETCH_COUNT)
-        FAIL(DT_F_BIT(DT_F_SKETCH), "sketch %d out of range (blocked, stream)", (int)a->sketch);
+    if ((unsigned)a->sketch >= DT_SKETCH_ALL)
+        FAIL(DT_F_BIT(DT_F_SKETCH), "sketch %d out of range (blocked, stream, channel)",
+             (int)a->sketch);
 
     const char *sk = dt_sketch_name(a->sketch);
-    if (a->sketch == DT_SKETCH_STREAM) {
+    if (a->sketch == DT_SKETCH_CHANNEL) {
+        /* vectors along the output channels: f32 FMAs on values widened as
+         * they are loaded, whatever the dtype's own unit */
+        if (a->unit != DT_UNIT_VEC)
+            FAIL(DT_F_BIT(DT_F_ISA), "channel: unit %s must be vec (the channel kernels widen "
+                 "every dtype to f32 lanes)", dt_unit_name(a->unit));
+        if (a->prefetch != 0)
+            FAIL(DT_F_BIT(DT_F_PREFETCH), "channel: prefetch %d must be 0 (the taps' pixels "
+                 "are in cache)", a->prefetch);
+        /* the tile's sums, `unroll` taps' weights and the input column */
+        const dt_backend *geom = dt_backend_geometry(a->isa);
+        const int nv = a->nr / geom->vec_floats, regs = dt_backend_vec_regs(geom, t->arch);
+        if ((a->mr + a->unroll) * nv + 1 > regs)
+            FAIL(DT_F_BIT(DT_F_MR) | DT_F_BIT(DT_F_NR) | DT_F_BIT(DT_F_UNROLL),
+                 "channel: (mr + unroll)*(nr/%d) + 1 = (%d + %d)*%d + 1 = %d vector registers "
+                 "> %d (%s)", geom->vec_floats, a->mr, a->unroll, nv,
+                 (a->mr + a->unroll) * nv + 1, regs, dt_isa_name(a->isa));
+    }
+    if (a->sketch != DT_SKETCH_BLOCKED) {
         if (a->kc != 0)
-            FAIL(DT_F_BIT(DT_F_KC), "stream: kc %d must be 0 (whole K, no K blocking)", a->kc);
+            FAIL(DT_F_BIT(DT_F_KC), "%s: kc %d must be 0 (whole K, no K blocking)", sk, a->kc);
         if (a->mc != 0)
-            FAIL(DT_F_BIT(DT_F_MC), "stream: mc %d must be 0 (A is not packed)", a->mc);
+            FAIL(DT_F_BIT(DT_F_MC), "%s: mc %d must be 0 (A is not packed)", sk, a->mc);
     } else {
         if (a->kc < DT_ANN_KC_MIN || a->kc > DT_ANN_KC_MAX)
             FAIL(DT_F_BIT(DT_F_KC), "blocked: kc %d out of range %d..%d", a->kc, DT_ANN_KC_MIN,
@@ -119,9 +138,10 @@ static int check_rest(const dt_annotation *a, const dt_target *t, unsigned *bad,
     if (a->nc > DT_ANN_NC_MAX)
         FAIL(DT_F_BIT(DT_F_NC), "%s: nc %d > %d", sk, a->nc, DT_ANN_NC_MAX);
 
-    if (a->sketch == DT_SKETCH_STREAM) {
-        if (a->order != DT_ORDER_M_INNER)
-            FAIL(DT_F_BIT(DT_F_ORDER), "stream: order %s must be m_inner", dt_order_name(a->order));
+    if (a->sketch != DT_SKETCH_BLOCKED) { /* no cache blocks (channel: both orders) */
+        if (a->sketch == DT_SKETCH_STREAM && a->order != DT_ORDER_M_INNER)
+            FAIL(DT_F_BIT(DT_F_ORDER), "%s: order %s must be m_inner", sk,
+                 dt_order_name(a->order));
         return 0;
     }
 

@@ -59,7 +59,7 @@ static int draw_nv(dt_rng *r, const space *s, dt_sketch_kind sketch, int min_mr)
     if (!n)
         return 0;
     int i = dt_rng_below(r, n);
-    if (sketch == DT_SKETCH_STREAM) {
+    if (sketch != DT_SKETCH_BLOCKED) {
         int j = dt_rng_below(r, n);
         if (j > i)
             i = j;
@@ -106,9 +106,38 @@ static int draw_prefetch(dt_rng *r)
 
 /* ---- sampling ---------------------------------------------------------------- */
 
+/* The channel sketch's draw: 1..4 vectors of channels (a depthwise layer
+ * has tens to a thousand channels), unroll 4 (three taps' weights in
+ * registers: a 3×3 window's row) half of the time, mr then as tall as the
+ * registers left allow three times in four (docs/search-space.md). */
+static int sample_channel(dt_rng *r, const space *s, int threads, dt_annotation *a)
+{
+    memset(a, 0, sizeof *a);
+    a->sketch = DT_SKETCH_CHANNEL;
+    a->isa = s->t->isa;
+    a->threads = threads > 0 ? threads : 1 + dt_rng_below(r, s->cores);
+    a->unroll = dt_rng_below(r, 2) ? 4 : unroll_values[dt_rng_below(r, COUNT(unroll_values))];
+    a->store = (dt_store_kind)dt_rng_below(r, DT_STORE_COUNT);
+    a->par = (dt_par_axis)dt_rng_below(r, DT_PAR_COUNT);
+    a->order = (dt_loop_order)dt_rng_below(r, DT_ORDER_COUNT);
+    const int nv = 1 + dt_rng_below(r, DT_ANN_NV_MAX < 4 ? DT_ANN_NV_MAX : 4);
+    int hi = (s->regs - 1) / nv - a->unroll;
+    if (hi > DT_ANN_MR_MAX)
+        hi = DT_ANN_MR_MAX;
+    if (hi < 1)
+        return -1;
+    a->nr = nv * s->vl;
+    a->mr = dt_rng_below(r, 4) ? (hi + 1) / 2 + dt_rng_below(r, hi - (hi + 1) / 2 + 1)
+                               : 1 + dt_rng_below(r, hi);
+    a->nc = dt_ann_draw_mult(r, a->nr, dt_ann_nc_cap(s, a), dt_ann_nc_targets, DT_ANN_TARGETS);
+    return 0;
+}
+
 /* One draw; 0 when it produced a complete annotation (still to be validated). */
 static int sample_once(dt_rng *r, const space *s, int sketch, int threads, dt_annotation *a)
 {
+    if (sketch == DT_SKETCH_CHANNEL)
+        return sample_channel(r, s, threads, a);
     memset(a, 0, sizeof *a);
     a->sketch = (dt_sketch_kind)(sketch >= 0 ? sketch : dt_rng_below(r, DT_SKETCH_COUNT));
     a->isa = s->t->isa;
@@ -138,8 +167,9 @@ static int sample_once(dt_rng *r, const space *s, int sketch, int threads, dt_an
 int dt_annotation_sample(dt_rng *r, const dt_target *t, int sketch, int threads,
                          dt_annotation *out, dt_err *e)
 {
-    if (sketch >= DT_SKETCH_COUNT)
-        return dt_errf(e, DT_EINVAL, "sample: sketch %d out of range (blocked, stream)", sketch);
+    if (sketch >= DT_SKETCH_ALL)
+        return dt_errf(e, DT_EINVAL, "sample: sketch %d out of range (blocked, stream, channel)",
+                       sketch);
     if ((unsigned)t->isa >= DT_ISA_COUNT)
         return dt_errf(e, DT_EINVAL, "sample: target isa %d out of range", (int)t->isa);
     space s;
@@ -245,7 +275,9 @@ int dt_annotation_sample_dtype(dt_rng *r, const dt_target *t, int dtype, int ske
 {
     const dt_backend *rows[16];
     int n = dt_backend_searched((dt_dtype)dtype, t, rows, 16);
-    if (n <= 1) /* one back-end: exactly dt_annotation_sample's draws */
+    /* one back-end, or the channel sketch (its kernels widen every dtype to
+     * f32 lanes on the isa's vector row): exactly dt_annotation_sample's draws */
+    if (n <= 1 || sketch == DT_SKETCH_CHANNEL)
         return dt_annotation_sample(r, t, sketch, threads, out, e);
     const dt_backend *b = rows[dt_rng_below(r, n)];
     dt_target tt = *t; /* a portable row below the isa in use: its isa */
@@ -381,6 +413,8 @@ static int mutate_once(dt_rng *r, const space *s, int kind, dt_annotation *a)
         return 0;
     }
     if (kind == MUT_PREFETCH) {
+        if (a->sketch == DT_SKETCH_CHANNEL) /* no prefetch to move */
+            return -1;
         int pf;
         if (dt_rng_below(r, 2)) {
             int opts[4] = {a->prefetch * 2, a->prefetch / 2, a->prefetch + 1, a->prefetch - 1};
@@ -393,7 +427,7 @@ static int mutate_once(dt_rng *r, const space *s, int kind, dt_annotation *a)
         a->prefetch = pf;
         return 0;
     }
-    int which = dt_rng_below(r, a->sketch == DT_SKETCH_BLOCKED ? 3 : 2);
+    int which = dt_rng_below(r, a->sketch != DT_SKETCH_STREAM ? 3 : 2);
     if (which == 0)
         a->par = (dt_par_axis)((a->par + 1 + dt_rng_below(r, DT_PAR_COUNT - 1)) % DT_PAR_COUNT);
     else if (which == 1)
@@ -483,10 +517,14 @@ static void resample_field(dt_rng *r, const space *s, dt_annotation *c, int f)
         break;
     }
     case DT_F_UNROLL: c->unroll = unroll_values[dt_rng_below(r, COUNT(unroll_values))]; break;
-    case DT_F_PREFETCH: c->prefetch = draw_prefetch(r); break;
+    case DT_F_PREFETCH:
+        c->prefetch = c->sketch == DT_SKETCH_CHANNEL ? 0 : draw_prefetch(r);
+        break;
     case DT_F_STORE: c->store = (dt_store_kind)dt_rng_below(r, DT_STORE_COUNT); break;
     case DT_F_ORDER:
-        c->order = blocked ? (dt_loop_order)dt_rng_below(r, DT_ORDER_COUNT) : DT_ORDER_M_INNER;
+        c->order = blocked || c->sketch == DT_SKETCH_CHANNEL
+                       ? (dt_loop_order)dt_rng_below(r, DT_ORDER_COUNT)
+                       : DT_ORDER_M_INNER;
         break;
     case DT_F_PAR: c->par = (dt_par_axis)dt_rng_below(r, DT_PAR_COUNT); break;
     case DT_F_THREADS: c->threads = 1 + dt_rng_below(r, s->cores); break;

@@ -654,7 +654,7 @@ int dt_test_build_load(const dt_builder *b, const dt_kernel_op *kops, const dt_a
             CU_FAIL("load failed");
             memset(&ks[i], 0, sizeof ks[i]);
         } else {
-            CU_ASSERT_PTR_EQUAL(ks[i].op, dt_mk_op_find(kops[i].op, kops[i].dtype));
+            CU_ASSERT_PTR_EQUAL(ks[i].op, dt_mk_op_for(kops[i].op, kops[i].dtype, &anns[i]));
             CU_ASSERT_TRUE(dt_kernel_computes(&ks[i], &kops[i]));
             loaded++;
         }

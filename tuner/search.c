@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "costmodel/xgb.h"
+#include "microkernel/mk_op.h"
 
 static const char *const strategy_names[] = {"joint", "per-shape", "random"};
 
@@ -103,17 +104,24 @@ static int seen(const dt_task *t, const cand *c, int n, const dt_annotation *a)
 static int breed(const dt_task *t, const int *par, int npar, int want, int fresh_only,
                  dt_rng *rng, const dt_target *tg, cand *c)
 {
-    int n = 0;
+    int n = 0, own_sketch = -1;
+    for (int s = DT_SKETCH_COUNT; s < DT_SKETCH_ALL; s++)
+        if (dt_mk_op_offers(t->w->op, t->w->dtype, t->w->attrs, (dt_sketch_kind)s))
+            own_sketch = s;
     for (int tries = 0; n < want && tries < want * 8; tries++) {
         dt_annotation a;
         dt_err e2;
         double u = uniform(rng);
         int rc;
         if (fresh_only || npar == 0 || u < 0.2) {
-            /* every back-end the target runs for the dtype (the unit is searched) */
-            rc = dt_annotation_sample_dtype(rng, tg, (int)t->w->dtype,
-                                            tries % 2 ? DT_SKETCH_STREAM : DT_SKETCH_BLOCKED,
-                                            t->threads, &a, &e2);
+            /* every back-end the target runs for the dtype (the unit is
+             * searched); the sketches in turn, the op's own where it offers
+             * one (conv2d's channel sketch for grouped convolutions) */
+            int sketch = tries % 2 ? DT_SKETCH_STREAM : DT_SKETCH_BLOCKED;
+            if (own_sketch >= 0 && tries % 3 == 2)
+                sketch = own_sketch;
+            rc = dt_annotation_sample_dtype(rng, tg, (int)t->w->dtype, sketch, t->threads, &a,
+                                            &e2);
             if (rc)
                 rc = dt_annotation_sample_dtype(rng, tg, (int)t->w->dtype, -1, t->threads, &a,
                                                 &e2);

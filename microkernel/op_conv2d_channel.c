@@ -1,0 +1,129 @@
+/* conv2d's own sketch, channel (annotation/annotation.h): the hooks of its
+ * kernels in f32, bf16, int8 and w8a32 (template/op_conv2d_channel.c: the
+ * whole kernel after the dtype's types and epilogue).  Offered for grouped
+ * convolutions only (groups > 1): with one group every output channel
+ * reads every input channel and the GEMM view's kernels are the ones.
+ * Entry points: the dtype's conv2d, pack and packed-size names with _ch;
+ * the weights are packed whole (K × R·S·C/groups, as W is stored), not
+ * group by group. */
+#include "microkernel/mk_op.h"
+
+#include "dt_tpl_op_conv2d_channel_c.h"
+
+extern const dt_op_desc dt_op_conv2d;
+extern const dt_mk_dtype dt_mk_dtype_f32;
+extern const dt_mk_dtype dt_mk_dtype_bf16;
+extern const dt_mk_dtype dt_mk_dtype_int8;
+extern const dt_mk_dtype dt_mk_dtype_w8a32;
+
+enum { SYM_CONV, SYM_PACK, SYM_PACKED_SIZE };
+enum { ATTR_GROUPS = 3 }; /* ops/op_conv2d.c's attribute order */
+
+typedef size_t (*packed_size_fn)(int64_t N, int64_t K);
+typedef void (*pack_fn)(int64_t N, int64_t K, const void *W, void *packed);
+typedef void (*pack_q_fn)(int64_t N, int64_t K, const void *W, const float *scale_b,
+                          void *packed);
+typedef void (*conv_fn)(const int64_t *geom, const void *X, const void *packed,
+                        const float *bias, void *Y, int nthreads);
+typedef void (*conv_u8_fn)(const int64_t *geom, const void *X, float scale_a, int32_t zp_a,
+                           const void *packed, const float *bias, void *Y, int nthreads);
+
+static int offers(const int *attrs) { return attrs[ATTR_GROUPS] > 1; }
+
+static void geometry(const int64_t *dims, const int *attrs, int64_t *geom)
+{
+    dt_conv_geom c;
+    dt_op_conv2d.conv(dims, attrs, &c);
+    dt_conv_geom_values(&c, geom);
+}
+
+static void run(const dt_kernel *k, const dt_gemm_args *a)
+{
+    int64_t geom[DT_CONV_GEOM_LEN];
+    geometry(a->dims, a->attrs, geom);
+    ((conv_fn)k->fn[SYM_CONV])(geom, a->a, a->b, a->bias, a->c, a->threads);
+}
+
+static void run_u8(const dt_kernel *k, const dt_gemm_args *a)
+{
+    int64_t geom[DT_CONV_GEOM_LEN];
+    geometry(a->dims, a->attrs, geom);
+    ((conv_u8_fn)k->fn[SYM_CONV])(geom, a->a, a->scale_a, a->zp_a, a->b, a->bias, a->c,
+                                  a->threads);
+}
+
+/* W as stored, K rows of R·S·C/groups (a g without dims: its view's N × K) */
+static void rows_of(const dt_gemm *g, int64_t *n, int64_t *kred)
+{
+    if (!g->op) {
+        *n = g->N;
+        *kred = g->K;
+        return;
+    }
+    int64_t geom[DT_CONV_GEOM_LEN];
+    geometry(g->dims, g->attrs, geom);
+    *n = geom[4];
+    *kred = geom[5] * geom[6] * (geom[3] / geom[10]);
+}
+
+static size_t packed_size(const dt_kernel *k, const dt_gemm *g)
+{
+    int64_t n, kred;
+    rows_of(g, &n, &kred);
+    return ((packed_size_fn)k->fn[SYM_PACKED_SIZE])(n, kred);
+}
+
+static void pack(const dt_kernel *k, const dt_gemm *g, const void *w, const float *scale_b,
+                 void *packed)
+{
+    (void)scale_b;
+    int64_t n, kred;
+    rows_of(g, &n, &kred);
+    ((pack_fn)k->fn[SYM_PACK])(n, kred, w, packed);
+}
+
+static void pack_q(const dt_kernel *k, const dt_gemm *g, const void *w, const float *scale_b,
+                   void *packed)
+{
+    int64_t n, kred;
+    rows_of(g, &n, &kred);
+    ((pack_q_fn)k->fn[SYM_PACK])(n, kred, w, scale_b, packed);
+}
+
+/* DT_CH_BF16: X and W are bf16 bits; DT_CH_ZP: X is u8 less its zero point */
+static int macro_plain(const int *attrs, int i)
+{
+    (void)attrs;
+    (void)i;
+    return 0;
+}
+static int macro_bf16(const int *attrs, int i)
+{
+    (void)attrs;
+    return i == 0;
+}
+static int macro_u8(const int *attrs, int i)
+{
+    (void)attrs;
+    return i == 1;
+}
+
+#define CHANNEL_HOOKS(dtype_, suffix, run_, pack_, macro_)                                     \
+    {                                                                                          \
+        .op = &dt_op_conv2d, .backend = &dtype_, .group = 0, .sketch = DT_SKETCH_CHANNEL,      \
+        .offers = offers, .selector = "DT_CONV2D_CHANNEL", .nmacros = 2,                       \
+        .macros = {"DT_CH_BF16", "DT_CH_ZP"}, .macro_value = macro_,                           \
+        .driver = dt_tpl_op_conv2d_channel_c, .nsyms = 3,                                      \
+        .syms = {"dtk_conv2d" suffix "_ch", "dtk_pack" suffix "_ch",                           \
+                 "dtk_packed_size" suffix "_ch"},                                              \
+        .run = run_, .packed_size = packed_size, .pack = pack_,                                \
+    }
+
+const dt_mk_op dt_mk_op_conv2d_channel_f32 =
+    CHANNEL_HOOKS(dt_mk_dtype_f32, "", run, pack, macro_plain);
+const dt_mk_op dt_mk_op_conv2d_channel_bf16 =
+    CHANNEL_HOOKS(dt_mk_dtype_bf16, "_bf16", run, pack, macro_bf16);
+const dt_mk_op dt_mk_op_conv2d_channel_int8 =
+    CHANNEL_HOOKS(dt_mk_dtype_int8, "_u8s8", run_u8, pack_q, macro_u8);
+const dt_mk_op dt_mk_op_conv2d_channel_w8a32 =
+    CHANNEL_HOOKS(dt_mk_dtype_w8a32, "_w8", run, pack_q, macro_plain);
