@@ -181,7 +181,11 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
         dt_sb_append(&sb, mo->backend->types_extra);
     dt_sb_append(&sb, mo->backend->epilogue);
     emit_info(&sb, kop, a);
-    if (mo->sketch != DT_SKETCH_BLOCKED) { /* an own sketch: its section is the kernel */
+    if (mo->sketch != DT_SKETCH_BLOCKED) { /* an own sketch: its sections are the kernel */
+        if (mo->driver_pre)
+            dt_sb_append(&sb, mo->driver_pre);
+        if (mo->emit)
+            mo->emit(&sb, a, be->vec_floats);
         dt_sb_append(&sb, mo->driver);
         goto done;
     }

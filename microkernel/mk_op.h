@@ -83,6 +83,10 @@ typedef struct dt_mk_op {
     /* An own sketch's rows: 1 when a key's attribute values admit it (NULL:
      * every key); the tuner draws the sketch only where this says so. */
     int (*offers)(const int *attrs);
+    /* An own sketch's rows, or NULL: the code it generates for annotation a
+     * (VL floats a vector), emitted between its pre-driver section and its
+     * driver (conv2d's channel sketch: its inside tiles). */
+    void (*emit)(dt_strbuf *sb, const dt_annotation *a, int vl);
     /* ---- code generation ---- */
     const char *selector;       /* macro compiling its driver section: "DT_OP_<NAME>" */
     int nmacros;                /* further 0/1 macros of the op block, from the attributes */
@@ -107,6 +111,10 @@ typedef struct dt_mk_op {
     size_t (*packed_size)(const dt_kernel *k, const dt_gemm *g);
     void (*pack)(const dt_kernel *k, const dt_gemm *g, const void *B, const float *scale_b,
                  void *packed);
+    /* NULL, or the bytes of the N×K constant B its kernels with annotation
+     * a pack (their packed_size entry point's value) where the layout is
+     * not the GEMM view's panels (an own sketch's): dt_mk_packed_bytes. */
+    size_t (*packed_bytes)(const dt_annotation *a, int64_t N, int64_t K);
 } dt_mk_op;
 
 /* The K group of the packed layout of m's kernels with annotation a: the

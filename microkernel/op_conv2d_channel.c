@@ -8,7 +8,10 @@
  * group by group. */
 #include "microkernel/mk_op.h"
 
+#include "common/check.h"
+
 #include "dt_tpl_op_conv2d_channel_c.h"
+#include "dt_tpl_op_conv2d_channel_pre_c.h"
 
 extern const dt_op_desc dt_op_conv2d;
 extern const dt_mk_dtype dt_mk_dtype_f32;
@@ -90,6 +93,12 @@ static void pack_q(const dt_kernel *k, const dt_gemm *g, const void *w, const fl
     ((pack_q_fn)k->fn[SYM_PACK])(n, kred, w, scale_b, packed);
 }
 
+/* What dtk_packed_size_ch returns: f32 [K][N rounded up to NR] */
+static size_t packed_bytes(const dt_annotation *a, int64_t N, int64_t K)
+{
+    return N < 1 || K < 1 ? 0 : (size_t)(K * ((N + a->nr - 1) / a->nr * a->nr)) * sizeof(float);
+}
+
 /* DT_CH_BF16: X and W are bf16 bits; DT_CH_ZP: X is u8 less its zero point */
 static int macro_plain(const int *attrs, int i)
 {
@@ -108,15 +117,87 @@ static int macro_u8(const int *attrs, int i)
     return i == 1;
 }
 
+/* ---- the inside tiles ---------------------------------------------------------
+ * One function a window width s = 1 .. UNROLL and stride w = 1, 2
+ * (dilation 1), dt_ch_in_S<s>_W<w>: MR consecutive output pixels × NV
+ * vectors, named accumulators a<p>_<v>, each window row's s taps' weights
+ * w<t>_<v> in registers, and each of its (MR − 1)·w + s input columns
+ * loaded once (x<v>, kept in a register) for every (pixel, tap) that reads
+ * it: p·w + t = j.  The registers: (MR + s)·NV + 1, within the channel
+ * sketch's budget (space/annotation.c) since s <= UNROLL. */
+static void emit_inside(dt_strbuf *sb, const dt_annotation *a, int vl, int S, int SW)
+{
+    const int mr = a->mr, nv = a->nr / vl;
+    dt_sb_appendf(sb, "static void dt_ch_in_S%d_W%d(const dt_chp *c, const dt_ta *x, const float *w,"
+                      " int64_t rows, const float *bias, dt_tc *y)\n{\n", S, SW);
+    dt_sb_append(sb, "    const int64_t C = c->C, Kp = c->Kp, rs = c->dh * c->W * c->C;\n    (void)C;\n"
+                     "#if DT_CH_ZP\n    const vf zpv = VBCAST(c->zp);\n#endif\n");
+    for (int p = 0; p < mr; p++)
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "    vf a%d_%d = VZERO();\n", p, v);
+    dt_sb_appendf(sb, "    for (int64_t r = 0; r < rows; r++, x += rs, w += %d * Kp) {\n", S);
+    for (int t = 0; t < S; t++)
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "        const vf w%d_%d = VLOAD(w + %d * Kp + %d);\n", t, v, t,
+                          v * vl);
+    dt_sb_append(sb, "        const dt_ta *xj = x;\n");
+    const int cols = (mr - 1) * SW + S;
+    for (int j = 0; j < cols; j++) {
+        for (int v = 0; v < nv; v++) {
+            dt_sb_appendf(sb, "        {\n            vf x%d = DT_CH_XLOAD(xj + %d);\n"
+                              "            DT_CH_IN_REGISTER(x%d);\n", v, v * vl, v);
+            for (int t = 0; t < S; t++) {
+                const int p = (j - t) / SW;
+                if (j >= t && (j - t) % SW == 0 && p < mr)
+                    dt_sb_appendf(sb, "            a%d_%d = VFMA(x%d, w%d_%d, a%d_%d);\n", p, v, v,
+                                  t, v, p, v);
+            }
+            dt_sb_append(sb, "        }\n");
+        }
+        if (j + 1 < cols)
+            dt_sb_append(sb, "        xj += C;\n");
+    }
+    dt_sb_append(sb, "    }\n    (void)bias;\n");
+    for (int v = 0; v < nv; v++)
+        dt_sb_appendf(sb, "#if DT_BIAS\n    const vf b%d = VLOAD(bias + %d);\n#endif\n", v, v * vl);
+    for (int p = 0; p < mr; p++)
+        for (int v = 0; v < nv; v++)
+            dt_sb_appendf(sb, "    {\n        vf o = a%d_%d;\n#if DT_CH_ZP\n        o = o * c->scale;\n"
+                              "#endif\n#if DT_BIAS\n        o = o + b%d;\n#endif\n"
+                              "        VSTORE(y + %d * c->K + %d, dt_act(o));\n    }\n",
+                          p, v, v, p, v * vl);
+    dt_sb_append(sb, "}\n\n");
+}
+
+static void emit_tiles(dt_strbuf *sb, const dt_annotation *a, int vl)
+{
+    DT_ASSERT(a->nr % vl == 0 && a->unroll >= 1 && a->unroll <= 8,
+              "a channel annotation's nr is whole vectors, its unroll 1..8");
+    dt_sb_appendf(sb, "/* ---- the inside tiles, generated (microkernel/op_conv2d_channel.c) ---- */\n"
+                      "#define DT_CH_IN_MAX_S %d\n", a->unroll);
+    for (int sw = 1; sw <= 2; sw++)
+        for (int s = 1; s <= a->unroll; s++)
+            emit_inside(sb, a, vl, s, sw);
+    dt_sb_append(sb, "static const dt_ch_in_fn dt_ch_in_fns[2][DT_CH_IN_MAX_S + 1] = {\n");
+    for (int sw = 1; sw <= 2; sw++) {
+        dt_sb_append(sb, "    {NULL");
+        for (int s = 1; s <= a->unroll; s++)
+            dt_sb_appendf(sb, ", dt_ch_in_S%d_W%d", s, sw);
+        dt_sb_append(sb, "},\n");
+    }
+    dt_sb_append(sb, "};\n\n");
+}
+
 #define CHANNEL_HOOKS(dtype_, suffix, run_, pack_, macro_)                                     \
     {                                                                                          \
         .op = &dt_op_conv2d, .backend = &dtype_, .group = 0, .sketch = DT_SKETCH_CHANNEL,      \
         .offers = offers, .selector = "DT_CONV2D_CHANNEL", .nmacros = 2,                       \
         .macros = {"DT_CH_BF16", "DT_CH_ZP"}, .macro_value = macro_,                           \
+        .driver_pre = dt_tpl_op_conv2d_channel_pre_c, .emit = emit_tiles,                      \
         .driver = dt_tpl_op_conv2d_channel_c, .nsyms = 3,                                      \
         .syms = {"dtk_conv2d" suffix "_ch", "dtk_pack" suffix "_ch",                           \
                  "dtk_packed_size" suffix "_ch"},                                              \
-        .run = run_, .packed_size = packed_size, .pack = pack_,                                \
+        .run = run_, .packed_size = packed_size, .pack = pack_, .packed_bytes = packed_bytes,  \
     }
 
 const dt_mk_op dt_mk_op_conv2d_channel_f32 =

@@ -149,6 +149,8 @@ int dt_mk_packed_kpad(const dt_mk_op *m, const dt_annotation *a)
 
 size_t dt_mk_packed_bytes(const dt_mk_op *m, const dt_annotation *a, int64_t N, int64_t K)
 {
+    if (m->packed_bytes)
+        return m->packed_bytes(a, N, K);
     int kpad = dt_mk_packed_kpad(m, a);
     size_t cols = (size_t)((N + a->nr - 1) / a->nr) * (size_t)a->nr;
     size_t kp = (size_t)((K + kpad - 1) / kpad * kpad);

@@ -76,8 +76,13 @@ static int check_registers(const dt_annotation *a, const dt_target *t, unsigned 
 static int check_rest(const dt_annotation *a, const dt_target *t, unsigned *bad, dt_err *e)
 {
     /* scalar knobs */
-    if (a->unroll != 1 && a->unroll != 2 && a->unroll != 4 && a->unroll != 8)
-        FAIL(DT_F_BIT(DT_F_UNROLL), "unroll %d is not 1, 2, 4 or 8", a->unroll);
+    if (a->sketch == DT_SKETCH_CHANNEL ? a->unroll < 1 || a->unroll > 8
+                                       : a->unroll != 1 && a->unroll != 2 && a->unroll != 4 &&
+                                             a->unroll != 8)
+        FAIL(DT_F_BIT(DT_F_UNROLL), "unroll %d is not %s", a->unroll,
+             a->sketch == DT_SKETCH_CHANNEL ? "1..8 (channel: the widest window row whose taps "
+                                              "a tile holds)"
+                                            : "1, 2, 4 or 8");
     if (a->prefetch < 0 || a->prefetch > DT_ANN_PREFETCH_MAX)
         FAIL(DT_F_BIT(DT_F_PREFETCH), "prefetch %d out of range 0..%d (0 = none)", a->prefetch,
              DT_ANN_PREFETCH_MAX);

@@ -107,16 +107,16 @@ static int draw_prefetch(dt_rng *r)
 /* ---- sampling ---------------------------------------------------------------- */
 
 /* The channel sketch's draw: 1..4 vectors of channels (a depthwise layer
- * has tens to a thousand channels), unroll 4 (three taps' weights in
- * registers: a 3×3 window's row) half of the time, mr then as tall as the
- * registers left allow three times in four (docs/search-space.md). */
+ * has tens to a thousand channels), unroll 3 (a 3×3 window row's taps'
+ * weights in registers) half of the time, else 1..8, mr then as tall as
+ * the registers left allow three times in four (docs/search-space.md). */
 static int sample_channel(dt_rng *r, const space *s, int threads, dt_annotation *a)
 {
     memset(a, 0, sizeof *a);
     a->sketch = DT_SKETCH_CHANNEL;
     a->isa = s->t->isa;
     a->threads = threads > 0 ? threads : 1 + dt_rng_below(r, s->cores);
-    a->unroll = dt_rng_below(r, 2) ? 4 : unroll_values[dt_rng_below(r, COUNT(unroll_values))];
+    a->unroll = dt_rng_below(r, 2) ? 3 : 1 + dt_rng_below(r, 8);
     a->store = (dt_store_kind)dt_rng_below(r, DT_STORE_COUNT);
     a->par = (dt_par_axis)dt_rng_below(r, DT_PAR_COUNT);
     a->order = (dt_loop_order)dt_rng_below(r, DT_ORDER_COUNT);
@@ -406,7 +406,8 @@ static int mutate_once(dt_rng *r, const space *s, int kind, dt_annotation *a)
     if (kind == MUT_CACHE)
         return mutate_cache(r, s, a);
     if (kind == MUT_UNROLL) {
-        int u = unroll_values[dt_rng_below(r, COUNT(unroll_values))];
+        int u = a->sketch == DT_SKETCH_CHANNEL ? 1 + dt_rng_below(r, 8)
+                                               : unroll_values[dt_rng_below(r, COUNT(unroll_values))];
         if (u == a->unroll)
             return -1;
         a->unroll = u;
@@ -516,7 +517,11 @@ static void resample_field(dt_rng *r, const space *s, dt_annotation *c, int f)
         c->nc = cap < c->nr ? c->nr : dt_ann_draw_mult(r, c->nr, cap, dt_ann_nc_targets, DT_ANN_TARGETS);
         break;
     }
-    case DT_F_UNROLL: c->unroll = unroll_values[dt_rng_below(r, COUNT(unroll_values))]; break;
+    case DT_F_UNROLL:
+        c->unroll = c->sketch == DT_SKETCH_CHANNEL
+                        ? 1 + dt_rng_below(r, 8)
+                        : unroll_values[dt_rng_below(r, COUNT(unroll_values))];
+        break;
     case DT_F_PREFETCH:
         c->prefetch = c->sketch == DT_SKETCH_CHANNEL ? 0 : draw_prefetch(r);
         break;

@@ -337,7 +337,7 @@ static void test_validate_invalid(void)
     CASE("store enum", 0, b, x_.store = (dt_store_kind)2, "store 2 out of range");
     CASE("order enum", 0, b, x_.order = (dt_loop_order)2, "order 2 out of range");
     CASE("par enum", 0, b, x_.par = (dt_par_axis)3, "par 3 out of range");
-    CASE("sketch enum", 0, b, x_.sketch = (dt_sketch_kind)2, "sketch 2 out of range");
+    CASE("sketch enum", 0, b, x_.sketch = DT_SKETCH_ALL, "sketch 3 out of range");
     CASE("kc 4", 0, b, x_.kc = 4, "kc 4 out of range 8..4096");
     CASE("kc 4100", 0, b, x_.kc = 4100, "kc 4100 out of range 8..4096");
     CASE("kc 0 blocked", 0, b, x_.kc = 0, "kc 0 out of range");
@@ -525,8 +525,8 @@ static void test_sample_any_sketch_and_threads(void)
     dt_err e;
     CU_ASSERT_EQUAL(dt_annotation_sample(&r, &t, -1, 5, &a, &e), DT_EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "threads 5 > target cores 4"));
-    CU_ASSERT_EQUAL(dt_annotation_sample(&r, &t, 2, 0, &a, &e), DT_EINVAL);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "sketch 2 out of range"));
+    CU_ASSERT_EQUAL(dt_annotation_sample(&r, &t, DT_SKETCH_ALL, 0, &a, &e), DT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "sketch 3 out of range"));
 }
 
 static void test_sample_determinism(void)

@@ -127,10 +127,11 @@ static void test_features(void)
     CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES - 1), "op_conv2d");
     CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES - 2), "op_batch_matmul");
     CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES - 3), "op_dense");
-    CU_ASSERT_EQUAL(DT_NFEATURES, 29); /* rows have 29 + 4 columns, bound by name */
-    CU_ASSERT_EQUAL(op_col("dense"), 26);
-    CU_ASSERT_EQUAL(op_col("batch_matmul"), 27);
-    CU_ASSERT_EQUAL(op_col("conv2d"), 28);
+    CU_ASSERT_EQUAL(DT_NFEATURES, 30); /* rows have 30 + 4 columns, bound by name */
+    CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_CMF_SKETCH_CHANNEL), "sketch_channel");
+    CU_ASSERT_EQUAL(op_col("dense"), 27);
+    CU_ASSERT_EQUAL(op_col("batch_matmul"), 28);
+    CU_ASSERT_EQUAL(op_col("conv2d"), 29);
     CU_ASSERT_STRING_EQUAL(dt_cm_feature_name(DT_NFEATURES), "?");
     for (int i = 0; i < DT_NFEATURES; i++)
         for (int j = i + 1; j < DT_NFEATURES; j++)

@@ -267,6 +267,8 @@ static void golden_sample(golden *g, char out[65])
                          DT_FEAT_BIT(DT_FEAT_AMX_INT8);
     for (int i = 0; i < dt_mk_op_count(); i++) {
         const dt_mk_op *m = dt_mk_op_at(i);
+        if (m->sketch != DT_SKETCH_BLOCKED) /* the GEMM view's sources only */
+            continue;
         dt_kernel_op kop = {.op = m->op, .dtype = m->backend->dtype};
         for (int r = 0; r < NOLD; r++) {
             dt_dtype d;
