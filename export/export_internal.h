@@ -43,6 +43,10 @@ typedef struct dt_export_kernel {
  * one region per (NR, KG, padding). */
 typedef struct dt_export_pack {
     int nr, kg, kpad;
+    /* 1: the layout of an op's own sketch (the row of hooks that packs it,
+     * dt_mk_op_for: conv2d's channel kernels), its weights packed whole in
+     * one call (G = 1: bytes = group_bytes); 0: the GEMM view's panels */
+    int whole;
     int kernel;          /* the kernel whose pack function fills the region */
     int64_t offset;      /* bytes from the start of the buffer (a multiple of 64) */
     int64_t bytes;       /* size of the region: G * dt_mk_packed_bytes(Ng, Kg) */

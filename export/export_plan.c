@@ -160,23 +160,37 @@ static int plan_packing(dt_export_plan *p, dt_err *e)
     if (!m || !m->packed_size)
         return dt_errf(e, DT_EUNSUPPORTED, "%s: no packing for op %s, dtype %s", p->d->key,
                        w->op->name, dt_dtype_name(p->kop.dtype));
-    for (int k = 0; k < p->nk; k++)
-        if (p->k[k].ann.sketch >= DT_SKETCH_COUNT)
-            return dt_errf(e, DT_EUNSUPPORTED, "%s: kernel %d is of %s's own %s sketch, which "
-                           "`dtune export` does not write yet (its weights are packed whole, "
-                           "not group by group); libdtune and the TVM client run it", p->d->key,
-                           k, w->op->name, dt_sketch_name(p->k[k].ann.sketch));
     DT_ASSERT(p->nk >= 1, "a plan has kernels");
     p->pack = calloc((size_t)p->nk, sizeof *p->pack);
     if (!p->pack)
         return dt_errf(e, DT_ENOMEM, "out of memory");
     for (int k = 0; k < p->nk; k++) {
         const dt_annotation *a = &p->k[k].ann;
+        /* an own sketch's kernels (conv2d's channel sketch) pack the whole
+         * weights their own way, in one call */
+        const dt_mk_op *mk = dt_mk_op_for(w->op, p->kop.dtype, a);
+        if (!mk || !mk->packed_size)
+            return dt_errf(e, DT_EUNSUPPORTED, "%s: kernel %d: no packing for op %s, dtype %s, "
+                           "sketch %s", p->d->key, k, w->op->name, dt_dtype_name(p->kop.dtype),
+                           dt_sketch_name(a->sketch));
+        const int whole = mk->sketch != DT_SKETCH_BLOCKED;
         int kg = dt_mk_packed_kg(m, a), kpad = dt_mk_packed_kpad(m, a), g = 0;
         while (g < p->npack &&
-               (p->pack[g].nr != a->nr || p->pack[g].kg != kg || p->pack[g].kpad != kpad))
+               (p->pack[g].nr != a->nr || p->pack[g].kg != kg || p->pack[g].kpad != kpad ||
+                p->pack[g].whole != whole))
             g++;
-        if (g == p->npack) {
+        if (g == p->npack && whole) {
+            /* K rows of R·S·C/G weights each, packed by the row's own hook */
+            const int64_t bytes = (int64_t)dt_mk_packed_bytes(mk, a, p->N, p->Kg);
+            if (bytes <= 0 || p->packed_bytes > INT64_MAX / 4 - round64(bytes))
+                return dt_errf(e, DT_EOVERFLOW, "%s: the packed weights do not fit in memory",
+                               p->d->key);
+            p->pack[g] = (dt_export_pack){.nr = a->nr, .kg = kg, .kpad = kpad, .whole = 1,
+                                          .kernel = k, .offset = p->packed_bytes, .bytes = bytes,
+                                          .group_bytes = bytes};
+            p->packed_bytes += round64(bytes);
+            p->npack++;
+        } else if (g == p->npack) {
             /* Ng, Kg, G >= 1 and NR >= 1: G·(strips·NR·KP·4 + tail) below 2^62 */
             int64_t nr = a->nr, strips = (p->Ng + nr - 1) / nr,
                     kp = (p->Kg + kpad - 1) / kpad * kpad;
@@ -202,8 +216,10 @@ static int plan_packing(dt_export_plan *p, dt_err *e)
         DT_ASSERT(pk->offset % 64 == 0, "a packing region starts 64-byte aligned");
         DT_ASSERT(g == 0 || pk->offset >= p->pack[g - 1].offset + p->pack[g - 1].bytes,
                   "packing regions follow each other without overlap");
-        DT_ASSERT(pk->bytes == p->G * pk->group_bytes && pk->bytes <= p->packed_bytes,
-                  "a packing region holds its G groups inside the packed weights");
+        DT_ASSERT(pk->bytes == (pk->whole ? 1 : p->G) * pk->group_bytes &&
+                      pk->bytes <= p->packed_bytes,
+                  "a packing region holds its G groups (or the whole weights) inside the packed "
+                  "weights");
         DT_ASSERT(pk->kernel >= 0 && pk->kernel < p->nk && p->k[pk->kernel].pack_group == g,
                   "a packing region names a kernel that uses it");
     }

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "export/export_internal.h"
+#include "microkernel/mk_op.h"
 
 extern const dt_op_desc dt_op_conv2d;
 
@@ -174,6 +175,15 @@ static void conv_params(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype
  * without constant weights, or a test's zeroed one, has G 0). */
 static int grouped(const dt_export_plan *p) { return p->G > 1; }
 
+/* Whether some packing region is an own sketch's whole packing. */
+static int whole_regions(const dt_export_plan *p)
+{
+    for (int g = 0; g < p->npack; g++)
+        if (p->pack[g].whole)
+            return 1;
+    return 0;
+}
+
 /* d's paragraph with the plan's values in its @...@ fields; with one group
  * the text it always was (exported files are hashed by the tests) */
 static void conv_doc(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d)
@@ -231,8 +241,12 @@ static void conv_doc(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d
         {"@BIASNOTE@", p->g.bias ? "; bias has K floats" : ""},
         {"@CG@", gr ? "/groups" : ""},
         {"@GROUPS@", groups},
-        {"@GPACK@", gr ? " *   A region is the groups' packings one after another, group\n"
-                         " *   g's K/groups rows at g times one group's packed size.\n"
+        {"@GPACK@", gr ? (whole_regions(p)
+                              ? " *   A region is the groups' packings one after another, group\n"
+                                " *   g's K/groups rows at g times one group's packed size, or\n"
+                                " *   (a channel kernel's) one packing of all K rows.\n"
+                              : " *   A region is the groups' packings one after another, group\n"
+                                " *   g's K/groups rows at g times one group's packed size.\n")
                        : ""},
     };
     dt_export_fill(sb, d->doc, fill, sizeof fill / sizeof fill[0]);
@@ -240,6 +254,17 @@ static void conv_doc(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d
 
 /* The geometry as a compound literal: the shape's dims, then the workload's
  * strides, pads, dilations and groups as the kernel's geometry orders them. */
+/* The entry point kernel k is called by: its row of hooks' (an own sketch's
+ * kernels have their own, dt_mk_op_for) — the call's first, the packing's
+ * second. */
+static const char *entry_of(const dt_export_plan *p, int k, int which, const conv_dtype *d)
+{
+    const dt_mk_op *m = p->w ? dt_mk_op_for(p->w->op, p->kop.dtype, &p->k[k].ann) : NULL;
+    if (m && m->sketch != DT_SKETCH_BLOCKED)
+        return m->syms[which];
+    return which ? d->pack_entry : d->conv_entry;
+}
+
 static void conv_call(dt_strbuf *sb, const dt_export_plan *p, int k, const conv_dtype *d,
                       int unit)
 {
@@ -254,7 +279,8 @@ static void conv_call(dt_strbuf *sb, const dt_export_plan *p, int k, const conv_
                       "dt_R, dt_S, %lld, %lld, %lld, %lld,\n"
                       "                %lld, %lld, %lld, %lld, %lld},\n"
                       "            X%s, %s, %s, Y, %s_THREADS);\n",
-                  p->name, k, d->conv_entry, (long long)v[7], (long long)v[8], (long long)v[9],
+                  p->name, k, entry_of(p, k, 0, d), (long long)v[7], (long long)v[8],
+                  (long long)v[9],
                   (long long)v[10], (long long)v[11], (long long)v[12], (long long)v[13],
                   (long long)v[14], (long long)v[15], d->call_q, at,
                   p->g.bias ? "bias" : "NULL", p->name);
@@ -269,6 +295,12 @@ static void conv_pack(dt_strbuf *sb, const dt_export_plan *p, int g, const conv_
 {
     char at[64];
     dt_export_offset_text(at, sizeof at, unit, "char *", p->pack[g].offset);
+    if (p->pack[g].whole) { /* an own sketch's kernels: all K rows of W in one call */
+        dt_sb_appendf(sb, "    %s_k%d_%s(%lld, %lld, W%s, %s);\n", p->name, p->pack[g].kernel,
+                      entry_of(p, p->pack[g].kernel, 1, d), (long long)p->N, (long long)p->Kg,
+                      d->pack_q, at);
+        return;
+    }
     if (!grouped(p)) {
         dt_sb_appendf(sb, "    %s_k%d_%s(%lld, %lld, W%s, %s);\n", p->name, p->pack[g].kernel,
                       d->pack_entry, (long long)p->N, (long long)p->K, d->pack_q, at);

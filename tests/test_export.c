@@ -1722,6 +1722,7 @@ typedef struct conv_case {
     const char *want[8];    /* texts the exported file holds (NULL-ended) */
     const char *bad_key;    /* or NULL: a workload refused, "C vary" */
     conv_geo geo;           /* as in key (all 0: stride=2,pad=1) */
+    int channel;            /* 1: kernels 0 and 2 of the channel sketch (f32) */
 } conv_case;
 
 /* The case's database: its workload (and bad_key's) with three kernels of
@@ -1742,7 +1743,14 @@ static dt_db *conv_db(const conv_case *cc, const dt_workload *w, const char *key
     CU_ASSERT_PTR_NOT_NULL_FATAL(attrs);
     for (int k = 0; k < 3; k++) {
         char json[512];
-        if (cc->dtype == DT_DTYPE_F32)
+        if (cc->channel && k != 1) /* conv2d's own sketch: its weights packed whole */
+            snprintf(json, sizeof json,
+                     "{\"sketch\":\"channel\",\"isa\":\"%s\",\"mr\":%d,\"nr\":%d,\"kc\":0,"
+                     "\"mc\":0,\"nc\":%d,\"unroll\":3,\"prefetch\":0,\"store\":\"mask\","
+                     "\"order\":\"%s\",\"par\":\"m\",\"threads\":1}",
+                     dt_isa_name(g_t.isa), k ? 2 : 4, dt_isa_vec_floats(g_t.isa),
+                     dt_isa_vec_floats(g_t.isa), k ? "n_inner" : "m_inner");
+        else if (cc->dtype == DT_DTYPE_F32)
             annotation(k, json, sizeof json);
         else
             annotation_dt(cc->dtype, k, json, sizeof json);
@@ -1854,7 +1862,8 @@ static void conv_case_run(const conv_case *cc)
     CU_ASSERT_PTR_NOT_NULL(strstr(c_text, want));
     if (!cc->geo.sh)
         CU_ASSERT_PTR_NOT_NULL(strstr(c_text, "(stride 2, pad 1,\n *   dilation 1)"));
-    /* one pack call per region, a loop over the groups when grouped */
+    /* one pack call per region, a loop over the groups when grouped (and a
+     * GEMM view's kernel packs them) */
     CU_ASSERT_EQUAL(strstr(c_text, "for (int64_t dt_g = 0;") != NULL, cc->groups > 1);
     for (int i = 0; cc->want[i]; i++)
         if (!strstr(c_text, cc->want[i])) {
@@ -1987,6 +1996,17 @@ static void test_export_conv2d_grouped(void)
                   " *   (g+1)*C/groups) only (C/groups = 2): the sum's c runs over\n"
                   " *   them, with W[k,r,s,c - g*C/groups].\n",
                   " *   A region is the groups' packings one after another, group\n"}},
+        /* channel kernels (0 and 2: one whole packing, shared) beside a GEMM
+         * view's (1: group by group), in one file */
+        {.key = "conv2d(N=1..2,H=5..8,W=6,C=40,K=40,R=3,S=3,stride=2,pad=1,groups=40,"
+                "epilogue=bias+relu)",
+         .name = "cvch", .dtype = DT_DTYPE_F32, .C = 40, .K = 40, .groups = 40, .channel = 1,
+         /* the file numbers kernels by their first box: k0 the GEMM view's */
+         .want = {"    cvch_k1_dtk_pack_ch(40, 9, W, packed + ",
+                  "cvch_k1_dtk_conv2d_ch((const int64_t[16])",
+                  "cvch_k2_dtk_conv2d_ch((const int64_t[16])",
+                  "cvch_k0_dtk_pack(1, 9, W + dt_g * 9, packed + 0 + dt_g * ",
+                  " *   (a channel kernel's) one packing of all K rows.\n"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         conv_case_run(&cases[i]);
