@@ -8,6 +8,8 @@
  * group by group. */
 #include "microkernel/mk_op.h"
 
+#include <stdio.h>
+
 #include "common/check.h"
 
 #include "dt_tpl_op_conv2d_channel_c.h"
@@ -118,18 +120,22 @@ static int macro_u8(const int *attrs, int i)
 }
 
 /* ---- the inside tiles ---------------------------------------------------------
- * One function a window width s = 1 .. UNROLL and stride w = 1, 2
- * (dilation 1), dt_ch_in_S<s>_W<w>: MR consecutive output pixels × NV
+ * Two functions a window width s = 1 .. UNROLL and stride w = 1, 2
+ * (dilation 1), dt_ch_in_S<s>_W<w> (every column inside the image, read
+ * one after another) and dt_ch_ed_S<s>_W<w> (an edge tile: the columns'
+ * offsets co[j], −1 outside the image, which reads the padding, and npx of
+ * its pixels stored): MR consecutive output pixels × NV
  * vectors, named accumulators a<p>_<v>, each window row's s taps' weights
  * w<t>_<v> in registers, and each of its (MR − 1)·w + s input columns
  * loaded once (x<v>, kept in a register) for every (pixel, tap) that reads
  * it: p·w + t = j.  The registers: (MR + s)·NV + 1, within the channel
  * sketch's budget (space/annotation.c) since s <= UNROLL. */
-static void emit_inside(dt_strbuf *sb, const dt_annotation *a, int vl, int S, int SW)
+static void emit_inside(dt_strbuf *sb, const dt_annotation *a, int vl, int S, int SW, int edge)
 {
     const int mr = a->mr, nv = a->nr / vl;
-    dt_sb_appendf(sb, "static void dt_ch_in_S%d_W%d(const dt_chp *c, const dt_ta *x, const float *w,"
-                      " int64_t rows, const float *bias, dt_tc *y)\n{\n", S, SW);
+    dt_sb_appendf(sb, "static void dt_ch_%s_S%d_W%d(const dt_chp *c, const dt_ta *x, const float *w,"
+                      " int64_t rows, const float *bias, dt_tc *y, const int64_t *co, int npx)\n"
+                      "{\n    (void)co;\n    (void)npx;\n", edge ? "ed" : "in", S, SW);
     dt_sb_append(sb, "    const int64_t C = c->C, Kp = c->Kp, rs = c->dh * c->W * c->C;\n    (void)C;\n"
                      "#if DT_CH_ZP\n    const vf zpv = VBCAST(c->zp);\n#endif\n");
     for (int p = 0; p < mr; p++)
@@ -140,9 +146,13 @@ static void emit_inside(dt_strbuf *sb, const dt_annotation *a, int vl, int S, in
         for (int v = 0; v < nv; v++)
             dt_sb_appendf(sb, "        const vf w%d_%d = VLOAD(w + %d * Kp + %d);\n", t, v, t,
                           v * vl);
-    dt_sb_append(sb, "        const dt_ta *xj = x;\n");
+    if (!edge)
+        dt_sb_append(sb, "        const dt_ta *xj = x;\n");
     const int cols = (mr - 1) * SW + S;
     for (int j = 0; j < cols; j++) {
+        if (edge) /* a column outside the image reads the padding */
+            dt_sb_appendf(sb, "        {\n        const dt_ta *xj = co[%d] >= 0 ? x + co[%d] : c->zpad;\n",
+                          j, j);
         for (int v = 0; v < nv; v++) {
             dt_sb_appendf(sb, "        {\n            vf x%d = DT_CH_XLOAD(xj + %d);\n"
                               "            DT_CH_IN_REGISTER(x%d);\n", v, v * vl, v);
@@ -154,18 +164,24 @@ static void emit_inside(dt_strbuf *sb, const dt_annotation *a, int vl, int S, in
             }
             dt_sb_append(sb, "        }\n");
         }
-        if (j + 1 < cols)
+        if (edge)
+            dt_sb_append(sb, "        }\n");
+        else if (j + 1 < cols)
             dt_sb_append(sb, "        xj += C;\n");
     }
     dt_sb_append(sb, "    }\n    (void)bias;\n");
     for (int v = 0; v < nv; v++)
         dt_sb_appendf(sb, "#if DT_BIAS\n    const vf b%d = VLOAD(bias + %d);\n#endif\n", v, v * vl);
     for (int p = 0; p < mr; p++)
-        for (int v = 0; v < nv; v++)
-            dt_sb_appendf(sb, "    {\n        vf o = a%d_%d;\n#if DT_CH_ZP\n        o = o * c->scale;\n"
+        for (int v = 0; v < nv; v++) {
+            char guard[32] = ""; /* an edge tile stores its npx pixels only */
+            if (edge && p)
+                snprintf(guard, sizeof guard, "if (npx > %d) ", p);
+            dt_sb_appendf(sb, "    %s{\n        vf o = a%d_%d;\n#if DT_CH_ZP\n        o = o * c->scale;\n"
                               "#endif\n#if DT_BIAS\n        o = o + b%d;\n#endif\n"
                               "        VSTORE(y + %d * c->K + %d, dt_act(o));\n    }\n",
-                          p, v, v, p, v * vl);
+                          guard, p, v, v, p, v * vl);
+        }
     dt_sb_append(sb, "}\n\n");
 }
 
@@ -175,14 +191,20 @@ static void emit_tiles(dt_strbuf *sb, const dt_annotation *a, int vl)
               "a channel annotation's nr is whole vectors, its unroll 1..8");
     dt_sb_appendf(sb, "/* ---- the inside tiles, generated (microkernel/op_conv2d_channel.c) ---- */\n"
                       "#define DT_CH_IN_MAX_S %d\n", a->unroll);
-    for (int sw = 1; sw <= 2; sw++)
-        for (int s = 1; s <= a->unroll; s++)
-            emit_inside(sb, a, vl, s, sw);
-    dt_sb_append(sb, "static const dt_ch_in_fn dt_ch_in_fns[2][DT_CH_IN_MAX_S + 1] = {\n");
-    for (int sw = 1; sw <= 2; sw++) {
-        dt_sb_append(sb, "    {NULL");
-        for (int s = 1; s <= a->unroll; s++)
-            dt_sb_appendf(sb, ", dt_ch_in_S%d_W%d", s, sw);
+    for (int edge = 0; edge <= 1; edge++)
+        for (int sw = 1; sw <= 2; sw++)
+            for (int s = 1; s <= a->unroll; s++)
+                emit_inside(sb, a, vl, s, sw, edge);
+    /* [edge][stride - 1][window width] */
+    dt_sb_append(sb, "static const dt_ch_in_fn dt_ch_in_fns[2][2][DT_CH_IN_MAX_S + 1] = {\n");
+    for (int edge = 0; edge <= 1; edge++) {
+        dt_sb_append(sb, "    {");
+        for (int sw = 1; sw <= 2; sw++) {
+            dt_sb_append(sb, "{NULL");
+            for (int s = 1; s <= a->unroll; s++)
+                dt_sb_appendf(sb, ", dt_ch_%s_S%d_W%d", edge ? "ed" : "in", s, sw);
+            dt_sb_append(sb, sw == 1 ? "}, " : "}");
+        }
         dt_sb_append(sb, "},\n");
     }
     dt_sb_append(sb, "};\n\n");

@@ -174,27 +174,35 @@ static void dt_ch_blocks(const dt_chp *c, int64_t n, int64_t oh, const int64_t *
         if (!c->plain) {
             for (int p = 0; p < npx; p++)
                 dt_ch_pixel_any(c, n, oh, ow[p], k0, k0 + DT_MIN(NR, left));
-        } else if (left >= NR) {
-            if (cols) {
-                dt_ch_tile(c, n, oh, ow, npx, k0, NV, 0, 1);
-            } else if (c->in_fn && npx == MR) {
-                /* a generated inside tile: the window rows inside the image */
-                const int64_t ih0 = oh * c->sh - c->pt;
-                const int64_t r_lo = ih0 >= 0 ? 0 : (-ih0 + c->dh - 1) / c->dh;
-                const int64_t r_hi =
-                    DT_MIN(c->R, ih0 >= c->H ? 0 : (c->H - ih0 + c->dh - 1) / c->dh);
-                if (r_hi > r_lo)
-                    c->in_fn(c,
-                             c->x + ((n * c->H + ih0 + r_lo * c->dh) * c->W +
-                                     ow[0] * c->sw - c->pl) * c->C + k0,
-                             c->w + r_lo * c->S * c->Kp + k0, r_hi - r_lo,
-                             c->bias ? c->bias + k0 : NULL,
-                             c->y + ((n * c->OH + oh) * c->OW + ow[0]) * c->K + k0);
+        } else if (left >= NR && c->in_fn) {
+            /* a generated tile (pixels ow[0] .. ow[0] + npx, consecutive):
+             * the window rows inside the image */
+            const int64_t ih0 = oh * c->sh - c->pt;
+            const int64_t r_lo = ih0 >= 0 ? 0 : (-ih0 + c->dh - 1) / c->dh;
+            const int64_t r_hi = DT_MIN(c->R, ih0 >= c->H ? 0 : (c->H - ih0 + c->dh - 1) / c->dh);
+            const dt_ta *xr = c->x + ((n * c->H + ih0 + r_lo * c->dh) * c->W) * c->C + k0;
+            const float *wr = c->w + r_lo * c->S * c->Kp + k0;
+            const float *bk = c->bias ? c->bias + k0 : NULL;
+            dt_tc *yk = c->y + ((n * c->OH + oh) * c->OW + ow[0]) * c->K + k0;
+            const int64_t iw0 = ow[0] * c->sw - c->pl;
+            if (r_hi <= r_lo) { /* every window row outside: the bias alone */
+                if (cols)
+                    dt_ch_tile(c, n, oh, ow, npx, k0, NV, 0, 1);
                 else
                     dt_ch_tile(c, n, oh, ow, npx, k0, NV, 0, 0);
+            } else if (!cols && npx == MR) {
+                c->in_fn(c, xr + iw0 * c->C, wr, r_hi - r_lo, bk, yk, NULL, MR);
             } else {
-                dt_ch_tile(c, n, oh, ow, npx, k0, NV, 0, 0);
+                int64_t co[2 * MR + 8]; /* (MR − 1)·stride + S columns */
+                for (int64_t j = 0; j < (MR - 1) * c->sw + c->S; j++)
+                    co[j] = iw0 + j >= 0 && iw0 + j < c->W ? (iw0 + j) * c->C : -1;
+                c->ed_fn(c, xr, wr, r_hi - r_lo, bk, yk, co, npx);
             }
+        } else if (left >= NR) {
+            if (cols)
+                dt_ch_tile(c, n, oh, ow, npx, k0, NV, 0, 1);
+            else
+                dt_ch_tile(c, n, oh, ow, npx, k0, NV, 0, 0);
         } else { /* the last block: vector by vector, the last one partial */
             for (int64_t k = k0; k < c->K; k += VL) {
                 const int rem = c->K - k >= VL ? 0 : (int)(c->K - k);
@@ -207,13 +215,14 @@ static void dt_ch_blocks(const dt_chp *c, int64_t n, int64_t oh, const int64_t *
     }
 }
 
-/* Output rows [r0, r1) (of N·OH) × channel blocks [b0, b1) (NR each).  A
- * row's inside (the pixels whose windows stay in the image along W) is
- * cut into the generated tiles' whole MR pixels where there are generated
- * tiles for the window (the rest of the inside goes with the border),
- * else into tiles of at most MR pixels as even as they go (a tile drops at
- * most one of its pixels); the border pixels, left and right together,
- * make tiles of their own, whose taps are checked one by one. */
+/* Output rows [r0, r1) (of N·OH) × channel blocks [b0, b1) (NR each).
+ * With generated tiles for the window, a row is tiles of MR pixels from
+ * its start, those that reach outside the image (or past its end) their
+ * edge tiles.  Otherwise the row's inside (the pixels whose windows stay in
+ * the image along W) is cut into tiles of at most MR pixels as even as
+ * they go (a tile drops at most one of its pixels), and its border pixels,
+ * left and right together, make tiles of their own, whose taps are
+ * checked one by one. */
 static void dt_ch_range(const dt_chp *c, int64_t r0, int64_t r1, int64_t b0, int64_t b1)
 {
     const int64_t per_pass = NC / NR;
@@ -221,10 +230,7 @@ static void dt_ch_range(const dt_chp *c, int64_t r0, int64_t r1, int64_t b0, int
     const int64_t ow_hi = room < 0 ? 0 : DT_MIN(c->OW, room / c->sw + 1);
     const int64_t ow_lo = DT_MIN(ow_hi, (c->pl + c->sw - 1) / c->sw);
     const int64_t inside = ow_hi - ow_lo;
-    /* generated inside tiles: whole ones of MR pixels, the rest of the row
-     * with the border; else tiles as even as they go over the inside */
-    const int64_t tiles = c->in_fn ? inside / MR : (inside + MR - 1) / MR;
-    const int64_t in_end = c->in_fn ? ow_lo + tiles * MR : ow_hi;
+    const int64_t tiles = (inside + MR - 1) / MR, in_end = ow_hi;
     int64_t edge[MR], ne = 0, ow[MR];
     for (int64_t pb = b0; pb < b1; pb += per_pass) {
         const int64_t pe = DT_MIN(b1, pb + per_pass);
@@ -237,9 +243,18 @@ static void dt_ch_range(const dt_chp *c, int64_t r0, int64_t r1, int64_t b0, int
 #else
             for (int64_t bb = pb, be = pb + 1; bb < pe; bb++, be++) {
 #endif
+                if (c->in_fn) { /* generated tiles: MR pixels from 0, edges checked */
+                    for (int64_t o = 0; o < c->OW; o += MR) {
+                        const int npx = (int)DT_MIN(MR, c->OW - o);
+                        for (int p = 0; p < MR; p++)
+                            ow[p] = o + (p < npx ? p : npx - 1);
+                        dt_ch_blocks(c, n, oh, ow, npx, bb, be, o < ow_lo || o + npx > ow_hi);
+                    }
+                    continue;
+                }
                 for (int64_t t = 0; t < tiles; t++) {
-                    const int64_t a = c->in_fn ? ow_lo + t * MR : ow_lo + inside * t / tiles;
-                    const int64_t e = c->in_fn ? a + MR : ow_lo + inside * (t + 1) / tiles;
+                    const int64_t a = ow_lo + inside * t / tiles;
+                    const int64_t e = ow_lo + inside * (t + 1) / tiles;
                     for (int p = 0; p < MR; p++)
                         ow[p] = a + p < e ? a + p : e - 1;
                     dt_ch_blocks(c, n, oh, ow, (int)(e - a), bb, be, 0);
@@ -297,7 +312,16 @@ DT_EXPORT void DT_FN_CH_CONV(const int64_t *geom, const dt_ta *X DT_RUN_QPARAMS,
     c.OW = (c.W + c.pl + g[dt_ch_pad_r] - c.dw * (c.S - 1) - 1) / c.sw + 1;
     c.plain = c.Cg == 1 && c.Kg == 1;
     c.reuse = c.dw == 1 && c.sw <= 2 ? (int)c.sw : 0;
-    c.in_fn = c.reuse && c.S <= DT_CH_IN_MAX_S ? dt_ch_in_fns[c.reuse - 1][c.S] : NULL;
+    c.in_fn = c.reuse && c.S <= DT_CH_IN_MAX_S ? dt_ch_in_fns[0][c.reuse - 1][c.S] : NULL;
+    c.ed_fn = c.reuse && c.S <= DT_CH_IN_MAX_S ? dt_ch_in_fns[1][c.reuse - 1][c.S] : NULL;
+    dt_ta zpad[NR]; /* the padding value: 0, int8's zero point (the real 0) */
+    for (int i = 0; i < NR; i++)
+#if DT_CH_ZP
+        zpad[i] = (dt_ta)zp_a;
+#else
+        zpad[i] = (dt_ta)0;
+#endif
+    c.zpad = zpad;
 #if DT_CH_ZP
     c.zp = (float)zp_a;
     c.scale = scale_a;

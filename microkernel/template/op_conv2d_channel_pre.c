@@ -141,7 +141,12 @@ typedef struct dt_chp {
     int reuse;             /* inside tiles reuse columns: the stride 1 or 2, else 0 */
     /* the generated inside tile of this stride and window width, or NULL */
     void (*in_fn)(const struct dt_chp *c, const dt_ta *x, const float *w, int64_t rows,
-                  const float *bias, dt_tc *y);
+                  const float *bias, dt_tc *y, const int64_t *co, int npx);
+    /* its edge tile (the columns' offsets given, outside the image the
+     * padding zpad: NR elements of 0, int8's zero point) */
+    void (*ed_fn)(const struct dt_chp *c, const dt_ta *x, const float *w, int64_t rows,
+                  const float *bias, dt_tc *y, const int64_t *co, int npx);
+    const dt_ta *zpad;
     float zp, scale;       /* int8: the zero point and scale_a; else 0, 1 */
 } dt_chp;
 
@@ -160,10 +165,12 @@ typedef struct dt_chp {
 #define DT_CH_XLOAD(q) dt_ch_x(q)
 #endif
 
-/* A generated inside tile: MR consecutive output pixels × NV vectors, the
- * window rows from x (pixel 0's tap (r, 0) at channel k0, rows of them),
- * their weights from w (tap (r, 0) at k0), output pixel 0 at y, the bias
- * at k0 (NULL without). */
+/* A generated tile: MR consecutive output pixels × NV vectors, the window
+ * rows from x (inside: pixel 0's tap (r, 0); edge: the image row's column
+ * 0; at channel k0, rows of them), their weights from w (tap (r, 0) at
+ * k0), output pixel 0 at y, the bias at k0 (NULL without); an edge tile's
+ * column offsets co and its stored pixels npx. */
 typedef void (*dt_ch_in_fn)(const struct dt_chp *c, const dt_ta *x, const float *w,
-                            int64_t rows, const float *bias, dt_tc *y);
+                            int64_t rows, const float *bias, dt_tc *y, const int64_t *co,
+                            int npx);
 #endif /* DT_CONV2D_CHANNEL */
