@@ -20,6 +20,9 @@
 #define DT_ANN_MC_MAX 1024
 #define DT_ANN_NC_MAX 8192
 #define DT_ANN_PREFETCH_MAX 64
+/* the channel sketch's unroll: the widest window row whose taps a tile
+ * holds (its generated tiles cover window widths 1..unroll) */
+#define DT_ANN_CH_UNROLL_MAX 8
 #define DT_ANN_A_STACK_MAX (UINT64_C(1) << 20) /* packed A block lives on the stack */
 
 /* Used when a target reports an absent cache level (size 0): the detection

@@ -225,6 +225,13 @@ static void conv_doc(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d
                  (long long)cg.dilation_w, (long long)cg.stride_w);
     /* the groups' lines, then the per-axis ones, where the paragraph has @GROUPS@ */
     strncat(groups, axes, sizeof groups - strlen(groups) - 1);
+    char gpack[200] = ""; /* the regions of grouped weights (and whole ones) */
+    if (gr)
+        snprintf(gpack, sizeof gpack,
+                 " *   A region is the groups' packings one after another, group\n"
+                 " *   g's K/groups rows at g times one group's packed size%s\n",
+                 whole_regions(p) ? ", or\n *   (a channel kernel's) one packing of all K rows."
+                                  : ".");
     const dt_export_field fill[] = {
         {"@NAME@", p->name},
         {"@BIAS@", p->g.bias ? " + bias[k]" : ""},
@@ -241,13 +248,7 @@ static void conv_doc(dt_strbuf *sb, const dt_export_plan *p, const conv_dtype *d
         {"@BIASNOTE@", p->g.bias ? "; bias has K floats" : ""},
         {"@CG@", gr ? "/groups" : ""},
         {"@GROUPS@", groups},
-        {"@GPACK@", gr ? (whole_regions(p)
-                              ? " *   A region is the groups' packings one after another, group\n"
-                                " *   g's K/groups rows at g times one group's packed size, or\n"
-                                " *   (a channel kernel's) one packing of all K rows.\n"
-                              : " *   A region is the groups' packings one after another, group\n"
-                                " *   g's K/groups rows at g times one group's packed size.\n")
-                       : ""},
+        {"@GPACK@", gpack},
     };
     dt_export_fill(sb, d->doc, fill, sizeof fill / sizeof fill[0]);
 }

@@ -14,6 +14,8 @@
  * block's names and parameters: dtk_conv2d_bf16 (X, W bf16), dtk_conv2d_u8s8
  * (X u8 with scale_a, zp_a after X; W s8 packed with scale_b),
  * dtk_conv2d_w8 (X f32, W s8 with scale_b); the packing is dense's. */
+#include "microkernel/op_conv2d.h"
+
 #include "microkernel/mk_op.h"
 
 #include "dt_tpl_op_conv2d_c.h"
@@ -25,12 +27,7 @@ extern const dt_mk_dtype dt_mk_dtype_bf16;
 extern const dt_mk_dtype dt_mk_dtype_int8;
 extern const dt_mk_dtype dt_mk_dtype_w8a32;
 
-enum { SYM_CONV, SYM_PACK, SYM_PACKED_SIZE };
 
-typedef size_t (*packed_size_fn)(int64_t N, int64_t K);
-typedef void (*pack_fn)(int64_t N, int64_t K, const void *W, void *packed);
-typedef void (*pack_q_fn)(int64_t N, int64_t K, const void *W, const float *scale_b,
-                          void *packed);
 typedef void (*conv_fn)(const int64_t *geom, const void *X, const void *packed,
                         const float *bias, void *Y, int nthreads);
 typedef void (*conv_u8_fn)(const int64_t *geom, const void *X, float scale_a, int32_t zp_a,
@@ -39,25 +36,25 @@ typedef void (*conv_u8_fn)(const int64_t *geom, const void *X, float scale_a, in
 enum { GEOM = DT_CONV_GEOM_LEN };
 
 /* The kernel's geometry from the op's dims and attributes. */
-static void geometry(const int64_t *dims, const int *attrs, int64_t *geom)
+void dt_mk_conv2d_geometry(const int64_t *dims, const int *attrs, int64_t *geom)
 {
     dt_conv_geom c;
     dt_op_conv2d.conv(dims, attrs, &c);
     dt_conv_geom_values(&c, geom);
 }
 
-static void conv_run(const dt_kernel *k, const dt_gemm_args *a)
+void dt_mk_conv2d_run(const dt_kernel *k, const dt_gemm_args *a)
 {
     int64_t geom[GEOM];
-    geometry(a->dims, a->attrs, geom);
-    ((conv_fn)k->fn[SYM_CONV])(geom, a->a, a->b, a->bias, a->c, a->threads);
+    dt_mk_conv2d_geometry(a->dims, a->attrs, geom);
+    ((conv_fn)k->fn[DT_MK_CONV2D_SYM_CONV])(geom, a->a, a->b, a->bias, a->c, a->threads);
 }
 
-static void conv_run_u8(const dt_kernel *k, const dt_gemm_args *a)
+void dt_mk_conv2d_run_u8(const dt_kernel *k, const dt_gemm_args *a)
 {
     int64_t geom[GEOM];
-    geometry(a->dims, a->attrs, geom);
-    ((conv_u8_fn)k->fn[SYM_CONV])(geom, a->a, a->scale_a, a->zp_a, a->b, a->bias, a->c,
+    dt_mk_conv2d_geometry(a->dims, a->attrs, geom);
+    ((conv_u8_fn)k->fn[DT_MK_CONV2D_SYM_CONV])(geom, a->a, a->scale_a, a->zp_a, a->b, a->bias, a->c,
                                   a->threads);
 }
 
@@ -73,7 +70,7 @@ static groups groups_of(const dt_gemm *g)
     if (!g->op)
         return (groups){1, g->N, g->K};
     int64_t geom[GEOM];
-    geometry(g->dims, g->attrs, geom);
+    dt_mk_conv2d_geometry(g->dims, g->attrs, geom);
     const int64_t G = geom[10];
     return (groups){G, geom[4] / G, geom[5] * geom[6] * (geom[3] / G)};
 }
@@ -83,22 +80,22 @@ static groups groups_of(const dt_gemm *g)
 static size_t conv_packed_size(const dt_kernel *k, const dt_gemm *g)
 {
     groups gr = groups_of(g);
-    return (size_t)gr.G * ((packed_size_fn)k->fn[SYM_PACKED_SIZE])(gr.Kg, gr.Kred);
+    return (size_t)gr.G * ((dt_mk_conv2d_packed_size_fn)k->fn[DT_MK_CONV2D_SYM_PACKED_SIZE])(gr.Kg, gr.Kred);
 }
 
 static void conv_pack_groups(const dt_kernel *k, const dt_gemm *g, const void *w,
                              const float *scale_b, void *packed, int scaled)
 {
     groups gr = groups_of(g);
-    const size_t region = ((packed_size_fn)k->fn[SYM_PACKED_SIZE])(gr.Kg, gr.Kred);
+    const size_t region = ((dt_mk_conv2d_packed_size_fn)k->fn[DT_MK_CONV2D_SYM_PACKED_SIZE])(gr.Kg, gr.Kred);
     const size_t wbytes = (size_t)(gr.Kg * gr.Kred) * dt_dtype_b_size(k->op->backend->dtype);
     for (int64_t i = 0; i < gr.G; i++) {
         const void *wi = (const char *)w + (size_t)i * wbytes;
         void *pi = (char *)packed + (size_t)i * region;
         if (scaled)
-            ((pack_q_fn)k->fn[SYM_PACK])(gr.Kg, gr.Kred, wi, scale_b + i * gr.Kg, pi);
+            ((dt_mk_conv2d_pack_q_fn)k->fn[DT_MK_CONV2D_SYM_PACK])(gr.Kg, gr.Kred, wi, scale_b + i * gr.Kg, pi);
         else
-            ((pack_fn)k->fn[SYM_PACK])(gr.Kg, gr.Kred, wi, pi);
+            ((dt_mk_conv2d_pack_fn)k->fn[DT_MK_CONV2D_SYM_PACK])(gr.Kg, gr.Kred, wi, pi);
     }
 }
 
@@ -133,14 +130,14 @@ static int conv_macro(const int *attrs, int i)
     }
 
 const dt_mk_op dt_mk_op_conv2d_f32 =
-    CONV_HOOKS(dt_mk_dtype_f32, "dtk_conv2d", "dtk_pack", "dtk_packed_size", conv_run,
+    CONV_HOOKS(dt_mk_dtype_f32, "dtk_conv2d", "dtk_pack", "dtk_packed_size", dt_mk_conv2d_run,
                conv_pack);
 const dt_mk_op dt_mk_op_conv2d_bf16 =
     CONV_HOOKS(dt_mk_dtype_bf16, "dtk_conv2d_bf16", "dtk_pack_bf16", "dtk_packed_size_bf16",
-               conv_run, conv_pack);
+               dt_mk_conv2d_run, conv_pack);
 const dt_mk_op dt_mk_op_conv2d_int8 =
     CONV_HOOKS(dt_mk_dtype_int8, "dtk_conv2d_u8s8", "dtk_pack_u8s8", "dtk_packed_size_u8s8",
-               conv_run_u8, conv_pack_q);
+               dt_mk_conv2d_run_u8, conv_pack_q);
 const dt_mk_op dt_mk_op_conv2d_w8a32 =
     CONV_HOOKS(dt_mk_dtype_w8a32, "dtk_conv2d_w8", "dtk_pack_w8", "dtk_packed_size_w8",
-               conv_run, conv_pack_q);
+               dt_mk_conv2d_run, conv_pack_q);

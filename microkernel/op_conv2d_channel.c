@@ -7,9 +7,11 @@
  * the weights are packed whole (K × R·S·C/groups, as W is stored), not
  * group by group. */
 #include "microkernel/mk_op.h"
+#include "microkernel/op_conv2d.h"
 
 #include <stdio.h>
 
+#include "annotation/fields.h"
 #include "common/check.h"
 
 #include "dt_tpl_op_conv2d_channel_c.h"
@@ -21,41 +23,10 @@ extern const dt_mk_dtype dt_mk_dtype_bf16;
 extern const dt_mk_dtype dt_mk_dtype_int8;
 extern const dt_mk_dtype dt_mk_dtype_w8a32;
 
-enum { SYM_CONV, SYM_PACK, SYM_PACKED_SIZE };
 enum { ATTR_GROUPS = 3 }; /* ops/op_conv2d.c's attribute order */
 
-typedef size_t (*packed_size_fn)(int64_t N, int64_t K);
-typedef void (*pack_fn)(int64_t N, int64_t K, const void *W, void *packed);
-typedef void (*pack_q_fn)(int64_t N, int64_t K, const void *W, const float *scale_b,
-                          void *packed);
-typedef void (*conv_fn)(const int64_t *geom, const void *X, const void *packed,
-                        const float *bias, void *Y, int nthreads);
-typedef void (*conv_u8_fn)(const int64_t *geom, const void *X, float scale_a, int32_t zp_a,
-                           const void *packed, const float *bias, void *Y, int nthreads);
 
 static int offers(const int *attrs) { return attrs[ATTR_GROUPS] > 1; }
-
-static void geometry(const int64_t *dims, const int *attrs, int64_t *geom)
-{
-    dt_conv_geom c;
-    dt_op_conv2d.conv(dims, attrs, &c);
-    dt_conv_geom_values(&c, geom);
-}
-
-static void run(const dt_kernel *k, const dt_gemm_args *a)
-{
-    int64_t geom[DT_CONV_GEOM_LEN];
-    geometry(a->dims, a->attrs, geom);
-    ((conv_fn)k->fn[SYM_CONV])(geom, a->a, a->b, a->bias, a->c, a->threads);
-}
-
-static void run_u8(const dt_kernel *k, const dt_gemm_args *a)
-{
-    int64_t geom[DT_CONV_GEOM_LEN];
-    geometry(a->dims, a->attrs, geom);
-    ((conv_u8_fn)k->fn[SYM_CONV])(geom, a->a, a->scale_a, a->zp_a, a->b, a->bias, a->c,
-                                  a->threads);
-}
 
 /* W as stored, K rows of R·S·C/groups (a g without dims: its view's N × K) */
 static void rows_of(const dt_gemm *g, int64_t *n, int64_t *kred)
@@ -66,7 +37,7 @@ static void rows_of(const dt_gemm *g, int64_t *n, int64_t *kred)
         return;
     }
     int64_t geom[DT_CONV_GEOM_LEN];
-    geometry(g->dims, g->attrs, geom);
+    dt_mk_conv2d_geometry(g->dims, g->attrs, geom);
     *n = geom[4];
     *kred = geom[5] * geom[6] * (geom[3] / geom[10]);
 }
@@ -75,7 +46,7 @@ static size_t packed_size(const dt_kernel *k, const dt_gemm *g)
 {
     int64_t n, kred;
     rows_of(g, &n, &kred);
-    return ((packed_size_fn)k->fn[SYM_PACKED_SIZE])(n, kred);
+    return ((dt_mk_conv2d_packed_size_fn)k->fn[DT_MK_CONV2D_SYM_PACKED_SIZE])(n, kred);
 }
 
 static void pack(const dt_kernel *k, const dt_gemm *g, const void *w, const float *scale_b,
@@ -84,7 +55,7 @@ static void pack(const dt_kernel *k, const dt_gemm *g, const void *w, const floa
     (void)scale_b;
     int64_t n, kred;
     rows_of(g, &n, &kred);
-    ((pack_fn)k->fn[SYM_PACK])(n, kred, w, packed);
+    ((dt_mk_conv2d_pack_fn)k->fn[DT_MK_CONV2D_SYM_PACK])(n, kred, w, packed);
 }
 
 static void pack_q(const dt_kernel *k, const dt_gemm *g, const void *w, const float *scale_b,
@@ -92,7 +63,7 @@ static void pack_q(const dt_kernel *k, const dt_gemm *g, const void *w, const fl
 {
     int64_t n, kred;
     rows_of(g, &n, &kred);
-    ((pack_q_fn)k->fn[SYM_PACK])(n, kred, w, scale_b, packed);
+    ((dt_mk_conv2d_pack_q_fn)k->fn[DT_MK_CONV2D_SYM_PACK])(n, kred, w, scale_b, packed);
 }
 
 /* What dtk_packed_size_ch returns: f32 [K][N rounded up to NR] */
@@ -187,8 +158,8 @@ static void emit_inside(dt_strbuf *sb, const dt_annotation *a, int vl, int S, in
 
 static void emit_tiles(dt_strbuf *sb, const dt_annotation *a, int vl)
 {
-    DT_ASSERT(a->nr % vl == 0 && a->unroll >= 1 && a->unroll <= 8,
-              "a channel annotation's nr is whole vectors, its unroll 1..8");
+    DT_ASSERT(a->nr % vl == 0 && a->unroll >= 1 && a->unroll <= DT_ANN_CH_UNROLL_MAX,
+              "a channel annotation's nr is whole vectors, its unroll 1..DT_ANN_CH_UNROLL_MAX");
     dt_sb_appendf(sb, "/* ---- the inside tiles, generated (microkernel/op_conv2d_channel.c) ---- */\n"
                       "#define DT_CH_IN_MAX_S %d\n", a->unroll);
     for (int edge = 0; edge <= 1; edge++)
@@ -223,10 +194,10 @@ static void emit_tiles(dt_strbuf *sb, const dt_annotation *a, int vl)
     }
 
 const dt_mk_op dt_mk_op_conv2d_channel_f32 =
-    CHANNEL_HOOKS(dt_mk_dtype_f32, "", run, pack, macro_plain);
+    CHANNEL_HOOKS(dt_mk_dtype_f32, "", dt_mk_conv2d_run, pack, macro_plain);
 const dt_mk_op dt_mk_op_conv2d_channel_bf16 =
-    CHANNEL_HOOKS(dt_mk_dtype_bf16, "_bf16", run, pack, macro_bf16);
+    CHANNEL_HOOKS(dt_mk_dtype_bf16, "_bf16", dt_mk_conv2d_run, pack, macro_bf16);
 const dt_mk_op dt_mk_op_conv2d_channel_int8 =
-    CHANNEL_HOOKS(dt_mk_dtype_int8, "_u8s8", run_u8, pack_q, macro_u8);
+    CHANNEL_HOOKS(dt_mk_dtype_int8, "_u8s8", dt_mk_conv2d_run_u8, pack_q, macro_u8);
 const dt_mk_op dt_mk_op_conv2d_channel_w8a32 =
-    CHANNEL_HOOKS(dt_mk_dtype_w8a32, "_w8", run, pack_q, macro_plain);
+    CHANNEL_HOOKS(dt_mk_dtype_w8a32, "_w8", dt_mk_conv2d_run, pack_q, macro_plain);

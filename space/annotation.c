@@ -76,7 +76,7 @@ static int check_registers(const dt_annotation *a, const dt_target *t, unsigned 
 static int check_rest(const dt_annotation *a, const dt_target *t, unsigned *bad, dt_err *e)
 {
     /* scalar knobs */
-    if (a->sketch == DT_SKETCH_CHANNEL ? a->unroll < 1 || a->unroll > 8
+    if (a->sketch == DT_SKETCH_CHANNEL ? a->unroll < 1 || a->unroll > DT_ANN_CH_UNROLL_MAX
                                        : a->unroll != 1 && a->unroll != 2 && a->unroll != 4 &&
                                              a->unroll != 8)
         FAIL(DT_F_BIT(DT_F_UNROLL), "unroll %d is not %s", a->unroll,

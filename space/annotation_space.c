@@ -97,6 +97,15 @@ static int draw_kc(dt_rng *r, int cap)
                               dt_rng_below(r, cap / DT_ANN_KC_ALIGN - 1));
 }
 
+/* An unroll for sketch sk: the channel sketch's any window width
+ * 1..DT_ANN_CH_UNROLL_MAX, the others' a power of two from unroll_values. */
+static int draw_unroll(dt_rng *r, dt_sketch_kind sk)
+{
+    if (sk == DT_SKETCH_CHANNEL)
+        return 1 + dt_rng_below(r, DT_ANN_CH_UNROLL_MAX);
+    return unroll_values[dt_rng_below(r, COUNT(unroll_values))];
+}
+
 static int draw_prefetch(dt_rng *r)
 {
     if (dt_rng_below(r, 8))
@@ -116,7 +125,7 @@ static int sample_channel(dt_rng *r, const space *s, int threads, dt_annotation 
     a->sketch = DT_SKETCH_CHANNEL;
     a->isa = s->t->isa;
     a->threads = threads > 0 ? threads : 1 + dt_rng_below(r, s->cores);
-    a->unroll = dt_rng_below(r, 2) ? 3 : 1 + dt_rng_below(r, 8);
+    a->unroll = dt_rng_below(r, 2) ? 3 : draw_unroll(r, DT_SKETCH_CHANNEL);
     a->store = (dt_store_kind)dt_rng_below(r, DT_STORE_COUNT);
     a->par = (dt_par_axis)dt_rng_below(r, DT_PAR_COUNT);
     a->order = (dt_loop_order)dt_rng_below(r, DT_ORDER_COUNT);
@@ -142,7 +151,7 @@ static int sample_once(dt_rng *r, const space *s, int sketch, int threads, dt_an
     a->sketch = (dt_sketch_kind)(sketch >= 0 ? sketch : dt_rng_below(r, DT_SKETCH_COUNT));
     a->isa = s->t->isa;
     a->threads = threads > 0 ? threads : 1 + dt_rng_below(r, s->cores);
-    a->unroll = unroll_values[dt_rng_below(r, COUNT(unroll_values))];
+    a->unroll = draw_unroll(r, a->sketch);
     a->prefetch = draw_prefetch(r);
     a->store = (dt_store_kind)dt_rng_below(r, DT_STORE_COUNT);
     a->par = (dt_par_axis)dt_rng_below(r, DT_PAR_COUNT);
@@ -406,8 +415,7 @@ static int mutate_once(dt_rng *r, const space *s, int kind, dt_annotation *a)
     if (kind == MUT_CACHE)
         return mutate_cache(r, s, a);
     if (kind == MUT_UNROLL) {
-        int u = a->sketch == DT_SKETCH_CHANNEL ? 1 + dt_rng_below(r, 8)
-                                               : unroll_values[dt_rng_below(r, COUNT(unroll_values))];
+        int u = draw_unroll(r, a->sketch);
         if (u == a->unroll)
             return -1;
         a->unroll = u;
@@ -517,11 +525,7 @@ static void resample_field(dt_rng *r, const space *s, dt_annotation *c, int f)
         c->nc = cap < c->nr ? c->nr : dt_ann_draw_mult(r, c->nr, cap, dt_ann_nc_targets, DT_ANN_TARGETS);
         break;
     }
-    case DT_F_UNROLL:
-        c->unroll = c->sketch == DT_SKETCH_CHANNEL
-                        ? 1 + dt_rng_below(r, 8)
-                        : unroll_values[dt_rng_below(r, COUNT(unroll_values))];
-        break;
+    case DT_F_UNROLL: c->unroll = draw_unroll(r, c->sketch); break;
     case DT_F_PREFETCH:
         c->prefetch = c->sketch == DT_SKETCH_CHANNEL ? 0 : draw_prefetch(r);
         break;

@@ -304,20 +304,8 @@ static int check_conv(const dt_kernel *k, const dt_kernel_op *kop, const dt_anno
                       dt_err *e)
 {
     (void)a;
-    for (int t = 1; t <= 2; t++)
-        for (size_t i = 0; i < sizeof g_shapes / sizeof g_shapes[0]; i++) {
-            dt_kernel_op op = *kop;
-            op.attrs[0] = (int)g_shapes[i][7];
-            op.attrs[1] = (int)g_shapes[i][8];
-            op.attrs[2] = (int)g_shapes[i][9];
-            op.attrs[3] = (int)g_shapes[i][10];
-            for (int x = 0; x < 5; x++) /* stride_w, dilation_w, pad_w, pad_b, pad_r */
-                op.attrs[5 + x] = (int)g_shapes[i][11 + x];
-            int rc = dt_verify_kernel_dims(k, &op, g_shapes[i], t, 4000 + i, e);
-            if (rc)
-                return rc;
-        }
-    return 0;
+    return dt_test_verify_conv_shapes(k, kop, g_shapes, sizeof g_shapes / sizeof g_shapes[0], 4000,
+                                      e);
 }
 
 static const char *const g_f32_ops[] = {

@@ -1,6 +1,14 @@
 #if DT_CONV2D_CHANNEL
 /* ---- conv2d's channel sketch: the driver (template/op_conv2d_channel.c) ---
  * (the definitions: template/op_conv2d_channel_pre.c) */
+/* The window rows r in [*lo, *hi) of an output row whose window starts at
+ * input row ih0 that fall inside the image. */
+static void dt_ch_rows(const dt_chp *c, int64_t ih0, int64_t *lo, int64_t *hi)
+{
+    *lo = ih0 >= 0 ? 0 : (-ih0 + c->dh - 1) / c->dh;
+    *hi = DT_MIN(c->R, ih0 >= c->H ? 0 : (c->H - ih0 + c->dh - 1) / c->dh);
+}
+
 /* The output tile of pixels (n, oh, ow[p]), p < MR (npx of them stored:
  * the others repeat the last, computed and dropped), × nv vectors of
  * channels from k0, the last of them rem < VL lanes when rem > 0 (plain
@@ -33,59 +41,35 @@ DT_INLINE void dt_ch_tile(const dt_chp *c, int64_t n, int64_t oh, const int64_t 
         iw0[p] = ow[p] * c->sw - c->pl;
         off[p] = iw0[p] * c->C;
     }
-    /* the window rows inside the image: r in [r_lo, r_hi) */
-    const int64_t r_lo = ih0 >= 0 ? 0 : (-ih0 + c->dh - 1) / c->dh;
-    const int64_t r_hi = DT_MIN(c->R, ih0 >= c->H ? 0 : (c->H - ih0 + c->dh - 1) / c->dh);
+    int64_t r_lo, r_hi;
+    dt_ch_rows(c, ih0, &r_lo, &r_hi);
     const int64_t at = (n * c->H + ih0) * c->W * c->C + k0; /* tap (0, 0) of pixel 0 */
-    if (!cols) {
-        /* every tap of those rows: one loop over taps r_lo·S .. r_hi·S
-         * (tap t's offset in X, tap_x[t]; its weights at t·Kp) */
-        DT_CH_UNROLL(UNROLL)
-        for (int64_t t = r_lo * c->S; t < r_hi * c->S; t++) {
-            const float *wt = c->w + t * c->Kp + k0;
-            const dt_ta *xt = c->x + (at + c->tap_x[t]);
-            vf wv[NV];
+    /* every tap of those rows: one loop over taps r_lo·S .. r_hi·S (tap t's
+     * offset in X, tap_x[t]; its weights at t·Kp); with cols a tap left or
+     * right of the image is skipped pixel by pixel */
+    DT_CH_UNROLL(UNROLL)
+    for (int64_t t = r_lo * c->S; t < r_hi * c->S; t++) {
+        const int64_t ds = cols ? t % c->S * c->dw : 0;
+        const float *wt = c->w + t * c->Kp + k0;
+        const dt_ta *xt = c->x + (at + c->tap_x[t]);
+        vf wv[NV];
 #pragma GCC unroll 16
-            for (int v = 0; v < NV; v++)
-                if (v < nv)
-                    wv[v] = VLOAD(wt + v * VL);
+        for (int v = 0; v < NV; v++)
+            if (v < nv)
+                wv[v] = VLOAD(wt + v * VL);
 #pragma GCC unroll 16
-            for (int p = 0; p < MR; p++) {
-                const dt_ta *xp = xt + off[p];
+        for (int p = 0; p < MR; p++) {
+            if (cols && (iw0[p] + ds < 0 || iw0[p] + ds >= c->W))
+                continue;
+            const dt_ta *xp = xt + off[p];
 #pragma GCC unroll 16
-                for (int v = 0; v < NV; v++) {
-                    if (v < nv - 1 || (v == nv - 1 && !rem))
-                        acc[p][v] = VFMA(DT_CH_LOAD(xp + v * VL), wv[v], acc[p][v]);
-                    else if (v == nv - 1)
-                        acc[p][v] = VFMA(DT_CH_LOAD_N(xp + v * VL, rem), wv[v], acc[p][v]);
-                }
+            for (int v = 0; v < NV; v++) {
+                if (v < nv - 1 || (v == nv - 1 && !rem))
+                    acc[p][v] = VFMA(DT_CH_LOAD(xp + v * VL), wv[v], acc[p][v]);
+                else if (v == nv - 1)
+                    acc[p][v] = VFMA(DT_CH_LOAD_N(xp + v * VL, rem), wv[v], acc[p][v]);
             }
         }
-    } else {
-        for (int64_t r = r_lo; r < r_hi; r++)
-            for (int64_t s = 0; s < c->S; s++) {
-                const int64_t t = r * c->S + s, ds = s * c->dw;
-                const float *wt = c->w + t * c->Kp + k0;
-                const dt_ta *xt = c->x + (at + c->tap_x[t]);
-                vf wv[NV];
-#pragma GCC unroll 16
-                for (int v = 0; v < NV; v++)
-                    if (v < nv)
-                        wv[v] = VLOAD(wt + v * VL);
-#pragma GCC unroll 16
-                for (int p = 0; p < MR; p++) {
-                    if (iw0[p] + ds < 0 || iw0[p] + ds >= c->W)
-                        continue;
-                    const dt_ta *xp = xt + off[p];
-#pragma GCC unroll 16
-                    for (int v = 0; v < NV; v++) {
-                        if (v < nv - 1 || (v == nv - 1 && !rem))
-                            acc[p][v] = VFMA(DT_CH_LOAD(xp + v * VL), wv[v], acc[p][v]);
-                        else if (v == nv - 1)
-                            acc[p][v] = VFMA(DT_CH_LOAD_N(xp + v * VL, rem), wv[v], acc[p][v]);
-                    }
-                }
-            }
     }
 #undef DT_CH_LOAD
 #undef DT_CH_LOAD_N
@@ -178,8 +162,8 @@ static void dt_ch_blocks(const dt_chp *c, int64_t n, int64_t oh, const int64_t *
             /* a generated tile (pixels ow[0] .. ow[0] + npx, consecutive):
              * the window rows inside the image */
             const int64_t ih0 = oh * c->sh - c->pt;
-            const int64_t r_lo = ih0 >= 0 ? 0 : (-ih0 + c->dh - 1) / c->dh;
-            const int64_t r_hi = DT_MIN(c->R, ih0 >= c->H ? 0 : (c->H - ih0 + c->dh - 1) / c->dh);
+            int64_t r_lo, r_hi;
+            dt_ch_rows(c, ih0, &r_lo, &r_hi);
             const dt_ta *xr = c->x + ((n * c->H + ih0 + r_lo * c->dh) * c->W) * c->C + k0;
             const float *wr = c->w + r_lo * c->S * c->Kp + k0;
             const float *bk = c->bias ? c->bias + k0 : NULL;
@@ -230,7 +214,7 @@ static void dt_ch_range(const dt_chp *c, int64_t r0, int64_t r1, int64_t b0, int
     const int64_t ow_hi = room < 0 ? 0 : DT_MIN(c->OW, room / c->sw + 1);
     const int64_t ow_lo = DT_MIN(ow_hi, (c->pl + c->sw - 1) / c->sw);
     const int64_t inside = ow_hi - ow_lo;
-    const int64_t tiles = (inside + MR - 1) / MR, in_end = ow_hi;
+    const int64_t tiles = (inside + MR - 1) / MR;
     int64_t edge[MR], ne = 0, ow[MR];
     for (int64_t pb = b0; pb < b1; pb += per_pass) {
         const int64_t pe = DT_MIN(b1, pb + per_pass);
@@ -259,10 +243,10 @@ static void dt_ch_range(const dt_chp *c, int64_t r0, int64_t r1, int64_t b0, int
                         ow[p] = a + p < e ? a + p : e - 1;
                     dt_ch_blocks(c, n, oh, ow, (int)(e - a), bb, be, 0);
                 }
-                /* the rest: [0, ow_lo) and [in_end, OW), MR pixels a tile */
+                /* the border: [0, ow_lo) and [ow_hi, OW), MR pixels a tile */
                 for (int64_t x = 0; x <= c->OW; x++) {
-                    if (x == ow_lo && in_end > ow_lo)
-                        x = in_end;
+                    if (x == ow_lo && ow_hi > ow_lo)
+                        x = ow_hi;
                     if (x < c->OW)
                         edge[ne++] = x;
                     if (ne && (ne == MR || x >= c->OW - 1)) {
@@ -311,9 +295,10 @@ DT_EXPORT void DT_FN_CH_CONV(const int64_t *geom, const dt_ta *X DT_RUN_QPARAMS,
     c.OH = (c.H + c.pt + g[dt_ch_pad_b] - c.dh * (c.R - 1) - 1) / c.sh + 1;
     c.OW = (c.W + c.pl + g[dt_ch_pad_r] - c.dw * (c.S - 1) - 1) / c.sw + 1;
     c.plain = c.Cg == 1 && c.Kg == 1;
-    c.reuse = c.dw == 1 && c.sw <= 2 ? (int)c.sw : 0;
-    c.in_fn = c.reuse && c.S <= DT_CH_IN_MAX_S ? dt_ch_in_fns[0][c.reuse - 1][c.S] : NULL;
-    c.ed_fn = c.reuse && c.S <= DT_CH_IN_MAX_S ? dt_ch_in_fns[1][c.reuse - 1][c.S] : NULL;
+    /* generated tiles: stride 1 or 2, dilation 1, a window row of at most UNROLL */
+    const int gen = c.dw == 1 && c.sw <= 2 && c.S <= DT_CH_IN_MAX_S;
+    c.in_fn = gen ? dt_ch_in_fns[0][c.sw - 1][c.S] : NULL;
+    c.ed_fn = gen ? dt_ch_in_fns[1][c.sw - 1][c.S] : NULL;
     dt_ta zpad[NR]; /* the padding value: 0, int8's zero point (the real 0) */
     for (int i = 0; i < NR; i++)
 #if DT_CH_ZP

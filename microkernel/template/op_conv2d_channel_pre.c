@@ -138,7 +138,6 @@ typedef struct dt_chp {
     dt_tc *y;
     int64_t N, H, W, C, K, Kp, Cg, Kg, R, S, OH, OW, sh, sw, pt, pl, dh, dw;
     int plain;             /* Cg = Kg = 1: lane k reads channel k */
-    int reuse;             /* inside tiles reuse columns: the stride 1 or 2, else 0 */
     /* the generated inside tile of this stride and window width, or NULL */
     void (*in_fn)(const struct dt_chp *c, const dt_ta *x, const float *w, int64_t rows,
                   const float *bias, dt_tc *y, const int64_t *co, int npx);
