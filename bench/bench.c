@@ -515,6 +515,8 @@ static void peer_conv(const dt_gemm *g, dt_peer_problem *pp)
     pp->conv.groups = c.groups;
     pp->conv.stride_w = (int)c.stride_w, pp->conv.dilation_w = (int)c.dilation_w;
     pp->conv.pad_l = (int)c.pad_l, pp->conv.pad_b = (int)c.pad_b, pp->conv.pad_r = (int)c.pad_r;
+    pp->conv.transpose = (int)c.transpose;
+    pp->conv.out_pad_h = (int)c.out_pad_h, pp->conv.out_pad_w = (int)c.out_pad_w;
 }
 
 /* The peers' dtype (peers/peer.h) named name: a dtype row's `peer`. */

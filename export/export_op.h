@@ -49,6 +49,10 @@ typedef struct dt_export_op {
     /* Region g's fill in NAME_pack (one statement and its newline): the
      * pack entry point of kernel p->pack[g].kernel at p->pack[g].offset. */
     void (*emit_pack)(dt_strbuf *sb, const struct dt_export_plan *p, int g);
+    /* NULL, or why kernels of these attribute values are not exported (NULL:
+     * they are): what the kernels do not compute alone, run from the host
+     * (conv2d's transposed convolution, its phases). */
+    const char *(*refuses)(const int *attrs);
 } dt_export_op;
 
 /* The hooks of (op, dtype), or NULL. */

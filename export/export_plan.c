@@ -252,6 +252,11 @@ int dt_export_plan_load(dt_db *db, const dt_export_opts *o, const char *name,
                      p->w->op->name, dt_dtype_name(p->kop.dtype));
         goto fail;
     }
+    const char *why = p->xop->refuses ? p->xop->refuses(p->kop.attrs) : NULL;
+    if (why) {
+        rc = dt_errf(e, DT_EUNSUPPORTED, "%s: not exported: %s", p->d->key, why);
+        goto fail;
+    }
     int n = p->d->n;
     p->k = calloc((size_t)n, sizeof *p->k);
     p->range_kernel = calloc((size_t)n, sizeof *p->range_kernel);

@@ -347,7 +347,18 @@ static void conv_pack(dt_strbuf *sb, const dt_export_plan *p, int g, const conv_
         .offset_unit = UNIT,                                                              \
         .pack_tail = TAIL,                                                                \
         .emit_pack = conv_pack_##dt,                                                      \
+        .refuses = conv_refuses,                                                          \
     };
+
+/* A transposed convolution's phases are run by the host (microkernel/
+ * op_conv2d.c): its kernels alone compute forward convolutions. */
+static const char *conv_refuses(const int *attrs)
+{
+    enum { TRANSPOSE = 10 }; /* ops/op_conv2d.c's attribute order */
+    return attrs[TRANSPOSE] ? "a transposed conv2d runs its phases from dtune's runtime "
+                              "(libdtune), not from exported code"
+                            : NULL;
+}
 
 #define PLAIN_PARAMS {"X", "W", "Y", "packed", "bias"}
 #define SCALED_PARAMS {"X", "W", "Y", "packed", "bias", "scale_b"}

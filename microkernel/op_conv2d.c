@@ -13,9 +13,17 @@
  * below does it).  The other dtypes take their types
  * block's names and parameters: dtk_conv2d_bf16 (X, W bf16), dtk_conv2d_u8s8
  * (X u8 with scale_a, zp_a after X; W s8 packed with scale_b),
- * dtk_conv2d_w8 (X f32, W s8 with scale_b); the packing is dense's. */
+ * dtk_conv2d_w8 (X f32, W s8 with scale_b); the packing is dense's.
+ * A transposed convolution runs as its phases' forward ones, each over one
+ * image into a scratch image whose pixels are then copied into every
+ * stride-th row and column of Y (conv2d_phases.h); its packing is the
+ * phases', one after the other. */
 #include "microkernel/op_conv2d.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "microkernel/conv2d_phases.h"
 #include "microkernel/mk_op.h"
 
 #include "dt_tpl_op_conv2d_c.h"
@@ -43,20 +51,111 @@ void dt_mk_conv2d_geometry(const int64_t *dims, const int *attrs, int64_t *geom)
     dt_conv_geom_values(&c, geom);
 }
 
-void dt_mk_conv2d_run(const dt_kernel *k, const dt_gemm_args *a)
+/* One call of the kernel's entry point: geom over x, packed into y; u8:
+ * int8's signature (scale_a, zp_a after X). */
+static void call(const dt_kernel *k, const dt_gemm_args *a, const int64_t *geom, const void *x,
+                 const void *packed, void *y, int u8)
 {
-    int64_t geom[GEOM];
-    dt_mk_conv2d_geometry(a->dims, a->attrs, geom);
-    ((conv_fn)k->fn[DT_MK_CONV2D_SYM_CONV])(geom, a->a, a->b, a->bias, a->c, a->threads);
+    if (u8)
+        ((conv_u8_fn)k->fn[DT_MK_CONV2D_SYM_CONV])(geom, x, a->scale_a, a->zp_a, packed, a->bias,
+                                                   y, a->threads);
+    else
+        ((conv_fn)k->fn[DT_MK_CONV2D_SYM_CONV])(geom, x, packed, a->bias, y, a->threads);
 }
 
-void dt_mk_conv2d_run_u8(const dt_kernel *k, const dt_gemm_args *a)
+/* The packed bytes of phase ph's forward convolution: its groups' regions. */
+static size_t phase_bytes(const dt_kernel *k, const dt_conv_geom *c, const dt_conv_phase *ph)
 {
-    int64_t geom[GEOM];
-    dt_mk_conv2d_geometry(a->dims, a->attrs, geom);
-    ((conv_u8_fn)k->fn[DT_MK_CONV2D_SYM_CONV])(geom, a->a, a->scale_a, a->zp_a, a->b, a->bias, a->c,
-                                  a->threads);
+    const int64_t kred = ph->h.taps * ph->w.taps * (c->c / c->groups);
+    return (size_t)c->groups *
+           ((dt_mk_conv2d_packed_size_fn)k->fn[DT_MK_CONV2D_SYM_PACKED_SIZE])(c->k / c->groups,
+                                                                                kred);
 }
+
+/* Pixels [crop, crop + used) of the rows and columns of one image x (w
+ * pixels a row, esize·C bytes a pixel) into dst. */
+static void copy_window(const char *x, const dt_conv_geom *c, const dt_conv_phase *ph,
+                        size_t pixel, char *dst)
+{
+    for (int64_t r = 0; r < ph->h.used; r++)
+        memcpy(dst + (size_t)(r * ph->w.used) * pixel,
+               x + (size_t)((ph->h.crop + r) * c->w + ph->w.crop) * pixel,
+               (size_t)ph->w.used * pixel);
+}
+
+/* The transposed convolution: image by image, phase by phase. */
+static void run_phases(const dt_kernel *k, const dt_gemm_args *a, const dt_conv_geom *c, int u8)
+{
+    const dt_dtype d = k->op->backend->dtype;
+    const size_t xpix = (size_t)c->c * (size_t)dt_dtype_a_size(d);
+    const size_t ypix = (size_t)c->k * (size_t)dt_dtype_c_size(d);
+    const int64_t oh = (c->h - 1) * c->stride - c->pad - c->pad_b + c->dilation * (c->r - 1) + 1 +
+                       c->out_pad_h;
+    const int64_t ow = (c->w - 1) * c->stride_w - c->pad_l - c->pad_r +
+                       c->dilation_w * (c->s - 1) + 1 + c->out_pad_w;
+    const int64_t nph = dt_conv_phase_count(c);
+    size_t xmax = 0, ymax = 0;
+    for (int64_t p = 0; p < nph; p++) {
+        dt_conv_phase ph;
+        dt_conv_phase_at(c, p, &ph);
+        const size_t xs = (size_t)(ph.h.used * ph.w.used) * xpix;
+        const size_t ys = (size_t)(ph.h.count * ph.w.count) * ypix;
+        xmax = xs > xmax ? xs : xmax;
+        ymax = ys > ymax ? ys : ymax;
+    }
+    char *xbuf = malloc(xmax + 64), *ybuf = malloc(ymax + 64);
+    if (!xbuf || !ybuf)
+        abort(); /* as the kernels' own scratch: a call has no error path */
+    for (int64_t n = 0; n < c->n; n++) {
+        const char *x = (const char *)a->a + (size_t)(n * c->h * c->w) * xpix;
+        char *y = (char *)a->c + (size_t)(n * oh * ow) * ypix;
+        const char *packed = a->b;
+        for (int64_t p = 0; p < nph; p++) {
+            dt_conv_phase ph;
+            dt_conv_phase_at(c, p, &ph);
+            const size_t bytes = phase_bytes(k, c, &ph);
+            if (ph.h.count && ph.w.count) {
+                int64_t geom[GEOM];
+                dt_conv_phase_geom(c, &ph, geom);
+                const char *xp = x + (size_t)(ph.h.crop * c->w) * xpix;
+                if (ph.w.crop || ph.w.used != c->w) { /* its columns are not whole rows */
+                    copy_window(x, c, &ph, xpix, xbuf);
+                    xp = xbuf;
+                }
+                if (nph == 1) { /* stride 1: the phase's pixels are Y's, in order */
+                    call(k, a, geom, xp, packed, y, u8);
+                    break;
+                }
+                call(k, a, geom, xp, packed, ybuf, u8);
+                for (int64_t q = 0; q < ph.h.count; q++)
+                    for (int64_t j = 0; j < ph.w.count; j++)
+                        memcpy(y + (size_t)((ph.h.first + q * c->stride) * ow + ph.w.first +
+                                            j * c->stride_w) * ypix,
+                               ybuf + (size_t)(q * ph.w.count + j) * ypix, ypix);
+            }
+            packed += bytes;
+        }
+    }
+    free(xbuf);
+    free(ybuf);
+}
+
+static void conv_run(const dt_kernel *k, const dt_gemm_args *a, int u8)
+{
+    dt_conv_geom c;
+    dt_op_conv2d.conv(a->dims, a->attrs, &c);
+    if (c.transpose) {
+        run_phases(k, a, &c, u8);
+        return;
+    }
+    int64_t geom[GEOM];
+    dt_conv_geom_values(&c, geom);
+    call(k, a, geom, a->a, a->b, a->c, u8);
+}
+
+void dt_mk_conv2d_run(const dt_kernel *k, const dt_gemm_args *a) { conv_run(k, a, 0); }
+
+void dt_mk_conv2d_run_u8(const dt_kernel *k, const dt_gemm_args *a) { conv_run(k, a, 1); }
 
 /* The weights of problem g in groups: G groups of Kg output channels, each
  * Kg × Kred stored ([K][R][S][C/G]); a g without dims, one group of its
@@ -79,14 +178,27 @@ static groups groups_of(const dt_gemm *g)
  * DT_FN_PACKED_SIZE, DT_FN_PACK): template/op_conv2d.c reads them so. */
 static size_t conv_packed_size(const dt_kernel *k, const dt_gemm *g)
 {
+    if (g->op) {
+        dt_conv_geom c;
+        dt_op_conv2d.conv(g->dims, g->attrs, &c);
+        if (c.transpose) { /* the phases' packings, one after the other */
+            size_t bytes = 0;
+            for (int64_t p = 0; p < dt_conv_phase_count(&c); p++) {
+                dt_conv_phase ph;
+                dt_conv_phase_at(&c, p, &ph);
+                bytes += phase_bytes(k, &c, &ph);
+            }
+            return bytes;
+        }
+    }
     groups gr = groups_of(g);
     return (size_t)gr.G * ((dt_mk_conv2d_packed_size_fn)k->fn[DT_MK_CONV2D_SYM_PACKED_SIZE])(gr.Kg, gr.Kred);
 }
 
-static void conv_pack_groups(const dt_kernel *k, const dt_gemm *g, const void *w,
-                             const float *scale_b, void *packed, int scaled)
+/* G regions, each the dense packing of a group's Kg × Kred weights */
+static void pack_regions(const dt_kernel *k, groups gr, const void *w, const float *scale_b,
+                         void *packed, int scaled)
 {
-    groups gr = groups_of(g);
     const size_t region = ((dt_mk_conv2d_packed_size_fn)k->fn[DT_MK_CONV2D_SYM_PACKED_SIZE])(gr.Kg, gr.Kred);
     const size_t wbytes = (size_t)(gr.Kg * gr.Kred) * dt_dtype_b_size(k->op->backend->dtype);
     for (int64_t i = 0; i < gr.G; i++) {
@@ -97,6 +209,34 @@ static void conv_pack_groups(const dt_kernel *k, const dt_gemm *g, const void *w
         else
             ((dt_mk_conv2d_pack_fn)k->fn[DT_MK_CONV2D_SYM_PACK])(gr.Kg, gr.Kred, wi, pi);
     }
+}
+
+static void conv_pack_groups(const dt_kernel *k, const dt_gemm *g, const void *w,
+                             const float *scale_b, void *packed, int scaled)
+{
+    dt_conv_geom c;
+    if (g->op)
+        dt_op_conv2d.conv(g->dims, g->attrs, &c);
+    if (!g->op || !c.transpose) {
+        pack_regions(k, groups_of(g), w, scale_b, packed, scaled);
+        return;
+    }
+    /* each phase's weights gathered from W, then packed as its forward
+     * convolution's */
+    const size_t esize = (size_t)dt_dtype_b_size(k->op->backend->dtype);
+    void *wp = malloc((size_t)(c.k * c.r * c.s * (c.c / c.groups)) * esize + 64);
+    if (!wp)
+        abort();
+    char *at = packed;
+    for (int64_t p = 0; p < dt_conv_phase_count(&c); p++) {
+        dt_conv_phase ph;
+        dt_conv_phase_at(&c, p, &ph);
+        dt_conv_phase_weights(&c, &ph, w, esize, wp);
+        const groups gr = {c.groups, c.k / c.groups, ph.h.taps * ph.w.taps * (c.c / c.groups)};
+        pack_regions(k, gr, wp, scale_b, at, scaled);
+        at += phase_bytes(k, &c, &ph);
+    }
+    free(wp);
 }
 
 static void conv_pack(const dt_kernel *k, const dt_gemm *g, const void *w,

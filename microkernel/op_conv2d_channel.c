@@ -1,7 +1,7 @@
 /* conv2d's own sketch, channel (annotation/annotation.h): the hooks of its
  * kernels in f32, bf16, int8 and w8a32 (template/op_conv2d_channel.c: the
  * whole kernel after the dtype's types and epilogue).  Offered for grouped
- * convolutions only (groups > 1): with one group every output channel
+ * forward convolutions only (groups > 1): with one group every output channel
  * reads every input channel and the GEMM view's kernels are the ones.
  * Entry points: the dtype's conv2d, pack and packed-size names with _ch;
  * the weights are packed whole (K × R·S·C/groups, as W is stored), not
@@ -23,10 +23,11 @@ extern const dt_mk_dtype dt_mk_dtype_bf16;
 extern const dt_mk_dtype dt_mk_dtype_int8;
 extern const dt_mk_dtype dt_mk_dtype_w8a32;
 
-enum { ATTR_GROUPS = 3 }; /* ops/op_conv2d.c's attribute order */
+enum { ATTR_GROUPS = 3, ATTR_TRANSPOSE = 10 }; /* ops/op_conv2d.c's attribute order */
 
-
-static int offers(const int *attrs) { return attrs[ATTR_GROUPS] > 1; }
+/* grouped forward convolutions (a transposed one runs as its phases'
+ * forward convolutions, which the GEMM view's kernels compute) */
+static int offers(const int *attrs) { return attrs[ATTR_GROUPS] > 1 && !attrs[ATTR_TRANSPOSE]; }
 
 /* W as stored, K rows of R·S·C/groups (a g without dims: its view's N × K) */
 static void rows_of(const dt_gemm *g, int64_t *n, int64_t *kred)

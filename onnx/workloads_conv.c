@@ -14,8 +14,12 @@
  * matcher, the bias running along axis 1.  Anything else is listed with the
  * reason.  The geometry (dt_ox_conv_geometry) is shared with the quantized
  * forms (workloads_conv_quant.c: a Conv of DequantizeLinear'd int8 weights,
- * ConvInteger); ConvTranspose is listed: conv2d is the forward convolution
- * only. */
+ * ConvInteger).  A ConvTranspose is conv2d's transposed mode (transpose=1):
+ * its weight [C, K/group, R, S] names the channels the other way round, its
+ * output_padding is out_pad / out_pad_w, auto_pad SAME_* crops
+ * output_padding + dilation·(R − 1) + 1 − stride (the output in·stride,
+ * whatever the input size), and an output_shape crops what it leaves out of
+ * the full output (a constant input size). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -141,8 +145,61 @@ void dt_ox_op_clear(dt_ox_op *op)
     }
 }
 
-int dt_ox_conv_geometry(dt_ox_wctx *c, int i, const char *xname, const char *wname,
-                        dt_ox_op *op, int *ok)
+/* A ConvTranspose's pads [begins, ends] into p (explicit, VALID, SAME_*,
+ * or those output_shape implies), or the node rejected: *ok = 0. */
+static int transposed_pads(dt_ox_wctx *c, int i, const dt_ox_shape *x, int sp, const int64_t *k,
+                           const int64_t *stride, const int64_t *dil, const int64_t *out_pad,
+                           int64_t p[4], int *ok)
+{
+    const dt_ox_node *nd = &c->g->nodes[i];
+    const dt_ox_attr *ap = dt_ox_attr_find(nd, "auto_pad");
+    const char *mode = ap && ap->type == DT_OX_ATTR_STRING && ap->s ? ap->s : "NOTSET";
+    const dt_ox_attr *os = dt_ox_attr_find(nd, "output_shape");
+    *ok = 0;
+    if (os && (os->type != DT_OX_ATTR_INTS || os->n != sp))
+        return dt_ox_reject(c, i, "ConvTranspose with a malformed 'output_shape'");
+    if (!os && strncmp(mode, "SAME", 4) != 0) {
+        if (!strcmp(mode, "VALID"))
+            p[0] = p[1] = p[2] = p[3] = 0;
+        else if (attr_ints(nd, "pads", 2 * sp, 0, p))
+            return dt_ox_reject(c, i, "ConvTranspose with a malformed 'pads'");
+    } else {
+        /* the full output's extent less the one asked for, cropped as SAME_*
+         * places it (SAME_UPPER: the odd one at the end) */
+        for (int a = 0; a < sp; a++) {
+            int64_t in = 0, total = out_pad[a] + dil[a] * (k[a] - 1) + 1 - stride[a];
+            if (os) {
+                if (!dt_ox_const_value(x->dims[2 + a], &in))
+                    return dt_ox_reject(c, i, "ConvTranspose with an output_shape over a "
+                                              "symbolic input size");
+                total = stride[a] * (in - 1) + out_pad[a] + dil[a] * (k[a] - 1) + 1 -
+                        os->ints[a];
+            }
+            if (total < 0)
+                return dt_ox_reject(c, i, "ConvTranspose whose %s asks for more than its full "
+                                          "output (conv2d crops, it does not extend)",
+                                    os ? "output_shape" : "auto_pad");
+            p[a] = !strcmp(mode, "SAME_UPPER") ? total / 2 : total - total / 2;
+            p[sp + a] = total - p[a];
+        }
+    }
+    const dt_op_desc *conv = dt_op_find("conv2d");
+    const dt_attr_desc *lim = &conv->attrs[dt_op_attr_index(conv, "pad")];
+    for (int a = 0; a < 2 * sp; a++)
+        if (p[a] < 0 || p[a] > lim->max) {
+            char buf[96];
+            return dt_ox_reject(c, i, "ConvTranspose with pads=%s (%s)",
+                                ints_text(p, 2 * sp, buf, sizeof buf),
+                                p[a] < 0 ? "a negative pad extends the output"
+                                         : "a pad above conv2d's limit");
+        }
+    *ok = 1;
+    return 0;
+}
+
+/* dt_ox_conv_geometry's, of a Conv (transpose 0) or a ConvTranspose. */
+static int conv_geometry(dt_ox_wctx *c, int i, const char *xname, const char *wname,
+                         int transpose, dt_ox_op *op, int *ok)
 {
     const dt_ox_node *nd = &c->g->nodes[i];
     const dt_ox_shape *x = dt_ox_wshape(c, xname), *w = dt_ox_wshape(c, wname);
@@ -166,15 +223,20 @@ int dt_ox_conv_geometry(dt_ox_wctx *c, int i, const char *xname, const char *wna
             return dt_ox_reject(c, i, "Conv with a symbolic kernel size");
     if (!dt_ox_const_value(w->dims[0], &kc) || !dt_ox_const_value(w->dims[1], &cc))
         return dt_ox_reject(c, i, "Conv with symbolic channel counts");
-    int64_t st[2], dl[2], p[4];
+    int64_t st[2], dl[2], p[4], op_pad[2] = {0, 0};
     int good, rc = 0;
     if ((rc = axis_values(c, i, "strides", sp, st, &good)) || !good ||
-        (rc = axis_values(c, i, "dilations", sp, dl, &good)) || !good ||
-        (rc = node_pads(c, i, x, sp, kdim, st, dl, p, &good)) || !good)
+        (rc = axis_values(c, i, "dilations", sp, dl, &good)) || !good)
+        return rc;
+    if (transpose && attr_ints(nd, "output_padding", sp, 0, op_pad))
+        return dt_ox_reject(c, i, "ConvTranspose with a malformed 'output_padding'");
+    if ((rc = transpose ? transposed_pads(c, i, x, sp, kdim, st, dl, op_pad, p, &good)
+                        : node_pads(c, i, x, sp, kdim, st, dl, p, &good)) ||
+        !good)
         return rc;
     /* conv2d's values by axis (0 H, 1 W) and side: a Conv1d's are its
      * width's, over an unpadded unit height */
-    int64_t sh, sw, dh, dw, pt, pb, pl, pr;
+    int64_t sh, sw, dh, dw, pt, pb, pl, pr, oph = 0, opw = op_pad[sp - 1];
     if (sp == 1) {
         sh = sw = st[0];
         dh = dw = dl[0];
@@ -184,6 +246,7 @@ int dt_ox_conv_geometry(dt_ox_wctx *c, int i, const char *xname, const char *wna
     } else {
         sh = st[0], sw = st[1], dh = dl[0], dw = dl[1];
         pt = p[0], pl = p[1], pb = p[2], pr = p[3];
+        oph = op_pad[0];
     }
     /* values that change nothing take their neighbour's, so one convolution
      * has one key: a window of one along an axis has no dilation there; an
@@ -197,7 +260,7 @@ int dt_ox_conv_geometry(dt_ox_wctx *c, int i, const char *xname, const char *wna
         dw = dh;
     if (kdim[0] == 1 && kdim[sp - 1] == 1)
         dh = dw = 1;
-    if (h_one && (sp == 1 || kdim[0] == 1) && !pt && !pb)
+    if (h_one && (sp == 1 || kdim[0] == 1) && !pt && !pb && !oph)
         sh = sw;
     const struct {
         const char *name;
@@ -207,15 +270,28 @@ int dt_ox_conv_geometry(dt_ox_wctx *c, int i, const char *xname, const char *wna
         {"stride", sh, 1},        {"pad", pt, 1},          {"dilation", dh, 1},
         {"groups", group, 1},     {"stride_w", sw, sw != sh}, {"dilation_w", dw, dw != dh},
         {"pad_w", pl, pl != pt},  {"pad_b", pb, pb != pt}, {"pad_r", pr, pr != pl},
+        {"transpose", 1, transpose}, {"out_pad", oph, oph != 0}, {"out_pad_w", opw, opw != 0},
     };
     for (size_t a = 0; a < sizeof attrs / sizeof attrs[0]; a++)
         if (attrs[a].set && !in_range(c, i, op_desc, attrs[a].name, attrs[a].v, &rc))
             return rc;
-    /* ONNX's weight is [K, C/group, R, S]: conv2d's C is the input's */
-    if (kc % group)
+    /* ONNX's weight is [K, C/group, R, S] (ConvTranspose's [C, K/group, R,
+     * S]): conv2d's C is the input's */
+    if (transpose) {
+        const int64_t t = kc;
+        kc = cc;
+        cc = t;
+    }
+    if (kc % group && !transpose)
         return dt_ox_reject(c, i, "Conv with group=%" PRId64 " and %" PRId64 " output channels "
                                   "(not a multiple)", group, kc);
-    cc *= group;
+    if (transpose && cc % group)
+        return dt_ox_reject(c, i, "ConvTranspose with group=%" PRId64 " and %" PRId64 " input "
+                                  "channels (not a multiple)", group, cc);
+    if (transpose)
+        kc *= group;
+    else
+        cc *= group;
     for (size_t a = 0; a < sizeof attrs / sizeof attrs[0]; a++)
         if (attrs[a].set && set_int_attr(op, attrs[a].name, attrs[a].v))
             return dt_ox_wfail(c, i, "conv2d has no such attribute value");
@@ -249,6 +325,12 @@ int dt_ox_conv_geometry(dt_ox_wctx *c, int i, const char *xname, const char *wna
     return 0;
 }
 
+int dt_ox_conv_geometry(dt_ox_wctx *c, int i, const char *xname, const char *wname,
+                        dt_ox_op *op, int *ok)
+{
+    return conv_geometry(c, i, xname, wname, 0, op, ok);
+}
+
 int dt_ox_finish_conv(dt_ox_wctx *c, dt_ox_op *op, dt_ox_fused *f, const char *y,
                       const dt_expr *k, int bias)
 {
@@ -269,7 +351,8 @@ int dt_ox_finish_conv_node(dt_ox_wctx *c, int i, dt_ox_op *op, const dt_expr *k)
     const char *b = nd->ninputs >= 3 ? nd->inputs[2] : "";
     if (b[0] && !dt_ox_const_vector(c, b, k, 1)) {
         dt_ox_op_clear(op);
-        return dt_ox_reject(c, i, "Conv whose bias B is not a constant vector of K elements");
+        return dt_ox_reject(c, i, "%s whose bias B is not a constant vector of K elements",
+                            nd->op_type);
     }
     dt_ox_fused f = {0};
     dt_ox_fuse(&f, i);
@@ -311,9 +394,35 @@ int dt_ox_match_conv(dt_ox_wctx *c, int i)
 int dt_ox_match_conv_transpose(dt_ox_wctx *c, int i)
 {
     const dt_ox_node *nd = &c->g->nodes[i];
-    const dt_ox_shape *y = nd->noutputs ? dt_ox_wshape(c, nd->outputs[0]) : NULL;
-    if (y && y->is_const)
+    if (nd->ninputs < 2 || nd->noutputs < 1)
+        return dt_ox_reject(c, i, "ConvTranspose with fewer than two inputs");
+    const dt_ox_shape *x = dt_ox_wshape(c, nd->inputs[0]), *w = dt_ox_wshape(c, nd->inputs[1]);
+    const dt_ox_shape *y = dt_ox_wshape(c, nd->outputs[0]);
+    if (!x || !w || !y)
+        return dt_ox_reject(c, i, "ConvTranspose whose shapes are unknown (shape propagation "
+                                  "skipped it)");
+    if (y->is_const)
         return 0; /* constant folding */
-    return dt_ox_reject(c, i, "a transposed convolution: waits for the op conv2d_transpose "
-                              "(conv2d computes the forward convolution only)");
+    dt_ox_op op = {.node = i};
+    int ok, rc;
+    if (x->rank < 3 || x->rank > 4 || !w->is_const)
+        return conv_geometry(c, i, nd->inputs[0], nd->inputs[1], 1, &op, &ok);
+    if (x->elem_type == DT_OX_FLOAT && w->elem_type == DT_OX_FLOAT)
+        op.dtype = DT_DTYPE_F32;
+    else if (x->elem_type == DT_OX_BFLOAT16 && w->elem_type == DT_OX_BFLOAT16)
+        op.dtype = DT_DTYPE_BF16;
+    else
+        return dt_ox_reject(c, i, "ConvTranspose of %s tensors: conv2d takes float (f32) or "
+                                  "bfloat16", dt_ox_type_name(x->elem_type));
+    if ((rc = conv_geometry(c, i, nd->inputs[0], nd->inputs[1], 1, &op, &ok)) || !ok)
+        return rc;
+    /* its output channels: conv2d's K, the weight's second dim times group */
+    dt_expr *k = dt_expr_clone(op.dims[dt_op_dim_index(op.op, "K")]);
+    if (!k) {
+        dt_ox_op_clear(&op);
+        return dt_errf(c->e, DT_ENOMEM, "out of memory");
+    }
+    rc = dt_ox_finish_conv_node(c, i, &op, k);
+    dt_expr_free(k);
+    return rc;
 }

@@ -16,7 +16,7 @@
 #include "dtypes/dtype.h"
 
 #define DT_MAX_DIMS 8
-#define DT_MAX_ATTRS 10
+#define DT_MAX_ATTRS 16
 #define DT_MAX_ATTR_VALUES 8
 
 /* An attribute: enumerated, such as layout=NN|NT or epilogue=bias+gelu (a
@@ -74,12 +74,18 @@ typedef struct dt_conv_geom {
     int64_t groups;              /* channels in and out split into independent groups */
     int64_t stride_w, dilation_w; /* along the width */
     int64_t pad_l, pad_b, pad_r; /* the left, bottom and right pads */
+    /* 1: the transposed convolution (its pads crop the output; out_pad_h,
+     * out_pad_w extend it at the bottom and right), which the kernels
+     * compute as sh·sw forward ones (microkernel/conv2d_phases.c) */
+    int64_t transpose, out_pad_h, out_pad_w;
 } dt_conv_geom;
 
 /* The geometry as the conv2d kernels take it (their entry point's geom
  * array, microkernel/template/op_conv2d.c): n, h, w, c, k, r, s, stride,
  * pad, dilation, groups, stride_w, dilation_w, pad_l, pad_b, pad_r.  The
- * one place the host side states that order (ops/op_conv2d.c). */
+ * one place the host side states that order (ops/op_conv2d.c).  A kernel
+ * computes forward convolutions only: a transposed one's values are its
+ * phases' (microkernel/conv2d_phases.c). */
 #define DT_CONV_GEOM_LEN 16
 void dt_conv_geom_values(const dt_conv_geom *c, int64_t v[DT_CONV_GEOM_LEN]);
 

@@ -20,18 +20,32 @@
  * groups = G the channels form G independent groups: output channel k of
  * group k / (K/G) reads input channels of that group only, and W is
  * [K][R][S][C/G] (depthwise: G = C = K); the view's B is then block
- * diagonal, which b_elems / b_row describe. */
+ * diagonal, which b_elems / b_row describe.
+ *
+ * transpose=1 makes it the transposed convolution (ONNX's ConvTranspose,
+ * a decoder's upsampling), the adjoint of the forward one over the same W:
+ *   Y[n, ih·sh − pt + r·dh, iw·sw − pl + s·dw, k] += X[n,ih,iw,c] · W[k,r,s,c]
+ * (then bias and activation), Y [N,OH,OW,K] with
+ *   OH = (H − 1)·sh − pt − pb + dh·(R − 1) + 1 + out_pad, OW likewise with out_pad_w:
+ * the pads crop the full output, out_pad / out_pad_w extend it at the
+ * bottom / right (each below the axis's stride or dilation, as ONNX's
+ * output_padding).  Its GEMM view is the same implicit GEMM over the output
+ * pixels, A[i][(r,s,c)] = X[n, (oh + pt − r·dh)/sh, …] where that divides
+ * (zero elsewhere: the zero-stuffed input, which no kernel reads — they
+ * compute sh·sw forward convolutions, microkernel/conv2d_phases.c). */
 #include "ops/op.h"
 
 
 enum { N, H, W, C, K, R, S };
 /* the attributes in key order; the last five are -1 (stride_w, dilation_w:
  * 0) when they take the value they inherit */
-enum { STRIDE, PAD, DILATION, GROUPS, EPILOGUE, STRIDE_W, DILATION_W, PAD_W, PAD_B, PAD_R };
+enum { STRIDE, PAD, DILATION, GROUPS, EPILOGUE, STRIDE_W, DILATION_W, PAD_W, PAD_B, PAD_R,
+       TRANSPOSE, OUT_PAD, OUT_PAD_W };
 
-/* One spatial axis's stride, pads before and after, and dilation. */
+/* One spatial axis's stride, pads before and after, dilation and (a
+ * transposed convolution's) output padding. */
 typedef struct {
-    int64_t stride, pad0, pad1, dil;
+    int64_t stride, pad0, pad1, dil, out_pad;
 } conv_axis;
 
 /* The height's (a = 0) or the width's (a = 1) values, inherited ones
@@ -44,30 +58,61 @@ static conv_axis axis_of(const int *attrs, int a)
         x.dil = attrs[DILATION];
         x.pad0 = attrs[PAD];
         x.pad1 = attrs[PAD_B] >= 0 ? attrs[PAD_B] : x.pad0;
+        x.out_pad = attrs[OUT_PAD];
     } else {
         x.stride = attrs[STRIDE_W] > 0 ? attrs[STRIDE_W] : attrs[STRIDE];
         x.dil = attrs[DILATION_W] > 0 ? attrs[DILATION_W] : attrs[DILATION];
         x.pad0 = attrs[PAD_W] >= 0 ? attrs[PAD_W] : attrs[PAD];
         x.pad1 = attrs[PAD_R] >= 0 ? attrs[PAD_R] : x.pad0;
+        x.out_pad = attrs[OUT_PAD_W];
     }
     return x;
 }
 
-/* output extent of one spatial axis; < 1 when the window does not fit */
+/* output extent of one spatial axis; < 1 when the window does not fit
+ * (the transposed convolution's: when the pads crop it all) */
 static int64_t out_extent(int64_t in, int64_t win, const int *attrs, int a)
 {
     const conv_axis x = axis_of(attrs, a);
     int64_t span = x.dil * (win - 1) + 1;
+    if (attrs[TRANSPOSE]) {
+        const int64_t o = (in - 1) * x.stride - x.pad0 - x.pad1 + span + x.out_pad;
+        return o < 1 ? 0 : o;
+    }
     int64_t room = in + x.pad0 + x.pad1 - span;
     return room < 0 ? 0 : room / x.stride + 1;
 }
 
-/* each output channel sums over its group's C/groups input channels */
+/* A transposed convolution's (input pixel, tap) pairs along one axis that
+ * land inside the output: 0 <= i·s − p0 + r·d < O, counted tap by tap. */
+static int64_t landing_pairs(int64_t in, int64_t win, const int *attrs, int a)
+{
+    const conv_axis x = axis_of(attrs, a);
+    const int64_t o = out_extent(in, win, attrs, a);
+    int64_t pairs = 0;
+    for (int64_t r = 0; r < win; r++) {
+        const int64_t off = r * x.dil - x.pad0; /* output of i: i·s + off */
+        const int64_t lo = off >= 0 ? 0 : (-off + x.stride - 1) / x.stride;
+        int64_t hi = o - 1 - off < 0 ? -1 : (o - 1 - off) / x.stride;
+        if (hi > in - 1)
+            hi = in - 1;
+        if (hi >= lo)
+            pairs += hi - lo + 1;
+    }
+    return pairs;
+}
+
+/* each output channel sums over its group's C/groups input channels; a
+ * transposed convolution's products are those that land in the output */
 static double conv_flops(const int64_t *d, const int *attrs)
 {
+    const double cg = (double)(d[C] / attrs[GROUPS]);
+    if (attrs[TRANSPOSE])
+        return 2.0 * (double)d[N] * (double)landing_pairs(d[H], d[R], attrs, 0) *
+               (double)landing_pairs(d[W], d[S], attrs, 1) * (double)d[K] * cg;
     return 2.0 * (double)d[N] * (double)out_extent(d[H], d[R], attrs, 0) *
            (double)out_extent(d[W], d[S], attrs, 1) * (double)d[K] * (double)d[R] * (double)d[S] *
-           (double)(d[C] / attrs[GROUPS]);
+           cg;
 }
 
 /* An attribute that says what it would be anyway: refused, so a
@@ -100,6 +145,18 @@ static int conv_check(const int64_t *d, const int *attrs, dt_err *e)
     int rc = repeats(attrs, e);
     if (rc)
         return rc;
+    for (int a = 0; a < 2; a++) {
+        const conv_axis x = axis_of(attrs, a);
+        if (x.out_pad && !attrs[TRANSPOSE])
+            return dt_errf(e, DT_EINVAL, "conv2d: %s=%d is a transposed convolution's output "
+                           "padding: it needs transpose=1", a ? "out_pad_w" : "out_pad",
+                           (int)x.out_pad);
+        if (x.out_pad && x.out_pad >= x.stride && x.out_pad >= x.dil)
+            return dt_errf(e, DT_EINVAL, "conv2d: %s=%d is not below the %s's stride (%d) or "
+                           "dilation (%d) (ONNX's output_padding rule)",
+                           a ? "out_pad_w" : "out_pad", (int)x.out_pad, axis[a],
+                           (int)x.stride, (int)x.dil);
+    }
     for (int i = 0; i < 2; i++) {
         const int dim = i ? K : C;
         if (d[dim] % attrs[GROUPS])
@@ -113,6 +170,14 @@ static int conv_check(const int64_t *d, const int *attrs, dt_err *e)
             return dt_errf(e, DT_EOVERFLOW, "conv2d: %s or %s above 2^31", a ? "W" : "H",
                            a ? "S" : "R");
         const conv_axis x = axis_of(attrs, a);
+        if (attrs[TRANSPOSE] && out_extent(d[in[a]], d[win[a]], attrs, a) < 1)
+            return dt_errf(e, DT_EINVAL,
+                           "conv2d: the transposed output %s is 0: its pads %lld and %lld crop "
+                           "all of (%s-1)*stride + dilation*(%s-1) + 1 + out_pad = %lld",
+                           axis[a], (long long)x.pad0, (long long)x.pad1, a ? "W" : "H",
+                           a ? "S" : "R",
+                           (long long)((d[in[a]] - 1) * x.stride + x.dil * (d[win[a]] - 1) + 1 +
+                                       x.out_pad));
         if (out_extent(d[in[a]], d[win[a]], attrs, a) < 1)
             return dt_errf(e, DT_EINVAL,
                            "conv2d: the output %s is 0: %s=%lld with pads %lld and %lld is "
@@ -163,6 +228,19 @@ static int64_t conv_a_elems(const int64_t *d, const int *attrs)
     return d[N] * d[H] * d[W] * d[C];
 }
 
+/* The input pixel output pixel o reads through tap r along one axis, or
+ * -1 (the padding; a transposed convolution's: no input pixel lands on o
+ * through r). */
+static int64_t input_of(int64_t o, int64_t r, const conv_axis *x, int64_t in, int transpose)
+{
+    int64_t i = o * x->stride - x->pad0 + r * x->dil;
+    if (transpose) {
+        const int64_t t = o + x->pad0 - r * x->dil; /* = i·stride */
+        i = t >= 0 && t % x->stride == 0 ? t / x->stride : -1;
+    }
+    return i >= 0 && i < in ? i : -1;
+}
+
 /* Row i of A: i = (n·OH + oh)·OW + ow, column k = (r·S + s)·C + c. */
 static void conv_a_row(const int64_t *d, const int *attrs, int64_t i, int64_t *index)
 {
@@ -171,9 +249,9 @@ static void conv_a_row(const int64_t *d, const int *attrs, int64_t i, int64_t *i
     const conv_axis y = axis_of(attrs, 0), x = axis_of(attrs, 1);
     for (int64_t r = 0; r < d[R]; r++)
         for (int64_t s = 0; s < d[S]; s++) {
-            const int64_t ih = oh * y.stride - y.pad0 + r * y.dil;
-            const int64_t iw = ow * x.stride - x.pad0 + s * x.dil;
-            const int inside = ih >= 0 && ih < d[H] && iw >= 0 && iw < d[W];
+            const int64_t ih = input_of(oh, r, &y, d[H], attrs[TRANSPOSE]);
+            const int64_t iw = input_of(ow, s, &x, d[W], attrs[TRANSPOSE]);
+            const int inside = ih >= 0 && iw >= 0;
             const int64_t at = ((n * d[H] + ih) * d[W] + iw) * d[C];
             for (int64_t c = 0; c < d[C]; c++)
                 *index++ = inside ? at + c : -1;
@@ -186,7 +264,9 @@ static void conv_geometry(const int64_t *d, const int *attrs, dt_conv_geom *g)
     *g = (dt_conv_geom){.n = d[N], .h = d[H], .w = d[W], .c = d[C], .k = d[K], .r = d[R],
                         .s = d[S], .stride = y.stride, .pad = y.pad0, .dilation = y.dil,
                         .groups = attrs[GROUPS], .stride_w = x.stride, .dilation_w = x.dil,
-                        .pad_l = x.pad0, .pad_b = y.pad1, .pad_r = x.pad1};
+                        .pad_l = x.pad0, .pad_b = y.pad1, .pad_r = x.pad1,
+                        .transpose = attrs[TRANSPOSE], .out_pad_h = y.out_pad,
+                        .out_pad_w = x.out_pad};
 }
 
 void dt_conv_geom_values(const dt_conv_geom *c, int64_t v[DT_CONV_GEOM_LEN])
@@ -219,10 +299,10 @@ const dt_op_desc dt_op_conv2d = {
     .name = "conv2d",
     .summary = "Y[N,OH,OW,K] = X[N,H,W,C] (*) W[K,R,S,C/groups], NHWC, "
                "stride/pad/dilation (per axis and side: _w, pad_b, pad_r)/groups, optional "
-               "bias/relu/gelu",
+               "bias/relu/gelu; transpose=1: the transposed convolution (out_pad, out_pad_w)",
     .ndims = 7,
     .dims = {"N", "H", "W", "C", "K", "R", "S"},
-    .nattrs = 10,
+    .nattrs = 13,
     /* stride and dilation up to 1024, as pad: an STFT front end's hop (128,
      * 256, 512) or a WaveNet's dilation (512); the kernels' arithmetic is
      * int64 and their tile copies do not grow with either (template/
@@ -243,7 +323,11 @@ const dt_op_desc dt_op_conv2d = {
               {.name = "dilation_w", .integer = 1, .min = 0, .max = 1024, .default_index = 0},
               {.name = "pad_w", .integer = 1, .min = -1, .max = 1024, .default_index = -1},
               {.name = "pad_b", .integer = 1, .min = -1, .max = 1024, .default_index = -1},
-              {.name = "pad_r", .integer = 1, .min = -1, .max = 1024, .default_index = -1}},
+              {.name = "pad_r", .integer = 1, .min = -1, .max = 1024, .default_index = -1},
+              /* the transposed convolution and its output padding per axis */
+              {.name = "transpose", .integer = 1, .min = 0, .max = 1, .default_index = 0},
+              {.name = "out_pad", .integer = 1, .min = 0, .max = 1023, .default_index = 0},
+              {.name = "out_pad_w", .integer = 1, .min = 0, .max = 1023, .default_index = 0}},
     .flops = conv_flops,
     .check = conv_check,
     .gemm = conv_gemm,

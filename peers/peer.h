@@ -72,6 +72,10 @@ typedef struct dt_peer_problem {
         int64_t groups;                  /* 0 or 1: one group */
         int stride_w, dilation_w;        /* the width's */
         int pad_l, pad_b, pad_r;         /* the other sides' pads */
+        /* 1: the transposed convolution (a deconvolution: the pads crop the
+         * full output, out_pad_h / out_pad_w extend it), oh = (h − 1)·stride
+         * − pad − pad_b + dilation·(r − 1) + 1 + out_pad_h, ow likewise */
+        int transpose, out_pad_h, out_pad_w;
     } conv;
 } dt_peer_problem;
 

@@ -521,13 +521,20 @@ const dt_peer_desc dt_peer_onednn_bf16_desc = {
  * activation fused (an eltwise post-op: relu, gelu_erf), dst Y[n,oh,ow,k]
  * (nhwc, f32).  f32 and bf16 (bf16 src and weights, f32 bias and dst).
  * It reuses the matmul peer's state (od_mm): pack and run are the matmul's,
- * the same SRC / WEIGHTS / BIAS / DST arguments. */
+ * the same SRC / WEIGHTS / BIAS / DST arguments.  A transposed convolution
+ * (p->conv.transpose) is oneDNN's deconvolution primitive over the same
+ * weights (its oc = dtune's K, ic = C), the output padding given as less
+ * padding on the right. */
 static int conv_applies(const dt_peer_problem *p) { return p && p->conv.on; }
 
-/* Output extent of one spatial axis (ops/op_conv2d.c's formula). */
-static int64_t conv_out(int64_t in, int64_t win, int64_t stride, int64_t pads, int64_t dil)
+/* Output extent of one spatial axis (ops/op_conv2d.c's formula; a
+ * transposed convolution's with out_pad). */
+static int64_t conv_out(int64_t in, int64_t win, int64_t stride, int64_t pads, int64_t dil,
+                        int transpose, int64_t out_pad)
 {
     int64_t span = dil * (win - 1) + 1;
+    if (transpose)
+        return (in - 1) * stride - pads + span + out_pad;
     int64_t room = in + pads - span;
     return room < 0 ? 0 : room / stride + 1;
 }
@@ -538,10 +545,11 @@ static int conv_build(od_mm *s, dt_err *e)
     const dt_peer_problem *p = &s->p;
     const int64_t n = p->conv.n, h = p->conv.h, w = p->conv.w, c = p->conv.c, k = p->conv.k,
                   r = p->conv.r, sw = p->conv.s;
+    const int tr = p->conv.transpose;
     const int64_t oh = conv_out(h, r, p->conv.stride, p->conv.pad + p->conv.pad_b,
-                                p->conv.dilation);
+                                p->conv.dilation, tr, p->conv.out_pad_h);
     const int64_t ow = conv_out(w, sw, p->conv.stride_w, p->conv.pad_l + p->conv.pad_r,
-                                p->conv.dilation_w);
+                                p->conv.dilation_w, tr, p->conv.out_pad_w);
     const dnnl_data_type_t at = od_a_type(p->dtype), bt = od_b_type(p->dtype);
     dnnl_memory_desc_t src_md, wei_any, bias_md, dst_md, user_md, wei_md;
     const int64_t g = p->conv.groups > 0 ? p->conv.groups : 1; /* 0: one group */
@@ -568,11 +576,19 @@ static int conv_build(od_mm *s, dt_err *e)
         return rc;
     const dnnl_dims_t strides = {p->conv.stride, p->conv.stride_w},
                       dil = {p->conv.dilation - 1, p->conv.dilation_w - 1}, /* 0: dense */
-                      pad_l = {p->conv.pad, p->conv.pad_l}, pad_r = {p->conv.pad_b, p->conv.pad_r};
+                      pad_l = {p->conv.pad, p->conv.pad_l},
+                      pad_r = {p->conv.pad_b - (tr ? p->conv.out_pad_h : 0),
+                               p->conv.pad_r - (tr ? p->conv.out_pad_w : 0)};
     dnnl_convolution_desc_t cd;
-    OD_TRY(peer, dnnl_dilated_convolution_forward_desc_init(
-                     &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &wei_any,
-                     p->bias ? &bias_md : NULL, &dst_md, strides, dil, pad_l, pad_r), e);
+    if (tr)
+        OD_TRY(peer, dnnl_dilated_deconvolution_forward_desc_init(
+                         &cd, dnnl_forward_inference, dnnl_deconvolution_direct, &src_md,
+                         &wei_any, p->bias ? &bias_md : NULL, &dst_md, strides, dil, pad_l,
+                         pad_r), e);
+    else
+        OD_TRY(peer, dnnl_dilated_convolution_forward_desc_init(
+                         &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &wei_any,
+                         p->bias ? &bias_md : NULL, &dst_md, strides, dil, pad_l, pad_r), e);
     dnnl_primitive_attr_t attr;
     if ((rc = mm_attr(s, &attr, e)))
         return rc;
@@ -581,9 +597,10 @@ static int conv_build(od_mm *s, dt_err *e)
     if (attr)
         dnnl_primitive_attr_destroy(attr);
     if (st != dnnl_success)
-        return dt_errf(e, od_code(st), "%s: oneDNN has no %s convolution for N=%lld H=%lld "
+        return dt_errf(e, od_code(st), "%s: oneDNN has no %s %s for N=%lld H=%lld "
                        "W=%lld C=%lld K=%lld R=%lld S=%lld: %s", peer,
-                       dt_peer_dtype_name(p->dtype), (long long)n, (long long)h, (long long)w,
+                       dt_peer_dtype_name(p->dtype), tr ? "deconvolution" : "convolution",
+                       (long long)n, (long long)h, (long long)w,
                        (long long)c, (long long)k, (long long)r, (long long)sw,
                        dnnl_status2str(st));
     st = dnnl_primitive_create(&s->prim, pd);
@@ -653,7 +670,8 @@ static int conv_create(const dt_peer_problem *p, void **state, dt_err *e)
 
 const dt_peer_desc dt_peer_onednn_conv_desc = {
     .name = "onednn_conv",
-    .description = "oneDNN convolution primitive per exact shape (f32, bf16): NHWC src, "
+    .description = "oneDNN convolution primitive per exact shape (f32, bf16; a transposed "
+                   "convolution: its deconvolution primitive): NHWC src, "
                    "weights reordered once from OHWI to the primitive's layout, fused "
                    "bias/activation; primitive creation timed per shape",
     .conv = 1,

@@ -238,8 +238,8 @@ def make_conv_transpose():
     """A decoder with transposed convolutions (torch, opset 17): a DCGAN-style
     2-D upsampler ConvTranspose(64 -> 32, k=4, stride 2, pad 1) + Relu, then
     a 3x3 Conv; and a HiFi-GAN-style 1-D upsampler ConvTranspose(128 -> 64,
-    k=16, stride 8, pad 4) on a second input.  Both ConvTransposes are listed,
-    waiting for conv2d_transpose, their work counted."""
+    k=16, stride 8, pad 4) on a second input.  Both ConvTransposes are
+    conv2d's transposed mode (transpose=1)."""
     g = base.Graph("main_graph")
     g.inputs = [info("latent", F32, ["batch", 64, "h", "w"]),
                 info("mel", F32, ["batch", 128, "frames"])]

@@ -700,14 +700,16 @@ void dt_test_build_and_verify(const dt_builder *b, const dt_kernel_op *kops,
 }
 
 int dt_test_verify_conv_shapes(const dt_kernel *k, const dt_kernel_op *kop,
-                               const int64_t (*shapes)[16], size_t n, uint64_t seed, dt_err *e)
+                               const int64_t (*shapes)[DT_TEST_CONV_SHAPE], size_t n,
+                               uint64_t seed, dt_err *e)
 {
     for (int t = 1; t <= 2; t++)
         for (size_t i = 0; i < n; i++) {
             dt_kernel_op op = *kop;
             for (int x = 0; x < 4; x++) /* stride, pad, dilation, groups */
                 op.attrs[x] = (int)shapes[i][7 + x];
-            for (int x = 0; x < 5; x++) /* stride_w, dilation_w, pad_w, pad_b, pad_r */
+            for (int x = 0; x < 8; x++) /* stride_w dilation_w pad_w pad_b pad_r, transpose
+                                         * out_pad out_pad_w */
                 op.attrs[5 + x] = (int)shapes[i][11 + x];
             int rc = dt_verify_kernel_dims(k, &op, shapes[i], t, seed + i, e);
             if (rc)

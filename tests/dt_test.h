@@ -180,11 +180,14 @@ void dt_test_bf16_vector_kernel_json(const dt_target *t, char *buf, size_t n);
 
 /* Verifies conv2d kernel k (built for kop) at 1 and 2 threads on each of
  * shapes[0..n): {N, H, W, C, K, R, S, stride, pad, dilation, groups,
- * stride_w, dilation_w, pad_w, pad_b, pad_r} (0 / -1: inherited), the
+ * stride_w, dilation_w, pad_w, pad_b, pad_r (0 / -1: inherited),
+ * transpose, out_pad, out_pad_w (left out: 0, a forward convolution)}, the
  * attributes set on a copy of kop, operands seeded seed + i; 0, or the first
  * failure with its shape's index in *e. */
+#define DT_TEST_CONV_SHAPE 19
 int dt_test_verify_conv_shapes(const dt_kernel *k, const dt_kernel_op *kop,
-                               const int64_t (*shapes)[16], size_t n, uint64_t seed, dt_err *e);
+                               const int64_t (*shapes)[DT_TEST_CONV_SHAPE], size_t n,
+                               uint64_t seed, dt_err *e);
 
 /* The kernel op of workload key (a zeroed op, and the reason on stderr, when
  * the key does not parse). */

@@ -84,6 +84,13 @@ static void test_keys(void)
         /* the inherited values written out: the same key */
         {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=1,stride_w=0,pad_w=-1,pad_b=-1)",
          "conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=1)"},
+        /* transposed, its output padding per axis printed where not 0 */
+        {"conv2d(N=1..4,H=14..28:14,W=14..28:14,C=64,K=32,R=3,S=3,stride=2,pad=1,transpose=1,"
+         "out_pad_w=1,out_pad=1)",
+         "conv2d(N=1..4,H={14,28},W={14,28},C=64,K=32,R=3,S=3,stride=2,pad=1,transpose=1,"
+         "out_pad=1,out_pad_w=1)"},
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=2,S=2,stride=2,pad=0,transpose=0)",
+         "conv2d(N=1,H=8,W=8,C=3,K=8,R=2,S=2,stride=2,pad=0)"},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         dt_workload *w = NULL;
@@ -123,6 +130,14 @@ static void test_keys(void)
          "dilation_w=1 repeats dilation"},
         {"conv2d(N=1,H=8,W=2,C=3,K=8,R=3,S=3,stride=1,pad=1,pad_w=0)", "output width is 0"},
         {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=1,pad_r=-2)", "pad_r"},
+        /* transposed: output padding only there, below the stride or dilation;
+         * pads that crop the whole output */
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=2,pad=1,out_pad=1)", "needs transpose=1"},
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=2,pad=1,transpose=1,out_pad_w=2)",
+         "out_pad_w=2 is not below the width's stride (2)"},
+        {"conv2d(N=1,H=1,W=8,C=3,K=8,R=1,S=3,stride=1,pad=1,transpose=1)",
+         "the transposed output height is 0"},
+        {"conv2d(N=1,H=8,W=8,C=3,K=8,R=3,S=3,stride=1,pad=1,transpose=2)", "an integer in 0..1"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         dt_workload *w = NULL;
@@ -156,6 +171,15 @@ static void test_gemm_view(void)
     CU_ASSERT_EQUAL(g.dims[3], 3);
     CU_ASSERT_EQUAL(g.attrs[0], 2);
     CU_ASSERT_DOUBLE_EQUAL(op->flops(d, attrs), 2.0 * 50 * 8 * 27, 1e-9);
+    /* transposed 4×4 stride 2 pad 1: OH = OW = (4 − 1)·2 − 2 + 4 = 8; of the
+     * 4 × 4 (pixel, tap) pairs of an axis, 14 land inside (taps 0 and 3
+     * lose one pixel each to the pads): 2·14·14·K·C useful FLOPs */
+    int64_t dt_[] = {1, 4, 4, 3, 8, 4, 4};
+    int tr[DT_MAX_ATTRS] = {2, 1, 1, 1, 0, 0, 0, -1, -1, -1, 1, 0, 0};
+    CU_ASSERT_EQUAL_FATAL(dt_op_gemm(op, tr, dt_, &g, &e), 0);
+    CU_ASSERT_EQUAL(g.M, 64);
+    CU_ASSERT_EQUAL(g.K, 4 * 4 * 3);
+    CU_ASSERT_DOUBLE_EQUAL(op->flops(dt_, tr), 2.0 * 14 * 14 * 8 * 3, 1e-9);
     /* without dims: roles and flags only, no problem */
     CU_ASSERT_EQUAL_FATAL(dt_op_gemm(op, NULL, NULL, &g, &e), 0);
     CU_ASSERT_PTR_NULL(g.op);
@@ -254,7 +278,7 @@ static void test_implicit_a(void)
 /* N H W C K R S, stride pad dilation groups; stride_w dilation_w pad_w
  * pad_b pad_r (0 / -1: the height's, the top's, the left's) */
 #define SYM 0, 0, -1, -1, -1
-static const int64_t g_shapes[][16] = {
+static const int64_t g_shapes[][DT_TEST_CONV_SHAPE] = {
     {1, 1, 1, 3, 5, 1, 1, 1, 0, 1, 1, SYM},   /* H = W = 1, 1×1: A in place */
     {2, 8, 8, 16, 33, 1, 1, 1, 0, 1, 1, SYM}, /* 1×1 on a batch, N past a strip */
     {2, 7, 5, 3, 17, 3, 3, 1, 1, 1, 1, SYM},  /* 3×3 same padding */
@@ -298,6 +322,24 @@ static const int64_t g_shapes[][16] = {
     {2, 9, 10, 16, 16, 3, 3, 1, 1, 1, 16, 2, 0, 0, -1, 2},
     {1, 6, 70, 37, 9, 3, 3, 1, 0, 1, 1, 0, 0, 1, 2, 0},
     {1, 1, 40, 8, 12, 1, 4, 1, 0, 1, 1, 8, 0, 2, -1, -1},
+    /* transposed (computed as its phases' forward convolutions): a decoder's
+     * 2×2 and 4×4 stride 2; 3×3 stride 2 with out_pad 1 (ONNX's
+     * output_padding, U-Net's); a window below the stride (phases no input
+     * lands on: bias only); pads that crop past the window (the phases'
+     * inputs cropped); dilation 2 with stride 2 (every other tap); depthwise
+     * and two groups; strides [2,1] with per-side pads; a 1-D one on a
+     * batch, W's stride 2 with out_pad_w 1; stride 1 */
+    {1, 5, 6, 8, 12, 2, 2, 2, 0, 1, 1, SYM, 1, 0, 0},
+    {2, 4, 5, 16, 9, 4, 4, 2, 1, 1, 1, SYM, 1, 0, 0},
+    {1, 5, 4, 7, 5, 3, 3, 2, 1, 1, 1, SYM, 1, 1, 1},
+    {1, 4, 4, 3, 4, 2, 2, 3, 0, 1, 1, SYM, 1, 0, 0},
+    {1, 6, 7, 5, 6, 3, 3, 2, 3, 1, 1, SYM, 1, 0, 0},
+    {1, 5, 5, 4, 6, 3, 3, 2, 1, 2, 1, SYM, 1, 1, 1},
+    {1, 6, 6, 8, 8, 4, 4, 2, 1, 1, 8, SYM, 1, 0, 0},
+    {1, 5, 6, 8, 12, 3, 3, 2, 1, 1, 2, SYM, 1, 1, 0},
+    {1, 4, 6, 6, 8, 3, 5, 2, 1, 1, 1, 1, 0, 2, 0, 1, 1, 1, 0},
+    {2, 1, 9, 5, 7, 1, 4, 1, 0, 1, 1, 2, 0, 1, -1, -1, 1, 0, 1},
+    {2, 6, 5, 4, 6, 3, 3, 1, 1, 1, 1, SYM, 1, 0, 0}, /* stride 1: one phase, Y itself */
 };
 
 static int check_conv(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,

@@ -147,7 +147,7 @@ static void test_offered(void)
 /* {N, H, W, C, K, R, S, stride, pad, dilation, groups, stride_w, dilation_w,
  * pad_w, pad_b, pad_r} (0 / -1: inherited) */
 #define SYM 0, 0, -1, -1, -1
-static const int64_t g_shapes[][16] = {
+static const int64_t g_shapes[][DT_TEST_CONV_SHAPE] = {
     {1, 9, 13, 16, 16, 3, 3, 1, 1, 1, 16, SYM},    /* depthwise 3×3 */
     {3, 8, 21, 48, 48, 3, 3, 1, 1, 1, 48, SYM},    /* batch 3, wide rows */
     {1, 15, 17, 32, 32, 3, 3, 2, 1, 1, 32, SYM},   /* stride 2 */

@@ -299,7 +299,14 @@ static void golden_sample(golden *g, char out[65])
  * of sampling, of validation's messages or of a dtype's back-ends. */
 #define GOLDEN_SOURCES 4192
 #define GOLDEN_LINES 4214
-#define GOLDEN_DIGEST "7498983921d5a042c2c60e532ff4c6df30227d1210b45bba5042989895adbf2d"
+/* Moved once, deliberately, by conv2d's transposed mode (issue 45): its
+ * three attributes (transpose, out_pad, out_pad_w) join every conv2d
+ * kernel's description (the source's first comment and dtk_info, no longer
+ * cut at 128 characters), so the
+ * 1536 conv2d lines name them and their sources hash otherwise; with the
+ * description and the hash taken out, every line is as before
+ * (7498983921… before). */
+#define GOLDEN_DIGEST "1a002e7b6511d77198cc483ed74486f6d920b33a2c7d7b44fadbdba5354d6102"
 
 /* What each dtype's back-end is and which rows are searched: taken on the
  * same code; this one moves when a row is added (the tuner then searches

@@ -1609,31 +1609,24 @@ static void test_conv_stride_range(void)
     }
 }
 
-/* conv-transpose.onnx: both ConvTransposes listed, waiting for
- * conv2d_transpose, their work counted in the coverage. */
+/* conv-transpose.onnx: both ConvTransposes as conv2d's transposed mode —
+ * the 2-D 4×4 stride 2 with its Relu fused, the HiFi-GAN 1-D one as H = R
+ * = 1 with its pads on W — and nothing of theirs left untuned. */
 static void test_conv_transpose_file(void)
 {
     dt_ox_import *imp;
     dt_model *m = import_file(ONNX_DIR "conv-transpose.onnx",
                               VARS("batch=1..2", "h=8..16", "w=8..16", "frames=10..100"), &imp);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    expect_workloads(m, "conv2d(N=1..2,H=2*h,W=2*w,C=32,K=3,R=3,S=3,stride=1,pad=1,epilogue=bias;"
-                        "h=8..16,w=8..16) x1");
-    const dt_ox_untuned *u = untuned(imp, "ConvTranspose");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
-    CU_ASSERT_EQUAL(u->nodes, 2);
-    CU_ASSERT_STRING_EQUAL(u->why, "a transposed convolution: waits for the op "
-                                   "conv2d_transpose (conv2d computes the forward convolution "
-                                   "only)");
-    /* 2 × the input's elements × W's dims after the first, at batch=2,
-     * h=w=16, frames=100: 2·2·64·16·16·32·4·4 and 2·2·128·100·64·16 */
-    CU_ASSERT_EQUAL_FATAL(imp->coverage.nleft, 2);
-    double want[2] = {2.0 * 2 * 128 * 100 * 64 * 16 / 1e9, 2.0 * 2 * 64 * 16 * 16 * 32 * 16 / 1e9};
-    for (int k = 0; k < 2; k++) {
-        CU_ASSERT_PTR_NOT_NULL(strstr(imp->coverage.left[k].why, "conv2d_transpose"));
-        CU_ASSERT_DOUBLE_EQUAL(imp->coverage.left[k].gflop[0], want[k], 1e-9);
-    }
-    CU_ASSERT_EQUAL(untuned_nodes(imp, "Relu"), 1); /* after a ConvTranspose: not fused */
+    expect_workloads(m, "conv2d(N=1..2,H=8..16,W=8..16,C=64,K=32,R=4,S=4,stride=2,pad=1,"
+                        "epilogue=bias+relu,transpose=1) x1; "
+                        "conv2d(N=1..2,H=2*h,W=2*w,C=32,K=3,R=3,S=3,stride=1,pad=1,epilogue=bias;"
+                        "h=8..16,w=8..16) x1; "
+                        "conv2d(N=1..2,H=1,W=10..100,C=128,K=64,R=1,S=16,stride=8,pad=0,"
+                        "epilogue=bias,pad_w=4,transpose=1) x1");
+    CU_ASSERT_PTR_NULL(untuned(imp, "ConvTranspose"));
+    CU_ASSERT_EQUAL(untuned_nodes(imp, "Relu"), 0); /* fused into the transposed conv2d */
+    CU_ASSERT_EQUAL(imp->coverage.nleft, 0);
     dt_model_free(m);
     dt_ox_import_free(imp);
 }
@@ -1973,7 +1966,7 @@ int main(void)
         {"NT through a scalar Mul/Div on either side of the Transpose", test_nt_scaled},
         {"stft-frontend/wavenet-dilated.onnx: stride 128, dilation 512", test_stride_dilation_files},
         {"conv2d's stride range: 1024 taken, 2048 listed", test_conv_stride_range},
-        {"conv-transpose.onnx: listed, waiting for conv2d_transpose", test_conv_transpose_file},
+        {"conv-transpose.onnx: conv2d transpose=1, 2-D and 1-D", test_conv_transpose_file},
         {"conv-int8-dynamic/-qdq.onnx, qlinear-ops.onnx", test_conv_int8_files},
         {"ConvInteger and QDQ Conv: scales, zero points, activations", test_conv_quant_variants},
         {"ms-attention.onnx, ms-gqa.onnx: the attention ops' GEMMs", test_ms_attention_files},
