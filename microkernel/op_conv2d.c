@@ -83,7 +83,20 @@ static void copy_window(const char *x, const dt_conv_geom *c, const dt_conv_phas
                (size_t)ph->w.used * pixel);
 }
 
-/* The transposed convolution: image by image, phase by phase. */
+/* The images a phase's call takes: all of them where the phase reads whole
+ * images (no cropped row or column: X's images one after the other), as
+ * many as keep its scratch output within about 4 MiB; else one. */
+static int64_t images_per_call(const dt_conv_geom *c, const dt_conv_phase *ph, size_t ypix)
+{
+    if (ph->h.crop || ph->h.used != c->h || ph->w.crop || ph->w.used != c->w)
+        return 1;
+    const size_t per = (size_t)(ph->h.count * ph->w.count) * ypix;
+    const int64_t fit = per ? (int64_t)((4u << 20) / per) : c->n;
+    return fit < 1 ? 1 : fit < c->n ? fit : c->n;
+}
+
+/* The transposed convolution: phase by phase, a call over a run of images
+ * (images_per_call) into the scratch, copied into Y's pixels of the phase. */
 static void run_phases(const dt_kernel *k, const dt_gemm_args *a, const dt_conv_geom *c, int u8)
 {
     const dt_dtype d = k->op->backend->dtype;
@@ -99,42 +112,44 @@ static void run_phases(const dt_kernel *k, const dt_gemm_args *a, const dt_conv_
         dt_conv_phase ph;
         dt_conv_phase_at(c, p, &ph);
         const size_t xs = (size_t)(ph.h.used * ph.w.used) * xpix;
-        const size_t ys = (size_t)(ph.h.count * ph.w.count) * ypix;
+        const size_t ys = (size_t)(images_per_call(c, &ph, ypix) * ph.h.count * ph.w.count) * ypix;
         xmax = xs > xmax ? xs : xmax;
         ymax = ys > ymax ? ys : ymax;
     }
     char *xbuf = malloc(xmax + 64), *ybuf = malloc(ymax + 64);
     if (!xbuf || !ybuf)
         abort(); /* as the kernels' own scratch: a call has no error path */
-    for (int64_t n = 0; n < c->n; n++) {
-        const char *x = (const char *)a->a + (size_t)(n * c->h * c->w) * xpix;
-        char *y = (char *)a->c + (size_t)(n * oh * ow) * ypix;
-        const char *packed = a->b;
-        for (int64_t p = 0; p < nph; p++) {
-            dt_conv_phase ph;
-            dt_conv_phase_at(c, p, &ph);
-            const size_t bytes = phase_bytes(k, c, &ph);
-            if (ph.h.count && ph.w.count) {
-                int64_t geom[GEOM];
-                dt_conv_phase_geom(c, &ph, geom);
-                const char *xp = x + (size_t)(ph.h.crop * c->w) * xpix;
-                if (ph.w.crop || ph.w.used != c->w) { /* its columns are not whole rows */
-                    copy_window(x, c, &ph, xpix, xbuf);
-                    xp = xbuf;
-                }
-                if (nph == 1) { /* stride 1: the phase's pixels are Y's, in order */
-                    call(k, a, geom, xp, packed, y, u8);
-                    break;
-                }
-                call(k, a, geom, xp, packed, ybuf, u8);
-                for (int64_t q = 0; q < ph.h.count; q++)
-                    for (int64_t j = 0; j < ph.w.count; j++)
-                        memcpy(y + (size_t)((ph.h.first + q * c->stride) * ow + ph.w.first +
-                                            j * c->stride_w) * ypix,
-                               ybuf + (size_t)(q * ph.w.count + j) * ypix, ypix);
+    const char *packed = a->b;
+    for (int64_t p = 0; p < nph; p++) {
+        dt_conv_phase ph;
+        dt_conv_phase_at(c, p, &ph);
+        const int64_t per = images_per_call(c, &ph, ypix), pix = ph.h.count * ph.w.count;
+        int64_t geom[GEOM];
+        dt_conv_phase_geom(c, &ph, geom);
+        for (int64_t n0 = 0; pix && n0 < c->n; n0 += per) {
+            const int64_t imgs = per < c->n - n0 ? per : c->n - n0;
+            const char *x = (const char *)a->a + (size_t)(n0 * c->h * c->w) * xpix;
+            char *y = (char *)a->c + (size_t)(n0 * oh * ow) * ypix;
+            const char *xp = x + (size_t)(ph.h.crop * c->w) * xpix;
+            if (ph.w.crop || ph.w.used != c->w) { /* its columns are not whole rows */
+                copy_window(x, c, &ph, xpix, xbuf);
+                xp = xbuf;
             }
-            packed += bytes;
+            geom[0] = imgs; /* N */
+            if (nph == 1) { /* stride 1: the phase's pixels are Y's, in order */
+                call(k, a, geom, xp, packed, y, u8);
+                continue;
+            }
+            call(k, a, geom, xp, packed, ybuf, u8);
+            const char *src = ybuf;
+            for (int64_t n = 0; n < imgs; n++)
+                for (int64_t q = 0; q < ph.h.count; q++)
+                    for (int64_t j = 0; j < ph.w.count; j++, src += ypix)
+                        memcpy(y + (size_t)(((n * oh) + ph.h.first + q * c->stride) * ow +
+                                            ph.w.first + j * c->stride_w) * ypix,
+                               src, ypix);
         }
+        packed += phase_bytes(k, c, &ph);
     }
     free(xbuf);
     free(ybuf);

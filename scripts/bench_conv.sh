@@ -8,7 +8,7 @@
 #
 #   scripts/bench_conv.sh [--model models/resnet50.json] [--sample 200]
 #                         [--threads "1 2"] [--batches "{1,8}"] [--dtype f32]
-#                         [--only 3x3|1x1|dw|all] [--size 224]
+#                         [--only 3x3|1x1|dw|tr|all] [--size 224]
 #                         [--out /tmp/dtune-bench-conv]
 #                         [--bin build/dtune] [--repeats 5] [--min-time MS]
 #
@@ -17,8 +17,10 @@
 # variable N takes --batches), 1 and 2 threads.  --only dw: the grouped
 # (depthwise) convolutions, e.g. --model models/mobilenetv2.json --only dw
 # (its 10 distinct depthwise layers; a model whose dims follow a `size`
-# variable runs at --size, default 224).  3x3 and 1x1 take the ungrouped
-# ones.  Per workload and thread count: the ratio best sampled kernel /
+# variable runs at --size, default 224).  --only tr: the transposed
+# convolutions (transpose=1), against oneDNN's deconvolution, e.g. --model
+# models/unet-decoder.json --only tr.  3x3 and 1x1 take the ungrouped
+# forward ones.  Per workload and thread count: the ratio best sampled kernel /
 # onednn_conv at each batch, % of the f32 peak and of the memory roofline
 # (input + output + weights at the read bandwidth, both measured by
 # `dtune info --peaks` in the same run), oneDNN's primitive creation
@@ -49,8 +51,8 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=$2; shift 2 ;;
     --batches) BATCHES=$2; shift 2 ;;
     --dtype) DTYPE=$2; shift 2 ;;
-    --only) case "$2" in all) ONLY=all ;; 3x3|1x1|dw) ONLY=$2 ;;
-              *) echo "bench_conv.sh: --only takes 3x3, 1x1, dw or all" >&2; exit 1 ;; esac
+    --only) case "$2" in all) ONLY=all ;; 3x3|1x1|dw|tr) ONLY=$2 ;;
+              *) echo "bench_conv.sh: --only takes 3x3, 1x1, dw, tr or all" >&2; exit 1 ;; esac
             shift 2 ;;
     --size) SIZE=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
@@ -77,10 +79,13 @@ for w in json.load(sys.stdin)["workloads"]:
         continue
     r = re.search(r",R=(\d+),S=(\d+),", k)
     size = "%sx%s" % r.groups()
-    grouped = ",groups=" in k
-    if only == "dw" and not grouped:
+    grouped, transposed = ",groups=" in k, ",transpose=1" in k
+    if only == "dw" and (not grouped or transposed):
         continue
-    if only not in ("all", "dw") and (grouped or size not in only.split(",")):
+    if only == "tr" and not transposed:
+        continue
+    if only not in ("all", "dw", "tr") and (grouped or transposed or
+                                             size not in only.split(",")):
         continue
     k = re.sub(r"^conv2d\(N=[^,]+,", "conv2d(N=1..8,", k)
     if dtype != "f32":
@@ -115,12 +120,18 @@ bw = peaks["bandwidth"]["values"]  # GB/s read, at 1, 2, ... threads
 def attr(key, name, default):
     m = re.search(r"[(,]" + name + r"=(\d+)", key)
     return int(m.group(1)) if m else default
-def roofline(key, dims, gflops, t):
-    """achieved bytes (input + output + weights, f32) per second over the read bandwidth"""
+def roofline(key, dims, gflop, gflops, t):
+    """achieved bytes (input + output + weights, f32) per second over the read bandwidth
+    (symmetric pads; a transposed convolution's output with its out_pad)"""
     N, H, W, C, K, R, S = (dims[x] for x in "N H W C K R S".split())
     st, pad, g = attr(key, "stride", 1), attr(key, "pad", 0), attr(key, "groups", 1)
-    oh, ow = (H + 2 * pad - R) // st + 1, (W + 2 * pad - S) // st + 1
-    flop = 2.0 * N * oh * ow * K * R * S * (C // g)
+    if attr(key, "transpose", 0):
+        op = attr(key, "out_pad", 0)
+        oh = (H - 1) * st - 2 * pad + R + op
+        ow = (W - 1) * st - 2 * pad + S + attr(key, "out_pad_w", 0)
+    else:
+        oh, ow = (H + 2 * pad - R) // st + 1, (W + 2 * pad - S) // st + 1
+    flop = gflop * 1e9
     nbytes = 4.0 * (N * H * W * C + N * oh * ow * K + K * R * S * (C // g))
     b = bw[min(int(t), len(bw)) - 1]
     return nbytes / (flop / (gflops * 1e9)) / 1e9 / b if b else None
@@ -146,7 +157,7 @@ for n in names:
             od = s["gflops"].get("onednn_conv")
             cr = s.get("peer_create_seconds", {}).get("onednn_conv")
             fp = s.get("fraction_of_peak")
-            rf = roofline(keys[n], s["dims"], s["best"], t) if s.get("best") else None
+            rf = roofline(keys[n], s["dims"], s["gflop"], s["best"], t) if s.get("best") else None
             allr[t].append((r, f"{n} N={b}"))
             print(f"| {n} N={b} | {t} | " + (f"{r:.2f}x" if r else "-") +
                   f" | {s['best']:.0f} | " + (f"{od:.0f}" if od else "-") + " | " +
