@@ -27,12 +27,31 @@ static int64_t gcd(int64_t a, int64_t b)
 
 static int64_t mod(int64_t a, int64_t m) { return (a % m + m) % m; }
 
+/* An axis's output extent. */
+static int64_t extent(int64_t in, int64_t win, int64_t s, int64_t p0, int64_t p1, int64_t d,
+                      int64_t out_pad)
+{
+    return (in - 1) * s - p0 - p1 + d * (win - 1) + 1 + out_pad;
+}
+
+/* The phases' stride along an axis: its own, or over one input pixel the
+ * output's extent (a DCGAN's 4×4 of a 1×1 latent: every output pixel one
+ * phase of one tap, so all of them merge into one GEMM instead of a
+ * convolution that is mostly padding). */
+static int64_t phase_stride(int64_t in, int64_t win, int64_t s, int64_t p0, int64_t p1, int64_t d,
+                            int64_t out_pad)
+{
+    const int64_t out = extent(in, win, s, p0, p1, d, out_pad);
+    return in == 1 && out > 0 ? out : s;
+}
+
 /* The phase ph of one axis. */
 static dt_conv_phase_axis axis_phase(int64_t in, int64_t win, int64_t s, int64_t p0, int64_t p1,
                                      int64_t d, int64_t out_pad, int64_t ph)
 {
-    const int64_t out = (in - 1) * s - p0 - p1 + d * (win - 1) + 1 + out_pad;
-    dt_conv_phase_axis a = {.first = ph, .count = ph < out ? (out - ph + s - 1) / s : 0};
+    const int64_t out = extent(in, win, s, p0, p1, d, out_pad);
+    dt_conv_phase_axis a = {.first = ph, .stride = s,
+                            .count = ph < out ? (out - ph + s - 1) / s : 0};
     const int64_t g = gcd(d, s), step = s / g, dil = d / g;
     int64_t r0 = -1;
     for (int64_t r = 0; r < win && r < step && r0 < 0; r++)
@@ -68,16 +87,40 @@ static dt_conv_phase_axis axis_phase(int64_t in, int64_t win, int64_t s, int64_t
 int64_t dt_conv_phase_count(const dt_conv_geom *c)
 {
     DT_ASSERT(c->transpose, "only a transposed convolution has phases");
-    return c->stride * c->stride_w;
+    return phase_stride(c->h, c->r, c->stride, c->pad, c->pad_b, c->dilation, c->out_pad_h) *
+           phase_stride(c->w, c->s, c->stride_w, c->pad_l, c->pad_r, c->dilation_w, c->out_pad_w);
 }
 
 void dt_conv_phase_at(const dt_conv_geom *c, int64_t p, dt_conv_phase *ph)
 {
     DT_ASSERT(p >= 0 && p < dt_conv_phase_count(c), "a phase of the convolution");
-    ph->h = axis_phase(c->h, c->r, c->stride, c->pad, c->pad_b, c->dilation, c->out_pad_h,
-                       p / c->stride_w);
-    ph->w = axis_phase(c->w, c->s, c->stride_w, c->pad_l, c->pad_r, c->dilation_w, c->out_pad_w,
-                       p % c->stride_w);
+    const int64_t sh = phase_stride(c->h, c->r, c->stride, c->pad, c->pad_b, c->dilation,
+                                    c->out_pad_h);
+    const int64_t sw = phase_stride(c->w, c->s, c->stride_w, c->pad_l, c->pad_r, c->dilation_w,
+                                    c->out_pad_w);
+    ph->h = axis_phase(c->h, c->r, sh, c->pad, c->pad_b, c->dilation, c->out_pad_h, p / sw);
+    ph->w = axis_phase(c->w, c->s, sw, c->pad_l, c->pad_r, c->dilation_w, c->out_pad_w, p % sw);
+}
+
+static int same_axis(const dt_conv_phase_axis *a, const dt_conv_phase_axis *b)
+{
+    /* one tap's dilation is no matter */
+    return a->count == b->count && a->taps == b->taps && (a->taps == 1 || a->dil == b->dil) &&
+           a->pad0 == b->pad0 && a->pad1 == b->pad1 && a->crop == b->crop && a->used == b->used;
+}
+
+int dt_conv_phases_merge(const dt_conv_geom *c)
+{
+    if (c->groups != 1)
+        return 0;
+    dt_conv_phase first, ph;
+    dt_conv_phase_at(c, 0, &first);
+    for (int64_t p = 1; p < dt_conv_phase_count(c); p++) {
+        dt_conv_phase_at(c, p, &ph);
+        if (!same_axis(&first.h, &ph.h) || !same_axis(&first.w, &ph.w))
+            return 0;
+    }
+    return 1;
 }
 
 void dt_conv_phase_geom(const dt_conv_geom *c, const dt_conv_phase *ph, int64_t *geom)

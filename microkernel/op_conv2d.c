@@ -54,22 +54,57 @@ void dt_mk_conv2d_geometry(const int64_t *dims, const int *attrs, int64_t *geom)
 /* One call of the kernel's entry point: geom over x, packed into y; u8:
  * int8's signature (scale_a, zp_a after X). */
 static void call(const dt_kernel *k, const dt_gemm_args *a, const int64_t *geom, const void *x,
-                 const void *packed, void *y, int u8)
+                 const void *packed, const float *bias, void *y, int u8)
 {
     if (u8)
-        ((conv_u8_fn)k->fn[DT_MK_CONV2D_SYM_CONV])(geom, x, a->scale_a, a->zp_a, packed, a->bias,
-                                                   y, a->threads);
+        ((conv_u8_fn)k->fn[DT_MK_CONV2D_SYM_CONV])(geom, x, a->scale_a, a->zp_a, packed, bias, y,
+                                                   a->threads);
     else
-        ((conv_fn)k->fn[DT_MK_CONV2D_SYM_CONV])(geom, x, packed, a->bias, y, a->threads);
+        ((conv_fn)k->fn[DT_MK_CONV2D_SYM_CONV])(geom, x, packed, bias, y, a->threads);
 }
 
-/* The packed bytes of phase ph's forward convolution: its groups' regions. */
-static size_t phase_bytes(const dt_kernel *k, const dt_conv_geom *c, const dt_conv_phase *ph)
+/* The forward convolutions a transposed one runs (conv2d_phases.h): one per
+ * phase, or one for all (merged: every phase's K output channels side by
+ * side).  Call i: the phase whose geometry it has, the phases it computes
+ * from there, its output channels. */
+typedef struct {
+    dt_conv_phase ph;
+    int64_t p0, phases, kout;
+} phase_call;
+
+static int64_t call_count(const dt_conv_geom *c, int merged)
 {
-    const int64_t kred = ph->h.taps * ph->w.taps * (c->c / c->groups);
+    return merged ? 1 : dt_conv_phase_count(c);
+}
+
+static phase_call call_at(const dt_conv_geom *c, int merged, int64_t i)
+{
+    phase_call pc = {.p0 = i, .phases = merged ? dt_conv_phase_count(c) : 1};
+    pc.kout = pc.phases * c->k;
+    dt_conv_phase_at(c, i, &pc.ph);
+    return pc;
+}
+
+/* The packed bytes of a call's forward convolution: its groups' regions. */
+static size_t call_bytes(const dt_kernel *k, const dt_conv_geom *c, const phase_call *pc)
+{
+    const int64_t kred = pc->ph.h.taps * pc->ph.w.taps * (c->c / c->groups);
     return (size_t)c->groups *
-           ((dt_mk_conv2d_packed_size_fn)k->fn[DT_MK_CONV2D_SYM_PACKED_SIZE])(c->k / c->groups,
-                                                                                kred);
+           ((dt_mk_conv2d_packed_size_fn)k->fn[DT_MK_CONV2D_SYM_PACKED_SIZE])(
+               pc->kout / c->groups, kred);
+}
+
+/* n copies of v[0..len) one after the other in a new array (NULL: NULL) */
+static float *repeated(const float *v, int64_t len, int64_t n)
+{
+    if (!v)
+        return NULL;
+    float *r = malloc((size_t)(len * n) * sizeof *r);
+    if (!r)
+        abort();
+    for (int64_t i = 0; i < n; i++)
+        memcpy(r + i * len, v, (size_t)len * sizeof *r);
+    return r;
 }
 
 /* Pixels [crop, crop + used) of the rows and columns of one image x (w
@@ -83,9 +118,9 @@ static void copy_window(const char *x, const dt_conv_geom *c, const dt_conv_phas
                (size_t)ph->w.used * pixel);
 }
 
-/* The images a phase's call takes: all of them where the phase reads whole
- * images (no cropped row or column: X's images one after the other), as
- * many as keep its scratch output within about 4 MiB; else one. */
+/* The images a call takes: all of them where its phase reads whole images
+ * (no cropped row or column: X's images one after the other), as many as
+ * keep its scratch output within about 4 MiB; else one. */
 static int64_t images_per_call(const dt_conv_geom *c, const dt_conv_phase *ph, size_t ypix)
 {
     if (ph->h.crop || ph->h.used != c->h || ph->w.crop || ph->w.used != c->w)
@@ -95,62 +130,74 @@ static int64_t images_per_call(const dt_conv_geom *c, const dt_conv_phase *ph, s
     return fit < 1 ? 1 : fit < c->n ? fit : c->n;
 }
 
-/* The transposed convolution: phase by phase, a call over a run of images
- * (images_per_call) into the scratch, copied into Y's pixels of the phase. */
+/* The transposed convolution: call by call, over a run of images
+ * (images_per_call) into the scratch, each phase's channels copied into its
+ * pixels of Y. */
 static void run_phases(const dt_kernel *k, const dt_gemm_args *a, const dt_conv_geom *c, int u8)
 {
     const dt_dtype d = k->op->backend->dtype;
     const size_t xpix = (size_t)c->c * (size_t)dt_dtype_a_size(d);
-    const size_t ypix = (size_t)c->k * (size_t)dt_dtype_c_size(d);
+    const size_t ypix = (size_t)c->k * (size_t)dt_dtype_c_size(d); /* one phase's channels */
     const int64_t oh = (c->h - 1) * c->stride - c->pad - c->pad_b + c->dilation * (c->r - 1) + 1 +
                        c->out_pad_h;
     const int64_t ow = (c->w - 1) * c->stride_w - c->pad_l - c->pad_r +
                        c->dilation_w * (c->s - 1) + 1 + c->out_pad_w;
     const int64_t nph = dt_conv_phase_count(c);
+    const int merged = nph > 1 && dt_conv_phases_merge(c);
     size_t xmax = 0, ymax = 0;
-    for (int64_t p = 0; p < nph; p++) {
-        dt_conv_phase ph;
-        dt_conv_phase_at(c, p, &ph);
-        const size_t xs = (size_t)(ph.h.used * ph.w.used) * xpix;
-        const size_t ys = (size_t)(images_per_call(c, &ph, ypix) * ph.h.count * ph.w.count) * ypix;
+    for (int64_t i = 0; i < call_count(c, merged); i++) {
+        const phase_call pc = call_at(c, merged, i);
+        const size_t cpix = (size_t)pc.phases * ypix;
+        const size_t xs = (size_t)(pc.ph.h.used * pc.ph.w.used) * xpix;
+        const size_t ys = (size_t)(images_per_call(c, &pc.ph, cpix) * pc.ph.h.count *
+                                   pc.ph.w.count) * cpix;
         xmax = xs > xmax ? xs : xmax;
         ymax = ys > ymax ? ys : ymax;
     }
     char *xbuf = malloc(xmax + 64), *ybuf = malloc(ymax + 64);
+    float *own = merged ? repeated(a->bias, c->k, nph) : NULL;
+    const float *bias = merged ? own : a->bias;
     if (!xbuf || !ybuf)
         abort(); /* as the kernels' own scratch: a call has no error path */
     const char *packed = a->b;
-    for (int64_t p = 0; p < nph; p++) {
-        dt_conv_phase ph;
-        dt_conv_phase_at(c, p, &ph);
-        const int64_t per = images_per_call(c, &ph, ypix), pix = ph.h.count * ph.w.count;
+    for (int64_t i = 0; i < call_count(c, merged); i++) {
+        const phase_call pc = call_at(c, merged, i);
+        const dt_conv_phase *ph = &pc.ph;
+        const size_t cpix = (size_t)pc.phases * ypix;
+        const int64_t per = images_per_call(c, ph, cpix), pix = ph->h.count * ph->w.count;
         int64_t geom[GEOM];
-        dt_conv_phase_geom(c, &ph, geom);
+        dt_conv_phase_geom(c, ph, geom);
+        geom[4] = pc.kout; /* K: the phases' channels side by side */
         for (int64_t n0 = 0; pix && n0 < c->n; n0 += per) {
             const int64_t imgs = per < c->n - n0 ? per : c->n - n0;
             const char *x = (const char *)a->a + (size_t)(n0 * c->h * c->w) * xpix;
             char *y = (char *)a->c + (size_t)(n0 * oh * ow) * ypix;
-            const char *xp = x + (size_t)(ph.h.crop * c->w) * xpix;
-            if (ph.w.crop || ph.w.used != c->w) { /* its columns are not whole rows */
-                copy_window(x, c, &ph, xpix, xbuf);
+            const char *xp = x + (size_t)(ph->h.crop * c->w) * xpix;
+            if (ph->w.crop || ph->w.used != c->w) { /* its columns are not whole rows */
+                copy_window(x, c, ph, xpix, xbuf);
                 xp = xbuf;
             }
             geom[0] = imgs; /* N */
             if (nph == 1) { /* stride 1: the phase's pixels are Y's, in order */
-                call(k, a, geom, xp, packed, y, u8);
+                call(k, a, geom, xp, packed, bias, y, u8);
                 continue;
             }
-            call(k, a, geom, xp, packed, ybuf, u8);
-            const char *src = ybuf;
-            for (int64_t n = 0; n < imgs; n++)
-                for (int64_t q = 0; q < ph.h.count; q++)
-                    for (int64_t j = 0; j < ph.w.count; j++, src += ypix)
-                        memcpy(y + (size_t)(((n * oh) + ph.h.first + q * c->stride) * ow +
-                                            ph.w.first + j * c->stride_w) * ypix,
-                               src, ypix);
+            call(k, a, geom, xp, packed, bias, ybuf, u8);
+            for (int64_t q = 0; q < pc.phases; q++) {
+                dt_conv_phase at;
+                dt_conv_phase_at(c, pc.p0 + q, &at);
+                const char *src = ybuf + (size_t)q * ypix;
+                for (int64_t n = 0; n < imgs; n++)
+                    for (int64_t r = 0; r < at.h.count; r++)
+                        for (int64_t j = 0; j < at.w.count; j++, src += cpix)
+                            memcpy(y + (size_t)(((n * oh) + at.h.first + r * at.h.stride) * ow +
+                                                at.w.first + j * at.w.stride) * ypix,
+                                   src, ypix);
+            }
         }
-        packed += phase_bytes(k, c, &ph);
+        packed += call_bytes(k, c, &pc);
     }
+    free(own);
     free(xbuf);
     free(ybuf);
 }
@@ -165,7 +212,7 @@ static void conv_run(const dt_kernel *k, const dt_gemm_args *a, int u8)
     }
     int64_t geom[GEOM];
     dt_conv_geom_values(&c, geom);
-    call(k, a, geom, a->a, a->b, a->c, u8);
+    call(k, a, geom, a->a, a->b, a->bias, a->c, u8);
 }
 
 void dt_mk_conv2d_run(const dt_kernel *k, const dt_gemm_args *a) { conv_run(k, a, 0); }
@@ -196,12 +243,12 @@ static size_t conv_packed_size(const dt_kernel *k, const dt_gemm *g)
     if (g->op) {
         dt_conv_geom c;
         dt_op_conv2d.conv(g->dims, g->attrs, &c);
-        if (c.transpose) { /* the phases' packings, one after the other */
+        if (c.transpose) { /* the calls' packings, one after the other */
+            const int merged = dt_conv_phases_merge(&c);
             size_t bytes = 0;
-            for (int64_t p = 0; p < dt_conv_phase_count(&c); p++) {
-                dt_conv_phase ph;
-                dt_conv_phase_at(&c, p, &ph);
-                bytes += phase_bytes(k, &c, &ph);
+            for (int64_t i = 0; i < call_count(&c, merged); i++) {
+                const phase_call pc = call_at(&c, merged, i);
+                bytes += call_bytes(k, &c, &pc);
             }
             return bytes;
         }
@@ -236,22 +283,30 @@ static void conv_pack_groups(const dt_kernel *k, const dt_gemm *g, const void *w
         pack_regions(k, groups_of(g), w, scale_b, packed, scaled);
         return;
     }
-    /* each phase's weights gathered from W, then packed as its forward
-     * convolution's */
+    /* each call's weights gathered from W (its phases' stacked), then
+     * packed as its forward convolution's */
     const size_t esize = (size_t)dt_dtype_b_size(k->op->backend->dtype);
-    void *wp = malloc((size_t)(c.k * c.r * c.s * (c.c / c.groups)) * esize + 64);
-    if (!wp)
-        abort();
+    const int merged = dt_conv_phases_merge(&c);
     char *at = packed;
-    for (int64_t p = 0; p < dt_conv_phase_count(&c); p++) {
-        dt_conv_phase ph;
-        dt_conv_phase_at(&c, p, &ph);
-        dt_conv_phase_weights(&c, &ph, w, esize, wp);
-        const groups gr = {c.groups, c.k / c.groups, ph.h.taps * ph.w.taps * (c.c / c.groups)};
-        pack_regions(k, gr, wp, scale_b, at, scaled);
-        at += phase_bytes(k, &c, &ph);
+    for (int64_t i = 0; i < call_count(&c, merged); i++) {
+        const phase_call pc = call_at(&c, merged, i);
+        const int64_t kred = pc.ph.h.taps * pc.ph.w.taps * (c.c / c.groups);
+        const size_t one = (size_t)(c.k * kred) * esize; /* a phase's weights */
+        char *wp = malloc((size_t)pc.phases * one + 64);
+        float *scales = scaled ? repeated(scale_b, c.k, pc.phases) : NULL;
+        if (!wp)
+            abort();
+        for (int64_t q = 0; q < pc.phases; q++) {
+            dt_conv_phase ph;
+            dt_conv_phase_at(&c, pc.p0 + q, &ph);
+            dt_conv_phase_weights(&c, &ph, w, esize, wp + (size_t)q * one);
+        }
+        const groups gr = {c.groups, pc.kout / c.groups, kred};
+        pack_regions(k, gr, wp, scales, at, scaled);
+        at += call_bytes(k, &c, &pc);
+        free(scales);
+        free(wp);
     }
-    free(wp);
 }
 
 static void conv_pack(const dt_kernel *k, const dt_gemm *g, const void *w,

@@ -20,6 +20,7 @@
 
 #include "common/target.h"
 #include "microkernel/build.h"
+#include "microkernel/conv2d_phases.h"
 #include "microkernel/codegen.h"
 #include "microkernel/loader.h"
 #include "microkernel/mk_op.h"
@@ -188,6 +189,33 @@ static void test_gemm_view(void)
     CU_ASSERT_EQUAL(g.dim[DT_ROLE_K], -1);
 }
 
+/* A transposed convolution's phases: a 4×4 stride-2 pad-1 one's four read
+ * 2×2 taps each through different pads (four calls); a 2×2 stride-2
+ * unpadded one's read the same 1×1 window (one call, merged); a 2×2 with
+ * stride 3 leaves phases no input lands on (one zero tap). */
+static void test_phases(void)
+{
+    dt_conv_geom c = {.n = 1, .h = 4, .w = 4, .c = 3, .k = 8, .r = 4, .s = 4, .stride = 2,
+                      .pad = 1, .dilation = 1, .groups = 1, .stride_w = 2, .dilation_w = 1,
+                      .pad_l = 1, .pad_b = 1, .pad_r = 1, .transpose = 1};
+    CU_ASSERT_EQUAL(dt_conv_phase_count(&c), 4);
+    dt_conv_phase ph;
+    for (int64_t p = 0; p < 4; p++) {
+        dt_conv_phase_at(&c, p, &ph);
+        CU_ASSERT(ph.h.taps == 2 && ph.w.taps == 2 && ph.h.count == 4 && ph.w.count == 4);
+        CU_ASSERT_EQUAL(ph.h.pad0, p / 2 ? 0 : 1); /* phase 0 reads one row above */
+        CU_ASSERT_EQUAL(ph.h.r_last, p / 2 ? 2 : 3);
+    }
+    CU_ASSERT_FALSE(dt_conv_phases_merge(&c));
+    c.r = c.s = 2, c.pad = c.pad_l = c.pad_b = c.pad_r = 0;
+    CU_ASSERT_TRUE(dt_conv_phases_merge(&c));
+    c.groups = 3, c.k = 9;
+    CU_ASSERT_FALSE(dt_conv_phases_merge(&c)); /* grouped: a call per phase */
+    c.groups = 1, c.stride = c.stride_w = 3;
+    dt_conv_phase_at(&c, 2, &ph); /* ow ≡ 2 (mod 3): tap s = 2 does not exist */
+    CU_ASSERT(ph.w.r_last == -1 && ph.w.taps == 1 && ph.h.r_last == 0);
+}
+
 /* a_row and b_row against the convolution's definition, and the operands'
  * Aref and Bref (the view's block-diagonal B of a grouped convolution) */
 static void test_implicit_a(void)
@@ -340,6 +368,10 @@ static const int64_t g_shapes[][DT_TEST_CONV_SHAPE] = {
     {1, 4, 6, 6, 8, 3, 5, 2, 1, 1, 1, 1, 0, 2, 0, 1, 1, 1, 0},
     {2, 1, 9, 5, 7, 1, 4, 1, 0, 1, 1, 2, 0, 1, -1, -1, 1, 0, 1},
     {2, 6, 5, 4, 6, 3, 3, 1, 1, 1, 1, SYM, 1, 0, 0}, /* stride 1: one phase, Y itself */
+    /* one input pixel along an axis: a phase an output pixel (a DCGAN's
+     * latent: every phase merged into one GEMM), with padding and out_pad */
+    {2, 1, 1, 5, 6, 3, 4, 1, 0, 1, 1, SYM, 1, 0, 0},
+    {1, 1, 3, 4, 5, 3, 3, 2, 1, 1, 1, SYM, 1, 1, 0},
 };
 
 static int check_conv(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
@@ -460,6 +492,7 @@ int main(void)
         {"keys: parse, print, integer attributes, impossible shapes", test_keys},
         {"the GEMM view: M = N*OH*OW, N = K, K = R*S*C, FLOPs", test_gemm_view},
         {"the implicit A: a_row and the operands against the definition", test_implicit_a},
+        {"a transposed convolution's phases: taps, pads, merged calls", test_phases},
         {"f32 kernels, every row, both sketches, odd convolutions", test_f32},
         {"bf16 kernels (AMX emulated and native), odd convolutions", test_bf16},
         {"int8 kernels (zero-point padding), odd convolutions", test_int8},

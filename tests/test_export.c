@@ -2029,6 +2029,29 @@ static void test_export_conv2d_per_axis(void)
     conv_case_run(&cc);
 }
 
+/* A transposed convolution's kernels are forward ones its phases call from
+ * the runtime: refused with the reason, no file written. */
+static void test_export_conv2d_transposed(void)
+{
+    const conv_case cc = {.key = "conv2d(N=1..2,H=5..8,W=6,C=3,K=8,R=4,S=4,stride=2,pad=1,"
+                                 "transpose=1)",
+                          .name = "cvtr", .dtype = DT_DTYPE_F32, .C = 3, .K = 8, .groups = 1};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.c", g_dir, cc.name);
+    dt_err e;
+    dt_workload *w = NULL;
+    CU_ASSERT_EQUAL_FATAL(dt_workload_parse_key(cc.key, &w, &e), 0);
+    char key[DT_KEY_MAX];
+    dt_workload_key(w, key, sizeof key);
+    dt_db *db = conv_db(&cc, w, key);
+    dt_export_opts o = {.workload_key = key};
+    CU_ASSERT_EQUAL(dt_export_write(db, &o, path, &e), DT_EUNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "not exported: a transposed conv2d"));
+    CU_ASSERT_FALSE(file_exists(path));
+    dt_db_close(db);
+    dt_workload_free(w);
+}
+
 /* A real tune of a small workload, exported by the binary, compiled, run. */
 #define E2E_KEY "dense(M=1..12,N=40,K=24,epilogue=bias+relu)"
 
@@ -2234,6 +2257,7 @@ int main(void)
          test_export_conv2d_grouped},
         {"export conv2d with strides and pads per axis and side, compile, run",
          test_export_conv2d_per_axis},
+        {"export of a transposed conv2d refused with the reason", test_export_conv2d_transposed},
         {"batch_matmul's exported text in f32 and bf16", test_export_bmm_text},
         CU_TEST_INFO_NULL,
     };

@@ -48,6 +48,39 @@ static double *reference(const dt_peer_problem *p, const float *x, const float *
     int64_t B = p->batch, M = p->M, N = p->N, K = p->K;
     double *y = malloc((size_t)(B * M * N) * sizeof(double));
     CU_ASSERT_PTR_NOT_NULL_FATAL(y);
+    if (p->conv.on && p->conv.transpose) { /* every X pixel through every tap */
+        const int64_t d = p->conv.dilation, dw = p->conv.dilation_w;
+        const int64_t OH = (p->conv.h - 1) * p->conv.stride - p->conv.pad - p->conv.pad_b +
+                           d * (p->conv.r - 1) + 1 + p->conv.out_pad_h;
+        const int64_t OW = (p->conv.w - 1) * p->conv.stride_w - p->conv.pad_l - p->conv.pad_r +
+                           dw * (p->conv.s - 1) + 1 + p->conv.out_pad_w;
+        CU_ASSERT_EQUAL_FATAL(M, p->conv.n * OH * OW);
+        for (int64_t i = 0; i < M * N; i++)
+            y[i] = 0;
+        for (int64_t n = 0; n < p->conv.n; n++)
+            for (int64_t ih = 0; ih < p->conv.h; ih++)
+                for (int64_t iw = 0; iw < p->conv.w; iw++)
+                    for (int64_t r = 0; r < p->conv.r; r++)
+                        for (int64_t q = 0; q < p->conv.s; q++) {
+                            const int64_t oh = ih * p->conv.stride - p->conv.pad + r * d;
+                            const int64_t ow = iw * p->conv.stride_w - p->conv.pad_l + q * dw;
+                            if (oh < 0 || oh >= OH || ow < 0 || ow >= OW)
+                                continue;
+                            const float *xp = x + ((n * p->conv.h + ih) * p->conv.w + iw) *
+                                                      p->conv.c;
+                            for (int64_t j = 0; j < N; j++) {
+                                double acc = 0;
+                                for (int64_t c = 0; c < p->conv.c; c++)
+                                    acc += (double)xp[c] *
+                                           w[((j * p->conv.r + r) * p->conv.s + q) * p->conv.c + c];
+                                y[((n * OH + oh) * OW + ow) * N + j] += acc;
+                            }
+                        }
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++)
+                y[i * N + j] = ref_act(y[i * N + j] + (p->bias ? bias[j] : 0.0), p->act);
+        return y;
+    }
     if (p->conv.on) { /* Y[n,oh,ow,k] of X[n,h,w,c] and W[k,r,s,c] */
         const int64_t d = p->conv.dilation, dw = p->conv.dilation_w;
         const int64_t OH = (p->conv.h + p->conv.pad + p->conv.pad_b - d * (p->conv.r - 1) - 1) /
@@ -284,19 +317,23 @@ static void test_dense(void)
 
 /* onednn_conv against a direct convolution: strides, padding, dilation
  * (per axis and side too), odd channel counts, every epilogue, 1 and 2
- * threads; the GEMM peers are not peers of it (bench lists them as
- * skipped). */
+ * threads; transposed ones (oneDNN's deconvolution, the activation apart)
+ * with output padding; the GEMM peers are not peers of it (bench lists them
+ * as skipped). */
 static void test_conv(void)
 {
-    static const int64_t cases[][15] = {
+    static const int64_t cases[][18] = {
         /* n, h, w, c, k, r, s, stride, pad, dilation; stride_w, dilation_w, pad_l, pad_b,
-         * pad_r */
+         * pad_r; transpose, out_pad_h, out_pad_w */
         {1, 8, 8, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
         {2, 9, 7, 5, 7, 3, 2, 2, 1, 1, 2, 1, 1, 1, 1},
         {1, 6, 11, 3, 17, 3, 3, 1, 2, 2, 1, 2, 2, 2, 2},
         {3, 5, 5, 8, 8, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0},
         {1, 7, 10, 6, 9, 3, 3, 2, 0, 1, 1, 2, 1, 1, 0}, /* strides [2,1], pads [0,1,1,0] */
         {2, 1, 12, 4, 5, 1, 3, 1, 0, 1, 2, 1, 1, 0, 1}, /* a Conv1d: pads on W only */
+        {1, 5, 6, 8, 12, 2, 2, 2, 0, 1, 2, 1, 0, 0, 0, 1, 0, 0},  /* transposed 2x2 s2 */
+        {2, 4, 5, 16, 9, 4, 4, 2, 1, 1, 2, 1, 1, 1, 1, 1, 0, 0},  /* 4x4 s2 pad 1 */
+        {1, 5, 4, 7, 5, 3, 3, 2, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1},   /* 3x3 s2, out_pad 1 */
     };
     const dt_peer_desc *d = dt_peer_find("onednn_conv");
     if (!d) {
@@ -311,6 +348,10 @@ static void test_conv(void)
                 const int64_t *c = cases[i];
                 int64_t oh = (c[1] + c[8] + c[13] - c[9] * (c[5] - 1) - 1) / c[7] + 1;
                 int64_t ow = (c[2] + c[12] + c[14] - c[11] * (c[6] - 1) - 1) / c[10] + 1;
+                if (c[15]) {
+                    oh = (c[1] - 1) * c[7] - c[8] - c[13] + c[9] * (c[5] - 1) + 1 + c[16];
+                    ow = (c[2] - 1) * c[10] - c[12] - c[14] + c[11] * (c[6] - 1) + 1 + c[17];
+                }
                 dt_peer_problem p = {.b_const = 1, .b_trans = 1, .batch = 1,
                                      .M = c[0] * oh * ow, .N = c[4], .K = c[5] * c[6] * c[3],
                                      .bias = epi & 1, .act = (dt_peer_act)(epi >> 1 ? epi - 1 : 0),
@@ -321,6 +362,8 @@ static void test_conv(void)
                 p.conv.stride = (int)c[7], p.conv.pad = (int)c[8], p.conv.dilation = (int)c[9];
                 p.conv.stride_w = (int)c[10], p.conv.dilation_w = (int)c[11];
                 p.conv.pad_l = (int)c[12], p.conv.pad_b = (int)c[13], p.conv.pad_r = (int)c[14];
+                p.conv.transpose = (int)c[15];
+                p.conv.out_pad_h = (int)c[16], p.conv.out_pad_w = (int)c[17];
                 check_problem(d, &p, &t);
                 CU_ASSERT_FALSE(d->applies && !d->applies(&p));
             }
