@@ -1270,6 +1270,11 @@ def spec_op_flops(op, env):
         pl = pt if pl < 0 else pl
         pb, pr = g("pad_b", -1), g("pad_r", -1)
         pb, pr = (pt if pb < 0 else pb), (pl if pr < 0 else pr)
+        if g("transpose", 0):
+            # counted as node_flops counts a ConvTranspose: every input pixel
+            # through the whole window (dtune's own count takes only the
+            # products that land inside the output)
+            return 2 * n * h * w * k * r * s * (c // groups)
         oh = (h + pt + pb - dh * (r - 1) - 1) // sh + 1
         ow = (w + pl + pr - dw * (s - 1) - 1) // sw + 1
         return 2 * n * oh * ow * k * r * s * (c // groups)

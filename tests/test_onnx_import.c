@@ -1609,6 +1609,73 @@ static void test_conv_stride_range(void)
     }
 }
 
+/* ConvTranspose's attributes as conv2d's transposed mode: output_padding,
+ * group (its weight [C, K/group, R, S]), auto_pad SAME_UPPER (the pads it
+ * implies whatever the size), output_shape (the crop of the full output),
+ * and an output_shape larger than the full output listed. */
+static void test_conv_transpose_forms(void)
+{
+    static const struct {
+        int variant;
+        const char *want, *why;
+    } cases[] = {
+        {0, "conv2d(N=1..2,H=7,W=9,C=8,K=6,R=3,S=3,stride=2,pad=1,transpose=1,out_pad=1,"
+            "out_pad_w=1) x1", NULL},
+        {1, "conv2d(N=1..2,H=7,W=9,C=8,K=4,R=3,S=3,stride=2,pad=1,groups=2,transpose=1,"
+            "out_pad=1,out_pad_w=1) x1", NULL},
+        /* SAME_UPPER, k=4 s=2: 4 − 2 = 2 cropped, 1 and 1 */
+        {2, "conv2d(N=1..2,H=7,W=9,C=8,K=6,R=4,S=4,stride=2,pad=1,transpose=1) x1", NULL},
+        /* output_shape [13, 17] of the full 15 x 19: 2 cropped, 1 and 1 */
+        {3, "conv2d(N=1..2,H=7,W=9,C=8,K=6,R=3,S=3,stride=2,pad=1,transpose=1) x1", NULL},
+        {4, NULL, "ConvTranspose whose output_shape asks for more than its full output"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int v = cases[i].variant;
+        dt_ox_graph *g = tg_new();
+        tg_input(g, "x", DT_OX_FLOAT, "n,8,7,9");
+        tg_weight(g, "w", DT_OX_FLOAT, 8, v == 1 ? 2 : 6, v == 2 ? 4 : 3, v == 2 ? 4 : 3);
+        dt_ox_node *c = tg_node(g, "ConvTranspose", "up", "x,w", "out");
+        const int64_t two[2] = {2, 2}, one[2] = {1, 1}, pads[4] = {1, 1, 1, 1};
+        const int64_t shape[2] = {13, 17}, big[2] = {16, 19};
+        tg_attr_ints(c, "strides", 2, two);
+        if (v <= 1) {
+            tg_attr_ints(c, "pads", 4, pads);
+            tg_attr_ints(c, "output_padding", 2, one);
+        }
+        if (v == 1)
+            tg_attr_i(c, "group", 2);
+        if (v == 2) {
+            dt_ox_attr *a = tg_attr(c, "auto_pad", DT_OX_ATTR_STRING);
+            a->s = dup("SAME_UPPER");
+        }
+        if (v >= 3)
+            tg_attr_ints(c, "output_shape", 2, v == 3 ? shape : big);
+        tg_output(g, "out");
+        if (v == 4) { /* something to tune beside the listed node */
+            tg_input(g, "y", DT_OX_FLOAT, "n,16");
+            tg_weight(g, "w2", DT_OX_FLOAT, 16, 4);
+            tg_node(g, "MatMul", "mm", "y,w2", "out2");
+            tg_output(g, "out2");
+        }
+        dt_err e;
+        dt_ox_import *imp;
+        dt_model *m = tg_import(g, VARS("n=1..2"), &imp, &e);
+        if (cases[i].want) {
+            CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+            expect_workloads(m, cases[i].want);
+            CU_ASSERT_PTR_NULL(untuned(imp, "ConvTranspose"));
+        } else {
+            const dt_ox_untuned *u = imp ? untuned(imp, "ConvTranspose") : NULL;
+            CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+            if (!strstr(u->why, cases[i].why))
+                fprintf(stderr, "\n  case %d: %s\n", v, u->why);
+            CU_ASSERT_PTR_NOT_NULL(strstr(u->why, cases[i].why));
+        }
+        dt_model_free(m);
+        dt_ox_import_free(imp);
+    }
+}
+
 /* conv-transpose.onnx: both ConvTransposes as conv2d's transposed mode —
  * the 2-D 4×4 stride 2 with its Relu fused, the HiFi-GAN 1-D one as H = R
  * = 1 with its pads on W — and nothing of theirs left untuned. */
@@ -1967,6 +2034,8 @@ int main(void)
         {"stft-frontend/wavenet-dilated.onnx: stride 128, dilation 512", test_stride_dilation_files},
         {"conv2d's stride range: 1024 taken, 2048 listed", test_conv_stride_range},
         {"conv-transpose.onnx: conv2d transpose=1, 2-D and 1-D", test_conv_transpose_file},
+        {"ConvTranspose: output_padding, group, SAME_UPPER, output_shape",
+         test_conv_transpose_forms},
         {"conv-int8-dynamic/-qdq.onnx, qlinear-ops.onnx", test_conv_int8_files},
         {"ConvInteger and QDQ Conv: scales, zero points, activations", test_conv_quant_variants},
         {"ms-attention.onnx, ms-gqa.onnx: the attention ops' GEMMs", test_ms_attention_files},
