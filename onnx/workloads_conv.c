@@ -61,6 +61,24 @@ static int axis_values(dt_ox_wctx *c, int i, const char *name, int sp, int64_t v
     return 0;
 }
 
+/* 0 and *ok = 1 when the node's pads p (2·sp values) are conv2d pads; else
+ * the node rejected with them (negative: why_negative). */
+static int pads_in_range(dt_ox_wctx *c, int i, const int64_t *p, int sp, const char *why_negative,
+                         int *ok)
+{
+    const dt_op_desc *conv = dt_op_find("conv2d");
+    const dt_attr_desc *lim = &conv->attrs[dt_op_attr_index(conv, "pad")];
+    for (int a = 0; a < 2 * sp; a++)
+        if (p[a] < 0 || p[a] > lim->max) {
+            char buf[96];
+            return dt_ox_reject(c, i, "%s with pads=%s (%s)", c->g->nodes[i].op_type,
+                                ints_text(p, 2 * sp, buf, sizeof buf),
+                                p[a] < 0 ? why_negative : "a pad above conv2d's limit");
+        }
+    *ok = 1;
+    return 0;
+}
+
 /* The total padding of auto_pad SAME_* on one axis into *total, or the
  * reason it has none in why. */
 static int same_pad(const dt_expr *in, int64_t k, int64_t s, int64_t d, int64_t *total,
@@ -104,18 +122,7 @@ static int node_pads(dt_ox_wctx *c, int i, const dt_ox_shape *x, int sp, const i
     } else if (attr_ints(nd, "pads", 2 * sp, 0, p)) {
         return dt_ox_reject(c, i, "Conv with a malformed 'pads'");
     }
-    const dt_op_desc *conv = dt_op_find("conv2d");
-    const dt_attr_desc *lim = &conv->attrs[dt_op_attr_index(conv, "pad")];
-    for (int a = 0; a < 2 * sp; a++)
-        if (p[a] < 0 || p[a] > lim->max) {
-            char buf[96];
-            return dt_ox_reject(c, i, "Conv with pads=%s (%s)",
-                                ints_text(p, 2 * sp, buf, sizeof buf),
-                                p[a] < 0 ? "a negative pad crops the input"
-                                         : "a pad above conv2d's limit");
-        }
-    *ok = 1;
-    return 0;
+    return pads_in_range(c, i, p, sp, "a negative pad crops the input", ok);
 }
 
 /* 1 when v is a value of conv2d's integer attribute `name`; else rejects. */
@@ -183,18 +190,7 @@ static int transposed_pads(dt_ox_wctx *c, int i, const dt_ox_shape *x, int sp, c
             p[sp + a] = total - p[a];
         }
     }
-    const dt_op_desc *conv = dt_op_find("conv2d");
-    const dt_attr_desc *lim = &conv->attrs[dt_op_attr_index(conv, "pad")];
-    for (int a = 0; a < 2 * sp; a++)
-        if (p[a] < 0 || p[a] > lim->max) {
-            char buf[96];
-            return dt_ox_reject(c, i, "ConvTranspose with pads=%s (%s)",
-                                ints_text(p, 2 * sp, buf, sizeof buf),
-                                p[a] < 0 ? "a negative pad extends the output"
-                                         : "a pad above conv2d's limit");
-        }
-    *ok = 1;
-    return 0;
+    return pads_in_range(c, i, p, sp, "a negative pad extends the output", ok);
 }
 
 /* dt_ox_conv_geometry's, of a Conv (transpose 0) or a ConvTranspose. */
