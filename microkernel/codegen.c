@@ -148,7 +148,7 @@ int dt_codegen(const dt_kernel_op *kop, const dt_annotation *a, char **source, d
                        a->sketch < DT_SKETCH_COUNT ? "" : dt_sketch_name(a->sketch));
     if (mo->offers && !mo->offers(kop->attrs))
         return dt_errf(e, DT_EUNSUPPORTED, "the %s sketch is not %s's with these attributes "
-                       "(conv2d's channel sketch: a forward convolution with groups > 1)", dt_sketch_name(a->sketch),
+                       "(conv2d's channel sketch: groups > 1)", dt_sketch_name(a->sketch),
                        kop->op->name);
     const dt_backend *be = dt_backend_of_ann(kop->dtype, a);
     const dt_mk_backend *mb = dt_mk_backend_of(be);

@@ -85,13 +85,22 @@ static phase_call call_at(const dt_conv_geom *c, int merged, int64_t i)
     return pc;
 }
 
-/* The packed bytes of a call's forward convolution: its groups' regions. */
+/* The regions a call's weights are packed in: one per group (the GEMM
+ * view's kernels), or one of all its rows (the channel sketch's, which
+ * packs W whole). */
+static int64_t call_regions(const dt_kernel *k, const dt_conv_geom *c)
+{
+    return k->op->sketch == DT_SKETCH_BLOCKED ? c->groups : 1;
+}
+
+/* The packed bytes of a call's forward convolution: its regions. */
 static size_t call_bytes(const dt_kernel *k, const dt_conv_geom *c, const phase_call *pc)
 {
     const int64_t kred = pc->ph.h.taps * pc->ph.w.taps * (c->c / c->groups);
-    return (size_t)c->groups *
+    const int64_t regions = call_regions(k, c);
+    return (size_t)regions *
            ((dt_mk_conv2d_packed_size_fn)k->fn[DT_MK_CONV2D_SYM_PACKED_SIZE])(
-               pc->kout / c->groups, kred);
+               pc->kout / regions, kred);
 }
 
 /* n copies of v[0..len) one after the other in a new array (NULL: NULL) */
@@ -238,21 +247,32 @@ static groups groups_of(const dt_gemm *g)
 
 /* One region per group, each the dense packing of its rows (the kernel's
  * DT_FN_PACKED_SIZE, DT_FN_PACK): template/op_conv2d.c reads them so. */
+int dt_mk_conv2d_transposed(const dt_gemm *g)
+{
+    dt_conv_geom c;
+    if (!g->op)
+        return 0;
+    dt_op_conv2d.conv(g->dims, g->attrs, &c);
+    return (int)c.transpose;
+}
+
+size_t dt_mk_conv2d_transposed_size(const dt_kernel *k, const dt_gemm *g)
+{
+    dt_conv_geom c;
+    dt_op_conv2d.conv(g->dims, g->attrs, &c);
+    const int merged = dt_conv_phases_merge(&c);
+    size_t bytes = 0; /* the calls' packings, one after the other */
+    for (int64_t i = 0; i < call_count(&c, merged); i++) {
+        const phase_call pc = call_at(&c, merged, i);
+        bytes += call_bytes(k, &c, &pc);
+    }
+    return bytes;
+}
+
 static size_t conv_packed_size(const dt_kernel *k, const dt_gemm *g)
 {
-    if (g->op) {
-        dt_conv_geom c;
-        dt_op_conv2d.conv(g->dims, g->attrs, &c);
-        if (c.transpose) { /* the calls' packings, one after the other */
-            const int merged = dt_conv_phases_merge(&c);
-            size_t bytes = 0;
-            for (int64_t i = 0; i < call_count(&c, merged); i++) {
-                const phase_call pc = call_at(&c, merged, i);
-                bytes += call_bytes(k, &c, &pc);
-            }
-            return bytes;
-        }
-    }
+    if (dt_mk_conv2d_transposed(g))
+        return dt_mk_conv2d_transposed_size(k, g);
     groups gr = groups_of(g);
     return (size_t)gr.G * ((dt_mk_conv2d_packed_size_fn)k->fn[DT_MK_CONV2D_SYM_PACKED_SIZE])(gr.Kg, gr.Kred);
 }
@@ -273,16 +293,11 @@ static void pack_regions(const dt_kernel *k, groups gr, const void *w, const flo
     }
 }
 
-static void conv_pack_groups(const dt_kernel *k, const dt_gemm *g, const void *w,
-                             const float *scale_b, void *packed, int scaled)
+void dt_mk_conv2d_transposed_pack(const dt_kernel *k, const dt_gemm *g, const void *w,
+                                  const float *scale_b, void *packed, int scaled)
 {
     dt_conv_geom c;
-    if (g->op)
-        dt_op_conv2d.conv(g->dims, g->attrs, &c);
-    if (!g->op || !c.transpose) {
-        pack_regions(k, groups_of(g), w, scale_b, packed, scaled);
-        return;
-    }
+    dt_op_conv2d.conv(g->dims, g->attrs, &c);
     /* each call's weights gathered from W (its phases' stacked), then
      * packed as its forward convolution's */
     const size_t esize = (size_t)dt_dtype_b_size(k->op->backend->dtype);
@@ -301,12 +316,22 @@ static void conv_pack_groups(const dt_kernel *k, const dt_gemm *g, const void *w
             dt_conv_phase_at(&c, pc.p0 + q, &ph);
             dt_conv_phase_weights(&c, &ph, w, esize, wp + (size_t)q * one);
         }
-        const groups gr = {c.groups, pc.kout / c.groups, kred};
+        const int64_t regions = call_regions(k, &c);
+        const groups gr = {regions, pc.kout / regions, kred};
         pack_regions(k, gr, wp, scales, at, scaled);
         at += call_bytes(k, &c, &pc);
         free(scales);
         free(wp);
     }
+}
+
+static void conv_pack_groups(const dt_kernel *k, const dt_gemm *g, const void *w,
+                             const float *scale_b, void *packed, int scaled)
+{
+    if (dt_mk_conv2d_transposed(g))
+        dt_mk_conv2d_transposed_pack(k, g, w, scale_b, packed, scaled);
+    else
+        pack_regions(k, groups_of(g), w, scale_b, packed, scaled);
 }
 
 static void conv_pack(const dt_kernel *k, const dt_gemm *g, const void *w,

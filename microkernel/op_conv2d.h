@@ -25,5 +25,14 @@ void dt_mk_conv2d_geometry(const int64_t *dims, const int *attrs, int64_t *geom)
  * signature; _u8 int8's (scale_a, zp_a after X). */
 void dt_mk_conv2d_run(const dt_kernel *k, const dt_gemm_args *a);
 void dt_mk_conv2d_run_u8(const dt_kernel *k, const dt_gemm_args *a);
+/* A transposed convolution (g with dims, transpose=1; 0 otherwise) and its
+ * weights as kernel k's rows pack them: its phases' forward convolutions'
+ * packings one after the other (conv2d_phases.h), each in the row's own
+ * regions (a group each, or the channel sketch's one of all rows); scaled:
+ * int8's and w8a32's packing with scale_b. */
+int dt_mk_conv2d_transposed(const dt_gemm *g);
+size_t dt_mk_conv2d_transposed_size(const dt_kernel *k, const dt_gemm *g);
+void dt_mk_conv2d_transposed_pack(const dt_kernel *k, const dt_gemm *g, const void *w,
+                                  const float *scale_b, void *packed, int scaled);
 
 #endif

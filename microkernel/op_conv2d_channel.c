@@ -1,7 +1,8 @@
 /* conv2d's own sketch, channel (annotation/annotation.h): the hooks of its
  * kernels in f32, bf16, int8 and w8a32 (template/op_conv2d_channel.c: the
  * whole kernel after the dtype's types and epilogue).  Offered for grouped
- * forward convolutions only (groups > 1): with one group every output channel
+ * convolutions only (groups > 1; transposed ones too: their phases' forward
+ * convolutions, microkernel/op_conv2d.h): with one group every output channel
  * reads every input channel and the GEMM view's kernels are the ones.
  * Entry points: the dtype's conv2d, pack and packed-size names with _ch;
  * the weights are packed whole (K × R·S·C/groups, as W is stored), not
@@ -23,11 +24,11 @@ extern const dt_mk_dtype dt_mk_dtype_bf16;
 extern const dt_mk_dtype dt_mk_dtype_int8;
 extern const dt_mk_dtype dt_mk_dtype_w8a32;
 
-enum { ATTR_GROUPS = 3, ATTR_TRANSPOSE = 10 }; /* ops/op_conv2d.c's attribute order */
+enum { ATTR_GROUPS = 3 }; /* ops/op_conv2d.c's attribute order */
 
-/* grouped forward convolutions (a transposed one runs as its phases'
- * forward convolutions, which the GEMM view's kernels compute) */
-static int offers(const int *attrs) { return attrs[ATTR_GROUPS] > 1 && !attrs[ATTR_TRANSPOSE]; }
+/* grouped convolutions (a transposed one: its phases' forward ones, run
+ * and packed as the GEMM view's are, microkernel/op_conv2d.h) */
+static int offers(const int *attrs) { return attrs[ATTR_GROUPS] > 1; }
 
 /* W as stored, K rows of R·S·C/groups (a g without dims: its view's N × K) */
 static void rows_of(const dt_gemm *g, int64_t *n, int64_t *kred)
@@ -45,6 +46,8 @@ static void rows_of(const dt_gemm *g, int64_t *n, int64_t *kred)
 
 static size_t packed_size(const dt_kernel *k, const dt_gemm *g)
 {
+    if (dt_mk_conv2d_transposed(g))
+        return dt_mk_conv2d_transposed_size(k, g);
     int64_t n, kred;
     rows_of(g, &n, &kred);
     return ((dt_mk_conv2d_packed_size_fn)k->fn[DT_MK_CONV2D_SYM_PACKED_SIZE])(n, kred);
@@ -54,6 +57,10 @@ static void pack(const dt_kernel *k, const dt_gemm *g, const void *w, const floa
                  void *packed)
 {
     (void)scale_b;
+    if (dt_mk_conv2d_transposed(g)) {
+        dt_mk_conv2d_transposed_pack(k, g, w, NULL, packed, 0);
+        return;
+    }
     int64_t n, kred;
     rows_of(g, &n, &kred);
     ((dt_mk_conv2d_pack_fn)k->fn[DT_MK_CONV2D_SYM_PACK])(n, kred, w, packed);
@@ -62,6 +69,10 @@ static void pack(const dt_kernel *k, const dt_gemm *g, const void *w, const floa
 static void pack_q(const dt_kernel *k, const dt_gemm *g, const void *w, const float *scale_b,
                    void *packed)
 {
+    if (dt_mk_conv2d_transposed(g)) {
+        dt_mk_conv2d_transposed_pack(k, g, w, scale_b, packed, 1);
+        return;
+    }
     int64_t n, kred;
     rows_of(g, &n, &kred);
     ((dt_mk_conv2d_pack_q_fn)k->fn[DT_MK_CONV2D_SYM_PACK])(n, kred, w, scale_b, packed);

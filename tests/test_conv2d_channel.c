@@ -145,7 +145,7 @@ static void test_offered(void)
 /* ---- the kernels --------------------------------------------------------------- */
 
 /* {N, H, W, C, K, R, S, stride, pad, dilation, groups, stride_w, dilation_w,
- * pad_w, pad_b, pad_r} (0 / -1: inherited) */
+ * pad_w, pad_b, pad_r (0 / -1: inherited), transpose, out_pad, out_pad_w} */
 #define SYM 0, 0, -1, -1, -1
 static const int64_t g_shapes[][DT_TEST_CONV_SHAPE] = {
     {1, 9, 13, 16, 16, 3, 3, 1, 1, 1, 16, SYM},    /* depthwise 3×3 */
@@ -162,6 +162,12 @@ static const int64_t g_shapes[][DT_TEST_CONV_SHAPE] = {
     {2, 40, 1, 32, 32, 5, 1, 1, 2, 1, 32, 0, 0, 0, -1, -1}, /* 1-D over H */
     {1, 1, 50, 20, 20, 1, 9, 1, 0, 1, 20, 0, 0, 4, -1, -1}, /* 1-D over W, K % VL */
     {1, 6, 7, 8, 12, 3, 3, 1, 1, 1, 1, SYM},       /* ungrouped: the any-grouping path */
+    /* transposed (its phases' forward convolutions, packed whole each):
+     * depthwise 4×4 stride 2; gtcrn's depthwise 3×3 with dilation 5 along H
+     * and its padding cropping the output; two groups, out_pad 1 */
+    {1, 6, 7, 16, 16, 4, 4, 2, 1, 1, 16, SYM, 1, 0, 0},
+    {1, 11, 13, 16, 16, 3, 3, 1, 10, 5, 16, 0, 1, 1, -1, -1, 1, 0, 0},
+    {2, 5, 6, 8, 12, 3, 3, 2, 1, 1, 2, SYM, 1, 1, 1},
 };
 
 static int check_channel(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
