@@ -31,7 +31,7 @@ static int check_workload(dt_db *db, int64_t id, const char *key, dt_err *e)
         dt_err_prefix(e, "kernel %lld", (long long)id);
     } else if (kop.op != wop.op || kop.dtype != wop.dtype ||
                memcmp(kop.attrs, wop.attrs, (size_t)kop.op->nattrs * sizeof kop.attrs[0])) {
-        char k[160], x[160];
+        char k[DT_KOP_DESCRIBE_MAX], x[DT_KOP_DESCRIBE_MAX];
         dt_kernel_op_describe(&kop, k, sizeof k);
         dt_kernel_op_describe(&wop, x, sizeof x);
         rc = dt_errf(e, DT_EINVAL,

@@ -51,7 +51,9 @@ int dt_kernel_op_gemm(const dt_kernel_op *kop, dt_gemm *g, dt_err *e);
 void dt_kernel_op_epilogue(const dt_kernel_op *kop, int *bias, int *act);
 
 /* "<op> <attr>=<value> ..." description of kop (its dtype when not f32), for
- * logs, JSON and the kernels' dtk_info. */
+ * logs, JSON and the kernels' dtk_info; DT_KOP_DESCRIBE_MAX bytes hold any
+ * (conv2d's thirteen attributes and a dtype). */
+#define DT_KOP_DESCRIBE_MAX 256
 void dt_kernel_op_describe(const dt_kernel_op *kop, char *buf, size_t n);
 
 /* The identity kop is stored with (db/db.h, dt_db_kernel.attrs): a canonical

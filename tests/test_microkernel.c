@@ -371,7 +371,7 @@ static void test_hook_codegen(void)
                 CU_ASSERT_EQUAL_FATAL(dt_codegen(&kop, &a, &src, &e), 0);
                 dt_gemm g;
                 CU_ASSERT_EQUAL_FATAL(dt_kernel_op_gemm(&kop, &g, &e), 0);
-                char line[160], what[128];
+                char line[DT_KOP_DESCRIBE_MAX + 64], what[DT_KOP_DESCRIBE_MAX];
                 const char *prev_driver = src;
                 for (int i = 0; i < dt_mk_op_count(); i++) {
                     const dt_mk_op *x = dt_mk_op_at(i);
