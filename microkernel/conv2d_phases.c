@@ -27,29 +27,20 @@ static int64_t gcd(int64_t a, int64_t b)
 
 static int64_t mod(int64_t a, int64_t m) { return (a % m + m) % m; }
 
-/* An axis's output extent. */
-static int64_t extent(int64_t in, int64_t win, int64_t s, int64_t p0, int64_t p1, int64_t d,
-                      int64_t out_pad)
+/* The phases' stride along an axis of output extent out: its own, or over
+ * one input pixel the output's extent (a DCGAN's 4×4 of a 1×1 latent:
+ * every output pixel one phase of one tap, so all of them merge into one
+ * GEMM instead of a convolution that is mostly padding). */
+static int64_t phase_stride(int64_t in, int64_t s, int64_t out)
 {
-    return (in - 1) * s - p0 - p1 + d * (win - 1) + 1 + out_pad;
-}
-
-/* The phases' stride along an axis: its own, or over one input pixel the
- * output's extent (a DCGAN's 4×4 of a 1×1 latent: every output pixel one
- * phase of one tap, so all of them merge into one GEMM instead of a
- * convolution that is mostly padding). */
-static int64_t phase_stride(int64_t in, int64_t win, int64_t s, int64_t p0, int64_t p1, int64_t d,
-                            int64_t out_pad)
-{
-    const int64_t out = extent(in, win, s, p0, p1, d, out_pad);
     return in == 1 && out > 0 ? out : s;
 }
 
-/* The phase ph of one axis. */
-static dt_conv_phase_axis axis_phase(int64_t in, int64_t win, int64_t s, int64_t p0, int64_t p1,
-                                     int64_t d, int64_t out_pad, int64_t ph)
+/* The phase ph of one axis (input extent in, window win, phases' stride s,
+ * top pad p0, dilation d, output extent out). */
+static dt_conv_phase_axis axis_phase(int64_t in, int64_t win, int64_t s, int64_t p0, int64_t d,
+                                     int64_t out, int64_t ph)
 {
-    const int64_t out = extent(in, win, s, p0, p1, d, out_pad);
     dt_conv_phase_axis a = {.first = ph, .stride = s,
                             .count = ph < out ? (out - ph + s - 1) / s : 0};
     const int64_t g = gcd(d, s), step = s / g, dil = d / g;
@@ -87,19 +78,19 @@ static dt_conv_phase_axis axis_phase(int64_t in, int64_t win, int64_t s, int64_t
 int64_t dt_conv_phase_count(const dt_conv_geom *c)
 {
     DT_ASSERT(c->transpose, "only a transposed convolution has phases");
-    return phase_stride(c->h, c->r, c->stride, c->pad, c->pad_b, c->dilation, c->out_pad_h) *
-           phase_stride(c->w, c->s, c->stride_w, c->pad_l, c->pad_r, c->dilation_w, c->out_pad_w);
+    int64_t oh, ow;
+    dt_conv_geom_out(c, &oh, &ow);
+    return phase_stride(c->h, c->stride, oh) * phase_stride(c->w, c->stride_w, ow);
 }
 
 void dt_conv_phase_at(const dt_conv_geom *c, int64_t p, dt_conv_phase *ph)
 {
     DT_ASSERT(p >= 0 && p < dt_conv_phase_count(c), "a phase of the convolution");
-    const int64_t sh = phase_stride(c->h, c->r, c->stride, c->pad, c->pad_b, c->dilation,
-                                    c->out_pad_h);
-    const int64_t sw = phase_stride(c->w, c->s, c->stride_w, c->pad_l, c->pad_r, c->dilation_w,
-                                    c->out_pad_w);
-    ph->h = axis_phase(c->h, c->r, sh, c->pad, c->pad_b, c->dilation, c->out_pad_h, p / sw);
-    ph->w = axis_phase(c->w, c->s, sw, c->pad_l, c->pad_r, c->dilation_w, c->out_pad_w, p % sw);
+    int64_t oh, ow;
+    dt_conv_geom_out(c, &oh, &ow);
+    const int64_t sh = phase_stride(c->h, c->stride, oh), sw = phase_stride(c->w, c->stride_w, ow);
+    ph->h = axis_phase(c->h, c->r, sh, c->pad, c->dilation, oh, p / sw);
+    ph->w = axis_phase(c->w, c->s, sw, c->pad_l, c->dilation_w, ow, p % sw);
 }
 
 static int same_axis(const dt_conv_phase_axis *a, const dt_conv_phase_axis *b)

@@ -147,10 +147,8 @@ static void run_phases(const dt_kernel *k, const dt_gemm_args *a, const dt_conv_
     const dt_dtype d = k->op->backend->dtype;
     const size_t xpix = (size_t)c->c * (size_t)dt_dtype_a_size(d);
     const size_t ypix = (size_t)c->k * (size_t)dt_dtype_c_size(d); /* one phase's channels */
-    const int64_t oh = (c->h - 1) * c->stride - c->pad - c->pad_b + c->dilation * (c->r - 1) + 1 +
-                       c->out_pad_h;
-    const int64_t ow = (c->w - 1) * c->stride_w - c->pad_l - c->pad_r +
-                       c->dilation_w * (c->s - 1) + 1 + c->out_pad_w;
+    int64_t oh, ow;
+    dt_conv_geom_out(c, &oh, &ow);
     const int64_t nph = dt_conv_phase_count(c);
     const int merged = nph > 1 && dt_conv_phases_merge(c);
     size_t xmax = 0, ymax = 0;
@@ -245,8 +243,6 @@ static groups groups_of(const dt_gemm *g)
     return (groups){G, geom[4] / G, geom[5] * geom[6] * (geom[3] / G)};
 }
 
-/* One region per group, each the dense packing of its rows (the kernel's
- * DT_FN_PACKED_SIZE, DT_FN_PACK): template/op_conv2d.c reads them so. */
 int dt_mk_conv2d_transposed(const dt_gemm *g)
 {
     dt_conv_geom c;
@@ -269,6 +265,8 @@ size_t dt_mk_conv2d_transposed_size(const dt_kernel *k, const dt_gemm *g)
     return bytes;
 }
 
+/* One region per group, each the dense packing of its rows (the kernel's
+ * DT_FN_PACKED_SIZE, DT_FN_PACK): template/op_conv2d.c reads them so. */
 static size_t conv_packed_size(const dt_kernel *k, const dt_gemm *g)
 {
     if (dt_mk_conv2d_transposed(g))

@@ -88,6 +88,9 @@ typedef struct dt_conv_geom {
  * phases' (microkernel/conv2d_phases.c). */
 #define DT_CONV_GEOM_LEN 16
 void dt_conv_geom_values(const dt_conv_geom *c, int64_t v[DT_CONV_GEOM_LEN]);
+/* The output's extents *oh, *ow of convolution c (forward or transposed;
+ * < 1 where the window does not fit or the pads crop it all). */
+void dt_conv_geom_out(const dt_conv_geom *c, int64_t *oh, int64_t *ow);
 
 typedef struct dt_op_desc {
     const char *name;

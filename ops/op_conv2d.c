@@ -69,18 +69,25 @@ static conv_axis axis_of(const int *attrs, int a)
     return x;
 }
 
-/* output extent of one spatial axis; < 1 when the window does not fit
+/* One axis's output extent from its values (a transposed convolution's
+ * may come out below 1: its pads crop it all). */
+static int64_t geom_extent(int64_t in, int64_t win, int64_t s, int64_t p0, int64_t p1, int64_t d,
+                           int64_t out_pad, int64_t transpose)
+{
+    if (transpose)
+        return (in - 1) * s - p0 - p1 + d * (win - 1) + 1 + out_pad;
+    const int64_t room = in + p0 + p1 - d * (win - 1) - 1;
+    return room < 0 ? 0 : room / s + 1;
+}
+
+/* output extent of one spatial axis; 0 when the window does not fit
  * (the transposed convolution's: when the pads crop it all) */
 static int64_t out_extent(int64_t in, int64_t win, const int *attrs, int a)
 {
     const conv_axis x = axis_of(attrs, a);
-    int64_t span = x.dil * (win - 1) + 1;
-    if (attrs[TRANSPOSE]) {
-        const int64_t o = (in - 1) * x.stride - x.pad0 - x.pad1 + span + x.out_pad;
-        return o < 1 ? 0 : o;
-    }
-    int64_t room = in + x.pad0 + x.pad1 - span;
-    return room < 0 ? 0 : room / x.stride + 1;
+    const int64_t o = geom_extent(in, win, x.stride, x.pad0, x.pad1, x.dil, x.out_pad,
+                                  attrs[TRANSPOSE]);
+    return o < 1 ? 0 : o;
 }
 
 /* A transposed convolution's (input pixel, tap) pairs along one axis that
@@ -277,6 +284,14 @@ void dt_conv_geom_values(const dt_conv_geom *c, int64_t v[DT_CONV_GEOM_LEN])
         c->pad_r};
     for (int i = 0; i < DT_CONV_GEOM_LEN; i++)
         v[i] = in_order[i];
+}
+
+void dt_conv_geom_out(const dt_conv_geom *c, int64_t *oh, int64_t *ow)
+{
+    *oh = geom_extent(c->h, c->r, c->stride, c->pad, c->pad_b, c->dilation, c->out_pad_h,
+                      c->transpose);
+    *ow = geom_extent(c->w, c->s, c->stride_w, c->pad_l, c->pad_r, c->dilation_w, c->out_pad_w,
+                      c->transpose);
 }
 
 /* W is [K][R][S][C/groups]; the view's B (K×R·S·C) is block diagonal */
