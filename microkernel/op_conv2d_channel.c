@@ -107,8 +107,10 @@ static int macro_u8(const int *attrs, int i)
  * (dilation 1), dt_ch_in_S<s>_W<w> (every column inside the image, read
  * one after another) and dt_ch_ed_S<s>_W<w> (an edge tile: the columns'
  * offsets co[j], −1 outside the image, which reads the padding, and npx of
- * its pixels stored): MR consecutive output pixels × NV
- * vectors, named accumulators a<p>_<v>, each window row's s taps' weights
+ * its pixels stored): MR consecutive output pixels × NV vectors of nb
+ * consecutive channel blocks (NR channels each, one after another in one
+ * call: the tile's pointers and column offsets are set up once for them
+ * all), named accumulators a<p>_<v>, each window row's s taps' weights
  * w<t>_<v> in registers, and each of its (MR − 1)·w + s input columns
  * loaded once (x<v>, kept in a register) for every (pixel, tap) that reads
  * it: p·w + t = j.  The registers: (MR + s)·NV + 1, within the channel
@@ -116,19 +118,27 @@ static int macro_u8(const int *attrs, int i)
 static void emit_inside(dt_strbuf *sb, const dt_annotation *a, int vl, int S, int SW, int edge)
 {
     const int mr = a->mr, nv = a->nr / vl;
-    dt_sb_appendf(sb, "static void dt_ch_%s_S%d_W%d(const dt_chp *c, const dt_ta *x, const float *w,"
-                      " int64_t rows, const float *bias, dt_tc *y, const int64_t *co, int npx)\n"
+    dt_sb_appendf(sb, "static void dt_ch_%s_S%d_W%d(const dt_chp *c, const dt_ta *x0, const float *w0,"
+                      " int64_t rows, const float *bias, dt_tc *y, const int64_t *co, int npx,"
+                      " int64_t nb)\n"
                       "{\n    (void)co;\n    (void)npx;\n", edge ? "ed" : "in", S, SW);
     dt_sb_append(sb, "    const int64_t C = c->C, Kp = c->Kp, rs = c->dh * c->W * c->C;\n    (void)C;\n"
-                     "#if DT_CH_ZP\n    const vf zpv = VBCAST(c->zp);\n#endif\n");
+                     "#if DT_CH_ZP\n    const vf zpv = VBCAST(c->zp);\n#endif\n"
+                     "    for (int64_t b = 0; b < nb; b++, x0 += NR, w0 += NR, y += NR) {\n"
+                     "    const dt_ta *x = x0;\n    const float *w = w0;\n");
     for (int p = 0; p < mr; p++)
         for (int v = 0; v < nv; v++)
             dt_sb_appendf(sb, "    vf a%d_%d = VZERO();\n", p, v);
     dt_sb_appendf(sb, "    for (int64_t r = 0; r < rows; r++, x += rs, w += %d * Kp) {\n", S);
+    /* an inside tile keeps the row's weights in registers (else the
+     * compiler folds each into its multiply-adds: a load per pixel); an
+     * edge tile, whose column pointers need registers too, leaves it free */
     for (int t = 0; t < S; t++)
-        for (int v = 0; v < nv; v++)
-            dt_sb_appendf(sb, "        const vf w%d_%d = VLOAD(w + %d * Kp + %d);\n", t, v, t,
-                          v * vl);
+        for (int v = 0; v < nv; v++) {
+            dt_sb_appendf(sb, "        vf w%d_%d = VLOAD(w + %d * Kp + %d);\n", t, v, t, v * vl);
+            if (!edge)
+                dt_sb_appendf(sb, "        DT_CH_IN_REGISTER(w%d_%d);\n", t, v);
+        }
     if (!edge)
         dt_sb_append(sb, "        const dt_ta *xj = x;\n");
     const int cols = (mr - 1) * SW + S;
@@ -152,9 +162,10 @@ static void emit_inside(dt_strbuf *sb, const dt_annotation *a, int vl, int S, in
         else if (j + 1 < cols)
             dt_sb_append(sb, "        xj += C;\n");
     }
-    dt_sb_append(sb, "    }\n    (void)bias;\n");
+    dt_sb_append(sb, "    }\n");
     for (int v = 0; v < nv; v++)
-        dt_sb_appendf(sb, "#if DT_BIAS\n    const vf b%d = VLOAD(bias + %d);\n#endif\n", v, v * vl);
+        dt_sb_appendf(sb, "#if DT_BIAS\n    const vf b%d = VLOAD(bias + b * NR + %d);\n#endif\n", v,
+                      v * vl);
     for (int p = 0; p < mr; p++)
         for (int v = 0; v < nv; v++) {
             char guard[32] = ""; /* an edge tile stores its npx pixels only */
@@ -165,7 +176,7 @@ static void emit_inside(dt_strbuf *sb, const dt_annotation *a, int vl, int S, in
                               "        VSTORE(y + %d * c->K + %d, dt_act(o));\n    }\n",
                           guard, p, v, v, p, v * vl);
         }
-    dt_sb_append(sb, "}\n\n");
+    dt_sb_append(sb, "    }\n    (void)bias;\n}\n\n");
 }
 
 static void emit_tiles(dt_strbuf *sb, const dt_annotation *a, int vl)

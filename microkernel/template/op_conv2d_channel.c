@@ -149,60 +149,72 @@ static void dt_ch_pixel_any(const dt_chp *c, int64_t n, int64_t oh, int64_t ow, 
 }
 
 /* One tile (pixels ow[0 .. MR), npx of them stored) of every channel block
- * of the pass [pb, pe). */
+ * of the pass [pb, pe): the whole blocks in one call of a generated tile
+ * where there is one (its rows, column offsets and pointers found once for
+ * them all), the last partial block vector by vector. */
 static void dt_ch_blocks(const dt_chp *c, int64_t n, int64_t oh, const int64_t *ow, int npx,
                          int64_t pb, int64_t pe, int cols)
 {
-    for (int64_t b = pb; b < pe; b++) {
-        const int64_t k0 = b * NR, left = c->K - k0;
-        if (!c->plain) {
+    if (!c->plain) {
+        for (int64_t b = pb; b < pe; b++)
             for (int p = 0; p < npx; p++)
-                dt_ch_pixel_any(c, n, oh, ow[p], k0, k0 + DT_MIN(NR, left));
-        } else if (left >= NR && c->in_fn) {
-            /* a generated tile (pixels ow[0] .. ow[0] + npx, consecutive):
-             * the window rows inside the image */
-            const int64_t ih0 = oh * c->sh - c->pt;
-            int64_t r_lo, r_hi;
-            dt_ch_rows(c, ih0, &r_lo, &r_hi);
-            const dt_ta *xr = c->x + ((n * c->H + ih0 + r_lo * c->dh) * c->W) * c->C + k0;
-            const float *wr = c->w + r_lo * c->S * c->Kp + k0;
-            const float *bk = c->bias ? c->bias + k0 : NULL;
-            dt_tc *yk = c->y + ((n * c->OH + oh) * c->OW + ow[0]) * c->K + k0;
-            const int64_t iw0 = ow[0] * c->sw - c->pl;
-            if (r_hi <= r_lo) { /* every window row outside: the bias alone */
+                dt_ch_pixel_any(c, n, oh, ow[p], b * NR, DT_MIN(c->K, (b + 1) * NR));
+        return;
+    }
+    const int64_t whole = DT_MIN(pe, c->K / NR); /* blocks [pb, whole) are whole */
+    int64_t b = pb;
+    if (whole > pb && c->in_fn) {
+        /* a generated tile (pixels ow[0] .. ow[0] + npx, consecutive): the
+         * window rows inside the image */
+        const int64_t ih0 = oh * c->sh - c->pt, k0 = pb * NR, nb = whole - pb;
+        int64_t r_lo, r_hi;
+        dt_ch_rows(c, ih0, &r_lo, &r_hi);
+        const dt_ta *xr = c->x + ((n * c->H + ih0 + r_lo * c->dh) * c->W) * c->C + k0;
+        const float *wr = c->w + r_lo * c->S * c->Kp + k0;
+        const float *bk = c->bias ? c->bias + k0 : NULL;
+        dt_tc *yk = c->y + ((n * c->OH + oh) * c->OW + ow[0]) * c->K + k0;
+        const int64_t iw0 = ow[0] * c->sw - c->pl;
+        if (r_hi <= r_lo) { /* every window row outside: the bias alone */
+            for (; b < whole; b++)
                 if (cols)
-                    dt_ch_tile(c, n, oh, ow, npx, k0, NV, 0, 1);
+                    dt_ch_tile(c, n, oh, ow, npx, b * NR, NV, 0, 1);
                 else
-                    dt_ch_tile(c, n, oh, ow, npx, k0, NV, 0, 0);
-            } else if (!cols && npx == MR) {
-                c->in_fn(c, xr + iw0 * c->C, wr, r_hi - r_lo, bk, yk, NULL, MR);
-            } else {
-                int64_t co[2 * MR + 8]; /* (MR − 1)·stride + S columns */
-                for (int64_t j = 0; j < (MR - 1) * c->sw + c->S; j++)
-                    co[j] = iw0 + j >= 0 && iw0 + j < c->W ? (iw0 + j) * c->C : -1;
-                c->ed_fn(c, xr, wr, r_hi - r_lo, bk, yk, co, npx);
-            }
-        } else if (left >= NR) {
+                    dt_ch_tile(c, n, oh, ow, npx, b * NR, NV, 0, 0);
+        } else if (!cols && npx == MR) {
+            c->in_fn(c, xr + iw0 * c->C, wr, r_hi - r_lo, bk, yk, NULL, MR, nb);
+        } else {
+            int64_t co[2 * MR + 8]; /* (MR − 1)·stride + S columns */
+            for (int64_t j = 0; j < (MR - 1) * c->sw + c->S; j++)
+                co[j] = iw0 + j >= 0 && iw0 + j < c->W ? (iw0 + j) * c->C : -1;
+            c->ed_fn(c, xr, wr, r_hi - r_lo, bk, yk, co, npx, nb);
+        }
+        b = whole;
+    }
+    for (; b < pe; b++) {
+        const int64_t k0 = b * NR;
+        if (c->K - k0 >= NR) {
             if (cols)
                 dt_ch_tile(c, n, oh, ow, npx, k0, NV, 0, 1);
             else
                 dt_ch_tile(c, n, oh, ow, npx, k0, NV, 0, 0);
-        } else { /* the last block: vector by vector, the last one partial */
-            for (int64_t k = k0; k < c->K; k += VL) {
-                const int rem = c->K - k >= VL ? 0 : (int)(c->K - k);
-                if (cols)
-                    dt_ch_tile(c, n, oh, ow, npx, k, 1, rem, 1);
-                else
-                    dt_ch_tile(c, n, oh, ow, npx, k, 1, rem, 0);
-            }
+            continue;
+        }
+        /* the last block: vector by vector, the last one partial */
+        for (int64_t k = k0; k < c->K; k += VL) {
+            const int rem = c->K - k >= VL ? 0 : (int)(c->K - k);
+            if (cols)
+                dt_ch_tile(c, n, oh, ow, npx, k, 1, rem, 1);
+            else
+                dt_ch_tile(c, n, oh, ow, npx, k, 1, rem, 0);
         }
     }
 }
 
 /* Output rows [r0, r1) (of N·OH) × channel blocks [b0, b1) (NR each).
  * With generated tiles for the window, a row is tiles of MR pixels from
- * its start, those that reach outside the image (or past its end) their
- * edge tiles.  Otherwise the row's inside (the pixels whose windows stay in
+ * its start, the last one its last MR pixels (computing again some of the
+ * tile before it, rather than a partial tile), those that reach outside the
+ * image their edge tiles.  Otherwise the row's inside (the pixels whose windows stay in
  * the image along W) is cut into tiles of at most MR pixels as even as
  * they go (a tile drops at most one of its pixels), and its border pixels,
  * left and right together, make tiles of their own, whose taps are
@@ -229,10 +241,15 @@ static void dt_ch_range(const dt_chp *c, int64_t r0, int64_t r1, int64_t b0, int
 #endif
                 if (c->in_fn) { /* generated tiles: MR pixels from 0, edges checked */
                     for (int64_t o = 0; o < c->OW; o += MR) {
-                        const int npx = (int)DT_MIN(MR, c->OW - o);
+                        int64_t a = o;
+                        int npx = (int)DT_MIN(MR, c->OW - o);
+                        if (npx < MR && c->OW >= MR) { /* the row's last MR pixels: */
+                            a = c->OW - MR;            /* some again, all of one tile */
+                            npx = MR;
+                        }
                         for (int p = 0; p < MR; p++)
-                            ow[p] = o + (p < npx ? p : npx - 1);
-                        dt_ch_blocks(c, n, oh, ow, npx, bb, be, o < ow_lo || o + npx > ow_hi);
+                            ow[p] = a + (p < npx ? p : npx - 1);
+                        dt_ch_blocks(c, n, oh, ow, npx, bb, be, a < ow_lo || a + npx > ow_hi);
                     }
                     continue;
                 }
