@@ -105,9 +105,10 @@ static int macro_u8(const int *attrs, int i)
 /* ---- the inside tiles ---------------------------------------------------------
  * Two functions a window width s = 1 .. UNROLL and stride w = 1, 2
  * (dilation 1), dt_ch_in_S<s>_W<w> (every column inside the image, read
- * one after another) and dt_ch_ed_S<s>_W<w> (an edge tile: the columns'
- * offsets co[j], −1 outside the image, which reads the padding, and npx of
- * its pixels stored): MR consecutive output pixels × NV vectors of nb
+ * one after another) and dt_ch_ed_S<s>_W<w> (an edge tile: its first
+ * column at iw0 of the image row, the columns outside the image skipped —
+ * the padding adds nothing, 0 or int8's zero point less itself — and npx
+ * of its pixels stored): MR consecutive output pixels × NV vectors of nb
  * consecutive channel blocks (NR channels each, one after another in one
  * call: the tile's pointers and column offsets are set up once for them
  * all), named accumulators a<p>_<v>, each window row's s taps' weights
@@ -119,11 +120,13 @@ static void emit_inside(dt_strbuf *sb, const dt_annotation *a, int vl, int S, in
 {
     const int mr = a->mr, nv = a->nr / vl;
     dt_sb_appendf(sb, "static void dt_ch_%s_S%d_W%d(const dt_chp *c, const dt_ta *x0, const float *w0,"
-                      " int64_t rows, const float *bias, dt_tc *y, const int64_t *co, int npx,"
+                      " int64_t rows, const float *bias, dt_tc *y, int64_t iw0, int npx,"
                       " int64_t nb)\n"
-                      "{\n    (void)co;\n    (void)npx;\n", edge ? "ed" : "in", S, SW);
+                      "{\n    (void)iw0;\n    (void)npx;\n", edge ? "ed" : "in", S, SW);
     dt_sb_append(sb, "    const int64_t C = c->C, Kp = c->Kp, rs = c->dh * c->W * c->C;\n    (void)C;\n"
                      "#if DT_CH_ZP\n    const vf zpv = VBCAST(c->zp);\n#endif\n"
+                     "    const int64_t lo = -iw0, hi = c->W - iw0; /* the columns inside */\n"
+                     "    (void)lo;\n    (void)hi;\n"
                      "    for (int64_t b = 0; b < nb; b++, x0 += NR, w0 += NR, y += NR) {\n"
                      "    const dt_ta *x = x0;\n    const float *w = w0;\n");
     for (int p = 0; p < mr; p++)
@@ -144,8 +147,8 @@ static void emit_inside(dt_strbuf *sb, const dt_annotation *a, int vl, int S, in
     const int cols = (mr - 1) * SW + S;
     for (int j = 0; j < cols; j++) {
         if (edge) /* a column outside the image reads the padding */
-            dt_sb_appendf(sb, "        {\n        const dt_ta *xj = co[%d] >= 0 ? x + co[%d] : c->zpad;\n",
-                          j, j);
+            dt_sb_appendf(sb, "        if (%d >= lo && %d < hi) {\n"
+                              "        const dt_ta *xj = x + (iw0 + %d) * C;\n", j, j, j);
         for (int v = 0; v < nv; v++) {
             dt_sb_appendf(sb, "        {\n            vf x%d = DT_CH_XLOAD(xj + %d);\n"
                               "            DT_CH_IN_REGISTER(x%d);\n", v, v * vl, v);

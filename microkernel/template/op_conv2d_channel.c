@@ -181,12 +181,9 @@ static void dt_ch_blocks(const dt_chp *c, int64_t n, int64_t oh, const int64_t *
                 else
                     dt_ch_tile(c, n, oh, ow, npx, b * NR, NV, 0, 0);
         } else if (!cols && npx == MR) {
-            c->in_fn(c, xr + iw0 * c->C, wr, r_hi - r_lo, bk, yk, NULL, MR, nb);
+            c->in_fn(c, xr + iw0 * c->C, wr, r_hi - r_lo, bk, yk, iw0, MR, nb);
         } else {
-            int64_t co[2 * MR + 8]; /* (MR − 1)·stride + S columns */
-            for (int64_t j = 0; j < (MR - 1) * c->sw + c->S; j++)
-                co[j] = iw0 + j >= 0 && iw0 + j < c->W ? (iw0 + j) * c->C : -1;
-            c->ed_fn(c, xr, wr, r_hi - r_lo, bk, yk, co, npx, nb);
+            c->ed_fn(c, xr, wr, r_hi - r_lo, bk, yk, iw0, npx, nb);
         }
         b = whole;
     }
@@ -316,14 +313,6 @@ DT_EXPORT void DT_FN_CH_CONV(const int64_t *geom, const dt_ta *X DT_RUN_QPARAMS,
     const int gen = c.dw == 1 && c.sw <= 2 && c.S <= DT_CH_IN_MAX_S;
     c.in_fn = gen ? dt_ch_in_fns[0][c.sw - 1][c.S] : NULL;
     c.ed_fn = gen ? dt_ch_in_fns[1][c.sw - 1][c.S] : NULL;
-    dt_ta zpad[NR]; /* the padding value: 0, int8's zero point (the real 0) */
-    for (int i = 0; i < NR; i++)
-#if DT_CH_ZP
-        zpad[i] = (dt_ta)zp_a;
-#else
-        zpad[i] = (dt_ta)0;
-#endif
-    c.zpad = zpad;
 #if DT_CH_ZP
     c.zp = (float)zp_a;
     c.scale = scale_a;

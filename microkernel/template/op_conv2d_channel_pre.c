@@ -140,12 +140,11 @@ typedef struct dt_chp {
     int plain;             /* Cg = Kg = 1: lane k reads channel k */
     /* the generated inside tile of this stride and window width, or NULL */
     void (*in_fn)(const struct dt_chp *c, const dt_ta *x, const float *w, int64_t rows,
-                  const float *bias, dt_tc *y, const int64_t *co, int npx, int64_t nb);
-    /* its edge tile (the columns' offsets given, outside the image the
-     * padding zpad: NR elements of 0, int8's zero point) */
+                  const float *bias, dt_tc *y, int64_t iw0, int npx, int64_t nb);
+    /* its edge tile (its first column iw0 given: those outside the image
+     * skipped) */
     void (*ed_fn)(const struct dt_chp *c, const dt_ta *x, const float *w, int64_t rows,
-                  const float *bias, dt_tc *y, const int64_t *co, int npx, int64_t nb);
-    const dt_ta *zpad;
+                  const float *bias, dt_tc *y, int64_t iw0, int npx, int64_t nb);
     float zp, scale;       /* int8: the zero point and scale_a; else 0, 1 */
 } dt_chp;
 
@@ -168,9 +167,9 @@ typedef struct dt_chp {
  * rows from x (inside: pixel 0's tap (r, 0); edge: the image row's column
  * 0; at channel k0, rows of them), their weights from w (tap (r, 0) at
  * k0), output pixel 0 at y, the bias at k0 (NULL without); an edge tile's
- * column offsets co and its stored pixels npx; nb channel blocks from k0,
- * one after another. */
+ * first column iw0 (of the image row) and its stored pixels npx; nb
+ * channel blocks from k0, one after another. */
 typedef void (*dt_ch_in_fn)(const struct dt_chp *c, const dt_ta *x, const float *w,
-                            int64_t rows, const float *bias, dt_tc *y, const int64_t *co,
-                            int npx, int64_t nb);
+                            int64_t rows, const float *bias, dt_tc *y, int64_t iw0, int npx,
+                            int64_t nb);
 #endif /* DT_CONV2D_CHANNEL */
