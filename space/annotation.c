@@ -107,9 +107,9 @@ static int check_rest(const dt_annotation *a, const dt_target *t, unsigned *bad,
         if (a->unit != DT_UNIT_VEC)
             FAIL(DT_F_BIT(DT_F_ISA), "channel: unit %s must be vec (the channel kernels widen "
                  "every dtype to f32 lanes)", dt_unit_name(a->unit));
-        if (a->prefetch != 0)
-            FAIL(DT_F_BIT(DT_F_PREFETCH), "channel: prefetch %d must be 0 (the taps' pixels "
-                 "are in cache)", a->prefetch);
+        if (a->prefetch != 0 && a->prefetch != 1)
+            FAIL(DT_F_BIT(DT_F_PREFETCH), "channel: prefetch %d must be 0 or 1 (1: each tile "
+                 "prefetches into L2 the input rows the next output row adds)", a->prefetch);
         /* the tile's sums, `unroll` taps' weights and the input column */
         const dt_backend *geom = dt_backend_geometry(a->isa);
         const int nv = a->nr / geom->vec_floats, regs = dt_backend_vec_regs(geom, t->arch);

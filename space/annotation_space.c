@@ -118,7 +118,8 @@ static int draw_prefetch(dt_rng *r)
 /* The channel sketch's draw: 1..4 vectors of channels (a depthwise layer
  * has tens to a thousand channels), unroll 3 (a 3×3 window row's taps'
  * weights in registers) half of the time, else 1..8, mr then as tall as
- * the registers left allow three times in four (docs/search-space.md). */
+ * the registers left allow three times in four, the next rows' prefetch
+ * on or off (docs/search-space.md). */
 static int sample_channel(dt_rng *r, const space *s, int threads, dt_annotation *a)
 {
     memset(a, 0, sizeof *a);
@@ -139,6 +140,7 @@ static int sample_channel(dt_rng *r, const space *s, int threads, dt_annotation 
     a->mr = dt_rng_below(r, 4) ? (hi + 1) / 2 + dt_rng_below(r, hi - (hi + 1) / 2 + 1)
                                : 1 + dt_rng_below(r, hi);
     a->nc = dt_ann_draw_mult(r, a->nr, dt_ann_nc_cap(s, a), dt_ann_nc_targets, DT_ANN_TARGETS);
+    a->prefetch = dt_rng_below(r, 2);
     return 0;
 }
 
@@ -422,8 +424,10 @@ static int mutate_once(dt_rng *r, const space *s, int kind, dt_annotation *a)
         return 0;
     }
     if (kind == MUT_PREFETCH) {
-        if (a->sketch == DT_SKETCH_CHANNEL) /* no prefetch to move */
-            return -1;
+        if (a->sketch == DT_SKETCH_CHANNEL) { /* the next rows' prefetch on or off */
+            a->prefetch = !a->prefetch;
+            return 0;
+        }
         int pf;
         if (dt_rng_below(r, 2)) {
             int opts[4] = {a->prefetch * 2, a->prefetch / 2, a->prefetch + 1, a->prefetch - 1};
@@ -527,7 +531,7 @@ static void resample_field(dt_rng *r, const space *s, dt_annotation *c, int f)
     }
     case DT_F_UNROLL: c->unroll = draw_unroll(r, c->sketch); break;
     case DT_F_PREFETCH:
-        c->prefetch = c->sketch == DT_SKETCH_CHANNEL ? 0 : draw_prefetch(r);
+        c->prefetch = c->sketch == DT_SKETCH_CHANNEL ? dt_rng_below(r, 2) : draw_prefetch(r);
         break;
     case DT_F_STORE: c->store = (dt_store_kind)dt_rng_below(r, DT_STORE_COUNT); break;
     case DT_F_ORDER:

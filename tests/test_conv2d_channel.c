@@ -1,6 +1,6 @@
 /* conv2d's own sketch, channel (issue 45; annotation/annotation.h,
  * microkernel/op_conv2d_channel.c, template/op_conv2d_channel.c):
- *   - the annotation: its JSON, its rules (vector unit, no prefetch, its
+ *   - the annotation: its JSON, its rules (vector unit, prefetch 0 or 1, its
  *     register budget), the samples drawn for it and their neighbours;
  *   - where it is offered: grouped convolutions only, never dense or an
  *     ungrouped convolution (codegen refuses, the tuner does not draw it);
@@ -86,11 +86,13 @@ static void test_annotation(void)
     /* samples and their neighbours stay channel annotations */
     dt_rng r;
     dt_rng_seed(&r, 45);
+    int prefetching = 0;
     for (int i = 0; i < 200; i++) {
         CU_ASSERT_EQUAL_FATAL(dt_annotation_sample(&r, &g_target, DT_SKETCH_CHANNEL, 0, &a, &e),
                               0);
         CU_ASSERT_EQUAL(a.sketch, DT_SKETCH_CHANNEL);
-        CU_ASSERT_EQUAL(a.prefetch, 0);
+        CU_ASSERT(a.prefetch == 0 || a.prefetch == 1); /* the next rows' prefetch */
+        prefetching += a.prefetch;
         CU_ASSERT(a.nr / vl >= 1 && a.nr / vl <= 4);
         if (dt_annotation_mutate(&r, &g_target, &a, &b, &e) == 0) {
             CU_ASSERT_EQUAL(b.sketch, DT_SKETCH_CHANNEL);
@@ -104,6 +106,7 @@ static void test_annotation(void)
         CU_ASSERT_EQUAL(dt_annotation_sample(&r, &g_target, -1, 1, &b, &e), 0);
         CU_ASSERT(b.sketch < DT_SKETCH_COUNT);
     }
+    CU_ASSERT(prefetching > 50 && prefetching < 150); /* on or off evenly */
 }
 
 /* ---- where it is offered ----------------------------------------------------- */
@@ -207,6 +210,7 @@ static void verify_dtype(dt_dtype d, int per, uint64_t seed)
         if (dt_annotation_validate(&u, &t, NULL) == 0)
             anns[i] = u;
         anns[i].order = i % 2 ? DT_ORDER_N_INNER : DT_ORDER_M_INNER;
+        anns[i].prefetch = i / 2 % 2; /* with and without the next rows' prefetch */
     }
     dt_test_build_and_verify(&g_b, kops, anns, n, check_channel);
 }

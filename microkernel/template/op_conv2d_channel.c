@@ -174,6 +174,23 @@ static void dt_ch_blocks(const dt_chp *c, int64_t n, int64_t oh, const int64_t *
         const float *bk = c->bias ? c->bias + k0 : NULL;
         dt_tc *yk = c->y + ((n * c->OH + oh) * c->OW + ow[0]) * c->K + k0;
         const int64_t iw0 = ow[0] * c->sw - c->pl;
+#if PF
+        {   /* the rows the next output row adds, these pixels' columns, into L2
+             * (an image that leaves the caches: its rows stream from DRAM) */
+            const int64_t pr = ih0 + c->R * c->dh;
+            const int64_t j0 = iw0 > 0 ? iw0 : 0, j1 = DT_MIN(c->W, iw0 + MR * c->sw);
+            const int64_t bytes = nb * NR * (int64_t)sizeof(dt_ta);
+            for (int64_t q = 0; q < c->sh; q++) {
+                if (pr + q < 0 || pr + q >= c->H)
+                    continue;
+                const char *base =
+                    (const char *)(c->x + ((n * c->H + pr + q) * c->W) * c->C + k0);
+                for (int64_t j = j0; j < j1; j++)
+                    for (int64_t o = 0; o < bytes; o += 64)
+                        __builtin_prefetch(base + j * c->C * (int64_t)sizeof(dt_ta) + o, 0, 2);
+            }
+        }
+#endif
         if (r_hi <= r_lo) { /* every window row outside: the bias alone */
             for (; b < whole; b++)
                 if (cols)
