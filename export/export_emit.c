@@ -54,9 +54,11 @@ static int uses_div(const dt_expr *x)
 
 const char *dt_export_act_text(const dt_export_plan *p)
 {
-    return p->g.act == DT_ACT_RELU ? ", then ReLU"
-           : p->g.act == DT_ACT_GELU ? ", then GELU (erf form)"
-                                     : "";
+    return p->g.act == DT_ACT_RELU        ? ", then ReLU"
+           : p->g.act == DT_ACT_GELU      ? ", then GELU (erf form)"
+           : p->g.act == DT_ACT_RELU6     ? ", then ReLU6"
+           : p->g.act == DT_ACT_HARDSWISH ? ", then HardSwish"
+                                          : "";
 }
 
 void dt_export_fill(dt_strbuf *sb, const char *text, const dt_export_field *fields, size_t n)

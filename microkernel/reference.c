@@ -26,6 +26,10 @@ double dt_ref_act(double v, int act)
         return v > 0 ? v : 0;
     if (act == DT_ACT_GELU)
         return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+    if (act == DT_ACT_RELU6)
+        return v < 0 ? 0 : v > 6 ? 6 : v;
+    if (act == DT_ACT_HARDSWISH)
+        return v * (v < -3 ? 0 : v > 3 ? 6 : v + 3) / 6;
     return v;
 }
 

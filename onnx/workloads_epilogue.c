@@ -5,10 +5,13 @@
  * domain with approximate="none", com.microsoft Gelu, BiasGelu with its
  * bias) or the five nodes PyTorch exports, in any of the three ways the
  * product 0.5 · x · (1 + erf) is associated.  The tanh approximation is a
- * different function and is never fused. */
+ * different function and is never fused.  ReLU6 is Clip(0, 6); HardSwish
+ * the op (opset 14) or x · HardSigmoid(x) with alpha 1/6, beta 1/2. */
+#include <math.h>
 #include <string.h>
 
 #include "onnx/workloads_match.h"
+#include "common/check.h"
 
 #define SQRT2 1.4142135623730951
 #define INV_SQRT2 0.7071067811865476
@@ -130,8 +133,22 @@ int dt_ox_axis_vector(const dt_ox_wctx *c, const char *tensor, const dt_expr *n,
     return 1;
 }
 
-/* Node i as a single-node activation of x: 1 with *act ("relu", "gelu"),
- * *adds_bias set for BiasGelu (bias and GELU in one node). */
+/* Clip node nd as ReLU6: min 0 and max 6, as attributes (opset < 11) or as
+ * constant inputs (opset 11 on). */
+static int is_relu6_clip(const dt_ox_wctx *c, const dt_ox_node *nd)
+{
+    if (nd->ninputs >= 3 && nd->inputs[1][0] && nd->inputs[2][0])
+        return dt_ox_const_near(c, nd->inputs[1], 0.0) && dt_ox_const_near(c, nd->inputs[2], 6.0);
+    if (nd->ninputs > 1 && nd->inputs[1][0])
+        return 0; /* a min without a max */
+    const dt_ox_attr *lo = dt_ox_attr_find(nd, "min"), *hi = dt_ox_attr_find(nd, "max");
+    return lo && hi && lo->type == DT_OX_ATTR_FLOAT && hi->type == DT_OX_ATTR_FLOAT &&
+           lo->f == 0.0 && hi->f == 6.0;
+}
+
+/* Node i as a single-node activation of x: 1 with *act ("relu", "gelu",
+ * "relu6" for Clip(0, 6), "hardswish"), *adds_bias set for BiasGelu (bias
+ * and GELU in one node). */
 static int match_act_node(const dt_ox_wctx *c, int i, const char *x, const dt_expr *n,
                           int axis, const char **act, int *adds_bias)
 {
@@ -141,6 +158,14 @@ static int match_act_node(const dt_ox_wctx *c, int i, const char *x, const dt_ex
         return 0;
     if (dt_ox_is(nd, "Relu")) {
         *act = "relu";
+        return 1;
+    }
+    if (dt_ox_is(nd, "Clip") && is_relu6_clip(c, nd)) {
+        *act = "relu6";
+        return 1;
+    }
+    if (dt_ox_is(nd, "HardSwish")) {
+        *act = "hardswish";
         return 1;
     }
     if (dt_ox_is(nd, "Gelu")) {
@@ -160,6 +185,36 @@ static int match_act_node(const dt_ox_wctx *c, int i, const char *x, const dt_ex
             return 0;
         *act = "gelu";
         *adds_bias = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* HardSwish before opset 14: x · HardSigmoid(x) with alpha 1/6, beta 1/2
+ * (x feeds exactly the two; the HardSigmoid only the Mul).  Returns 1 and
+ * the two nodes in nodes[]. */
+static int match_hardsigmoid_swish(const dt_ox_wctx *c, const char *x, int *nodes)
+{
+    int cons[2];
+    if (dt_ox_data_consumers(c, x, cons, 2) != 2 || dt_ox_is_graph_output(c->s, x) ||
+        c->cover[cons[0]] >= 0 || c->cover[cons[1]] >= 0)
+        return 0;
+    for (int k = 0; k < 2; k++) {
+        const dt_ox_node *h = node_at(c, cons[k]), *m = node_at(c, cons[1 - k]);
+        if (!dt_ox_is(h, "HardSigmoid") || h->noutputs != 1 || !dt_ox_is(m, "Mul") ||
+            m->ninputs != 2)
+            continue;
+        const dt_ox_attr *al = dt_ox_attr_find(h, "alpha"), *be = dt_ox_attr_find(h, "beta");
+        const double alpha = al && al->type == DT_OX_ATTR_FLOAT ? al->f : 0.2;
+        const double beta = be && be->type == DT_OX_ATTR_FLOAT ? be->f : 0.5;
+        if (fabs(alpha - 1.0 / 6.0) > 1e-6 || fabs(beta - 0.5) > 1e-6 ||
+            dt_ox_sole_consumer(c, h->outputs[0]) != cons[1 - k] ||
+            dt_ox_other_input(m, x) < 0 ||
+            strcmp(m->inputs[dt_ox_other_input(m, x)], h->outputs[0]) ||
+            !keeps_shape(c, cons[1 - k], dt_ox_wshape(c, x)))
+            continue;
+        nodes[0] = cons[k];
+        nodes[1] = cons[1 - k];
         return 1;
     }
     return 0;
@@ -187,11 +242,15 @@ int dt_ox_match_epilogue(dt_ox_wctx *c, const char *y, const dt_expr *n, int axi
     }
     const char *act = NULL;
     int act_node = dt_ox_sole_consumer(c, cur), adds_bias = 0;
-    int gelu[5];
+    int gelu[5], hswish[2];
     if (act_node >= 0 && match_act_node(c, act_node, cur, n, axis, &act, &adds_bias) &&
         !(adds_bias && bias) && f->n + 1 <= DT_OX_MAX_FUSED) {
         dt_ox_fuse(f, act_node);
         bias |= adds_bias;
+    } else if (f->n + 2 <= DT_OX_MAX_FUSED && match_hardsigmoid_swish(c, cur, hswish)) {
+        dt_ox_fuse(f, hswish[0]);
+        dt_ox_fuse(f, hswish[1]);
+        act = "hardswish";
     } else if (f->n + 5 <= DT_OX_MAX_FUSED && match_erf_gelu(c, cur, gelu)) {
         for (int i = 0; i < 5; i++)
             dt_ox_fuse(f, gelu[i]);
@@ -199,9 +258,15 @@ int dt_ox_match_epilogue(dt_ox_wctx *c, const char *y, const dt_expr *n, int axi
     } else {
         act = NULL;
     }
-    static const char *const names[2][3] = {{"none", "relu", "gelu"},
-                                            {"bias", "bias+relu", "bias+gelu"}};
-    int a = !act ? 0 : !strcmp(act, "relu") ? 1 : 2;
+    static const char *const acts[] = {"relu", "gelu", "relu6", "hardswish"};
+    static const char *const names[2][5] = {
+        {"none", "relu", "gelu", "relu6", "hardswish"},
+        {"bias", "bias+relu", "bias+gelu", "bias+relu6", "bias+hardswish"}};
+    int a = 0;
+    for (int i = 0; act && i < 4; i++)
+        if (!strcmp(act, acts[i]))
+            a = i + 1;
+    DT_ASSERT(!act || a > 0, "a matched activation is one of the epilogue's");
     *epilogue = names[bias][a];
     return 0;
 }

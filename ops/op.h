@@ -17,7 +17,7 @@
 
 #define DT_MAX_DIMS 8
 #define DT_MAX_ATTRS 16
-#define DT_MAX_ATTR_VALUES 8
+#define DT_MAX_ATTR_VALUES 10
 
 /* An attribute: enumerated, such as layout=NN|NT or epilogue=bias+gelu (a
  * workload holds the index of its value in values[]), or an integer, such
@@ -33,8 +33,19 @@ typedef struct dt_attr_desc {
     int min, max;     /* an integer attribute's range */
 } dt_attr_desc;
 
-/* Activations of an epilogue. */
-enum { DT_ACT_NONE = 0, DT_ACT_RELU = 1, DT_ACT_GELU = 2 };
+/* Activations of an epilogue: ReLU; GELU (erf form); ReLU6, min(max(x, 0),
+ * 6); HardSwish, x·min(max(x + 3, 0), 6)/6 (MobileNetV3's, ONNX's). */
+enum { DT_ACT_NONE = 0, DT_ACT_RELU = 1, DT_ACT_GELU = 2, DT_ACT_RELU6 = 3, DT_ACT_HARDSWISH = 4 };
+
+/* The epilogue attribute dense and conv2d share: its values (in this order,
+ * the index a workload holds) and what each adds (ops/op_epilogue.c). */
+#define DT_EPILOGUE_VALUES                                                                     \
+    {"none", "bias", "relu", "gelu", "bias+relu", "bias+gelu", "relu6", "bias+relu6",          \
+     "hardswish", "bias+hardswish"}
+#define DT_EPILOGUE_COUNT 10
+/* Epilogue value v's bias (0/1) and activation (DT_ACT_*) */
+int dt_epilogue_bias(int v);
+int dt_epilogue_act(int v);
 
 /* Roles of an op's dims in its GEMM view. */
 typedef enum dt_role { DT_ROLE_BATCH = 0, DT_ROLE_M, DT_ROLE_N, DT_ROLE_K, DT_ROLE_COUNT } dt_role;

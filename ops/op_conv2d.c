@@ -203,11 +203,6 @@ static int conv_check(const int64_t *d, const int *attrs, dt_err *e)
     return 0;
 }
 
-/* epilogue values: none, bias, relu, gelu, bias+relu, bias+gelu (dense's) */
-static const int epi_bias[] = {0, 1, 0, 0, 1, 1};
-static const int epi_act[] = {DT_ACT_NONE, DT_ACT_NONE, DT_ACT_RELU,
-                              DT_ACT_GELU, DT_ACT_RELU, DT_ACT_GELU};
-
 /* Roles name no single dim: M, N·OH·OW; K, R·S·C (N is the dim K). */
 static void conv_gemm(const int *attrs, const int64_t *dims, dt_gemm *g)
 {
@@ -225,8 +220,8 @@ static void conv_gemm(const int *attrs, const int64_t *dims, dt_gemm *g)
     }
     g->b_trans = 1;
     g->b_const = 1;
-    g->bias = epi_bias[attrs[EPILOGUE]];
-    g->act = epi_act[attrs[EPILOGUE]];
+    g->bias = dt_epilogue_bias(attrs[EPILOGUE]);
+    g->act = dt_epilogue_act(attrs[EPILOGUE]);
 }
 
 static int64_t conv_a_elems(const int64_t *d, const int *attrs)
@@ -314,7 +309,7 @@ const dt_op_desc dt_op_conv2d = {
     .name = "conv2d",
     .summary = "Y[N,OH,OW,K] = X[N,H,W,C] (*) W[K,R,S,C/groups], NHWC, "
                "stride/pad/dilation (per axis and side: _w, pad_b, pad_r)/groups, optional "
-               "bias/relu/gelu; transpose=1: the transposed convolution (out_pad, out_pad_w)",
+               "bias/relu/gelu/relu6/hardswish; transpose=1: the transposed convolution (out_pad, out_pad_w)",
     .ndims = 7,
     .dims = {"N", "H", "W", "C", "K", "R", "S"},
     .nattrs = 13,
@@ -329,8 +324,8 @@ const dt_op_desc dt_op_conv2d = {
               {.name = "dilation", .integer = 1, .min = 1, .max = 1024, .default_index = 1},
               {.name = "groups", .integer = 1, .min = 1, .max = 65536, .default_index = 1},
               {.name = "epilogue",
-               .nvalues = 6,
-               .values = {"none", "bias", "relu", "gelu", "bias+relu", "bias+gelu"},
+               .nvalues = DT_EPILOGUE_COUNT,
+               .values = DT_EPILOGUE_VALUES,
                .default_index = 0,
                .always_print = 0},
               /* the width's where they differ from the height's (0 / -1: the same) */

@@ -25,11 +25,6 @@ static int dense_check(const int64_t *d, const int *attrs, dt_err *e)
     return 0;
 }
 
-/* epilogue values: none, bias, relu, gelu, bias+relu, bias+gelu */
-static const int epi_bias[] = {0, 1, 0, 0, 1, 1};
-static const int epi_act[] = {DT_ACT_NONE, DT_ACT_NONE, DT_ACT_RELU,
-                              DT_ACT_GELU, DT_ACT_RELU, DT_ACT_GELU};
-
 /* X is A, W (N×K) is B transposed and constant. */
 static void dense_gemm(const int *attrs, const int64_t *dims, dt_gemm *g)
 {
@@ -42,19 +37,19 @@ static void dense_gemm(const int *attrs, const int64_t *dims, dt_gemm *g)
         dt_gemm_sizes_by_role(dims, g);
     g->b_trans = 1;
     g->b_const = 1;
-    g->bias = epi_bias[attrs[0]];
-    g->act = epi_act[attrs[0]];
+    g->bias = dt_epilogue_bias(attrs[0]);
+    g->act = dt_epilogue_act(attrs[0]);
 }
 
 const dt_op_desc dt_op_dense = {
     .name = "dense",
-    .summary = "Y[M,N] = X[M,K]·W[N,K]^T with constant weights W, optional bias/relu/gelu",
+    .summary = "Y[M,N] = X[M,K]·W[N,K]^T with constant weights W, optional bias/relu/gelu/relu6/hardswish",
     .ndims = 3,
     .dims = {"M", "N", "K"},
     .nattrs = 1,
     .attrs = {{.name = "epilogue",
-               .nvalues = 6,
-               .values = {"none", "bias", "relu", "gelu", "bias+relu", "bias+gelu"},
+               .nvalues = DT_EPILOGUE_COUNT,
+               .values = DT_EPILOGUE_VALUES,
                .default_index = 0,
                .always_print = 0}},
     .flops = dense_flops,

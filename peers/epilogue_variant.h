@@ -2,9 +2,11 @@
  * peers/epilogue.c, which includes this once per variant after defining
  *   EPI_VF, EPI_VI    the variant's float and int32 vector types
  *   EPI_TARGET        its target attribute (empty for baseline x86-64)
- *   EPI_RELU, EPI_GELU, EPI_EXP, EPI_EXP_POLY, EPI_RECIP  the names given
- *                     to the kernels' dt_act (ReLU, then GELU), dt_exp_neg,
- *                     dt_exp_poly and dt_recip
+ *   EPI_RELU, EPI_GELU, EPI_RELU6, EPI_HSWISH, EPI_EXP, EPI_EXP_POLY,
+ *   EPI_RECIP, EPI_CLAMP6, EPI_CLAMP6H  the names given to the kernels'
+ *                     dt_act (ReLU, GELU, ReLU6, HardSwish), dt_exp_neg,
+ *                     dt_exp_poly, dt_recip and dt_clamp06 (once for ReLU6,
+ *                     once for HardSwish)
  * It includes the micro-kernels' vector epilogue (microkernel/template/
  * act.h) under those names, and undefines everything it and the caller
  * defined.  No include guard: meant to be included several times. */
@@ -28,6 +30,20 @@
 #undef dt_recip
 #undef dt_exp_poly
 #undef DT_ACT
+#define DT_ACT 3
+#define dt_act EPI_RELU6
+#define dt_clamp06 EPI_CLAMP6
+#include "microkernel/template/act.h"
+#undef dt_act
+#undef dt_clamp06
+#undef DT_ACT
+#define DT_ACT 4
+#define dt_act EPI_HSWISH
+#define dt_clamp06 EPI_CLAMP6H
+#include "microkernel/template/act.h"
+#undef dt_act
+#undef dt_clamp06
+#undef DT_ACT
 #undef vf
 #undef vx
 #undef vi
@@ -37,6 +53,10 @@
 #undef EPI_TARGET
 #undef EPI_RELU
 #undef EPI_GELU
+#undef EPI_RELU6
+#undef EPI_HSWISH
+#undef EPI_CLAMP6
+#undef EPI_CLAMP6H
 #undef EPI_EXP
 #undef EPI_RECIP
 #undef EPI_EXP_POLY

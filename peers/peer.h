@@ -16,7 +16,14 @@
 
 #include "common/error.h"
 
-typedef enum { DT_PEER_ACT_NONE = 0, DT_PEER_ACT_RELU, DT_PEER_ACT_GELU } dt_peer_act;
+/* the same values as ops/op.h's DT_ACT_* (bench passes a GEMM view's act) */
+typedef enum {
+    DT_PEER_ACT_NONE = 0,
+    DT_PEER_ACT_RELU,
+    DT_PEER_ACT_GELU,
+    DT_PEER_ACT_RELU6,
+    DT_PEER_ACT_HARDSWISH
+} dt_peer_act;
 
 /* The element types of a problem (the peers' copy of dtypes/dtype.h's
  * recipes; peers/ may not include dtypes/).  0 is f32, so a problem built

@@ -150,13 +150,28 @@ static int md_tag(const char *peer, dnnl_memory_desc_t *md, int n, const dnnl_di
 }
 
 /* Appends the activation as an eltwise post-op. */
+/* oneDNN's eltwise algorithm and its alpha, beta for an activation: ReLU6
+ * a clip to [0, 6]; HardSwish's alpha·x + beta = x/6 + 1/2 (where oneDNN
+ * 2.6 takes them; it ignores them where it does not). */
+static dnnl_alg_kind_t od_act_alg(dt_peer_act act, float *alpha, float *beta)
+{
+    *alpha = *beta = 0.0f;
+    switch (act) {
+    case DT_PEER_ACT_RELU: return dnnl_eltwise_relu;
+    case DT_PEER_ACT_RELU6: *beta = 6.0f; return dnnl_eltwise_clip;
+    case DT_PEER_ACT_HARDSWISH: *alpha = 1.0f / 6.0f; *beta = 0.5f; return dnnl_eltwise_hardswish;
+    default: return dnnl_eltwise_gelu_erf;
+    }
+}
+
 static dnnl_status_t attr_eltwise(dnnl_primitive_attr_t attr, dt_peer_act act)
 {
     dnnl_post_ops_t po = NULL;
-    dnnl_alg_kind_t alg = act == DT_PEER_ACT_RELU ? dnnl_eltwise_relu : dnnl_eltwise_gelu_erf;
+    float alpha, beta;
+    dnnl_alg_kind_t alg = od_act_alg(act, &alpha, &beta);
     dnnl_status_t st = dnnl_post_ops_create(&po);
     if (st == dnnl_success)
-        st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, 0.0f, 0.0f);
+        st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta);
     if (st == dnnl_success)
         st = dnnl_primitive_attr_set_post_ops(attr, po);
     if (po)
@@ -647,10 +662,10 @@ static int conv_build(od_mm *s, dt_err *e)
     OD_TRY(peer, dnnl_memory_create(&s->dst, &dst_md, od_eng, DNNL_MEMORY_NONE), e);
     if (act_apart(p)) {
         dnnl_eltwise_desc_t ed;
-        OD_TRY(peer, dnnl_eltwise_forward_desc_init(
-                         &ed, dnnl_forward_inference,
-                         p->act == DT_PEER_ACT_RELU ? dnnl_eltwise_relu : dnnl_eltwise_gelu_erf,
-                         &dst_md, 0.0f, 0.0f), e);
+        float alpha, beta;
+        const dnnl_alg_kind_t alg = od_act_alg(p->act, &alpha, &beta);
+        OD_TRY(peer, dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &dst_md,
+                                                    alpha, beta), e);
         dnnl_primitive_desc_t epd = NULL;
         OD_TRY(peer, dnnl_primitive_desc_create(&epd, &ed, NULL, od_eng, NULL), e);
         st = dnnl_primitive_create(&s->act, epd);

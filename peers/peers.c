@@ -108,8 +108,7 @@ int dt_peer_check(const char *peer, const dt_peer_problem *p, dt_err *e)
         if (!p->b_trans)
             return dt_errf(e, DT_EINVAL, "%s: constant weights are stored N x K (b_trans)",
                            peer);
-        if (p->act != DT_PEER_ACT_NONE && p->act != DT_PEER_ACT_RELU &&
-            p->act != DT_PEER_ACT_GELU)
+        if ((unsigned)p->act > DT_PEER_ACT_HARDSWISH)
             return dt_errf(e, DT_EINVAL, "%s: unknown activation %d", peer, (int)p->act);
     } /* dynamic B: bias and act are ignored (constant weights only) */
     /* every tensor's element count and byte size must fit */

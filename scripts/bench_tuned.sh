@@ -10,12 +10,18 @@
 #                          [--threads "1 2"] [--out /tmp/dtune-bench-tuned]
 #                          [--extra-max 512] [--repeats 3] [--min-time MS]
 #                          [--peers LIST] [--bin build/dtune] [--export]
+#                          [--shapes DOMAIN]
 #
 # --export: time the exported C instead of the dispatched kernels: each
 # workload and thread count is first written by `dtune export` to
 # OUT/export/<workload>_t<T>.c, then `dtune bench --export` compiles it,
 # checks it against the reference on every shape and times its one entry
 # point (the nested-if dispatcher) beside the peers.
+#
+# --shapes DOMAIN: the shapes of every workload instead of its own domain,
+# e.g. --shapes 'N={1,8};size={160,320,640}' for a model whose workloads
+# share those variables (a CNN over batch and image size: its whole shape
+# set would be 128 shapes a workload); no extrapolated run then.
 #
 # Tuned shapes: the workload's own variable domain (e.g. M or seq = 1..128).
 # Extrapolated: max+1..EXTRA_MAX (default 129..512) for one-variable
@@ -46,6 +52,7 @@ MIN_MS=2
 PEERS=
 EXPORT=0
 BIN=${DTUNE_BIN:-build/dtune}
+SHAPES=
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -60,6 +67,7 @@ while [ $# -gt 0 ]; do
     --peers) PEERS=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     --export) EXPORT=1; shift ;;
+    --shapes) SHAPES=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench_tuned: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
@@ -119,6 +127,7 @@ while IFS=$'\t' read -r key stem nvars dom top; do
     rc=0
     shapes=-
     [ "$nvars" = 1 ] && shapes=$dom
+    [ -n "$SHAPES" ] && shapes=$SHAPES
     run "$key" "$t" "$shapes" "$tuned" || rc=$?
     if [ $rc -eq 2 ] && grep -q "no schedule\|never been tuned" "$tuned.err"; then
       echo "== $key, $t thread(s): no schedule in $DB" >&2
@@ -128,7 +137,7 @@ while IFS=$'\t' read -r key stem nvars dom top; do
     fi
     say "$key" "$t" "$shapes" "$tuned" $rc
     [ $rc -ne 0 ] && status=1
-    if [ "$nvars" = 1 ] && [ "$top" -lt "$EXTRA_MAX" ]; then
+    if [ -z "$SHAPES" ] && [ "$nvars" = 1 ] && [ "$top" -lt "$EXTRA_MAX" ]; then
       rc=0
       shapes="$((top + 1))..$EXTRA_MAX"
       run "$key" "$t" "$shapes" "$extra" || rc=$?
@@ -200,6 +209,10 @@ for line in sys.stdin.read().splitlines():
                  (str(x.get("below_0_9", "n/a")) + "/" + str(x.get("shapes", "?")))
                  if x is not None else "-",
                  "yes" if ok else "NO"))
+per_t = {}
+for r in rows[1:]:
+    if r[2].endswith("x"):
+        per_t.setdefault(r[1], []).append(float(r[2][:-1]))
 widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
 print("ratio = %s GFLOP/s / strongest oneDNN peer GFLOP/s, per shape;" % os.environ["WHAT"])
 print("% peak = geomean fraction of the highest peak of the workload dtype measured in the same run (FMA, vdpbf16ps or vpdpbusd; AMX tdpbf16ps or tdpbusd where a dispatched kernel uses tiles) (tuned shapes);")
@@ -208,6 +221,10 @@ for i, r in enumerate(rows):
     print("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths))))
     if i == 0:
         print("  ".join("-" * w for w in widths))
+for t, gs in sorted(per_t.items()):
+    gm = math.exp(sum(math.log(v) for v in gs) / len(gs))
+    print("%s thread(s): %d workloads, geomean of their geomeans %.3fx, %d below 1.0x, lowest %.3fx"
+          % (t, len(gs), gm, sum(v < 1.0 for v in gs), min(gs)))
 ' | tee "$OUT/summary.txt"
 echo "runs: $OUT" >&2
 exit $status

@@ -260,6 +260,8 @@ static void golden_sample(golden *g, char out[65])
         dt_kernel_op kop = {.op = m->op, .dtype = m->backend->dtype};
         int combo = 0;
         do {
+            if (!dt_test_golden_attrs(m->op, kop.attrs))
+                continue;
             for (int ar = 0; ar < 2; ar++) {
                 dt_target base = fixed_target(arches[ar]);
                 for (int isa = 0; isa <= (int)base.isa_max; isa++) {
@@ -292,7 +294,11 @@ static void golden_sample(golden *g, char out[65])
  * sampling, of validation's messages or of a dtype's back-ends). */
 #define GOLDEN_SOURCES 5872
 #define GOLDEN_LINES 6856
-#define GOLDEN_DIGEST "5fd0a567ae4b18d49d68f95f3235e76ac659025106b16192a05a9216647f0a35"
+/* Moved again by ReLU6 and HardSwish's code in template/act.h (issue 45),
+ * which every source embeds: the 5872 sources' hashes only, every other
+ * line as before (5fd0a567… before; the new epilogue values left out,
+ * dt_test_golden_attrs). */
+#define GOLDEN_DIGEST "7db8b9c1f9e5a3525073edad6798870b5509e3af5de498f8a689919e25bc19c2"
 
 static void test_golden_sources(void)
 {

@@ -181,7 +181,8 @@ static int check_channel(const dt_kernel *k, const dt_kernel_op *kop, const dt_a
                                       e);
 }
 
-static const char *const g_epilogues[] = {"none", "bias+relu", "bias+gelu", "relu"};
+static const char *const g_epilogues[] = {"none",       "bias+relu", "bias+gelu",
+                                          "relu",       "bias+relu6", "hardswish"};
 
 static void verify_dtype(dt_dtype d, int per, uint64_t seed)
 {
@@ -197,7 +198,7 @@ static void verify_dtype(dt_dtype d, int per, uint64_t seed)
         snprintf(key, sizeof key,
                  "conv2d(N=1..2,H=8,W=8,C=16,K=16,R=3,S=3,stride=1,pad=1,groups=16,"
                  "epilogue=%s%s%s)",
-                 g_epilogues[i % 4], d == DT_DTYPE_F32 ? "" : ",dtype=",
+                 g_epilogues[i % 6], d == DT_DTYPE_F32 ? "" : ",dtype=",
                  d == DT_DTYPE_F32 ? "" : dt_dtype_name(d));
         kops[i] = dt_test_kop(key);
         dt_err e;

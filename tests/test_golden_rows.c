@@ -280,6 +280,8 @@ static void golden_sample(golden *g, char out[65])
             memset(kop.attrs, 0, sizeof kop.attrs);
             int combo = 0;
             do {
+                if (!dt_test_golden_attrs(m->op, kop.attrs))
+                    continue;
                 for (int ar = 0; ar < (isa == DT_ISA_GENERIC ? 2 : 1); ar++) {
                     dt_target t = fixed_target(ar ? "aarch64" : "x86_64", ar ? 0 : all);
                     dt_target_set_isa(&t, isa);
@@ -305,8 +307,12 @@ static void golden_sample(golden *g, char out[65])
  * cut at 128 characters), so the
  * 1536 conv2d lines name them and their sources hash otherwise; with the
  * description and the hash taken out, every line is as before
- * (7498983921… before). */
-#define GOLDEN_DIGEST "1a002e7b6511d77198cc483ed74486f6d920b33a2c7d7b44fadbdba5354d6102"
+ * (7498983921… before).  Moved again by ReLU6 and HardSwish (issue 45):
+ * their code joins template/act.h, which every source embeds, so the 4192
+ * sources hash otherwise; with the hashes taken out every line is as before
+ * (1a002e7b65… before; the new epilogue values are left out,
+ * dt_test_golden_attrs). */
+#define GOLDEN_DIGEST "0c74cc1e567698e5aa6e8653f2d762beb08576e769cd37aa43b1c7c2d23320e7"
 
 /* What each dtype's back-end is and which rows are searched: taken on the
  * same code; this one moves when a row is added (the tuner then searches

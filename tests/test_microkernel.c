@@ -40,6 +40,9 @@ static const char *const g_ops[] = {
     "batch_matmul(B=2,M=1..8,N=100,K=203,layout=NT)",
     /* N = NR = 16 (AVX-512's smallest strip): B is used in place, unpacked */
     "batch_matmul(B=2,M=1..8,N=16,K=35,layout=NN)",
+    /* the clamped activations (their outputs reach both clamps at K = 64) */
+    "dense(M=1..8,N=64,K=64,epilogue=bias+relu6)",
+    "dense(M=1..8,N=64,K=64,epilogue=hardswish)",
 };
 #define N_OPS ((int)(sizeof g_ops / sizeof g_ops[0]))
 

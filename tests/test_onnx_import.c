@@ -821,7 +821,10 @@ static void test_gelu_not_fused(void)
 }
 
 /* Relu and the Gelu ops; no epilogue when the result has another reader;
- * MatMul straight into Relu. */
+ * MatMul straight into Relu; ReLU6 as Clip(0, 6) (constant inputs, or
+ * attributes as before opset 11), HardSwish as the op or as
+ * x·HardSigmoid(x) with alpha 1/6 — and the clamps and slopes that are
+ * neither, not fused. */
 static void test_other_epilogues(void)
 {
     static const struct {
@@ -834,6 +837,12 @@ static void test_other_epilogues(void)
         {3, "dense(M=1..64,N=512,K=768) x1"},               /* y read twice: nothing fuses */
         {4, "dense(M=1..64,N=512,K=768,epilogue=relu) x1"},
         {5, "dense(M=1..64,N=512,K=768,epilogue=bias+gelu) x1"}, /* com.microsoft BiasGelu */
+        {6, "dense(M=1..64,N=512,K=768,epilogue=bias+relu6) x1"},     /* Clip(yb, 0, 6) */
+        {7, "dense(M=1..64,N=512,K=768,epilogue=relu6) x1"},          /* Clip min/max attrs */
+        {8, "dense(M=1..64,N=512,K=768,epilogue=bias) x1"},           /* Clip(yb, 0, 5) */
+        {9, "dense(M=1..64,N=512,K=768,epilogue=bias+hardswish) x1"}, /* HardSwish */
+        {10, "dense(M=1..64,N=512,K=768,epilogue=bias+hardswish) x1"}, /* yb·HardSigmoid */
+        {11, "dense(M=1..64,N=512,K=768,epilogue=bias) x1"}, /* HardSigmoid alpha 0.2 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dt_ox_graph *g = tg_new();
@@ -870,6 +879,33 @@ static void test_other_epilogues(void)
             dt_ox_node *n = tg_node(g, "BiasGelu", "act", "y,b", "out");
             free(n->domain);
             n->domain = dup("com.microsoft");
+            break;
+        }
+        case 6:
+        case 8:
+            tg_node(g, "Add", "bias", "y,b", "yb");
+            tg_scalar(g, "lo", 0.0);
+            tg_scalar(g, "hi", cases[i].variant == 6 ? 6.0 : 5.0);
+            tg_node(g, "Clip", "act", "yb,lo,hi", "out");
+            break;
+        case 7: {
+            dt_ox_node *n = tg_node(g, "Clip", "act", "y", "out");
+            tg_attr_f(n, "min", 0.0);
+            tg_attr_f(n, "max", 6.0);
+            break;
+        }
+        case 9:
+            tg_node(g, "Add", "bias", "y,b", "yb");
+            g->opset = 18;
+            tg_node(g, "HardSwish", "act", "yb", "out");
+            break;
+        case 10:
+        case 11: {
+            tg_node(g, "Add", "bias", "y,b", "yb");
+            dt_ox_node *n = tg_node(g, "HardSigmoid", "hsig", "yb", "hs");
+            if (cases[i].variant == 10)
+                tg_attr_f(n, "alpha", 1.0 / 6.0);
+            tg_node(g, "Mul", "act", "hs,yb", "out");
             break;
         }
         }

@@ -38,6 +38,10 @@ static double ref_act(double v, dt_peer_act act)
         return v > 0 ? v : 0;
     if (act == DT_PEER_ACT_GELU)
         return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+    if (act == DT_PEER_ACT_RELU6)
+        return v < 0 ? 0 : v > 6 ? 6 : v;
+    if (act == DT_PEER_ACT_HARDSWISH)
+        return v * (v < -3 ? 0 : v > 3 ? 6 : v + 3) / 6;
     return v;
 }
 
@@ -152,7 +156,8 @@ static int compare(const char *what, const dt_peer_problem *p, const float *got,
 
 static const char *act_name(dt_peer_act a)
 {
-    return a == DT_PEER_ACT_RELU ? "relu" : a == DT_PEER_ACT_GELU ? "gelu" : "none";
+    static const char *const names[] = {"none", "relu", "gelu", "relu6", "hardswish"};
+    return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : "?";
 }
 
 static void describe(char *buf, size_t n, const char *peer, const dt_peer_problem *p)
@@ -298,7 +303,7 @@ static void test_dense(void)
         for (int mi = 0; mi < 3; mi++)
             for (int nk = 0; nk < 2; nk++)
                 for (int bias = 0; bias < 2; bias++)
-                    for (int act = 0; act < 3; act++)
+                    for (int act = 0; act <= DT_PEER_ACT_HARDSWISH; act++)
                         for (int th = 1; th <= 2; th++) {
                             dt_peer_problem p = {
                                 .b_const = 1, .b_trans = 1, .batch = 1, .M = Ms[mi],
@@ -343,7 +348,7 @@ static void test_conv(void)
     CU_ASSERT_TRUE(d->conv);
     tally t = {0, 0, 0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int epi = 0; epi < 4; epi++)
+        for (int epi = 0; epi < 2 * (DT_PEER_ACT_HARDSWISH + 1); epi++)
             for (int th = 1; th <= 2; th++) {
                 const int64_t *c = cases[i];
                 int64_t oh = (c[1] + c[8] + c[13] - c[9] * (c[5] - 1) - 1) / c[7] + 1;
@@ -354,7 +359,7 @@ static void test_conv(void)
                 }
                 dt_peer_problem p = {.b_const = 1, .b_trans = 1, .batch = 1,
                                      .M = c[0] * oh * ow, .N = c[4], .K = c[5] * c[6] * c[3],
-                                     .bias = epi & 1, .act = (dt_peer_act)(epi >> 1 ? epi - 1 : 0),
+                                     .bias = epi & 1, .act = (dt_peer_act)(epi >> 1),
                                      .threads = th};
                 p.conv.on = 1;
                 p.conv.n = c[0], p.conv.h = c[1], p.conv.w = c[2], p.conv.c = c[3];

@@ -425,7 +425,14 @@ static void test_attribute_values(void)
     CU_ASSERT_STRING_EQUAL(dt_attr_text(epi, v, num), "bias+gelu");
     CU_ASSERT_EQUAL(dt_attr_parse(epi, "gelu+bias", &v), -1);
     dt_attr_allowed(epi, buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "one of none, bias, relu, gelu, bias+relu, bias+gelu");
+    CU_ASSERT_STRING_EQUAL(buf, "one of none, bias, relu, gelu, bias+relu, bias+gelu, relu6, "
+                                "bias+relu6, hardswish, bias+hardswish");
+    CU_ASSERT_EQUAL(dt_attr_parse(epi, "bias+hardswish", &v), 0);
+    CU_ASSERT_EQUAL(v, 9);
+    CU_ASSERT_EQUAL(dt_epilogue_bias(v), 1);
+    CU_ASSERT_EQUAL(dt_epilogue_act(v), DT_ACT_HARDSWISH);
+    CU_ASSERT_EQUAL(dt_epilogue_act(6), DT_ACT_RELU6);
+    CU_ASSERT_EQUAL(dt_epilogue_bias(6), 0);
     const dt_attr_desc pad = {.name = "pad", .integer = 1, .min = 0, .max = 64, .default_index = 0};
     CU_ASSERT_EQUAL(dt_attr_parse(&pad, "0", &v), 0);
     CU_ASSERT_EQUAL(v, 0);
@@ -460,7 +467,7 @@ static void test_attribute_values(void)
     int attrs[DT_MAX_ATTRS] = {0}, n = 1;
     while (dt_op_next_attrs(dense, attrs))
         n++;
-    CU_ASSERT_EQUAL(n, 6);
+    CU_ASSERT_EQUAL(n, DT_EPILOGUE_COUNT);
 }
 
 int main(void)

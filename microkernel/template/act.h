@@ -72,6 +72,25 @@ DT_INLINE vf dt_act(vf v)
     vx erf = (vx)((vi)erf_abs | sign);
     return (vf)(0.5f * x * (1.0f + erf));
 }
+#elif DT_ACT == 3 || DT_ACT == 4
+/* min(max(x, 0), 6), lane by lane through masks (C has no vector ?:) */
+DT_INLINE vx dt_clamp06(vx x)
+{
+    vi pos = x > 0.0f, low = x < 6.0f;
+    x = (vx)((vi)x & pos);
+    return (vx)(((vi)x & low) | ((vi)((vx){0} + 6.0f) & ~low));
+}
+#if DT_ACT == 3
+/* ReLU6: min(max(x, 0), 6) */
+DT_INLINE vf dt_act(vf v) { return (vf)dt_clamp06((vx)v); }
+#else
+/* HardSwish: x·min(max(x + 3, 0), 6)/6 */
+DT_INLINE vf dt_act(vf v)
+{
+    vx x = (vx)v;
+    return (vf)(x * dt_clamp06(x + 3.0f) * (1.0f / 6.0f));
+}
+#endif
 #else
 DT_INLINE vf dt_act(vf v) { return v; }
 #endif
