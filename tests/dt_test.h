@@ -65,10 +65,10 @@ const char *dt_test_path(const char *name);
  * -1 when the directory cannot be read. */
 int dt_test_for_each_file(const char *rel, void (*fn)(const char *path, void *ud), void *ud);
 /* Whether an op's attribute values (attrs, as dt_op_next_attrs walks them)
- * existed when the goldens of tests/test_backend.c and test_golden_rows.c
- * were taken: the epilogue's first six (none .. bias+gelu).  ReLU6 and
- * HardSwish came later (issue 45): new kernels, verified by the kernel
- * suites, that leave both digests as they are. */
+ * existed when the goldens were taken (tests/test_backend.c,
+ * test_golden_rows.c, test_microkernel.c's source hashes): the epilogue's
+ * first six (none .. bias+gelu).  ReLU6 and HardSwish came later (issue
+ * 45): new kernels, verified by the kernel suites, left out of the goldens. */
 struct dt_op_desc;
 int dt_test_golden_attrs(const struct dt_op_desc *op, const int *attrs);
 /* Rows of the measurements table of the database at path (opened
