@@ -21,7 +21,8 @@
 # --shapes DOMAIN: the shapes of every workload instead of its own domain,
 # e.g. --shapes 'N={1,8};size={160,320,640}' for a model whose workloads
 # share those variables (a CNN over batch and image size: its whole shape
-# set would be 128 shapes a workload); no extrapolated run then.
+# set would be 128 shapes a workload); a workload without one of them (the
+# classifier's dense over M) runs on its own domain; no extrapolated run.
 #
 # Tuned shapes: the workload's own variable domain (e.g. M or seq = 1..128).
 # Extrapolated: max+1..EXTRA_MAX (default 129..512) for one-variable
@@ -77,14 +78,15 @@ done
 [ -f "$DB" ] || { echo "bench_tuned: database $DB not found (dtune tune $MODEL first)" >&2; exit 1; }
 mkdir -p "$OUT"
 
-# key <TAB> file stem <TAB> number of variables <TAB> domain <TAB> max, per workload
+# key <TAB> file stem <TAB> number of variables <TAB> domain <TAB> max <TAB> the
+# variables' names (comma-separated), per workload
 workloads=$("$BIN" workloads "$MODEL" --json | python3 -c '
 import json, re, sys
 for w in json.load(sys.stdin)["workloads"]:
     stem = re.sub(r"[^A-Za-z0-9]+", "_", w["key"]).strip("_")
     vs = list(w["variables"].values())
     dom, top = (vs[0]["domain"], vs[0]["max"]) if len(vs) == 1 else ("-", 0)
-    print("\t".join([w["key"], stem, str(len(vs)), dom, str(top)]))
+    print("\t".join([w["key"], stem, str(len(vs)), dom, str(top), ",".join(w["variables"])]))
 ')
 
 peer_args=()
@@ -119,7 +121,16 @@ say() {
   return 0
 }
 
-while IFS=$'\t' read -r key stem nvars dom top; do
+# whether every variable --shapes names (NAME=...;NAME=...) is one of the
+# workload's ($1: its names, comma-separated)
+shapes_fit() {
+  local v
+  for v in $(echo "$SHAPES" | tr ';' '\n' | sed 's/=.*//'); do
+    case ",$1," in *",$v,"*) ;; *) return 1 ;; esac
+  done
+}
+
+while IFS=$'\t' read -r key stem nvars dom top names; do
   [ -n "$key" ] || continue
   for t in $THREADS; do
     tuned="$OUT/$stem-t$t-tuned.json"
@@ -127,7 +138,7 @@ while IFS=$'\t' read -r key stem nvars dom top; do
     rc=0
     shapes=-
     [ "$nvars" = 1 ] && shapes=$dom
-    [ -n "$SHAPES" ] && shapes=$SHAPES
+    [ -n "$SHAPES" ] && shapes_fit "$names" && shapes=$SHAPES
     run "$key" "$t" "$shapes" "$tuned" || rc=$?
     if [ $rc -eq 2 ] && grep -q "no schedule\|never been tuned" "$tuned.err"; then
       echo "== $key, $t thread(s): no schedule in $DB" >&2

@@ -352,9 +352,10 @@ static void test_select_estimates(void)
     dt_select_info info;
     /* nothing can be measured: the set is chosen on measured times, an
      * unmeasured pair counted at its estimate but at least 2 % above its
-     * shape's fastest measured: D = (50 + 5 · 1.02e6) / 6 beats A = 1e6, so
-     * K = 1 is D, its 5 other shapes unmeasured (objective unknown, the loss
-     * over s0 alone: 0) */
+     * shape's fastest measured unless the estimate is DT_SELECT_DISTRUST
+     * times below that — D's few hundred ns against A's 1 ms are: K = 1 is
+     * D, its 5 other shapes unmeasured (objective unknown, the loss over s0
+     * alone: 0) */
     CU_ASSERT_EQUAL_FATAL(run_budget(&t, &p, db, 1, &info), 0);
     CU_ASSERT_EQUAL(info.kernels, 1);
     CU_ASSERT_EQUAL(info.kernel_ids[0], t.k[1].id);
@@ -363,11 +364,13 @@ static void test_select_estimates(void)
     CU_ASSERT(isnan(info.objective));
     CU_ASSERT_DOUBLE_EQUAL(info.loss, 0, 1e-12);
     CU_ASSERT_EQUAL(info.best_kernels, 2);
-    /* K = 2 keeps both: every shape dispatched to a measured kernel */
+    /* K = 2 too: D's estimates on s1..s5 are more than DT_SELECT_DISTRUST
+     * times below A's measured 1 ms, so they are not floored to it and each
+     * of those shapes goes to D unmeasured rather than to A measured */
     CU_ASSERT_EQUAL_FATAL(run_budget(&t, &p, db, 2, &info), 0);
-    CU_ASSERT_EQUAL(info.kernels, 2);
-    CU_ASSERT_EQUAL(info.unmeasured, 0);
-    CU_ASSERT_DOUBLE_EQUAL(info.objective, (50 + 5e6) / 6, 1e-6);
+    CU_ASSERT_EQUAL(info.kernels, 1);
+    CU_ASSERT_EQUAL(info.kernel_ids[0], t.k[1].id);
+    CU_ASSERT_EQUAL(info.unmeasured, 5);
     /* with trials to spend, the estimates choose D and its 5 unmeasured
      * shapes are measured (here they fail: D is dropped, A is chosen again
      * on what was measured) */
@@ -389,6 +392,33 @@ static void test_select_estimates(void)
     dt_db_close(db);
 }
 
+/* An estimate within DT_SELECT_DISTRUST of what was measured does not
+ * override it: D measured on s0 at half of A's time, so its estimates
+ * elsewhere are about half of A's measured 1 ms (the same flops) — floored,
+ * and with K = 2 every shape goes to a measured kernel. */
+static void test_select_estimates_trusted(void)
+{
+    dt_task t;
+    dt_db *db = NULL;
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    CU_ASSERT_EQUAL_FATAL(budget_task("seltrust", &t, &db, &tg, tkey, 2), 0);
+    const double ta[6] = {1e6, 1e6, 1e6, 1e6, 1e6, 1e6};
+    const double td[6] = {5e5, NAN, NAN, NAN, NAN, NAN};
+    record(&t, db, 0, ta);
+    record(&t, db, 1, td);
+    dt_predictor p;
+    dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
+    dt_select_info info;
+    CU_ASSERT_EQUAL_FATAL(run_budget(&t, &p, db, 2, &info), 0);
+    CU_ASSERT_EQUAL(info.kernels, 2);
+    CU_ASSERT_EQUAL(info.unmeasured, 0);
+    CU_ASSERT_DOUBLE_EQUAL(info.objective, (5e5 + 5e6) / 6, 1e-6);
+    dt_predictor_free(&p);
+    dt_task_free(&t);
+    dt_db_close(db);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -400,6 +430,8 @@ int main(void)
         {"dt_select_run: K = 1, 2, auto, all; loss; dispatch_stats agrees", test_select_run},
         {"dt_select_run: unmeasured pairs: estimated and measured, or measured only",
          test_select_estimates},
+        {"dt_select_run: an estimate within DT_SELECT_DISTRUST of a measurement does not win",
+         test_select_estimates_trusted},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"select budget", setup, teardown, NULL, NULL, tests},

@@ -21,6 +21,13 @@
 
 /* Relative slack within which a shape keeps its neighbour's kernel. */
 #define DT_SELECT_TIE 0.02
+/* How much faster than the fastest kernel measured on a shape another
+ * kernel's calibrated estimate there must be to be dispatched on it
+ * unmeasured (below): the measured ones are then evidently not the shape's
+ * kernels — a budget that ended early had measured only a GEMM-view kernel
+ * on a depthwise layer's small images, 180x slower than the channel kernel
+ * estimated (and measured on its other shapes) for them. */
+#define DT_SELECT_DISTRUST 4.0
 
 /* The kernel budget (docs/tuner.md, "Kernel budget"): max_kernels K > 0
  * dispatches at most K distinct kernels, chosen to minimise
@@ -41,9 +48,12 @@
  * more shapes unmeasured than the unrestricted choice on the same trials.
  * When nothing more can be measured the set is chosen once more on
  * measured times, an unmeasured pair counted no better than DT_SELECT_TIE
- * above its shape's fastest measured, and each shape goes to the fastest
- * member measured on it; a shape none of the set was measured on is
- * dispatched on the estimate (counted in dt_select_info.unmeasured)
+ * above its shape's fastest measured — unless its estimate is more than
+ * DT_SELECT_DISTRUST times faster than that, when the estimate stands —
+ * and each shape goes to the fastest member measured on it, or to the
+ * member estimated more than DT_SELECT_DISTRUST times faster than that; a
+ * shape dispatched on an estimate (none of the set measured on it, or the
+ * distrust) is counted in dt_select_info.unmeasured
  * (tuner/select_budget.c). */
 #define DT_SELECT_AUTO (-1)
 #define DT_SELECT_ALL 0

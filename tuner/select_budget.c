@@ -130,16 +130,18 @@ static int candidates(const dt_task *t, int *cand, double *tm, double *tmm, doub
     }
     /* measured only: an unmeasured pair is taken as its estimate, but at
      * least DT_SELECT_TIE slower than the fastest measured on its shape (a
-     * measured kernel wins a tie); a shape nobody measured counts for
-     * nothing in the choice */
+     * measured kernel wins a tie) unless the estimate is DT_SELECT_DISTRUST
+     * times faster than that; a shape nobody measured counts for nothing in
+     * the choice */
     for (int64_t s = 0; s < t->nshapes; s++)
         for (int j = 0; j < nc; j++) {
             double *v = &tmm[s * nc + j];
             if (isnan(*v)) {
-                double floor = best[s] * (1 + DT_SELECT_TIE);
-                *v = !isfinite(best[s]) ? INFINITY
-                     : tm[s * nc + j] > floor ? tm[s * nc + j]
-                                              : floor;
+                double floor = best[s] * (1 + DT_SELECT_TIE), est = tm[s * nc + j];
+                *v = !isfinite(best[s])                 ? INFINITY
+                     : est * DT_SELECT_DISTRUST < best[s] ? est
+                     : est > floor                      ? est
+                                                        : floor;
             }
         }
     return nc;
@@ -170,7 +172,9 @@ static void winners_check(const dt_task *t, const int *cand, const int *set, int
 }
 
 /* Every shape to the set's fastest: on measured times (measured_only), the
- * fastest member measured on it, else the best by mx, else by estimate.
+ * fastest member measured on it — or the member estimated more than
+ * DT_SELECT_DISTRUST times faster than that —, else the best by mx, else by
+ * estimate.
  * The shapes whose pair is unmeasured go to order[] (weight · estimate);
  * returns how many. */
 static int dispatch(const dt_task *t, const int *cand, int nc, const int *set, int n,
@@ -188,6 +192,13 @@ static int dispatch(const dt_task *t, const int *cand, int nc, const int *set, i
                     bj = set[i];
                     bv = v;
                 }
+            }
+        if (measured_only && bj >= 0) /* an estimate far below what was measured */
+            for (int i = 0; i < n; i++) {
+                const double est = tm[s * nc + set[i]];
+                if (isnan(dt_task_measured(t, cand[set[i]], s)) &&
+                    est * DT_SELECT_DISTRUST < bv && est < tm[s * nc + bj])
+                    bj = set[i];
             }
         for (int pick = 0; pick < 2 && bj < 0; pick++) {
             const double *row = (pick == 0 ? mx : tm) + s * nc;
