@@ -333,22 +333,33 @@ static void test_select_run(void)
     dt_db_close(db);
 }
 
-static void test_select_estimates(void)
-{
+/* Two kernels on a 6-shape task: A measured everywhere at 1 ms, D on s0
+ * only, at d0 ns — its other shapes are estimated from its prediction
+ * there, scaled by measured / predicted on s0 (the same flops: about d0). */
+typedef struct est_case {
     dt_task t;
-    dt_db *db = NULL;
+    dt_db *db;
     dt_target tg;
     char tkey[DT_TARGET_KEY_MAX];
-    CU_ASSERT_EQUAL_FATAL(budget_task("selest", &t, &db, &tg, tkey, 2), 0);
-    /* A measured everywhere at 1 ms; D measured on s0 only, at 50 ns: its
-     * other shapes are estimated from its prediction there, scaled by
-     * measured / predicted on s0 (a few hundred ns at most) */
-    const double ta[6] = {1e6, 1e6, 1e6, 1e6, 1e6, 1e6};
-    const double td[6] = {50, NAN, NAN, NAN, NAN, NAN};
-    record(&t, db, 0, ta);
-    record(&t, db, 1, td);
     dt_predictor p;
-    dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
+} est_case;
+
+static void estimates_task(const char *name, double d0, est_case *c)
+{
+    c->db = NULL;
+    CU_ASSERT_EQUAL_FATAL(budget_task(name, &c->t, &c->db, &c->tg, c->tkey, 2), 0);
+    const double ta[6] = {1e6, 1e6, 1e6, 1e6, 1e6, 1e6};
+    const double td[6] = {d0, NAN, NAN, NAN, NAN, NAN};
+    record(&c->t, c->db, 0, ta);
+    record(&c->t, c->db, 1, td);
+    dt_predictor_init(&c->p, c->t.w->op->name, DT_DTYPE_F32, &c->tg, c->t.target_id);
+}
+
+static void test_select_estimates(void)
+{
+    /* D measured at 50 ns on s0: a few hundred ns at most elsewhere */
+    est_case c;
+    estimates_task("selest", 50, &c);
     dt_select_info info;
     /* nothing can be measured: the set is chosen on measured times, an
      * unmeasured pair counted at its estimate but at least 2 % above its
@@ -356,9 +367,9 @@ static void test_select_estimates(void)
      * times below that — D's few hundred ns against A's 1 ms are: K = 1 is
      * D, its 5 other shapes unmeasured (objective unknown, the loss over s0
      * alone: 0) */
-    CU_ASSERT_EQUAL_FATAL(run_budget(&t, &p, db, 1, &info), 0);
+    CU_ASSERT_EQUAL_FATAL(run_budget(&c.t, &c.p, c.db, 1, &info), 0);
     CU_ASSERT_EQUAL(info.kernels, 1);
-    CU_ASSERT_EQUAL(info.kernel_ids[0], t.k[1].id);
+    CU_ASSERT_EQUAL(info.kernel_ids[0], c.t.k[1].id);
     CU_ASSERT_EQUAL(info.unmeasured, 5);
     CU_ASSERT_EQUAL(info.trials, 0);
     CU_ASSERT(isnan(info.objective));
@@ -367,29 +378,29 @@ static void test_select_estimates(void)
     /* K = 2 too: D's estimates on s1..s5 are more than DT_SELECT_DISTRUST
      * times below A's measured 1 ms, so they are not floored to it and each
      * of those shapes goes to D unmeasured rather than to A measured */
-    CU_ASSERT_EQUAL_FATAL(run_budget(&t, &p, db, 2, &info), 0);
+    CU_ASSERT_EQUAL_FATAL(run_budget(&c.t, &c.p, c.db, 2, &info), 0);
     CU_ASSERT_EQUAL(info.kernels, 1);
-    CU_ASSERT_EQUAL(info.kernel_ids[0], t.k[1].id);
+    CU_ASSERT_EQUAL(info.kernel_ids[0], c.t.k[1].id);
     CU_ASSERT_EQUAL(info.unmeasured, 5);
     /* with trials to spend, the estimates choose D and its 5 unmeasured
      * shapes are measured (here they fail: D is dropped, A is chosen again
      * on what was measured) */
-    dt_measurer *m = dt_test_failing_measurer(db, &tg, tkey);
+    dt_measurer *m = dt_test_failing_measurer(c.db, &c.tg, c.tkey);
     CU_ASSERT_FATAL(m != NULL);
     dt_select_opts o = {.topk = 2, .max_trials = 100, .max_kernels = 1};
     dt_err e;
-    CU_ASSERT_EQUAL_FATAL(dt_select_run(&t, &p, m, &o, db, &info, &e), 0);
-    CU_ASSERT(t.k[1].failed);
+    CU_ASSERT_EQUAL_FATAL(dt_select_run(&c.t, &c.p, m, &o, c.db, &info, &e), 0);
+    CU_ASSERT(c.t.k[1].failed);
     for (int64_t s = 1; s < 6; s++)
-        CU_ASSERT(isinf(dt_task_measured(&t, 1, s)));
+        CU_ASSERT(isinf(dt_task_measured(&c.t, 1, s)));
     CU_ASSERT_EQUAL(info.trials, 5);
     CU_ASSERT_EQUAL(info.kernels, 1);
-    CU_ASSERT_EQUAL(info.kernel_ids[0], t.k[0].id);
+    CU_ASSERT_EQUAL(info.kernel_ids[0], c.t.k[0].id);
     CU_ASSERT_DOUBLE_EQUAL(info.loss, 0, 1e-12); /* D failed: it counts nowhere */
     dt_measurer_close(m);
-    dt_predictor_free(&p);
-    dt_task_free(&t);
-    dt_db_close(db);
+    dt_predictor_free(&c.p);
+    dt_task_free(&c.t);
+    dt_db_close(c.db);
 }
 
 /* An estimate within DT_SELECT_DISTRUST of what was measured does not
@@ -398,25 +409,16 @@ static void test_select_estimates(void)
  * and with K = 2 every shape goes to a measured kernel. */
 static void test_select_estimates_trusted(void)
 {
-    dt_task t;
-    dt_db *db = NULL;
-    dt_target tg;
-    char tkey[DT_TARGET_KEY_MAX];
-    CU_ASSERT_EQUAL_FATAL(budget_task("seltrust", &t, &db, &tg, tkey, 2), 0);
-    const double ta[6] = {1e6, 1e6, 1e6, 1e6, 1e6, 1e6};
-    const double td[6] = {5e5, NAN, NAN, NAN, NAN, NAN};
-    record(&t, db, 0, ta);
-    record(&t, db, 1, td);
-    dt_predictor p;
-    dt_predictor_init(&p, t.w->op->name, DT_DTYPE_F32, &tg, t.target_id);
+    est_case c;
+    estimates_task("seltrust", 5e5, &c);
     dt_select_info info;
-    CU_ASSERT_EQUAL_FATAL(run_budget(&t, &p, db, 2, &info), 0);
+    CU_ASSERT_EQUAL_FATAL(run_budget(&c.t, &c.p, c.db, 2, &info), 0);
     CU_ASSERT_EQUAL(info.kernels, 2);
     CU_ASSERT_EQUAL(info.unmeasured, 0);
     CU_ASSERT_DOUBLE_EQUAL(info.objective, (5e5 + 5e6) / 6, 1e-6);
-    dt_predictor_free(&p);
-    dt_task_free(&t);
-    dt_db_close(db);
+    dt_predictor_free(&c.p);
+    dt_task_free(&c.t);
+    dt_db_close(c.db);
 }
 
 int main(void)
