@@ -532,14 +532,15 @@ static dt_peer_dtype peer_dtype_named(const char *name)
     DT_ASSERT(0, "every dtype row's peer is a dtype the peers compute (peers/peer.h)");
 }
 
-/* The peers' problem for the GEMM view g in dtype d: the dtype its row
- * names as its peers' (dtypes/dtype.c says why w8a32's and math=bf16's are
- * f32); the int8 peers take the quantisation parameters too. */
 _Static_assert((int)DT_PEER_ACT_RELU == (int)DT_ACT_RELU &&
                    (int)DT_PEER_ACT_GELU == (int)DT_ACT_GELU &&
                    (int)DT_PEER_ACT_RELU6 == (int)DT_ACT_RELU6 &&
                    (int)DT_PEER_ACT_HARDSWISH == (int)DT_ACT_HARDSWISH,
                "a GEMM view's act is its peers' activation");
+
+/* The peers' problem for the GEMM view g in dtype d: the dtype its row
+ * names as its peers' (dtypes/dtype.c says why w8a32's and math=bf16's are
+ * f32); the int8 peers take the quantisation parameters too. */
 static dt_peer_problem peer_problem(const dt_gemm *g, const problem *p, int threads)
 {
     dt_peer_problem pp = {.batch = g->batch, .M = g->M, .N = g->N, .K = g->K,

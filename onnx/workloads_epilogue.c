@@ -8,6 +8,7 @@
  * different function and is never fused.  ReLU6 is Clip(0, 6); HardSwish
  * the op (opset 14) or x · HardSigmoid(x) with alpha 1/6, beta 1/2. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "onnx/workloads_match.h"
@@ -258,15 +259,15 @@ int dt_ox_match_epilogue(dt_ox_wctx *c, const char *y, const dt_expr *n, int axi
     } else {
         act = NULL;
     }
-    static const char *const acts[] = {"relu", "gelu", "relu6", "hardswish"};
-    static const char *const names[2][5] = {
-        {"none", "relu", "gelu", "relu6", "hardswish"},
-        {"bias", "bias+relu", "bias+gelu", "bias+relu6", "bias+hardswish"}};
-    int a = 0;
-    for (int i = 0; act && i < 4; i++)
-        if (!strcmp(act, acts[i]))
-            a = i + 1;
-    DT_ASSERT(!act || a > 0, "a matched activation is one of the epilogue's");
-    *epilogue = names[bias][a];
+    /* the value of the ops' epilogue attribute (ops/op.h's one table) */
+    static const char *const values[DT_EPILOGUE_COUNT] = DT_EPILOGUE_VALUES;
+    char want[32];
+    snprintf(want, sizeof want, "%s%s%s", bias ? "bias" : act ? "" : "none",
+             bias && act ? "+" : "", act ? act : "");
+    *epilogue = NULL;
+    for (int i = 0; i < DT_EPILOGUE_COUNT && !*epilogue; i++)
+        if (!strcmp(values[i], want))
+            *epilogue = values[i];
+    DT_ASSERT(*epilogue, "a matched epilogue is one of the ops' values");
     return 0;
 }

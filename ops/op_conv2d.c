@@ -309,7 +309,8 @@ const dt_op_desc dt_op_conv2d = {
     .name = "conv2d",
     .summary = "Y[N,OH,OW,K] = X[N,H,W,C] (*) W[K,R,S,C/groups], NHWC, "
                "stride/pad/dilation (per axis and side: _w, pad_b, pad_r)/groups, optional "
-               "bias/relu/gelu/relu6/hardswish; transpose=1: the transposed convolution (out_pad, out_pad_w)",
+               "bias/relu/gelu/relu6/hardswish; transpose=1: the transposed convolution "
+               "(out_pad, out_pad_w)",
     .ndims = 7,
     .dims = {"N", "H", "W", "C", "K", "R", "S"},
     .nattrs = 13,

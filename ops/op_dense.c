@@ -43,7 +43,8 @@ static void dense_gemm(const int *attrs, const int64_t *dims, dt_gemm *g)
 
 const dt_op_desc dt_op_dense = {
     .name = "dense",
-    .summary = "Y[M,N] = X[M,K]·W[N,K]^T with constant weights W, optional bias/relu/gelu/relu6/hardswish",
+    .summary = "Y[M,N] = X[M,K]·W[N,K]^T with constant weights W, optional "
+               "bias/relu/gelu/relu6/hardswish",
     .ndims = 3,
     .dims = {"M", "N", "K"},
     .nattrs = 1,

@@ -149,7 +149,6 @@ static int md_tag(const char *peer, dnnl_memory_desc_t *md, int n, const dnnl_di
     return 0;
 }
 
-/* Appends the activation as an eltwise post-op. */
 /* oneDNN's eltwise algorithm and its alpha, beta for an activation: ReLU6
  * a clip to [0, 6]; HardSwish's alpha·x + beta = x/6 + 1/2 (where oneDNN
  * 2.6 takes them; it ignores them where it does not). */
@@ -164,6 +163,7 @@ static dnnl_alg_kind_t od_act_alg(dt_peer_act act, float *alpha, float *beta)
     }
 }
 
+/* Appends the activation as an eltwise post-op. */
 static dnnl_status_t attr_eltwise(dnnl_primitive_attr_t attr, dt_peer_act act)
 {
     dnnl_post_ops_t po = NULL;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/target.h"
+#include "microkernel/reference.h"
 #include "peers/peer.h"
 #include "tests/dt_test.h"
 
@@ -32,18 +33,9 @@ static float *rnd_floats(int64_t n)
     return v;
 }
 
-static double ref_act(double v, dt_peer_act act)
-{
-    if (act == DT_PEER_ACT_RELU)
-        return v > 0 ? v : 0;
-    if (act == DT_PEER_ACT_GELU)
-        return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
-    if (act == DT_PEER_ACT_RELU6)
-        return v < 0 ? 0 : v > 6 ? 6 : v;
-    if (act == DT_PEER_ACT_HARDSWISH)
-        return v * (v < -3 ? 0 : v > 3 ? 6 : v + 3) / 6;
-    return v;
-}
+/* the micro-kernels' reference activation (a peer's act is a GEMM view's:
+ * bench/bench.c asserts the values agree) */
+static double ref_act(double v, dt_peer_act act) { return dt_ref_act(v, (int)act); }
 
 /* dense: Y = act(X·Wᵀ + bias); bmm: C[b] = A[b]·B[b] or A[b]·B[b]ᵀ */
 static double *reference(const dt_peer_problem *p, const float *x, const float *w,

@@ -68,6 +68,14 @@ static void kernel_times(const dt_task *t, int k, double *out)
     }
 }
 
+/* Whether an estimate est is DT_SELECT_DISTRUST times below the fastest
+ * time measured on its shape: then the estimate, not the measurement,
+ * decides there (tuner/select.h). */
+static int distrusted(double est, double measured)
+{
+    return est * DT_SELECT_DISTRUST < measured;
+}
+
 /* The candidates (at most DT_KSET_MAX: the fastest on some shape first,
  * then by weighted relative speed Σ w_s · best_s / t(s, k)) and their
  * times, shape-major, into cand[] and tm[nshapes * nc] (estimates
@@ -138,10 +146,10 @@ static int candidates(const dt_task *t, int *cand, double *tm, double *tmm, doub
             double *v = &tmm[s * nc + j];
             if (isnan(*v)) {
                 double floor = best[s] * (1 + DT_SELECT_TIE), est = tm[s * nc + j];
-                *v = !isfinite(best[s])                 ? INFINITY
-                     : est * DT_SELECT_DISTRUST < best[s] ? est
-                     : est > floor                      ? est
-                                                        : floor;
+                *v = !isfinite(best[s])       ? INFINITY
+                     : distrusted(est, best[s]) ? est
+                     : est > floor            ? est
+                                              : floor;
             }
         }
     return nc;
@@ -196,8 +204,8 @@ static int dispatch(const dt_task *t, const int *cand, int nc, const int *set, i
         if (measured_only && bj >= 0) /* an estimate far below what was measured */
             for (int i = 0; i < n; i++) {
                 const double est = tm[s * nc + set[i]];
-                if (isnan(dt_task_measured(t, cand[set[i]], s)) &&
-                    est * DT_SELECT_DISTRUST < bv && est < tm[s * nc + bj])
+                if (isnan(dt_task_measured(t, cand[set[i]], s)) && distrusted(est, bv) &&
+                    est < tm[s * nc + bj])
                     bj = set[i];
             }
         for (int pick = 0; pick < 2 && bj < 0; pick++) {
