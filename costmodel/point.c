@@ -1,6 +1,7 @@
 /* Cost-model points: see point.h. */
 #include "costmodel/point.h"
 
+#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 
@@ -9,7 +10,8 @@ static pthread_once_t column_names_once = PTHREAD_ONCE_INIT;
 
 static void make_column_names(void)
 {
-    static const char *shape[DT_NSHAPE_FEATURES] = {"log_batch", "log_m", "log_n", "log_k"};
+    static const char *shape[DT_NSHAPE_FEATURES] = {"log_batch", "log_m", "log_n", "log_k",
+                                                      "log_reduce"};
     for (int i = 0; i < DT_NFEATURES; i++)
         column_names[i] = dt_cm_feature_name(i);
     for (int i = 0; i < DT_NSHAPE_FEATURES; i++)
@@ -35,12 +37,15 @@ int dt_cm_point_make(const dt_op_desc *op, const int *attrs, const int64_t *dims
     if (rc || (rc = dt_f_adapt_gemm(&g, a, t, &p->adapt, e)))
         return rc;
     /* log2 of the sizes by role: 0 for a role without a dim (size 1) */
-    const int64_t size[DT_NSHAPE_FEATURES] = {g.batch, g.M, g.N, g.K};
-    for (int i = 0; i < DT_NSHAPE_FEATURES; i++)
+    const int64_t size[DT_CMS_LOG_REDUCE] = {g.batch, g.M, g.N, g.K};
+    for (int i = 0; i < DT_CMS_LOG_REDUCE; i++)
         p->x[DT_NFEATURES + i] = (float)log2((double)size[i]);
     p->flops = op->flops(dims, attrs);
     if (!(p->flops > 0) || !(p->adapt.total > 0))
         return dt_errf(e, DT_EINVAL, "cost-model point: no work in this shape");
+    const double outputs = (double)g.batch * (double)g.M * (double)g.N;
+    assert(outputs >= 1);
+    p->x[DT_NFEATURES + DT_CMS_LOG_REDUCE] = (float)log2(p->flops / (2.0 * outputs));
     return 0;
 }
 

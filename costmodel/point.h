@@ -22,13 +22,20 @@ enum {
     DT_CMS_LOG_M,
     DT_CMS_LOG_N,
     DT_CMS_LOG_K,
+    /* log2 of the products summed into one output element, flops / (2·B·M·N):
+     * K for a GEMM, R·S·C/groups for a conv2d.  The view's K is R·S·C
+     * whatever the groups, so without it a depthwise layer looks like a dense
+     * one with C channels to the model (added after the four above: models
+     * stored before it bind by name and never saw it) */
+    DT_CMS_LOG_REDUCE,
     DT_NSHAPE_FEATURES
 };
 /* Columns of a model row. */
 #define DT_CM_NCOLS (DT_NFEATURES + DT_NSHAPE_FEATURES)
 
 /* The names of a row's DT_CM_NCOLS columns: the features'
- * (dt_cm_feature_name), then "log_batch", "log_m", "log_n", "log_k".
+ * (dt_cm_feature_name), then "log_batch", "log_m", "log_n", "log_k",
+ * "log_reduce".
  * Models are saved with them and bound to them when loaded
  * (costmodel/xgb.h), so a stored model survives a column added later. */
 const char *const *dt_cm_column_names(void);

@@ -687,7 +687,7 @@ static void test_xgb_named_columns(void)
         for (int j = 0; j < i; j++)
             CU_ASSERT(strcmp(cn[i], cn[j]) != 0);
     }
-    CU_ASSERT_STRING_EQUAL(cn[DT_CM_NCOLS - 1], "log_k");
+    CU_ASSERT_STRING_EQUAL(cn[DT_CM_NCOLS - 1], "log_reduce");
     free(blob);
     dt_xgb_free(m);
     dt_xgb_free(m2);

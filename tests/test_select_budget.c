@@ -21,7 +21,9 @@
 #include "dt_test.h"
 #include "dt_test_measurer.h"
 #include "tuner/kset.h"
+#include "tuner/predictor.h"
 #include "tuner/select.h"
+#include "tuner/select_budget.h"
 
 static char *dir;
 
@@ -382,6 +384,12 @@ static void test_select_estimates(void)
     CU_ASSERT_EQUAL(info.kernels, 1);
     CU_ASSERT_EQUAL(info.kernel_ids[0], c.t.k[1].id);
     CU_ASSERT_EQUAL(info.unmeasured, 5);
+    /* unrestricted, the same distrust: s1..s5 to D unmeasured, not to A,
+     * the only kernel measured there */
+    CU_ASSERT_EQUAL_FATAL(run_budget(&c.t, &c.p, c.db, DT_SELECT_ALL, &info), 0);
+    CU_ASSERT_EQUAL(info.kernels, 1);
+    CU_ASSERT_EQUAL(info.kernel_ids[0], c.t.k[1].id);
+    CU_ASSERT_EQUAL(info.unmeasured, 5);
     /* with trials to spend, the estimates choose D and its 5 unmeasured
      * shapes are measured (here they fail: D is dropped, A is chosen again
      * on what was measured) */
@@ -416,9 +424,47 @@ static void test_select_estimates_trusted(void)
     CU_ASSERT_EQUAL(info.kernels, 2);
     CU_ASSERT_EQUAL(info.unmeasured, 0);
     CU_ASSERT_DOUBLE_EQUAL(info.objective, (5e5 + 5e6) / 6, 1e-6);
+    /* unrestricted: each shape to its fastest measured */
+    CU_ASSERT_EQUAL_FATAL(run_budget(&c.t, &c.p, c.db, DT_SELECT_ALL, &info), 0);
+    CU_ASSERT_EQUAL(info.kernels, 2);
+    CU_ASSERT_EQUAL(info.unmeasured, 0);
+    CU_ASSERT_DOUBLE_EQUAL(info.objective, (5e5 + 5e6) / 6, 1e-6);
     dt_predictor_free(&c.p);
     dt_task_free(&c.t);
     dt_db_close(c.db);
+}
+
+/* The estimates' scale: measured / predicted over the kernel's measured
+ * shapes, but not those whose prediction is at the model's floor. */
+static void test_select_estimates_floor(void)
+{
+    dt_task t;
+    dt_db *db = NULL;
+    dt_target tg;
+    char tkey[DT_TARGET_KEY_MAX];
+    CU_ASSERT_EQUAL_FATAL(budget_task("selfloor", &t, &db, &tg, tkey, 1), 0);
+    const double ns[6] = {1000, NAN, NAN, NAN, NAN, 5e6};
+    record(&t, db, 0, ns);
+    t.k[0].pred = malloc((size_t)t.nshapes * sizeof *t.k[0].pred);
+    CU_ASSERT_FATAL(t.k[0].pred != NULL);
+    for (int64_t s = 0; s < t.nshapes; s++)
+        t.k[0].pred[s] = (float)(t.flops[s] / 10); /* 10 GFLOP/s */
+    t.k[0].pred[0] = 2000; /* the model 2x slow where it has a label */
+    t.k[0].pred[5] = (float)(t.flops[5] / DT_PREDICTOR_FLOOR); /* at the floor */
+    CU_ASSERT(dt_predictor_at_floor(t.flops[5], t.k[0].pred[5]));
+    CU_ASSERT(!dt_predictor_at_floor(t.flops[0], t.k[0].pred[0]));
+    double est[6];
+    dt_select_estimates(&t, 0, est);
+    CU_ASSERT_DOUBLE_EQUAL(est[0], 1000, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(est[5], 5e6, 1e-3);
+    for (int64_t s = 1; s < 5; s++) /* scaled by s0's 0.5 alone */
+        CU_ASSERT_DOUBLE_EQUAL(est[s], 0.5 * t.k[0].pred[s], 1e-6 * t.k[0].pred[s]);
+    /* only floor predictions: no scale */
+    t.k[0].pred[0] = (float)(t.flops[0] / DT_PREDICTOR_FLOOR);
+    dt_select_estimates(&t, 0, est);
+    CU_ASSERT_DOUBLE_EQUAL(est[2], t.k[0].pred[2], 1e-6 * t.k[0].pred[2]);
+    dt_task_free(&t);
+    dt_db_close(db);
 }
 
 int main(void)
@@ -432,8 +478,11 @@ int main(void)
         {"dt_select_run: K = 1, 2, auto, all; loss; dispatch_stats agrees", test_select_run},
         {"dt_select_run: unmeasured pairs: estimated and measured, or measured only",
          test_select_estimates},
-        {"dt_select_run: an estimate within DT_SELECT_DISTRUST of a measurement does not win",
+        {"dt_select_run: an estimate within DT_SELECT_DISTRUST of a measurement does not win "
+         "(budgeted and unrestricted)",
          test_select_estimates_trusted},
+        {"dt_select_estimates: a prediction at the model's floor gives no scale",
+         test_select_estimates_floor},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"select budget", setup, teardown, NULL, NULL, tests},

@@ -321,8 +321,7 @@ int dt_predictor_predict(dt_predictor *p, const dt_task *t, const dt_annotation 
     if (p->costmodel && (rc = dt_xgb_predict(p->costmodel, X, n, f, e)))
         goto out;
     for (int i = 0; i < n; i++) {
-        /* a model extrapolating to <= 0 means "very slow", not "free" */
-        double fm = f[i] > 1e-3f ? f[i] : 1e-3;
+        double fm = f[i] > DT_PREDICTOR_FLOOR ? f[i] : DT_PREDICTOR_FLOOR;
         out[i] = (float)dt_cm_time_ns(&pts[i], fm);
     }
 out:
@@ -388,7 +387,7 @@ int dt_predictor_evaluate(const dt_predictor *p, double holdout, uint64_t seed, 
     for (int i = 0; i < h; i++) {
         const dt_cm_row *r = &p->rows[perm[i]];
         /* as dt_predictor_predict: a model extrapolating to <= 0 means "very slow" */
-        double fm = f[i] > 1e-3f ? f[i] : 1e-3;
+        double fm = f[i] > DT_PREDICTOR_FLOOR ? f[i] : DT_PREDICTOR_FLOOR;
         pts[i] = (dt_quality_point){r->workload_id, r->shape, r->flops,
                                     r->flops / (fm * r->adapt), r->min_ns};
     }

@@ -76,6 +76,18 @@ int dt_predictor_add(dt_predictor *p, const dt_task *t, int k, int64_t s, double
  * whether it did. */
 int dt_predictor_train(dt_predictor *p, int *trained, dt_err *e);
 
+/* The lowest predicted label (GFLOP/s over f_adapt): a model extrapolating
+ * to <= 0 means "very slow", not "free".  A prediction at the floor says
+ * nothing of how far off the model is: it implies at most this many
+ * GFLOP/s (f_adapt <= 1), whatever the kernel really does. */
+#define DT_PREDICTOR_FLOOR 1e-3
+
+/* Whether pred_ns, predicted on a shape of `flops`, is at the floor. */
+static inline int dt_predictor_at_floor(double flops, double pred_ns)
+{
+    return flops <= DT_PREDICTOR_FLOOR * (1 + 1e-4) * pred_ns;
+}
+
 /* Predicted ns of annotation a (of task t's op) on the n shapes idx[0..n)
  * into out[n]. */
 int dt_predictor_predict(dt_predictor *p, const dt_task *t, const dt_annotation *a,

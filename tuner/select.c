@@ -377,6 +377,8 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
     if (o->max_kernels != DT_SELECT_ALL &&
         (rc = dt_select_budget_winners(t, m, o, max_trials - n, win, wns, info, e)))
         goto out;
+    if (o->max_kernels == DT_SELECT_ALL && (rc = dt_select_distrust_winners(t, win, wns, e)))
+        goto out;
     merge_ties(t, o, win, wns);
     if ((rc = fill_gaps(t, win, wns, e)))
         goto out;

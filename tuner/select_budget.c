@@ -17,6 +17,7 @@
 
 #include "common/check.h"
 #include "tuner/kset.h"
+#include "tuner/predictor.h"
 
 typedef struct {
     int k;       /* kernel index in the task */
@@ -44,16 +45,15 @@ static int cmp_shape_val(const void *a, const void *b)
     return (x->s > y->s) - (x->s < y->s);
 }
 
-/* Measured ns of kernel k on s, else its prediction scaled by the geometric
- * mean of measured / predicted over its measured shapes; +inf when neither. */
-static void kernel_times(const dt_task *t, int k, double *out)
+void dt_select_estimates(const dt_task *t, int k, double *out)
 {
     const dt_tkernel *kk = &t->k[k];
     double lsum = 0;
     int ln = 0;
     for (int i = 0; i < kk->nm; i++) {
         double pr = kk->pred ? kk->pred[kk->m[i].shape] : NAN;
-        if (isfinite(kk->m[i].ns) && kk->m[i].ns > 0 && isfinite(pr) && pr > 0) {
+        if (isfinite(kk->m[i].ns) && kk->m[i].ns > 0 && isfinite(pr) && pr > 0 &&
+            !dt_predictor_at_floor(t->flops[kk->m[i].shape], pr)) {
             lsum += log(kk->m[i].ns / pr);
             ln++;
         }
@@ -76,6 +76,43 @@ static int distrusted(double est, double measured)
     return est * DT_SELECT_DISTRUST < measured;
 }
 
+int dt_select_distrust_winners(const dt_task *t, int *win, double *wns, dt_err *e)
+{
+    double *col = malloc((size_t)t->nshapes * sizeof *col);
+    double *best = malloc((size_t)t->nshapes * sizeof *best);
+    int *arg = malloc((size_t)t->nshapes * sizeof *arg);
+    if (!col || !best || !arg) {
+        free(col);
+        free(best);
+        free(arg);
+        return dt_errf(e, DT_ENOMEM, "out of memory");
+    }
+    for (int64_t s = 0; s < t->nshapes; s++) {
+        best[s] = INFINITY;
+        arg[s] = -1;
+    }
+    for (int k = 0; k < t->nk; k++) {
+        if (t->k[k].failed || t->k[k].nm == 0)
+            continue;
+        dt_select_estimates(t, k, col);
+        for (int64_t s = 0; s < t->nshapes; s++)
+            if (isnan(dt_task_measured(t, k, s)) && col[s] < best[s]) {
+                best[s] = col[s];
+                arg[s] = k;
+            }
+    }
+    for (int64_t s = 0; s < t->nshapes; s++)
+        if (win[s] >= 0 && isfinite(wns[s]) && arg[s] >= 0 && distrusted(best[s], wns[s])) {
+            DT_ASSERT(arg[s] != win[s], "the distrusted winner is measured, its rival is not");
+            win[s] = arg[s];
+            wns[s] = NAN;
+        }
+    free(col);
+    free(best);
+    free(arg);
+    return 0;
+}
+
 /* The candidates (at most DT_KSET_MAX: the fastest on some shape first,
  * then by weighted relative speed Σ w_s · best_s / t(s, k)) and their
  * times, shape-major, into cand[] and tm[nshapes * nc] (estimates
@@ -94,7 +131,7 @@ static int candidates(const dt_task *t, int *cand, double *tm, double *tmm, doub
         best[s] = INFINITY;
     /* col holds the times of rk[i] at col[i * nshapes] */
     for (int i = 0; i < n; i++) {
-        kernel_times(t, rk[i].k, col + (int64_t)i * t->nshapes);
+        dt_select_estimates(t, rk[i].k, col + (int64_t)i * t->nshapes);
         for (int64_t s = 0; s < t->nshapes; s++)
             if (col[(int64_t)i * t->nshapes + s] < best[s])
                 best[s] = col[(int64_t)i * t->nshapes + s];
