@@ -890,15 +890,18 @@ static void test_select_ranges(void)
     /*       s0   s1   s2   s3   s4   s5
      *   A  100  100  101  200    .    .
      *   B  150  120  100  100    .    .
-     *   C    .    .    .    .    .   50
+     *   C    .    .    .    .    .  600
      *   F  inf    .    .    .    .   10   (failed: never chosen)
      * s2: B is fastest but A is within DT_SELECT_TIE (101 <= 102): A stays;
      * s3: A is 2x slower: B; s4: nothing measured: the nearest shape's
-     * winner, the left one first at equal distance (s3: B); s5: C. */
+     * winner, the left one first at equal distance (s3: B); s5: C.  (C's
+     * 600 ns on M=48 keeps its estimates elsewhere near A's and B's times:
+     * at 50 ns they would be DT_SELECT_DISTRUST below them, and C would
+     * be dispatched there unmeasured.) */
     const double nan_ = NAN;
     const double tm[4][6] = {{100, 100, 101, 200, nan_, nan_},
                              {150, 120, 100, 100, nan_, nan_},
-                             {nan_, nan_, nan_, nan_, nan_, 50},
+                             {nan_, nan_, nan_, nan_, nan_, 600},
                              {INFINITY, nan_, nan_, nan_, nan_, 10}};
     for (int k = 0; k < 4; k++)
         for (int s = 0; s < 6; s++)
@@ -927,17 +930,17 @@ static void test_select_ranges(void)
     }
     CU_ASSERT_DOUBLE_EQUAL(rows[0].measured_ns, (100 + 100 + 101) / 3.0, 1e-9);
     CU_ASSERT(isnan(rows[1].measured_ns)); /* includes s4 */
-    CU_ASSERT_DOUBLE_EQUAL(rows[2].measured_ns, 50, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(rows[2].measured_ns, 600, 1e-9);
     CU_ASSERT(rows[0].predicted_ns > 0); /* f_adapt-only predictions of the winners */
     dt_db_schedules_free(rows, n);
 
     /* B measured on s4 (90): every time known; the objective is the
-     * weighted sum of the winners' times, (100+100+101+100+90+50) / 6 */
+     * weighted sum of the winners' times, (100+100+101+100+90+600) / 6 */
     dt_task_record(&t, B, 4, 90);
     CU_ASSERT_EQUAL_FATAL(dt_select_final(&t, &p, NULL, 0, 0, db, &info, &e), 0);
     CU_ASSERT_EQUAL(info.unmeasured, 0);
     CU_ASSERT_EQUAL(info.ranges, 3);
-    CU_ASSERT_DOUBLE_EQUAL(info.objective, 541.0 / 6, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(info.objective, 1091.0 / 6, 1e-9);
     CU_ASSERT_EQUAL_FATAL(dt_db_schedule_list(db, t.workload_id, t.target_id, 1, &rows, &n, &e),
                           0);
     CU_ASSERT_EQUAL_FATAL(n, 3); /* replaced, not appended */

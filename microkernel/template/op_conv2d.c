@@ -79,9 +79,10 @@ static void dt_tile_seg(int64_t kc, const dt_ta *a, int64_t lda, int64_t nseg, i
 /* Dilation 1: a window row's S·C elements are contiguous in X, and the
  * next window row is W·C further, so a tile of consecutive output pixels of
  * one output row is R segments read in place by one call of the segmented
- * kernel, its sums in registers over the whole window.  A tile whose
- * windows leave the image (the first and last tiles of an output row, every
- * tile of the rows at the top and bottom), and every tile of a grouped
+ * kernel, its sums in registers over the whole window; the window rows
+ * outside the image are skipped where the padding value is 0.  A tile whose
+ * windows leave the image at the sides (the first and last tiles of an
+ * output row), and every tile of a grouped
  * convolution (a group's channels are not contiguous), reads a copy of the
  * pixels it needs instead, padding included (the padding value):
  * R·((rows − 1)·sw + S)·Cg elements against its rows·K·R·S·Cg
@@ -165,20 +166,30 @@ static void dt_stream_rows(const dt_asrc *as, int64_t m0, int64_t m1, int64_t n0
         for (int64_t i = m0; i < m1;) {
             const int64_t ow0 = i % as->OW, t = i / as->OW, oh = t % as->OH, n = t / as->OH;
             const int64_t end = DT_MIN(m1, i - ow0 + as->OW), ih = oh * as->sh - as->pt;
+            /* the window rows [r0, r1) inside the image: the others are
+             * padding, skipped — their products add nothing when the
+             * padding value is 0 (int8's zero point is, only at 0: its
+             * epilogue corrects by the zero point times B's whole column) */
+            int64_t r0 = 0, r1 = as->R;
+            if (as->zero == (dt_ta)0 && ih + as->R > 0 && ih < as->H) {
+                r0 = ih < 0 ? -ih : 0;
+                r1 = ih + as->R > as->H ? as->H - ih : as->R;
+            }
             /* in place: one group (a window row's S·C elements contiguous) */
-            const int rows_in = ih >= 0 && ih + as->R <= as->H && Cg == as->C;
+            const int rows_in = ih + r0 >= 0 && ih + r1 <= as->H && Cg == as->C;
+            const dt_tb *br = b + r0 * sk * NR; /* K from window row r0 (whole K groups) */
             for (int64_t j = i; j < end; j += MR) {
                 const int64_t ow = ow0 + (j - i), rows = DT_MIN(MR, end - j);
                 const int64_t iw = ow * as->sw - as->pl;
-                const dt_ta *a = as->x + ((n * as->H + ih) * as->W + iw) * as->C + as->c0;
+                const dt_ta *a = as->x + ((n * as->H + ih + r0) * as->W + iw) * as->C + as->c0;
                 int64_t lds = as->W * as->C, lda = as->sw * as->C;
                 if (!rows_in || iw < 0 || iw + (rows - 1) * as->sw + as->S > as->W) {
                     lds = dt_copy_window(as, n, oh, ow, rows, buf);
                     lda = compact ? sk : as->sw * Cg;
-                    a = buf;
+                    a = buf + r0 * lds;
                 }
-                dt_tile_seg(sk, a, lda, as->R, lds, (int)rows, b, y + j * ldy + jr, ldy, cols,
-                            bpad ? bpad + jr : NULL, q, jr);
+                dt_tile_seg(sk, a, lda, r1 - r0, lds, (int)rows, br, y + j * ldy + jr, ldy,
+                            cols, bpad ? bpad + jr : NULL, q, jr);
             }
             i = end;
         }
