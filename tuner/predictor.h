@@ -82,7 +82,11 @@ int dt_predictor_train(dt_predictor *p, int *trained, dt_err *e);
  * GFLOP/s (f_adapt <= 1), whatever the kernel really does. */
 #define DT_PREDICTOR_FLOOR 1e-3
 
-/* Whether pred_ns, predicted on a shape of `flops`, is at the floor. */
+/* Whether pred_ns, predicted on a shape of `flops`, implies no more than
+ * the floor's throughput: every clamped prediction does (flops / pred_ns is
+ * the floor times f_adapt), and so does one above the floor by less than
+ * 1 / f_adapt — no better a measure of the model's error.  Inferred from
+ * the time, so a task's stored predictions need no flag. */
 static inline int dt_predictor_at_floor(double flops, double pred_ns)
 {
     return flops <= DT_PREDICTOR_FLOOR * (1 + 1e-4) * pred_ns;

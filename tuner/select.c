@@ -373,11 +373,12 @@ int dt_select_run(dt_task *t, dt_predictor *p, dt_measurer *m, const dt_select_o
         goto out;
     }
     /* a kernel budget: the set of at most K kernels, each shape to its
-     * fastest member (measured where the budget allows) */
-    if (o->max_kernels != DT_SELECT_ALL &&
-        (rc = dt_select_budget_winners(t, m, o, max_trials - n, win, wns, info, e)))
-        goto out;
-    if (o->max_kernels == DT_SELECT_ALL && (rc = dt_select_distrust_winners(t, win, wns, e)))
+     * fastest member (measured where the budget allows); unrestricted: the
+     * fastest measured, unless an estimate is DT_SELECT_DISTRUST below it */
+    rc = o->max_kernels != DT_SELECT_ALL
+             ? dt_select_budget_winners(t, m, o, max_trials - n, win, wns, info, e)
+             : dt_select_distrust_winners(t, win, wns, e);
+    if (rc)
         goto out;
     merge_ties(t, o, win, wns);
     if ((rc = fill_gaps(t, win, wns, e)))
