@@ -58,6 +58,28 @@ static void item_at(const geom *g, int64_t i, int64_t per, int64_t *rows, int64_
     }
 }
 
+/* The pixels of one output row where a convolution's kernels tile each
+ * row apart — the stream sketch's tiles (dilation 1: dt_stream_rows) and
+ * the channel sketch's end at a row's end (microkernel/template/
+ * op_conv2d.c, op_conv2d_channel.c), so M pads per row, not as a whole; a
+ * transposed convolution's rows are its phases' (a stride's share).  M
+ * otherwise. */
+static int64_t m_run(const dt_gemm *gv, const dt_annotation *a)
+{
+    if (!gv->op || !gv->op->conv ||
+        (a->sketch != DT_SKETCH_STREAM && a->sketch != DT_SKETCH_CHANNEL))
+        return gv->M;
+    dt_conv_geom c;
+    gv->op->conv(gv->dims, gv->attrs, &c);
+    if (a->sketch == DT_SKETCH_STREAM && (c.dilation != 1 || c.dilation_w != 1))
+        return gv->M; /* summed segment by segment over M's flat tiles */
+    int64_t oh, ow;
+    dt_conv_geom_out(&c, &oh, &ow);
+    if (c.transpose)
+        ow = cdiv(ow, c.stride_w);
+    return ow >= 1 && ow <= gv->M ? ow : gv->M;
+}
+
 int dt_adapt_gemm_of(const dt_op_desc *op, const int *attrs, const int64_t *dims, dt_gemm *g,
                      dt_err *e)
 {
@@ -105,9 +127,12 @@ int dt_f_adapt_gemm(const dt_gemm *gv, const dt_annotation *a, const dt_target *
     memset(out, 0, sizeof *out);
     out->threads = nt;
 
-    /* padding: register tiles over M and N (the batch is never padded) */
+    /* padding: register tiles over M (per row where a convolution's
+     * kernels tile rows apart) and N (the batch is never padded) */
     double M = (double)g.M, N = (double)g.N, K = (double)g.K, B = (double)g.batch;
-    out->padding = (M * N) / ((double)(cdiv(g.M, g.mr) * g.mr) * (double)(cdiv(g.N, g.nr) * g.nr));
+    const int64_t run = m_run(gv, a);
+    out->padding = ((double)run * N) /
+                   ((double)(cdiv(run, g.mr) * g.mr) * (double)(cdiv(g.N, g.nr) * g.nr));
 
     /* balance: per matrix `per` items of at most ⌈u/per⌉ units; the driver
      * deals batch·per items to nt threads in contiguous runs; for an op

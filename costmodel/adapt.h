@@ -3,7 +3,8 @@
  * three factors in (0, 1], each following what the generated driver
  * (microkernel/template/driver.c) does on the concrete shape:
  *
- *   padding  useful / padded work of the register tiles (M to MR, N to NR)
+ *   padding  useful / padded work of the register tiles (M to MR, N to NR;
+ *            a convolution's stream and channel sketches pad M row by row)
  *   balance  work units / (max units on one thread · threads)
  *   packing  flops / (flops + DT_ADAPT_COPY_FLOPS · packed elements)
  *
@@ -22,7 +23,8 @@
 #define DT_ADAPT_COPY_FLOPS 4.0
 
 typedef struct dt_adapt {
-    double padding;     /* (M·N) / (⌈M/MR⌉·MR · ⌈N/NR⌉·NR) */
+    double padding;     /* (M·N) / (⌈M/MR⌉·MR · ⌈N/NR⌉·NR); per output row for a
+                         * convolution's stream (dilation 1) and channel sketches */
     double balance;     /* units / (max units per thread · threads) */
     double packing;     /* flops / (flops + DT_ADAPT_COPY_FLOPS · copies) */
     double total;       /* padding · balance · packing, in (0, 1] */

@@ -408,6 +408,54 @@ static void test_bf16(void) { every_row(DT_DTYPE_BF16, ",dtype=bf16", 3, 31002);
 static void test_int8(void) { every_row(DT_DTYPE_INT8, ",dtype=int8", 3, 31003); }
 static void test_w8a32(void) { every_row(DT_DTYPE_W8A32, ",dtype=w8a32", 2, 31004); }
 
+/* The f32 stream sketch's border tiles in place (dt_stream_rows with
+ * dt_ukr_seg_edge): a tile's first pixel skips its taps left of the image,
+ * its last pixel those right of it, and a row's last tile is its last MR
+ * pixels.  Tiles of 1, 4 and 7 pixels on rows of 7 (one tile both sides,
+ * two overlapping), 9 and 6 pixels; stride 2 with the right pixel's last
+ * taps outside; a 5×5 window with pad 2 (pixel 1 outside too: the padded
+ * copy) and the same at stride 2 (in place, two taps skipped); one side
+ * padded only; two images (the first tile's skipped taps lie in the
+ * previous image). */
+static const int64_t g_edge_shapes[][DT_TEST_CONV_SHAPE] = {
+    {1, 7, 7, 16, 16, 3, 3, 1, 1, 1, 1, SYM},
+    {2, 5, 9, 16, 20, 3, 3, 1, 1, 1, 1, SYM},
+    {1, 9, 11, 16, 16, 3, 3, 2, 1, 1, 1, SYM},
+    {1, 8, 8, 16, 16, 5, 5, 1, 2, 1, 1, SYM},
+    {1, 9, 13, 16, 16, 5, 5, 2, 2, 1, 1, SYM},
+    {1, 6, 10, 16, 8, 3, 3, 1, 0, 1, 1, 0, 0, 1, -1, 0},
+    {2, 4, 14, 3, 16, 3, 3, 1, 1, 1, 1, SYM},
+};
+
+static int check_edges(const dt_kernel *k, const dt_kernel_op *kop, const dt_annotation *a,
+                       dt_err *e)
+{
+    (void)a;
+    return dt_test_verify_conv_shapes(k, kop, g_edge_shapes,
+                                      sizeof g_edge_shapes / sizeof g_edge_shapes[0], 5000, e);
+}
+
+static void test_stream_edges(void)
+{
+    const dt_target t = dt_dtype_target(DT_DTYPE_F32, &g_target);
+    static const int mrs[] = {1, 4, 7};
+    dt_kernel_op kops[6];
+    dt_annotation anns[6];
+    for (int i = 0; i < 6; i++) {
+        kops[i] = dt_test_kop(i % 2 ? "conv2d(N=1..2,H=8,W=8,C=16,K=16,R=3,S=3,stride=1,pad=1,"
+                                      "epilogue=bias+relu)"
+                                    : "conv2d(N=1..2,H=8,W=8,C=16,K=16,R=3,S=3,stride=1,pad=1)");
+        anns[i] = (dt_annotation){.sketch = DT_SKETCH_STREAM, .isa = t.isa, .mr = mrs[i / 2],
+                                  .nr = t.vec_floats, .nc = t.vec_floats, .unroll = 2,
+                                  .prefetch = i % 2 ? 4 : 0,
+                                  .store = i % 2 ? DT_STORE_MASK : DT_STORE_SCRATCH,
+                                  .order = DT_ORDER_M_INNER, .par = DT_PAR_M, .threads = 2};
+        dt_err e;
+        CU_ASSERT_EQUAL_FATAL(dt_annotation_validate(&anns[i], &t, &e), 0);
+    }
+    dt_test_build_and_verify(&g_b, kops, anns, 6, check_edges);
+}
+
 /* ---- end to end ---------------------------------------------------------------- */
 
 /* dtune tune on a conv2d key with three variables (a box schedule), then
@@ -497,6 +545,7 @@ int main(void)
         {"bf16 kernels (AMX emulated and native), odd convolutions", test_bf16},
         {"int8 kernels (zero-point padding), odd convolutions", test_int8},
         {"w8a32 kernels, odd convolutions", test_w8a32},
+        {"f32 stream tiles at the image's sides in place, taps outside skipped", test_stream_edges},
         {"dtune tune and query on a conv2d key with three variables", test_e2e_tune_query},
         {"dtune bench over a --shapes grid of two variables, grouped", test_e2e_bench_grid},
         CU_TEST_INFO_NULL,

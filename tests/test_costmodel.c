@@ -179,6 +179,21 @@ static void test_adapt_padding(void)
     NEAR(r.padding, (5.0 * 100) / (8.0 * 128));
     NEAR(r.packing, 1); /* stream dense: nothing packed at run time */
     NEAR(r.copies, 0);
+
+    /* a convolution's stream tiles end at each output row's end: rows of
+     * OW = 14 (16 px, 3×3, unpadded; M = 2·14·14 = 392) pad 14 to 15 with
+     * MR 5 and to 18 with MR 6, where the flat M would give 392/395 and
+     * 392/396; none with MR 14; the blocked sketch's tiles run over the
+     * flat M */
+    int64_t dc[] = {2, 16, 16, 256, 256, 3, 3};
+    r = adapt_ok("conv2d", dc, stream(5, 64, 64, DT_PAR_M, 1));
+    NEAR(r.padding, 14.0 / 15);
+    r = adapt_ok("conv2d", dc, stream(6, 64, 64, DT_PAR_M, 1));
+    NEAR(r.padding, 14.0 / 18);
+    r = adapt_ok("conv2d", dc, stream(14, 32, 32, DT_PAR_M, 1));
+    NEAR(r.padding, 1);
+    r = adapt_ok("conv2d", dc, blocked(5, 64, 256, 40, 256, DT_PAR_M, 1));
+    NEAR(r.padding, 392.0 / 395);
 }
 
 static void test_adapt_balance(void)

@@ -59,11 +59,30 @@ static int dt_a_segment(const dt_asrc *as, int64_t i0, int64_t rows, int64_t p0,
 
 #if DT_UKR_SEG
 /* The segmented register kernel's tile (the whole K in one call: never
- * accumulating, always last); bias NR-padded or NULL. */
+ * accumulating, always last); bias NR-padded or NULL.  klo > 0 or khi < kc
+ * (a dtype with dt_ukr_seg_edge; rows = MR): row 0 skips each segment's
+ * first klo elements, row MR − 1 those from khi. */
 static void dt_tile_seg(int64_t kc, const dt_ta *a, int64_t lda, int64_t nseg, int64_t lds,
-                        int rows, const dt_tb *b, dt_tc *y, int64_t ldy, int cols,
-                        const float *bias, const dt_qctx *q, int64_t col)
+                        int64_t klo, int64_t khi, int rows, const dt_tb *b, dt_tc *y,
+                        int64_t ldy, int cols, const float *bias, const dt_qctx *q, int64_t col)
 {
+#if DT_UKR_SEG_EDGE
+    if (klo > 0 || khi < kc) {
+#if DT_STORE_SCRATCH
+        if (cols < NR) {
+            dt_tc tile[MR * NR] __attribute__((aligned(64)));
+            dt_ukr_seg_edge(kc, a, lda, nseg, lds, klo, khi, b, tile, NR, NR, bias, q, col);
+            for (int r = 0; r < rows; r++)
+                memcpy(y + r * ldy, tile + r * NR, (size_t)cols * sizeof(dt_tc));
+            return;
+        }
+#endif
+        dt_ukr_seg_edge(kc, a, lda, nseg, lds, klo, khi, b, y, ldy, cols, bias, q, col);
+        return;
+    }
+#else
+    (void)klo, (void)khi;
+#endif
 #if DT_STORE_SCRATCH
     if (rows < MR || cols < NR) {
         dt_tc tile[MR * NR] __attribute__((aligned(64)));
@@ -82,9 +101,13 @@ static void dt_tile_seg(int64_t kc, const dt_ta *a, int64_t lda, int64_t nseg, i
  * kernel, its sums in registers over the whole window; the window rows
  * outside the image are skipped where the padding value is 0.  A tile whose
  * windows leave the image at the sides (the first and last tiles of an
- * output row), and every tile of a grouped
- * convolution (a group's channels are not contiguous), reads a copy of the
- * pixels it needs instead, padding included (the padding value):
+ * output row) runs in place too where the dtype has dt_ukr_seg_edge (f32)
+ * and only its first and last pixels leave it: they skip their taps
+ * outside, and a row's last tile is its last MR pixels (some computed
+ * again) so that its last pixel is the tile's.  Other border tiles, and
+ * every tile of a grouped
+ * convolution (a group's channels are not contiguous), read a copy of the
+ * pixels they need instead, padding included (the padding value):
  * R·((rows − 1)·sw + S)·Cg elements against its rows·K·R·S·Cg
  * multiply-adds, so no border tile is cut short or gathered row by row.
  * Tiles end at the output row's end.  When the windows do not overlap
@@ -179,17 +202,38 @@ static void dt_stream_rows(const dt_asrc *as, int64_t m0, int64_t m1, int64_t n0
             const int rows_in = ih + r0 >= 0 && ih + r1 <= as->H && Cg == as->C;
             const dt_tb *br = b + r0 * sk * NR; /* K from window row r0 (whole K groups) */
             for (int64_t j = i; j < end; j += MR) {
-                const int64_t ow = ow0 + (j - i), rows = DT_MIN(MR, end - j);
-                const int64_t iw = ow * as->sw - as->pl;
+                int64_t jt = j, rows = DT_MIN(MR, end - j);
+#if DT_UKR_SEG_EDGE
+                if (rows < MR && end - i >= MR) { /* the run's last MR pixels, some again */
+                    jt = end - MR;
+                    rows = MR;
+                }
+#endif
+                const int64_t ow = ow0 + (jt - i), iw = ow * as->sw - as->pl;
+                const int64_t iwl = iw + (rows - 1) * as->sw; /* the last pixel's first column */
                 const dt_ta *a = as->x + ((n * as->H + ih + r0) * as->W + iw) * as->C + as->c0;
-                int64_t lds = as->W * as->C, lda = as->sw * as->C;
-                if (!rows_in || iw < 0 || iw + (rows - 1) * as->sw + as->S > as->W) {
+                int64_t lds = as->W * as->C, lda = as->sw * as->C, klo = 0, khi = sk;
+                int inplace = rows_in && iw >= 0 && iwl + as->S <= as->W;
+#if DT_UKR_SEG_EDGE
+                /* a border tile in place where only its first pixel's window
+                 * leaves the image on the left and only its last one's on the
+                 * right: those pixels skip the taps outside (klo, khi), which
+                 * are padding (0) and never read */
+                if (!inplace && rows_in && rows == MR && as->zero == (dt_ta)0 &&
+                    (MR == 1 || (iw + as->sw >= 0 && iwl - as->sw + as->S <= as->W))) {
+                    klo = iw < 0 ? -iw * Cg : 0;
+                    khi = iwl + as->S > as->W ? (as->W - iwl) * Cg : sk;
+                    inplace = klo <= khi;
+                }
+#endif
+                if (!inplace) {
+                    klo = 0, khi = sk;
                     lds = dt_copy_window(as, n, oh, ow, rows, buf);
                     lda = compact ? sk : as->sw * Cg;
                     a = buf + r0 * lds;
                 }
-                dt_tile_seg(sk, a, lda, r1 - r0, lds, (int)rows, br, y + j * ldy + jr, ldy,
-                            cols, bpad ? bpad + jr : NULL, q, jr);
+                dt_tile_seg(sk, a, lda, r1 - r0, lds, klo, khi, (int)rows, br,
+                            y + jt * ldy + jr, ldy, cols, bpad ? bpad + jr : NULL, q, jr);
             }
             i = end;
         }
