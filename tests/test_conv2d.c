@@ -408,8 +408,8 @@ static void test_bf16(void) { every_row(DT_DTYPE_BF16, ",dtype=bf16", 3, 31002);
 static void test_int8(void) { every_row(DT_DTYPE_INT8, ",dtype=int8", 3, 31003); }
 static void test_w8a32(void) { every_row(DT_DTYPE_W8A32, ",dtype=w8a32", 2, 31004); }
 
-/* The f32 stream sketch's border tiles in place (dt_stream_rows with
- * dt_ukr_seg_edge): a tile's first pixel skips its taps left of the image,
+/* The f32 and w8a32 stream sketch's border tiles in place (dt_stream_rows
+ * with dt_ukr_seg_edge): a tile's first pixel skips its taps left of the image,
  * its last pixel those right of it, and a row's last tile is its last MR
  * pixels.  Tiles of 1, 4 and 7 pixels on rows of 7 (one tile both sides,
  * two overlapping), 9 and 6 pixels; stride 2 with the right pixel's last
@@ -437,23 +437,28 @@ static int check_edges(const dt_kernel *k, const dt_kernel_op *kop, const dt_ann
 
 static void test_stream_edges(void)
 {
-    const dt_target t = dt_dtype_target(DT_DTYPE_F32, &g_target);
     static const int mrs[] = {1, 4, 7};
-    dt_kernel_op kops[6];
-    dt_annotation anns[6];
-    for (int i = 0; i < 6; i++) {
-        kops[i] = dt_test_kop(i % 2 ? "conv2d(N=1..2,H=8,W=8,C=16,K=16,R=3,S=3,stride=1,pad=1,"
-                                      "epilogue=bias+relu)"
-                                    : "conv2d(N=1..2,H=8,W=8,C=16,K=16,R=3,S=3,stride=1,pad=1)");
-        anns[i] = (dt_annotation){.sketch = DT_SKETCH_STREAM, .isa = t.isa, .mr = mrs[i / 2],
-                                  .nr = t.vec_floats, .nc = t.vec_floats, .unroll = 2,
-                                  .prefetch = i % 2 ? 4 : 0,
-                                  .store = i % 2 ? DT_STORE_MASK : DT_STORE_SCRATCH,
+    static const char *const keys[] = {
+        "conv2d(N=1..2,H=8,W=8,C=16,K=16,R=3,S=3,stride=1,pad=1)",
+        "conv2d(N=1..2,H=8,W=8,C=16,K=16,R=3,S=3,stride=1,pad=1,epilogue=bias+relu)",
+        "conv2d(N=1..2,H=8,W=8,C=16,K=16,R=3,S=3,stride=1,pad=1,dtype=w8a32)",
+        "conv2d(N=1..2,H=8,W=8,C=16,K=16,R=3,S=3,stride=1,pad=1,epilogue=bias+relu,dtype=w8a32)",
+    }; /* the dtypes with dt_ukr_seg_edge: f32 and w8a32 */
+    dt_kernel_op kops[12];
+    dt_annotation anns[12];
+    for (int i = 0; i < 12; i++) {
+        const int epi = i % 2, w8 = i / 6;
+        kops[i] = dt_test_kop(keys[2 * w8 + epi]);
+        const dt_target t = dt_dtype_target(kops[i].dtype, &g_target);
+        anns[i] = (dt_annotation){.sketch = DT_SKETCH_STREAM, .isa = t.isa,
+                                  .mr = mrs[i / 2 % 3], .nr = t.vec_floats,
+                                  .nc = t.vec_floats, .unroll = 2, .prefetch = epi ? 4 : 0,
+                                  .store = epi ? DT_STORE_MASK : DT_STORE_SCRATCH,
                                   .order = DT_ORDER_M_INNER, .par = DT_PAR_M, .threads = 2};
         dt_err e;
         CU_ASSERT_EQUAL_FATAL(dt_annotation_validate(&anns[i], &t, &e), 0);
     }
-    dt_test_build_and_verify(&g_b, kops, anns, 6, check_edges);
+    dt_test_build_and_verify(&g_b, kops, anns, 12, check_edges);
 }
 
 /* ---- end to end ---------------------------------------------------------------- */
@@ -545,7 +550,8 @@ int main(void)
         {"bf16 kernels (AMX emulated and native), odd convolutions", test_bf16},
         {"int8 kernels (zero-point padding), odd convolutions", test_int8},
         {"w8a32 kernels, odd convolutions", test_w8a32},
-        {"f32 stream tiles at the image's sides in place, taps outside skipped", test_stream_edges},
+        {"f32, w8a32 stream tiles at the image's sides in place, taps outside skipped",
+         test_stream_edges},
         {"dtune tune and query on a conv2d key with three variables", test_e2e_tune_query},
         {"dtune bench over a --shapes grid of two variables, grouped", test_e2e_bench_grid},
         CU_TEST_INFO_NULL,

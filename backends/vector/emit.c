@@ -45,6 +45,48 @@ void dt_emit_ukr_seg_call(dt_strbuf *sb, const char *ta, const char *tb, const c
                   ta, tb, tc);
 }
 
+/* The K range [k, end) of a segment over the tile's rows [r0, r1): UNROLL
+ * steps, then one at a time; without rows, k jumps to end. */
+static void emit_k_range(dt_strbuf *sb, const dt_annotation *a, int nv, const char *end, int r0,
+                         int r1, dt_emit_rows_step_fn step)
+{
+    if (r0 >= r1) {
+        dt_sb_appendf(sb, "    if (k < %s)\n        k = %s;\n", end, end);
+        return;
+    }
+    dt_sb_appendf(sb, "    for (; k + UNROLL <= %s; k += UNROLL) {\n", end);
+    for (int u = 0; u < a->unroll; u++)
+        step(sb, a, nv, u, r0, r1);
+    dt_sb_appendf(sb, "    }\n    for (; k < %s; k++) {\n", end);
+    step(sb, a, nv, 0, r0, r1);
+    dt_sb_append(sb, "    }\n");
+}
+
+void dt_emit_ukr_seg_edge(dt_strbuf *sb, const dt_annotation *a, int nv, const char *ta,
+                          const char *tb, const char *tc, dt_emit_rows_step_fn step,
+                          void (*pre)(dt_strbuf *sb, const dt_annotation *a, int nv))
+{
+    dt_sb_appendf(sb,
+                  "#define DT_UKR_SEG_EDGE 1\n"
+                  "static __attribute__((noinline)) void dt_ukr_seg_edge(int64_t kc, const %s "
+                  "*restrict a,\n    int64_t lda, int64_t nseg, int64_t lds, int64_t klo, "
+                  "int64_t khi,\n    const %s *restrict b, %s *restrict c, int64_t ldc, int "
+                  "n_valid,\n    const float *restrict bias, const dt_qctx *q, int64_t col)\n{\n"
+                  "    const int a_rows = MR, m_valid = MR, accumulate = 0, last = 1;\n",
+                  ta, tb, tc);
+    if (!pre)
+        dt_sb_append(sb, "    (void)q; (void)col;\n");
+    dt_emit_ukr_start(sb, a, nv, ta);
+    dt_emit_seg_begin(sb, 1);
+    dt_sb_append(sb, "    int64_t k = 0;\n");
+    emit_k_range(sb, a, nv, "klo", 1, a->mr, step);
+    emit_k_range(sb, a, nv, "khi", 0, a->mr, step);
+    emit_k_range(sb, a, nv, "kc", 0, a->mr - 1, step);
+    dt_emit_seg_end(sb, a, 1);
+    dt_emit_store_f32(sb, a, nv, pre);
+    dt_sb_append(sb, "}\n\n");
+}
+
 void dt_emit_ukr_start(dt_strbuf *sb, const dt_annotation *a, int nv, const char *atype)
 {
     for (int i = 0; i < a->mr; i++)

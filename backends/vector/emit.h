@@ -60,6 +60,24 @@ typedef void (*dt_emit_step_fn)(dt_strbuf *sb, const dt_annotation *a, int nv, i
 void dt_emit_k_loop(dt_strbuf *sb, const dt_annotation *a, int nv, int stream,
                     dt_emit_step_fn step);
 
+/* One K step u of a stream kernel over the tile's rows [r0, r1) only (its
+ * B row k at b + k·NR; the rows' pointers a<i>). */
+typedef void (*dt_emit_rows_step_fn)(dt_strbuf *sb, const dt_annotation *a, int nv, int u,
+                                     int r0, int r1);
+/* The segmented kernel's tile at the sides of an image, for a dtype whose
+ * accumulators are f32 vectors (pre as dt_emit_store_f32's): `#define
+ * DT_UKR_SEG_EDGE 1` and dt_ukr_seg_edge(kc, a, lda, nseg, lds, klo, khi,
+ * b, c, ldc, n_valid, bias, q, col) — MR rows, never accumulating, always
+ * last; in every segment row 0 skips the first klo elements and row MR − 1
+ * those from khi (0 ≤ klo ≤ khi ≤ kc): a border tile's first and last
+ * pixels leave out their taps left and right of the image, which are never
+ * read, so the tile runs in place instead of on a padded copy
+ * (template/op_conv2d.c, dt_stream_rows).  K elements, not K groups: for
+ * dtypes whose K step is one element. */
+void dt_emit_ukr_seg_edge(dt_strbuf *sb, const dt_annotation *a, int nv, const char *ta,
+                          const char *tb, const char *tc, dt_emit_rows_step_fn step,
+                          void (*pre)(dt_strbuf *sb, const dt_annotation *a, int nv));
+
 /* The end of a register kernel whose accumulators are f32 vectors named
  * c<i>_<v> (i < MR, v < nv = NR/VL) — f32, bf16, w8a32: adds C's current
  * values when accumulate; when last, pre (may be NULL) then + bias and the

@@ -45,48 +45,10 @@ static void emit_t_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, in
     emit_step_rows(sb, a, nv, u, stream, "bs", "ldb", 0, 0, a->mr);
 }
 
-/* The K range [k, end) of a segment over the tile's rows [r0, r1): UNROLL
- * steps, then one at a time; without rows, k jumps to end. */
-static void emit_k_range(dt_strbuf *sb, const dt_annotation *a, int nv, const char *end, int r0,
-                         int r1)
+/* One K step u of a stream kernel over the tile's rows [r0, r1). */
+static void emit_rows_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int r0, int r1)
 {
-    if (r0 >= r1) {
-        dt_sb_appendf(sb, "    if (k < %s)\n        k = %s;\n", end, end);
-        return;
-    }
-    dt_sb_appendf(sb, "    for (; k + UNROLL <= %s; k += UNROLL) {\n", end);
-    for (int u = 0; u < a->unroll; u++)
-        emit_step_rows(sb, a, nv, u, 1, "b", "NR", 1, r0, r1);
-    dt_sb_appendf(sb, "    }\n    for (; k < %s; k++) {\n", end);
-    emit_step_rows(sb, a, nv, 0, 1, "b", "NR", 1, r0, r1);
-    dt_sb_append(sb, "    }\n");
-}
-
-/* The segmented kernel's tile at the sides of an image (stream sketch):
- * MR rows, never accumulating, always last; in every segment row 0 skips
- * the first klo elements and row MR − 1 those from khi (0 ≤ klo ≤ khi ≤
- * kc): a border tile's first and last pixels leave out their taps left and
- * right of the image, which are never read, so the tile runs in place
- * instead of on a padded copy (template/op_conv2d.c, dt_stream_rows). */
-static void emit_ukr_seg_edge(dt_strbuf *sb, const dt_annotation *a, int nv)
-{
-    dt_sb_append(sb, "#define DT_UKR_SEG_EDGE 1\n"
-                     "static __attribute__((noinline)) void dt_ukr_seg_edge(int64_t kc, const "
-                     "float *restrict a,\n    int64_t lda, int64_t nseg, int64_t lds, int64_t "
-                     "klo, int64_t khi,\n    const float *restrict b, float *restrict c, int64_t "
-                     "ldc, int n_valid,\n    const float *restrict bias, const dt_qctx *q, "
-                     "int64_t col)\n{\n"
-                     "    const int a_rows = MR, m_valid = MR, accumulate = 0, last = 1;\n"
-                     "    (void)q; (void)col;\n");
-    dt_emit_ukr_start(sb, a, nv, "float");
-    dt_emit_seg_begin(sb, 1);
-    dt_sb_append(sb, "    int64_t k = 0;\n");
-    emit_k_range(sb, a, nv, "klo", 1, a->mr);
-    emit_k_range(sb, a, nv, "khi", 0, a->mr);
-    emit_k_range(sb, a, nv, "kc", 0, a->mr - 1);
-    dt_emit_seg_end(sb, a, 1);
-    dt_emit_store_f32(sb, a, nv, NULL);
-    dt_sb_append(sb, "}\n\n");
+    emit_step_rows(sb, a, nv, u, 1, "b", "NR", 1, r0, r1);
 }
 
 /* The transposed tile of an implicit A's stream kernels (seg): an MR×NR
@@ -135,7 +97,7 @@ void dt_mk_ukr_f32(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a, 
     dt_sb_append(sb, "}\n\n");
     dt_emit_ukr_seg_call(sb, "float", "float", "float", seg);
     if (seg) { /* stream only (codegen.c) */
-        emit_ukr_seg_edge(sb, a, nv);
+        dt_emit_ukr_seg_edge(sb, a, nv, "float", "float", "float", emit_rows_step, NULL);
         emit_ukr_t(sb, a, nv);
     }
 }

@@ -31,9 +31,11 @@ static void emit_prefetch(dt_strbuf *sb, const dt_annotation *a, int u)
         dt_sb_appendf(sb, "        VPREFETCH(b + (k + %d) * NR);\n", u + a->prefetch);
 }
 
-/* One K step u of the MR×NR outer product: NV weight vectors converted from
- * s8, MR broadcasts of A, MR·NV FMAs. */
-static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream)
+/* One K step u of the outer product of the tile's rows [r0, r1) by NR
+ * columns: NV weight vectors converted from s8, a broadcast of A a row,
+ * NV FMAs a row. */
+static void emit_step_rows(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream,
+                           int r0, int r1)
 {
     int vl = a->nr / nv;
     emit_prefetch(sb, a, u);
@@ -41,7 +43,7 @@ static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, in
     for (int v = 0; v < nv; v++)
         dt_sb_appendf(sb, "            vf b%d = DT_W8_LOAD(b + (k + %d) * NR + %d);\n", v, u,
                       v * vl);
-    for (int i = 0; i < a->mr; i++) {
+    for (int i = r0; i < r1; i++) {
         if (stream)
             dt_sb_appendf(sb, "            vf av%d = VBCAST(a%d[k + %d]);\n", i, i, u);
         else
@@ -50,6 +52,16 @@ static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, in
             dt_sb_appendf(sb, "            c%d_%d = VFMA(av%d, b%d, c%d_%d);\n", i, v, i, v, i, v);
     }
     dt_sb_append(sb, "        }\n");
+}
+
+static void emit_k_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int stream)
+{
+    emit_step_rows(sb, a, nv, u, stream, 0, a->mr);
+}
+
+static void emit_rows_step(dt_strbuf *sb, const dt_annotation *a, int nv, int u, int r0, int r1)
+{
+    emit_step_rows(sb, a, nv, u, 1, r0, r1);
 }
 
 /* The dequantization on the last K block: times the columns' scales. */
@@ -82,4 +94,6 @@ void dt_mk_ukr_w8a32(dt_strbuf *sb, const dt_backend *be, const dt_annotation *a
     dt_emit_store_f32(sb, a, nv, emit_scale);
     dt_sb_append(sb, "}\n\n");
     dt_emit_ukr_seg_call(sb, "dt_ta", "dt_tb", "dt_tc", seg);
+    if (seg) /* stream only (codegen.c) */
+        dt_emit_ukr_seg_edge(sb, a, nv, "dt_ta", "dt_tb", "dt_tc", emit_rows_step, emit_scale);
 }

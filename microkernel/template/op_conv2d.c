@@ -101,7 +101,8 @@ static void dt_tile_seg(int64_t kc, const dt_ta *a, int64_t lda, int64_t nseg, i
  * kernel, its sums in registers over the whole window; the window rows
  * outside the image are skipped where the padding value is 0.  A tile whose
  * windows leave the image at the sides (the first and last tiles of an
- * output row) runs in place too where the dtype has dt_ukr_seg_edge (f32)
+ * output row) runs in place too where the dtype has dt_ukr_seg_edge (f32,
+ * w8a32)
  * and only its first and last pixels leave it: they skip their taps
  * outside, and a row's last tile is its last MR pixels (some computed
  * again) so that its last pixel is the tile's.  Other border tiles, and
